@@ -1,0 +1,321 @@
+"""The ``ppdm`` command line.
+
+Every job runs on a Dask scheduler: ``--scheduler ADDRESS`` (a running ``dask scheduler``),
+``--scheduler threads|sync`` (in-process), or, by default, a LocalCluster of process workers
+started for the job. Inputs and outputs are local paths or fsspec URLs (``s3://...``) with
+``--storage-option k=v``. Bad input ends with one ``ppdm: error: ...`` line and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+import numpy as np
+
+from .errors import PPDMError
+
+LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
+
+
+class Context:
+    """Global options shared by the sub-commands."""
+
+    def __init__(self, scheduler: str | None, workers: int | None, storage_options: dict[str, Any], key_file: str | None, as_json: bool, progress: bool, debug: bool) -> None:
+        self.scheduler = scheduler
+        self.workers = workers
+        self.storage_options = storage_options
+        self.key_file = key_file
+        self.as_json = as_json
+        self.progress = progress
+        self.debug = debug
+
+    @contextlib.contextmanager
+    def runtime(self) -> Iterator[str]:
+        """Activate the scheduler for a job; yields a description of it."""
+        import dask
+
+        if self.scheduler in LOCAL_SCHEDULERS:
+            with dask.config.set(scheduler=self.scheduler):
+                yield f"local {self.scheduler} scheduler"
+            return
+        from .cluster import get_client
+
+        with get_client(self.scheduler, n_workers=self.workers) as client:
+            where = self.scheduler or f"LocalCluster ({len(client.scheduler_info()['workers'])} process workers)"
+            yield where
+
+    def key(self):
+        """The random key: read from --key-file, or created there, or a fresh secret one."""
+        from .random import Key
+
+        if self.key_file is None:
+            return Key.generate()
+        path = Path(self.key_file)
+        if path.exists():
+            return Key.from_file(path)
+        key = Key.generate()
+        key.to_file(path)
+        click.echo(f"new random key written to {path} (keep it secret; reuse it to reproduce this run)", err=True)
+        return key
+
+    def emit(self, summary: dict[str, Any], text: str) -> None:
+        """Print the job summary as JSON (--json) or as text."""
+        if self.as_json:
+            click.echo(json.dumps(summary, indent=1, default=_json_default))
+        else:
+            click.echo(text)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+def _parse_storage_options(values: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in values:
+        if "=" not in item:
+            raise click.BadParameter(f"expected k=v, got {item!r}", param_hint="--storage-option")
+        k, v = item.split("=", 1)
+        low = v.lower()
+        if low in ("true", "false"):
+            out[k] = low == "true"
+        else:
+            try:
+                out[k] = int(v)
+            except ValueError:
+                out[k] = v
+    return out
+
+
+class PPDMGroup(click.Group):
+    """A group that turns library errors into one clear line and a non-zero exit."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except PPDMError as exc:
+            _fail(ctx, exc, 2)
+        except (OSError, ValueError, KeyError) as exc:
+            _fail(ctx, exc, 1)
+        except Exception as exc:  # a bug: still one line unless --debug
+            _fail(ctx, exc, 1)
+
+
+def _fail(ctx: click.Context, exc: BaseException, code: int) -> None:
+    obj = ctx.find_object(Context)
+    if obj is not None and obj.debug:
+        raise exc
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if not isinstance(exc, PPDMError):
+        msg = f"{type(exc).__name__}: {msg}"
+    click.echo(f"ppdm: error: {msg}", err=True)
+    ctx.exit(code)
+
+
+@click.group(cls=PPDMGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--scheduler", envvar="PPDM_SCHEDULER", default=None, metavar="ADDRESS", help="Dask scheduler address (tcp://host:8786 or a scheduler file), or 'threads'/'sync'. Default: start a LocalCluster.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes of the default LocalCluster (default: one per core).")
+@click.option("--storage-option", "storage_option", multiple=True, metavar="K=V", help="fsspec storage option, repeatable (e.g. endpoint_url=http://..., key=..., anon=true).")
+@click.option("--key-file", type=click.Path(dir_okay=False), default=None, help="File holding the random key; created (mode 600) if missing. Without it a fresh secret key is used.")
+@click.option("--json", "as_json", is_flag=True, help="Print the job summary as JSON on stdout.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.version_option(package_name="ppdm-dask")
+@click.pass_context
+def cli(ctx: click.Context, scheduler, workers, storage_option, key_file, as_json, progress, debug) -> None:
+    """Privacy-preserving data mining on Dask."""
+    ctx.obj = Context(scheduler, workers, _parse_storage_options(storage_option), key_file, as_json, progress, debug)
+
+
+# ---------------------------------------------------------------------- info
+def _histogram_text(hist: dict[int, int], width: int = 40) -> list[str]:
+    if not hist:
+        return ["  (no transactions)"]
+    keys = sorted(hist)
+    # group lengths into at most 12 bins
+    lo, hi = keys[0], keys[-1]
+    n_bins = min(12, hi - lo + 1)
+    edges = np.linspace(lo, hi + 1, n_bins + 1)
+    counts = np.zeros(n_bins, np.int64)
+    for k, v in hist.items():
+        counts[min(int(np.searchsorted(edges, k, side="right")) - 1, n_bins - 1)] += v
+    top = counts.max()
+    lines = []
+    for i in range(n_bins):
+        a, b = int(np.ceil(edges[i])), int(np.ceil(edges[i + 1])) - 1
+        label = f"{a}" if a >= b else f"{a}-{b}"
+        bar = "#" * int(round(width * counts[i] / top)) if top else ""
+        lines.append(f"  {label:>9} | {bar} {counts[i]}")
+    return lines
+
+
+def describe_text(url: str, d: dict[str, Any]) -> str:
+    lines = [
+        f"{url}",
+        f"  transactions  {d['n_transactions']:,}  ({d['empty_transactions']:,} empty)",
+        f"  items         {d['n_items']:,}",
+        f"  ones (nnz)    {d['nnz']:,}",
+        f"  density       {d['density']:.6f}",
+        f"  length        mean {d['mean_length']:.3f}, min {d['min_length']}, max {d['max_length']}",
+        f"  partitions    {d['n_partitions']}",
+    ]
+    if d.get("columns"):
+        lines.append(f"  columns       {', '.join(d['columns'])}")
+    if d.get("metadata"):
+        lines.append("  metadata      " + ", ".join(f"{k}={v}" for k, v in d["metadata"].items()))
+    lines.append("  transaction length histogram:")
+    lines.extend(_histogram_text(d["length_histogram"]))
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.argument("url")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "fimi", "csv"]), default=None, help="Input format (default: from the extension).")
+@click.pass_obj
+def info(obj: Context, url: str, fmt: str | None) -> None:
+    """Rows, items, density and the length histogram of a dataset."""
+    from .io import read
+
+    with obj.runtime() as where:
+        tx = read(url, format=fmt, storage_options=obj.storage_options)
+        d = tx.describe(progress=obj.progress)
+    d["url"] = url
+    obj.emit(d, describe_text(url, d))
+
+
+# ---------------------------------------------------------------------- convert
+@cli.command()
+@click.argument("src")
+@click.argument("dst")
+@click.option("--from", "src_fmt", type=click.Choice(["parquet", "fimi", "csv"]), default=None, help="Input format (default: from the extension).")
+@click.option("--to", "dst_fmt", type=click.Choice(["parquet", "fimi", "csv"]), default=None, help="Output format (default: from the extension; a folder is Parquet).")
+@click.option("--partitions", type=click.IntRange(min=1), default=None, help="Number of output partitions.")
+@click.option("--target-bytes", type=click.IntRange(min=1), default=None, help="Repartition to about this many CSR bytes per partition.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+@click.pass_obj
+def convert(obj: Context, src: str, dst: str, src_fmt, dst_fmt, partitions, target_bytes, overwrite) -> None:
+    """Convert between FIMI, basket CSV and Parquet (atomic write)."""
+    from .io import read, write
+
+    t0 = time.perf_counter()
+    with obj.runtime():
+        tx = read(src, format=src_fmt, storage_options=obj.storage_options)
+        if partitions is not None or target_bytes is not None:
+            tx = tx.repartition(target_bytes, npartitions=partitions)
+        write(tx, dst, format=dst_fmt, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
+    summary = {"src": src, "dst": dst, "n_transactions": tx.n_transactions, "n_items": tx.n_items, "n_partitions": tx.n_partitions, "seconds": round(time.perf_counter() - t0, 3)}
+    obj.emit(summary, f"wrote {tx.n_transactions:,} transactions over {tx.n_items:,} items to {dst} ({tx.n_partitions} partitions) in {summary['seconds']:.1f} s")
+
+
+# ---------------------------------------------------------------------- generate
+@cli.group()
+def generate() -> None:
+    """Synthetic data generators."""
+
+
+@generate.command("quest")
+@click.argument("spec")
+@click.argument("out")
+@click.option("--partition-rows", type=click.IntRange(min=1), default=None, help="Rows per partition (rounded to whole generator blocks).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+@click.pass_obj
+def generate_quest(obj: Context, spec: str, out: str, partition_rows, overwrite) -> None:
+    """IBM-Quest market-basket data, e.g. T10.I4.D100K.N1K (C20.I4.D200K: two classes)."""
+    from .data.quest import parse_spec, quest
+    from .io import write
+
+    qs = parse_spec(spec)
+    key = obj.key()
+    t0 = time.perf_counter()
+    with obj.runtime():
+        tx = quest(qs, key=key, rows_per_partition=partition_rows)
+        write(tx, out, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
+    secs = time.perf_counter() - t0
+    summary = {"spec": qs.name, "out": out, "n_transactions": tx.n_transactions, "n_items": tx.n_items, "n_partitions": tx.n_partitions, "seconds": round(secs, 3)}
+    obj.emit(summary, f"generated {qs.name}: {tx.n_transactions:,} transactions, {tx.n_items:,} items, {tx.n_partitions} partitions -> {out} in {secs:.1f} s")
+
+
+# ---------------------------------------------------------------------- samples / demo
+@cli.command()
+@click.pass_obj
+def samples(obj: Context) -> None:
+    """List the data samples bundled with the package."""
+    from .data.datasets import list_samples, sample_path
+
+    items = {name: {"description": desc, "path": str(sample_path(name))} for name, desc in list_samples().items()}
+    obj.emit(items, "\n".join(f"{n:18} {v['description']}" for n, v in items.items()))
+
+
+@cli.command()
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Keep the demo outputs in this folder (default: a temporary folder).")
+@click.option("--rows", type=click.IntRange(min=1000), default=20000, help="Rows of the synthetic Quest data set.")
+@click.pass_obj
+def demo(obj: Context, out: str | None, rows: int) -> None:
+    """End-to-end run on bundled data: sample -> Parquet -> read back -> statistics; Quest data."""
+    from .data.datasets import load_sample
+    from .data.quest import parse_spec, quest
+    from .io import read
+
+    with contextlib.ExitStack() as stack:
+        folder = out or stack.enter_context(tempfile.TemporaryDirectory(prefix="ppdm-demo-"))
+        os.makedirs(folder, exist_ok=True)
+        t0 = time.perf_counter()
+        with obj.runtime() as where:
+            click.echo(f"[demo] running on {where}", err=True)
+            tx = load_sample("mushroom", npartitions=4)
+            path = os.path.join(folder, "mushroom.parquet")
+            tx.to_parquet(path, overwrite=True, progress=obj.progress)
+            back = read(path)
+            supports = back.item_supports(progress=obj.progress)
+            same = bool((back.compute(progress=False) != tx.compute(progress=False)).nnz == 0)
+            d = back.describe(progress=obj.progress)
+            top = np.argsort(-supports, kind="stable")[:5]
+            qspec = parse_spec(f"T10.I4.D{rows}.N1K")
+            q = quest(qspec, key=obj.key())
+            qpath = os.path.join(folder, "quest.parquet")
+            q.to_parquet(qpath, overwrite=True, progress=obj.progress)
+            qd = read(qpath).describe(progress=obj.progress)
+        secs = time.perf_counter() - t0
+    summary = {
+        "mushroom": {k: d[k] for k in ("n_transactions", "n_items", "nnz", "density", "mean_length")},
+        "round_trip_identical": same,
+        "top_items": [{"item": back.vocabulary.labels[i].item(), "support": int(supports[i])} for i in top],
+        "quest": {"spec": qspec.name, **{k: qd[k] for k in ("n_transactions", "n_items", "mean_length", "n_partitions")}},
+        "seconds": round(secs, 2),
+        "scheduler": where,
+    }
+    text = "\n".join(
+        [
+            f"mushroom sample: {d['n_transactions']:,} transactions, {d['n_items']} items, density {d['density']:.4f}",
+            f"  Parquet round trip identical: {same}",
+            "  most frequent items: " + ", ".join(f"{t['item']} ({t['support']:,})" for t in summary["top_items"]),
+            f"Quest {qspec.name}: {qd['n_transactions']:,} transactions, mean length {qd['mean_length']:.2f}, {qd['n_partitions']} partitions",
+            f"done in {secs:.1f} s on {where}" + (f"; outputs in {out}" if out else ""),
+        ]
+    )
+    obj.emit(summary, text)
+
+
+def main() -> None:
+    """Entry point of the ``ppdm`` console script."""
+    cli(prog_name="ppdm")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,52 @@
+"""One entry point to read and write transaction data in any supported format."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .data.formats import detect_format, read_csv, read_fimi, write_csv, write_fimi
+from .data.parquet import read_parquet, write_parquet
+from .errors import InvalidParameter
+
+__all__ = ["read", "write", "FORMATS"]
+
+FORMATS = ("parquet", "fimi", "csv")
+
+
+def read(url: str, *, format: str | None = None, storage_options: Mapping[str, Any] | None = None, **kwargs: Any):
+    """Read transactions from ``url`` (local path or fsspec URL such as ``s3://...``).
+
+    Parameters
+    ----------
+    url : str
+    format : {"parquet", "fimi", "csv"}, optional
+        Inferred from the extension when omitted (``.dat``/``.txt`` FIMI, ``.csv`` CSV, a
+        folder or ``.parquet`` Parquet; ``.gz`` etc. are decompressed).
+    storage_options : mapping, optional
+        fsspec options.
+
+    Returns
+    -------
+    TransactionArray
+    """
+    fmt = (format or detect_format(url)).lower()
+    if fmt == "parquet":
+        return read_parquet(url, storage_options=storage_options, **kwargs)
+    if fmt == "fimi":
+        return read_fimi(url, storage_options=storage_options, **kwargs)
+    if fmt == "csv":
+        return read_csv(url, storage_options=storage_options, **kwargs)
+    raise InvalidParameter(f"unknown format {format!r}; choose one of {FORMATS}")
+
+
+def write(tx: Any, url: str, *, format: str | None = None, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, **kwargs: Any) -> None:
+    """Write ``tx`` to ``url`` atomically in the given (or inferred) format."""
+    fmt = (format or detect_format(url)).lower()
+    if fmt == "parquet":
+        write_parquet(tx, url, storage_options=storage_options, overwrite=overwrite, **kwargs)
+    elif fmt == "fimi":
+        write_fimi(tx, url, storage_options=storage_options, overwrite=overwrite, **kwargs)
+    elif fmt == "csv":
+        write_csv(tx, url, storage_options=storage_options, overwrite=overwrite, **kwargs)
+    else:
+        raise InvalidParameter(f"unknown format {format!r}; choose one of {FORMATS}")

@@ -1,0 +1,145 @@
+"""Keyed, reproducible, per-unit random streams.
+
+A :class:`Key` is a 128-bit secret. Every random step of the library derives its stream from
+``(key, tag, *unit)`` with ``numpy.random.SeedSequence(entropy=key, spawn_key=(tag, *unit))``
+(``../shared/SPEC.md`` §0.3), where ``tag`` names the algorithm and ``unit`` identifies the piece
+of work (a partition, a fixed-size block of global rows, a sketch component ...). A retried or
+re-scheduled task therefore draws exactly the same numbers, whatever the scheduler or the number
+of workers.
+
+The default key comes from :mod:`secrets` and is never printed: ``repr(key)`` hides the value,
+and the library never writes keys into outputs, logs or Parquet metadata. Save a key explicitly
+with :meth:`Key.to_file` (the CLI's ``--key-file``) when a run must be reproduced.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import secrets
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+
+from .errors import InvalidParameter
+
+__all__ = ["Key", "KeyLike", "Tag", "as_key", "generator", "seed_sequence", "BLOCK_ROWS"]
+
+#: Rows per randomness block for algorithms whose output must not depend on partitioning:
+#: streams are derived per block of global row indices (``unit = (block,)``).
+BLOCK_ROWS = 65536
+
+
+class Tag(enum.IntEnum):
+    """Stream tags: one per randomized algorithm (SPEC.md section numbers in comments)."""
+
+    SKETCH = 0  # §1.2 shared ±1 generator
+    CONDENSE_STATIC = 1  # §2.2
+    PSEUDO_DATA = 2  # §2.3
+    CONDENSE_DYNAMIC = 3  # §2.4
+    DISTORT = 4  # §4.1 EMASK distortion
+    KRIMP_GENERATE = 5  # §5.3
+    QUEST = 6  # Quest synthetic data generator
+    SAMPLE = 7  # generic sampling (e.g. parameter estimation from a sample)
+
+
+class Key:
+    """A secret 128-bit random key.
+
+    Parameters
+    ----------
+    value : int
+        Non-negative integer below 2**128.
+
+    Notes
+    -----
+    ``repr`` and ``str`` never show the value. Keys pickle (tasks carry them to workers).
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise InvalidParameter(f"a key must be an integer, got {type(value).__name__}")
+        value = int(value)
+        if not 0 <= value < 2**128:
+            raise InvalidParameter("a key must be a non-negative integer below 2**128")
+        self._value = value
+
+    @classmethod
+    def generate(cls) -> "Key":
+        """A fresh key from the operating system's entropy source."""
+        return cls(secrets.randbits(128))
+
+    @classmethod
+    def from_file(cls, path: Union[str, os.PathLike]) -> "Key":
+        """Read a key written by :meth:`to_file` (hex, optionally ``0x``-prefixed, or decimal)."""
+        text = Path(path).read_text().strip()
+        try:
+            value = int(text, 16) if not text.isdigit() or text.startswith("0x") else int(text)
+        except ValueError:
+            raise InvalidParameter(f"key file {path} does not hold an integer key") from None
+        return cls(value)
+
+    def to_file(self, path: Union[str, os.PathLike]) -> None:
+        """Write the key as hex to a new file readable only by its owner."""
+        fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"0x{self._value:032x}\n")
+
+    def seed_sequence(self, tag: int, *unit: int) -> np.random.SeedSequence:
+        """The SeedSequence of stream ``(tag, *unit)``."""
+        return np.random.SeedSequence(
+            entropy=self._value, spawn_key=(int(tag),) + tuple(int(u) for u in unit)
+        )
+
+    def generator(self, tag: int, *unit: int) -> np.random.Generator:
+        """An independent ``numpy.random.Generator`` for stream ``(tag, *unit)``."""
+        return np.random.default_rng(self.seed_sequence(tag, *unit))
+
+    def __repr__(self) -> str:
+        return "Key(<secret>)"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Key) and secrets.compare_digest(
+            self._value.to_bytes(16, "big"), other._value.to_bytes(16, "big")
+        )
+
+    def __hash__(self) -> int:
+        return hash(("ppdm-key", self._value))
+
+    def __reduce__(self):
+        return (Key, (self._value,))
+
+
+KeyLike = Union[Key, int, bytes, None]
+
+
+def as_key(key: KeyLike = None) -> Key:
+    """Normalise ``key``: ``None`` draws a fresh secret key; ints and bytes (≤ 16) are wrapped."""
+    if key is None:
+        return Key.generate()
+    if isinstance(key, Key):
+        return key
+    if isinstance(key, (bytes, bytearray)):
+        if len(key) > 16:
+            raise InvalidParameter("a key given as bytes must be at most 16 bytes long")
+        return Key(int.from_bytes(bytes(key), "big"))
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return Key(int(key))
+    raise InvalidParameter(f"cannot use a {type(key).__name__} as a random key")
+
+
+def seed_sequence(key: KeyLike, tag: int, *unit: int) -> np.random.SeedSequence:
+    """SeedSequence of stream ``(tag, *unit)`` under ``key`` (see :meth:`Key.seed_sequence`)."""
+    return as_key(key).seed_sequence(tag, *unit)
+
+
+def generator(key: Key, tag: int, *unit: int) -> np.random.Generator:
+    """Generator of stream ``(tag, *unit)`` under ``key``; ``key`` must be explicit here."""
+    if not isinstance(key, Key):
+        raise InvalidParameter("generator() needs an explicit Key; use as_key() first")
+    return key.generator(tag, *unit)

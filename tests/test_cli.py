@@ -1,0 +1,99 @@
+"""The ``ppdm`` command line: jobs, JSON summaries, clear one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from ppdm_dask import read
+from ppdm_dask.cli import cli
+from ppdm_dask.data.datasets import sample_path
+
+
+def run(*args, ok=True):
+    result = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", *args])
+    if ok:
+        assert result.exit_code == 0, (result.output, result.exception)
+    return result
+
+
+def test_generate_info_convert(tmp_path):
+    out = tmp_path / "q"
+    key = tmp_path / "key"
+    r = run("--key-file", str(key), "--json", "generate", "quest", "T10.I4.D5K.N1K", str(out))
+    summary = json.loads(r.stdout)
+    assert summary["n_transactions"] == 5000 and summary["n_items"] == 1000
+    assert key.exists() and "key" not in r.stdout.lower().replace('"n_', "")
+    # the key is not in the output data
+    key_hex = key.read_text().strip()
+    for f in out.iterdir():
+        assert key_hex[2:].encode() not in f.read_bytes()
+    info = json.loads(run("--json", "info", str(out)).stdout)
+    assert info["n_transactions"] == 5000 and abs(info["mean_length"] - 10) < 0.5
+    assert info["metadata"]["spec"] == "T10.I4.D5K.N1K"
+    text = run("info", str(out)).stdout
+    assert "density" in text and "histogram" in text
+    # same key -> identical data
+    run("--key-file", str(key), "generate", "quest", "T10.I4.D5K.N1K", str(tmp_path / "q2"))
+    assert (read(str(out)).compute() != read(str(tmp_path / "q2")).compute()).nnz == 0
+    # conversions
+    run("convert", str(out), str(tmp_path / "q.dat"))
+    run("convert", str(tmp_path / "q.dat"), str(tmp_path / "q.csv"))
+    run("convert", "--partitions", "3", str(tmp_path / "q.csv"), str(tmp_path / "back"))
+    back = read(str(tmp_path / "back"))
+    assert back.n_partitions == 3
+    assert back.to_lists() == read(str(out)).to_lists()
+
+
+def test_samples_and_info_on_bundled_file():
+    r = run("--json", "info", str(sample_path("chess")))
+    d = json.loads(r.stdout)
+    assert d["n_transactions"] == 3196 and d["nnz"] == 118252
+    assert "mushroom" in run("samples").stdout
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["info", "/no/such/place"], "no dataset"),
+        (["generate", "quest", "X10.Y4", "OUT"], "ppdm: error:"),
+        (["--storage-option", "oops", "info", "x"], "k=v"),
+    ],
+)
+def test_bad_input_one_line_no_traceback(args, needle):
+    r = run(*args, ok=False)
+    assert r.exit_code != 0
+    assert needle in r.output
+    assert "Traceback" not in r.output
+
+
+def test_existing_output_is_refused(tmp_path):
+    run("convert", str(sample_path("iris")), str(tmp_path / "iris"))
+    r = run("convert", str(sample_path("iris")), str(tmp_path / "iris"), ok=False)
+    assert r.exit_code == 2 and "already exists" in r.output
+    run("convert", "--overwrite", str(sample_path("iris")), str(tmp_path / "iris"))
+
+
+def test_bad_fimi_file_error(tmp_path):
+    bad = tmp_path / "bad.dat"
+    bad.write_text("1 2\n3 -4\n")
+    r = run("info", str(bad), ok=False)
+    assert r.exit_code == 2 and "negative item id" in r.output and "Traceback" not in r.output
+
+
+def test_console_script_on_local_cluster(tmp_path):
+    """The installed entry point, default LocalCluster, progress on stderr, JSON on stdout."""
+    exe = os.path.join(os.path.dirname(sys.executable), "ppdm")
+    cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "ppdm_dask.cli"]
+    proc = subprocess.run(cmd + ["--workers", "2", "--json", "demo", "--rows", "5000", "--out", str(tmp_path / "demo")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["round_trip_identical"] is True
+    assert summary["mushroom"]["n_transactions"] == 8124
+    assert summary["quest"]["n_transactions"] == 5000
+    assert "LocalCluster" in summary["scheduler"]

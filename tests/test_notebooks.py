@@ -1,0 +1,24 @@
+"""Every notebook in notebooks/ runs top to bottom without error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_executes(path, tmp_path):
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+
+
+def test_there_are_notebooks():
+    assert any(p.name == "01-quickstart.ipynb" for p in NOTEBOOKS)

@@ -1,0 +1,68 @@
+"""Parquet and FIMI on s3:// through fsspec/s3fs against a local moto server."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppdm_dask import TransactionArray, read
+from ppdm_dask.data.datasets import sample_path
+from ppdm_dask.errors import DatasetExistsError, DatasetNotFoundError, IncompleteDatasetError
+
+pytestmark = pytest.mark.s3
+
+
+def _fs(s3):
+    import s3fs
+
+    return s3fs.S3FileSystem(**s3["storage_options"])
+
+
+def test_parquet_roundtrip_on_s3(s3):
+    opts = s3["storage_options"]
+    tx = read(str(sample_path("mushroom"))).repartition(npartitions=5)
+    url = f"{s3['prefix']}/mushroom"
+    tx.to_parquet(url, storage_options=opts)
+    listing = sorted(p.rsplit("/", 1)[-1] for p in _fs(s3).ls(url))
+    assert listing == ["_SUCCESS", "_vocabulary.parquet"] + [f"part-{i:05d}.parquet" for i in range(5)]
+    back = read(url, storage_options=opts)
+    assert back.partition_rows == tx.partition_rows
+    assert (back.compute() != tx.compute()).nnz == 0
+    with pytest.raises(DatasetExistsError):
+        tx.to_parquet(url, storage_options=opts)
+    # FIMI text on S3 as well
+    tx.to_fimi(f"{s3['prefix']}/m.dat", storage_options=opts)
+    again = read(f"{s3['prefix']}/m.dat", storage_options=opts)
+    assert np.array_equal(again.item_supports(), tx.item_supports())
+
+
+def _explode(block, block_id=None):
+    if block_id[0] == 1:
+        raise RuntimeError("injected failure")
+    return block
+
+
+def test_failed_write_on_s3_leaves_nothing_readable(s3):
+    opts = s3["storage_options"]
+    tx = TransactionArray.from_lists([[i % 7] for i in range(50)], npartitions=3)
+    broken = tx._replace(blocks=tx.blocks.map_blocks(_explode, dtype=np.int32, meta=tx.blocks._meta))
+    url = f"{s3['prefix']}/broken"
+    with pytest.raises(RuntimeError, match="injected"):
+        broken.to_parquet(url, storage_options=opts)
+    with pytest.raises((DatasetNotFoundError, IncompleteDatasetError)):
+        read(url, storage_options=opts)
+    fs = _fs(s3)
+    fs.invalidate_cache()
+    assert not fs.exists(s3["prefix"]) or fs.find(s3["prefix"]) == []  # temporary objects removed
+
+
+@pytest.mark.cluster
+def test_s3_on_two_worker_cluster(s3, on_cluster):
+    opts = s3["storage_options"]
+    tx = read(str(sample_path("bms-webview-1-5k"))).repartition(npartitions=6)
+    ref = tx.item_supports(scheduler="sync")
+    url = f"{s3['prefix']}/bms"
+    tx.to_parquet(url, storage_options=opts)  # written by the worker processes
+    back = read(url, storage_options=opts)
+    assert np.array_equal(back.item_supports(), ref)  # read by the worker processes
+    assert len(on_cluster.scheduler_info()["workers"]) == 2
