@@ -1,0 +1,377 @@
+"""Tests of ppdm_dask.cluster, ppdm_dask.progress and the deploy recipes under cluster/."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import py_compile
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dask
+import dask.array as da
+import dask.config
+import distributed
+import numpy as np
+import pytest
+import yaml
+
+from ppdm_dask import progress as progress_mod
+from ppdm_dask.cluster import (
+    MALLOC_TRIM_THRESHOLD,
+    PRE_SPAWN_ENVIRON_KEY,
+    SchedulerUnreachable,
+    current_client,
+    get_client,
+    worker_environment,
+)
+from ppdm_dask.errors import InvalidParameter, PPDMError
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPES = REPO / "cluster"
+
+
+# --------------------------------------------------------------------------- get_client
+
+
+@pytest.mark.cluster
+def test_local_cluster_processes_and_malloc_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An inherited value would override the config (distributed's rule): test the config path.
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    assert worker_environment()["MALLOC_TRIM_THRESHOLD_"] == str(MALLOC_TRIM_THRESHOLD)
+
+    with get_client(n_workers=2) as client:
+        cluster = client.cluster
+        assert isinstance(cluster, distributed.LocalCluster)
+        assert current_client() is client
+        info = client.scheduler_info()["workers"]
+        assert len(info) == 2
+        assert all(w["nthreads"] == 1 for w in info.values())
+        assert all(addr.startswith("tcp://127.0.0.1:") for addr in info)
+
+        pids = client.run(os.getpid)
+        assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()  # processes
+
+        seen = client.run(os.getenv, "MALLOC_TRIM_THRESHOLD_")
+        assert set(seen.values()) == {str(MALLOC_TRIM_THRESHOLD)}
+        # distributed's other pre-spawn defaults are kept
+        assert set(client.run(os.getenv, "OMP_NUM_THREADS").values()) == {"1"}
+
+        x = da.arange(1000, chunks=100)
+        assert int(client.compute(x.sum()).result()) == 499500
+
+    # leaving the block closed the client AND the cluster it started
+    assert cluster.status.name == "closed"
+    assert client.status == "closed"
+    assert current_client() is None
+
+
+def test_worker_environment_keeps_explicit_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with dask.config.set({f"{PRE_SPAWN_ENVIRON_KEY}.MALLOC_TRIM_THRESHOLD_": 12345}):
+        assert worker_environment()["MALLOC_TRIM_THRESHOLD_"] == "12345"
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "777")
+    assert worker_environment()["MALLOC_TRIM_THRESHOLD_"] == "777"
+
+
+def test_unreachable_scheduler_raises_quickly() -> None:
+    start = time.perf_counter()
+    with pytest.raises(PPDMError, match="127.0.0.1:1"):
+        get_client("tcp://127.0.0.1:1", timeout=2)
+    assert time.perf_counter() - start < 15
+    assert issubclass(SchedulerUnreachable, PPDMError)
+
+
+def test_missing_scheduler_file(tmp_path: Path) -> None:
+    with pytest.raises(SchedulerUnreachable, match="does not exist"):
+        get_client(str(tmp_path / "scheduler.json"))
+
+
+def test_local_only_options_warn_with_address() -> None:
+    with pytest.warns(UserWarning, match="n_workers"), pytest.raises(PPDMError):
+        get_client("tcp://127.0.0.1:1", n_workers=4, timeout=1)
+
+
+@pytest.mark.parametrize("kwargs", [{"n_workers": 0}, {"threads_per_worker": -1}, {"n_workers": 1.5}])
+def test_invalid_sizes(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidParameter):
+        get_client(**kwargs)
+
+
+def test_empty_address() -> None:
+    with pytest.raises(InvalidParameter):
+        get_client("  ")
+
+
+# --------------------------------------------------------------------------- real scheduler
+
+
+def _dask_cmd(sub: str) -> list[str]:
+    exe = Path(sys.executable).parent / "dask"
+    if exe.exists():
+        return [str(exe), sub]
+    return [sys.executable, "-m", f"distributed.cli.dask_{sub}"]
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Stop our subprocesses in reverse start order (workers before the scheduler, which
+    keeps their shutdown fast); kill a process group that does not exit in time."""
+    for proc in reversed(procs):
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+        # each was started in its own session: its group holds it and the worker it spawned
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+
+
+@pytest.fixture
+def dask_cli_cluster(tmp_path: Path) -> Iterator[Path]:
+    """`dask scheduler` + two `dask worker` subprocesses configured with cluster/dask.yaml."""
+    sched_file = tmp_path / "scheduler.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_") and k != "MALLOC_TRIM_THRESHOLD_"}
+    env["DASK_CONFIG"] = str(RECIPES / "dask.yaml")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str, cmd: list[str]) -> None:
+        with open(logs / f"{name}.log", "wb") as log:
+            procs.append(
+                subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            )
+
+    try:
+        start("scheduler", _dask_cmd("scheduler") + [
+            "--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(sched_file), "--no-dashboard",
+        ])
+        for i in range(2):
+            start(f"worker{i}", _dask_cmd("worker") + [
+                "--scheduler-file", str(sched_file), "--nthreads", "1", "--no-dashboard",
+                "--memory-limit", "1GiB", "--death-timeout", "30", "--name", f"w{i}",
+            ])
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline and procs[0].poll() is None:
+            time.sleep(0.2)
+        n = 0
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            address = json.loads(sched_file.read_text())["address"]
+            with distributed.Client(address, timeout=10, set_as_default=False) as c:
+                with contextlib.suppress(TimeoutError):
+                    c.wait_for_workers(2, timeout=max(1.0, deadline - time.monotonic()))
+                n = len(c.scheduler_info()["workers"])
+        if n < 2:
+            dump = "\n".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(logs.iterdir()))
+            pytest.fail(f"dask CLI cluster did not come up with 2 workers ({n}):\n{dump}")
+        yield sched_file
+    finally:
+        _stop(procs)
+
+
+def _count_workers(sched_file: Path) -> list[str]:
+    address = json.loads(sched_file.read_text())["address"]
+    with distributed.Client(address, timeout=5, set_as_default=False) as c:
+        return list(c.scheduler_info()["workers"])
+
+
+@pytest.mark.cluster
+def test_dask_cli_scheduler_and_workers(dask_cli_cluster: Path) -> None:
+    address = json.loads(dask_cli_cluster.read_text())["address"]
+    assert address.startswith("tcp://127.0.0.1:")
+    for target in (address, str(dask_cli_cluster)):  # an address or a scheduler file
+        with get_client(target) as client:
+            assert client.cluster is None  # nothing started locally
+            assert len(client.scheduler_info()["workers"]) == 2
+
+            rng = np.random.default_rng(0)
+            data = rng.random((400, 50))
+            x = da.from_array(data, chunks=(50, 50))  # 8 chunks
+            y = (x * 2 + 1).persist()
+            distributed.wait(y)
+            holders = {w for ws in client.who_has(y).values() for w in ws}
+            assert len(holders) == 2  # tasks ran on both workers
+
+            (total, col) = progress_mod.compute(y.sum(), y.mean(axis=0), progress=False)
+            np.testing.assert_allclose(total, (data * 2 + 1).sum())
+            np.testing.assert_allclose(col, (data * 2 + 1).mean(axis=0))
+
+            # workers started with DASK_CONFIG=cluster/dask.yaml got the pre-spawn environment
+            seen = client.run(os.getenv, "MALLOC_TRIM_THRESHOLD_")
+            assert set(seen.values()) == {str(MALLOC_TRIM_THRESHOLD)}
+            assert set(client.run(lambda: dask.config.get("distributed.worker.memory.pause")).values()) == {0.8}
+        assert client.status == "closed"
+    # closing the clients left the external cluster running
+    assert len(_count_workers(dask_cli_cluster)) == 2
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@pytest.fixture
+def inproc_client() -> Iterator[distributed.Client]:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _collections() -> tuple[Any, Any, int]:
+    x = da.arange(100, chunks=10)
+    return x.sum(), (x + 1)[:3], 7
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_compute_local_progress_on_stderr(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tty: bool) -> None:
+    monkeypatch.setattr(progress_mod, "_stderr_is_tty", lambda: tty)
+    assert current_client() is None
+    s, head, seven = progress_mod.compute(*_collections())
+    assert s == 4950 and head.tolist() == [1, 2, 3] and seven == 7
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert "100% Completed" in err
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_compute_distributed_progress_on_stderr(
+    inproc_client: distributed.Client, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tty: bool
+) -> None:
+    monkeypatch.setattr(progress_mod, "_stderr_is_tty", lambda: tty)
+    assert current_client() is inproc_client
+    s, head, seven = progress_mod.compute(*_collections())
+    assert s == 4950 and head.tolist() == [1, 2, 3] and seven == 7
+    # explicit client, no progress
+    (s2,) = progress_mod.compute(da.ones(10, chunks=5).sum(), client=inproc_client, progress=False)
+    assert s2 == 10
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert "100% Completed" in err
+
+
+def test_compute_no_progress_writes_nothing(capfd: pytest.CaptureFixture[str]) -> None:
+    (s,) = progress_mod.compute(da.ones(10, chunks=5).sum(), progress=False)
+    assert s == 10
+    assert capfd.readouterr() == ("", "")
+
+
+def test_explicit_local_scheduler_wins_over_client(inproc_client: distributed.Client) -> None:
+    calls: list[int] = []
+
+    def f(v: int) -> int:
+        calls.append(v)  # only visible here if run in this thread (sync scheduler)
+        return v
+
+    (v,) = progress_mod.compute(dask.delayed(f)(3), scheduler="sync", progress=False)
+    assert v == 3 and calls == [3]
+
+
+def test_compute_propagates_errors(inproc_client: distributed.Client) -> None:
+    def boom(_: Any) -> None:
+        raise ZeroDivisionError("boom")
+
+    with pytest.raises(ZeroDivisionError):
+        progress_mod.compute(dask.delayed(boom)(1), progress=False)
+
+
+@pytest.mark.parametrize("use_client", [False, True])
+def test_persist(request: pytest.FixtureRequest, capfd: pytest.CaptureFixture[str], use_client: bool) -> None:
+    if use_client:
+        request.getfixturevalue("inproc_client")
+    x = da.arange(20, chunks=5) * 2
+    (p,) = progress_mod.persist(x)
+    assert isinstance(p, da.Array)
+    if use_client:
+        assert all(f.status == "finished" for f in distributed.futures_of(p))
+    assert p.sum().compute() == 380
+    out, _ = capfd.readouterr()
+    assert out == ""
+
+
+# --------------------------------------------------------------------------- recipes
+
+
+def _schema() -> dict[str, Any]:
+    path = Path(distributed.__file__).parent / "distributed-schema.yaml"
+    return yaml.safe_load(path.read_text())
+
+
+def _assert_known(cfg: dict[str, Any], schema: dict[str, Any], path: str = "") -> None:
+    props = schema.get("properties")
+    if props is None:  # free-form mapping (e.g. pre-spawn-environ): any key allowed
+        return
+    for key, value in cfg.items():
+        assert key in props, f"unknown dask config key {path}{key}"
+        if isinstance(value, dict):
+            _assert_known(value, props[key], f"{path}{key}.")
+
+
+def test_dask_yaml_is_valid_config() -> None:
+    path = RECIPES / "dask.yaml"
+    raw = yaml.safe_load(path.read_text())
+    _assert_known(raw, _schema())
+
+    cfg = dask.config.collect(paths=[str(path)], env={})
+    mem = cfg["distributed"]["worker"]["memory"]
+    assert 0 < mem["target"] <= mem["spill"] < mem["pause"] < mem["terminate"] < 1
+    env = cfg["distributed"]["nanny"]["pre-spawn-environ"]
+    assert int(env["MALLOC_TRIM_THRESHOLD_"]) == MALLOC_TRIM_THRESHOLD
+    assert "OMP_NUM_THREADS" in env  # distributed's other defaults kept
+    for key in ("connect", "tcp"):
+        dask.utils.parse_timedelta(cfg["distributed"]["comm"]["timeouts"][key])
+
+    # merged over the defaults, the keys resolve through the normal config API
+    merged = dask.config.merge(dask.config.config, cfg)
+    assert dask.config.get("distributed.worker.memory.pause", config=merged) == mem["pause"]
+
+
+def test_kubernetes_manifest() -> None:
+    doc = yaml.safe_load((RECIPES / "kubernetes" / "daskcluster.yaml").read_text())
+    assert doc["apiVersion"] == "kubernetes.dask.org/v1"
+    assert doc["kind"] == "DaskCluster"
+    spec = doc["spec"]
+    assert spec["worker"]["replicas"] >= 1
+
+    (worker,) = spec["worker"]["spec"]["containers"]
+    args = worker["args"]
+    assert args[:2] == ["dask", "worker"]
+    assert "$(DASK_WORKER_NAME)" in args and "--nthreads" in args and "--memory-limit" in args
+    assert args[args.index("--nthreads") + 1] == "1"
+    env = {e["name"]: e.get("value") for e in worker["env"]}
+    assert "ppdm-dask[s3]" in env["EXTRA_PIP_PACKAGES"]
+    assert int(env["MALLOC_TRIM_THRESHOLD_"]) == MALLOC_TRIM_THRESHOLD
+    assert {"requests", "limits"} <= set(worker["resources"])
+    # dask's memory limit stays below the container limit, so dask spills before the OOM killer
+    limit = dask.utils.parse_bytes(args[args.index("--memory-limit") + 1])
+    assert limit < dask.utils.parse_bytes(worker["resources"]["limits"]["memory"].replace("Gi", "GiB"))
+
+    (sched,) = spec["scheduler"]["spec"]["containers"]
+    assert sched["args"][:2] == ["dask", "scheduler"]
+    ports = {p["port"] for p in spec["scheduler"]["service"]["ports"]}
+    assert 8786 in ports
+
+
+def test_slurm_script_compiles(tmp_path: Path) -> None:
+    src = RECIPES / "slurm" / "slurm_cluster.py"
+    py_compile.compile(str(src), cfile=str(tmp_path / "slurm_cluster.pyc"), doraise=True)
+    text = src.read_text()
+    assert 'if __name__ == "__main__":' in text and "MALLOC_TRIM_THRESHOLD_" in text
+    assert "get_client(cluster.scheduler_address" in text
+
+
+def test_readme_uses_current_cli() -> None:
+    text = (RECIPES / "README.md").read_text()
+    assert "dask scheduler" in text and "dask worker" in text and "DASK_CONFIG" in text
+    # the hyphenated commands were removed from distributed; only mention them as such
+    for line in text.splitlines():
+        if "dask-scheduler" in line or "dask-worker" in line:
+            assert "removed" in line
