@@ -48,7 +48,7 @@ def run(quick: bool = False) -> list[dict]:
     from ppdm_dask.random import Key
 
     n = 100_000 if quick else 1_000_000
-    spec = f"T10.I4.D{n}.N1K"
+    spec = "T10.I4.D100K.N1K" if quick else "T10.I4.D1M.N1K"
     rows = []
     tmp = tempfile.mkdtemp(prefix="ppdm-bench-")
     folder = os.path.join(tmp, "quest")

@@ -27,13 +27,13 @@ def available() -> list[str]:
 
 
 def format_table(rows: list[dict]) -> str:
-    header = f"{'benchmark':44} {'ours (s)':>10} {'anchor':>28} {'anchor (s)':>10} {'ratio':>7}  note"
+    header = f"{'benchmark':52} {'ours (s)':>10} {'anchor':>28} {'anchor (s)':>10} {'ratio':>7}  note"
     lines = [header, "-" * len(header)]
     for r in rows:
         ours, anc = r.get("ours_s"), r.get("anchor_s")
         ratio = f"{ours / anc:7.2f}" if ours and anc else "      -"
         lines.append(
-            f"{r['name'][:44]:44} {ours if ours is not None else float('nan'):10.3f} {str(r.get('anchor', '-'))[:28]:>28} "
+            f"{r['name'][:52]:52} {ours if ours is not None else float('nan'):10.3f} {str(r.get('anchor', '-'))[:28]:>28} "
             f"{anc if anc is not None else float('nan'):10.3f} {ratio}  {r.get('note', '')}"
         )
     return "\n".join(lines)

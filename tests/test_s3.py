@@ -66,3 +66,23 @@ def test_s3_on_two_worker_cluster(s3, on_cluster):
     back = read(url, storage_options=opts)
     assert np.array_equal(back.item_supports(), ref)  # read by the worker processes
     assert len(on_cluster.scheduler_info()["workers"]) == 2
+
+
+def test_cli_generate_and_info_on_s3(s3):
+    import json
+
+    from click.testing import CliRunner
+
+    from ppdm_dask.cli import cli
+
+    so = s3["storage_options"]
+    opts = ["--storage-option", f"endpoint_url={so['endpoint_url']}", "--storage-option", "key=testing", "--storage-option", "secret=testing"]
+    url = f"{s3['prefix']}/quest"
+    runner = CliRunner()
+    r = runner.invoke(cli, ["--scheduler", "threads", "--no-progress", *opts, "generate", "quest", "T10.I4.D20K.N1K", url])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["--scheduler", "threads", "--no-progress", "--json", *opts, "info", url])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["n_transactions"] == 20_000 and d["n_items"] == 1000
+    assert abs(d["mean_length"] - 10) < 0.2
