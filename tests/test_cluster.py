@@ -211,6 +211,16 @@ def test_dask_cli_scheduler_and_workers(dask_cli_cluster: Path) -> None:
             assert set(seen.values()) == {str(MALLOC_TRIM_THRESHOLD)}
             assert set(client.run(lambda: dask.config.get("distributed.worker.memory.pause")).values()) == {0.8}
         assert client.status == "closed"
+    # a real ppdm job through the CLI's --scheduler option (the installed console script)
+    exe = Path(sys.executable).parent / "ppdm"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ppdm_dask.cli"]
+    out = dask_cli_cluster.parent / "quest-out"
+    gen = subprocess.run(cmd + ["--scheduler", address, "--json", "generate", "quest", "T10.I4.D20K.N1K", str(out)], capture_output=True, text=True, timeout=120)
+    assert gen.returncode == 0, gen.stderr
+    info = subprocess.run(cmd + ["--scheduler", address, "--json", "info", str(out)], capture_output=True, text=True, timeout=120)
+    assert info.returncode == 0, info.stderr
+    summary = json.loads(info.stdout)
+    assert summary["n_transactions"] == 20_000 and abs(summary["mean_length"] - 10) < 0.2
     # closing the clients left the external cluster running
     assert len(_count_workers(dask_cli_cluster)) == 2
 

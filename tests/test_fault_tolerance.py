@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import signal
@@ -61,9 +62,13 @@ def test_killed_worker_mid_job_gives_identical_bytes(tmp_path):
         thread.join(300)
         assert not thread.is_alive()
         assert not errors, errors
-        # the worker was really replaced
+        # the killed process is gone (the job finished without it; whether the nanny manages to
+        # restart it is not part of the guarantee: distributed's restart after SIGKILL can fail)
         assert pids[victim] not in client.run(os.getpid).values()
     finally:
-        client.close()
-        cluster.close()
+        # a nanny whose restart failed can block shutdown: bound it
+        with contextlib.suppress(Exception):
+            client.close(timeout=20)
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=20)
     assert _part_bytes(out_dir) == _part_bytes(ref_dir)
