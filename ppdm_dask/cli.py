@@ -193,7 +193,7 @@ def info(obj: Context, url: str, fmt: str | None) -> None:
     from .io import read
 
     with obj.runtime() as where:
-        tx = read(url, format=fmt, storage_options=obj.storage_options)
+        tx = read(url, format=fmt, storage_options=obj.storage_options, progress=obj.progress)
         d = tx.describe(progress=obj.progress)
     d["url"] = url
     obj.emit(d, describe_text(url, d))
@@ -215,7 +215,7 @@ def convert(obj: Context, src: str, dst: str, src_fmt, dst_fmt, partitions, targ
 
     t0 = time.perf_counter()
     with obj.runtime():
-        tx = read(src, format=src_fmt, storage_options=obj.storage_options)
+        tx = read(src, format=src_fmt, storage_options=obj.storage_options, progress=obj.progress)
         if partitions is not None or target_bytes is not None:
             tx = tx.repartition(target_bytes, npartitions=partitions)
         write(tx, dst, format=dst_fmt, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)

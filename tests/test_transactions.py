@@ -221,7 +221,7 @@ def test_columns_weights_and_metadata_roundtrip(tmp_path):
     assert back.metadata == {"p": 0.4, "q": 0.98}
     assert back.columns["label"].compute().tolist() == [0, 1, 1]
     assert back.columns["record_id"].compute().tolist() == [7, 8, 9]
-    w = sp.vstack([b for b in back.weights.to_delayed().ravel().tolist() and dask.compute(*back.weights.to_delayed().ravel())])
+    w = sp.vstack(dask.compute(*back.weights.to_delayed().ravel()))
     assert np.allclose(w.toarray(), m.toarray())
     # the metadata is in every Parquet footer, and nothing secret may go there
     md = pq.read_schema(tmp_path / "w" / "part-00000.parquet").metadata[b"ppdm"]

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-__all__ = ["CSR_META", "blocks_from_tasks", "block_partials", "tree_sum", "tree_reduce"]
+__all__ = ["CSR_META", "blocks_from_tasks", "concat_rows", "block_partials", "tree_sum", "tree_reduce"]
 
 #: Meta of every transaction block: dask cannot infer it from scipy chunks.
 CSR_META = sp.csr_array((0, 0), dtype=np.int32)
@@ -114,6 +114,16 @@ def tree_reduce(
     if depth == 0:
         return dask.delayed(combine, pure=True)(level)
     return level[0]
+
+
+def concat_rows(arrays: Sequence[da.Array], rows: Sequence[int], dtype: Any = np.int64) -> da.Array:
+    """Concatenate 1-D per-block arrays and restore the exact row chunks (0-row ones included:
+    ``da.concatenate`` drops empty chunks)."""
+    out = da.concatenate(list(arrays)) if arrays else da.zeros(0, dtype=dtype)
+    rows = tuple(int(r) for r in rows)
+    if out.chunks[0] != rows and rows:
+        out = out.rechunk({0: rows})
+    return out
 
 
 def unique_name(prefix: str, *args: Any) -> str:

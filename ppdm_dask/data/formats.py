@@ -57,7 +57,7 @@ def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize:
     return flat
 
 
-def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB") -> Any:
+def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", progress: bool = True) -> Any:
     """Read FIMI text (one transaction per line, whitespace-separated non-negative integer ids).
 
     Compressed files (``.gz`` ...) are read as one block. Empty lines are empty transactions.
@@ -67,10 +67,10 @@ def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blo
 
     raw = _text_blocks(url, storage_options, blocksize)
     sources = [dask.delayed(K.parse_fimi_bytes, pure=True)(b) for b in raw]
-    return TransactionArray.from_label_blocks(sources, metadata={"source": url})
+    return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)
 
 
-def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", sep: str = ",") -> Any:
+def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", sep: str = ",", progress: bool = True) -> Any:
     """Read basket CSV: one transaction per line, item labels separated by ``sep``.
 
     Labels are integers when every item in the file is a decimal integer, strings otherwise.
@@ -81,7 +81,7 @@ def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, bloc
     kinds = dask.compute(*[dask.delayed(_csv_all_int)(b, sep) for b in raw])
     as_int = all(kinds)
     sources = [dask.delayed(K.parse_csv_bytes, pure=True)(b, sep=sep, as_int=as_int) for b in raw]
-    return TransactionArray.from_label_blocks(sources, metadata={"source": url})
+    return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)
 
 
 def _csv_all_int(data: bytes, sep: str) -> bool:

@@ -40,7 +40,7 @@ from ..errors import (
     ItemIdError,
 )
 from . import _kernels as K
-from ._graph import blocks_from_tasks, unique_name
+from ._graph import blocks_from_tasks, concat_rows, unique_name
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -323,6 +323,7 @@ def read_parquet(
     storage_options: Mapping[str, Any] | None = None,
     column: str = "items",
     validate: bool = True,
+    progress: bool = True,
 ) -> Any:
     """Read a Parquet dataset as a TransactionArray (lazy for ppdm datasets).
 
@@ -359,7 +360,7 @@ def read_parquet(
         files = [path]
         if _is_ppdm_file(fs, path):
             raise IncompleteDatasetError(f"{url} is one part of a ppdm dataset; read its folder")
-    return _read_foreign(fs, files, column, url)
+    return _read_foreign(fs, files, column, url, progress)
 
 
 def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool):
@@ -395,20 +396,11 @@ def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool):
     columns = {}
     for name in manifest.get("columns", []):
         arrs = [da.from_delayed(dask.delayed(_read_column, pure=True)(fs, f, name), shape=(r,), dtype=np.int64) for f, r in zip(files, rows)]
-        columns[name] = _concat_keep_empty(arrs, rows)
+        columns[name] = concat_rows(arrs, rows)
     return TransactionArray(blocks, vocab, metadata=manifest.get("metadata", {}), columns=columns, weights=weights)
 
 
-def _concat_keep_empty(arrs, rows):
-    import dask.array as da
-
-    out = da.concatenate(arrs) if arrs else da.zeros(0, dtype=np.int64)
-    if out.chunks[0] != tuple(rows):
-        out = out.rechunk({0: tuple(rows)})
-    return out
-
-
-def _read_foreign(fs, files: list[str], column: str, url: str):
+def _read_foreign(fs, files: list[str], column: str, url: str, progress: bool = True):
     from .transactions import TransactionArray
 
     sources = []
@@ -429,4 +421,4 @@ def _read_foreign(fs, files: list[str], column: str, url: str):
             sources.append(dask.delayed(_read_labels_row_group, pure=True)(fs, f, g, column))
     if not sources:
         return TransactionArray.from_lists([])
-    return TransactionArray.from_label_blocks(sources, metadata={"source": url})
+    return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)

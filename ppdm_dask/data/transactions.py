@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from ..errors import DataFormatError, DuplicateItemsWarning, InvalidParameter
 from . import _kernels as K
-from ._graph import CSR_META, blocks_from_tasks, tree_reduce, tree_sum, unique_name
+from ._graph import CSR_META, blocks_from_tasks, concat_rows, tree_reduce, tree_sum, unique_name
 from .vocabulary import Vocabulary
 
 __all__ = ["TransactionArray", "DEFAULT_TARGET_BYTES", "ROW_COLUMNS"]
@@ -445,7 +445,7 @@ class TransactionArray:
         cols = {}
         for cname, parts in (columns or {}).items():
             arrs = [da.from_delayed(p, shape=(r,), dtype=np.int64) for p, r in zip(parts, rows)]
-            cols[cname] = da.concatenate(arrs) if arrs else da.zeros(0, dtype=np.int64)
+            cols[cname] = concat_rows(arrs, rows)
         return cls(blocks, vocab, metadata=metadata, columns=cols)
 
     # ------------------------------------------------------------------ I/O (see parquet/formats)
