@@ -1,0 +1,186 @@
+"""Exact level-wise Apriori on a TransactionArray (Agrawal & Srikant 1994), as Dask graphs.
+
+Level 1: per-block ``bincount`` summed in a tree. Level 2: per-block int32 ``X.T @ X`` over the
+frequent items, summed in a tree. Levels >= 3: each block's packed bitsets of the items that occur
+in frequent 2-itemsets are built once and persisted on the workers; each level sends only the
+candidate arrays and tree-sums one count vector. The counts are exact integers, so the result
+does not depend on partitioning or workers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from typing import Any, Callable
+
+import dask
+import numpy as np
+
+from ..data._graph import tree_reduce, tree_sum
+from ..errors import DataFormatError, InvalidParameter, PPDMError
+from . import _kernels as K
+from ._candidates import apriori_gen
+from .results import FrequentItemsets
+
+__all__ = ["apriori", "min_count_of", "ResultTooLargeError", "ItemsetExplosionWarning", "frequent_items"]
+
+#: Default bound on the number of frequent itemsets + pending candidates.
+DEFAULT_MAX_ITEMSETS = 50_000_000
+
+
+class ResultTooLargeError(PPDMError, MemoryError):
+    """Mining would produce more itemsets than ``max_itemsets`` allows."""
+
+
+class ItemsetExplosionWarning(UserWarning):
+    """A level has a very large number of candidates."""
+
+
+def min_count_of(min_support: float | int, n_transactions: int) -> int:
+    """Absolute threshold from a fraction in (0, 1] or a count >= 1 (an itemset is frequent iff
+    its count >= the threshold; a fraction s gives ceil(s * N))."""
+    if isinstance(min_support, bool) or not isinstance(min_support, (int, float, np.integer, np.floating)):
+        raise InvalidParameter(f"min_support must be a number, got {type(min_support).__name__}")
+    if n_transactions <= 0:
+        raise DataFormatError("cannot mine an empty database (no transactions)")
+    if isinstance(min_support, (int, np.integer)):
+        if min_support < 1:
+            raise InvalidParameter(f"min_support as a count must be >= 1, got {min_support}")
+        if min_support > n_transactions:
+            raise InvalidParameter(f"min_support {min_support} exceeds the number of transactions ({n_transactions})")
+        return int(min_support)
+    s = float(min_support)
+    if not (0.0 < s <= 1.0) or math.isnan(s):
+        raise InvalidParameter(f"min_support as a fraction must be in (0, 1], got {min_support}")
+    return max(1, math.ceil(s * n_transactions - 1e-9))
+
+
+def _sum_arrays(parts: list[np.ndarray]) -> np.ndarray:
+    out = parts[0].copy()
+    for p in parts[1:]:
+        out += p
+    return out
+
+
+def _count_on_bits(bits: np.ndarray, cand: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    parents, parent_of, last = cand
+    return K.count_extensions(bits, parents, parent_of, last)
+
+
+def frequent_items(counts: np.ndarray, min_count: int) -> np.ndarray:
+    """Column ids of the items with count >= min_count (sorted)."""
+    return np.flatnonzero(counts >= min_count).astype(np.int32)
+
+
+def apriori(
+    tx: Any,
+    min_support: float | int,
+    *,
+    max_length: int | None = None,
+    max_itemsets: int = DEFAULT_MAX_ITEMSETS,
+    progress: bool = True,
+    split_every: int = 8,
+    on_level: Callable[[dict[str, Any]], None] | None = None,
+    client: Any = None,
+) -> FrequentItemsets:
+    """All frequent itemsets of ``tx`` with their exact support counts.
+
+    Parameters
+    ----------
+    tx : TransactionArray
+    min_support : float or int
+        A fraction of the transactions in (0, 1] (threshold ``ceil(min_support * N)``) or an
+        absolute count >= 1.
+    max_length : int, optional
+        Longest itemsets to mine.
+    max_itemsets : int
+        Guard against output explosion (low support on dense data): mining stops with
+        :class:`ResultTooLargeError` before the frequent itemsets plus the next level's
+        candidates exceed this number. A warning is issued past 1/10 of it.
+    progress : bool
+        Progress bars on stderr.
+    split_every : int
+        Fan-in of the tree reductions.
+    on_level : callable, optional
+        Called with each level's statistics (``length``, ``candidates``, ``frequent``, ``seconds``).
+    client : distributed.Client, optional
+        Run on this client (default: the active one, else the configured local scheduler).
+
+    Returns
+    -------
+    FrequentItemsets
+    """
+    from ..progress import compute, persist
+
+    if max_length is not None and max_length < 1:
+        raise InvalidParameter("max_length must be >= 1")
+    if max_itemsets < 1:
+        raise InvalidParameter("max_itemsets must be >= 1")
+    n = tx.n_transactions
+    min_count = min_count_of(min_support, n)
+    ckw = {"progress": progress, "client": client}
+    levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    stats: list[dict[str, Any]] = []
+
+    def record(k: int, n_cand: int, ids: np.ndarray, counts: np.ndarray, t0: float) -> None:
+        levels[k] = (ids.astype(np.int32, copy=False), counts.astype(np.int64, copy=False))
+        st = {"length": k, "candidates": int(n_cand), "frequent": int(counts.size), "seconds": time.perf_counter() - t0}
+        stats.append(st)
+        if on_level is not None:
+            on_level(st)
+
+    def guard(n_next: int, k: int) -> None:
+        total = sum(c.size for _, c in levels.values()) + n_next
+        if total > max_itemsets:
+            raise ResultTooLargeError(
+                f"level {k} would bring the result to {total:,} itemsets and candidates, over max_itemsets="
+                f"{max_itemsets:,}; raise min_support, set max_length, or raise max_itemsets"
+            )
+        if n_next > max_itemsets // 10:
+            warnings.warn(f"level {k} has {n_next:,} candidates; the output may explode", ItemsetExplosionWarning, stacklevel=3)
+
+    # ---- level 1
+    t0 = time.perf_counter()
+    (counts1,) = compute(tx.item_supports_lazy(split_every=split_every), **ckw)
+    f1 = frequent_items(counts1, min_count)
+    record(1, tx.n_items, f1[:, None], counts1[f1], t0)
+    if (max_length is not None and max_length < 2) or f1.size < 2:
+        return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)
+
+    # ---- level 2: every pair of frequent items
+    t0 = time.perf_counter()
+    n_pairs = f1.size * (f1.size - 1) // 2
+    guard(n_pairs, 2)
+    (pc,) = compute(tree_sum(tx.blocks, K.pair_counts, (n_pairs,), np.int64, f1, split_every=split_every), **ckw)
+    ia, ib = np.triu_indices(f1.size, 1)
+    keep = pc >= min_count
+    l2 = np.stack([f1[ia[keep]], f1[ib[keep]]], axis=1)
+    record(2, n_pairs, l2, pc[keep], t0)
+    if (max_length is not None and max_length < 3) or l2.shape[0] < 3:
+        return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)
+
+    # ---- levels >= 3 on persisted per-block bitsets of the items of frequent pairs
+    items = np.unique(l2)
+    bits = [dask.delayed(K.build_bitsets, pure=True)(b, items) for b in tx.blocks.to_delayed().ravel()]
+    bits = list(persist(*bits, **ckw))
+    frequent = np.searchsorted(items, l2).astype(np.int32)  # positions into ``items``
+    k = 3
+    while max_length is None or k <= max_length:
+        t0 = time.perf_counter()
+        cands, left = apriori_gen(frequent)
+        if cands.shape[0] == 0:
+            break
+        guard(cands.shape[0], k)
+        # distinct prefixes and, per candidate, its prefix index and last item
+        uniq_left, parent_of = np.unique(left, return_inverse=True)
+        payload = dask.delayed((frequent[uniq_left], parent_of.astype(np.int64), cands[:, -1].copy()), pure=True)
+        parts = [dask.delayed(_count_on_bits, pure=True)(b, payload) for b in bits]
+        (ck,) = compute(tree_reduce(parts, _sum_arrays, split_every=split_every), **ckw)
+        keep = ck >= min_count
+        frequent = cands[keep]
+        record(k, cands.shape[0], items[frequent], ck[keep], t0)
+        if frequent.shape[0] < k + 1:
+            break
+        k += 1
+    return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)

@@ -1,0 +1,157 @@
+"""Exact Apriori against brute force; kernels alone; errors; guard; partitions; CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import warnings
+from collections import Counter
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppdm_dask import TransactionArray, read
+from ppdm_dask.cli import cli
+from ppdm_dask.data.datasets import sample_path
+from ppdm_dask.errors import DataFormatError, DuplicateItemsWarning, InvalidParameter
+from ppdm_dask.mining import ItemsetExplosionWarning, ResultTooLargeError, apriori, association_rules, min_count_of
+from ppdm_dask.mining import _kernels as K
+from ppdm_dask.mining._candidates import apriori_gen, rows_in
+
+
+def brute_force(rows, min_count, max_length=None):
+    """Every itemset contained in some transaction, counted by enumeration."""
+    counts: Counter = Counter()
+    for r in rows:
+        r = sorted(set(r))
+        top = len(r) if max_length is None else min(len(r), max_length)
+        for k in range(1, top + 1):
+            counts.update(frozenset(c) for c in itertools.combinations(r, k))
+    return {s: c for s, c in counts.items() if c >= min_count}
+
+
+@given(st.lists(st.lists(st.integers(0, 11), max_size=8), min_size=1, max_size=60), st.integers(1, 6), st.integers(1, 5))
+@settings(max_examples=120, deadline=None)
+def test_apriori_equals_brute_force(rows, min_count, nparts):
+    min_count = min(min_count, len(rows))  # a count above N is an error (tested below)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DuplicateItemsWarning)
+        tx = TransactionArray.from_lists(rows, npartitions=nparts)
+    fi = apriori(tx, min_count, progress=False)
+    assert fi.as_dict() == brute_force(rows, min_count)
+
+
+def test_max_length_and_fraction_threshold():
+    rows = [[1, 2, 3], [1, 2, 3], [1, 2], [3]]
+    tx = TransactionArray.from_lists(rows)
+    assert apriori(tx, 2, max_length=2, progress=False).as_dict() == brute_force(rows, 2, max_length=2)
+    fi = apriori(tx, 0.5, progress=False)  # ceil(0.5 * 4) = 2
+    assert fi.min_count == 2 and fi.as_dict() == brute_force(rows, 2)
+    assert min_count_of(0.003, 100_000) == 300  # no float round-up to 301
+    assert min_count_of(1.0, 7) == 7
+
+
+def test_string_labels_and_results_api(tmp_path):
+    tx = TransactionArray.from_lists([["milk", "bread"], ["milk", "bread", "beer"], ["beer"], ["milk"]])
+    fi = apriori(tx, 2, progress=False)
+    assert fi.as_dict() == {frozenset({"milk"}): 3, frozenset({"bread"}): 2, frozenset({"beer"}): 2, frozenset({"bread", "milk"}): 2}
+    df = fi.to_pandas()
+    assert set(df.columns) == {"itemset", "length", "count", "support"}
+    assert df.loc[df.length == 2, "itemset"].tolist() == [("bread", "milk")]
+    assert set(fi.by_length()) == {1, 2}
+    fi.to_parquet(str(tmp_path / "fi.parquet"))
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(tmp_path / "fi.parquet")
+    assert t.num_rows == 4 and t.column("items").to_pylist()[-1] == ["bread", "milk"]
+
+
+def test_rules_against_definition():
+    rows = [[1, 2, 3], [1, 2], [1, 3], [2, 3], [1, 2, 3], [4]]
+    tx = TransactionArray.from_lists(rows)
+    fi = apriori(tx, 2, progress=False)
+    support = fi.as_dict()
+    n = len(rows)
+    expected = {}
+    for s, c in support.items():
+        for r in range(1, len(s)):
+            for a in itertools.combinations(sorted(s), r):
+                a = frozenset(a)
+                conf = c / support[a]
+                if conf >= 0.6:
+                    cq = s - a
+                    sc = support[cq] / n
+                    expected[(a, cq)] = (conf, conf / sc, c / n - support[a] / n * sc, (1 - sc) / (1 - conf) if conf < 1 else np.inf)
+    rules = association_rules(fi, 0.6).to_pandas()
+    got = {(frozenset(r.antecedent), frozenset(r.consequent)): (r.confidence, r.lift, r.leverage, r.conviction) for r in rules.itertuples()}
+    assert got.keys() == expected.keys()
+    for key, vals in expected.items():
+        assert np.allclose(got[key], vals, rtol=1e-12)
+
+
+def test_kernels_alone():
+    block = sp.csr_array(np.array([[1, 1, 0, 1], [0, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 0]], dtype=np.int32))
+    items = np.array([0, 1, 3])
+    r = K.restrict_columns(block, items)
+    assert r.toarray().tolist() == [[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 0]]
+    # pairs (0,1), (0,3), (1,3)
+    assert K.pair_counts(block, items).tolist() == [2, 2, 3]
+    bits = K.build_bitsets(block, np.array([0, 1, 2, 3]))
+    assert bits.shape == (4, 1) and int(bits[1, 0]) == 0b0111 and int(bits[2, 0]) == 0b0110
+    # {0,1,3} (prefix (0,1) + 3) and {1,2,3} (prefix (1,2) + 3)
+    out = K.count_extensions(bits, np.array([[0, 1], [1, 2]]), np.array([0, 1]), np.array([3, 3]))
+    assert out.tolist() == [2, 2]
+    # many rows: bits across words
+    big = sp.csr_array(sp.random_array((300, 5), density=0.5, format="csr", rng=np.random.default_rng(0)))
+    big.data[:] = 1
+    big = big.astype(np.int32)
+    bb = K.build_bitsets(big, np.arange(5))
+    dense = big.toarray().astype(bool)
+    got = K.count_extensions(bb, np.array([[0, 1]]), np.array([0, 0, 0]), np.array([2, 3, 4]))
+    assert got.tolist() == [int((dense[:, 0] & dense[:, 1] & dense[:, j]).sum()) for j in (2, 3, 4)]
+
+
+def test_candidate_generation_textbook_example():
+    # Agrawal & Srikant 1994: L3 = {123, 124, 134, 135, 234} -> C4 = {1234} (1345 pruned)
+    cands, left = apriori_gen(np.array([[1, 2, 3], [1, 2, 4], [1, 3, 4], [1, 3, 5], [2, 3, 4]]))
+    assert cands.tolist() == [[1, 2, 3, 4]] and left.tolist() == [0]
+    wide = np.array([[2**40, 1], [5, 6]])
+    assert rows_in(np.array([[5, 6], [7, 8]]), wide).tolist() == [True, False]
+    assert rows_in(np.array([[5, 6, 1, 2, 3, 4, 5, 6, 7, 8]]) * 1000, np.array([[5, 6, 1, 2, 3, 4, 5, 6, 7, 8]]) * 1000).tolist() == [True]
+
+
+def test_errors_and_guard():
+    tx = TransactionArray.from_lists([[1, 2], [2]])
+    for bad in (0.0, -0.1, 1.5, 0, 3, float("nan"), "0.1"):
+        with pytest.raises(InvalidParameter):
+            apriori(tx, bad, progress=False)
+    with pytest.raises(DataFormatError, match="empty"):
+        apriori(TransactionArray.from_lists([]), 1, progress=False)
+    dense = TransactionArray.from_lists([list(range(12))] * 5)
+    with pytest.raises(ResultTooLargeError, match="max_itemsets"):
+        apriori(dense, 1, max_itemsets=500, progress=False)
+    with pytest.warns(ItemsetExplosionWarning):
+        apriori(dense, 1, max_itemsets=5000, progress=False)
+
+
+def test_partition_independence_on_sample():
+    tx = read(str(sample_path("chess")), progress=False)
+    ref = apriori(tx, 0.85, progress=False).as_dict()
+    for n in (1, 8, 64):
+        assert apriori(tx.repartition(npartitions=n), 0.85, progress=False).as_dict() == ref
+
+
+def test_cli_mine(tmp_path):
+    r = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "--json", "mine", str(sample_path("chess")), "--min-support", "0.9", "--rules", "--min-confidence", "0.95", "--out", str(tmp_path / "fi.parquet"), "--rules-out", str(tmp_path / "rules.parquet")])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    tx = read(str(sample_path("chess")), progress=False)
+    assert d["itemsets"] == len(apriori(tx, 0.9, progress=False)) and d["rules"] > 0
+    assert [lv["length"] for lv in d["levels"]][:3] == [1, 2, 3]
+    assert (tmp_path / "fi.parquet").exists() and (tmp_path / "rules.parquet").exists()
+    bad = CliRunner().invoke(cli, ["--scheduler", "sync", "mine", str(sample_path("chess")), "--min-support", "2.5"])
+    assert bad.exit_code == 2 and "ppdm: error:" in bad.output and "Traceback" not in bad.output
