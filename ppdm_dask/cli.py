@@ -326,7 +326,8 @@ def samples(obj: Context) -> None:
 @click.option("--rows", type=click.IntRange(min=1000), default=20000, help="Rows of the synthetic Quest data set.")
 @click.pass_obj
 def demo(obj: Context, out: str | None, rows: int) -> None:
-    """End-to-end run on bundled data: sample -> Parquet -> read back -> statistics; Quest data."""
+    """End-to-end run on bundled data: sample -> Parquet -> read back -> statistics -> Apriori
+    and rules; Quest data generated and inspected."""
     from .data.datasets import load_sample
     from .data.quest import parse_spec, quest
     from .io import read
@@ -345,6 +346,10 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
             same = bool((back.compute(progress=False) != tx.compute(progress=False)).nnz == 0)
             d = back.describe(progress=obj.progress)
             top = np.argsort(-supports, kind="stable")[:5]
+            from .mining import apriori, association_rules
+
+            fi = apriori(back, 0.3, progress=obj.progress)
+            rules = association_rules(fi, 0.9)
             qspec = parse_spec(f"T10.I4.D{rows}.N1K")
             q = quest(qspec, key=obj.key())
             qpath = os.path.join(folder, "quest.parquet")
@@ -354,6 +359,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
     summary = {
         "mushroom": {k: d[k] for k in ("n_transactions", "n_items", "nnz", "density", "mean_length")},
         "round_trip_identical": same,
+        "mining": {"min_support": 0.3, "itemsets": len(fi), "by_length": {st["length"]: st["frequent"] for st in fi.level_stats}, "rules_conf_0.9": len(rules)},
         "top_items": [{"item": back.vocabulary.labels[i].item(), "support": int(supports[i])} for i in top],
         "quest": {"spec": qspec.name, **{k: qd[k] for k in ("n_transactions", "n_items", "mean_length", "n_partitions")}},
         "seconds": round(secs, 2),
@@ -364,6 +370,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
             f"mushroom sample: {d['n_transactions']:,} transactions, {d['n_items']} items, density {d['density']:.4f}",
             f"  Parquet round trip identical: {same}",
             "  most frequent items: " + ", ".join(f"{t['item']} ({t['support']:,})" for t in summary["top_items"]),
+            f"  Apriori at 30% support: {len(fi):,} frequent itemsets (longest {fi.max_length}), {len(rules):,} rules with confidence >= 0.9",
             f"Quest {qspec.name}: {qd['n_transactions']:,} transactions, mean length {qd['mean_length']:.2f}, {qd['n_partitions']} partitions",
             f"done in {secs:.1f} s on {where}" + (f"; outputs in {out}" if out else ""),
         ]

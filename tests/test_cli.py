@@ -96,4 +96,5 @@ def test_console_script_on_local_cluster(tmp_path):
     assert summary["round_trip_identical"] is True
     assert summary["mushroom"]["n_transactions"] == 8124
     assert summary["quest"]["n_transactions"] == 5000
+    assert summary["mining"]["itemsets"] == 2735  # mushroom @ 30%; exactness against pyfim/mlxtend is in test_mining_reference
     assert "LocalCluster" in summary["scheduler"]
