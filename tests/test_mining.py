@@ -155,3 +155,21 @@ def test_cli_mine(tmp_path):
     assert (tmp_path / "fi.parquet").exists() and (tmp_path / "rules.parquet").exists()
     bad = CliRunner().invoke(cli, ["--scheduler", "sync", "mine", str(sample_path("chess")), "--min-support", "2.5"])
     assert bad.exit_code == 2 and "ppdm: error:" in bad.output and "Traceback" not in bad.output
+
+
+@given(st.integers(1, 4), st.booleans(), st.lists(st.lists(st.integers(0, 9), min_size=4, max_size=4), min_size=1, max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_apriori_gen_equals_brute_force(width, wide, draws):
+    offset = 2**22 if wide else 0  # wide ids exercise the unpacked (structured) path
+    sets = sorted({tuple(sorted(set(d)))[:width] for d in draws if len(set(d)) >= width})
+    if not sets:
+        return
+    table = np.array(sets, dtype=np.int64) + offset
+    cands, left = apriori_gen(table)
+    known = {tuple(r) for r in table.tolist()}
+    expected = sorted(
+        {tuple(a) + (b[-1],) for a in table.tolist() for b in table.tolist() if a[:-1] == b[:-1] and a[-1] < b[-1]}
+    )
+    expected = [e for e in expected if all(e[:d] + e[d + 1 :] in known for d in range(len(e)))]
+    assert [tuple(r) for r in cands.tolist()] == expected
+    assert all(tuple(table[i]) == tuple(r[:-1]) for i, r in zip(left.tolist(), cands.tolist()))

@@ -21,7 +21,10 @@ def rows_in(query: np.ndarray, table: np.ndarray) -> np.ndarray:
     top = int(max(query.max(), table.max())) + 1
     bits = max(1, int(top - 1).bit_length())
     if bits * query.shape[1] <= 64:
-        return np.isin(_pack(query, bits), _pack(table, bits))
+        keys = np.sort(_pack(table, bits))
+        q = _pack(query, bits)
+        idx = np.minimum(np.searchsorted(keys, q), keys.size - 1)
+        return keys[idx] == q
     # wide rows: lexicographic search on structured views
     dt = np.dtype([(f"f{j}", np.int64) for j in range(query.shape[1])])
     t = np.ascontiguousarray(table, dtype=np.int64).view(dt).ravel()
@@ -63,10 +66,26 @@ def apriori_gen(frequent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     left = np.repeat(np.arange(n), cnt)
     offs = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
     right = left + 1 + offs
-    cands = np.concatenate([frequent[left], frequent[right, -1:]], axis=1)
+    last_r = frequent[right, -1]
     keep = np.ones(total, dtype=bool)
-    # subsets without position k-1 or k-2 are the two joined parents; check the others
-    for d in range(km1 - 1):
-        sub = np.delete(cands[keep], d, axis=1)
-        keep[np.flatnonzero(keep)[~rows_in(sub, frequent)]] = False
-    return cands[keep], left[keep]
+    if km1 >= 2:
+        top = int(frequent.max()) + 1
+        bits = max(1, int(top - 1).bit_length())
+        if bits * km1 <= 64:
+            # subsets without position d < k-2 = (prefix without d) + last(left) + last(right);
+            # their packed keys come from per-parent keys, so nothing 2-D is built per candidate
+            table = np.sort(_pack(frequent, bits))
+            tail = (frequent[left, -1].astype(np.uint64) << np.uint64(bits)) | last_r.astype(np.uint64)
+            for d in range(km1 - 1):
+                head = _pack(np.delete(frequent[:, : km1 - 1], d, axis=1), bits)
+                q = (head[left] << np.uint64(2 * bits)) | tail
+                idx = np.minimum(np.searchsorted(table, q), table.size - 1)
+                keep &= table[idx] == q
+        else:
+            cands = np.concatenate([frequent[left], last_r[:, None]], axis=1)
+            for d in range(km1 - 1):
+                sub = np.delete(cands[keep], d, axis=1)
+                keep[np.flatnonzero(keep)[~rows_in(sub, frequent)]] = False
+    left = left[keep]
+    cands = np.concatenate([frequent[left], last_r[keep][:, None]], axis=1)
+    return cands, left

@@ -34,14 +34,68 @@ def restrict_columns(block: sp.csr_array, items: np.ndarray) -> sp.csr_array:
     return sp.csr_array((data, mapped[keep], indptr), shape=(block.shape[0], items.size))
 
 
+#: Above this many pairs, level 2 uses the sparse product instead of a dense bincount.
+MAX_DENSE_PAIRS = 2**24
+#: Bound on the pair codes materialised at once by :func:`pair_counts`.
+MAX_PAIRS_PER_CHUNK = 2**23
+
+
 def pair_counts(block: sp.csr_array, items: np.ndarray) -> np.ndarray:
     """Support counts of every pair ``(items[a], items[b])``, ``a < b``, in ``np.triu_indices``
-    order (int64). One int32 sparse product ``X.T @ X`` per block."""
-    f = items.size
+    order (int64).
+
+    Every pair inside each (restricted) row is coded directly by its triangular index and
+    counted with one ``bincount`` (about sum(len^2)/2 integer operations, in row chunks that
+    bound memory). For very many frequent items an int32 sparse ``X.T @ X`` is used instead.
+    """
+    f = int(items.size)
+    n_pairs = f * (f - 1) // 2
     x = restrict_columns(block, items)
-    gram = (x.T @ x).toarray()
-    iu = np.triu_indices(f, 1)
-    return gram[iu].astype(np.int64)
+    if n_pairs > MAX_DENSE_PAIRS:
+        gram = (x.T.tocsr() @ x).tocoo()
+        a, b = gram.row.astype(np.int64), gram.col.astype(np.int64)
+        upper = a < b
+        out = np.zeros(n_pairs, dtype=np.int64)
+        out[_tri_index(a[upper], b[upper], f)] = gram.data[upper]
+        return out
+    out = np.zeros(n_pairs, dtype=np.int64)
+    if x.indices.size == 0:
+        return out
+    # code of pair (a, b) = base[a] + b, the pair's position in np.triu_indices order
+    a_ = np.arange(f, dtype=np.int64)
+    base = (a_ * (2 * f - a_ - 1) // 2 - a_ - 1).astype(np.int32 if n_pairs < 2**31 else np.int64)
+    indptr = x.indptr.astype(np.int64)
+    lengths = np.diff(indptr)
+    cum = np.cumsum(lengths * (lengths - 1) // 2)
+    start_row, n_rows = 0, lengths.size
+    while start_row < n_rows:
+        done = cum[start_row - 1] if start_row else 0
+        stop_row = min(n_rows, max(start_row + 1, int(np.searchsorted(cum, done + MAX_PAIRS_PER_CHUNK, side="right"))))
+        lo, hi = int(indptr[start_row]), int(indptr[stop_row])
+        ids = x.indices[lo:hi]
+        # later items in the same row, for each position
+        later = (np.repeat(indptr[start_row + 1 : stop_row + 1] - lo, lengths[start_row:stop_row]) - np.arange(1, hi - lo + 1)).astype(np.int32)
+        codes = np.empty(int(cum[stop_row - 1] - done), dtype=base.dtype)
+        # positions by decreasing number of later items (stable radix sort on small ints): the
+        # positions with at least d later items are then a prefix, for every offset d
+        small = later.astype(np.int16) if later.size and later.max() < 2**15 else later
+        order = np.argsort(-small, kind="stable").astype(np.int32)
+        n_with = np.bincount(later, minlength=1)[::-1].cumsum()[::-1]  # n_with[d] = #(later >= d)
+        left = base[ids[order]]
+        filled = 0
+        for d in range(1, n_with.size):
+            k = int(n_with[d])
+            # pairs (p, p + d) for every position p with at least d later items in its row
+            np.add(left[:k], ids[order[:k] + d], out=codes[filled : filled + k])
+            filled += k
+        out += np.bincount(codes, minlength=n_pairs)
+        start_row = stop_row
+    return out
+
+
+def _tri_index(a: np.ndarray, b: np.ndarray, f: int) -> np.ndarray:
+    """Position of pair (a, b), a < b, in ``np.triu_indices(f, 1)`` order."""
+    return a * (2 * f - a - 1) // 2 + (b - a - 1)
 
 
 def build_bitsets(block: sp.csr_array, items: np.ndarray) -> np.ndarray:
@@ -51,11 +105,13 @@ def build_bitsets(block: sp.csr_array, items: np.ndarray) -> np.ndarray:
     n_words = max(1, (n_rows + 63) // 64)
     bits = np.zeros(items.size * n_words, dtype=np.uint64)
     if x.indices.size:
-        rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(x.indptr))
-        key = x.indices.astype(np.int64) * n_words + (rows >> 6)
+        # column-major order: entries sorted by (item, row), hence by (item, word)
+        xc = x.tocsc()
+        xc.sort_indices()
+        rows = xc.indices.astype(np.int64)
+        cols = np.repeat(np.arange(items.size, dtype=np.int64), np.diff(xc.indptr))
+        key = cols * n_words + (rows >> 6)
         val = np.left_shift(np.uint64(1), (rows & 63).astype(np.uint64))
-        order = np.argsort(key, kind="stable")
-        key, val = key[order], val[order]
         starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
         bits[key[starts]] = np.bitwise_or.reduceat(val, starts)
     return bits.reshape(items.size, n_words)
