@@ -173,3 +173,18 @@ def test_apriori_gen_equals_brute_force(width, wide, draws):
     expected = [e for e in expected if all(e[:d] + e[d + 1 :] in known for d in range(len(e)))]
     assert [tuple(r) for r in cands.tolist()] == expected
     assert all(tuple(table[i]) == tuple(r[:-1]) for i, r in zip(left.tolist(), cands.tolist()))
+
+
+def test_support_counter_arbitrary_itemsets():
+    from ppdm_dask.mining import SupportCounter
+
+    rows = [[0, 1, 2, 5], [1, 2, 5], [0, 2], [5, 1], [], [0, 1, 2]]
+    tx = TransactionArray.from_lists(rows, npartitions=3)
+    counter = SupportCounter(tx, progress=False)
+    queries = np.array([[2, 1], [0, 5], [1, 5], [0, 1], [0, 2], [1, 2]])
+    expected = [sum(set(q) <= set(r) for r in rows) for q in queries.tolist()]
+    ids = tx.vocabulary.encode  # labels -> column ids
+    assert counter.itemset_counts(ids(queries)).tolist() == expected
+    triples = np.array([[0, 1, 2], [1, 2, 5], [0, 1, 5]])
+    assert counter.itemset_counts(ids(triples)).tolist() == [sum(set(q) <= set(r) for r in rows) for q in triples.tolist()]
+    assert counter.item_counts().tolist() == [3, 4, 4, 3]  # labels 0, 1, 2, 5 -> column ids 0..3

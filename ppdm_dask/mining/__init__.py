@@ -1,6 +1,7 @@
 """Exact frequent-itemset mining and association rules on TransactionArrays."""
 
 from .apriori import ItemsetExplosionWarning, ResultTooLargeError, apriori, min_count_of
+from .counting import SupportCounter
 from .results import FrequentItemsets
 from .rules import METRICS, AssociationRules, association_rules
 
@@ -8,6 +9,7 @@ __all__ = [
     "apriori",
     "association_rules",
     "FrequentItemsets",
+    "SupportCounter",
     "AssociationRules",
     "ResultTooLargeError",
     "ItemsetExplosionWarning",

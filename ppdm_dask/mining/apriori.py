@@ -1,7 +1,8 @@
 """Exact level-wise Apriori on a TransactionArray (Agrawal & Srikant 1994), as Dask graphs.
 
-Level 1: per-block ``bincount`` summed in a tree. Level 2: per-block int32 ``X.T @ X`` over the
-frequent items, summed in a tree. Levels >= 3: each block's packed bitsets of the items that occur
+Counting is done by :class:`~ppdm_dask.mining.counting.SupportCounter`. Level 1: per-block
+``bincount`` summed in a tree. Level 2: every pair of frequent items, enumerated per block and
+counted with one ``bincount`` (int32 ``X.T @ X`` for very many items), summed in a tree. Levels >= 3: each block's packed bitsets of the items that occur
 in frequent 2-itemsets are built once and persisted on the workers; each level sends only the
 candidate arrays and tree-sums one count vector. The counts are exact integers, so the result
 does not depend on partitioning or workers.
@@ -14,13 +15,11 @@ import time
 import warnings
 from typing import Any, Callable
 
-import dask
 import numpy as np
 
-from ..data._graph import tree_reduce, tree_sum
 from ..errors import DataFormatError, InvalidParameter, PPDMError
-from . import _kernels as K
 from ._candidates import apriori_gen
+from .counting import SupportCounter
 from .results import FrequentItemsets
 
 __all__ = ["apriori", "min_count_of", "ResultTooLargeError", "ItemsetExplosionWarning", "frequent_items"]
@@ -54,18 +53,6 @@ def min_count_of(min_support: float | int, n_transactions: int) -> int:
     if not (0.0 < s <= 1.0) or math.isnan(s):
         raise InvalidParameter(f"min_support as a fraction must be in (0, 1], got {min_support}")
     return max(1, math.ceil(s * n_transactions - 1e-9))
-
-
-def _sum_arrays(parts: list[np.ndarray]) -> np.ndarray:
-    out = parts[0].copy()
-    for p in parts[1:]:
-        out += p
-    return out
-
-
-def _count_on_bits(bits: np.ndarray, cand: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    parents, parent_of, last = cand
-    return K.count_extensions(bits, parents, parent_of, last)
 
 
 def frequent_items(counts: np.ndarray, min_count: int) -> np.ndarray:
@@ -111,15 +98,12 @@ def apriori(
     -------
     FrequentItemsets
     """
-    from ..progress import compute, persist
-
     if max_length is not None and max_length < 1:
         raise InvalidParameter("max_length must be >= 1")
     if max_itemsets < 1:
         raise InvalidParameter("max_itemsets must be >= 1")
     n = tx.n_transactions
     min_count = min_count_of(min_support, n)
-    ckw = {"progress": progress, "client": client}
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     stats: list[dict[str, Any]] = []
 
@@ -140,9 +124,10 @@ def apriori(
         if n_next > max_itemsets // 10:
             warnings.warn(f"level {k} has {n_next:,} candidates; the output may explode", ItemsetExplosionWarning, stacklevel=3)
 
+    counter = SupportCounter(tx, client=client, progress=progress, split_every=split_every)
     # ---- level 1
     t0 = time.perf_counter()
-    (counts1,) = compute(tx.item_supports_lazy(split_every=split_every), **ckw)
+    counts1 = counter.item_counts()
     f1 = frequent_items(counts1, min_count)
     record(1, tx.n_items, f1[:, None], counts1[f1], t0)
     if (max_length is not None and max_length < 2) or f1.size < 2:
@@ -152,7 +137,7 @@ def apriori(
     t0 = time.perf_counter()
     n_pairs = f1.size * (f1.size - 1) // 2
     guard(n_pairs, 2)
-    (pc,) = compute(tree_sum(tx.blocks, K.pair_counts, (n_pairs,), np.int64, f1, split_every=split_every), **ckw)
+    pc = counter.pair_counts(f1)
     ia, ib = np.triu_indices(f1.size, 1)
     keep = pc >= min_count
     l2 = np.stack([f1[ia[keep]], f1[ib[keep]]], axis=1)
@@ -162,8 +147,7 @@ def apriori(
 
     # ---- levels >= 3 on persisted per-block bitsets of the items of frequent pairs
     items = np.unique(l2)
-    bits = [dask.delayed(K.build_bitsets, pure=True)(b, items) for b in tx.blocks.to_delayed().ravel()]
-    bits = list(persist(*bits, **ckw))
+    counter.use_bitsets(items)
     frequent = np.searchsorted(items, l2).astype(np.int32)  # positions into ``items``
     k = 3
     while max_length is None or k <= max_length:
@@ -174,13 +158,12 @@ def apriori(
         guard(cands.shape[0], k)
         # distinct prefixes and, per candidate, its prefix index and last item
         uniq_left, parent_of = np.unique(left, return_inverse=True)
-        payload = dask.delayed((frequent[uniq_left], parent_of.astype(np.int64), cands[:, -1].copy()), pure=True)
-        parts = [dask.delayed(_count_on_bits, pure=True)(b, payload) for b in bits]
-        (ck,) = compute(tree_reduce(parts, _sum_arrays, split_every=split_every), **ckw)
+        ck = counter.extension_counts(frequent[uniq_left], parent_of, cands[:, -1].copy())
         keep = ck >= min_count
         frequent = cands[keep]
         record(k, cands.shape[0], items[frequent], ck[keep], t0)
         if frequent.shape[0] < k + 1:
             break
         k += 1
+    counter.release()
     return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)
