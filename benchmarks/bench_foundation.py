@@ -12,7 +12,6 @@ import glob
 import os
 import tempfile
 import time
-import tracemalloc
 
 import dask
 import numpy as np

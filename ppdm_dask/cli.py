@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -192,7 +191,7 @@ def info(obj: Context, url: str, fmt: str | None) -> None:
     """Rows, items, density and the length histogram of a dataset."""
     from .io import read
 
-    with obj.runtime() as where:
+    with obj.runtime():
         tx = read(url, format=fmt, storage_options=obj.storage_options, progress=obj.progress)
         d = tx.describe(progress=obj.progress)
     d["url"] = url

@@ -8,16 +8,14 @@ that is moved into place only when complete.
 
 from __future__ import annotations
 
-import posixpath
-import secrets
 from typing import Any, Callable, Mapping
 
 import dask
-import numpy as np
 from dask.bytes import read_bytes
 
-from ..errors import DataFormatError, DatasetExistsError, DatasetNotFoundError
+from ..errors import DataFormatError, DatasetNotFoundError
 from . import _kernels as K
+from .atomic import atomic_file
 
 __all__ = ["read_fimi", "write_fimi", "read_csv", "write_csv", "detect_format"]
 
@@ -90,34 +88,15 @@ def _csv_all_int(data: bytes, sep: str) -> bool:
 
 
 def _write_text(tx: Any, url: str, formatter: Callable, storage_options, overwrite: bool, batch: int, progress: bool) -> None:
-    import fsspec
-
     from ..progress import compute
 
-    fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
-    if fs.exists(path) and not overwrite:
-        raise DatasetExistsError(f"{url} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    parent = posixpath.dirname(path)
-    if parent:
-        fs.makedirs(parent, exist_ok=True)
-    tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
     labels = tx.vocabulary.labels
     blocks = tx.blocks.to_delayed().ravel()
-    try:
-        with fs.open(tmp, "wb") as fh:
-            for start in range(0, len(blocks), batch):
-                texts = compute(*[dask.delayed(formatter)(b, labels) for b in blocks[start : start + batch]], progress=progress and start == 0 and len(blocks) <= batch)
-                for t in texts:
-                    fh.write(t)
-        if fs.exists(path):
-            fs.rm(path)
-        fs.mv(tmp, path)
-    except BaseException:
-        try:
-            fs.rm(tmp)
-        except Exception:
-            pass
-        raise
+    with atomic_file(url, storage_options=storage_options, overwrite=overwrite) as fh:
+        for start in range(0, len(blocks), batch):
+            texts = compute(*[dask.delayed(formatter)(b, labels) for b in blocks[start : start + batch]], progress=progress and start == 0 and len(blocks) <= batch)
+            for t in texts:
+                fh.write(t)
 
 
 def write_fimi(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, progress: bool = True) -> None:

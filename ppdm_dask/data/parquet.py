@@ -342,8 +342,6 @@ def read_parquet(
     ------
     DatasetNotFoundError, IncompleteDatasetError, DataFormatError
     """
-    from .transactions import TransactionArray
-
     fs, path = _fs(url, storage_options)
     if not fs.exists(path):
         raise DatasetNotFoundError(f"no dataset at {url}")

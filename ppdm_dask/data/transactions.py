@@ -553,7 +553,6 @@ def _rechunk_rows(arr: da.Array, rows: tuple[int, ...], n_items: int, meta: Any)
         raise InvalidParameter("repartition must keep the number of rows")
     src = arr.to_delayed().ravel()
     tasks = []
-    deps = []
     for j in range(len(rows)):
         lo, hi = new[j], new[j + 1]
         pieces = []

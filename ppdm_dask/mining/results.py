@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import posixpath
-import secrets
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -112,31 +110,13 @@ class FrequentItemsets:
 
 
 def write_table(table: Any, url: str, metadata: Mapping[str, Any], storage_options: Mapping[str, Any] | None, overwrite: bool) -> None:
-    """Write an Arrow table to one Parquet file atomically (temporary name, then move)."""
+    """Write an Arrow table to one Parquet file atomically, public ``metadata`` in its footer."""
     import json
 
-    import fsspec
     import pyarrow.parquet as pq
 
-    from ..errors import DatasetExistsError
+    from ..data.atomic import atomic_file
 
-    fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
-    if fs.exists(path) and not overwrite:
-        raise DatasetExistsError(f"{url} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    parent = posixpath.dirname(path)
-    if parent:
-        fs.makedirs(parent, exist_ok=True)
     table = table.replace_schema_metadata({b"ppdm": json.dumps(dict(metadata)).encode()})
-    tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
-    try:
-        with fs.open(tmp, "wb") as fh:
-            pq.write_table(table, fh, compression="zstd")
-        if fs.exists(path):
-            fs.rm(path)
-        fs.mv(tmp, path)
-    except BaseException:
-        try:
-            fs.rm(tmp)
-        except Exception:
-            pass
-        raise
+    with atomic_file(url, storage_options=storage_options, overwrite=overwrite) as fh:
+        pq.write_table(table, fh, compression="zstd")
