@@ -309,6 +309,151 @@ def mine(obj: Context, url, min_support, max_length, max_itemsets, with_rules, m
     obj.emit(summary, "\n".join(lines))
 
 
+# ---------------------------------------------------------------------- emask
+@cli.group()
+def emask() -> None:
+    """EMASK/MASK: distort transactions, choose (p, q), mine distorted data, audit privacy."""
+
+
+def _pq_from(tx: Any, p: float | None, q: float | None) -> tuple[float, float]:
+    p = p if p is not None else tx.metadata.get("p")
+    q = q if q is not None else tx.metadata.get("q")
+    if p is None or q is None:
+        raise click.UsageError("give --p and --q (the input's metadata does not record them)")
+    return float(p), float(q)
+
+
+@emask.command("choose")
+@click.option("--s0", type=float, default=None, help="Average item support (fraction). Or give --data to estimate it.")
+@click.option("--data", default=None, help="Estimate s0 (mean transaction length / items) from this dataset.")
+@click.option("--min-support", type=float, default=0.003, show_default=True, help="Mining support at which accuracy is screened (Eq. 6).")
+@click.option("--privacy-min", type=float, default=90.0, show_default=True, help="Minimum basic privacy (percent).")
+@click.option("--q-min", type=float, default=0.95, show_default=True, help="Keep only q > this.")
+@click.pass_obj
+def emask_choose(obj: Context, s0, data, min_support, privacy_min, q_min) -> None:
+    """Candidate (p, q): basic privacy >= privacy-min at s0, accuracy no worse than MASK (0.9, 0.9)."""
+    from .emask.parameters import choose_parameters, estimate_s0
+    from .io import read
+
+    if (s0 is None) == (data is None):
+        raise click.UsageError("give exactly one of --s0 and --data")
+    if data is not None:
+        with obj.runtime():
+            s0 = estimate_s0(read(data, storage_options=obj.storage_options, progress=obj.progress))
+    choices = choose_parameters(s0, min_support, privacy_min=privacy_min, q_min=q_min)
+    rows = [{"p": c.p, "q": c.q, "basic_privacy": c.basic_privacy, "err6": c.err6, "ldp_epsilon": c.ldp_epsilon} for c in choices]
+    lines = [f"s0 = {s0:.5g}, min_support = {min_support}: {len(rows)} candidate(s)", "     p     q   BP (%)   Eq.6 err   eps/bit"]
+    lines += [f"  {r['p']:.2f}  {r['q']:.2f}   {r['basic_privacy']:6.2f}   {r['err6']:8.4f}   {r['ldp_epsilon']:7.3f}" for r in rows]
+    obj.emit({"s0": s0, "min_support": min_support, "candidates": rows}, "\n".join(lines))
+
+
+@emask.command("distort")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--p", "p", type=float, required=True, help="Probability that a 1 stays 1.")
+@click.option("--q", "q", type=float, required=True, help="Probability that a 0 stays 0.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+@click.pass_obj
+def emask_distort(obj: Context, src, dst, p, q, overwrite) -> None:
+    """Release a distorted copy of SRC at DST (p, q recorded in its metadata, never the key)."""
+    from .emask import distort
+    from .emask.privacy import basic_privacy, ldp_epsilon
+    from .io import read, write
+
+    key = obj.key()
+    t0 = time.perf_counter()
+    with obj.runtime():
+        tx = read(src, storage_options=obj.storage_options, progress=obj.progress)
+        d = distort(tx, p, q, key=key)
+        write(d, dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
+        s0 = float(tx.describe(progress=False)["mean_length"]) / max(tx.n_items, 1)
+    bp = basic_privacy(p, q, s0=s0)
+    eps = ldp_epsilon(p, q)
+    summary = {"src": src, "dst": dst, "p": p, "q": q, "n_transactions": tx.n_transactions, "s0": s0, "basic_privacy": bp, "ldp_epsilon_per_item": eps, "seconds": round(time.perf_counter() - t0, 3)}
+    obj.emit(summary, f"distorted {tx.n_transactions:,} transactions with p={p}, q={q} -> {dst}\n  basic privacy {bp:.2f}% (s0 = {s0:.4g}); local DP epsilon {eps:.3f} per item")
+
+
+@emask.command("mine")
+@click.argument("url")
+@click.option("--p", "p", type=float, default=None, help="Distortion p (default: from the data's metadata).")
+@click.option("--q", "q", type=float, default=None, help="Distortion q (default: from the data's metadata).")
+@click.option("--min-support", required=True, help="A fraction in (0, 1] or an absolute count.")
+@click.option("--max-length", type=click.IntRange(min=1), default=None)
+@click.option("--prune-margin", type=click.FloatRange(0, 1, max_open=True), default=0.0, show_default=True, help="Keep candidates down to (1 - margin) x threshold (fewer misses, more work).")
+@click.option("--out", default=None, help="Write the itemsets with reconstructed supports to this Parquet file.")
+@click.option("--overwrite", is_flag=True)
+@click.pass_obj
+def emask_mine(obj: Context, url, p, q, min_support, max_length, prune_margin, out, overwrite) -> None:
+    """EMASK-Apriori: frequent itemsets of the original data from its distorted release."""
+    from .emask import mine as emask_mine_fn
+    from .io import read
+
+    ms = _support_value(min_support)
+
+    def level_line(st: dict[str, Any]) -> None:
+        click.echo(f"[emask] level {st['length']}: {st['candidates']:,} candidates -> {st['frequent']:,} frequent ({st['seconds']:.2f} s)", err=True)
+
+    t0 = time.perf_counter()
+    with obj.runtime():
+        d = read(url, storage_options=obj.storage_options, progress=obj.progress).persist(progress=obj.progress)
+        p, q = _pq_from(d, p, q)
+        r = emask_mine_fn(d, p, q, ms, max_length=max_length, prune_margin=prune_margin, progress=obj.progress, on_level=level_line)
+    if out:
+        r.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
+    secs = time.perf_counter() - t0
+    summary = {"url": url, "p": p, "q": q, "itemsets": len(r), "levels": r.level_stats, "seconds": round(secs, 3)}
+    lines = [f"{url}: {len(r):,} itemsets with reconstructed support >= threshold (p={p}, q={q}) in {secs:.2f} s",
+             "  length  candidates    frequent   seconds"]
+    lines += [f"  {st['length']:>6}  {st['candidates']:>10,}  {st['frequent']:>10,}  {st['seconds']:8.3f}" for st in r.level_stats]
+    obj.emit(summary, "\n".join(lines))
+
+
+@emask.command("audit")
+@click.argument("original")
+@click.argument("distorted")
+@click.option("--min-support", default="0.003", show_default=True, help="Mining support (fraction or count).")
+@click.option("--p", "p", type=float, default=None, help="Default: from the distorted data's metadata.")
+@click.option("--q", "q", type=float, default=None, help="Default: from the distorted data's metadata.")
+@click.pass_obj
+def emask_audit(obj: Context, original, distorted, min_support, p, q) -> None:
+    """Owner-side audit: BP, re-interrogated privacy RP, local-DP epsilon, accuracy (rho, sigma+/-), slowdown."""
+    from .emask import mine as emask_mine_fn
+    from .emask.privacy import basic_privacy, ldp_epsilon, reinterrogated_privacy
+    from .metrics import itemset_accuracy
+    from .mining import apriori
+    from .io import read
+
+    ms = _support_value(min_support)
+    with obj.runtime():
+        t = read(original, storage_options=obj.storage_options, progress=obj.progress).persist(progress=obj.progress)
+        d = read(distorted, storage_options=obj.storage_options, progress=obj.progress).persist(progress=obj.progress)
+        if t.n_transactions != d.n_transactions or t.n_items != d.n_items:
+            raise click.UsageError("ORIGINAL and DISTORTED differ in shape; audit needs the original of this release")
+        if d.partition_rows != t.partition_rows:
+            d = d._rechunk(t.partition_rows)
+        p, q = _pq_from(d, p, q)
+        t0 = time.perf_counter()
+        truth = apriori(t, ms, progress=obj.progress)
+        t_apriori = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        rec = emask_mine_fn(d, p, q, ms, progress=obj.progress)
+        t_emask = time.perf_counter() - t0
+        s0 = float(t.describe(progress=False)["mean_length"]) / max(t.n_items, 1)
+        bp = basic_privacy(p, q, s0=s0)
+        rp = reinterrogated_privacy(t, d, rec, bp)
+    acc = itemset_accuracy(truth.as_dict(), rec.as_dict())
+    summary = {"p": p, "q": q, "s0": s0, "basic_privacy": bp, "reinterrogated_privacy": rp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
+               "slowdown": t_emask / t_apriori if t_apriori > 0 else None, "accuracy": acc}
+    lines = [f"audit of {distorted} (p={p}, q={q}) against {original}",
+             f"  basic privacy        {bp:6.2f} %   (s0 = {s0:.4g})",
+             f"  re-interrogated      {rp:6.2f} %",
+             f"  local DP epsilon     {ldp_epsilon(p, q):6.3f} per item",
+             f"  slowdown             {summary['slowdown']:.2f}  (EMASK-Apriori {t_emask:.2f} s / Apriori {t_apriori:.2f} s)",
+             f"  support error rho    {acc['rho']:6.2f} %",
+             f"  sigma+ / sigma-      {acc['sigma_plus']:6.2f} % / {acc['sigma_minus']:.2f} %"]
+    obj.emit(summary, "\n".join(lines))
+
+
 # ---------------------------------------------------------------------- samples / demo
 @cli.command()
 @click.pass_obj

@@ -98,7 +98,7 @@ class FrequentItemsets:
             {
                 "items": pa.array([list(s) for s in self.itemsets]),
                 "length": pa.array([len(s) for s in self.itemsets], type=pa.int32()),
-                "count": pa.array(counts, type=pa.int64()),
+                "count": pa.array(counts),  # int64 counts, or float64 reconstructed supports
                 "support": pa.array(counts / max(self.n_transactions, 1)),
             }
         )
