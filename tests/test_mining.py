@@ -98,8 +98,9 @@ def test_kernels_alone():
     items = np.array([0, 1, 3])
     r = K.restrict_columns(block, items)
     assert r.toarray().tolist() == [[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 0]]
-    # pairs (0,1), (0,3), (1,3)
-    assert K.pair_counts(block, items).tolist() == [2, 2, 3]
+    # pairs (0,1), (0,3), (1,3), by both engines
+    assert K.pair_counts(block, items, engine="numba").tolist() == [2, 2, 3]
+    assert K.pair_counts(block, items, engine="numpy").tolist() == [2, 2, 3]
     bits = K.build_bitsets(block, np.array([0, 1, 2, 3]))
     assert bits.shape == (4, 1) and int(bits[1, 0]) == 0b0111 and int(bits[2, 0]) == 0b0110
     # {0,1,3} (prefix (0,1) + 3) and {1,2,3} (prefix (1,2) + 3)
