@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import dask
-import numpy as np
+from _timing import best_of
 
 PAPER_TABLE3 = {  # (p, q): BP, RP, Δ, σ+, σ−, ρ, Var σ+, Var σ−, Var ρ
     (0.6, 0.96): (92, 70, 5.2, 4.99, 5.34, 3.39, 3.23, 6.84, 0.27),
@@ -42,15 +41,6 @@ def _fimi_dir() -> Path:
     return Path(env) / "fimi" if env else Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fimi"
 
 
-def _best(fn, repeat):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
 def evaluate(tx, settings, min_support=0.003, repeat=2, key_seed=7):
     """One row per (p, q): our measures (same order as COLS)."""
     from ppdm_dask.emask import distort, mine
@@ -60,11 +50,11 @@ def evaluate(tx, settings, min_support=0.003, repeat=2, key_seed=7):
     from ppdm_dask.random import Key
 
     s0 = tx.describe(progress=False)["mean_length"] / tx.n_items
-    t_apriori, truth = _best(lambda: apriori(tx, min_support, progress=False), repeat)
+    t_apriori, truth = best_of(lambda: apriori(tx, min_support, progress=False), repeat)
     out = {}
     for (p, q) in settings:
         d = distort(tx, p, q, key=Key(key_seed)).persist(progress=False)
-        t_emask, rec = _best(lambda: mine(d, p, q, min_support, progress=False), repeat)
+        t_emask, rec = best_of(lambda: mine(d, p, q, min_support, progress=False), repeat)
         acc = itemset_accuracy(truth.as_dict(), rec.as_dict())
         bp = basic_privacy(p, q, s0=s0)
         rp = reinterrogated_privacy(tx, d, rec, bp)

@@ -11,21 +11,12 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
-import time
 
 import dask
+from _timing import best_of
 import numpy as np
 import pyarrow.parquet as pq
 import scipy.sparse as sp
-
-
-def _timed(fn, repeat: int = 3):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def _plain_read(folder: str, n_items: int):
@@ -54,13 +45,13 @@ def run(quick: bool = False) -> list[dict]:
     key = Key(1)
 
     with dask.config.set(scheduler="threads"):
-        t_gen_thr, _ = _timed(lambda: quest(spec, key=key).to_parquet(folder, overwrite=True, progress=False), repeat=1)
+        t_gen_thr, _ = best_of(lambda: quest(spec, key=key).to_parquet(folder, overwrite=True, progress=False), repeat=1)
     n_items = 1000
     rows.append({"name": f"quest {spec} -> Parquet, threads", "ours_s": t_gen_thr, "anchor": "-", "anchor_s": None,
                  "note": f"{n / t_gen_thr:,.0f} rows/s"})
 
-    t_plain, m = _timed(lambda: _plain_read(folder, n_items))
-    t_plain_sup, ref = _timed(lambda: np.bincount(m.indices, minlength=n_items))
+    t_plain, m = best_of(lambda: _plain_read(folder, n_items))
+    t_plain_sup, ref = best_of(lambda: np.bincount(m.indices, minlength=n_items))
     t_plain_e2e = t_plain + t_plain_sup
 
     def ours_read():
@@ -73,18 +64,18 @@ def run(quick: bool = False) -> list[dict]:
 
     results = {}
     with dask.config.set(scheduler="threads"):
-        results["threads"] = (_timed(ours_read), _timed(ours_e2e))
+        results["threads"] = (best_of(ours_read), best_of(ours_e2e))
         tx_mem = read(folder).persist(progress=False)
-        results["threads"] += (_timed(lambda: tx_mem.item_supports(progress=False)),)
+        results["threads"] += (best_of(lambda: tx_mem.item_supports(progress=False)),)
     with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environment()}):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1")
     client = Client(cluster, set_as_default=False)
     try:
         with client.as_current(), dask.config.set(scheduler=client.get):
-            t_gen_cl, _ = _timed(lambda: quest(spec, key=key).to_parquet(folder + "-cl", overwrite=True, progress=False), repeat=1)
-            results["LocalCluster(2)"] = (_timed(ours_read), _timed(ours_e2e))
+            t_gen_cl, _ = best_of(lambda: quest(spec, key=key).to_parquet(folder + "-cl", overwrite=True, progress=False), repeat=1)
+            results["LocalCluster(2)"] = (best_of(ours_read), best_of(ours_e2e))
             tx_mem = read(folder).persist(progress=False)
-            results["LocalCluster(2)"] += (_timed(lambda: tx_mem.item_supports(progress=False)),)
+            results["LocalCluster(2)"] += (best_of(lambda: tx_mem.item_supports(progress=False)),)
     finally:
         client.close()
         cluster.close()
