@@ -189,3 +189,18 @@ def test_support_counter_arbitrary_itemsets():
     triples = np.array([[0, 1, 2], [1, 2, 5], [0, 1, 5]])
     assert counter.itemset_counts(ids(triples)).tolist() == [sum(set(q) <= set(r) for r in rows) for q in triples.tolist()]
     assert counter.item_counts().tolist() == [3, 4, 4, 3]  # labels 0, 1, 2, 5 -> column ids 0..3
+
+
+def test_pair_count_engines_agree_with_chunking_and_sparse_fallback(monkeypatch):
+    rng = np.random.default_rng(3)
+    m = sp.random_array((400, 30), density=0.3, format="csr", rng=rng)
+    m.data[:] = 1
+    m = sp.csr_array(m.astype(np.int32))
+    items = np.array([0, 2, 3, 7, 11, 12, 19, 25, 29], dtype=np.int32)
+    x = K.restrict_columns(m, items)
+    ref = (x.T @ x).toarray()[np.triu_indices(items.size, 1)]
+    assert np.array_equal(K.pair_counts(m, items, engine="numba"), ref)
+    monkeypatch.setattr(K, "MAX_PAIRS_PER_CHUNK", 5)  # many row chunks in the numpy path
+    assert np.array_equal(K.pair_counts(m, items, engine="numpy"), ref)
+    monkeypatch.setattr(K, "MAX_DENSE_PAIRS", 3)  # sparse-product fallback
+    assert np.array_equal(K.pair_counts(m, items), ref)
