@@ -175,6 +175,7 @@ def test_emask_prune_margin_and_standard_errors():
     wide = mine(d, 0.5, 0.95, 0.1, prune_margin=0.3, progress=False)
     assert set(base.as_dict()) <= set(wide.as_dict())  # margin can only add itemsets
     assert all(v >= 0.1 * 1500 for v in wide.as_dict().values())  # reports still meet the threshold
+    assert repr(base).startswith("EstimatedItemsets(") and "\n" not in repr(base)
     se = base.std_errors()
     assert se.shape == base.counts.shape and np.all(se > 0)
     with pytest.raises(InvalidParameter):

@@ -28,7 +28,7 @@ from .distortion import check_pq
 __all__ = ["mine", "EstimatedItemsets", "lookup_rows"]
 
 
-@dataclass
+@dataclass(repr=False)  # keep FrequentItemsets' one-line summary
 class EstimatedItemsets(FrequentItemsets):
     """Itemsets judged frequent from distorted data, with reconstructed supports.
 
@@ -48,6 +48,10 @@ class EstimatedItemsets(FrequentItemsets):
     def counts(self) -> np.ndarray:
         parts = [self.levels[k][1] for k in sorted(self.levels)]
         return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
+
+    def __repr__(self) -> str:
+        per = ", ".join(f"{k}: {c.size}" for k, (_, c) in sorted(self.levels.items()))
+        return f"EstimatedItemsets({len(self)} itemsets, reconstructed from data distorted with p={self.p}, q={self.q}; by length {{{per}}})"
 
     def std_errors(self) -> np.ndarray:
         """sqrt(max(V̂, 0)) per itemset, in the order of :attr:`counts` (needs return_se)."""
