@@ -98,6 +98,13 @@ class Key:
         """An independent ``numpy.random.Generator`` for stream ``(tag, *unit)``."""
         return np.random.default_rng(self.seed_sequence(tag, *unit))
 
+    def digest(self, purpose: str) -> str:
+        """A one-way SHA-256 fingerprint of the key for ``purpose`` (e.g. Dask graph names,
+        which dashboards and logs show); it reveals nothing about the key itself."""
+        import hashlib
+
+        return hashlib.sha256(purpose.encode() + b"\0" + self._value.to_bytes(16, "big")).hexdigest()
+
     def __repr__(self) -> str:
         return "Key(<secret>)"
 

@@ -45,3 +45,10 @@ def test_key_validation():
     assert as_key(b"\x01") == Key(1)
     with pytest.raises(InvalidParameter):
         generator(5, Tag.QUEST)  # type: ignore[arg-type]
+
+
+def test_digest_is_one_way_and_purpose_bound():
+    k = Key(0xABCDEF)
+    d1, d2 = k.digest("graph"), k.digest("other")
+    assert d1 != d2 and len(d1) == 64 and Key(0xABCDEF).digest("graph") == d1
+    assert format(0xABCDEF, "x") not in d1 and Key(1).digest("graph") != d1

@@ -43,9 +43,7 @@ stacked class after class and labelled ``0..n_classes-1`` in the ``label`` colum
 
 from __future__ import annotations
 
-import hashlib
 import math
-import pickle
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -439,7 +437,7 @@ def quest(
         bpp = -(-int(rows_per_partition) // block_rows)
 
     # graph names are visible (dashboard, logs): tokenize a one-way digest, not the key itself
-    key_digest = hashlib.sha256(b"ppdm-quest-graph" + pickle.dumps(key)).hexdigest()
+    key_digest = key.digest("ppdm-quest-graph")
     name = unique_name("quest", spec, key_digest, block_rows, bpp)
     tasks: list[tuple] = []
     rows: list[int] = []

@@ -64,7 +64,7 @@ def distort(tx: Any, p: float, q: float, *, key: KeyLike = None) -> Any:
     starts = np.r_[0, np.cumsum(tx.partition_rows)][:-1]
     src = tx.blocks.to_delayed().ravel()
     # the key enters the graph name only through a one-way digest
-    name = unique_name("distort", tx.blocks.name, p, q, key.seed_sequence(Tag.DISTORT).generate_state(4).tobytes())
+    name = unique_name("distort", tx.blocks.name, p, q, key.digest("ppdm-distort-graph"))
     tasks = [(_distort_task, s.key, p, q, key, int(first)) for s, first in zip(src, starts)]
     blocks = blocks_from_tasks(name, tasks, tx.partition_rows, tx.n_items, dependencies=[tx.blocks])
     meta = dict(tx.metadata)
