@@ -12,7 +12,10 @@ from ..errors import InvalidParameter
 from ..random import Key, KeyLike, Tag, as_key
 from . import _kernels as K
 
-__all__ = ["distort", "distort_record", "check_pq"]
+__all__ = ["distort", "distort_record", "check_pq", "DELTA_MIN"]
+
+#: Smallest admissible |p + q - 1|: below it the distorted data carry no information.
+DELTA_MIN = 1e-6
 
 
 def check_pq(p: float, q: float) -> tuple[float, float]:
@@ -20,7 +23,7 @@ def check_pq(p: float, q: float) -> tuple[float, float]:
     for name, v in (("p", p), ("q", q)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not (0.0 <= float(v) <= 1.0):
             raise InvalidParameter(f"{name} must be a probability in [0, 1], got {v!r}")
-    if abs(float(p) + float(q) - 1.0) < 1e-6:
+    if abs(float(p) + float(q) - 1.0) < DELTA_MIN:
         raise InvalidParameter(
             f"p + q = 1 (p={p}, q={q}): the distorted data would be independent of the original, nothing can be reconstructed"
         )

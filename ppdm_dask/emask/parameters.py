@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import InvalidParameter
 from . import privacy as P
+from .distortion import DELTA_MIN
 
 __all__ = ["ParameterChoice", "choose_parameters", "estimate_s0"]
 
@@ -110,7 +111,7 @@ def choose_parameters(
     out: list[ParameterChoice] = []
     for p in _grid(p_grid, _DEFAULT_P, "p_grid"):
         for q in _grid(q_grid, _DEFAULT_Q, "q_grid"):
-            if not q > q_min or abs(p + q - 1.0) < P._DELTA_MIN:
+            if not q > q_min or abs(p + q - 1.0) < DELTA_MIN:
                 continue
             bp = P.basic_privacy(p, q, s0=s0)
             e6 = float(P.err6(p, q, ms))

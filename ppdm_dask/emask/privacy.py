@@ -20,6 +20,8 @@ import numpy as np
 from ..errors import InvalidParameter
 from . import _privacy_kernels as PK
 
+from .distortion import check_pq as _check_pq  # one p/q validation for the package
+
 __all__ = [
     "r1",
     "basic_privacy",
@@ -31,25 +33,8 @@ __all__ = [
     "reinterrogated_privacy",
 ]
 
-_DELTA_MIN = 1e-6
-
 
 # ---------------------------------------------------------------------------- validation
-def _check_pq(p: float, q: float) -> tuple[float, float]:
-    try:
-        p, q = float(p), float(q)
-    except (TypeError, ValueError):
-        raise InvalidParameter("p and q must be numbers") from None
-    if not (0.0 <= p <= 1.0) or not (0.0 <= q <= 1.0):
-        raise InvalidParameter(f"p and q must lie in [0, 1], got p={p}, q={q}")
-    if abs(p + q - 1.0) < _DELTA_MIN:
-        raise InvalidParameter(
-            f"p + q = {p + q:g} is (numerically) 1: the distorted data are then independent of the "
-            "true data and no support can be reconstructed; choose |p + q - 1| >= 1e-6"
-        )
-    return p, q
-
-
 def _check_support(s: Any, *, open_interval: bool, name: str = "s") -> np.ndarray:
     arr = np.asarray(s, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
