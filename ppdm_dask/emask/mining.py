@@ -17,9 +17,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InvalidParameter
-from ..mining._candidates import _pack
 from ..mining.apriori import DEFAULT_MAX_ITEMSETS, ResultTooLargeError, min_count_of
-from ..mining._candidates import apriori_gen
+from ..mining._candidates import RowIndex, apriori_gen
 from ..mining.counting import SupportCounter
 from ..mining.results import FrequentItemsets
 from . import _kernels as K
@@ -59,21 +58,10 @@ class EstimatedItemsets(FrequentItemsets):
         return np.sqrt(np.maximum(np.concatenate(parts), 0.0)) if parts else np.zeros(0)
 
 
-def lookup_rows(query: np.ndarray, table: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``values`` of the rows of ``table`` (sorted lexicographically) equal to each query row."""
-    if query.shape[0] == 0:
-        return np.zeros(0, values.dtype)
-    width = query.shape[1]
-    top = int(max(query.max(), table.max())) + 1
-    bits = max(1, int(top - 1).bit_length())
-    if bits * width <= 64:
-        tk, qk = _pack(table, bits), _pack(query, bits)
-    else:
-        dt = np.dtype([(f"f{j}", np.int64) for j in range(width)])
-        tk = np.ascontiguousarray(table, dtype=np.int64).view(dt).ravel()
-        qk = np.ascontiguousarray(query, dtype=np.int64).view(dt).ravel()
-    idx = np.minimum(np.searchsorted(tk, qk), tk.size - 1)
-    if not np.all(tk[idx] == qk):
+def lookup_rows(query: np.ndarray, index: RowIndex, values: np.ndarray) -> np.ndarray:
+    """``values`` of the table rows equal to each query row (all must be present)."""
+    idx, found = index.find(query)
+    if not np.all(found):
         raise AssertionError("a subset of a candidate is missing from the counted store")
     return values[idx]
 
@@ -128,8 +116,8 @@ def mine(
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     variances: dict[int, np.ndarray] = {}
     stats: list[dict[str, Any]] = []
-    # distorted counts of everything counted so far: level -> (sorted column-id rows, counts)
-    store: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    # distorted counts of everything counted so far: level -> (index of column-id rows, counts)
+    store: dict[int, tuple[RowIndex, np.ndarray]] = {}
 
     def finish(k: int, n_cand: int, ids: np.ndarray, sigma: list[np.ndarray], t0: float) -> np.ndarray:
         est = K.closed_form_estimate(sigma, k, p, q)
@@ -167,7 +155,7 @@ def mine(
     pc = counter.pair_counts(f1)
     ia, ib = np.triu_indices(f1.size, 1)
     pairs = np.stack([f1[ia], f1[ib]], axis=1)
-    store[2] = (pairs, pc)
+    store[2] = (RowIndex(pairs), pc)
     keep2 = finish(2, n_pairs, pairs, [np.full(pc.size, float(n)), c1[pairs[:, 0]] + c1[pairs[:, 1]], pc], t0)
     frequent_ids = pairs[keep2]
     if (max_length is not None and max_length < 3) or frequent_ids.shape[0] < 3:
@@ -188,13 +176,13 @@ def mine(
         uniq_left, parent_of = np.unique(left, return_inverse=True)
         ck = counter.extension_counts(frequent[uniq_left], parent_of, cands[:, -1].copy())
         cand_ids = items[cands]
-        store[k] = (cand_ids, ck)
+        store[k] = (RowIndex(cand_ids), ck)
         sigma = [np.full(ck.size, float(n)), c1[cand_ids].sum(axis=1)]
         for j in range(2, k):
-            table, counts = store[j]
+            index, counts = store[j]
             total = np.zeros(ck.size, np.float64)
             for combo in combinations(range(k), j):
-                total += lookup_rows(cand_ids[:, combo], table, counts)
+                total += lookup_rows(cand_ids[:, combo], index, counts)
             sigma.append(total)
         sigma.append(ck)
         keep = finish(k, cands.shape[0], cand_ids, sigma, t0)

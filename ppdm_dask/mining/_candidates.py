@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["apriori_gen", "rows_in"]
+__all__ = ["apriori_gen", "rows_in", "RowIndex"]
 
 
 def _pack(rows: np.ndarray, bits: int) -> np.ndarray:
@@ -14,24 +14,46 @@ def _pack(rows: np.ndarray, bits: int) -> np.ndarray:
     return out
 
 
+class RowIndex:
+    """Exact lookup of integer rows of a fixed width in a table, built once.
+
+    Rows are packed into one uint64 key when they fit (bits of the table's largest id times
+    the width <= 64), else compared lexicographically through a structured view.
+    """
+
+    def __init__(self, table: np.ndarray) -> None:
+        table = np.asarray(table)
+        self.width = table.shape[1]
+        self.top = int(table.max()) if table.size else -1
+        self.bits = max(1, self.top.bit_length())
+        self.packed = self.bits * self.width <= 64
+        keys = self._keys(table)
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
+
+    def _keys(self, rows: np.ndarray) -> np.ndarray:
+        if self.packed:
+            return _pack(rows, self.bits)
+        dt = np.dtype([(f"f{j}", np.int64) for j in range(self.width)])
+        return np.ascontiguousarray(rows, dtype=np.int64).view(dt).ravel()
+
+    def find(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(index into the table, found mask)`` for each query row."""
+        query = np.asarray(query)
+        m = query.shape[0]
+        if m == 0 or self.keys.size == 0:
+            return np.zeros(m, np.int64), np.zeros(m, dtype=bool)
+        # ids above the table's largest cannot match (and would not pack into ``bits``)
+        in_range = (query >= 0).all(axis=1) & (query <= self.top).all(axis=1)
+        q = self._keys(np.where(in_range[:, None], query, 0))
+        pos = np.minimum(np.searchsorted(self.keys, q), self.keys.size - 1)
+        found = in_range & (self.keys[pos] == q)
+        return self.order[pos], found
+
+
 def rows_in(query: np.ndarray, table: np.ndarray) -> np.ndarray:
     """Boolean mask: which rows of ``query`` (m, w) occur as rows of ``table`` (n, w)."""
-    if query.shape[0] == 0 or table.shape[0] == 0:
-        return np.zeros(query.shape[0], dtype=bool)
-    top = int(max(query.max(), table.max())) + 1
-    bits = max(1, int(top - 1).bit_length())
-    if bits * query.shape[1] <= 64:
-        keys = np.sort(_pack(table, bits))
-        q = _pack(query, bits)
-        idx = np.minimum(np.searchsorted(keys, q), keys.size - 1)
-        return keys[idx] == q
-    # wide rows: lexicographic search on structured views
-    dt = np.dtype([(f"f{j}", np.int64) for j in range(query.shape[1])])
-    t = np.ascontiguousarray(table, dtype=np.int64).view(dt).ravel()
-    q = np.ascontiguousarray(query, dtype=np.int64).view(dt).ravel()
-    t = np.sort(t)
-    idx = np.minimum(np.searchsorted(t, q), t.size - 1)
-    return t[idx] == q
+    return RowIndex(table).find(query)[1]
 
 
 def apriori_gen(frequent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,9 +105,10 @@ def apriori_gen(frequent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 keep &= table[idx] == q
         else:
             cands = np.concatenate([frequent[left], last_r[:, None]], axis=1)
+            index = RowIndex(frequent)
             for d in range(km1 - 1):
                 sub = np.delete(cands[keep], d, axis=1)
-                keep[np.flatnonzero(keep)[~rows_in(sub, frequent)]] = False
+                keep[np.flatnonzero(keep)[~index.find(sub)[1]]] = False
     left = left[keep]
     cands = np.concatenate([frequent[left], last_r[keep][:, None]], axis=1)
     return cands, left
