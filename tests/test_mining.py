@@ -204,3 +204,44 @@ def test_pair_count_engines_agree_with_chunking_and_sparse_fallback(monkeypatch)
     assert np.array_equal(K.pair_counts(m, items, engine="numpy"), ref)
     monkeypatch.setattr(K, "MAX_DENSE_PAIRS", 3)  # sparse-product fallback
     assert np.array_equal(K.pair_counts(m, items), ref)
+
+
+def test_bitset_pair_counts_and_builders_agree_with_enumeration():
+    # the Gram kernel's 2 x 4 register blocks and tail paths: odd and even item counts, a
+    # word count above one tile, rows not a multiple of 64
+    rng = np.random.default_rng(11)
+    for n_rows, n_cols in [(1, 3), (63, 5), (700, 9), (70_000, 14)]:
+        m = sp.csr_array((rng.random((n_rows, n_cols)) < 0.35).astype(np.int32))
+        items = np.arange(n_cols, dtype=np.int32)
+        ref = K.pair_counts(m, items, engine="numpy")
+        bits = K.build_bitsets(m, items)
+        assert np.array_equal(bits, K.build_bitsets(m, items, engine="numpy"))
+        assert np.array_equal(K.pair_counts_bits(bits, items), ref)
+        assert np.array_equal(K.pair_counts_bits(bits, items, engine="numpy"), ref)
+        sub = items[1::2]
+        assert np.array_equal(K.pair_counts_bits(bits, sub), K.pair_counts(m, sub, engine="numpy"))
+
+
+def test_support_counter_pair_methods_agree_and_keep_bitsets_for_later_levels():
+    from ppdm_dask.mining import SupportCounter
+
+    rng = np.random.default_rng(5)
+    dense = sp.csr_array((rng.random((3000, 40)) < 0.5).astype(np.int32))  # long rows: bitsets win
+    tx = TransactionArray.from_scipy(dense, npartitions=4)
+    counter = SupportCounter(tx, progress=False)
+    counter.item_counts()
+    items = np.arange(0, 40, 3, dtype=np.int32)
+    assert counter.pair_method(items) == "bitsets"
+    by_rows = counter.pair_counts(items, method="rows")
+    assert counter.bit_items is None
+    assert np.array_equal(counter.pair_counts(items), by_rows)
+    kept = counter.bit_items
+    assert np.array_equal(kept, items)
+    counter.use_bitsets(items[:5])  # a subset: the persisted bitsets are reused
+    assert counter.bit_items is kept
+    sparse_tx = TransactionArray.from_lists([[0, 1], [1, 2], [2, 3], [0, 3]] * 50, npartitions=2)
+    c2 = SupportCounter(sparse_tx, progress=False)
+    c2.item_counts()
+    assert c2.pair_method(np.arange(4, dtype=np.int32)) == "rows"
+    with pytest.raises(ValueError):
+        counter.pair_counts(items, method="gram")

@@ -164,6 +164,7 @@ def mine(
     # ---- levels >= 3 on the persisted bitsets
     items = np.unique(frequent_ids)
     counter.use_bitsets(items)
+    items = counter.bit_items  # may be a superset (bitsets kept from level 2)
     frequent = np.searchsorted(items, frequent_ids).astype(np.int32)
     k = 3
     while max_length is None or k <= max_length:

@@ -1,9 +1,9 @@
 """Per-block support-counting kernels (pure numpy/scipy; no dask).
 
-Counting never uses boolean products (``bool @ bool`` is a logical OR). Level 2 counts pairs with
-an int32 ``X.T @ X`` over the frequent columns; longer itemsets AND packed uint64 row masks
-(bit r of word w of item i = row 64 w + r contains item i) and count bits with
-``np.bitwise_count``.
+Counting never uses boolean products (``bool @ bool`` is a logical OR). Level 2 enumerates the
+pairs of frequent items inside every row (compiled loop; vectorised numpy and sparse ``X.T @ X``
+fallbacks); longer itemsets AND packed uint64 row masks (bit r of word w of item i = row 64 w + r
+contains item i) and count bits with ``np.bitwise_count``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["restrict_columns", "pair_counts", "build_bitsets", "count_extensions", "MAX_CHUNK_BYTES"]
+__all__ = ["restrict_columns", "pair_counts", "pair_counts_bits", "item_counts_and_work", "build_bitsets", "count_extensions", "MAX_CHUNK_BYTES"]
 
 #: Bound on the temporary AND buffer of :func:`count_extensions`.
 MAX_CHUNK_BYTES = 32 * 2**20
@@ -45,16 +45,137 @@ try:  # numba ships with pydata ``sparse`` (a dependency); the numpy path below 
 except ImportError:  # pragma: no cover
     _numba = None
 
+#: Rows counted into 16-bit accumulators before they are flushed into the 32-bit totals: a pair
+#: gains at most one per row, so 65,535 rows cannot overflow. Half-width counters keep the
+#: triangle of a ~900-item level in L2 cache, where the random increments are cheap.
+FLUSH_ROWS = 65535
+#: Words (64 rows each) of every bit row processed per tile of the bitset Gram kernel.
+GRAM_TILE_WORDS = 1024
+
 if _numba is not None:
 
     @_numba.njit(cache=True, nogil=True)
-    def _pair_loop(indptr, ids, base, out):  # pragma: no cover - compiled
+    def _pair_loop(indptr, indices, pos, base, out):  # pragma: no cover - compiled
+        # restriction to the counted items is fused in: ``pos`` maps a column id to its position
+        # among them (-1 = not counted); positions keep the row's sorted order
+        n_rows = indptr.size - 1
+        acc = np.zeros(out.size, np.uint16)
+        row = np.empty(pos.size, np.int32)
+        r0 = 0
+        while r0 < n_rows:
+            r1 = min(n_rows, r0 + FLUSH_ROWS)
+            for r in range(r0, r1):
+                n = 0
+                for i in range(indptr[r], indptr[r + 1]):
+                    p = pos[indices[i]]
+                    if p >= 0:
+                        row[n] = p
+                        n += 1
+                for i in range(n):
+                    row_base = base[row[i]]
+                    for j in range(i + 1, n):
+                        acc[row_base + row[j]] += 1
+            for t in range(acc.size):
+                out[t] += acc[t]
+                acc[t] = 0
+            r0 = r1
+
+    @_numba.njit(cache=True, nogil=True)
+    def _bitset_loop(indptr, indices, pos, n_words, bits):  # pragma: no cover - compiled
         for r in range(indptr.size - 1):
-            start, end = indptr[r], indptr[r + 1]
-            for i in range(start, end):
-                row_base = base[ids[i]]
-                for j in range(i + 1, end):
-                    out[row_base + ids[j]] += 1
+            word = r >> 6
+            bit = np.uint64(1) << np.uint64(r & 63)
+            for i in range(indptr[r], indptr[r + 1]):
+                p = pos[indices[i]]
+                if p >= 0:
+                    bits[p * n_words + word] |= bit
+
+
+    from numba import types as _nbtypes
+    from numba.extending import intrinsic as _intrinsic
+
+    @_intrinsic
+    def _ctpop(typingctx, x):  # pragma: no cover - compiled
+        # LLVM's population count: one instruction (vectorised VPOPCNTQ where the CPU has it)
+        def codegen(context, builder, signature, args):
+            return builder.ctpop(args[0])
+
+        return _nbtypes.uint64(_nbtypes.uint64), codegen
+
+    @_numba.njit(cache=True, nogil=True)
+    def _and_count(x, y):  # pragma: no cover - compiled
+        s = np.uint64(0)
+        for w in range(x.size):
+            s += _ctpop(x[w] & y[w])
+        return s
+
+    @_numba.njit(cache=True, nogil=True)
+    def _gram_loop(bits, out):  # pragma: no cover - compiled
+        # out[a, b] += |rows containing a and b| for a < b. Word tiles keep the rows in cache;
+        # a 2 x 4 register block (8 running counts) amortises every load over several ANDs.
+        # Rows are sliced per tile (contiguous 1-D views) and indexed from 0: LLVM then sees
+        # unit-stride, non-negative indices and vectorises the popcounts.
+        f, n_words = bits.shape
+        for w0 in range(0, n_words, GRAM_TILE_WORDS):
+            w1 = min(n_words, w0 + GRAM_TILE_WORDS)
+            n = w1 - w0
+            for a in range(0, f, 2):
+                x = bits[a, w0:w1]
+                if a + 1 >= f:
+                    for b in range(a + 1, f):
+                        out[a, b] += _and_count(x, bits[b, w0:w1])
+                    continue
+                y = bits[a + 1, w0:w1]
+                out[a, a + 1] += _and_count(x, y)
+                b = a + 2
+                while b + 4 <= f:
+                    u0 = bits[b, w0:w1]
+                    u1 = bits[b + 1, w0:w1]
+                    u2 = bits[b + 2, w0:w1]
+                    u3 = bits[b + 3, w0:w1]
+                    s0 = np.uint64(0)
+                    s1 = np.uint64(0)
+                    s2 = np.uint64(0)
+                    s3 = np.uint64(0)
+                    t0 = np.uint64(0)
+                    t1 = np.uint64(0)
+                    t2 = np.uint64(0)
+                    t3 = np.uint64(0)
+                    for w in range(n):
+                        xw = x[w]
+                        yw = y[w]
+                        v0 = u0[w]
+                        v1 = u1[w]
+                        v2 = u2[w]
+                        v3 = u3[w]
+                        s0 += _ctpop(xw & v0)
+                        s1 += _ctpop(xw & v1)
+                        s2 += _ctpop(xw & v2)
+                        s3 += _ctpop(xw & v3)
+                        t0 += _ctpop(yw & v0)
+                        t1 += _ctpop(yw & v1)
+                        t2 += _ctpop(yw & v2)
+                        t3 += _ctpop(yw & v3)
+                    out[a, b] += s0
+                    out[a, b + 1] += s1
+                    out[a, b + 2] += s2
+                    out[a, b + 3] += s3
+                    out[a + 1, b] += t0
+                    out[a + 1, b + 1] += t1
+                    out[a + 1, b + 2] += t2
+                    out[a + 1, b + 3] += t3
+                    b += 4
+                while b < f:
+                    out[a, b] += _and_count(x, bits[b, w0:w1])
+                    out[a + 1, b] += _and_count(y, bits[b, w0:w1])
+                    b += 1
+
+
+def _positions(n_cols: int, items: np.ndarray) -> np.ndarray:
+    """Lookup table column id -> position in the sorted ``items`` (-1 elsewhere)."""
+    pos = np.full(n_cols, -1, dtype=np.int32)
+    pos[items] = np.arange(items.size, dtype=np.int32)
+    return pos
 
 
 def pair_counts(block: sp.csr_array, items: np.ndarray, *, engine: str = "auto") -> np.ndarray:
@@ -69,6 +190,17 @@ def pair_counts(block: sp.csr_array, items: np.ndarray, *, engine: str = "auto")
     """
     f = int(items.size)
     n_pairs = f * (f - 1) // 2
+    if engine not in ("auto", "numba", "numpy"):
+        raise ValueError(f"unknown engine {engine!r}")
+    use_numba = _numba is not None and engine != "numpy" and n_pairs <= MAX_DENSE_PAIRS
+    if use_numba:
+        # code of pair (a, b) = base[a] + b, the pair's position in np.triu_indices order
+        a_ = np.arange(f, dtype=np.int64)
+        base = (a_ * (2 * f - a_ - 1) // 2 - a_ - 1).astype(np.int32)
+        acc = np.zeros(n_pairs, dtype=np.int64)
+        if block.nnz:
+            _pair_loop(block.indptr, block.indices, _positions(block.shape[1], items), base, acc)
+        return acc
     x = restrict_columns(block, items)
     if n_pairs > MAX_DENSE_PAIRS:
         gram = (x.T.tocsr() @ x).tocoo()
@@ -82,15 +214,7 @@ def pair_counts(block: sp.csr_array, items: np.ndarray, *, engine: str = "auto")
         return out
     # code of pair (a, b) = base[a] + b, the pair's position in np.triu_indices order
     a_ = np.arange(f, dtype=np.int64)
-    base = (a_ * (2 * f - a_ - 1) // 2 - a_ - 1).astype(np.int32 if n_pairs < 2**31 else np.int64)
-    if engine not in ("auto", "numba", "numpy"):
-        raise ValueError(f"unknown engine {engine!r}")
-    if _numba is not None and engine != "numpy":
-        # compiled loop, releases the GIL so threads count blocks in parallel; int32 counters
-        # (a block has < 2^31 rows) halve the cache footprint of the random increments
-        acc = np.zeros(n_pairs, dtype=np.int32)
-        _pair_loop(x.indptr, x.indices, base.astype(np.int32, copy=False) if n_pairs < 2**31 else base, acc)
-        return acc.astype(np.int64)
+    base = a_ * (2 * f - a_ - 1) // 2 - a_ - 1
     indptr = x.indptr.astype(np.int64)
     lengths = np.diff(indptr)
     cum = np.cumsum(lengths * (lengths - 1) // 2)
@@ -120,17 +244,55 @@ def pair_counts(block: sp.csr_array, items: np.ndarray, *, engine: str = "auto")
     return out
 
 
+def pair_counts_bits(bits: np.ndarray, positions: np.ndarray, *, engine: str = "auto") -> np.ndarray:
+    """Counts of all pairs of the bit rows ``positions`` (sorted), in ``np.triu_indices`` order.
+
+    AND + population count over the packed row masks of :func:`build_bitsets`: the work is
+    pairs x words, independent of how many items a row holds, so it beats pair enumeration on
+    dense or distorted data (``SupportCounter`` chooses by a cost model).
+    """
+    f = int(positions.size)
+    sub = np.ascontiguousarray(bits[positions])
+    ia, ib = np.triu_indices(f, 1)
+    if _numba is not None and engine != "numpy":
+        gram = np.zeros((f, f), dtype=np.uint64)
+        _gram_loop(sub, gram)
+        return gram[ia, ib].astype(np.int64)
+    out = np.zeros(ia.size, dtype=np.int64)
+    per_chunk = max(1, MAX_CHUNK_BYTES // (8 * max(1, sub.shape[1])))
+    for s in range(0, ia.size, per_chunk):
+        e = min(ia.size, s + per_chunk)
+        out[s:e] = np.bitwise_count(sub[ia[s:e]] & sub[ib[s:e]]).sum(axis=1, dtype=np.int64)
+    return out
+
+
+def item_counts_and_work(block: sp.csr_array) -> np.ndarray:
+    """Item supports of one block followed by one extra entry: the sum of squared row lengths
+    (the cost of enumerating pairs inside rows, for :class:`SupportCounter`'s choice)."""
+    out = np.zeros(block.shape[1] + 1, dtype=np.int64)
+    out[:-1] = np.bincount(block.indices, minlength=block.shape[1])
+    lengths = np.diff(block.indptr).astype(np.int64)
+    out[-1] = int(np.dot(lengths, lengths))
+    return out
+
+
 def _tri_index(a: np.ndarray, b: np.ndarray, f: int) -> np.ndarray:
     """Position of pair (a, b), a < b, in ``np.triu_indices(f, 1)`` order."""
     return a * (2 * f - a - 1) // 2 + (b - a - 1)
 
 
-def build_bitsets(block: sp.csr_array, items: np.ndarray) -> np.ndarray:
-    """Packed row masks, shape ``(len(items), ceil(rows / 64))`` uint64, of the given columns."""
-    x = restrict_columns(block, items)
-    n_rows = x.shape[0]
+def build_bitsets(block: sp.csr_array, items: np.ndarray, *, engine: str = "auto") -> np.ndarray:
+    """Packed row masks, shape ``(len(items), ceil(rows / 64))`` uint64, of the given columns
+    (compiled single pass with numba, ``engine="numpy"`` for the vectorised CSC route)."""
+    n_rows = block.shape[0]
     n_words = max(1, (n_rows + 63) // 64)
     bits = np.zeros(items.size * n_words, dtype=np.uint64)
+    if _numba is not None and engine != "numpy":
+        # one pass over the entries, no sort: O(nnz) (the CSC route below is O(nnz log nnz))
+        if block.nnz:
+            _bitset_loop(block.indptr, block.indices, _positions(block.shape[1], items), n_words, bits)
+        return bits.reshape(items.size, n_words)
+    x = restrict_columns(block, items)
     if x.indices.size:
         # column-major order: entries sorted by (item, row), hence by (item, word)
         xc = x.tocsc()

@@ -148,6 +148,7 @@ def apriori(
     # ---- levels >= 3 on persisted per-block bitsets of the items of frequent pairs
     items = np.unique(l2)
     counter.use_bitsets(items)
+    items = counter.bit_items  # may be a superset (bitsets kept from level 2)
     frequent = np.searchsorted(items, l2).astype(np.int32)  # positions into ``items``
     k = 3
     while max_length is None or k <= max_length:

@@ -18,6 +18,12 @@ from . import _kernels as K
 
 __all__ = ["SupportCounter"]
 
+#: Cost of one random counter increment in units of one streamed AND+popcount word (measured:
+#: ~1.5 ns vs ~0.13 ns for the compiled kernels on an AVX-512 machine).
+ROW_INCREMENT_COST = 12.0
+#: Never persist more bitsets than this for level 2 (pair enumeration needs no extra memory).
+MAX_BITSET_BYTES = 4 * 2**30
+
 
 def _sum_arrays(parts: list[np.ndarray]) -> np.ndarray:
     out = parts[0].copy()
@@ -51,6 +57,8 @@ class SupportCounter:
         self.split_every = split_every
         self.bit_items: np.ndarray | None = None
         self._bits: list[Any] = []
+        self._item_counts: np.ndarray | None = None
+        self._sum_sq_lengths = 0
 
     def _compute(self, lazy: Any) -> Any:
         from ..progress import compute
@@ -59,21 +67,64 @@ class SupportCounter:
         return out
 
     def item_counts(self) -> np.ndarray:
-        """Support count of every column id (int64, length ``n_items``)."""
-        return self._compute(self.tx.item_supports_lazy(split_every=self.split_every))
+        """Support count of every column id (int64, length ``n_items``).
 
-    def pair_counts(self, items: np.ndarray) -> np.ndarray:
-        """Counts of all pairs of the sorted column ids ``items``, in ``np.triu_indices`` order."""
+        The same pass records the sum of squared row lengths, which prices pair enumeration for
+        :meth:`pair_counts`.
+        """
+        n = self.tx.n_items
+        out = self._compute(tree_sum(self.tx.blocks, K.item_counts_and_work, (n + 1,), np.int64, split_every=self.split_every))
+        self._item_counts, self._sum_sq_lengths = out[:-1], int(out[-1])
+        return out[:-1].copy()
+
+    def pair_method(self, items: np.ndarray) -> str:
+        """``"bitsets"`` or ``"rows"``: the cheaper way to count all pairs of ``items``.
+
+        Enumerating pairs inside rows costs about sum(len^2)/2 random increments (len = a row's
+        number of counted items, estimated from the item supports); AND + popcount over bitsets
+        costs pairs x rows/64 streamed words plus one pass to build them. The constants are
+        measured ratios of the two compiled kernels (a random increment ~12 streamed words).
+        """
+        if self._item_counts is None or K._numba is None:
+            return "rows"
+        items = np.asarray(items)
+        total = max(1, int(self._item_counts.sum()))
+        share = float(self._item_counts[items].sum()) / total  # share of entries that are counted
+        rows_cost = 0.5 * share**2 * self._sum_sq_lengths * ROW_INCREMENT_COST
+        n_pairs = items.size * (items.size - 1) / 2
+        bits_cost = n_pairs * (self.tx.n_transactions / 64.0) + total * share * ROW_INCREMENT_COST
+        memory = items.size * self.tx.n_transactions / 8.0
+        return "bitsets" if bits_cost < rows_cost and memory <= MAX_BITSET_BYTES else "rows"
+
+    def pair_counts(self, items: np.ndarray, *, method: str = "auto") -> np.ndarray:
+        """Counts of all pairs of the sorted column ids ``items``, in ``np.triu_indices`` order.
+
+        ``method="auto"`` picks pair enumeration in rows or bitsets (see :meth:`pair_method`);
+        with bitsets, they stay persisted for the next levels (:meth:`use_bitsets`).
+        """
         items = np.asarray(items, dtype=np.int32)
         n_pairs = items.size * (items.size - 1) // 2
+        if method == "auto":
+            method = self.pair_method(items)
+        if method == "bitsets":
+            self.use_bitsets(items)
+            positions = np.searchsorted(self.bit_items, items)
+            parts = [dask.delayed(K.pair_counts_bits, pure=True)(b, positions) for b in self._bits]
+            return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
+        if method != "rows":
+            raise ValueError(f"unknown method {method!r}")
         return self._compute(tree_sum(self.tx.blocks, K.pair_counts, (n_pairs,), np.int64, items, split_every=self.split_every))
 
     def use_bitsets(self, items: np.ndarray) -> None:
-        """Build and persist the per-block bitsets of the sorted column ids ``items``."""
+        """Have per-block bitsets of (at least) the sorted column ids ``items`` persisted.
+
+        Bitsets already persisted for a superset are kept; address them by positions into
+        :attr:`bit_items`, which may then hold more items than asked for.
+        """
         from ..progress import persist
 
         items = np.asarray(items, dtype=np.int32)
-        if self.bit_items is not None and np.array_equal(items, self.bit_items):
+        if self.bit_items is not None and np.all(np.isin(items, self.bit_items)):
             return
         self.release()
         parts = [dask.delayed(K.build_bitsets, pure=True)(b, items) for b in self.tx.blocks.to_delayed().ravel()]
