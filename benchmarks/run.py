@@ -5,8 +5,9 @@ Usage::
     python benchmarks/run.py [SUITE ...] [--quick] [--json-dir benchmarks/results]
 
 Suites are modules ``benchmarks/bench_<name>.py`` exposing ``run(quick: bool) -> list[dict]``;
-each row has ``name``, ``ours_s``, ``anchor``, ``anchor_s`` and optional ``note``/``extra``.
-Ratios (ours / anchor) are what to compare: these machines are noisy.
+each row has ``name``, ``ours_s``, ``anchor``, ``anchor_s`` and optional ``note``/``extra``/``unit``
+(``unit`` other than seconds: the two numbers are values such as accuracies, compared with the
+anchor or a target). Ratios (ours / anchor) are what to compare: these machines are noisy.
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ def available() -> list[str]:
 
 
 def format_table(rows: list[dict]) -> str:
-    header = f"{'benchmark':52} {'ours (s)':>10} {'anchor':>28} {'anchor (s)':>10} {'ratio':>7}  note"
+    header = f"{'benchmark':52} {'ours':>10} {'anchor':>28} {'anchor':>10} {'ratio':>7}  unit: note"
     lines = [header, "-" * len(header)]
     for r in rows:
         ours, anc = r.get("ours_s"), r.get("anchor_s")
         ratio = f"{ours / anc:7.2f}" if ours and anc else "      -"
         lines.append(
             f"{r['name'][:52]:52} {ours if ours is not None else float('nan'):10.3f} {str(r.get('anchor', '-'))[:28]:>28} "
-            f"{anc if anc is not None else float('nan'):10.3f} {ratio}  {r.get('note', '')}"
+            f"{anc if anc is not None else float('nan'):10.3f} {ratio}  {r.get('unit', 's')}: {r.get('note', '')}"
         )
     return "\n".join(lines)
 

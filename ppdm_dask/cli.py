@@ -454,6 +454,139 @@ def emask_audit(obj: Context, original, distorted, min_support, p, q) -> None:
     obj.emit(summary, "\n".join(lines))
 
 
+# ---------------------------------------------------------------------- sketch
+class _DefaultCommandGroup(click.Group):
+    """A group whose first argument may be a sub-command or, otherwise, the default one's
+    arguments: ``ppdm sketch IN OUT --delta D`` == ``ppdm sketch anonymize IN OUT --delta D``."""
+
+    default_command = "anonymize"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+
+def _sketch_method(delta: float | None, k: int | None) -> None:
+    if (delta is None) == (k is None):
+        raise click.UsageError("give exactly one of --delta (δ-anonymity) and --k (k-variance anonymity)")
+
+
+def _anonymizer(delta, k, m_max, metric, knn_scope, approximate, key=None, generator=None):
+    from .sketch import DeltaAnonymizer, KVarianceAnonymizer
+
+    if delta is not None:
+        return DeltaAnonymizer(delta, m_max=m_max, key=key, generator=generator)
+    return KVarianceAnonymizer(k, m_max=m_max, metric=metric, knn_scope=knn_scope, approximate=approximate, key=key, generator=generator)
+
+
+_sketch_options = [
+    click.option("--delta", type=float, default=None, help="δ-anonymity: minimum variance of any attribute reconstruction (units of x²)."),
+    click.option("--k", "k", type=click.IntRange(min=1), default=None, help="k-variance anonymity: number of nearest neighbours."),
+    click.option("--m-max", type=click.IntRange(min=1), default=256, show_default=True, help="Cap on sketch components per record."),
+    click.option("--metric", type=click.Choice(["cosine", "euclidean"]), default="cosine", show_default=True, help="k-NN distance (k-variance)."),
+    click.option("--knn-scope", type=click.Choice(["global", "partition"]), default="global", show_default=True, help="Neighbours from the whole data (exact) or within partitions (paper's linear-time variant)."),
+    click.option("--approximate", is_flag=True, help="Approximate k-NN for very large data (k-variance)."),
+]
+
+
+def _with_sketch_options(fn):
+    for opt in reversed(_sketch_options):
+        fn = opt(fn)
+    return fn
+
+
+@cli.group(cls=_DefaultCommandGroup)
+def sketch() -> None:
+    """Sketch-based anonymization of sparse records (Aggarwal & Yu).
+
+    \b
+    ppdm sketch IN OUT --delta 0.2     δ-anonymous sketches (per record, collection time)
+    ppdm sketch IN OUT --k 5           k-variance anonymous sketches (k nearest neighbours)
+    ppdm sketch evaluate IN --k 5      utility vs the original data (the paper's protocol)
+    """
+
+
+@sketch.command("anonymize")
+@click.argument("src")
+@click.argument("dst")
+@_with_sketch_options
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+@click.pass_obj
+def sketch_anonymize(obj: Context, src, dst, delta, k, m_max, metric, knn_scope, approximate, overwrite) -> None:
+    """Publish SRC as anonymized sketches at DST (Parquet; the public generator seed in the manifest)."""
+    from .io import read
+
+    _sketch_method(delta, k)
+    key = obj.key()
+    t0 = time.perf_counter()
+    with obj.runtime():
+        tx = read(src, storage_options=obj.storage_options, progress=obj.progress)
+        an = _anonymizer(delta, k, m_max, metric, knn_scope, approximate, key=key)
+        if k is not None:
+            an.fit(tx, progress=obj.progress)
+        else:
+            an.fit(tx)
+        manifest = an.transform(tx).to_parquet(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
+    secs = time.perf_counter() - t0
+    n = int(manifest.get("n_records", tx.n_transactions))
+    n_sup = int(manifest.get("n_suppressed", 0))
+    summary = {"src": src, "dst": dst, "method": "delta" if delta is not None else "k-variance", "delta": delta, "k": k, "m_max": m_max,
+               "n_records": n, "n_suppressed": n_sup, "mean_components": manifest.get("mean_components"), "seconds": round(secs, 3)}
+    lines = [f"{n:,} records -> {dst}: " + (f"δ-anonymous (δ = {delta})" if delta is not None else f"{k}-variance anonymous ({metric}, {knn_scope} k-NN)"),
+             f"  suppressed        {n_sup:,} ({100.0 * n_sup / max(n, 1):.2f} %)",
+             f"  mean components   {summary['mean_components'] or 0:.2f} of at most {m_max}"]
+    if k is not None:
+        r = an.report_
+        summary.update({key_: r[key_] for key_ in ("n_iter", "converged", "violations", "knn_seconds")})
+        lines.append(f"  sweeps            {r['n_iter']} (converged: {r['converged']}); k-NN edges violating Def. 3: {r['violations']}")
+    lines.append(f"  done in {secs:.1f} s")
+    obj.emit(summary, "\n".join(lines))
+
+
+@sketch.command("evaluate")
+@click.argument("src")
+@_with_sketch_options
+@click.option("--label-column", default="label", show_default=True, help="Class labels for the classification task.")
+@click.option("--neighbors", type=click.IntRange(min=1), default=1, show_default=True, help="k of the k-NN classifier.")
+@click.option("--clusters", type=click.IntRange(min=2), default=10, show_default=True, help="K of k-means.")
+@click.option("--task", type=click.Choice(["both", "classify", "cluster"]), default="both", show_default=True)
+@click.pass_obj
+def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, approximate, label_column, neighbors, clusters, task) -> None:
+    """Utility of anonymized sketches of SRC against the original (classification accuracy and
+    clustering similarity, the paper's protocol); nothing is written."""
+    from .io import read
+    from .sketch.evaluation import evaluate
+
+    _sketch_method(delta, k)
+    key = obj.key()
+    tasks = ("classify", "cluster") if task == "both" else (task,)
+    with obj.runtime():
+        tx = read(src, storage_options=obj.storage_options, progress=obj.progress)
+        if "classify" in tasks and label_column not in tx.columns:
+            raise click.UsageError(f"{src} has no column {label_column!r} (needed for classification; use --task cluster)")
+        X = tx.compute(progress=obj.progress)
+        if tx.weights is not None:
+            from .progress import compute
+
+            (w,) = compute(tx.weights, progress=False)
+            X = w
+        labels = tx.columns[label_column].compute() if label_column in tx.columns else np.zeros(X.shape[0], np.int64)
+
+        def anonymize(part, generator):
+            an = _anonymizer(delta, k, m_max, metric, knn_scope, approximate, key=key if approximate else None, generator=generator)
+            return an.fit_transform(part, progress=False) if k is not None else an.fit_transform(part)
+
+        r = evaluate(X, labels, anonymize, key=key, n_neighbors=neighbors, n_clusters=clusters, tasks=tasks)
+    r.pop("baseline", None)
+    lines = [f"{src}: " + (f"δ = {delta}" if delta is not None else f"k = {k}") + f" (m_max {m_max})"]
+    if "accuracy" in r:
+        lines.append(f"  {neighbors}-NN accuracy     {r['accuracy']:.4f}  original {r['baseline_accuracy']:.4f}  ratio {r['accuracy_ratio']:.3f}  (suppressed test records {100 * r['suppressed_test']:.1f} %)")
+    if "similarity" in r:
+        lines.append(f"  k-means similarity  {r['similarity']:.4f}  original {r['baseline_similarity']:.4f}  ratio {r['similarity_ratio']:.3f}  (suppressed {100 * r['suppressed']:.1f} %, mean components {r['mean_components']:.1f})")
+    obj.emit(r, "\n".join(lines))
+
+
 # ---------------------------------------------------------------------- samples / demo
 @cli.command()
 @click.pass_obj

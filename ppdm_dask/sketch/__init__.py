@@ -1,0 +1,67 @@
+"""Sketch-based privacy for sparse text and binary data (Aggarwal & Yu; SPEC §1).
+
+Records are published as AMS-style ±1 sketches with a shared, public generator
+(:class:`SketchGenerator`); the number of components per record controls the variance of any
+reconstruction. :class:`DeltaAnonymizer` chooses it per record (δ-anonymity),
+:class:`KVarianceAnonymizer` from the k nearest neighbours (k-variance anonymity);
+:class:`SketchKNNClassifier` and :class:`SketchKMeans` mine the published sketches;
+:mod:`.primitives` estimates attributes, dot products, norms, distances, cosines and centroids
+from the published sketches.
+"""
+
+from __future__ import annotations
+
+from .delta import DeltaAnonymizer, anonymize_record, delta_components
+from .generator import SketchGenerator
+from .primitives import (
+    attribute_estimate,
+    attribute_variance,
+    centroid,
+    component_sums,
+    cosine,
+    cosine_matrix,
+    dot,
+    dot_matrix,
+    dot_variance,
+    sqdist,
+    sqdist_variance,
+    sqnorm,
+    sqnorm_variance,
+)
+from .kvariance import KVarianceAnonymizer, kvariance_components
+from .mining import SketchKMeans, SketchKNNClassifier, average_cosine_similarity, classification_accuracy
+from .sketches import SketchArray, read_sketches, sketch
+
+__all__ = [
+    # generator and published sketches
+    "SketchGenerator",
+    "SketchArray",
+    "sketch",
+    "read_sketches",
+    # anonymizers
+    "DeltaAnonymizer",
+    "anonymize_record",
+    "delta_components",
+    "KVarianceAnonymizer",
+    "kvariance_components",
+    # mining on sketches
+    "SketchKNNClassifier",
+    "SketchKMeans",
+    "average_cosine_similarity",
+    "classification_accuracy",
+    # primitives on sketches
+    "attribute_estimate",
+    "dot",
+    "sqnorm",
+    "sqdist",
+    "cosine",
+    "centroid",
+    "component_sums",
+    "dot_matrix",
+    "cosine_matrix",
+    # exact variances (SPEC §1.3)
+    "attribute_variance",
+    "dot_variance",
+    "sqnorm_variance",
+    "sqdist_variance",
+]
