@@ -189,7 +189,7 @@ def run(quick: bool = False) -> list[dict]:
         n_time = 20_000 if quick else 200_000
         for x in ((5, 20) if quick else (5, 10, 15, 20, 25, 30)):
             tx = quest(f"C{x}.I6.D{n_time}", key=Key(2)).persist(progress=False)
-            nnz = tx.nnz() / tx.n_transactions
+            nnz = tx.nnz / tx.n_transactions
             results["time_vs_nnz"].append({"x": nnz, "delta": _time_anonymize(tx, "delta"), "kvariance_partition": _time_anonymize(tx, "kvariance")})
         big = quest(f"C20.I6.D{100_000 if quick else 1_000_000}", key=Key(3)).persist(progress=False)
         mat = big.compute(progress=False)
@@ -205,7 +205,7 @@ def run(quick: bool = False) -> list[dict]:
             t0 = time.perf_counter()
             sketch(tput_tx, 256, key=1).persist(progress=False)
             t_sk = time.perf_counter() - t0
-        tput = tput_tx.nnz() * 256 / t_sk / 1e6
+        tput = tput_tx.nnz * 256 / t_sk / 1e6
     # ---- k-variance, exact global k-NN, on the 2-worker LocalCluster
     kv_time = _kvariance_on_cluster("C20.I6.D20K" if quick else "C20.I6.D200K")
 
