@@ -2,10 +2,13 @@
 
 Candidate generation (partition-then-merge over a keyed sort). In each of ``n_rounds`` rounds
 every record gets a sort key made of three independent *weighted MinHash* winners: for race q
-the winner is ``argmin_t E[q, t] / |x_t|`` over the record's items, with ``E ~ Exponential(1)``
-per item drawn from the key (for binary data this is plain MinHash; two records have the same
-winner with probability equal to their probability-Jaccard similarity, and the winner does not
-change when a record is rescaled, as cosine needs). Records are sorted by
+the winner is ``argmin_t E[q, t] / |x_t|^3`` over the record's items, with
+``E ~ Exponential(1)`` per item drawn from the key. For binary data this is plain MinHash (two
+records share a winner with probability equal to their Jaccard similarity); with weights it is
+P-MinHash on ``|x|^3`` (a record's high-weight items win more often; the winner does not change
+when a record is rescaled, as cosine needs). The exponent was chosen on 20 Newsgroups counts:
+recall at 8 rounds of 512 was 0.58 / 0.66 / 0.70 / 0.70 / 0.61 for ``|x|``, ``x^2``,
+``|x|^3``, ``x^4``, ``x^8``. Records are sorted by
 ``(winner labels, global index)`` and the sorted order is cut into windows of ``n_candidates``
 consecutive records at a random offset; every record is compared exactly with the other records
 of its window. Similar records share winners, hence sort keys, hence windows.
@@ -15,9 +18,13 @@ the returned distances, dot products and ``sum x_t^2 y_t^2`` are exactly those o
 graph; only some true neighbours may be missing (see :func:`recall`). The lists of all rounds
 are merged per record (k smallest ``(distance, index)``, repeated candidates removed).
 
-Cost per round: O(nnz) for the keys, a sort of N keys on the client (8 bytes per record),
-one shuffle of the rows, and about ``N * n_candidates / 2`` exact pair evaluations, instead of
-``N^2 / 2``. The result depends on the key but not on the partitioning or the workers.
+Cost per round: O(nnz) for the keys, a sort of N keys on the client (8 bytes per record; the
+window ids, 4 bytes per record, travel in the task graph), one shuffle of the rows, and about
+``N * n_candidates / 2`` exact pair evaluations instead of ``N^2 / 2``. Rounds run in stages
+whose k-th distances cap the next stage (fewer exact comparisons, same result). The result
+depends on the key but not on the partitioning, the grouping or the workers. Measured (2-worker
+LocalCluster, k = 10): Quest C20.I6.D200K 8 x 512 -> recall 0.81 in ~11 s (exact: ~20 s);
+20 Newsgroups counts 8 x 1024 -> recall 0.78 (exact is faster there: N is small).
 
 Randomness: stream ``key.generator(Tag.SAMPLE, KNN_UNIT, round)``; the key itself never enters
 the task graph or the output.
@@ -63,7 +70,8 @@ def _minhash_keys(indptr, indices, values, expo, labels):  # pragma: no cover - 
             best = np.inf
             win = -1
             for p in range(indptr[i], indptr[i + 1]):
-                x = values[p] * values[p]
+                x = abs(values[p])
+                x = x * x * x  # race weight |x_t|^3 (see the module docstring)
                 if x == 0.0:
                     continue
                 v = expo[q, indices[p]] / x
@@ -82,67 +90,102 @@ def _values(block: sp.csr_array, weights: sp.csr_array | None) -> np.ndarray:
     return np.asarray(weights.data, dtype=np.float64)
 
 
-def _block_keys(block, weights, round_params: list) -> np.ndarray:
-    """Sort keys of one block for every round: ``(n_rounds, n)`` uint64; also ``|x|^2``."""
+def _block_keys(block, weights, round_params: list) -> tuple[np.ndarray, np.ndarray]:
+    """Sort keys of one block for every round, ``(n_rounds, n)`` uint64, and ``|x|^2``."""
     vals = _values(block, weights)
     indptr = np.asarray(block.indptr, np.int64)
-    keys = np.stack([_minhash_keys(indptr, block.indices, vals, e, lab) for e, lab in round_params]) if round_params else np.zeros((0, block.shape[0]), np.uint64)
+    keys = np.zeros((len(round_params), block.shape[0]), np.uint64)
+    for r, (expo, labels) in enumerate(round_params):
+        keys[r] = _minhash_keys(indptr, block.indices, vals, expo, labels)
     sq = K._row_sq(indptr, vals)
     keys[:, sq == 0] = _INVALID  # |x| = 0 (explicit zeros): no neighbours
     return keys, sq
 
 
-def _split(block, weights, start: int, dest: np.ndarray, window: np.ndarray, n_groups: int) -> dict:
-    """Rows of one block routed to their window groups: ``{group: (csr, gidx, window)}``."""
+def _split(block, weights, start: int, windows: np.ndarray, per_group: int) -> dict:
+    """Rows of one block routed to the window groups of every round of a stage:
+    ``{(round position, group): (csr with values, gidx, window)}``."""
     vals = _values(block, weights)
     m = sp.csr_array((vals, block.indices, block.indptr), shape=block.shape)
     out = {}
-    for g in np.unique(dest[dest >= 0]):
-        rows = np.flatnonzero(dest == g)
-        out[int(g)] = (sp.csr_array(m[rows]), rows.astype(np.int64) + start, window[rows])
+    for r in range(windows.shape[0]):
+        window = windows[r]
+        dest = np.where(window >= 0, window // per_group, -1)
+        for g in np.unique(dest[dest >= 0]):
+            rows = np.flatnonzero(dest == g)
+            out[(r, int(g))] = (sp.csr_array(m[rows]), rows.astype(np.int64) + start, window[rows])
     return out
 
 
-def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool):
-    """Exact top-k inside every window of one group: ``(gidx, dist, index, dot, cross)``."""
+def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool, caps: list | None):
+    """Exact top-k inside every window of one group, as ``(gidx, dist, index, dot, cross)``
+    sorted by ``gidx``; with ``caps`` (per-block k-th distances known so far) candidates farther
+    than a row's cap are skipped (they cannot enter its final list)."""
     pieces = [p for p in pieces if p[1].size]
     if not pieces:
-        e = K.empty_topk(0, k)
-        return (np.zeros(0, np.int64), *e)
+        return (np.zeros(0, np.int64), *K.empty_topk(0, k))
     m = sp.csr_array(sp.vstack([p[0] for p in pieces], format="csr"))
     gidx = np.concatenate([p[1] for p in pieces])
     win = np.concatenate([p[2] for p in pieces])
     order = np.lexsort((gidx, win))  # by window, then global index (the kernel's tie order)
     m, gidx, win = sp.csr_array(m[order]), gidx[order], win[order]
     m.sort_indices()
+    cap = np.concatenate(caps)[gidx] if caps is not None else None
     bounds = np.flatnonzero(np.r_[True, win[1:] != win[:-1], True])
-    res = K.empty_topk(gidx.size, k)
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        blk = sp.csr_array(m[a:b])
-        ones = sp.csr_array((np.ones(blk.indices.size, np.int32), blk.indices, blk.indptr), shape=blk.shape)
-        p = K.prepare_block(ones, blk, gidx[a:b], cosine)
-        rows, _ = K.pair_topk(p, p, k, cosine=cosine, diag=True, exclude_self=exclude_self)
-        for f in range(4):
-            res[f][a:b] = rows[f]
-    return (gidx, *res)
+    res = K.windows_topk(m, gidx, bounds, k, cosine=cosine, exclude_self=exclude_self, cap=cap)
+    order = np.argsort(gidx, kind="stable")
+    return (gidx[order], *(x[order] for x in res))
 
 
 def _select(res, lo: int, hi: int):
-    g = res[0]
-    a, b = np.searchsorted(g, lo), np.searchsorted(g, hi)
-    if np.all(np.diff(g) >= 0):
-        return tuple(x[a:b] for x in res)
-    sel = (g >= lo) & (g < hi)
-    return tuple(x[sel] for x in res)
+    a, b = np.searchsorted(res[0], lo), np.searchsorted(res[0], hi)
+    return tuple(x[a:b] for x in res)
+
+
+def _as_piece(res, lo: int):
+    return (np.arange(lo, lo + res[0].shape[0], dtype=np.int64), *res)
 
 
 def _merge_block(lo: int, hi: int, k: int, *pieces):
     return K.merge_topk_unique(np.arange(lo, hi, dtype=np.int64), list(pieces), k)
 
 
-def _sort_result(res):
-    order = np.argsort(res[0], kind="stable")
-    return tuple(x[order] for x in res)
+def _kth(res) -> np.ndarray:
+    return np.ascontiguousarray(res[0][:, -1])
+
+
+def _windows(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
+    """Window id of every row (-1: no neighbours) from its sort key; ties by global index."""
+    n = keys.size
+    valid = np.flatnonzero(keys != _INVALID)
+    order = valid[np.argsort(keys[valid], kind="stable")]
+    window = np.full(n, -1, np.int32)
+    window[order] = (np.arange(order.size) + shift) // width
+    return window
+
+
+def _stage_pieces(blocks, weights, starts, windows, per_group, k, cosine, exclude_self, caps) -> list[list]:
+    """Delayed ``(gidx, dist, index, dot, cross)`` pieces per result block for the rounds whose
+    window ids are the rows of ``windows``: one split task per block, one task per window group."""
+    nb = len(blocks)
+    dl = functools.partial(dask.delayed, pure=True)
+    group = np.where(windows >= 0, windows // per_group, -1)
+    splits = []
+    for b in range(nb):
+        g_b = group[:, starts[b]:starts[b + 1]]
+        present = {(r, int(g)) for r in range(windows.shape[0]) for g in np.unique(g_b[r][g_b[r] >= 0])}
+        splits.append((dl(_split)(blocks[b], weights[b], int(starts[b]), windows[:, starts[b]:starts[b + 1]], per_group), present))
+    row_block = np.repeat(np.arange(nb), np.diff(starts))
+    out: list[list] = [[] for _ in range(nb)]
+    for r in range(windows.shape[0]):
+        for g in range(int(group[r].max(initial=-1)) + 1):
+            pieces = [s[(r, g)] for s, present in splits if (r, g) in present]
+            if not pieces:
+                continue
+            res = dl(_window_knn)(pieces, k, cosine, exclude_self, caps)
+            for b in np.unique(row_block[group[r] == g]):
+                out[b].append(dl(_select)(res, int(starts[b]), int(starts[b + 1])))
+    return out
 
 
 # ----------------------------------------------------------------------------- public
@@ -172,13 +215,15 @@ def approximate_knn(
     n_candidates : int, default 512
         Window size: each record is compared exactly with ``n_candidates - 1`` others per round.
     n_rounds : int, default 8
-        Independent rounds (more rounds: higher recall, linear cost).
+        Independent rounds (more rounds: higher recall, linear cost). They run in stages of
+        1, 1, 2, 4, ... rounds; the k-th distances found by earlier stages cap the later ones,
+        which then skip most exact comparisons (without changing the result).
     key : Key, int or bytes, optional
-        Randomness (default: a fresh secret key). Same key, same result.
+        Randomness (default: a fresh secret key). Same key, same result, for any partitioning.
     exclude_self : bool
         Neighbours are other records.
     group_rows : int, optional
-        Rows handled by one window task (a multiple of ``n_candidates``; default ~16K rows).
+        Rows per window task and per result block (default as ``knn``'s ``block_rows``).
     client, progress
         As in :func:`~ppdm_dask.neighbors.knn`.
 
@@ -186,15 +231,17 @@ def approximate_knn(
     -------
     KNNGraph
         ``scope="approximate"``. Every returned neighbour carries its exact distance, dot
-        product and cross term; rows may miss some true neighbours and, rarely, have fewer than
-        k (padding ``-1``/``inf``).
+        product and cross term; rows may miss some true neighbours and may have fewer than k
+        (padding ``-1``/``inf``).
     """
-    from ..progress import compute
+    from ..progress import compute, persist
 
     k = _check(tx, k, metric, exclude_self)
     for name, value, low in (("n_candidates", n_candidates, 2), ("n_rounds", n_rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise InvalidParameter(f"{name} must be an integer >= {low}, got {value!r}")
+    if group_rows is not None and (isinstance(group_rows, bool) or not isinstance(group_rows, (int, np.integer)) or group_rows < 1):
+        raise InvalidParameter(f"group_rows must be a positive integer, got {group_rows!r}")
     n_candidates, n_rounds = int(n_candidates), int(n_rounds)
     cosine = metric == "cosine"
     n, n_items = tx.n_transactions, tx.n_items
@@ -204,47 +251,42 @@ def approximate_knn(
         g = rng_key.generator(Tag.SAMPLE, KNN_UNIT, r)
         expo = g.exponential(size=(_RACES, n_items))
         labels = g.integers(0, 2**_LABEL_BITS, size=(_RACES, n_items), dtype=np.int64)
-        shift = int(g.integers(0, n_candidates))
-        rounds.append((expo, labels, shift))
+        rounds.append((expo, labels, int(g.integers(0, n_candidates))))
+    del rng_key
     params = dask.delayed([(e, lab) for e, lab, _ in rounds], pure=True, traverse=False)
 
-    if group_rows is None:
-        group_rows = default_block_rows(n)
-    # result blocks of ~group_rows rows: parallel merges of bounded size
-    tx = tx.repartition(npartitions=max(1, math.ceil(n / int(group_rows))))
+    group_rows = default_block_rows(n, k) if group_rows is None else int(group_rows)
+    per_group = max(1, group_rows // n_candidates)  # windows per window task
+    # Result blocks of ~group_rows rows, held in memory: every stage reads them again.
+    tx = tx.repartition(npartitions=max(1, math.ceil(n / group_rows))).persist(client=client, progress=False)
     blocks, weights = _delayed_blocks(tx)
-    rows_per = np.asarray(tx.partition_rows, np.int64)
-    starts = np.r_[0, np.cumsum(rows_per)]
+    starts = np.r_[0, np.cumsum(tx.partition_rows)].astype(np.int64)
     nb = len(blocks)
     dl = functools.partial(dask.delayed, pure=True)
     key_tasks = [dl(_block_keys, nout=2)(blocks[b], weights[b], params) for b in range(nb)]
     out = compute([t[0] for t in key_tasks], [t[1] for t in key_tasks], client=client, progress=progress)
     keys = np.concatenate([np.asarray(x).reshape(n_rounds, -1) for x in out[0]], axis=1)
     sqs = list(out[1])
+    windows = np.stack([_windows(keys[r], rounds[r][2], n_candidates) for r in range(n_rounds)])
+    del keys
 
-    per_group = max(1, int(group_rows) // n_candidates)  # windows per group task
-    results_by_block: list[list] = [[] for _ in range(nb)]
-    for r, (_, _, shift) in enumerate(rounds):
-        kr = keys[r]
-        valid = np.flatnonzero(kr != _INVALID)
-        order = valid[np.argsort(kr[valid], kind="stable")]  # ties: global index
-        rank = np.empty(n, np.int64)
-        rank[order] = np.arange(order.size)
-        window = np.full(n, -1, np.int64)
-        window[order] = (rank[order] + shift) // n_candidates
-        dest = np.where(window >= 0, window // per_group, -1)
-        n_groups = int(dest.max()) + 1 if valid.size else 0
-        splits = []
-        for b in range(nb):
-            d_b, w_b = dest[starts[b]:starts[b + 1]], window[starts[b]:starts[b + 1]]
-            splits.append((dl(_split)(blocks[b], weights[b], int(starts[b]), d_b, w_b, n_groups), set(np.unique(d_b[d_b >= 0]).tolist())))
-        for g in range(n_groups):
-            pieces = [s[g] for s, present in splits if g in present]
-            res = dl(_sort_result)(dl(_window_knn)(pieces, k, cosine, exclude_self))
-            members = np.flatnonzero(dest == g)
-            for b in np.unique(np.searchsorted(starts, members, side="right") - 1):
-                results_by_block[b].append(dl(_select)(res, int(starts[b]), int(starts[b + 1])))
-    merged = [dl(_merge_block)(int(starts[b]), int(starts[b + 1]), k, *results_by_block[b]) for b in range(nb)]
+    def stage(rs: slice, prev: list | None, caps: list | None) -> list:
+        pieces = _stage_pieces(blocks, weights, starts, windows[rs], per_group, k, cosine, exclude_self, caps)
+        if prev is not None:
+            for b in range(nb):
+                pieces[b].insert(0, dl(_as_piece)(prev[b], int(starts[b])))
+        return [dl(_merge_block)(int(starts[b]), int(starts[b + 1]), k, *pieces[b]) for b in range(nb)]
+
+    # Stages of 1, 1, 2, 4, ... rounds: the k-th distances found so far cap the next stage,
+    # which then skips most exact comparisons (a cap only removes candidates that cannot enter).
+    merged, caps, lo, size = None, None, 0, 1
+    while lo < n_rounds:
+        hi = min(n_rounds, lo + size)
+        merged = stage(slice(lo, hi), merged, caps)
+        if hi < n_rounds:
+            merged = list(persist(*merged, client=client, progress=progress))
+            caps = [dl(_kth)(m) for m in merged]
+        lo, size = hi, (size if lo == 0 else 2 * size)
     (res,) = compute(merged, client=client, progress=progress)
     return _assemble(list(res), sqs, k, metric, "approximate")
 
