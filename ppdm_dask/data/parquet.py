@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import posixpath
 import secrets
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import dask
 import numpy as np
@@ -203,30 +203,26 @@ def write_parquet(
     """
     from ..progress import compute
 
-    fs, path = _fs(url, storage_options)
-    if fs.exists(path) and not overwrite:
-        raise DatasetExistsError(f"{url} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
     meta = public_metadata(tx.metadata)
     kv = json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "n_items": tx.n_items, "metadata": meta}).encode()
-    tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
-    fs.makedirs(tmp, exist_ok=True)
     names = [f"part-{i:05d}.parquet" for i in range(tx.n_partitions)]
     blocks = tx.blocks.to_delayed().ravel()
     weights = tx.weights.to_delayed().ravel() if tx.weights is not None else [None] * len(blocks)
     col_parts = {k: v.to_delayed().ravel() for k, v in tx.columns.items()}
-    writes = [
-        dask.delayed(_write_part, pure=False)(
-            fs, posixpath.join(tmp, names[i]), blocks[i], weights[i],
-            {k: parts[i] for k, parts in col_parts.items()}, kv, compression,
-        )
-        for i in range(len(blocks))
-    ]
-    try:
+
+    def write(fs, tmp: str) -> dict[str, Any]:
+        writes = [
+            dask.delayed(_write_part, pure=False)(
+                fs, posixpath.join(tmp, names[i]), blocks[i], weights[i],
+                {k: parts[i] for k, parts in col_parts.items()}, kv, compression,
+            )
+            for i in range(len(blocks))
+        ]
         (results,) = compute(writes, progress=progress)
         vocab_table = pa.table({"label": pa.array(tx.vocabulary.labels)})
         with fs.open(posixpath.join(tmp, VOCABULARY_FILE), "wb") as fh:
             pq.write_table(vocab_table, fh, compression=compression)
-        manifest = {
+        return {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
             "n_transactions": int(sum(r for r, _ in results)),
@@ -239,6 +235,27 @@ def write_parquet(
             "weights": tx.weights is not None,
             "metadata": meta,
         }
+
+    return write_folder(url, storage_options, overwrite, write)
+
+
+def write_folder(
+    url: str,
+    storage_options: Mapping[str, Any] | None,
+    overwrite: bool,
+    write: Callable[[Any, str], dict[str, Any]],
+) -> dict[str, Any]:
+    """The atomic folder protocol of every ppdm dataset: run ``write(fs, tmp) -> manifest`` in a
+    sibling temporary folder, commit it to ``url`` (:func:`commit_folder`), then write the
+    manifest ``_SUCCESS`` last; on any failure the temporary folder is removed and an existing
+    dataset is left untouched."""
+    fs, path = _fs(url, storage_options)
+    if fs.exists(path) and not overwrite:
+        raise DatasetExistsError(f"{url} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
+    fs.makedirs(tmp, exist_ok=True)
+    try:
+        manifest = write(fs, tmp)
         if fs.exists(path):
             fs.rm(path, recursive=True)
         commit_folder(fs, tmp, path)

@@ -18,8 +18,7 @@ from __future__ import annotations
 import json
 import numbers
 import posixpath
-import secrets
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import dask
 import dask.array as da
@@ -28,10 +27,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..data._graph import blocks_from_tasks, concat_rows, unique_name
-from ..data.parquet import MANIFEST, _fs, _read_column, commit_folder, public_metadata
+from ..data.parquet import MANIFEST, _fs, _read_column, public_metadata, write_folder
 from ..errors import (
     DataFormatError,
-    DatasetExistsError,
     DatasetNotFoundError,
     IncompleteDatasetError,
     InvalidParameter,
@@ -333,36 +331,6 @@ def _write_part(fs, path: str, values: np.ndarray, m: np.ndarray, cols: dict[str
     return n_in, n_supp, total, n
 
 
-def _atomic_folder(
-    url: str,
-    storage_options: Mapping[str, Any] | None,
-    overwrite: bool,
-    write: Callable[[Any, str], dict[str, Any]],
-) -> dict[str, Any]:
-    """Run ``write(fs, tmp_folder) -> manifest`` in a sibling temporary folder, commit it to
-    ``url`` and write the manifest last (the protocol of :func:`ppdm_dask.data.parquet.write_parquet`;
-    kept as a thin wrapper because that module has no generic helper for it)."""
-    fs, path = _fs(url, storage_options)
-    if fs.exists(path) and not overwrite:
-        raise DatasetExistsError(f"{url} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
-    fs.makedirs(tmp, exist_ok=True)
-    try:
-        manifest = write(fs, tmp)
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
-        commit_folder(fs, tmp, path)
-        with fs.open(posixpath.join(path, MANIFEST), "w") as fh:
-            fh.write(json.dumps(manifest, indent=1))
-    except BaseException:
-        try:
-            fs.rm(tmp, recursive=True)
-        except Exception:  # the original error matters more than the cleanup's
-            pass
-        raise
-    return manifest
-
-
 def write_sketches(
     sk: SketchArray,
     url: str,
@@ -410,7 +378,7 @@ def write_sketches(
             "metadata": meta,
         }
 
-    return _atomic_folder(url, storage_options, overwrite, write)
+    return write_folder(url, storage_options, overwrite, write)
 
 
 # ---------------------------------------------------------------------- reading
