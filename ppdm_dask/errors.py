@@ -36,6 +36,10 @@ class PrivacyViolation(PPDMError):
     """A privacy requirement would be (or was found to be) violated."""
 
 
+class InfeasiblePrivacyError(PPDMError, ValueError):
+    """The privacy levels cannot be met: some record asks for a group larger than the data."""
+
+
 class DuplicateItemsWarning(UserWarning):
     """Duplicate items inside a transaction were removed."""
 
@@ -48,6 +52,7 @@ __all__ = [
     "IncompleteDatasetError",
     "DatasetExistsError",
     "PrivacyViolation",
+    "InfeasiblePrivacyError",
     "DuplicateItemsWarning",
 ]
 

@@ -1,0 +1,37 @@
+"""Condensation with per-record privacy levels (Aggarwal & Yu; SPEC §2).
+
+Records are grouped so that every group holds at least as many records as the largest privacy
+level of its members; only the group statistics (n, Σx, Σxxᵀ, Σp) are kept, and pseudo-data with
+the same first and second moments is generated from them.
+
+* :class:`Condenser` — static construction (Segment, Cannibalize, Attrition) as a
+  partition-then-merge Dask job; :func:`construct_groups` is the sequential kernel.
+* :class:`StreamingCondenser` — dynamic maintenance over a stream of blocks (add to the nearest
+  group that can take the record, split along the principal axis).
+* :func:`generate` / :func:`generate_dask` — pseudo-data; :class:`GroupTable` /
+  :class:`CondensedGroup` — the statistics; :func:`check_condensation` — independent check.
+"""
+
+from .condenser import Condenser, check_condensation, privacy_levels, repair_groups
+from .dynamic import StreamingCondenser
+from .groups import CondensedGroup, GroupTable
+from .pseudo import canonical_eigh, generate, generate_dask, pseudo_points
+from .static import construct_groups, group_ssq
+from .stream import condense_stream
+
+__all__ = [
+    "Condenser",
+    "StreamingCondenser",
+    "condense_stream",
+    "CondensedGroup",
+    "GroupTable",
+    "construct_groups",
+    "group_ssq",
+    "generate",
+    "generate_dask",
+    "pseudo_points",
+    "canonical_eigh",
+    "check_condensation",
+    "privacy_levels",
+    "repair_groups",
+]

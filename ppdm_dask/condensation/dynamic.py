@@ -1,0 +1,435 @@
+"""Dynamic (streaming) maintenance of condensed groups (SPEC §2.4; Aggarwal & Yu §3, tag 3).
+
+:class:`StreamingCondenser` initialises with the static algorithm on the first records of the
+stream, then inserts every further record into the nearest group that can take it
+(``insert(x, p)``): eligible groups have ``n >= p − 1`` (after insertion ``n >= p``), the nearest
+centroid wins (ties: earliest group), the statistics are updated with Welford's formula and a
+group with ``n² >= 2·Ps`` (Eq. 3.2, integer-safe; ``>`` with ``split_strict``) is split along its
+principal axis (:meth:`CondensedGroup.split`).
+
+Choices where SPEC leaves freedom (all documented on the class):
+
+* **Split placement.** A split group is replaced in place by its first child (size ``n//2``) and
+  its second child is appended at the end of the group list. Children are re-checked
+  breadth-first (FIFO queue: child 1, then child 2, then their children ...).
+* **Pending pool (E1-14).** A record for which no group is eligible waits in a private pool.
+  After every insertion into a group the pool is retried: while some pooled record is eligible,
+  the earliest-arrived eligible one is inserted (an insertion itself, so it may split groups and
+  make others eligible). Whenever the pool changes and ``|pool| >= max level in it``, the pool
+  becomes a new group appended at the end (statistics from its records), which is then subject
+  to the same split check as any group produced by an insertion.
+* **finalize()** turns a remaining pool into one group and applies SPEC's Repair rule to it:
+  merge it into the group with the nearest centroid (ties: earliest); if the merged group is
+  still smaller than the largest level of the pooled records, merge it in turn into its nearest
+  group, and so on. Only the pooled records' levels are checked: a split child may be smaller
+  than the inherited ``req`` (E1-16) — the paper accepts this, and so does the library.
+
+Performance: the statistics live in preallocated, growing arrays; one numba kernel processes a
+whole block of records (nearest eligible centroid + Welford update) and returns to Python only
+for events (a split, a record for the pool, a pooled record becoming eligible).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..errors import InfeasiblePrivacyError, InvalidParameter
+from ..random import KeyLike, Tag, as_key
+from ._validate import check_levels, check_records
+from .groups import CondensedGroup, GroupTable
+
+__all__ = ["StreamingCondenser"]
+
+# kernel events
+_DONE, _POOL, _SPLIT, _RETRY = 0, 1, 2, 3
+_NO_POOL = np.iinfo(np.int64).max  # "smallest pooled level" when the pool is empty
+
+
+# --------------------------------------------------------------------------- kernels
+@numba.njit(cache=True, nogil=True)
+def _nearest(mean, n, G, x, p):  # pragma: no cover - compiled
+    """Index of the nearest centroid among groups with ``n >= p − 1`` (ties: earliest), or −1."""
+    d = x.shape[0]
+    need = p - 1
+    best = np.inf
+    bg = -1
+    for g in range(G):
+        if n[g] < need:
+            continue
+        s = 0.0
+        for a in range(d):
+            t = x[a] - mean[g, a]
+            s += t * t  # no early exit: the branch-free loop vectorises and is ~2x faster
+        if bg < 0 or s < best:
+            best = s
+            bg = g
+    return bg
+
+
+@numba.njit(cache=True, nogil=True)
+def _welford(n, mean, m2, ps, req, g, x, p):  # pragma: no cover - compiled
+    """Add record x (level p) to group g; same arithmetic as CondensedGroup.add_point."""
+    d = x.shape[0]
+    n_old = n[g]
+    n_new = n_old + 1
+    n[g] = n_new
+    r = n_old / n_new
+    delta = np.empty(d)
+    for a in range(d):
+        delta[a] = x[a] - mean[g, a]
+        mean[g, a] = mean[g, a] + delta[a] / n_new
+    for a in range(d):
+        for b in range(d):
+            m2[g, a, b] = m2[g, a, b] + (delta[a] * delta[b]) * r
+    ps[g] = ps[g] + p
+    if p > req[g]:
+        req[g] = p
+
+
+@numba.njit(cache=True, nogil=True)
+def _should_split(n, ps, g, strict):  # pragma: no cover - compiled
+    lhs = n[g] * n[g]
+    rhs = 2.0 * ps[g]
+    return lhs > rhs if strict else lhs >= rhs
+
+
+@numba.njit(cache=True, nogil=True)
+def _run(X, P, start, n, mean, m2, ps, req, G, maxn, pool_minp, strict):  # pragma: no cover - compiled
+    """Insert records ``start..`` until the block ends or an event needs Python.
+
+    Returns ``(i, event, g)``: the record at which the event happened (already inserted into
+    group g for _SPLIT / _RETRY; not inserted for _POOL), or ``(N, _DONE, -1)``.
+    ``maxn[0]`` (largest group size) is kept up to date across insertions.
+    """
+    N = X.shape[0]
+    for i in range(start, N):
+        x = X[i]
+        p = P[i]
+        g = _nearest(mean, n, G, x, p)
+        if g < 0:
+            return i, _POOL, -1
+        _welford(n, mean, m2, ps, req, g, x, p)
+        if _should_split(n, ps, g, strict):
+            return i, _SPLIT, g
+        if n[g] > maxn[0]:
+            maxn[0] = n[g]
+        if pool_minp - 1 <= maxn[0]:  # some pooled record just became eligible
+            return i, _RETRY, g
+    return N, _DONE, -1
+
+
+# --------------------------------------------------------------------------- validation
+def _check_block(X: Any, privacy: Any, d: int | None) -> tuple[np.ndarray, np.ndarray]:
+    X = check_records(X, where=" of the block")
+    if d is not None and X.shape[1] != d:
+        raise InvalidParameter(f"every block must have {d} attributes (as the first block), got {X.shape[1]}")
+    return X, check_levels(privacy, X.shape[0], where=" of the block")
+
+
+# --------------------------------------------------------------------------- the condenser
+class StreamingCondenser:
+    """Dynamic maintenance of condensed groups (SPEC §2.4).
+
+    Parameters
+    ----------
+    init_number : int, optional
+        Records used for the static initialisation (the paper's InitNumber). The initialisation
+        runs :func:`~.static.construct_groups` (stream ``(Tag.CONDENSE_DYNAMIC, 0)`` of the key)
+        on the shortest prefix of the stream of length ``L >= init_number`` that is feasible
+        (``L >= max level among its rows``) — exactly ``init_number`` rows whenever those are
+        feasible. ``None``: the whole first block given to :meth:`partial_fit`, or, if that block
+        is infeasible, the whole blocks buffered until they are feasible; :meth:`fit` uses
+        ``ceil(0.1·N)`` (at least 1) with the same feasible-prefix rule.
+    split_strict : bool, default False
+        Split when ``n² > 2·Ps`` instead of ``>=`` (E1-5).
+    key : Key, int or bytes, optional
+        Secret key (``None``: a fresh one). Only the static initialisation is random.
+
+    Attributes
+    ----------
+    groups_ : GroupTable
+        Current groups (without the pending pool).
+    n_pending_ : int
+        Records in the pending pool (E1-14).
+    n_buffered_ : int
+        Records waiting for the initialisation.
+    n_splits_ : int
+        Splits performed so far.
+    n_seen_ : int
+        Records received so far.
+    init_number_ : int or None
+        Records the initialisation used (``None`` before it ran).
+
+    Notes
+    -----
+    A split group is replaced by its first child (size ``n//2``) at its position and its second
+    child is appended at the end; children are re-checked breadth-first. Pooled records are
+    retried after every insertion into a group (earliest-arrived eligible record first, until
+    none is eligible); a pool with ``|pool| >= max level`` becomes a new group at the end (split
+    check applied). Split children may be smaller than their inherited requirement (E1-16, as
+    in the paper); every record inserted by ``insert`` or grouped from the pool or by the static
+    initialisation sits in a group of at least its level at that moment.
+    Records are never lost: each received record is counted in exactly one group, the pool or
+    the initialisation buffer; n, Fs, Sc and Ps of the groups sum to the data totals (splits
+    conserve them).
+    """
+
+    def __init__(self, *, init_number: int | None = None, split_strict: bool = False, key: KeyLike = None) -> None:
+        if init_number is not None and (
+            isinstance(init_number, bool) or not isinstance(init_number, numbers.Integral) or init_number < 1
+        ):
+            raise InvalidParameter(f"init_number must be a positive integer or None, got {init_number!r}")
+        self.init_number = None if init_number is None else int(init_number)
+        self.split_strict = bool(split_strict)
+        self._key = as_key(key)
+        self._reset(self.init_number)
+
+    # ---------------------------------------------------------------- state
+    def _reset(self, init_target: int | None) -> None:
+        self._init_target = init_target
+        self._d: int | None = None
+        self._initialised = False
+        self._buf_X: list[np.ndarray] = []
+        self._buf_p: list[np.ndarray] = []
+        self._n_buf = 0
+        self._G = 0
+        self._n = np.empty(0, np.int64)
+        self._mean = np.empty((0, 0))
+        self._m2 = np.empty((0, 0, 0))
+        self._ps = np.empty(0)
+        self._req = np.empty(0, np.int64)
+        self._maxn = np.zeros(1, np.int64)
+        self._pool_X: list[np.ndarray] = []
+        self._pool_p: list[int] = []
+        self.n_splits_ = 0
+        self.n_seen_ = 0
+        self.init_number_: int | None = None
+
+    @property
+    def n_pending_(self) -> int:
+        """Records in the pending pool."""
+        return len(self._pool_p)
+
+    @property
+    def n_buffered_(self) -> int:
+        """Records buffered for the (not yet run) initialisation."""
+        return self._n_buf
+
+    @property
+    def groups_(self) -> GroupTable:
+        """The current groups (without the pending pool) as a new table."""
+        if self._d is None:
+            raise InvalidParameter("no data yet: call partial_fit or fit first")
+        if not self._initialised:
+            return GroupTable.empty(self._d)
+        G = self._G
+        return GroupTable(self._n[:G].copy(), self._mean[:G].copy(), self._m2[:G].copy(), self._ps[:G].copy(), self._req[:G].copy())
+
+    def _load(self, table: GroupTable) -> None:
+        G = len(table)
+        cap = max(16, 2 * G)
+        d = table.d
+        self._n = np.zeros(cap, np.int64)
+        self._mean = np.zeros((cap, d))
+        self._m2 = np.zeros((cap, d, d))
+        self._ps = np.zeros(cap)
+        self._req = np.zeros(cap, np.int64)
+        self._n[:G], self._mean[:G], self._m2[:G], self._ps[:G], self._req[:G] = table.n, table.mean, table.m2, table.ps, table.req
+        self._G = G
+        self._maxn[0] = int(table.n.max()) if G else 0
+
+    def _group(self, g: int) -> CondensedGroup:
+        return CondensedGroup(int(self._n[g]), self._mean[g].copy(), self._m2[g].copy(), float(self._ps[g]), int(self._req[g]))
+
+    def _set(self, g: int, grp: CondensedGroup) -> None:
+        self._n[g], self._mean[g], self._m2[g], self._ps[g], self._req[g] = grp.n, grp.mean, grp.m2, grp.ps, grp.req
+
+    def _append(self, grp: CondensedGroup) -> int:
+        g = self._G
+        if g == self._n.shape[0]:  # grow geometrically
+            cap = 2 * g
+            self._n = np.concatenate([self._n, np.zeros(cap - g, np.int64)])
+            self._mean = np.concatenate([self._mean, np.zeros((cap - g, self._d))])
+            self._m2 = np.concatenate([self._m2, np.zeros((cap - g, self._d, self._d))])
+            self._ps = np.concatenate([self._ps, np.zeros(cap - g)])
+            self._req = np.concatenate([self._req, np.zeros(cap - g, np.int64)])
+        self._set(g, grp)
+        self._G = g + 1
+        return g
+
+    # ---------------------------------------------------------------- public API
+    def partial_fit(self, X: Any, privacy: Any) -> StreamingCondenser:
+        """Receive the next block of records (rows in arrival order).
+
+        Rows are buffered until the initialisation can run (see ``init_number``); the rows after
+        the initialisation are inserted one by one (SPEC ``insert(x, p)``). Given the same
+        initialisation rows, the result does not depend on how the stream is cut into blocks.
+
+        Parameters
+        ----------
+        X : array (m, d)
+            Finite records; every block must have the same d.
+        privacy : int array (m,)
+            Privacy level of every record (>= 1).
+
+        Returns
+        -------
+        self
+        """
+        X, p = _check_block(X, privacy, self._d)
+        if self._d is None:
+            self._d = X.shape[1]
+        if X.shape[0] == 0:
+            return self
+        self.n_seen_ += X.shape[0]
+        if self._initialised:
+            self._process(X, p)
+            return self
+        self._buf_X.append(X)
+        self._buf_p.append(p)
+        self._n_buf += X.shape[0]
+        bp = np.concatenate(self._buf_p)
+        if self._init_target is None:  # whole buffered blocks, once feasible
+            L = self._n_buf if self._n_buf >= int(bp.max()) else None
+        else:  # shortest feasible prefix of length >= init_target
+            lengths = np.arange(1, self._n_buf + 1)
+            ok = np.flatnonzero((lengths >= self._init_target) & (lengths >= np.maximum.accumulate(bp)))
+            L = int(ok[0]) + 1 if ok.size else None
+        if L is not None:
+            bX = np.concatenate(self._buf_X)
+            self._initialise(bX[:L], bp[:L])
+            self._process(bX[L:], bp[L:])
+        return self
+
+    def fit(self, X: Any, privacy: Any) -> StreamingCondenser:
+        """Condense the whole stream ``X`` (rows in arrival order) and :meth:`finalize`.
+
+        Forgets any earlier state. With ``init_number=None`` the initialisation uses the shortest
+        prefix of length ``L >= ceil(0.1·N)`` (and >= 1) that is feasible (``L >= max level among
+        its rows``), so it never fails unless the whole data set is smaller than its largest
+        level (then :class:`InfeasiblePrivacyError`).
+
+        Returns
+        -------
+        self
+        """
+        X, p = _check_block(X, privacy, None)
+        N = X.shape[0]
+        target = self.init_number if self.init_number is not None else max(1, -(-N // 10))
+        self._reset(target)
+        self.partial_fit(X, p)
+        self.finalize()
+        return self
+
+    def finalize(self) -> GroupTable:
+        """Close the stream and return the groups.
+
+        Runs the initialisation on the buffered records if it has not run yet (static
+        algorithm with Repair), and merges a remaining pending pool by the Repair rule: the pool
+        as one group into the group with the nearest centroid (ties: earliest), repeated on the
+        merged group while it is smaller than the largest pooled level. Idempotent; the stream
+        may continue afterwards.
+
+        Raises
+        ------
+        InfeasiblePrivacyError
+            The whole stream is smaller than its largest privacy level.
+        """
+        if self._d is None:
+            raise InvalidParameter("no data yet: call partial_fit or fit first")
+        if not self._initialised:
+            if self._n_buf == 0:
+                return GroupTable.empty(self._d)
+            bX, bp = np.concatenate(self._buf_X), np.concatenate(self._buf_p)
+            self._initialise(bX, bp)  # repair=True: raises only if N < max level
+            return self.groups_
+        if self._pool_p:
+            pool = CondensedGroup.from_points(np.stack(self._pool_X), np.asarray(self._pool_p, np.int64))
+            r = max(self._pool_p)
+            table = GroupTable.concat([self.groups_, GroupTable.from_groups([pool])])
+            src = len(table) - 1
+            while table.n[src] < r:
+                if len(table) == 1:
+                    raise InfeasiblePrivacyError(
+                        f"privacy level {r} cannot be met: the stream has only {int(table.n[0])} records"
+                    )
+                d2 = ((table.mean - table.mean[src]) ** 2).sum(axis=1)
+                d2[src] = np.inf
+                dst = int(np.argmin(d2))  # first minimum: ties -> earliest
+                table = table.merge_into(dst, src)
+                src = dst if dst < src else dst - 1
+            self._pool_X, self._pool_p = [], []
+            self._load(table)
+        return self.groups_
+
+    # ---------------------------------------------------------------- internals
+    def _initialise(self, X: np.ndarray, p: np.ndarray) -> None:
+        from .static import construct_groups
+
+        labels = construct_groups(X, p, self._key.generator(Tag.CONDENSE_DYNAMIC, 0), repair=True)
+        self._load(GroupTable.from_points(X, p, labels))
+        self._initialised = True
+        self.init_number_ = int(X.shape[0])
+        self._buf_X, self._buf_p, self._n_buf = [], [], 0
+
+    def _pool_minp(self) -> int:
+        return min(self._pool_p) if self._pool_p else _NO_POOL
+
+    def _process(self, X: np.ndarray, p: np.ndarray) -> None:
+        """insert(x, p) for every row, in order."""
+        i, N = 0, X.shape[0]
+        while i < N:
+            i, event, g = _run(X, p, i, self._n, self._mean, self._m2, self._ps, self._req, self._G,
+                               self._maxn, self._pool_minp(), self.split_strict)
+            if event == _DONE:
+                break
+            if event == _POOL:
+                self._pool_X.append(X[i].copy())
+                self._pool_p.append(int(p[i]))
+                self._check_pool()
+            else:
+                if event == _SPLIT:
+                    self._cascade(g)
+                self._retry_pool()
+            i += 1
+
+    def _cascade(self, g: int) -> None:
+        """Split g while needed, then its children (breadth-first; child 2 appended)."""
+        queue = [g]
+        while queue:
+            h = queue.pop(0)
+            if not self._group(h).should_split(self.split_strict):
+                continue
+            c1, c2 = self._group(h).split()
+            self._set(h, c1)
+            queue += [h, self._append(c2)]
+            self.n_splits_ += 1
+        self._maxn[0] = int(self._n[: self._G].max())
+
+    def _retry_pool(self) -> None:
+        """Insert pooled records while one is eligible (earliest arrival first), then check the pool."""
+        changed = False
+        while self._pool_p:
+            maxn = int(self._maxn[0])
+            j = next((k for k, q in enumerate(self._pool_p) if q - 1 <= maxn), None)
+            if j is None:
+                break
+            x, q = self._pool_X.pop(j), self._pool_p.pop(j)
+            changed = True
+            g = _nearest(self._mean, self._n, self._G, x, q)
+            _welford(self._n, self._mean, self._m2, self._ps, self._req, g, x, q)
+            self._maxn[0] = max(maxn, int(self._n[g]))
+            self._cascade(g)
+        if changed:
+            self._check_pool()
+
+    def _check_pool(self) -> None:
+        """A pool with |pool| >= its largest level becomes a new group (appended, split-checked)."""
+        if self._pool_p and len(self._pool_p) >= max(self._pool_p):
+            grp = CondensedGroup.from_points(np.stack(self._pool_X), np.asarray(self._pool_p, np.int64))
+            self._pool_X, self._pool_p = [], []
+            self._cascade(self._append(grp))
