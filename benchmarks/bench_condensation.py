@@ -40,7 +40,7 @@ def _uci_rows(quick: bool) -> list[dict]:
         task = "age" if name == "abalone" else "classify"
         for method in ("static", "dynamic"):
             for a in alphas:
-                r = evaluate(X, y, alpha=a, method=method, task=task, key=1, repeats=1 if quick else 3)
+                r = {"dataset": name, **evaluate(X, y, alpha=a, method=method, task=task, key=1, repeats=1 if quick else 3)}
                 print(f"  {name} {method} alpha={a}: acc {r['accuracy']:.3f} / {r['baseline_accuracy']:.3f}, mu {r['mu']:.3f}, "
                       f"groups {r['n_groups']:.0f} (mean size {r['mean_group_size']:.1f}), clamped {r['clamped']:.0f} ({r['seconds']:.1f} s)", flush=True)
                 rows.append({"name": f"{name} {method} α={a}: 1-NN accuracy", "ours_s": r["accuracy"], "anchor": "1-NN on original",
@@ -100,11 +100,34 @@ def _scale_row(quick: bool) -> dict:
                     f"repaired {cond.report_['repaired_groups']}; peak worker RSS {rss.max_worker / 2**20:.0f} MB"}
 
 
+def _plots(rows: list[dict], out_dir: Path) -> list[str]:
+    """Accuracy and μ vs α per data set, static and dynamic, beside the original-data baseline
+    (the paper's Figs 8-15)."""
+    from _plot import have_matplotlib, line_figure
+
+    if not have_matplotlib():
+        return []
+    files = []
+    meas = [r["measures"] for r in rows if "measures" in r]
+    for i, name in enumerate(DATASETS):
+        sub = [m for m in meas if m["dataset"] == name]
+        if not sub:
+            continue
+        acc = [(meth, [m["alpha"] for m in sub if m["method"] == meth], [m["accuracy"] for m in sub if m["method"] == meth]) for meth in ("static", "dynamic")]
+        mu = [(meth, [m["alpha"] for m in sub if m["method"] == meth], [m["mu"] for m in sub if m["method"] == meth]) for meth in ("static", "dynamic")]
+        files.append(line_figure(out_dir / f"fig{8 + 2 * i:02d}_accuracy_vs_alpha_{name}.png", acc, "privacy level α", "1-NN accuracy", sub[0]["baseline_accuracy"]))
+        files.append(line_figure(out_dir / f"fig{9 + 2 * i:02d}_mu_vs_alpha_{name}.png", mu, "privacy level α", "covariance compatibility μ"))
+    return files
+
+
 def run(quick: bool = False) -> list[dict]:
     import sys
 
     sys.path.insert(0, str(HERE))
     rows = _uci_rows(quick)
+    files = _plots(rows, HERE / "results" / ("condensation-quick" if quick else "condensation"))
     rows += _ssq_rows(quick)
     rows.append(_scale_row(quick))
+    if files:
+        rows.append({"name": f"plots: {len(files)} PNG files", "ours_s": None, "anchor": "-", "anchor_s": None, "note": str(Path(files[0]).parent)})
     return rows

@@ -66,33 +66,14 @@ def _sweep(label, X, y, levels, factory, param, npartitions):
 
 
 def _plots(results, out_dir):
-    try:
-        import matplotlib
+    from _plot import have_matplotlib, line_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # plots are optional: pip install ".[bench]"
-        print("  (matplotlib not installed: no PNG plots)")
+    if not have_matplotlib():
         return []
     files = []
-    out_dir.mkdir(parents=True, exist_ok=True)
 
     def fig(name, series, xlabel, ylabel, baseline=None, logx=False):
-        plt.figure(figsize=(4.5, 3.2))
-        for lab, xs, ys in series:
-            plt.plot(xs, ys, marker="o", label=lab)
-        if baseline is not None:
-            plt.axhline(baseline, color="grey", ls="--", label="original data")
-        if logx:
-            plt.xscale("log")
-        plt.xlabel(xlabel)
-        plt.ylabel(ylabel)
-        plt.legend(fontsize=7)
-        plt.tight_layout()
-        path = out_dir / f"{name}.png"
-        plt.savefig(path, dpi=110)
-        plt.close()
-        files.append(str(path))
+        files.append(line_figure(out_dir / f"{name}.png", series, xlabel, ylabel, baseline, logx))
 
     fig_no = {"20news": (3, 7), "C20.I4.D200K": (4, 8), "C20.I6.D200K": (5, 9)}
     for ds, (fa, fc) in fig_no.items():
