@@ -1,0 +1,220 @@
+"""Independent k-anonymity and l-diversity checks of a released table (SPEC §3.2).
+
+The checks recount from the released table alone. For a ``dask.dataframe`` the group-by is a
+distributed aggregation (``groupby(...).size()``, a tree reduction); only the per-class counts are
+brought to the driver. Suppressed values are the string ``'*'`` and form ordinary values; missing
+values (NaN/None) in a checked column are an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import dask
+import numpy as np
+import pandas as pd
+
+from ..errors import DataFormatError, InvalidParameter
+
+COUNT = "count"
+
+
+def _is_dask(df: Any) -> bool:
+    return hasattr(df, "npartitions") and hasattr(df, "map_partitions")
+
+
+def _columns(df: Any, qi: str | Sequence[str], extra: Sequence[str] = ()) -> list[str]:
+    """Validate the column names and return the QI list."""
+    qi = [qi] if isinstance(qi, str) else list(qi)
+    if not qi:
+        raise InvalidParameter("qi must name at least one column")
+    if len(set(qi)) != len(qi):
+        raise InvalidParameter(f"qi has duplicate columns: {qi}")
+    cols = set(df.columns)
+    unknown = [c for c in [*qi, *extra] if c not in cols]
+    if unknown:
+        raise InvalidParameter(f"unknown column(s) {unknown}; the table has {list(df.columns)}")
+    overlap = [c for c in extra if c in qi]
+    if overlap:
+        raise InvalidParameter(f"sensitive attribute {overlap} is also a quasi-identifier")
+    return qi
+
+
+def _counts(df: Any, keys: list[str]) -> pd.DataFrame:
+    """Group-by ``keys`` with sizes as a pandas frame (sorted by the keys)."""
+    if _is_dask(df):
+        na, sizes = dask.compute(df[keys].isna().sum(), df.groupby(keys, dropna=False, observed=True).size())
+    else:
+        na = df[keys].isna().sum()
+        sizes = df.groupby(keys, dropna=False, observed=True, sort=False).size()
+    missing = [c for c in keys if int(na[c]) > 0]
+    if missing:
+        raise DataFormatError(
+            f"missing values (NaN/None) in column(s) {missing} ({[int(na[c]) for c in missing]} rows); "
+            "suppressed values must be the string '*'"
+        )
+    out = sizes.rename(COUNT).reset_index()
+    out = out[out[COUNT] > 0]  # categorical/empty-partition artefacts
+    out[COUNT] = out[COUNT].astype(np.int64)
+    # sort numeric columns by value, others by their string form (mixed '*'/numbers stay sortable
+    # and pandas/dask, whose string dtypes differ, give the same order)
+    key = (lambda c: c if pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype) else c.astype(str))
+    return out.sort_values(keys, kind="stable", key=key).reset_index(drop=True)
+
+
+def equivalence_classes(df: Any, qi: str | Sequence[str]) -> pd.DataFrame:
+    """Equivalence classes of ``df`` on the quasi-identifiers ``qi``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame or dask.dataframe.DataFrame
+        The released table.
+    qi : str or sequence of str
+        Quasi-identifier columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per class: the QI values and ``count`` (int64), sorted by the QI values.
+
+    Raises
+    ------
+    InvalidParameter
+        Unknown or empty ``qi``.
+    DataFormatError
+        Missing values in a QI column.
+    """
+    return _counts(df, _columns(df, qi))
+
+
+def _check_int(name: str, v: Any, minimum: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
+        raise InvalidParameter(f"{name} must be an integer >= {minimum}, got {v!r}")
+    return int(v)
+
+
+def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int) -> dict:
+    """Check that every equivalence class on ``qi`` has at least ``k`` rows.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame or dask.dataframe.DataFrame
+        The released table (suppressed values as ``'*'``).
+    qi : str or sequence of str
+        Quasi-identifier columns.
+    k : int
+        Required minimum class size (>= 1).
+
+    Returns
+    -------
+    dict
+        ``k_anonymous`` (bool), ``min_class_size`` (int, 0 for an empty table),
+        ``n_classes`` (int), ``violating_rows`` (rows in classes smaller than ``k``).
+        An empty table is (vacuously) k-anonymous.
+    """
+    k = _check_int("k", k)
+    sizes = equivalence_classes(df, qi)[COUNT].to_numpy()
+    small = sizes < k
+    return {
+        "k_anonymous": bool(not small.any()),
+        "min_class_size": int(sizes.min()) if len(sizes) else 0,
+        "n_classes": int(len(sizes)),
+        "violating_rows": int(sizes[small].sum()),
+    }
+
+
+def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float,
+                      kind: str = "distinct", c: float | None = None) -> dict:
+    """Check l-diversity of the sensitive attribute within every equivalence class.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame or dask.dataframe.DataFrame
+        The released table.
+    qi : str or sequence of str
+        Quasi-identifier columns.
+    sensitive : str
+        Sensitive column.
+    l : int or float
+        Diversity parameter (>= 1; an integer for ``distinct`` and ``recursive``).
+    kind : {"distinct", "entropy", "recursive"}
+        ``distinct``: >= l distinct sensitive values per class. ``entropy``:
+        -sum f ln f >= ln l per class (f = relative frequencies; 1e-12 tolerance).
+        ``recursive`` (c, l): r_1 < c * (r_l + ... + r_m), r_i the i-th largest count.
+    c : float, optional
+        Required (> 0) for ``recursive``; must be omitted otherwise.
+
+    Returns
+    -------
+    dict
+        ``l_diverse`` (bool), ``kind``, ``l``, ``c``, ``n_classes``, ``violating_classes``,
+        ``violating_rows``, ``min_distinct`` (fewest distinct values in a class),
+        ``min_entropy`` (smallest class entropy, nats), ``achieved``: the kind's achieved value
+        over all classes: min distinct count, ``exp(min_entropy)`` (the largest l met), or for
+        ``recursive`` the largest r_1 / (r_l + ... + r_m) (``inf`` if a class has < l values;
+        the table is (c, l)-diverse iff it is < c).
+    """
+    if kind not in ("distinct", "entropy", "recursive"):
+        raise InvalidParameter(f"kind must be 'distinct', 'entropy' or 'recursive', got {kind!r}")
+    if kind == "entropy":
+        if isinstance(l, bool) or not isinstance(l, (int, float, np.integer, np.floating)) or not l >= 1:
+            raise InvalidParameter(f"l must be a number >= 1, got {l!r}")
+        l = float(l)
+    else:
+        l = _check_int("l", l)
+    if kind == "recursive":
+        if c is None or isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not c > 0:
+            raise InvalidParameter(f"recursive l-diversity needs a number c > 0, got c={c!r}")
+        c = float(c)
+    elif c is not None:
+        raise InvalidParameter(f"c is only used with kind='recursive' (got kind={kind!r})")
+    if not isinstance(sensitive, str):
+        raise InvalidParameter(f"sensitive must be one column name, got {sensitive!r}")
+    qi = _columns(df, qi, extra=[sensitive])
+    counts = _counts(df, [*qi, sensitive])
+
+    out = {"kind": kind, "l": l, "c": c}
+    if counts.empty:
+        return {"l_diverse": True, **out, "n_classes": 0, "violating_classes": 0, "violating_rows": 0,
+                "min_distinct": 0, "min_entropy": 0.0, "achieved": 0 if kind == "distinct" else (1.0 if kind == "entropy" else 0.0)}
+
+    # classes as consecutive runs of equal QI tuples (counts is sorted by qi first)
+    cls_id = counts.groupby(qi, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    n_cls = int(cls_id.max()) + 1
+    cnt = counts[COUNT].to_numpy().astype(float)
+    size = np.bincount(cls_id, weights=cnt, minlength=n_cls)
+    distinct = np.bincount(cls_id, minlength=n_cls)
+    f = cnt / size[cls_id]
+    entropy = np.bincount(cls_id, weights=-f * np.log(f), minlength=n_cls)
+
+    if kind == "distinct":
+        ok = distinct >= l
+        achieved: float = int(distinct.min())
+    elif kind == "entropy":
+        ok = entropy >= math.log(l) - 1e-12
+        achieved = float(math.exp(entropy.min()))
+    else:
+        # per class: counts sorted descending, rank within class
+        order = np.lexsort((-cnt, cls_id))
+        cid, cs = cls_id[order], cnt[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(cid)) + 1]
+        rank = np.arange(len(cs)) - np.repeat(starts, np.diff(np.r_[starts, len(cs)]))  # 0-based
+        r1 = cs[starts]
+        tail = np.bincount(cid, weights=np.where(rank >= l - 1, cs, 0.0), minlength=n_cls)
+        ok = r1 < c * tail
+        with np.errstate(divide="ignore"):
+            ratio = np.where(tail > 0, r1 / np.where(tail > 0, tail, 1.0), np.inf)
+        achieved = float(ratio.max())
+    bad = ~ok
+    return {
+        "l_diverse": bool(ok.all()),
+        **out,
+        "n_classes": n_cls,
+        "violating_classes": int(bad.sum()),
+        "violating_rows": int(size[bad].sum()),
+        "min_distinct": int(distinct.min()),
+        "min_entropy": float(entropy.min()),
+        "achieved": achieved,
+    }
