@@ -159,12 +159,14 @@ def _as_dask(X: Any) -> da.Array:
     return da.from_array(arr, chunks=(max(1, min(arr.shape[0], 100_000)), arr.shape[1] if arr.ndim == 2 else 1))
 
 
-def _check_block(X: np.ndarray, offset: int) -> np.ndarray:
+def _checked_block(X: np.ndarray, block_info: dict | None = None) -> np.ndarray:
+    # runs inside the condensation graph itself, so the input is read once, not once more to check
     bad = ~np.isfinite(X).all(axis=1)
     if bad.any():
+        offset = block_info[0]["array-location"][0][0] if block_info else 0
         rows = (offset + np.flatnonzero(bad)[:10]).tolist()
         raise DataFormatError(f"records {rows} have NaN or infinite attributes")
-    return np.zeros(1)
+    return X
 
 
 class Condenser:
@@ -228,14 +230,12 @@ class Condenser:
             raise InvalidParameter("no records to condense")
         p = self._levels(N, privacy)
         offsets = np.concatenate([[0], np.cumsum(X.chunks[0])])
-        checks = [dask.delayed(_check_block)(b, int(o)) for b, o in zip(X.to_delayed().ravel(), offsets[:-1])]
+        X = X.map_blocks(_checked_block, dtype=np.float64)
         mu = sd = None
         if self.standardize:
-            mu, var = compute(X.mean(axis=0), X.var(axis=0), *checks, progress=progress, client=client)[:2]
+            mu, var = compute(X.mean(axis=0), X.var(axis=0), progress=progress, client=client)
             sd = np.where(var > 0, np.sqrt(var), 1.0)
             X = (X - mu) / sd
-        else:
-            compute(*checks, progress=False, client=client)
         n_cells = 1 if self.rows_per_partition is None else max(1, math.ceil(N / self.rows_per_partition))
         p_da = da.from_array(p, chunks=(X.chunks[0],))
         if n_cells == 1:

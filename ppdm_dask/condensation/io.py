@@ -116,15 +116,10 @@ def write_release(
 
 def read_groups(url: str, *, storage_options: Mapping[str, Any] | None = None) -> tuple[GroupTable, list[str]]:
     """The published group statistics of a release written by :func:`write_release`."""
-    import json
+    from ..data.parquet import MANIFEST, _fs, read_manifest
 
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
-    with fs.open(posixpath.join(path, "_SUCCESS")) as fh:
-        manifest = json.loads(fh.read())
-    if manifest.get("format") != FORMAT_NAME:
-        raise DataFormatError(f"{url} is not a condensed release")
+    fs, path = _fs(url, storage_options)
+    manifest = read_manifest(fs, posixpath.join(path, MANIFEST), url, FORMAT_NAME, FORMAT_VERSION)
     with fs.open(posixpath.join(path, GROUPS_FILE), "rb") as fh:
         t = pq.read_table(fh)
     d = len(manifest["columns"])

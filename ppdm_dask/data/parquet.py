@@ -378,19 +378,26 @@ def read_parquet(
     return _read_foreign(fs, files, column, url, progress)
 
 
-def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool):
-    from .transactions import TransactionArray
-    import dask.array as da
-
+def read_manifest(fs, manifest_path: str, url: str, format_name: str, max_version: int) -> dict[str, Any]:
+    """The ``_SUCCESS`` manifest of a committed dataset, checked to be ``format_name`` written by
+    this or an older format version (every ppdm dataset reader starts here)."""
     try:
         with fs.open(manifest_path, "r") as fh:
             manifest = json.load(fh)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise DataFormatError(f"{url}: unreadable {MANIFEST} manifest") from None
-    if manifest.get("format") != FORMAT_NAME:
-        raise DataFormatError(f"{url}: not a {FORMAT_NAME} dataset")
-    if manifest.get("version", 0) > FORMAT_VERSION:
+    if manifest.get("format") != format_name:
+        raise DataFormatError(f"{url}: not a {format_name} dataset")
+    if manifest.get("version", 0) > max_version:
         raise DataFormatError(f"{url}: written by a newer ppdm-dask (format version {manifest['version']})")
+    return manifest
+
+
+def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool):
+    from .transactions import TransactionArray
+    import dask.array as da
+
+    manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
     n_items = int(manifest["n_items"])
     with fs.open(posixpath.join(path, manifest["vocabulary"]), "rb") as fh:
         labels = pq.read_table(fh).column("label").to_numpy(zero_copy_only=False)

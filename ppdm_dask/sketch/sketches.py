@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..data._graph import blocks_from_tasks, concat_rows, unique_name
-from ..data.parquet import MANIFEST, _fs, _read_column, public_metadata, write_folder
+from ..data.parquet import MANIFEST, _fs, _read_column, public_metadata, read_manifest, write_folder
 from ..errors import (
     DataFormatError,
     DatasetNotFoundError,
@@ -414,15 +414,7 @@ def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None)
     manifest_path = posixpath.join(path, MANIFEST)
     if not fs.isdir(path) or not fs.exists(manifest_path):
         raise IncompleteDatasetError(f"{url} holds no committed sketch dataset (no {MANIFEST})")
-    try:
-        with fs.open(manifest_path, "r") as fh:
-            manifest = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise DataFormatError(f"{url}: unreadable {MANIFEST} manifest") from None
-    if manifest.get("format") != FORMAT_NAME:
-        raise DataFormatError(f"{url}: not a {FORMAT_NAME} dataset")
-    if manifest.get("version", 0) > FORMAT_VERSION:
-        raise DataFormatError(f"{url}: written by a newer ppdm-dask (format version {manifest['version']})")
+    manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
     gen = SketchGenerator.from_metadata(manifest["generator"])
     m_max = int(manifest["m_max"])
     parts = manifest["partitions"]
