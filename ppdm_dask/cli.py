@@ -673,6 +673,232 @@ def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_leve
     obj.emit(summary, "\n".join(lines))
 
 
+# ---------------------------------------------------------------------- anonymize / access-control
+def _split_list(text: str | None) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+
+
+def _load_hierarchies(specs: tuple[str, ...], folder: str | None, qi: list[str], storage_options: dict[str, Any]) -> dict[str, Any]:
+    """``attr=FILE`` (ARX CSV, ';'), ``attr=interval:LOW:HIGH:WIDTH``, and ``--hierarchies DIR``
+    (``DIR/*<attr>.csv`` for every QI not given explicitly)."""
+    from .anonymity import Hierarchy
+
+    out: dict[str, Any] = {}
+    for spec in specs:
+        attr, sep, value = spec.partition("=")
+        if not sep or not attr or not value:
+            raise click.BadParameter(f"expected ATTR=FILE or ATTR=interval:LOW:HIGH:WIDTH, got {spec!r}", param_hint="--hierarchy")
+        if value.startswith("interval:"):
+            try:
+                low, high, width = (float(x) for x in value.split(":")[1:])
+            except ValueError:
+                raise click.BadParameter(f"expected interval:LOW:HIGH:WIDTH, got {value!r}", param_hint="--hierarchy") from None
+            out[attr] = Hierarchy.from_intervals(width=width, low=low, high=high, name=attr)
+        else:
+            out[attr] = Hierarchy.from_csv(value, name=attr, storage_options=storage_options)
+    if folder:
+        import fsspec
+
+        fs, _, (root,) = fsspec.get_fs_token_paths(folder, storage_options=storage_options)
+        files = fs.ls(root, detail=False)
+        for a in qi:
+            if a in out:
+                continue
+            hits = [f for f in files if f.rsplit("/", 1)[-1] in (f"{a}.csv", ) or f.endswith(f"_{a}.csv")]
+            if len(hits) == 1:
+                prefix = folder.split("://", 1)[0] + "://" if "://" in folder else ""
+                out[a] = Hierarchy.from_csv(prefix + hits[0] if prefix and not hits[0].startswith(prefix) else hits[0],
+                                            name=a, storage_options=storage_options)
+    return out
+
+
+def _privacy_lines(summary: dict[str, Any], verdict: dict[str, Any] | None) -> list[str]:
+    lines = [
+        f"  classes            {summary['n_classes']:,} (smallest {summary['min_class_size']}, C_avg {summary['avg_class_size'] or 0:.2f})",
+        f"  suppressed         {summary['n_suppressed']:,} records ({100 * summary['suppressed_fraction']:.2f}%)",
+        f"  risk (prosecutor)  max {summary['risk_max']:.3f}, average {summary['risk_average']:.4f}, records at risk (>0.2) {100 * summary['records_at_risk']:.2f}%",
+        f"  utility            DM {summary['discernibility']:,}, GCP {summary['gcp']:.4f}"
+        + (f", precision {summary['precision']:.4f}" if summary.get("precision") is not None else ""),
+    ]
+    if verdict is not None:
+        k = verdict["k"]
+        line = f"  independent check  k achieved {k['min_class_size']} ({'ok' if k['k_anonymous'] else 'VIOLATED'})"
+        if "l" in verdict:
+            lv = verdict["l"]
+            line += f", l achieved {lv['achieved']:.3g} {lv['kind']} ({'ok' if lv['l_diverse'] else 'VIOLATED'})"
+        lines.append(line)
+    return lines
+
+
+def _qi_from(df: Any, qi: str | None, sensitive: str | None, keep: list[str]) -> list[str]:
+    cols = _split_list(qi) or [c for c in df.columns if c != sensitive and c not in keep]
+    if not cols:
+        raise click.UsageError("no quasi-identifiers: pass --qi")
+    return cols
+
+
+@cli.command()
+@click.argument("src")
+@click.argument("dst")
+@click.option("--qi", default=None, help="Comma-separated quasi-identifiers (default: every column but --sensitive and --keep).")
+@click.option("--sensitive", default=None, help="Sensitive attribute (published unchanged; needed for --l).")
+@click.option("--hierarchy", "hierarchy", multiple=True, metavar="ATTR=FILE", help="Hierarchy of a QI: an ARX CSV file (';', one row per leaf) or interval:LOW:HIGH:WIDTH. Repeatable.")
+@click.option("--hierarchies", "hierarchy_dir", default=None, metavar="DIR", help="Folder with one <...>_<attr>.csv hierarchy per QI (as shared/data/adult).")
+@click.option("--k", "k", type=click.IntRange(min=1), required=True, help="Minimum equivalence class size.")
+@click.option("--l", "l", type=float, default=None, help="l-diversity of --sensitive.")
+@click.option("--l-kind", type=click.Choice(["distinct", "entropy", "recursive"]), default="distinct", show_default=True)
+@click.option("--c", "c", type=float, default=None, help="c of recursive (c, l)-diversity.")
+@click.option("--max-suppression", type=click.FloatRange(0, 1), default=0.0, show_default=True, help="Fraction of records that may be suppressed (lattice, datafly).")
+@click.option("--method", type=click.Choice(["lattice", "datafly", "mondrian", "cluster"]), default="lattice", show_default=True,
+              help="lattice: optimal full-domain (min discernibility); datafly: greedy full-domain; mondrian: multidimensional partitioning; cluster: clustering l-diverse partition.")
+@click.option("--keep", default=None, help="Comma-separated further columns to publish unchanged (all others are dropped).")
+@click.option("--sep", default=",", show_default=True, help="CSV field separator.")
+@click.option("--check/--no-check", default=True, show_default=True, help="Recount k and l from the released table (independent check).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+@click.pass_obj
+def anonymize(obj: Context, src, dst, qi, sensitive, hierarchy, hierarchy_dir, k, l, l_kind, c, max_suppression, method, keep, sep, check, overwrite) -> None:
+    """k-anonymise (and l-diversify) the table SRC (CSV or Parquet) and write the release to DST."""
+    from .anonymity import anonymize as run, write_release
+    from .condensation.io import read_table
+
+    t0 = time.perf_counter()
+    keep_cols = _split_list(keep)
+    with obj.runtime() as where:
+        df = read_table(src, storage_options=obj.storage_options, sep=sep, pyarrow=True)
+        qis = _qi_from(df, qi, sensitive, keep_cols)
+        hier = _load_hierarchies(hierarchy, hierarchy_dir, qis, obj.storage_options)
+        res = run(df, qis, k=k, sensitive=sensitive, hierarchies=hier, l=l, kind=l_kind, c=c, max_suppression=max_suppression,
+                  method=method, keep=keep_cols, progress=obj.progress)
+        verdict = res.verify() if check else None
+        if verdict is not None and not verdict["ok"]:
+            raise PrivacyViolation(f"independent check failed: {verdict}")
+        summary = res.summary()
+        write_release(dst, res.table, summary={**summary, "check": verdict}, storage_options=obj.storage_options,
+                      overwrite=overwrite, progress=obj.progress)
+    secs = time.perf_counter() - t0
+    summary.update({"check": verdict, "seconds": round(secs, 2), "scheduler": where, "out": dst})
+    what = f"k={k}" + (f", l={l:g} ({l_kind})" if l is not None else "")
+    lines = [f"{src}: {summary['n_records']:,} records, QI {qis} -> {dst} ({method}, {what}, on {where})"]
+    if summary["node"]:
+        lines.append(f"  generalisation     {summary['node']} ({summary.get('nodes_evaluated')} of {summary.get('lattice_nodes')} lattice nodes evaluated)")
+    lines += _privacy_lines(summary, verdict)
+    lines.append(f"  done in {secs:.1f} s")
+    obj.emit(summary, "\n".join(lines))
+
+
+@cli.command("access-control")
+@click.argument("src")
+@click.option("--permissions", "perm_file", required=True, help="JSON file: a list of {role, bound, where: {attr: [lo, hi] | value | [values]}, name}.")
+@click.option("--qi", default=None, help="Comma-separated quasi-identifiers (default: every column but --sensitive and --keep).")
+@click.option("--sensitive", default=None, help="Sensitive attribute.")
+@click.option("--k", "k", type=click.IntRange(min=1), required=True)
+@click.option("--l", "l", type=float, default=None)
+@click.option("--l-kind", type=click.Choice(["distinct", "entropy", "recursive"]), default="distinct", show_default=True)
+@click.option("--c", "c", type=float, default=None)
+@click.option("--keep", default=None, help="Comma-separated further columns to publish unchanged.")
+@click.option("--sep", default=",", show_default=True, help="CSV field separator.")
+@click.option("--out", "dst", default=None, help="Write the release here.")
+@click.option("--overwrite", is_flag=True)
+@click.pass_obj
+def access_control(obj: Context, src, perm_file, qi, sensitive, k, l, l_kind, c, keep, sep, dst, overwrite) -> None:
+    """Anonymise SRC for a workload of role permissions with imprecision bounds (Pervaiz et al.)
+    and report, per permission and per role, the imprecision and whether the bound holds, beside
+    plain Mondrian."""
+    import fsspec
+
+    from .anonymity import write_release
+    from .anonymity.anonymize import anonymize_for_permissions
+    from .condensation.io import read_table
+
+    try:
+        with fsspec.open(perm_file, "r", **obj.storage_options) as fh:
+            spec = json.load(fh)
+    except FileNotFoundError:
+        raise click.BadParameter(f"no such file: {perm_file}", param_hint="--permissions") from None
+    except json.JSONDecodeError as e:
+        raise click.BadParameter(f"{perm_file} is not valid JSON: {e}", param_hint="--permissions") from None
+    t0 = time.perf_counter()
+    keep_cols = _split_list(keep)
+    with obj.runtime() as where:
+        df = read_table(src, storage_options=obj.storage_options, sep=sep, pyarrow=True)
+        qis = _qi_from(df, qi, sensitive, keep_cols)
+        res = anonymize_for_permissions(df, qis, spec, k=k, sensitive=sensitive, l=l, kind=l_kind, c=c, keep=keep_cols,
+                                        progress=obj.progress)
+        verdict = res.release.verify()
+        if not verdict["ok"]:
+            raise PrivacyViolation(f"independent check failed: {verdict}")
+        summary = res.release.summary()
+        if dst:
+            write_release(dst, res.release.table, summary={**summary, "check": verdict}, storage_options=obj.storage_options,
+                          overwrite=overwrite, progress=obj.progress)
+    secs = time.perf_counter() - t0
+    perms = res.report.to_pandas()
+    base = res.baseline.to_pandas()
+    summary.update({"check": verdict, "seconds": round(secs, 2), "scheduler": where, "out": dst,
+                    "permission_report": perms.to_dict(orient="records"), "roles": res.report.roles_to_pandas().to_dict(orient="records"),
+                    "mondrian_roles": res.baseline.roles_to_pandas().to_dict(orient="records")})
+    lines = [f"{src}: {summary['n_records']:,} records, QI {qis}, k={k}" + (f", l={l:g}" if l else "") + f" (on {where})",
+             f"  permissions met    {summary['permissions_satisfied']}/{summary['permissions']} (plain Mondrian: {summary['mondrian_permissions_satisfied']}); "
+             f"total imprecision {summary['total_imprecision']:,} (Mondrian {summary['mondrian_total_imprecision']:,})"]
+    for role, rs in res.report.roles.items():
+        b = res.baseline.roles[role]
+        lines.append(f"  role {role:14} {rs.n_satisfied}/{rs.n_permissions} met, imprecision {rs.total_imprecision:,} (Mondrian {b.n_satisfied}/{b.n_permissions}, {b.total_imprecision:,})")
+    for (_, p), (_, q) in zip(perms.iterrows(), base.iterrows()):
+        label = p["name"] or f"{p['role']}"
+        lines.append(f"    {label:18} |Q_T|={p['true_count']:,} returned {p['returned']:,} imprecision {p['imprecision']:,} <= {p['bound']:g}? "
+                     f"{'yes' if p['satisfied'] else 'NO'} (Mondrian {q['imprecision']:,})")
+    lines += _privacy_lines(summary, verdict)
+    if dst:
+        lines.append(f"  release            {dst}")
+    lines.append(f"  done in {secs:.1f} s")
+    obj.emit(summary, "\n".join(lines))
+
+
+@cli.command("km-anonymize")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--k", "k", type=click.IntRange(min=1), required=True, help="Every itemset of at most m items is supported 0 or >= k times.")
+@click.option("--m", "m", type=click.IntRange(min=1), default=2, show_default=True, help="Adversary knowledge: number of items known.")
+@click.option("--hierarchy", "hierarchy_file", default=None, help="Item hierarchy: ARX CSV (';', one row per item label, a column per level).")
+@click.option("--fan-out", type=click.IntRange(min=2), default=None, help="Instead of --hierarchy: a balanced hierarchy over the sorted item labels.")
+@click.option("--method", type=click.Choice(["AA", "DA"]), default="AA", show_default=True, help="Apriori-based (AA) or direct (DA) anonymization.")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "fimi", "csv"]), default=None, help="Input format (default: from the extension).")
+@click.option("--check/--no-check", default=True, show_default=True, help="Recount every itemset of <= m items in the output (independent check).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output.")
+@click.pass_obj
+def km_anonymize(obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, fmt, check, overwrite) -> None:
+    """k^m-anonymize the transactions SRC by global item generalisation (Terrovitis et al.) and
+    write the generalised transactions to DST."""
+    from .anonymity import Hierarchy
+    from .anonymity.km import is_km_anonymous, km_anonymize as run
+    from .io import read, write
+
+    if (hierarchy_file is None) == (fan_out is None):
+        raise click.UsageError("give exactly one of --hierarchy FILE and --fan-out F")
+    t0 = time.perf_counter()
+    with obj.runtime() as where:
+        tx = read(src, format=fmt, storage_options=obj.storage_options, progress=obj.progress)
+        if hierarchy_file:
+            hier = Hierarchy.from_csv(hierarchy_file, name="items", storage_options=obj.storage_options)
+        else:
+            hier = Hierarchy.balanced(tx.n_items, fan_out, labels=tx.vocabulary.labels, name="items")
+        res = run(tx, hier, k, m, method=method, progress=obj.progress)
+        verdict = is_km_anonymous(res.transactions, k, m, progress=obj.progress) if check else None
+        if verdict is not None and not verdict["km_anonymous"]:
+            raise PrivacyViolation(f"independent check failed: {verdict}")
+        write(res.transactions, dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
+    secs = time.perf_counter() - t0
+    summary = {**res.summary(), "check": verdict, "seconds": round(secs, 2), "scheduler": where, "out": dst}
+    lines = [f"{src}: {tx.n_transactions:,} transactions, {tx.n_items:,} items -> {dst} (k={k}, m={m}, {method}, on {where})",
+             f"  cut                {len(res.cut):,} published nodes; {res.n_generalized_items:,} of {tx.n_items:,} items generalised",
+             f"  information loss   NCP {res.ncp:.4f} (0 = no generalisation, 1 = every item -> '*')"]
+    if verdict is not None:
+        lines.append(f"  independent check  every itemset of <= {m} items has support 0 or >= {k}: {verdict['km_anonymous']} "
+                     f"(smallest support {verdict['min_support']})")
+    lines.append(f"  done in {secs:.1f} s")
+    obj.emit(summary, "\n".join(lines))
+
+
 # ---------------------------------------------------------------------- samples / demo
 @cli.command()
 @click.pass_obj

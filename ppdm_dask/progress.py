@@ -124,7 +124,10 @@ def compute(
     futures = active.compute(list(collections), **kwargs)
     try:
         if progress:
-            _distributed_progress(distributed.futures_of(futures))
+            # as_current: distributed.wait/progress look up the *default* client, which need not
+            # be this one (a Client(set_as_default=False) passed in explicitly)
+            with active.as_current():
+                _distributed_progress(distributed.futures_of(futures))
         return tuple(active.gather(futures))
     except BaseException:
         # Ctrl-C or a failure: do not leave the rest of the graph running on the cluster.
@@ -168,10 +171,11 @@ def persist(
     persisted = active.persist(list(collections), **kwargs)
     futures = distributed.futures_of(persisted)
     try:
-        if progress:
-            _distributed_progress(futures)
-        if futures:
-            distributed.wait(futures)
+        with active.as_current():  # wait/progress use the default client (see compute)
+            if progress:
+                _distributed_progress(futures)
+            if futures:
+                distributed.wait(futures)
         for future in futures:
             if future.status == "error":
                 future.result()  # re-raise the task's exception, as dask.persist would

@@ -62,7 +62,7 @@ def test_o2_1_published_table():
     assert sorted(ec["count"]) == [2, 2, 3, 3]
     members = {tuple(sorted(PATIENTS.loc[g.index, "Name"])) for _, g in t.groupby(QI)}
     assert members == {("Ramsha", "Salima"), ("Joan", "Yadu"), ("Bahuksana", "Kishor", "sunny"), ("John", "Johnson", "Rambha")}
-    assert check_k_anonymity(t, QI, 2) == {"k_anonymous": True, "min_class_size": 2, "n_classes": 4, "violating_rows": 0}
+    assert check_k_anonymity(t, QI, 2) == {"k_anonymous": True, "min_class_size": 2, "n_classes": 4, "violating_rows": 0, "n_suppressed": 0}
     r3 = check_k_anonymity(t, QI, 3)
     assert r3["k_anonymous"] is False and r3["min_class_size"] == 2 and r3["violating_rows"] == 4
     d2 = check_l_diversity(t, QI, "Disease", 2)
@@ -80,7 +80,7 @@ def test_o2_1_raw_table_is_1_anonymous():
     dup = ec[ec["count"] == 2][QI].apply(tuple, axis=1).tolist()
     assert sorted(dup) == [(19, "Male", "Kerala"), (24, "Female", "Kerala")]
     r = check_k_anonymity(PATIENTS, QI, 2)
-    assert r == {"k_anonymous": False, "min_class_size": 1, "n_classes": 8, "violating_rows": 6}
+    assert r == {"k_anonymous": False, "min_class_size": 1, "n_classes": 8, "violating_rows": 6, "n_suppressed": 0}
     assert check_k_anonymity(PATIENTS, QI, 1)["k_anonymous"]
 
 
@@ -171,7 +171,7 @@ def test_mixed_and_typed_columns():
 def test_dask_empty_table():
     t = published()
     empty = dd.from_pandas(t.iloc[:0], npartitions=1)
-    assert check_k_anonymity(empty, QI, 5) == {"k_anonymous": True, "min_class_size": 0, "n_classes": 0, "violating_rows": 0}
+    assert check_k_anonymity(empty, QI, 5) == {"k_anonymous": True, "min_class_size": 0, "n_classes": 0, "violating_rows": 0, "n_suppressed": 0}
     assert check_l_diversity(empty, QI, "Disease", 2)["l_diverse"]
 
 

@@ -72,3 +72,16 @@ def test_killed_worker_mid_job_gives_identical_bytes(tmp_path):
         with contextlib.suppress(Exception):
             cluster.close(timeout=20)
     assert _part_bytes(out_dir) == _part_bytes(ref_dir)
+
+
+def test_progress_with_a_non_default_client(cluster_client):
+    """compute/persist with progress on an explicit client that is not the default one (the
+    non-TTY summary waits with distributed.wait, which looks up the default client)."""
+    import dask.array as da
+
+    from ppdm_dask.progress import compute, persist
+
+    x = da.ones((100, 10), chunks=(10, 10))
+    (total,) = compute(x.sum(), client=cluster_client, progress=True)
+    (y,) = persist(x + 1, client=cluster_client, progress=True)
+    assert total == 1000 and float(cluster_client.compute(y.sum()).result()) == 2000

@@ -19,6 +19,7 @@ import pandas as pd
 from ..errors import DataFormatError, InvalidParameter
 
 COUNT = "count"
+SUPPRESSED = "*"
 
 
 def _is_dask(df: Any) -> bool:
@@ -45,7 +46,7 @@ def _columns(df: Any, qi: str | Sequence[str], extra: Sequence[str] = ()) -> lis
 def _counts(df: Any, keys: list[str]) -> pd.DataFrame:
     """Group-by ``keys`` with sizes as a pandas frame (sorted by the keys)."""
     if _is_dask(df):
-        na, sizes = dask.compute(df[keys].isna().sum(), df.groupby(keys, dropna=False, observed=True).size())
+        na, sizes = dask.compute(df[keys].isna().sum(), df.groupby(keys, dropna=False, observed=True).size(split_out=1))
     else:
         na = df[keys].isna().sum()
         sizes = df.groupby(keys, dropna=False, observed=True, sort=False).size()
@@ -62,6 +63,16 @@ def _counts(df: Any, keys: list[str]) -> pd.DataFrame:
     # and pandas/dask, whose string dtypes differ, give the same order)
     key = (lambda c: c if pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype) else c.astype(str))
     return out.sort_values(keys, kind="stable", key=key).reset_index(drop=True)
+
+
+def _split_suppressed(counts: pd.DataFrame, qi: list[str], exclude: bool) -> tuple[pd.DataFrame, int]:
+    """Drop the rows whose every QI is ``'*'`` (suppressed records) and count them."""
+    if not exclude or counts.empty:
+        return counts, 0
+    star = np.ones(len(counts), dtype=bool)
+    for a in qi:
+        star &= counts[a].astype(str).to_numpy() == SUPPRESSED
+    return counts[~star].reset_index(drop=True), int(counts.loc[star, COUNT].sum())
 
 
 def equivalence_classes(df: Any, qi: str | Sequence[str]) -> pd.DataFrame:
@@ -95,7 +106,7 @@ def _check_int(name: str, v: Any, minimum: int = 1) -> int:
     return int(v)
 
 
-def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int) -> dict:
+def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppressed: bool = True) -> dict:
     """Check that every equivalence class on ``qi`` has at least ``k`` rows.
 
     Parameters
@@ -106,18 +117,25 @@ def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int) -> dict:
         Quasi-identifier columns.
     k : int
         Required minimum class size (>= 1).
+    exclude_suppressed : bool
+        Rows whose every QI is ``'*'`` are suppressed records: they link to nobody, so they are
+        left out of the classes and counted in ``n_suppressed`` (default). ``False`` treats
+        them as one more class.
 
     Returns
     -------
     dict
         ``k_anonymous`` (bool), ``min_class_size`` (int, 0 for an empty table),
-        ``n_classes`` (int), ``violating_rows`` (rows in classes smaller than ``k``).
-        An empty table is (vacuously) k-anonymous.
+        ``n_classes`` (int), ``violating_rows`` (rows in classes smaller than ``k``),
+        ``n_suppressed``. An empty table is (vacuously) k-anonymous.
     """
     k = _check_int("k", k)
-    sizes = equivalence_classes(df, qi)[COUNT].to_numpy()
+    qi = _columns(df, qi)
+    counts, n_sup = _split_suppressed(_counts(df, qi), qi, exclude_suppressed)
+    sizes = counts[COUNT].to_numpy()
     small = sizes < k
     return {
+        "n_suppressed": n_sup,
         "k_anonymous": bool(not small.any()),
         "min_class_size": int(sizes.min()) if len(sizes) else 0,
         "n_classes": int(len(sizes)),
@@ -126,7 +144,7 @@ def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int) -> dict:
 
 
 def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float,
-                      kind: str = "distinct", c: float | None = None) -> dict:
+                      kind: str = "distinct", c: float | None = None, *, exclude_suppressed: bool = True) -> dict:
     """Check l-diversity of the sensitive attribute within every equivalence class.
 
     Parameters
@@ -145,6 +163,8 @@ def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float
         ``recursive`` (c, l): r_1 < c * (r_l + ... + r_m), r_i the i-th largest count.
     c : float, optional
         Required (> 0) for ``recursive``; must be omitted otherwise.
+    exclude_suppressed : bool
+        Leave out rows whose every QI is ``'*'`` (see :func:`check_k_anonymity`).
 
     Returns
     -------
@@ -156,26 +176,17 @@ def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float
         ``recursive`` the largest r_1 / (r_l + ... + r_m) (``inf`` if a class has < l values;
         the table is (c, l)-diverse iff it is < c).
     """
-    if kind not in ("distinct", "entropy", "recursive"):
-        raise InvalidParameter(f"kind must be 'distinct', 'entropy' or 'recursive', got {kind!r}")
-    if kind == "entropy":
-        if isinstance(l, bool) or not isinstance(l, (int, float, np.integer, np.floating)) or not l >= 1:
-            raise InvalidParameter(f"l must be a number >= 1, got {l!r}")
-        l = float(l)
-    else:
-        l = _check_int("l", l)
-    if kind == "recursive":
-        if c is None or isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not c > 0:
-            raise InvalidParameter(f"recursive l-diversity needs a number c > 0, got c={c!r}")
-        c = float(c)
-    elif c is not None:
-        raise InvalidParameter(f"c is only used with kind='recursive' (got kind={kind!r})")
+    from ._diversity import validate_diversity
+
+    if l is None:
+        raise InvalidParameter("l must be a number >= 1, got None")
+    l, kind, c = validate_diversity(l, kind, c)
     if not isinstance(sensitive, str):
         raise InvalidParameter(f"sensitive must be one column name, got {sensitive!r}")
     qi = _columns(df, qi, extra=[sensitive])
-    counts = _counts(df, [*qi, sensitive])
+    counts, n_sup = _split_suppressed(_counts(df, [*qi, sensitive]), qi, exclude_suppressed)
 
-    out = {"kind": kind, "l": l, "c": c}
+    out = {"kind": kind, "l": l, "c": c, "n_suppressed": n_sup}
     if counts.empty:
         return {"l_diverse": True, **out, "n_classes": 0, "violating_classes": 0, "violating_rows": 0,
                 "min_distinct": 0, "min_entropy": 0.0, "achieved": 0 if kind == "distinct" else (1.0 if kind == "entropy" else 0.0)}

@@ -257,8 +257,9 @@ class Hierarchy:
         return cls(kind="interval", levels=len(bounds) + 2, name=name, bounds=bounds, closed=closed)
 
     @classmethod
-    def balanced(cls, n_leaves: int, fan_out: int, *, name: str | None = None) -> Hierarchy:
-        """Balanced hierarchy over item ids ``0..n_leaves-1``.
+    def balanced(cls, n_leaves: int, fan_out: int, *, name: str | None = None,
+                 labels: Sequence[Any] | None = None) -> Hierarchy:
+        """Balanced hierarchy over item ids ``0..n_leaves-1`` (or over ``labels``).
 
         Level j groups ``fan_out**j`` consecutive ids; its node label is ``"lo-hi"`` (first and
         last id under it). The first level with a single node is the root ``'*'``.
@@ -269,6 +270,10 @@ class Hierarchy:
             Domain size (>= 1).
         fan_out : int
             Children per internal node (>= 2).
+        labels : sequence, optional
+            Leaf labels in leaf order (``n_leaves`` distinct values, e.g. the item labels of a
+            transaction database sorted); internal nodes are then labelled ``"first-last"`` by
+            the labels of their first and last leaves.
 
         Returns
         -------
@@ -280,12 +285,17 @@ class Hierarchy:
             raise InvalidParameter(f"fan_out must be an integer >= 2, got {fan_out!r}")
         n, f = int(n_leaves), int(fan_out)
         ids = np.arange(n)
-        cols = [ids.astype(str).astype(object)]
+        names = ids.astype(str).astype(object)
+        if labels is not None:
+            names = _as_keys(list(labels))
+            if len(names) != n or len(set(names)) != n:
+                raise InvalidParameter(f"labels must be {n} distinct values, got {len(names)} ({len(set(names))} distinct)")
+        cols = [names]
         size = f
         while -(-n // size) > 1:  # ceil(n / size) nodes at this level
             lo = (ids // size) * size
             hi = np.minimum(lo + size, n) - 1
-            cols.append(np.array([f"{a}-{b}" for a, b in zip(lo, hi)], dtype=object))
+            cols.append(np.array([f"{names[a]}-{names[b]}" for a, b in zip(lo, hi)], dtype=object))
             size *= f
         cols.append(np.full(n, ROOT, dtype=object))
         return cls(kind="categorical", levels=len(cols), name=name, table=np.stack(cols, axis=1))

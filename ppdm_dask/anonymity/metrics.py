@@ -6,6 +6,7 @@ records belong to no class and are passed separately as ``n_suppressed``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -137,3 +138,67 @@ def ncp_level(hierarchy: Hierarchy, values: Any, level: int) -> float:
     uniq, inv = np.unique(gen.astype(str), return_inverse=True)
     per = np.array([ncp(hierarchy, u, level) for u in uniq])
     return float(per[inv].mean())
+
+
+_RANGE = re.compile(r"^\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)\s*-\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)\s*$")
+
+
+def label_ncp(label: str, *, hierarchy: Hierarchy | None = None, value_range: float | None = None,
+              n_values: int | None = None) -> float:
+    """NCP of one published label of a locally recoded table (Mondrian, clustering).
+
+    ``'*'`` -> 1; ``"lo-hi"`` of a numeric QI -> (hi - lo) / ``value_range``; a single number -> 0;
+    a node of ``hierarchy`` -> its categorical NCP; ``"a|b|c"`` (a value set) ->
+    (3 - 1) / (``n_values`` - 1); a leaf value -> 0.
+    """
+    label = str(label)
+    if label == ROOT:
+        return 1.0
+    if value_range is not None:
+        m = _RANGE.match(label)
+        if m:
+            lo, hi = float(m.group(1)), float(m.group(2))
+            return (hi - lo) / value_range if value_range > 0 else 0.0
+        return 0.0
+    if hierarchy is not None and hierarchy.kind == "categorical":
+        for level in range(hierarchy.levels):
+            if label in set(hierarchy.nodes(level)):
+                return ncp_categorical(hierarchy, label, level)
+    if "|" in label and n_values:
+        return (len(label.split("|")) - 1) / (n_values - 1) if n_values > 1 else 0.0
+    return 0.0
+
+
+def published_ncp(table: Any, qi: Sequence[str], *, hierarchies: dict | None = None,
+                  value_ranges: dict | None = None, n_values: dict | None = None) -> dict[str, float]:
+    """Mean NCP per QI of a released table, computed from its labels alone.
+
+    Parameters
+    ----------
+    table : pandas or dask DataFrame
+        Released table (QIs as labels).
+    qi : sequence of str
+    hierarchies : attr -> Hierarchy, optional
+        Categorical hierarchies (labels that are nodes get the node's NCP).
+    value_ranges : attr -> float, optional
+        Range (max - min) of each numeric QI in the original table.
+    n_values : attr -> int, optional
+        Number of distinct original values of each categorical QI without a hierarchy.
+
+    Returns
+    -------
+    dict attr -> mean NCP over all records.
+    """
+    import dask
+
+    hierarchies, value_ranges, n_values = hierarchies or {}, value_ranges or {}, n_values or {}
+    counts = [table[a].astype(str).value_counts() for a in qi]
+    if hasattr(table, "dask"):
+        counts = dask.compute(*counts)
+    out = {}
+    for a, vc in zip(qi, counts):
+        total = float(vc.sum())
+        pen = sum(float(cnt) * label_ncp(lab, hierarchy=hierarchies.get(a), value_range=value_ranges.get(a),
+                                          n_values=n_values.get(a)) for lab, cnt in vc.items())
+        out[a] = pen / total if total else 0.0
+    return out

@@ -32,12 +32,15 @@ FORMAT_VERSION = 1
 GROUPS_FILE = "_groups.parquet"  # leading underscore: dataset readers skip it
 
 
-def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None) -> dd.DataFrame:
-    """A Parquet dataset/file or a CSV file (by extension) as a dask DataFrame."""
+def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, sep: str = ",",
+               pyarrow: bool = False) -> dd.DataFrame:
+    """A Parquet dataset/file or a CSV file (by extension; ``sep`` separated) as a dask DataFrame
+    (with pyarrow dtypes when ``pyarrow``)."""
     opts = dict(storage_options or {})
+    kw = {"dtype_backend": "pyarrow"} if pyarrow else {}
     if url.rstrip("/").endswith((".csv", ".csv.gz", ".txt")):
-        return dd.read_csv(url, storage_options=opts, blocksize="64MB")
-    return dd.read_parquet(url, storage_options=opts)
+        return dd.read_csv(url, storage_options=opts, blocksize="64MB", sep=sep, **kw)
+    return dd.read_parquet(url, storage_options=opts, **kw)
 
 
 def table_to_array(df: dd.DataFrame, *, columns: list[str] | None = None, exclude: tuple[str, ...] = ()) -> tuple[da.Array, list[str]]:

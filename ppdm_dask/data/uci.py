@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,11 +34,47 @@ _FILES = {
 _SHAPES = {"ionosphere": (351, 34), "ecoli": (336, 7), "pima": (768, 8), "abalone": (4177, 7)}
 
 
+def shared_data_dir() -> Path:
+    """``$PPDM_SHARED_DATA`` if the variable is set, else ``shared/data`` beside the checkout."""
+    env = os.environ.get("PPDM_SHARED_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
 def uci_dir() -> Path:
     """``$PPDM_SHARED_DATA/uci`` if the variable is set, else ``shared/data/uci`` beside the checkout."""
-    env = os.environ.get("PPDM_SHARED_DATA")
-    base = Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
-    return base / "uci"
+    return shared_data_dir() / "uci"
+
+
+ADULT_QI = ("sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation")
+
+
+def load_adult(path: str | os.PathLike | None = None) -> tuple[Any, dict[str, Any]]:
+    """UCI Adult (30,162 complete records) and the generalisation hierarchies shipped with it.
+
+    Parameters
+    ----------
+    path : path-like, optional
+        Folder with ``adult.csv`` and ``adult_hierarchy_<attr>.csv`` (default:
+        ``shared_data_dir() / "adult"``).
+
+    Returns
+    -------
+    (pandas.DataFrame, dict attr -> Hierarchy)
+        The table (age numeric, the rest strings) and a hierarchy for every column but
+        ``salary-class``'s use as sensitive attribute (its hierarchy is included too).
+    """
+    import pandas as pd
+
+    from ..anonymity.hierarchy import Hierarchy
+
+    folder = Path(path) if path is not None else shared_data_dir() / "adult"
+    file = folder / "adult.csv"
+    if not file.exists():
+        raise FileNotFoundError(f"{file} not found (set PPDM_SHARED_DATA to the shared data folder)")
+    df = pd.read_csv(file, sep=";")
+    hier = {a: Hierarchy.from_csv(str(folder / f"adult_hierarchy_{a}.csv"), name=a) for a in df.columns
+            if (folder / f"adult_hierarchy_{a}.csv").exists()}
+    return df, hier
 
 
 def _split_lines(path: Path, sep: str | None) -> list[list[str]]:
