@@ -1,0 +1,626 @@
+"""KRIMP candidates: frequent or closed frequent itemsets in the standard candidate order.
+
+``mine_candidates(db, min_support, closed=False, max_len=None, exclude=())`` (SPEC 5.2):
+
+* all itemsets X with |X| ≥ 2 and absolute support ≥ ``min_support`` — depth-first Eclat;
+* ``closed=True``: the closed ones only, by LCM (Uno et al.) prefix-preserving closure
+  extension: a node P with core item c is extended by every frequent e > c, e ∉ P, to
+  Q = closure(P ∪ {e}) = AND of the row bitsets of the rows holding P ∪ {e}; Q is kept iff it adds
+  no item below e. Every closed set is generated exactly once and non-closed sets are never
+  enumerated. Extensions that failed that test at a node are not tried again below it while
+  their witness item stays outside (LCM's pruning); note that the closure of the empty set
+  (items in every row) is reported when it has ≥ 2 items — pyfim omits it;
+* both modes keep, per node, a reduced conditional database: the rows restricted to the node's
+  frequent extension items, identical restrictions merged (weights added, remaining bits
+  AND-ed), and fill the tid lists of all extensions in one pass (occurrence delivery);
+* ``max_len`` keeps |X| ≤ max_len (for closed: the closed sets of at most that length);
+  ``exclude`` drops every itemset containing all items of one of the given combinations. Both
+  prune whole subtrees (every descendant is a superset).
+
+Everything runs in one numba kernel on the renumbered items (SPEC 5.2: frequency descending, ties
+larger original id first). Standard candidate order: support descending, length descending, then
+lexicographically ascending on the sorted tuples of new ids — for sets of equal length that is
+"the set holding the smallest item of the symmetric difference first", i.e. descending order of
+the bitmask read with new id 0 as the most significant bit; one ``np.lexsort`` does it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numba
+import numpy as np
+
+from ..errors import InvalidParameter
+from ._kernels import Database, as_database
+
+_DEBRUIJN = np.array(
+    [0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61, 54, 58, 35, 52, 50, 42, 21, 44,
+     38, 32, 29, 23, 17, 11, 4, 62, 46, 55, 26, 59, 40, 36, 15, 53, 34, 51, 20, 43, 31, 22, 10, 45,
+     25, 39, 14, 33, 19, 30, 9, 24, 13, 18, 8, 12, 7, 6, 5, 63],
+    dtype=np.int64,
+)  # bit scan forward: ((x ^ (x - 1)) * 0x03f79d71b4cb0a89) >> 58
+
+__all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits"]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@numba.njit(cache=True, nogil=True)
+def _grow1(a, need):
+    if need <= a.shape[0]:
+        return a
+    cap = a.shape[0] * 2
+    while cap < need:
+        cap *= 2
+    b = np.empty(cap, a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@numba.njit(cache=True, nogil=True)
+def _grow2(a, need):
+    if need <= a.shape[0]:
+        return a
+    cap = a.shape[0] * 2
+    while cap < need:
+        cap *= 2
+    b = np.empty((cap, a.shape[1]), a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ctz(x):
+    return _DEBRUIJN[((x ^ (x - np.uint64(1))) * np.uint64(0x03F79D71B4CB0A89)) >> np.uint64(58)]
+
+
+@numba.njit(cache=True, nogil=True)
+def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_depth):
+    """Depth-first Eclat / LCM over *reduced, merged* conditional databases.
+
+    Every node keeps its conditional database as weighted bitset transactions: rows restricted to
+    the node's frequent extension items, identical restrictions merged (weights added, the
+    remaining bits AND-ed — which keeps exactly what later closures need: an item outside the
+    frequent extensions of a node can never enter the closure of a descendant). Occurrence
+    delivery fills the tid lists (indices into the node's merged database) of all extensions in
+    one pass. Returns (bits[n_out, W], supports[n_out]).
+
+    Closed mode, known failures (LCM): the extensions of a node are tried in descending item
+    order, so when a child Q = closure(P ∪ {e'}) is built every e > e' has been tried at P. If
+    closure(P ∪ {e}) held an item j < e, j ∉ P (prefix-preservation failed, witness j), then for
+    Q ∌ j, T(Q ∪ {e}) ⊆ T(P ∪ {e}) ⊆ T(j), so e fails at Q as well: it is not tried (nor counted)
+    below, but stays in the transaction bits, which the closures of descendants need.
+    """
+    n, w = row_bits.shape
+    out_bits = np.empty((1024, w), np.uint64)
+    out_sup = np.empty(1024, np.int64)
+    n_out = 0
+    pcap = max(1024, 2 * n)
+    pb = np.empty((pcap, w), np.uint64)  # pool of merged transactions (stack of levels)
+    pw = np.empty(pcap, np.int64)
+    buf = np.empty(max(1024, 2 * n), np.int64)  # tid lists (indices into the pool)
+    ecap = max(64, 2 * n_items)
+    ext_item = np.empty(ecap, np.int64)
+    ext_start = np.empty(ecap, np.int64)
+    ext_end = np.empty(ecap, np.int64)
+    maxd = max_depth + 2
+    P = np.zeros((maxd, w), np.uint64)
+    KF = np.zeros((maxd, w), np.uint64)  # known-failing extension items per level (closed)
+    wit = np.zeros((maxd, n_items), np.int64)  # their witnesses
+    lo = np.zeros(maxd, np.int64)
+    hi = np.zeros(maxd, np.int64)
+    cur = np.zeros(maxd, np.int64)
+    bbase = np.zeros(maxd, np.int64)
+    pbase = np.zeros(maxd, np.int64)
+    cnt = np.zeros(n_items, np.int64)
+    bc = np.zeros(n_items, np.int64)
+    fill = np.zeros(n_items, np.int64)
+    touched = np.empty(n_items, np.int64)
+    hsize = 16
+    while hsize < 2 * n + 2:
+        hsize *= 2
+    htab = np.empty(hsize, np.int64)
+    hstamp = np.zeros(hsize, np.int64)
+    hepoch = 0
+    Q = np.zeros(w, np.uint64)
+    Fm = np.zeros(w, np.uint64)
+    keep = np.zeros(w, np.uint64)
+    gt = np.zeros(w, np.uint64)
+    key = np.zeros(w, np.uint64)
+    empty_b = out_bits[:0].copy()
+    empty_s = out_sup[:0].copy()
+
+    if n < minsup or n == 0:
+        return empty_b, empty_s
+    for k in range(w):
+        Q[k] = ~np.uint64(0) if closed else np.uint64(0)
+    if closed:
+        for t in range(n):
+            for k in range(w):
+                Q[k] &= row_bits[t, k]
+    qlen = 0
+    for k in range(w):
+        qlen += _popcount(Q[k])
+    if max_len > 0 and qlen > max_len:
+        return empty_b, empty_s
+    for x in range(n_ex):
+        sub = True
+        for k in range(w):
+            if exbits[x, k] & ~Q[k]:
+                sub = False
+                break
+        if sub:
+            return empty_b, empty_s
+    if qlen >= 2:
+        out_bits[0, :] = Q
+        out_sup[0] = n
+        n_out = 1
+    # the rows as a level -1 pool, one tid list holding all of them
+    for t in range(n):
+        for k in range(w):
+            pb[t, k] = row_bits[t, k]
+        pw[t] = 1
+        buf[t] = t
+    ptop = n
+    btop = n
+    etop = 0
+    s0 = 0
+    s1 = n
+    core = -1
+    d = 0
+    building = True
+    while True:
+        if building:
+            # ---- level d: node Q with core item `core`, source tid list buf[s0:s1]
+            for k in range(w):
+                P[d, k] = Q[k]
+                # items above core
+                if core < 64 * k:
+                    gt[k] = ~np.uint64(0)
+                elif core >= 64 * k + 63:
+                    gt[k] = np.uint64(0)
+                else:
+                    gt[k] = ~((np.uint64(2) << np.uint64(core - 64 * k)) - np.uint64(1))
+            bbase[d] = btop
+            pbase[d] = ptop
+            # inherited known failures: witness not in Q
+            for k in range(w):
+                KF[d, k] = 0
+            if closed and d > 0:
+                for k in range(w):
+                    x = KF[d - 1, k] & gt[k] & ~Q[k]
+                    while x:
+                        b = _ctz(x)
+                        x &= x - np.uint64(1)
+                        e = k * 64 + b
+                        j = wit[d - 1, e]
+                        if not ((Q[j >> 6] >> np.uint64(j & 63)) & np.uint64(1)):
+                            KF[d, k] |= np.uint64(1) << np.uint64(b)
+                            wit[d, e] = j
+            # 1. weighted counts of the candidate extension items
+            nt = 0
+            for j in range(s0, s1):
+                t = buf[j]
+                wt = pw[t]
+                for k in range(w):
+                    x = pb[t, k] & gt[k] & ~Q[k] & ~KF[d, k]
+                    while x:
+                        b = _ctz(x)
+                        x &= x - np.uint64(1)
+                        e = k * 64 + b
+                        if cnt[e] == 0:
+                            touched[nt] = e
+                            nt += 1
+                        cnt[e] += wt
+            for k in range(w):
+                Fm[k] = 0
+            ne = 0
+            for a in range(nt):
+                e = touched[a]
+                if cnt[e] >= minsup:
+                    Fm[e >> 6] |= np.uint64(1) << np.uint64(e & 63)
+                    ne += 1
+                cnt[e] = 0
+            for k in range(w):
+                keep[k] = ~(gt[k] & ~Fm[k] & ~Q[k] & ~KF[d, k])
+            # 2. merged conditional database (only rows holding a frequent extension item)
+            if ne > 0:
+                need = ptop + (s1 - s0)
+                if need > pb.shape[0]:
+                    cap = pb.shape[0] * 2
+                    while cap < need:
+                        cap *= 2
+                    nb = np.empty((cap, w), np.uint64)
+                    nb[:ptop] = pb[:ptop]
+                    pb = nb
+                    nw = np.empty(cap, np.int64)
+                    nw[:ptop] = pw[:ptop]
+                    pw = nw
+                hm = 16
+                while hm < 2 * (s1 - s0) + 2:
+                    hm *= 2
+                hm -= 1
+                hepoch += 1
+                for j in range(s0, s1):
+                    t = buf[j]
+                    h = np.uint64(0x9E3779B97F4A7C15)
+                    nz = False
+                    for k in range(w):
+                        key[k] = pb[t, k] & Fm[k]
+                        if key[k]:
+                            nz = True
+                        key[k] |= pb[t, k] & KF[d, k]  # may become extensions again below
+                        h = (h ^ key[k]) * np.uint64(0xFF51AFD7ED558CCD)
+                        h ^= h >> np.uint64(33)
+                    if not nz:
+                        continue
+                    slot = np.int64(h & np.uint64(hm))
+                    while True:
+                        if hstamp[slot] != hepoch:
+                            hstamp[slot] = hepoch
+                            htab[slot] = ptop
+                            for k in range(w):
+                                pb[ptop, k] = pb[t, k] & keep[k]
+                            pw[ptop] = pw[t]
+                            ptop += 1
+                            break
+                        q = htab[slot]
+                        same = True
+                        for k in range(w):
+                            if (pb[q, k] & (Fm[k] | KF[d, k])) != key[k]:
+                                same = False
+                                break
+                        if same:
+                            for k in range(w):
+                                pb[q, k] &= pb[t, k]
+                            pw[q] += pw[t]
+                            break
+                        slot = (slot + 1) & hm
+            # 3. tid lists of the extension items (ascending items)
+            if etop + ne > ext_item.shape[0]:
+                cap = ext_item.shape[0] * 2
+                while cap < etop + ne:
+                    cap *= 2
+                ei = np.empty(cap, np.int64)
+                ei[:etop] = ext_item[:etop]
+                ext_item = ei
+                es = np.empty(cap, np.int64)
+                es[:etop] = ext_start[:etop]
+                ext_start = es
+                ee = np.empty(cap, np.int64)
+                ee[:etop] = ext_end[:etop]
+                ext_end = ee
+            total = 0
+            for t in range(pbase[d], ptop):
+                for k in range(w):
+                    x = pb[t, k] & Fm[k]
+                    while x:
+                        b = _ctz(x)
+                        x &= x - np.uint64(1)
+                        bc[k * 64 + b] += 1
+                        total += 1
+            if btop + total > buf.shape[0]:
+                cap = buf.shape[0] * 2
+                while cap < btop + total:
+                    cap *= 2
+                nbf = np.empty(cap, np.int64)
+                nbf[:btop] = buf[:btop]
+                buf = nbf
+            pos = btop
+            a = etop
+            for k in range(w):
+                x = Fm[k]
+                while x:
+                    b = _ctz(x)
+                    x &= x - np.uint64(1)
+                    e = k * 64 + b
+                    ext_item[a] = e
+                    ext_start[a] = pos
+                    fill[e] = pos
+                    pos += bc[e]
+                    ext_end[a] = pos
+                    bc[e] = 0
+                    a += 1
+            for t in range(pbase[d], ptop):
+                for k in range(w):
+                    x = pb[t, k] & Fm[k]
+                    while x:
+                        b = _ctz(x)
+                        x &= x - np.uint64(1)
+                        e = k * 64 + b
+                        buf[fill[e]] = t
+                        fill[e] += 1
+            lo[d] = etop
+            hi[d] = etop + ne
+            cur[d] = etop + ne - 1  # descending item order
+            etop += ne
+            btop = pos
+            building = False
+        # ---- next extension of level d
+        if cur[d] < lo[d]:
+            if d == 0:
+                break
+            etop = lo[d]
+            btop = bbase[d]
+            ptop = pbase[d]
+            d -= 1
+            continue
+        bi = cur[d]
+        cur[d] -= 1
+        e = ext_item[bi]
+        s0 = ext_start[bi]
+        s1 = ext_end[bi]
+        sup = 0
+        for j in range(s0, s1):
+            sup += pw[buf[j]]
+        if closed:
+            for k in range(w):
+                Q[k] = pb[buf[s0], k]
+            for j in range(s0 + 1, s1):
+                t = buf[j]
+                for k in range(w):
+                    Q[k] &= pb[t, k]
+            # prefix-preserving: no new item below e
+            ok = True
+            ew = e >> 6
+            for k in range(ew + 1):
+                diff = Q[k] & ~P[d, k]
+                if k == ew:
+                    diff &= (np.uint64(1) << np.uint64(e & 63)) - np.uint64(1)
+                if diff:
+                    ok = False
+                    wit[d, e] = k * 64 + _ctz(diff)
+                    KF[d, e >> 6] |= np.uint64(1) << np.uint64(e & 63)
+                    break
+            if not ok:
+                continue
+        else:
+            for k in range(w):
+                Q[k] = P[d, k]
+            Q[e >> 6] |= np.uint64(1) << np.uint64(e & 63)
+        qlen = 0
+        for k in range(w):
+            qlen += _popcount(Q[k])
+        if max_len > 0 and qlen > max_len:
+            continue
+        excluded = False
+        for x in range(n_ex):
+            sub = True
+            for k in range(w):
+                if exbits[x, k] & ~Q[k]:
+                    sub = False
+                    break
+            if sub:
+                excluded = True
+                break
+        if excluded:
+            continue
+        if qlen >= 2:
+            if n_out >= out_bits.shape[0]:
+                out_bits = _grow2(out_bits, n_out + 1)
+                out_sup = _grow1(out_sup, n_out + 1)
+            for k in range(w):
+                out_bits[n_out, k] = Q[k]
+            out_sup[n_out] = sup
+            n_out += 1
+        if max_len > 0 and qlen >= max_len:
+            continue  # every extension would be longer
+        d += 1
+        core = e
+        building = True
+    return out_bits[:n_out].copy(), out_sup[:n_out].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _bits_to_sorted_items(bits, labels_of_new):
+    """Bitsets → (offsets, new ids ascending, original ids ascending) per set."""
+    n, w = bits.shape
+    off = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        c = 0
+        for k in range(w):
+            c += _popcount(bits[i, k])
+        off[i + 1] = off[i] + c
+    new = np.empty(off[n], np.int64)
+    orig = np.empty(off[n], np.int64)
+    for i in range(n):
+        p = off[i]
+        for k in range(w):
+            x = bits[i, k]
+            while x:
+                b = _ctz(x)
+                x &= x - np.uint64(1)
+                r = k * 64 + b
+                new[p] = r
+                # insertion into the ascending original-id list
+                v = labels_of_new[r]
+                q = p
+                while q > off[i] and orig[q - 1] > v:
+                    orig[q] = orig[q - 1]
+                    q -= 1
+                orig[q] = v
+                p += 1
+    return off, new, orig
+
+
+def items_to_bits(offsets: np.ndarray, items: np.ndarray, n_bits: int) -> np.ndarray:
+    """Flat itemsets (offsets + new ids) → (n, W) uint64 bitsets."""
+    from ._kernels import pack_rows
+
+    return pack_rows(np.asarray(offsets, np.int64), np.asarray(items, np.int64), np.arange(max(n_bits, 1), dtype=np.int64), n_bits)
+
+
+def bits_to_items(bits: np.ndarray, n_bits: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(n, W) bitsets → (offsets, new ids ascending per set)."""
+    bits = np.ascontiguousarray(bits, dtype=np.uint64)
+    ident = np.arange(64 * bits.shape[1], dtype=np.int64)
+    off, new, _ = _bits_to_sorted_items(bits, ident)
+    return off, new
+
+
+@numba.njit(cache=True, nogil=True)
+def _order_keys(bits):
+    """Per set: popcount and the bit-reversed words (new id 0 → most significant bit)."""
+    n, w = bits.shape
+    lengths = np.empty(n, np.int64)
+    rev = np.empty((n, w), np.uint64)
+    for i in range(n):
+        c = 0
+        for k in range(w):
+            x = bits[i, k]
+            c += _popcount(x)
+            r = np.uint64(0)
+            for _ in range(64):
+                r = (r << np.uint64(1)) | (x & np.uint64(1))
+                x >>= np.uint64(1)
+            rev[i, k] = r
+        lengths[i] = c
+    return lengths, rev
+
+
+def standard_order(bits: np.ndarray, supports: np.ndarray, n_bits: int | None = None) -> np.ndarray:
+    """Permutation into the standard candidate order (support desc, length desc, lex asc).
+
+    For sets of equal length, lexicographic order of the sorted new-id tuples = "the set holding
+    the smallest item of the symmetric difference comes first" = descending order of the bitmask
+    read with new id 0 as the most significant bit.
+    """
+    n = bits.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    lengths, rev = _order_keys(np.ascontiguousarray(bits))
+    keys = [~rev[:, k] for k in range(rev.shape[1] - 1, -1, -1)]
+    keys += [-lengths, -np.asarray(supports, np.int64)]
+    return np.lexsort(keys).astype(np.int64)
+
+
+@dataclass(eq=False)
+class Candidates:
+    """Itemsets in the standard candidate order (original ids, each sorted ascending).
+
+    ``offsets`` (n+1) and flat ``items``: itemset ``k`` is ``items[offsets[k]:offsets[k+1]]``;
+    ``supports[k]`` is its absolute support. Iteration yields the itemsets (int64 arrays).
+    ``new_items`` holds the same sets in the renumbered ids of ``database`` (ascending).
+    """
+
+    offsets: np.ndarray
+    items: np.ndarray
+    supports: np.ndarray
+    min_support: int | None = None
+    closed: bool = False
+    database: Database | None = field(default=None, repr=False)
+    new_items: np.ndarray | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return int(self.offsets.size - 1)
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        return self.items[self.offsets[k] : self.offsets[k + 1]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for k in range(len(self)):
+            yield self.items[self.offsets[k] : self.offsets[k + 1]]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def itemsets(self) -> list[list[int]]:
+        """All itemsets as Python lists (small outputs / tests)."""
+        flat = self.items.tolist()
+        off = self.offsets.tolist()
+        return [flat[off[k] : off[k + 1]] for k in range(len(self))]
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame({"itemset": self.itemsets(), "length": self.lengths, "support": self.supports})
+
+    def __repr__(self) -> str:
+        kind = "closed " if self.closed else ""
+        return f"Candidates({len(self)} {kind}itemsets, min_support={self.min_support})"
+
+
+def _exclusion_bits(d: Database, exclude: Sequence[Sequence[int]]) -> np.ndarray:
+    w = d.n_words
+    rows = []
+    for combo in exclude:
+        a = np.unique(np.asarray(list(combo), dtype=np.int64).ravel())
+        if a.size == 0:
+            raise InvalidParameter("an excluded combination must hold at least one item")
+        known = np.isin(a, d.labels)
+        if not np.all(known):
+            continue  # no itemset of this database can contain it
+        b = np.zeros(w, np.uint64)
+        for r in d.to_new(a).tolist():
+            b[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+        rows.append(b)
+    if not rows:
+        return np.zeros((1, w), np.uint64)[:0]
+    return np.stack(rows)
+
+
+def _check_int(name: str, v: Any, lo: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise InvalidParameter(f"{name} must be an integer, got {v!r}")
+    if int(v) < lo:
+        raise InvalidParameter(f"{name} must be >= {lo}, got {v}")
+    return int(v)
+
+
+def mine_candidates(
+    db: Any,
+    min_support: int,
+    *,
+    closed: bool = False,
+    max_len: int | None = None,
+    exclude: Sequence[Sequence[int]] = (),
+) -> Candidates:
+    """Frequent (or closed frequent) itemsets with |X| ≥ 2 in the standard candidate order.
+
+    Parameters
+    ----------
+    db : TransactionArray, scipy sparse matrix/array, Database, or iterable of item-id lists
+        See :func:`ppdm_dask.krimp.as_database`.
+    min_support : int
+        Absolute minimum support (≥ 1).
+    closed : bool
+        Only closed itemsets (no proper superset with the same support).
+    max_len : int, optional
+        Keep itemsets with at most ``max_len`` items (≥ 2).
+    exclude : sequence of item-id sequences
+        Drop every itemset that contains all items of one of these combinations.
+    """
+    d = as_database(db)
+    minsup = _check_int("min_support", min_support, 1)
+    ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
+    if exclude is None:
+        exclude = ()
+    ex = _exclusion_bits(d, exclude)
+    max_depth = int(np.diff(d.indptr).max())
+    bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth)
+    perm = standard_order(bits, sup, d.n_items)
+    bits = bits[perm]
+    sup = sup[perm]
+    off, new, orig = _bits_to_sorted_items(bits, d.new_labels.astype(np.int64))
+    return Candidates(
+        offsets=off,
+        items=orig.astype(np.int64),
+        supports=sup.astype(np.int64),
+        min_support=minsup,
+        closed=bool(closed),
+        database=d,
+        new_items=new,
+    )

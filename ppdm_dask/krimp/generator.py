@@ -1,0 +1,971 @@
+"""KRIMP-based privacy-preserving data generation (SPEC §5.3, P4; stream tag 5).
+
+A :class:`KrimpGenerator` compresses a categorical database with KRIMP and then generates new
+transactions from the code table: for each output row, a not-yet-assigned attribute (domain) is
+picked uniformly at random, one code-table element covering an item of that domain is drawn with
+probability proportional to its Laplace-corrected usage ``w(c) = usage(c) + laplace`` among the
+elements that only touch unassigned domains, and its items are added; until every domain holds
+exactly one item.
+
+Randomness (DESIGN.md, "Randomness"): output rows are cut into blocks of ``block_rows`` (4096)
+consecutive global indices; block ``b`` draws everything from ``key.generator(Tag.KRIMP_GENERATE,
+b)`` in index order, exactly as the SPEC's literal procedure does (``rng_b.integers(len(open))``
+for the domain, ``rng_b.choice(len(S), p=w/Σw)`` for the element, ``Σw`` summed left to right in
+code-table order). The compiled kernel reproduces those numpy calls bit for bit from the raw
+64-bit words of the block's bit generator (Lemire's bounded integers with PCG64's 32-bit
+buffering, ``(word >> 11) · 2⁻⁵³`` doubles, cumulative-sum search), so the output equals the
+literal Python procedure (tested) and does not depend on the Dask partitioning, the scheduler or
+the number of workers: partitions are whole numbers of blocks.
+
+Domains. Given explicitly (one list of item labels per attribute, in attribute order) or inferred
+from categorical data with :func:`infer_domains`: items are scanned in ascending label order and
+a domain is a maximal run of consecutive items whose supports add up to exactly ``|db|``; the
+result is accepted only if every row then holds exactly one item of every domain (which also
+means that the items of one domain never co-occur). This is how the LUCS/KRIMP ``.dat`` files
+(and any data set numbered attribute by attribute) are laid out; anything else must pass
+``domains=`` explicitly.
+
+Privacy knobs (P4 §5 discussion): ``min_support`` (no pattern rarer than this is used, a
+k-anonymity-like guarantee on the patterns), ``laplace`` (every value of every domain keeps a
+positive probability: diversity), ``max_len`` (no pattern longer than this) and ``exclude``
+(sensitive item combinations that no pattern may contain); all except ``laplace`` act on the
+KRIMP candidates.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterable, Sequence
+
+import numba
+import numpy as np
+
+from ..errors import DataFormatError, InvalidParameter, PPDMError
+from ..random import KeyLike, Tag, as_key
+
+__all__ = [
+    "KrimpGenerator",
+    "GenerationError",
+    "infer_domains",
+    "check_domains",
+    "generate_rows",
+    "step_distribution",
+    "admissible_elements",
+    "transaction_distribution",
+    "BLOCK_ROWS",
+    "DOMAIN_ORDERS",
+]
+
+#: Output rows per randomness block (SPEC §5.3): block ``b`` uses stream ``(Tag.KRIMP_GENERATE, b)``.
+BLOCK_ROWS = 4096
+#: Supported domain orders (SPEC §5.3, E4-7).
+DOMAIN_ORDERS = ("random", "columns")
+#: ``domain_order="columns"``: restarts of one row before giving up (only with zero weights).
+MAX_RESTARTS = 10_000
+#: Default number of randomness blocks per Dask partition (16 × 4096 = 65,536 rows).
+BLOCKS_PER_PARTITION = 16
+
+_MODE = {"random": 0, "columns": 1}
+_OK, _NEED_WORDS, _ZERO_WEIGHT, _TOO_MANY_RESTARTS = 0, 1, 2, 3
+
+
+class GenerationError(PPDMError, RuntimeError):
+    """No transaction can be generated (all admissible code-table elements have weight 0)."""
+
+
+# ====================================================================== code-table tables
+@dataclass(frozen=True)
+class _Tables:
+    """Everything the kernel needs, as flat numpy arrays (picklable, sent once per task)."""
+
+    alphabet: np.ndarray  # sorted labels of all domain items; position = output column id
+    item_domain: np.ndarray  # int32, domain index of each alphabet position
+    n_domains: int
+    elem_ptr: np.ndarray  # int64 (n_elem + 1,)
+    elem_items: np.ndarray  # int32 alphabet positions of each element's items
+    elem_mask: np.ndarray  # uint64 (n_elem, n_words): domains each element touches
+    dom_ptr: np.ndarray  # int64 (n_domains + 1,)
+    dom_elems: np.ndarray  # int32: elements touching each domain, in code-table order
+    usages: np.ndarray  # float64 raw usages per element (appended singletons: 0)
+    n_ct: int  # elements that came from the code table (the rest are appended singletons)
+
+    @property
+    def n_elements(self) -> int:
+        return int(self.elem_ptr.size - 1)
+
+    def weights(self, laplace: float, lp_factor: float = 1.0) -> np.ndarray:
+        return self.usages * float(lp_factor) + float(laplace)
+
+    def element_labels(self, e: int) -> tuple:
+        return tuple(self.alphabet[self.elem_items[self.elem_ptr[e] : self.elem_ptr[e + 1]]].tolist())
+
+    def __dask_tokenize__(self):
+        return ("krimp-tables", self.alphabet.tobytes() if self.alphabet.dtype.kind == "i" else tuple(self.alphabet.tolist()),
+                self.item_domain.tobytes(), self.elem_ptr.tobytes(), self.elem_items.tobytes(), self.usages.tobytes())
+
+
+def _code_table_pairs(code_table: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """``(itemsets, usages)`` from a CodeTable-like object or a sequence of ``(items, usage)``."""
+    if hasattr(code_table, "itemsets") and hasattr(code_table, "usages"):
+        sets = [np.asarray(s) for s in code_table.itemsets]
+        usages = np.asarray(code_table.usages, dtype=np.float64)
+    else:
+        try:
+            pairs = list(code_table)
+            sets = [np.asarray(list(s)) for s, _ in pairs]
+            usages = np.asarray([u for _, u in pairs], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidParameter(
+                "code_table must be a CodeTable (itemsets, usages) or a sequence of (itemset, usage) pairs"
+            ) from None
+    if usages.shape != (len(sets),):
+        raise InvalidParameter(f"code table has {len(sets)} itemsets but {usages.size} usages")
+    if usages.size and (not np.all(np.isfinite(usages)) or usages.min() < 0):
+        raise InvalidParameter("code-table usages must be finite and non-negative")
+    return sets, usages
+
+
+def _normalize_domains(domains: Sequence[Iterable[Any]]) -> list[np.ndarray]:
+    if isinstance(domains, (str, bytes)) or not hasattr(domains, "__iter__"):
+        raise InvalidParameter("domains must be a sequence of item-label lists, one per attribute")
+    out = []
+    for i, d in enumerate(domains):
+        if isinstance(d, (str, bytes)):
+            raise InvalidParameter(f"domain {i} must be a list of item labels, got a string")
+        arr = np.asarray(list(d))
+        if arr.ndim != 1 or arr.size == 0:
+            raise InvalidParameter(f"domain {i} is empty; every attribute needs at least one value")
+        if arr.dtype.kind in "iu":
+            arr = arr.astype(np.int64)
+        elif arr.dtype.kind in "UO":
+            arr = arr.astype(str)
+        else:
+            raise InvalidParameter(f"domain {i}: item labels must be integers or strings")
+        if np.unique(arr).size != arr.size:
+            raise InvalidParameter(f"domain {i} lists an item twice")
+        out.append(arr)
+    if not out:
+        raise InvalidParameter("at least one domain is needed")
+    kinds = {a.dtype.kind for a in out}
+    if len(kinds) > 1:
+        raise InvalidParameter("domain labels must be all integers or all strings")
+    allv = np.concatenate(out)
+    uniq, cnt = np.unique(allv, return_counts=True)
+    if np.any(cnt > 1):
+        raise InvalidParameter(f"items in more than one domain: {uniq[cnt > 1][:5].tolist()}")
+    return out
+
+
+def _build_tables(code_table: Any, domains: Sequence[Iterable[Any]]) -> _Tables:
+    doms = _normalize_domains(domains)
+    alphabet = np.sort(np.concatenate(doms))
+    n_dom = len(doms)
+    item_domain = np.empty(alphabet.size, np.int32)
+    for d, arr in enumerate(doms):
+        item_domain[np.searchsorted(alphabet, arr)] = d
+    sets, usages = _code_table_pairs(code_table)
+    elem_lists: list[np.ndarray] = []
+    have_single = np.zeros(alphabet.size, bool)
+    for k, s in enumerate(sets):
+        s = np.asarray(s)
+        if s.size == 0:
+            raise InvalidParameter(f"code-table element {k} is empty")
+        if alphabet.dtype.kind == "U":
+            s = s.astype(str)
+        elif s.dtype.kind not in "iu":
+            raise InvalidParameter(f"code-table element {k} has non-integer items {s[:3].tolist()}")
+        pos = np.searchsorted(alphabet, s)
+        pos_c = np.minimum(pos, alphabet.size - 1)
+        bad = alphabet[pos_c] != s
+        if np.any(bad):
+            raise InvalidParameter(
+                f"code-table element {s.tolist()} holds items outside every domain: {s[bad][:5].tolist()}"
+            )
+        pos = np.unique(pos).astype(np.int32)
+        dd = item_domain[pos]
+        if np.unique(dd).size != dd.size:
+            raise InvalidParameter(
+                f"code-table element {s.tolist()} holds two items of one domain; no categorical "
+                "transaction contains it"
+            )
+        if pos.size == 1:
+            have_single[pos[0]] = True
+        elem_lists.append(pos)
+    n_ct = len(elem_lists)
+    # every value of every domain gets a singleton (usage 0 when unused or only declared)
+    missing = np.flatnonzero(~have_single)
+    elem_lists.extend(np.array([m], np.int32) for m in missing)
+    usages = np.concatenate([usages, np.zeros(missing.size)])
+    lens = np.array([e.size for e in elem_lists], np.int64)
+    elem_ptr = np.zeros(len(elem_lists) + 1, np.int64)
+    np.cumsum(lens, out=elem_ptr[1:])
+    elem_items = np.concatenate(elem_lists).astype(np.int32) if elem_lists else np.zeros(0, np.int32)
+    n_words = (n_dom + 63) // 64
+    elem_mask = np.zeros((len(elem_lists), n_words), np.uint64)
+    elem_of_item = np.repeat(np.arange(len(elem_lists)), lens)
+    dom_of_item = item_domain[elem_items].astype(np.int64)
+    np.bitwise_or.at(elem_mask, (elem_of_item, dom_of_item // 64), np.left_shift(np.uint64(1), (dom_of_item % 64).astype(np.uint64)))
+    # elements per domain in code-table order (element index order)
+    order = np.lexsort((elem_of_item, dom_of_item))
+    dom_elems = elem_of_item[order].astype(np.int32)
+    dom_ptr = np.zeros(n_dom + 1, np.int64)
+    np.cumsum(np.bincount(dom_of_item, minlength=n_dom), out=dom_ptr[1:])
+    return _Tables(alphabet, item_domain, n_dom, elem_ptr, elem_items, elem_mask, dom_ptr, dom_elems, usages, n_ct)
+
+
+# ====================================================================== compiled kernel
+@numba.njit(cache=True, nogil=True)
+def _gen_kernel(mode, n_rows, row0, words, pos, has32, buf32, weights, elem_ptr, elem_items, elem_mask,
+                dom_ptr, dom_elems, item_domain, n_dom, max_restarts, out_items, out_npat):  # pragma: no cover - compiled
+    """Generate rows ``row0..n_rows-1`` into ``out_items`` (row, domain) -> alphabet position.
+
+    Consumes the raw 64-bit words exactly like numpy's ``Generator.integers(n)`` (Lemire, with
+    PCG64's buffered 32-bit halves: state ``has32``/``buf32``) and ``Generator.random()``.
+    Returns ``(next_row, pos, has32, buf32, status)``; on ``_NEED_WORDS`` the state is rolled back
+    to the start of ``next_row`` so the caller can append words and call again.
+    """
+    n_words_avail = words.size
+    n_elem = elem_ptr.size - 1
+    n_w = elem_mask.shape[1]
+    open_list = np.empty(n_dom, np.int64)
+    assigned = np.zeros(n_w, np.uint64)
+    sidx = np.empty(max(n_elem, 1), np.int64)
+    cdf = np.empty(max(n_elem, 1), np.float64)
+    mask32 = np.uint64(0xFFFFFFFF)
+    inv53 = 1.0 / 9007199254740992.0
+    r = row0
+    while r < n_rows:
+        if n_words_avail - pos < 2 * n_dom + 2:
+            return r, pos, has32, buf32, 1
+        p0, h0, b0 = pos, has32, buf32
+        restarts = 0
+        need = False
+        while True:  # one attempt at row r (columns mode may restart)
+            for w in range(n_w):
+                assigned[w] = np.uint64(0)
+            for d in range(n_dom):
+                open_list[d] = d
+            n_open = n_dom
+            npat = 0
+            failed = False
+            di = 0  # columns mode: next domain to look at
+            while n_open > 0:
+                if mode == 0:
+                    # D = open[integers(n_open)]
+                    if n_open == 1:
+                        k = 0
+                    else:
+                        rng_excl = np.uint64(n_open)
+                        while True:
+                            if has32:
+                                x = buf32
+                                has32 = False
+                            else:
+                                if pos >= n_words_avail:
+                                    need = True
+                                    break
+                                wd = words[pos]
+                                pos += 1
+                                has32 = True
+                                buf32 = wd >> np.uint64(32)
+                                x = wd & mask32
+                            m = x * rng_excl
+                            left = m & mask32
+                            if left >= rng_excl:
+                                break
+                            thr = np.uint64((4294967296 - n_open) % n_open)
+                            if left >= thr:
+                                break
+                        if need:
+                            break
+                        k = np.int64(m >> np.uint64(32))
+                    D = open_list[k]
+                else:
+                    while True:
+                        dd = di
+                        if (assigned[dd // 64] >> np.uint64(dd % 64)) & np.uint64(1):
+                            di += 1
+                        else:
+                            break
+                    D = di
+                # admissible elements touching D, in code-table order
+                cnt = 0
+                s = 0.0
+                for j in range(dom_ptr[D], dom_ptr[D + 1]):
+                    e = dom_elems[j]
+                    ok = True
+                    for w in range(n_w):
+                        if elem_mask[e, w] & assigned[w]:
+                            ok = False
+                            break
+                    if ok:
+                        sidx[cnt] = e
+                        s += weights[e]
+                        cnt += 1
+                if cnt == 0 or not (s > 0.0):
+                    if mode == 0:
+                        return r, pos, has32, buf32, 2
+                    failed = True
+                    break
+                if pos >= n_words_avail:
+                    need = True
+                    break
+                u = np.float64(words[pos] >> np.uint64(11)) * inv53
+                pos += 1
+                # rng.choice(cnt, p=w/s): cdf = cumsum(p); cdf /= cdf[-1]; searchsorted(right)
+                c = 0.0
+                for i in range(cnt):
+                    c += weights[sidx[i]] / s
+                    cdf[i] = c
+                last = cdf[cnt - 1]
+                pick = cnt - 1
+                for i in range(cnt):
+                    if cdf[i] / last > u:
+                        pick = i
+                        break
+                e = sidx[pick]
+                for t in range(elem_ptr[e], elem_ptr[e + 1]):
+                    it = elem_items[t]
+                    out_items[r, item_domain[it]] = it
+                for w in range(n_w):
+                    assigned[w] |= elem_mask[e, w]
+                # drop the assigned domains from the open list, keeping it sorted
+                nn = 0
+                for q in range(n_open):
+                    dq = open_list[q]
+                    if not ((assigned[dq // 64] >> np.uint64(dq % 64)) & np.uint64(1)):
+                        open_list[nn] = dq
+                        nn += 1
+                n_open = nn
+                npat += 1
+            if need:
+                return r, p0, h0, b0, 1
+            if failed:
+                restarts += 1
+                if restarts > max_restarts:
+                    return r, pos, has32, buf32, 3
+                continue
+            break
+        out_npat[r] = npat
+        r += 1
+    return r, pos, has32, buf32, 0
+
+
+def _generate_block(tables: _Tables, weights: np.ndarray, mode: int, rng: np.random.Generator, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of one randomness block: ``(items (n_rows, n_domains) int32, patterns per row)``."""
+    nd = tables.n_domains
+    out = np.zeros((n_rows, nd), np.int32)
+    npat = np.zeros(n_rows, np.int32)
+    if n_rows == 0:
+        return out, npat
+    bg = rng.bit_generator
+    words = bg.random_raw(n_rows * (2 * nd + 1) + 64)
+    row, pos, has32, buf32 = 0, 0, False, np.uint64(0)
+    while True:
+        row, pos, has32, buf32, status = _gen_kernel(
+            mode, n_rows, row, words, pos, has32, np.uint64(buf32), weights, tables.elem_ptr, tables.elem_items,
+            tables.elem_mask, tables.dom_ptr, tables.dom_elems, tables.item_domain, nd, MAX_RESTARTS, out, npat,
+        )
+        if status == _OK:
+            return out, npat
+        if status == _NEED_WORDS:
+            more = max(1024, (n_rows - row) * (2 * nd + 1))
+            words = np.concatenate([words[pos:], bg.random_raw(more)])
+            pos = 0
+            continue
+        if status == _ZERO_WEIGHT:
+            raise GenerationError(
+                "all code-table elements admissible for a domain have weight 0 (usage 0 and laplace = 0); "
+                "use laplace > 0"
+            )
+        raise GenerationError(
+            f"domain_order='columns': no admissible element after {MAX_RESTARTS} restarts of one row "
+            "(zero weights); use laplace > 0"
+        )
+
+
+def _rows_to_csr(items: np.ndarray, n_items: int):
+    import scipy.sparse as sp
+
+    n, nd = items.shape
+    idx = np.sort(items, axis=1).ravel().astype(np.int32)
+    indptr = (np.arange(n + 1, dtype=np.int64) * nd).astype(np.int32)
+    return sp.csr_array((np.ones(idx.size, np.int32), idx, indptr), shape=(n, n_items))
+
+
+def _block_layout(n: int, block_rows: int) -> list[int]:
+    nb = -(-n // block_rows) if n else 0
+    return [min(block_rows, n - b * block_rows) for b in range(nb)]
+
+
+def _generate_range(tables: _Tables, weights: np.ndarray, mode: int, key: Any, first_block: int, rows: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of consecutive randomness blocks ``first_block, first_block+1, ...`` (``rows`` each)."""
+    parts, pats = [], []
+    for i, r in enumerate(rows):
+        rng = key.generator(Tag.KRIMP_GENERATE, first_block + i)
+        it, npat = _generate_block(tables, weights, mode, rng, int(r))
+        parts.append(it)
+        pats.append(npat)
+    if not parts:
+        return np.zeros((0, tables.n_domains), np.int32), np.zeros(0, np.int32)
+    return np.concatenate(parts), np.concatenate(pats)
+
+
+def _partition_task(tables: _Tables, weights: np.ndarray, mode: int, key: Any, first_block: int, rows: Sequence[int]):
+    items, npat = _generate_range(tables, weights, mode, key, first_block, rows)
+    return _rows_to_csr(items, tables.alphabet.size), npat.astype(np.int64)
+
+
+def generate_rows(
+    code_table: Any,
+    domains: Sequence[Iterable[Any]],
+    n: int,
+    *,
+    key: KeyLike = None,
+    laplace: float = 0.001,
+    lp_factor: float = 1.0,
+    domain_order: str = "random",
+    block_rows: int = BLOCK_ROWS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Generate ``n`` rows in memory from a code table (no Dask).
+
+    Returns
+    -------
+    items : ndarray (n, n_domains)
+        Row ``g``, domain ``d`` -> the label of its item.
+    n_patterns : ndarray (n,)
+        Code-table elements used for each row.
+    alphabet : ndarray
+        Sorted labels of all domain items.
+    """
+    tables = _build_tables(code_table, domains)
+    mode, weights = _mode_and_weights(tables, laplace, lp_factor, domain_order)
+    _check_count(n, "n")
+    _check_count(block_rows, "block_rows", minimum=1)
+    key = as_key(key)
+    items, npat = _generate_range(tables, weights, mode, key, 0, _block_layout(int(n), int(block_rows)))
+    return tables.alphabet[items], npat, tables.alphabet
+
+
+def _mode_and_weights(tables: _Tables, laplace: float, lp_factor: float, domain_order: str) -> tuple[int, np.ndarray]:
+    _check_laplace(laplace)
+    if isinstance(lp_factor, bool) or not isinstance(lp_factor, numbers.Real) or not math.isfinite(lp_factor) or lp_factor < 0:
+        raise InvalidParameter(f"lp_factor must be a finite number >= 0, got {lp_factor!r}")
+    if domain_order not in _MODE:
+        raise InvalidParameter(f"domain_order must be one of {DOMAIN_ORDERS}, got {domain_order!r}")
+    return _MODE[domain_order], tables.weights(laplace, lp_factor)
+
+
+def _check_laplace(laplace: Any) -> None:
+    if isinstance(laplace, bool) or not isinstance(laplace, numbers.Real) or not math.isfinite(laplace) or laplace < 0:
+        raise InvalidParameter(f"laplace must be a finite number >= 0, got {laplace!r}")
+
+
+def _check_count(v: Any, name: str, minimum: int = 0) -> None:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
+        raise InvalidParameter(f"{name} must be an integer >= {minimum}, got {v!r}")
+
+
+# ====================================================================== exact distributions
+def _as_fraction(x: Any) -> Fraction:
+    return x if isinstance(x, Fraction) else Fraction(x)
+
+
+def _exact_weights(tables: _Tables, laplace: Any, lp_factor: Any) -> list[Fraction]:
+    lf, la = _as_fraction(lp_factor), _as_fraction(laplace)
+    return [_as_fraction(float(u)) * lf + la for u in tables.usages]
+
+
+def _touches(tables: _Tables, e: int, dom: int) -> bool:
+    return bool((int(tables.elem_mask[e, dom // 64]) >> (dom % 64)) & 1)
+
+
+def _elem_domains(tables: _Tables, e: int) -> frozenset:
+    return frozenset(int(d) for d in tables.item_domain[tables.elem_items[tables.elem_ptr[e] : tables.elem_ptr[e + 1]]])
+
+
+def _assigned_domains(tables: _Tables, assigned: Iterable[Any]) -> frozenset:
+    items = np.asarray(list(assigned))
+    if items.size == 0:
+        return frozenset()
+    if tables.alphabet.dtype.kind == "U":
+        items = items.astype(str)
+    pos = np.searchsorted(tables.alphabet, items)
+    pos_c = np.minimum(pos, tables.alphabet.size - 1)
+    if np.any(tables.alphabet[pos_c] != items):
+        raise InvalidParameter(f"assigned items outside every domain: {items[tables.alphabet[pos_c] != items].tolist()}")
+    return frozenset(int(d) for d in tables.item_domain[pos])
+
+
+def admissible_elements(code_table: Any, domains: Sequence[Iterable[Any]], assigned: Iterable[Any] = ()) -> list[tuple]:
+    """Code-table elements still usable once the items ``assigned`` are in the row: those with
+    no item in an assigned domain (``cands`` of SPEC §5.3), in code-table order, as label tuples
+    (missing singletons of the domains are appended at the end)."""
+    t = _build_tables(code_table, domains)
+    done = _assigned_domains(t, assigned)
+    return [t.element_labels(e) for e in range(t.n_elements) if not (_elem_domains(t, e) & done)]
+
+
+def step_distribution(
+    code_table: Any,
+    domains: Sequence[Iterable[Any]],
+    domain: int,
+    *,
+    assigned: Iterable[Any] = (),
+    laplace: Any = 0.001,
+    lp_factor: Any = 1.0,
+) -> dict[tuple, Fraction]:
+    """Exact probability of each element drawn for ``domain`` (an index into ``domains``) given
+    the items already ``assigned`` to the row: ``w(c) / Σ_{S} w`` over ``S = CT^D`` restricted to
+    admissible elements (SPEC §5.3). Weights ``usage·lp_factor + laplace`` as exact fractions of
+    the given numbers (pass ``Fraction`` for decimal-exact values)."""
+    t = _build_tables(code_table, domains)
+    if isinstance(domain, bool) or not isinstance(domain, numbers.Integral) or not 0 <= domain < t.n_domains:
+        raise InvalidParameter(f"domain must be an index in 0..{t.n_domains - 1}, got {domain!r}")
+    done = _assigned_domains(t, assigned)
+    if domain in done:
+        raise InvalidParameter(f"domain {domain} is already assigned")
+    w = _exact_weights(t, laplace, lp_factor)
+    S = [e for e in range(t.n_elements) if _touches(t, e, domain) and not (_elem_domains(t, e) & done)]
+    total = sum((w[e] for e in S), Fraction(0))
+    if total == 0:
+        raise GenerationError(f"all admissible elements of domain {domain} have weight 0")
+    return {t.element_labels(e): w[e] / total for e in S}
+
+
+def transaction_distribution(
+    code_table: Any,
+    domains: Sequence[Iterable[Any]],
+    *,
+    laplace: Any = 0.001,
+    lp_factor: Any = 1.0,
+    domain_order: str = "random",
+) -> dict[tuple, Fraction]:
+    """Exact output distribution of one generated transaction (sorted label tuple -> probability),
+    by exhaustive enumeration over domain orders and element choices in rational arithmetic.
+
+    Exponential in the number of domains: for small code tables (tests, SPEC O4-2).
+    ``domain_order="columns"`` conditions on success (rows restarted on dead ends).
+    """
+    t = _build_tables(code_table, domains)
+    if domain_order not in _MODE:
+        raise InvalidParameter(f"domain_order must be one of {DOMAIN_ORDERS}, got {domain_order!r}")
+    w = _exact_weights(t, laplace, lp_factor)
+    edoms = [_elem_domains(t, e) for e in range(t.n_elements)]
+    items_of = [frozenset(t.elem_items[t.elem_ptr[e] : t.elem_ptr[e + 1]].tolist()) for e in range(t.n_elements)]
+    memo: dict[frozenset, dict[frozenset, Fraction]] = {}
+
+    def choose(open_: frozenset, D: int) -> list[tuple[int, Fraction]]:
+        S = [e for e in range(t.n_elements) if D in edoms[e] and edoms[e] <= open_]
+        total = sum((w[e] for e in S), Fraction(0))
+        if total == 0:
+            return []
+        return [(e, w[e] / total) for e in S if w[e]]
+
+    def dist(open_: frozenset) -> dict[frozenset, Fraction]:
+        if not open_:
+            return {frozenset(): Fraction(1)}
+        if open_ in memo:
+            return memo[open_]
+        out: dict[frozenset, Fraction] = {}
+        Ds = sorted(open_) if domain_order == "random" else [min(open_)]
+        pd = Fraction(1, len(Ds))
+        for D in Ds:
+            opts = choose(open_, D)
+            if not opts and domain_order == "random":
+                raise GenerationError(f"all admissible elements of domain {D} have weight 0")
+            for e, pe in opts:
+                for rest, pr in dist(open_ - edoms[e]).items():
+                    key = rest | items_of[e]
+                    out[key] = out.get(key, Fraction(0)) + pd * pe * pr
+        memo[open_] = out
+        return out
+
+    res = dist(frozenset(range(t.n_domains)))
+    total = sum(res.values(), Fraction(0))
+    if total == 0:
+        raise GenerationError("no transaction can be generated")
+    labels = t.alphabet
+    return {tuple(labels[sorted(k)].tolist()): v / total for k, v in res.items()}
+
+
+# ====================================================================== domains
+def _as_transactions(db: Any):
+    from ..data.transactions import TransactionArray
+
+    if isinstance(db, TransactionArray):
+        return db
+    if isinstance(db, (str, bytes)):
+        raise InvalidParameter("expected a TransactionArray or a list of transactions, got a string")
+    try:
+        return TransactionArray.from_lists(db)
+    except TypeError:
+        raise InvalidParameter(f"expected a TransactionArray or a list of transactions, got {type(db).__name__}") from None
+
+
+def _bad_rows_kernel(block: Any, item_domain: np.ndarray, n_dom: int) -> np.ndarray:
+    """Rows of a CSR block that do not hold exactly one item of every domain (count), and
+    occurrences of items outside every domain (``item_domain < 0``)."""
+    n = block.shape[0]
+    if n == 0:
+        return np.zeros(2, np.int64)
+    dom = item_domain[block.indices]
+    outside = int(np.count_nonzero(dom < 0))
+    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(block.indptr))
+    ok = dom >= 0
+    counts = np.bincount(row[ok] * n_dom + dom[ok], minlength=n * n_dom).reshape(n, n_dom)
+    bad = int(np.count_nonzero(np.any(counts != 1, axis=1)))
+    return np.array([bad, outside], np.int64)
+
+
+def check_domains(db: Any, domains: Sequence[Iterable[Any]], **compute_kwargs: Any) -> None:
+    """Raise :class:`DataFormatError` unless every row of ``db`` holds exactly one item of every
+    domain and every item of ``db`` is in a domain (one Dask pass: MAP + tree sum)."""
+    from ..data._graph import tree_sum
+    from ..progress import compute
+
+    tx = _as_transactions(db)
+    doms = _normalize_domains(domains)
+    labels = tx.vocabulary.labels
+    item_domain = np.full(labels.size, -1, np.int32)
+    for d, arr in enumerate(doms):
+        if labels.dtype.kind != arr.dtype.kind and labels.size:
+            raise DataFormatError("domain labels and data labels differ in type (integers vs strings)")
+        pos = np.searchsorted(labels, arr)
+        pos_c = np.minimum(pos, max(labels.size - 1, 0))
+        hit = (pos < labels.size) & (labels[pos_c] == arr) if labels.size else np.zeros(arr.size, bool)
+        item_domain[pos[hit]] = d
+    compute_kwargs.setdefault("progress", False)
+    (res,) = compute(tree_sum(tx.blocks, _bad_rows_kernel, (2,), np.int64, item_domain, len(doms)), **compute_kwargs)
+    bad, outside = int(res[0]), int(res[1])
+    if outside:
+        missing = labels[item_domain < 0][:5].tolist()
+        raise DataFormatError(f"{outside} item occurrence(s) belong to no domain (items {missing} ...)")
+    if bad:
+        raise DataFormatError(
+            f"{bad} of {tx.n_transactions} rows do not hold exactly one item of every domain; KRIMP "
+            "generation needs categorical data (for missing values add one 'missing' item per attribute)"
+        )
+
+
+def infer_domains(db: Any, **compute_kwargs: Any) -> list[np.ndarray]:
+    """Attribute domains of categorical data where every row holds one item per attribute.
+
+    Rule: items are scanned in ascending label order; a domain is a maximal run of consecutive
+    items whose supports add up to exactly ``|db|`` (``supp(run) == |db|`` closes the domain).
+    The partition is accepted only if every row holds exactly one item of every domain (one
+    verification pass), which also implies that items of one domain never co-occur. This
+    recovers the attributes of data numbered attribute by attribute, as the LUCS/KRIMP ``.dat``
+    files are; otherwise pass the domains explicitly.
+
+    Returns
+    -------
+    list of ndarray
+        Item labels of each domain, in attribute (label) order.
+
+    Raises
+    ------
+    DataFormatError
+        Empty data, or no such partition exists (e.g. rows of different lengths).
+    """
+    tx = _as_transactions(db)
+    n = tx.n_transactions
+    if n == 0:
+        raise DataFormatError("cannot infer domains from an empty database")
+    kw = dict(compute_kwargs)
+    kw.setdefault("progress", False)
+    supports = tx.item_supports(**kw)
+    labels = tx.vocabulary.labels
+    domains: list[np.ndarray] = []
+    start, acc = 0, 0
+    for j in range(labels.size):
+        acc += int(supports[j])
+        if acc == n:
+            domains.append(labels[start : j + 1])
+            start, acc = j + 1, 0
+        elif acc > n:
+            raise DataFormatError(
+                f"cannot infer attribute domains: the supports of items {labels[start]}..{labels[j]} "
+                f"exceed |db| = {n} before adding up to it; rows do not hold exactly one item per "
+                "attribute with attributes numbered consecutively; pass domains= explicitly"
+            )
+    if start < labels.size:
+        if not domains:
+            raise DataFormatError("cannot infer attribute domains: the item supports never add up to |db|")
+        # trailing zero-support items join the last domain (declared but unobserved values)
+        if acc == 0:
+            domains[-1] = np.concatenate([domains[-1], labels[start:]])
+        else:
+            raise DataFormatError(
+                f"cannot infer attribute domains: items {labels[start]}..{labels[-1]} have supports adding "
+                f"up to {acc}, not |db| = {n}; pass domains= explicitly"
+            )
+    try:
+        check_domains(tx, domains, **kw)
+    except DataFormatError as exc:
+        raise DataFormatError(f"cannot infer attribute domains: {exc}; pass domains= explicitly") from None
+    return domains
+
+
+# ====================================================================== estimator
+class KrimpGenerator:
+    """Generate privacy-preserving categorical data from a KRIMP code table (P4, SPEC §5.3).
+
+    Parameters
+    ----------
+    min_support : int or float
+        Candidate itemsets for KRIMP: absolute count >= 1 or fraction in (0, 1] (P4 Table 1:
+        mostly 1). Higher values: no pattern rarer than this is reproduced.
+    laplace : float, default 0.001
+        Added to every element's usage (including unused singletons) before drawing.
+    closed : bool, default False
+        Closed candidates only.
+    prune : bool, default False
+        KRIMP post-acceptance pruning (P4 ran without pruning, E4-9).
+    max_len : int, optional
+        Longest candidate pattern.
+    exclude : iterable of item combinations
+        Sensitive combinations: no candidate contains all items of one of them.
+    domains : list of lists of labels, optional
+        Attribute domains in attribute order; inferred with :func:`infer_domains` if omitted.
+    domain_order : {"random", "columns"}
+        ``"random"``: uniform over unassigned domains (P4, default); ``"columns"``: the authors'
+        reference generator (E4-7).
+    lp_factor : float, default 1.0
+        Weight ``usage·lp_factor + laplace`` (the reference generator's factor; 1 = SPEC).
+
+    Attributes
+    ----------
+    code_table_ : CodeTable
+    domains_ : list of ndarray
+    n_rows_ : int
+        Rows of the fitted database (default output size).
+    krimp_result_ : KrimpResult
+    avg_patterns_per_row_ : float
+        Mean number of code-table elements used per generated row in the last
+        :meth:`sample_lists` call, or (computed on first access) of the last :meth:`sample`.
+    """
+
+    def __init__(
+        self,
+        min_support: int | float = 1,
+        laplace: float = 0.001,
+        *,
+        closed: bool = False,
+        prune: bool = False,
+        max_len: int | None = None,
+        exclude: Iterable[Iterable[Any]] = (),
+        domains: Sequence[Iterable[Any]] | None = None,
+        domain_order: str = "random",
+        lp_factor: float = 1.0,
+    ) -> None:
+        self.min_support = min_support
+        self.laplace = laplace
+        self.closed = closed
+        self.prune = prune
+        self.max_len = max_len
+        self.exclude = exclude
+        self.domains = domains
+        self.domain_order = domain_order
+        self.lp_factor = lp_factor
+
+    # ------------------------------------------------------------------ fitting
+    def _check_params(self) -> None:
+        _check_laplace(self.laplace)
+        if self.domain_order not in _MODE:
+            raise InvalidParameter(f"domain_order must be one of {DOMAIN_ORDERS}, got {self.domain_order!r}")
+        if self.max_len is not None:
+            _check_count(self.max_len, "max_len", minimum=1)
+
+    def fit(self, db: Any, *, progress: bool = False) -> "KrimpGenerator":
+        """Compress ``db`` with KRIMP and prepare generation.
+
+        ``db``: a TransactionArray or a list of transactions (item labels) of categorical data.
+        """
+        from .search import krimp
+
+        self._check_params()
+        tx = _as_transactions(db)
+        if tx.n_transactions == 0:
+            raise DataFormatError("cannot fit a generator on an empty database")
+        if self.domains is None:
+            domains = infer_domains(tx)
+        else:
+            domains = _normalize_domains(self.domains)
+            check_domains(tx, domains)
+        from ..mining import min_count_of
+
+        result = krimp(
+            tx,
+            min_support=min_count_of(self.min_support, tx.n_transactions),
+            closed=self.closed,
+            prune=self.prune,
+            max_len=self.max_len,
+            exclude=tuple(tuple(x) for x in self.exclude),
+            progress=progress,
+        )
+        self.krimp_result_ = result
+        self._set_table(result.code_table, domains, tx.n_transactions)
+        return self
+
+    @classmethod
+    def from_code_table(
+        cls,
+        code_table: Any,
+        domains: Sequence[Iterable[Any]],
+        *,
+        n_rows: int | None = None,
+        laplace: float = 0.001,
+        domain_order: str = "random",
+        lp_factor: float = 1.0,
+    ) -> "KrimpGenerator":
+        """A fitted generator from a given code table (CodeTable or ``[(itemset, usage), ...]``)."""
+        gen = cls(laplace=laplace, domains=domains, domain_order=domain_order, lp_factor=lp_factor)
+        gen._check_params()
+        if n_rows is None:
+            n_rows = int(getattr(code_table, "n_rows", 0) or 0)
+        gen._set_table(code_table, _normalize_domains(domains), int(n_rows))
+        return gen
+
+    def _set_table(self, code_table: Any, domains: list[np.ndarray], n_rows: int) -> None:
+        self.code_table_ = code_table
+        self.domains_ = [np.asarray(d) for d in domains]
+        self.n_rows_ = int(n_rows)
+        self._tables = _build_tables(code_table, self.domains_)
+        self._last_npat = None
+        self._avg = None
+
+    def _fitted(self) -> _Tables:
+        t = getattr(self, "_tables", None)
+        if t is None:
+            raise PPDMError("this KrimpGenerator is not fitted yet; call fit(db) first")
+        return t
+
+    def _mode_weights(self) -> tuple[int, np.ndarray]:
+        return _mode_and_weights(self._fitted(), self.laplace, self.lp_factor, self.domain_order)
+
+    def _n(self, n: int | None) -> int:
+        if n is None:
+            n = self.n_rows_
+        _check_count(n, "n")
+        return int(n)
+
+    # ------------------------------------------------------------------ generation
+    def sample_lists(self, n: int | None = None, key: KeyLike = None, *, block_rows: int = BLOCK_ROWS) -> list[list[Any]]:
+        """``n`` generated transactions (default ``|db|``) as sorted lists of labels, in memory.
+
+        Equal to ``sample(n, key=key, block_rows=block_rows).to_lists()``.
+        """
+        tables = self._fitted()
+        mode, weights = self._mode_weights()
+        n = self._n(n)
+        _check_count(block_rows, "block_rows", minimum=1)
+        items, npat = _generate_range(tables, weights, mode, as_key(key), 0, _block_layout(n, int(block_rows)))
+        self._last_npat = None
+        self._avg = float(npat.mean()) if n else float("nan")
+        labels = tables.alphabet[np.sort(items, axis=1)]
+        return labels.tolist()
+
+    def sample(
+        self,
+        n: int | None = None,
+        *,
+        key: KeyLike = None,
+        block_rows: int = BLOCK_ROWS,
+        blocks_per_partition: int = BLOCKS_PER_PARTITION,
+        pattern_counts: bool = True,
+    ):
+        """``n`` generated transactions (default ``|db|``) as a lazy TransactionArray.
+
+        Each Dask partition generates ``blocks_per_partition`` consecutive randomness blocks of
+        ``block_rows`` rows; block ``b`` uses ``key.generator(Tag.KRIMP_GENERATE, b)``, so the
+        rows depend only on ``(code table, domains, parameters, key, block_rows)``, not on the
+        partitioning or the workers. ``key=None`` draws a fresh secret key (never stored).
+        With ``pattern_counts`` the result has a row column ``n_patterns`` (code-table elements
+        used per row; P4 Fig. 5). The vocabulary is the union of the domains.
+        """
+        import dask
+        import dask.array as da
+        from dask.base import tokenize
+
+        from ..data._graph import blocks_from_tasks, concat_rows
+        from ..data.transactions import TransactionArray
+        from ..data.vocabulary import Vocabulary
+
+        tables = self._fitted()
+        mode, weights = self._mode_weights()
+        n = self._n(n)
+        _check_count(block_rows, "block_rows", minimum=1)
+        _check_count(blocks_per_partition, "blocks_per_partition", minimum=1)
+        key = as_key(key)
+        layout = _block_layout(n, int(block_rows))
+        groups = [list(range(i, min(i + blocks_per_partition, len(layout)))) for i in range(0, len(layout), blocks_per_partition)]
+        # graph names must not reveal the key: only its one-way digest enters the token
+        token = tokenize(key.digest("krimp-generate"), tables, weights, mode, n, int(block_rows), int(blocks_per_partition))
+        parts = []
+        rows = []
+        for i, g in enumerate(groups):
+            brows = [layout[b] for b in g]
+            parts.append(
+                dask.delayed(_partition_task, pure=True)(
+                    tables, weights, mode, key, g[0], brows, dask_key_name=f"krimp-generate-task-{token}-{i}"
+                )
+            )
+            rows.append(sum(brows))
+        vocab = Vocabulary(tables.alphabet, assume_sorted=True)
+        tasks = [(operator.getitem, p.key, 0) for p in parts]
+        blocks = blocks_from_tasks(f"krimp-generate-{token}", tasks, rows, tables.alphabet.size, dependencies=parts)
+        columns = {}
+        if pattern_counts:
+            cols = [
+                da.from_delayed(dask.delayed(operator.getitem, pure=True)(p, 1), shape=(r,), dtype=np.int64, meta=np.empty(0, np.int64))
+                for p, r in zip(parts, rows)
+            ]
+            columns["n_patterns"] = concat_rows(cols, rows) if cols else da.zeros(0, dtype=np.int64, chunks=((0,),))
+            self._last_npat = columns["n_patterns"]
+        else:
+            self._last_npat = None
+        self._avg = None
+        metadata = {
+            "generator": "krimp",
+            "min_support": self.min_support,
+            "laplace": float(self.laplace),
+            "lp_factor": float(self.lp_factor),
+            "closed": bool(self.closed),
+            "prune": bool(self.prune),
+            "max_len": self.max_len,
+            "domain_order": self.domain_order,
+            "block_rows": int(block_rows),
+            "n_domains": tables.n_domains,
+        }
+        if columns and not rows:
+            columns = {}
+        return TransactionArray(blocks, vocab, metadata=metadata, columns=columns)
+
+    @property
+    def avg_patterns_per_row_(self) -> float:
+        if getattr(self, "_avg", None) is not None:
+            return self._avg
+        if getattr(self, "_last_npat", None) is not None:
+            from ..progress import compute
+
+            (v,) = compute(self._last_npat, progress=False)
+            self._avg = float(np.mean(v)) if v.size else float("nan")
+            return self._avg
+        raise AttributeError("avg_patterns_per_row_ is set by sample_lists() or sample(pattern_counts=True)")
+
+    # ------------------------------------------------------------------ exact (small tables)
+    def exact_distribution(self) -> dict[tuple, Fraction]:
+        """Exact distribution of one generated transaction (see :func:`transaction_distribution`)."""
+        self._fitted()
+        return transaction_distribution(self.code_table_, self.domains_, laplace=self.laplace, lp_factor=self.lp_factor, domain_order=self.domain_order)
+
+    def __repr__(self) -> str:
+        return (
+            f"KrimpGenerator(min_support={self.min_support!r}, laplace={self.laplace!r}, closed={self.closed!r}, "
+            f"prune={self.prune!r}, max_len={self.max_len!r}, domain_order={self.domain_order!r})"
+        )
