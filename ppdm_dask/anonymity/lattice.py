@@ -154,12 +154,7 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
     if n_nodes > MAX_LATTICE_NODES:
         raise InvalidParameter(f"the lattice has {n_nodes:,} nodes (> {MAX_LATTICE_NODES:,}); use fewer levels or method='mondrian'")
     n_total = fs.n_records
-    # seed the bound with the greedy solution (if any)
-    try:
-        seed = datafly(fs, k, l=l, kind=kind, c=c, max_suppression=max_suppression)
-        best: tuple[int, int, tuple[int, ...]] | None = (seed.dm, sum(seed.node), seed.node)
-    except InfeasiblePrivacyError:
-        best = None
+    best: tuple[int, int, tuple[int, ...]] | None = None
     nodes = sorted(itertools.product(*[range(h) for h in heights]), key=lambda v: (sum(v), v))
     traced: list[NodeStats] = []
     n_eval = 0
@@ -171,19 +166,21 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
             if best is None or cand < best:
                 best = cand
 
-    # Suppressed records never increase under generalisation for k-anonymity and distinct
-    # l-diversity (a kept class stays kept inside any union of classes), and for every kind when
-    # nothing may be suppressed; then feasibility is monotone and a top-down pass tags every
-    # specialisation of an infeasible node without rolling it up (predictive tagging).
     bottom = nodes[0]
     stats, _, _ = _evaluate(fs, bottom, k, l, kind, c)
     n_eval += 1
     if trace:
         traced.append(stats)
     consider(bottom, stats)
-    if stats.suppressed <= limit and stats.dm(n_total) <= stats.bound:
-        pass  # the bottom node meets the lower bound of every node: it is optimal (e.g. nothing to do)
-    elif l is None or l <= 1 or kind == "distinct" or limit == 0:
+    # the bottom node meets the lower bound of every node: it is optimal (e.g. nothing to do)
+    bottom_optimal = stats.suppressed <= limit and stats.dm(n_total) <= stats.bound
+    if bottom_optimal:
+        nodes = nodes[:1]
+    # Suppressed records never increase under generalisation for k-anonymity and distinct
+    # l-diversity (a kept class stays kept inside any union of classes), and for every kind when
+    # nothing may be suppressed; then feasibility is monotone and a top-down pass tags every
+    # specialisation of an infeasible node without rolling it up (predictive tagging).
+    if l is None or l <= 1 or kind == "distinct" or limit == 0:
         infeasible: set[tuple[int, ...]] = set()
         for node in reversed(nodes[1:]):
             if any(node[:j] + (node[j] + 1,) + node[j + 1:] in infeasible
@@ -199,7 +196,14 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
             else:
                 consider(node, stats)
     else:
-        # non-monotone feasibility: bottom-up with the monotone DM lower bound (module docstring)
+        # non-monotone feasibility: bottom-up with the monotone DM lower bound (module docstring),
+        # seeded with the greedy solution
+        try:
+            seed = datafly(fs, k, l=l, kind=kind, c=c, max_suppression=max_suppression)
+        except InfeasiblePrivacyError:
+            seed = None  # no greedy solution: the search starts from the bottom node's bound only
+        if seed is not None:
+            consider(seed.node, seed.stats)
         bound: dict[tuple[int, ...], int] = {bottom: stats.bound}
         for node in nodes[1:]:
             inherited = 0

@@ -42,6 +42,22 @@ def n_words(n_bits: int) -> int:
 
 
 # ---------------------------------------------------------------------------- numba helpers
+@numba.njit(cache=True, nogil=True, inline="always")
+def fits(a, b):
+    """Bitset ``a`` is a subset of bitset ``b`` (1-d uint64 word rows)."""
+    for k in range(b.shape[0]):
+        if a[k] & ~b[k]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def take(a, b):
+    """Remove the bits of ``a`` from ``b`` in place."""
+    for k in range(b.shape[0]):
+        b[k] &= ~a[k]
+
+
 @numba.njit(cache=True, nogil=True)
 def pack_rows(indptr, indices, mapping, n_bits):
     """Rows ``indices[indptr[i]:indptr[i+1]]`` → bitsets of ``mapping[index]`` (n_rows × W)."""
@@ -139,15 +155,9 @@ def cover_bits(rowbits, elbits, n_elements):
     rem = rowbits.copy()
     for t in range(n):
         for e in range(n_elements):
-            ok = True
-            for k in range(w):
-                if elbits[e, k] & ~rem[t, k]:
-                    ok = False
-                    break
-            if ok:
+            if fits(elbits[e], rem[t]):
                 usage[e] += 1
-                for k in range(w):
-                    rem[t, k] &= ~elbits[e, k]
+                take(elbits[e], rem[t])
     return usage, rem
 
 
@@ -166,14 +176,8 @@ def cover_lists(rowbits, elbits, n_elements, n_bits):
         for k in range(w):
             rem[k] = rowbits[t, k]
         for e in range(n_elements):
-            ok = True
-            for k in range(w):
-                if elbits[e, k] & ~rem[k]:
-                    ok = False
-                    break
-            if ok:
-                for k in range(w):
-                    rem[k] &= ~elbits[e, k]
+            if fits(elbits[e], rem):
+                take(elbits[e], rem)
                 if pos >= buf.size:
                     nb = np.empty(buf.size * 2, np.int64)
                     nb[: buf.size] = buf

@@ -33,7 +33,7 @@ import numba
 import numpy as np
 
 from ..errors import InvalidParameter
-from ._kernels import Database, as_database
+from ._kernels import Database, as_database, fits
 
 _DEBRUIJN = np.array(
     [0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61, 54, 58, 35, 52, 50, 42, 21, 44,
@@ -152,12 +152,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
     if max_len > 0 and qlen > max_len:
         return empty_b, empty_s
     for x in range(n_ex):
-        sub = True
-        for k in range(w):
-            if exbits[x, k] & ~Q[k]:
-                sub = False
-                break
-        if sub:
+        if fits(exbits[x], Q):
             return empty_b, empty_s
     if qlen >= 2:
         out_bits[0, :] = Q
@@ -393,12 +388,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
             continue
         excluded = False
         for x in range(n_ex):
-            sub = True
-            for k in range(w):
-                if exbits[x, k] & ~Q[k]:
-                    sub = False
-                    break
-            if sub:
+            if fits(exbits[x], Q):
                 excluded = True
                 break
         if excluded:

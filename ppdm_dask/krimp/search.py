@@ -48,7 +48,7 @@ import numba
 import numpy as np
 
 from ..errors import InvalidParameter
-from ._kernels import Database, as_database, exact_sum, pack_rows
+from ._kernels import Database, as_database, exact_sum, fits, pack_rows, take
 from .candidates import Candidates, _check_int, _exclusion_bits, mine_candidates, standard_order
 from .codetable import CodeTable
 
@@ -293,12 +293,7 @@ def _recover_suffix_idx(r, kthr, lst, lst_off, lcnt, ekey, cbits, out_row, surv,
                     lo_ = mid + 1
             for j in range(lo_, o1):
                 c = lst[j]
-                ok = True
-                for kk in range(w):
-                    if cbits[c, kk] & ~r[kk]:
-                        ok = False
-                        break
-                if ok:
+                if fits(cbits[c], r):
                     # insertion by key
                     q = nsv
                     kc = ekey[c]
@@ -310,14 +305,8 @@ def _recover_suffix_idx(r, kthr, lst, lst_off, lcnt, ekey, cbits, out_row, surv,
     ns = 0
     for a in range(nsv):
         c = surv[a]
-        ok = True
-        for k in range(w):
-            if cbits[c, k] & ~r[k]:
-                ok = False
-                break
-        if ok:
-            for k in range(w):
-                r[k] &= ~cbits[c, k]
+        if fits(cbits[c], r):
+            take(cbits[c], r)
             out_row[ns] = c
             ns += 1
     return ns
@@ -411,15 +400,9 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
                     for k in range(w):
                         r[k] &= ~cbits[c, k]
                     kk += 1
-                ok = True
-                for k in range(w):
-                    if cbits[x, k] & ~r[k]:
-                        ok = False
-                        break
-                if not ok:
+                if not fits(cbits[x], r):
                     continue
-                for k in range(w):
-                    r[k] &= ~cbits[x, k]
+                take(cbits[x], r)
                 aff[na] = t
                 apre[na] = kk
                 nt_ns = _touch(x, 1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
