@@ -35,7 +35,6 @@ __all__ = [
 #: G1200 and prints no axis values; this series is the harness's choice.
 DIMENSIONALITY_SERIES = (1000, 1200, 1400, 1600, 1800, 2000)
 
-_UNIT_SPLIT = 0x534B5301  # (Tag.SAMPLE, unit): the train/test split stream
 
 _NEWSGROUPS_FILE = Path("text") / "20news_bydate_counts.npz"
 
@@ -123,7 +122,7 @@ def bootstrap_split(n: int, key: KeyLike = 1, ratio: float = 2 / 3) -> tuple[np.
 
     The paper's "bootstrapping procedure in which the ratio of the training to the test data was
     2:1" is read as a random split without replacement (sampling with replacement would leave
-    about 37% out-of-bag, not 1/3). Stream ``(Tag.SAMPLE, unit)`` of ``key``.
+    about 37% out-of-bag, not 1/3). Stream ``(Tag.EVALUATION_SPLIT, 2)`` of ``key``.
 
     Returns
     -------
@@ -132,6 +131,6 @@ def bootstrap_split(n: int, key: KeyLike = 1, ratio: float = 2 / 3) -> tuple[np.
     if not 0 < ratio < 1:
         raise ValueError(f"ratio must be in (0, 1), got {ratio}")
     key = key if isinstance(key, Key) else as_key(key)
-    perm = key.generator(Tag.SAMPLE, _UNIT_SPLIT).permutation(int(n))
+    perm = key.generator(Tag.EVALUATION_SPLIT, 2).permutation(int(n))
     n_train = int(round(ratio * n))
     return np.sort(perm[:n_train]).astype(np.int64), np.sort(perm[n_train:]).astype(np.int64)

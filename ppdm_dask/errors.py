@@ -3,21 +3,81 @@
 Every public entry point validates its input and raises one of these, so callers (and the
 ``ppdm`` command line) can tell a user mistake from a bug. Each class also derives from the
 closest built-in exception, so ``except ValueError`` keeps working.
+
+An error may carry the fix in two spellings: ``python`` (the keyword argument a library user
+passes) and ``cli`` (the ``ppdm`` flag). ``str(error)`` shows the Python spelling; the command
+line prints the message with the flag instead (:meth:`PPDMError.message_for`).
 """
 
 from __future__ import annotations
 
+__all__ = [
+    "PPDMError",
+    "InvalidParameter",
+    "WeakParameterError",
+    "RoleError",
+    "DataFormatError",
+    "ItemIdError",
+    "IncompleteDatasetError",
+    "CorruptDatasetError",
+    "DatasetNotFoundError",
+    "DatasetExistsError",
+    "PrivacyViolation",
+    "InfeasiblePrivacyError",
+    "NotFittedError",
+    "DuplicateItemsWarning",
+]
+
 
 class PPDMError(Exception):
-    """Base class of every error raised on purpose by ppdm-dask."""
+    """Base class of every error raised on purpose by ppdm-dask.
+
+    Parameters
+    ----------
+    message : str
+        One line: what is wrong and where (file, column or option).
+    python, cli : str, optional
+        How to fix it, as a library user (``overwrite=True``) and on the command line
+        (``--overwrite``).
+    """
+
+    def __init__(self, message: str = "", *, python: str | None = None, cli: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.python = python
+        self.cli = cli
+
+    def message_for(self, audience: str = "python") -> str:
+        """The message with the fix spelled for ``audience`` ("python" or "cli")."""
+        hint = self.cli if audience == "cli" else self.python
+        return f"{self.message} ({hint})" if hint else self.message
+
+    def __str__(self) -> str:
+        return self.message_for("python")
+
+    def __reduce__(self):  # keep the hints when an error crosses a process boundary
+        return (_rebuild, (type(self), self.message, self.python, self.cli))
+
+
+def _rebuild(cls: type, message: str, python: str | None, cli: str | None) -> PPDMError:
+    return cls(message, python=python, cli=cli)
 
 
 class InvalidParameter(PPDMError, ValueError):
     """A parameter is out of its admissible range (e.g. p + q = 1, k > N, delta <= 0)."""
 
 
+class WeakParameterError(InvalidParameter):
+    """A parameter is admissible but below the privacy floor; refused unless the caller
+    overrides it explicitly (the override is then recorded in the release manifest)."""
+
+
+class RoleError(InvalidParameter):
+    """Attribute roles are missing, contradictory, or a column looks like a direct identifier."""
+
+
 class DataFormatError(PPDMError, ValueError):
-    """Input data cannot be read as transactions (bad schema, non-integer items, NaN ...)."""
+    """Input data cannot be read as expected (bad schema, non-integer items, NaN ...)."""
 
 
 class ItemIdError(DataFormatError):
@@ -26,6 +86,15 @@ class ItemIdError(DataFormatError):
 
 class IncompleteDatasetError(DataFormatError):
     """A dataset location holds no committed dataset (e.g. a failed or running write)."""
+
+
+class CorruptDatasetError(DataFormatError):
+    """A committed dataset does not match its manifest (missing, truncated, swapped or altered
+    part files, wrong row counts or checksums)."""
+
+
+class DatasetNotFoundError(PPDMError, FileNotFoundError):
+    """No data at the given URL."""
 
 
 class DatasetExistsError(PPDMError, FileExistsError):
@@ -40,25 +109,9 @@ class InfeasiblePrivacyError(PPDMError, ValueError):
     """The privacy levels cannot be met: some record asks for a group larger than the data."""
 
 
+class NotFittedError(PPDMError, AttributeError):
+    """An estimator was used before :meth:`fit` (scikit-learn's convention)."""
+
+
 class DuplicateItemsWarning(UserWarning):
     """Duplicate items inside a transaction were removed."""
-
-
-__all__ = [
-    "PPDMError",
-    "InvalidParameter",
-    "DataFormatError",
-    "ItemIdError",
-    "IncompleteDatasetError",
-    "DatasetExistsError",
-    "PrivacyViolation",
-    "InfeasiblePrivacyError",
-    "DuplicateItemsWarning",
-]
-
-
-class DatasetNotFoundError(PPDMError, FileNotFoundError):
-    """No data at the given URL."""
-
-
-__all__ += ["DatasetNotFoundError"]

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from .data.formats import detect_format, read_csv, read_fimi, write_csv, write_fimi
 from .data.parquet import read_parquet, write_parquet
+from .data.sources import remember_url
 from .errors import InvalidParameter
 
 __all__ = ["read", "write", "FORMATS"]
@@ -31,12 +32,14 @@ def read(url: str, *, format: str | None = None, storage_options: Mapping[str, A
     """
     fmt = (format or detect_format(url)).lower()
     if fmt == "parquet":
-        return read_parquet(url, storage_options=storage_options, **kwargs)
-    if fmt == "fimi":
-        return read_fimi(url, storage_options=storage_options, **kwargs)
-    if fmt == "csv":
-        return read_csv(url, storage_options=storage_options, **kwargs)
-    raise InvalidParameter(f"unknown format {format!r}; choose one of {FORMATS}")
+        tx = read_parquet(url, storage_options=storage_options, **kwargs)
+    elif fmt == "fimi":
+        tx = read_fimi(url, storage_options=storage_options, **kwargs)
+    elif fmt == "csv":
+        tx = read_csv(url, storage_options=storage_options, **kwargs)
+    else:
+        raise InvalidParameter(f"unknown format {format!r}; choose one of {FORMATS}", cli="--format parquet|fimi|csv")
+    return remember_url(tx, url, format=fmt, storage_options=storage_options)
 
 
 def write(tx: Any, url: str, *, format: str | None = None, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, **kwargs: Any) -> None:

@@ -41,7 +41,16 @@ class Tag(enum.IntEnum):
     DISTORT = 4  # §4.1 EMASK distortion
     KRIMP_GENERATE = 5  # §5.3
     QUEST = 6  # Quest synthetic data generator
-    SAMPLE = 7  # generic sampling (e.g. parameter estimation from a sample)
+    SAMPLE = 7  # generic sampling for callers' own use (the library uses the tags below)
+    ROW_ORDER = 8  # keyed random row order of every release (per block of global rows)
+    PRIVACY_LEVELS = 9  # condensation: privacy levels drawn for the paper's protocol
+    CONDENSE_CELLS = 10  # condensation: sample that places the k-d tree cuts of the cells
+    EVALUATION_SPLIT = 11  # evaluation harnesses: train/test split permutations
+    KMEANS_INIT = 12  # k-means on sketches (and its evaluation): initial centroids
+    KMEANS_SUPPRESSED = 13  # k-means on sketches: random clusters of suppressed records
+    KNN_PRIOR = 14  # k-NN on sketches: random labels of suppressed test records
+    KNN_MINHASH = 15  # approximate k-NN: MinHash rounds
+    S0_SAMPLE = 16  # EMASK: row sample that estimates the average item support s0
 
 
 class Key:
@@ -104,6 +113,15 @@ class Key:
         import hashlib
 
         return hashlib.sha256(purpose.encode() + b"\0" + self._value.to_bytes(16, "big")).hexdigest()
+
+    def fingerprint(self) -> str:
+        """The public fingerprint written into release manifests: tells which key made a
+        release (compare it with the fingerprint of your key file) and nothing more."""
+        return self.digest("ppdm-release-key-fingerprint")[:32]
+
+    def __dask_tokenize__(self) -> str:
+        # dask hashes task arguments into graph names; give it a one-way digest, never the value
+        return self.digest("dask-tokenize")
 
     def __repr__(self) -> str:
         return "Key(<secret>)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .anonymize import METHODS, AnonymizationResult, anonymize
 from .checks import check_k_anonymity, check_l_diversity, equivalence_classes
 from .frequency import FrequencySet, frequency_set
-from .hierarchy import Hierarchy
+from ..data.hierarchy import Hierarchy
 from .lattice import LatticeResult, datafly, lattice_search
 from .metrics import (
     average_class_size,

@@ -28,7 +28,7 @@ from ..errors import InfeasiblePrivacyError, InvalidParameter
 from ._diversity import validate_diversity
 from .checks import check_k_anonymity, check_l_diversity
 from .frequency import FrequencySet, QIDomain, as_dask, frequency_set
-from .hierarchy import Hierarchy
+from ..data.hierarchy import Hierarchy
 from .metrics import average_class_size, discernibility, ncp, prosecutor_risk
 
 METHODS = ("lattice", "datafly", "mondrian", "cluster")

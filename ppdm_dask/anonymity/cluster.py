@@ -55,7 +55,7 @@ import pandas as pd
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ._cluster_kernels import Clusters, compact, distance_weights, greedy_clusters, repair_l
 from ._diversity import diverse_mask, validate_diversity
-from .hierarchy import Hierarchy
+from ..data.hierarchy import Hierarchy
 from .metrics import discernibility
 
 __all__ = ["ClusterResult", "cluster_l_diverse"]

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..errors import DataFormatError, InvalidParameter
 from .checks import _columns
-from .hierarchy import ROOT, Hierarchy, _as_keys
+from ..data.hierarchy import ROOT, Hierarchy, as_keys
 
 COUNT = "__count"
 
@@ -67,7 +67,7 @@ class QIDomain:
     @property
     def keys(self) -> np.ndarray:
         """String keys of the leaf values (as matched against hierarchies)."""
-        return _as_keys(pd.Series(self.values))
+        return as_keys(pd.Series(self.values))
 
 
 @dataclass
@@ -168,7 +168,7 @@ def _domain(name: str, raw: pd.Series, hierarchy: Hierarchy | None, numeric: boo
     """Encode the distinct raw values of one column; returns the domain and each value's code."""
     values = raw.to_numpy(dtype=object)
     if hierarchy is not None and hierarchy.kind == "categorical":
-        keys = _as_keys(raw)
+        keys = as_keys(raw)
         hierarchy.validate(keys)  # names values without a path to the root
         leaves = hierarchy.leaves
         pos = pd.Index(leaves).get_indexer(keys)
@@ -181,7 +181,7 @@ def _domain(name: str, raw: pd.Series, hierarchy: Hierarchy | None, numeric: boo
         if numeric:
             order = np.argsort(raw.to_numpy(dtype=float), kind="stable")
         else:
-            order = np.argsort(_as_keys(raw).astype(str), kind="stable")
+            order = np.argsort(as_keys(raw).astype(str), kind="stable")
     codes = np.empty(len(values), dtype=np.int32)
     codes[order] = np.arange(len(values), dtype=np.int32)
     sorted_values = values[order]
@@ -190,7 +190,7 @@ def _domain(name: str, raw: pd.Series, hierarchy: Hierarchy | None, numeric: boo
         for level in range(hierarchy.levels):
             gen = np.asarray(hierarchy.generalize(pd.Series(sorted_values), level), dtype=object)
             if level == 0:
-                gen = _as_keys(pd.Series(sorted_values))
+                gen = as_keys(pd.Series(sorted_values))
             lab, node = np.unique(gen.astype(str), return_inverse=True)
             # keep node codes in leaf order (first appearance) so codes of siblings stay adjacent
             first = np.full(len(lab), len(gen), dtype=np.int64)

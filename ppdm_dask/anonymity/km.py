@@ -38,12 +38,12 @@ import dask
 import numpy as np
 import pandas as pd
 
-from ..data._graph import CSR_META, blocks_from_tasks, tree_reduce, unique_name
+from ..graph import CSR_META, blocks_from_tasks, tree_reduce, unique_name
 from ..data.transactions import TransactionArray
 from ..data.vocabulary import Vocabulary
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from . import _km_kernels as K
-from .hierarchy import ROOT, Hierarchy, _as_keys, _missing_error
+from ..data.hierarchy import ROOT, Hierarchy, as_keys, missing_error
 
 __all__ = [
     "CountTree",
@@ -91,7 +91,7 @@ class _Nodes:
         return out
 
     def node_id(self, label: Any) -> int:
-        key = _as_keys([label])[0]
+        key = as_keys([label])[0]
         if key not in self.index:
             raise InvalidParameter(f"{label!r} is not a node of the item hierarchy (above an item of the data)")
         return self.index[key]
@@ -106,11 +106,11 @@ def _node_tree(hierarchy: Hierarchy, vocabulary: Vocabulary) -> _Nodes:
     n_rows, n_levels = leaves.size, hierarchy.levels
     table = [leaves] + [np.asarray(hierarchy.generalize(leaves, j), dtype=object) for j in range(1, n_levels)]
     # items -> hierarchy rows
-    item_keys = _as_keys(vocabulary.labels) if len(vocabulary) else np.zeros(0, dtype=object)
+    item_keys = as_keys(vocabulary.labels) if len(vocabulary) else np.zeros(0, dtype=object)
     row_of_item = pd.Index(leaves).get_indexer(item_keys)
     if np.any(row_of_item < 0):
         bad = pd.unique(item_keys[row_of_item < 0])
-        raise _missing_error(hierarchy.name or "items", list(bad))
+        raise missing_error(hierarchy.name or "items", list(bad))
     n_items = int(row_of_item.size)
     leaf_row = {str(lbl): r for r, lbl in enumerate(leaves)}
     item_of_row = np.full(n_rows, -1, np.int64)
@@ -678,7 +678,7 @@ def ncp_km(
     nodes = _node_tree(hierarchy, vocab)
     in_cut = np.zeros(nodes.n_nodes, bool)
     for lbl in cut:
-        key = _as_keys([lbl])[0]
+        key = as_keys([lbl])[0]
         if key in nodes.index:
             in_cut[nodes.index[key]] = True
         elif key not in nodes.pruned and not (key == ROOT and nodes.n_nodes == 0):

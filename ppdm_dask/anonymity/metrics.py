@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidParameter
-from .hierarchy import ROOT, Hierarchy
+from ..data.hierarchy import ROOT, Hierarchy
 
 
 def _sizes(class_sizes: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from ..errors import DataFormatError, InvalidParameter
 from .frequency import FrequencySet
-from .hierarchy import ROOT, _as_keys
+from ..data.hierarchy import ROOT, as_keys
 
 FORMAT_NAME = "ppdm-anonymized"
 FORMAT_VERSION = 1
@@ -40,7 +40,7 @@ def _publish_partition(part: pd.DataFrame, qi: list[str], leaf_keys: list[pd.Ind
                        extra: list[str]) -> pd.DataFrame:
     codes = np.empty((len(part), len(qi)), dtype=np.int64)
     for j, a in enumerate(qi):
-        c = leaf_keys[j].get_indexer(_as_keys(part[a]))
+        c = leaf_keys[j].get_indexer(as_keys(part[a]))
         if (c < 0).any():
             bad = pd.unique(part[a][c < 0].astype(str))[:10]
             raise DataFormatError(f"column {a!r} has values not seen when the anonymisation was computed: {list(bad)}")
@@ -119,7 +119,7 @@ def write_release(url: str, table: dd.DataFrame, *, summary: Mapping[str, Any], 
     The manifest records the format, the columns, rows per part file and ``summary`` (public
     parameters and the privacy/utility figures; never a random key).
     """
-    from ..data.parquet import write_folder
+    from ..data.folder import write_folder
     from ..progress import compute
 
     parts = table.to_delayed()

@@ -51,7 +51,7 @@ def privacy_levels(n: int, low: int, high: int, *, key: KeyLike = None) -> np.nd
     low, high = max(1, int(low)), int(high)
     if high < low:
         raise InvalidParameter(f"empty privacy range [{low}, {high}]")
-    return as_key(key).generator(Tag.SAMPLE, 0x434F4E44).integers(low, high + 1, size=int(n)).astype(np.int64)
+    return as_key(key).generator(Tag.PRIVACY_LEVELS, 0).integers(low, high + 1, size=int(n)).astype(np.int64)
 
 
 def _check_privacy(privacy: np.ndarray, n: int) -> np.ndarray:
@@ -241,7 +241,7 @@ class Condenser:
         if n_cells == 1:
             cells = [dask.delayed(lambda x, q: (x, q, np.arange(x.shape[0])))(X, p_da)]
         else:
-            rng = self.key.generator(Tag.SAMPLE, 0x4B44)
+            rng = self.key.generator(Tag.CONDENSE_CELLS, 0)
             idx = np.sort(rng.choice(N, size=min(N, SAMPLE_PER_CELL * n_cells), replace=False))
             (sample,) = compute(X[idx], progress=False, client=client)
             tree = kd_cells(sample, n_cells)

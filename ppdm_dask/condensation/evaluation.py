@@ -69,7 +69,7 @@ def condense(X: np.ndarray, privacy: np.ndarray, *, method: str = "static", key:
 
 
 def _split(n: int, key: Any) -> tuple[np.ndarray, np.ndarray]:
-    perm = key.generator(Tag.SAMPLE, 0x45564C).permutation(n)
+    perm = key.generator(Tag.EVALUATION_SPLIT, 0).permutation(n)
     n_test = n // 3
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 

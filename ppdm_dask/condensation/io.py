@@ -1,6 +1,6 @@
 """Numeric tables in and condensed releases out (Parquet or CSV on any fsspec URL).
 
-A condensed release is a folder written atomically (:func:`ppdm_dask.data.parquet.write_folder`):
+A condensed release is a folder written atomically (:func:`ppdm_dask.data.folder.write_folder`):
 
 * ``part-NNNNN.parquet`` — the pseudo-data, one float64 column per input attribute (same names);
 * ``_groups.parquet`` — the published group statistics, one row per group: ``n``, ``Ps``,
@@ -82,7 +82,7 @@ def write_release(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Write pseudo-data and group statistics atomically; returns the manifest."""
-    from ..data.parquet import write_folder
+    from ..data.folder import write_folder
     from ..progress import compute
 
     if pseudo.shape[1] != len(columns) or groups.d != len(columns):
@@ -119,9 +119,9 @@ def write_release(
 
 def read_groups(url: str, *, storage_options: Mapping[str, Any] | None = None) -> tuple[GroupTable, list[str]]:
     """The published group statistics of a release written by :func:`write_release`."""
-    from ..data.parquet import MANIFEST, _fs, read_manifest
+    from ..data.folder import MANIFEST, open_fs, read_manifest
 
-    fs, path = _fs(url, storage_options)
+    fs, path = open_fs(url, storage_options)
     manifest = read_manifest(fs, posixpath.join(path, MANIFEST), url, FORMAT_NAME, FORMAT_VERSION)
     with fs.open(posixpath.join(path, GROUPS_FILE), "rb") as fh:
         t = pq.read_table(fh)

@@ -17,7 +17,7 @@ from ..errors import DataFormatError, DatasetNotFoundError
 from . import _kernels as K
 from .atomic import atomic_file
 
-__all__ = ["read_fimi", "write_fimi", "read_csv", "write_csv", "detect_format"]
+__all__ = ["read_fimi", "write_fimi", "read_csv", "write_csv", "detect_format", "basket_csv_text"]
 
 
 def detect_format(url: str) -> str:
@@ -109,3 +109,8 @@ def write_fimi(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None =
 def write_csv(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, progress: bool = True) -> None:
     """Write basket CSV atomically (labels with commas are quoted)."""
     _write_text(tx, url, K.format_csv_block, storage_options, overwrite, batch, progress)
+
+
+def basket_csv_text(block: Any, labels: Any) -> bytes:
+    """Basket CSV text of one CSR block (one line per transaction, labels with commas quoted)."""
+    return K.format_csv_block(block, labels)

@@ -9,10 +9,10 @@ Layout of a dataset at ``URL`` (a folder)::
     URL/_vocabulary.parquet      column ``label``: the item label of each column id
     URL/_SUCCESS                 JSON manifest, written last: the commit marker
 
-Writes go to a sibling temporary prefix ``URL.__ppdm_tmp-<random>``, which is moved to ``URL``
-only after every partition is written; ``_SUCCESS`` is written after the move. A reader refuses
-a ppdm folder without ``_SUCCESS``, so a failed or running job never yields a readable partial
-dataset. On a local file system the move is a single rename.
+Writes follow the folder protocol of :mod:`ppdm_dask.data.folder` (temporary folder, commit,
+``_SUCCESS`` last, every part file listed with its rows, bytes and SHA-256). A reader refuses a
+ppdm folder without ``_SUCCESS`` and checks the parts against the manifest (missing or resized
+files at once, row counts as each part is read, checksums with ``verify=True``).
 
 Any other Parquet file or folder with a list column (default ``items``) is read as foreign
 data: its values are item labels (ints or strings), and a vocabulary is built in a first pass.
@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-import secrets
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import dask
 import numpy as np
@@ -33,14 +32,14 @@ import scipy.sparse as sp
 
 from ..errors import (
     DataFormatError,
-    DatasetExistsError,
     DatasetNotFoundError,
     IncompleteDatasetError,
     InvalidParameter,
     ItemIdError,
 )
+from ..graph import blocks_from_tasks, concat_rows, unique_name
 from . import _kernels as K
-from ._graph import blocks_from_tasks, concat_rows, unique_name
+from .folder import MANIFEST, check_listing, open_fs, read_manifest, read_part, write_folder, write_part
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -50,12 +49,16 @@ __all__ = [
     "arrow_list_to_labels",
     "csr_to_arrow_list",
     "public_metadata",
+    "transactions_table",
+    "table_transactions",
     "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "VOCABULARY_FILE",
 ]
 
 FORMAT_NAME = "ppdm-transactions"
-FORMAT_VERSION = 1
-MANIFEST = "_SUCCESS"
+#: 1: rows per part; 2: also bytes and SHA-256 per part, release fields (manifest v2)
+FORMAT_VERSION = 2
 VOCABULARY_FILE = "_vocabulary.parquet"
 _SECRET_WORDS = ("key", "seed", "secret", "password", "token")
 
@@ -147,29 +150,35 @@ def public_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- writing
-def _fs(url: str, storage_options: Mapping[str, Any] | None):
-    import fsspec
-
-    try:
-        fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
-    except (ValueError, ImportError) as exc:
-        raise DataFormatError(f"cannot open {url}: {exc}") from None
-    return fs, path.rstrip("/") or path
-
-
-def _write_part(fs, path: str, block: sp.csr_array, weights: sp.csr_array | None, cols: dict[str, np.ndarray], kv: bytes, compression: str) -> tuple[int, int]:
+def transactions_table(block: sp.csr_array, weights: sp.csr_array | None, cols: Mapping[str, np.ndarray], kv: bytes | None = None) -> pa.Table:
+    """One part file's table: ``items`` (+ ``weights``, row-aligned columns), metadata ``ppdm``."""
     arrays = {"items": csr_to_arrow_list(block)}
     if weights is not None:
         offsets = pa.array(weights.indptr.astype(np.int32, copy=False))
         arrays["weights"] = pa.ListArray.from_arrays(offsets, pa.array(weights.data.astype(np.float32)), type=pa.list_(pa.float32()))
     for name, values in cols.items():
         arrays[name] = pa.array(np.asarray(values))
-    table = pa.table(arrays)
-    table = table.replace_schema_metadata({b"ppdm": kv})
-    with fs.open(path, "wb") as fh:
-        # one row group per partition: row_group_size >= rows
-        pq.write_table(table, fh, compression=compression, row_group_size=max(block.shape[0], 1))
-    return int(block.shape[0]), int(block.indices.size)
+    table = pa.table(arrays) if arrays else pa.table({})
+    return table.replace_schema_metadata({b"ppdm": kv}) if kv is not None else table
+
+
+def table_transactions(table: pa.Table, n_items: int, *, validate: bool = True, weights: bool = False) -> tuple[sp.csr_array, sp.csr_array | None]:
+    """``(items, weights)`` CSR blocks of a part file's table (inverse of :func:`transactions_table`)."""
+    if table.num_rows == 0:
+        return sp.csr_array((0, n_items), dtype=np.int32), (sp.csr_array((0, n_items), dtype=np.float32) if weights else None)
+    block = arrow_list_to_csr(table.column("items"), n_items, validate=validate)
+    if not weights:
+        return block, None
+    offs, vals = _offsets_values(_list_chunk(table.column("weights")))
+    if not np.array_equal(offs, block.indptr):
+        raise DataFormatError("weights are not aligned with items")
+    w = sp.csr_array((vals.to_numpy(zero_copy_only=False).astype(np.float32), block.indices, block.indptr), shape=block.shape)
+    return block, w
+
+
+def _write_part(fs, path: str, block: sp.csr_array, weights: sp.csr_array | None, cols: dict[str, np.ndarray], kv: bytes, compression: str) -> dict[str, Any]:
+    entry = write_part(fs, path, transactions_table(block, weights, cols, kv), compression=compression)
+    return {**entry, "nnz": int(block.indices.size)}
 
 
 def write_parquet(
@@ -219,19 +228,20 @@ def write_parquet(
             for i in range(len(blocks))
         ]
         (results,) = compute(writes, progress=progress)
-        vocab_table = pa.table({"label": pa.array(tx.vocabulary.labels)})
-        with fs.open(posixpath.join(tmp, VOCABULARY_FILE), "wb") as fh:
-            pq.write_table(vocab_table, fh, compression=compression)
+        vocab = write_part(fs, posixpath.join(tmp, VOCABULARY_FILE), pa.table({"label": pa.array(tx.vocabulary.labels)}),
+                           compression=compression)
         return {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
-            "n_transactions": int(sum(r for r, _ in results)),
+            "n_transactions": int(sum(r["rows"] for r in results)),
             "n_items": tx.n_items,
-            "nnz": int(sum(z for _, z in results)),
-            "partitions": [{"file": n, "rows": r, "nnz": z} for n, (r, z) in zip(names, results)],
+            "nnz": int(sum(r["nnz"] for r in results)),
+            "partitions": results,
             "vocabulary": VOCABULARY_FILE,
+            "files": [vocab],
             "label_type": "int" if tx.vocabulary.is_integer else "str",
             "columns": sorted(tx.columns),
+            "column_types": {k: np.dtype(v.dtype).str for k, v in sorted(tx.columns.items())},
             "weights": tx.weights is not None,
             "metadata": meta,
         }
@@ -239,83 +249,20 @@ def write_parquet(
     return write_folder(url, storage_options, overwrite, write)
 
 
-def write_folder(
-    url: str,
-    storage_options: Mapping[str, Any] | None,
-    overwrite: bool,
-    write: Callable[[Any, str], dict[str, Any]],
-) -> dict[str, Any]:
-    """The atomic folder protocol of every ppdm dataset: run ``write(fs, tmp) -> manifest`` in a
-    sibling temporary folder, commit it to ``url`` (:func:`commit_folder`), then write the
-    manifest ``_SUCCESS`` last; on any failure the temporary folder is removed and an existing
-    dataset is left untouched."""
-    fs, path = _fs(url, storage_options)
-    if fs.exists(path) and not overwrite:
-        raise DatasetExistsError(f"{url} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
-    fs.makedirs(tmp, exist_ok=True)
-    try:
-        manifest = write(fs, tmp)
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
-        commit_folder(fs, tmp, path)
-        with fs.open(posixpath.join(path, MANIFEST), "w") as fh:
-            fh.write(json.dumps(manifest, indent=1))
-    except BaseException:
-        try:
-            fs.rm(tmp, recursive=True)
-        except Exception:  # the original error matters more than the cleanup's
-            pass
-        raise
-    return manifest
-
-
-def _is_local(fs) -> bool:
-    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
-    return bool({"file", "local"} & set(protocols))
-
-
-def commit_folder(fs, tmp: str, path: str) -> None:
-    """Move the finished temporary folder ``tmp`` to ``path``.
-
-    Local file systems: one atomic rename. Object stores have no rename: each object is
-    copied to its final key, then the temporary prefix is deleted; readers still see nothing
-    until the manifest is written after this returns.
-    """
-    if _is_local(fs):
-        fs.mv(tmp, path, recursive=True)
-        return
-    files = [f for f in fs.find(tmp) if not f.endswith("/")]
-    for f in files:
-        fs.copy(f, posixpath.join(path, posixpath.relpath(f, tmp)))
-    fs.rm(tmp, recursive=True)
-
-
 # ---------------------------------------------------------------------- reading
-def _read_part(fs, path: str, n_items: int, validate: bool) -> sp.csr_array:
-    with fs.open(path, "rb") as fh:
-        table = pq.read_table(fh, columns=["items"])
-    if table.num_rows == 0:
-        return sp.csr_array((0, n_items), dtype=np.int32)
-    return arrow_list_to_csr(table.column("items"), n_items, validate=validate)
+def _read_items(fs, folder: str, entry: dict, n_items: int, validate: bool, verify: bool, url: str) -> sp.csr_array:
+    table = read_part(fs, folder, entry, columns=["items"], verify=verify, url=url)
+    return table_transactions(table, n_items, validate=validate)[0]
 
 
-def _read_weights(fs, path: str, n_items: int) -> sp.csr_array:
-    with fs.open(path, "rb") as fh:
-        table = pq.read_table(fh, columns=["items", "weights"])
-    if table.num_rows == 0:
-        return sp.csr_array((0, n_items), dtype=np.float32)
-    block = arrow_list_to_csr(table.column("items"), n_items, validate=False)
-    offs, vals = _offsets_values(_list_chunk(table.column("weights")))
-    if not np.array_equal(offs, block.indptr):
-        raise DataFormatError("weights are not aligned with items")
-    return sp.csr_array((vals.to_numpy(zero_copy_only=False).astype(np.float32), block.indices, block.indptr), shape=block.shape)
+def _read_weights(fs, folder: str, entry: dict, n_items: int, verify: bool, url: str) -> sp.csr_array:
+    table = read_part(fs, folder, entry, columns=["items", "weights"], verify=verify, url=url)
+    return table_transactions(table, n_items, validate=False, weights=True)[1]
 
 
-def _read_column(fs, path: str, name: str) -> np.ndarray:
-    with fs.open(path, "rb") as fh:
-        table = pq.read_table(fh, columns=[name])
-    return table.column(name).to_numpy()
+def read_column(fs, folder: str, entry: dict, name: str, verify: bool = False, url: str | None = None) -> np.ndarray:
+    """One row-aligned column of a part file listed in a manifest (checked like every part)."""
+    return read_part(fs, folder, entry, columns=[name], verify=verify, url=url).column(name).to_numpy()
 
 
 def _read_labels_row_group(fs, path: str, row_group: int, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -340,6 +287,7 @@ def read_parquet(
     storage_options: Mapping[str, Any] | None = None,
     column: str = "items",
     validate: bool = True,
+    verify: bool = False,
     progress: bool = True,
 ) -> Any:
     """Read a Parquet dataset as a TransactionArray (lazy for ppdm datasets).
@@ -354,18 +302,22 @@ def read_parquet(
         Name of the list column for foreign Parquet data.
     validate : bool
         Range- and order-check item ids of ppdm datasets while reading (cheap, vectorised).
+    verify : bool
+        Also check every part file of a ppdm dataset against its SHA-256 in the manifest
+        (CLI: ``--verify-input``). Missing or resized parts and wrong row counts are always
+        detected.
 
     Raises
     ------
-    DatasetNotFoundError, IncompleteDatasetError, DataFormatError
+    DatasetNotFoundError, IncompleteDatasetError, DataFormatError, CorruptDatasetError
     """
-    fs, path = _fs(url, storage_options)
+    fs, path = open_fs(url, storage_options)
     if not fs.exists(path):
         raise DatasetNotFoundError(f"no dataset at {url}")
     if fs.isdir(path):
         manifest_path = posixpath.join(path, MANIFEST)
         if fs.exists(manifest_path):
-            return _read_ppdm(fs, path, manifest_path, url, validate)
+            return _read_ppdm(fs, path, manifest_path, url, validate, verify)
         files = sorted(p for p in fs.ls(path, detail=False) if p.endswith(".parquet") and not posixpath.basename(p).startswith("_"))
         if not files:
             raise DatasetNotFoundError(f"no Parquet files in {url}")
@@ -378,47 +330,44 @@ def read_parquet(
     return _read_foreign(fs, files, column, url, progress)
 
 
-def read_manifest(fs, manifest_path: str, url: str, format_name: str, max_version: int) -> dict[str, Any]:
-    """The ``_SUCCESS`` manifest of a committed dataset, checked to be ``format_name`` written by
-    this or an older format version (every ppdm dataset reader starts here)."""
-    try:
-        with fs.open(manifest_path, "r") as fh:
-            manifest = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise DataFormatError(f"{url}: unreadable {MANIFEST} manifest") from None
-    if manifest.get("format") != format_name:
-        raise DataFormatError(f"{url}: not a {format_name} dataset")
-    if manifest.get("version", 0) > max_version:
-        raise DataFormatError(f"{url}: written by a newer ppdm-dask (format version {manifest['version']})")
-    return manifest
+def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool, verify: bool = False):
+    manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
+    return transactions_from_manifest(fs, path, manifest, url, validate=validate, verify=verify)
 
 
-def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool):
-    from .transactions import TransactionArray
+def transactions_from_manifest(fs, path: str, manifest: Mapping[str, Any], url: str, *, validate: bool = True,
+                               verify: bool = False) -> Any:
+    """The lazy TransactionArray of a committed (or just written) ppdm transaction folder,
+    its part files checked against ``manifest`` (see :func:`read_parquet`)."""
     import dask.array as da
 
-    manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
+    from .transactions import TransactionArray
+
+    parts = list(manifest["partitions"])
+    extra = [e for e in manifest.get("files", []) if e.get("file") == manifest["vocabulary"]]
+    check_listing(fs, path, parts + extra, url)
     n_items = int(manifest["n_items"])
-    with fs.open(posixpath.join(path, manifest["vocabulary"]), "rb") as fh:
-        labels = pq.read_table(fh).column("label").to_numpy(zero_copy_only=False)
+    vocab_entry = extra[0] if extra else {"file": manifest["vocabulary"]}
+    labels = read_part(fs, path, vocab_entry, verify=verify, url=url).column("label").to_numpy(zero_copy_only=False)
     vocab = Vocabulary(labels, assume_sorted=True)
     if len(vocab) != n_items:
         raise DataFormatError(f"{url}: vocabulary has {len(vocab)} labels, manifest says {n_items} items")
-    parts = manifest["partitions"]
-    files = [posixpath.join(path, p["file"]) for p in parts]
     rows = [int(p["rows"]) for p in parts]
-    token = unique_name("read-parquet", url, manifest)
-    blocks = blocks_from_tasks(token, [(_read_part, fs, f, n_items, validate) for f in files], rows, n_items)
+    token = unique_name("read-parquet", url, manifest, verify)
+    blocks = blocks_from_tasks(token, [(_read_items, fs, path, e, n_items, validate, verify, url) for e in parts], rows, n_items)
     weights = None
     if manifest.get("weights"):
         weights = blocks_from_tasks(
-            "w" + token, [(_read_weights, fs, f, n_items) for f in files], rows, n_items,
+            "w" + token, [(_read_weights, fs, path, e, n_items, verify, url) for e in parts], rows, n_items,
             meta=sp.csr_array((0, 0), dtype=np.float32), dtype=np.float32,
         )
     columns = {}
+    types = manifest.get("column_types", {})
     for name in manifest.get("columns", []):
-        arrs = [da.from_delayed(dask.delayed(_read_column, pure=True)(fs, f, name), shape=(r,), dtype=np.int64) for f, r in zip(files, rows)]
-        columns[name] = concat_rows(arrs, rows)
+        dtype = np.dtype(types.get(name, "int64"))
+        arrs = [da.from_delayed(dask.delayed(read_column, pure=True)(fs, path, e, name, verify, url), shape=(r,), dtype=dtype)
+                for e, r in zip(parts, rows)]
+        columns[name] = concat_rows(arrs, rows, dtype=dtype)
     return TransactionArray(blocks, vocab, metadata=manifest.get("metadata", {}), columns=columns, weights=weights)
 
 

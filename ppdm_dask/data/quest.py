@@ -57,7 +57,7 @@ from dask.highlevelgraph import HighLevelGraph
 from ..errors import InvalidParameter
 from ..random import Key, KeyLike, Tag, as_key
 from . import _quest_kernels as QK
-from ._graph import blocks_from_tasks, unique_name
+from ..graph import blocks_from_tasks, unique_name
 from .vocabulary import Vocabulary
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from ..errors import DataFormatError, DuplicateItemsWarning, InvalidParameter
 from . import _kernels as K
-from ._graph import CSR_META, blocks_from_tasks, concat_rows, tree_reduce, tree_sum, unique_name
+from ..graph import CSR_META, blocks_from_tasks, concat_rows, tree_reduce, tree_sum, unique_name
 from .vocabulary import Vocabulary
 
 __all__ = ["TransactionArray", "DEFAULT_TARGET_BYTES", "ROW_COLUMNS"]

@@ -65,7 +65,7 @@ def load_adult(path: str | os.PathLike | None = None) -> tuple[Any, dict[str, An
     """
     import pandas as pd
 
-    from ..anonymity.hierarchy import Hierarchy
+    from .hierarchy import Hierarchy
 
     folder = Path(path) if path is not None else shared_data_dir() / "adult"
     file = folder / "adult.csv"

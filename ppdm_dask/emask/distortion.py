@@ -7,7 +7,7 @@ from typing import Any, Iterable
 import numpy as np
 import scipy.sparse as sp
 
-from ..data._graph import blocks_from_tasks, unique_name
+from ..graph import blocks_from_tasks, unique_name
 from ..errors import InvalidParameter
 from ..random import Key, KeyLike, Tag, as_key
 from . import _kernels as K

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import InvalidParameter
 from ..mining.apriori import DEFAULT_MAX_ITEMSETS, ResultTooLargeError, min_count_of
-from ..mining._candidates import RowIndex, apriori_gen
+from ..mining.candidates import RowIndex, apriori_gen
 from ..mining.counting import SupportCounter
 from ..mining.results import FrequentItemsets
 from . import _kernels as K

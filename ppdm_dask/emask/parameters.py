@@ -15,8 +15,6 @@ __all__ = ["ParameterChoice", "choose_parameters", "estimate_s0"]
 
 _DEFAULT_P = tuple(round(0.1 * i, 2) for i in range(1, 10))
 _DEFAULT_Q = tuple(round(0.01 * i, 2) for i in range(90, 100))
-#: Sub-stream of ``Tag.SAMPLE`` used by :func:`estimate_s0` (4 = the EMASK section).
-_SAMPLE_STREAM = 4
 
 
 @dataclass(frozen=True)
@@ -144,7 +142,7 @@ def _sampled_rows_nnz(block: Any, start: int, fraction: float, key: Any) -> np.n
         g = start + r
         b, off = divmod(g, BLOCK_ROWS)
         take = min(n - r, BLOCK_ROWS - off)
-        u = key.generator(Tag.SAMPLE, _SAMPLE_STREAM, b).random(BLOCK_ROWS)[off : off + take]
+        u = key.generator(Tag.S0_SAMPLE, b).random(BLOCK_ROWS)[off : off + take]
         keep[r : r + take] = u < fraction
         r += take
     return np.array([keep.sum(), lengths[keep].sum()], dtype=np.int64)
@@ -173,7 +171,7 @@ def estimate_s0(tx: Any, *, sample_fraction: float | None = None, key: Any = Non
     """
     import dask
 
-    from ..data._graph import tree_reduce
+    from ..graph import tree_reduce
     from ..progress import compute
     from ..random import as_key
     from ._privacy_kernels import sum_arrays

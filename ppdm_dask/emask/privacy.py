@@ -222,7 +222,7 @@ def _pairs_of(original: Any, distorted: Any) -> list[tuple[Any, Any]]:
 def _breach_vector(original: Any, distorted: Any, plan: PK.Plan, split_every: int, compute_kwargs: dict) -> np.ndarray:
     import dask
 
-    from ..data._graph import tree_reduce
+    from ..graph import tree_reduce
     from ..progress import compute
 
     plan_d = dask.delayed(plan, traverse=False)  # broadcast once, not embedded in every task
@@ -315,7 +315,7 @@ def reinterrogated_privacy(
     """
     import dask
 
-    from ..data._graph import tree_reduce
+    from ..graph import tree_reduce
     from ..progress import compute
 
     bp = float(bp)

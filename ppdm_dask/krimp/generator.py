@@ -625,7 +625,7 @@ def _bad_rows_kernel(block: Any, item_domain: np.ndarray, n_dom: int) -> np.ndar
 def check_domains(db: Any, domains: Sequence[Iterable[Any]], **compute_kwargs: Any) -> None:
     """Raise :class:`DataFormatError` unless every row of ``db`` holds exactly one item of every
     domain and every item of ``db`` is in a domain (one Dask pass: MAP + tree sum)."""
-    from ..data._graph import tree_sum
+    from ..graph import tree_sum
     from ..progress import compute
 
     tx = _as_transactions(db)
@@ -892,7 +892,7 @@ class KrimpGenerator:
         import dask.array as da
         from dask.base import tokenize
 
-        from ..data._graph import blocks_from_tasks, concat_rows
+        from ..graph import blocks_from_tasks, concat_rows
         from ..data.transactions import TransactionArray
         from ..data.vocabulary import Vocabulary
 

@@ -122,7 +122,7 @@ def merge_fingerprint_counts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tupl
 def _fingerprint_counts_lazy(tx: Any):
     import dask
 
-    from ..data._graph import tree_reduce
+    from ..graph import tree_reduce
 
     h1, h2 = _label_hashes(tx.vocabulary.labels)
     parts = [dask.delayed(row_fingerprint_counts, pure=True)(b, h1, h2) for b in tx.blocks.to_delayed().ravel()]
@@ -256,7 +256,7 @@ def cover_usages_dask(db: Any, ct: Any, **compute_kwargs: Any) -> np.ndarray:
     if _is_transaction_array(db):
         import dask
 
-        from ..data._graph import tree_reduce
+        from ..graph import tree_reduce
         from ..progress import compute
 
         labels = np.asarray(db.vocabulary.labels).astype(np.int64)

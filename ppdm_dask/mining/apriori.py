@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import DataFormatError, InvalidParameter, PPDMError
-from ._candidates import apriori_gen
+from .candidates import apriori_gen
 from .counting import SupportCounter
 from .results import FrequentItemsets
 

@@ -13,7 +13,7 @@ from typing import Any
 import dask
 import numpy as np
 
-from ..data._graph import tree_reduce, tree_sum
+from ..graph import tree_reduce, tree_sum
 from . import _kernels as K
 
 __all__ = ["SupportCounter"]

@@ -26,7 +26,7 @@ depends on the key but not on the partitioning, the grouping or the workers. Mea
 LocalCluster, k = 10): Quest C20.I6.D200K 8 x 512 -> recall 0.81 in ~11 s (exact: ~20 s);
 20 Newsgroups counts 8 x 1024 -> recall 0.78 (exact is faster there: N is small).
 
-Randomness: stream ``key.generator(Tag.SAMPLE, KNN_UNIT, round)``; the key itself never enters
+Randomness: stream ``key.generator(Tag.KNN_MINHASH, round)``; the key itself never enters
 the task graph or the output.
 """
 
@@ -46,10 +46,8 @@ from ..random import KeyLike, Tag, as_key
 from . import _kernels as K
 from .exact import KNNGraph, _assemble, _check, _delayed_blocks, default_block_rows
 
-__all__ = ["approximate_knn", "recall", "KNN_UNIT"]
+__all__ = ["approximate_knn", "recall"]
 
-#: Purpose-specific first unit of the ``Tag.SAMPLE`` streams used here ("knn" in ASCII).
-KNN_UNIT = 0x6B6E6E
 _RACES = 3
 _LABEL_BITS = 21
 _INVALID = np.uint64(np.iinfo(np.uint64).max)
@@ -248,7 +246,7 @@ def approximate_knn(
     rng_key = as_key(key)
     rounds = []
     for r in range(n_rounds):
-        g = rng_key.generator(Tag.SAMPLE, KNN_UNIT, r)
+        g = rng_key.generator(Tag.KNN_MINHASH, r)
         expo = g.exponential(size=(_RACES, n_items))
         labels = g.integers(0, 2**_LABEL_BITS, size=(_RACES, n_items), dtype=np.int64)
         rounds.append((expo, labels, int(g.integers(0, n_candidates))))

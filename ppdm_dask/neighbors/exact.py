@@ -24,7 +24,7 @@ from typing import Any
 import dask
 import numpy as np
 
-from ..data._graph import tree_reduce
+from ..graph import tree_reduce
 from ..errors import InvalidParameter
 from . import _kernels as K
 

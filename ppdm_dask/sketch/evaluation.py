@@ -29,16 +29,13 @@ from .mining import SketchKMeans, SketchKNNClassifier, average_cosine_similarity
 
 __all__ = ["train_test_split", "exact_knn_predict", "spherical_kmeans", "evaluate"]
 
-# units of the (Tag.SAMPLE, unit) streams of this module
-_UNIT_SPLIT = 0x45564101
-_UNIT_KMEANS = 0x45564102
 
 
 def train_test_split(n: int, *, key: KeyLike, test_fraction: float = 1 / 3) -> tuple[np.ndarray, np.ndarray]:
     """Random split without replacement; sorted (train, test) row indices (2:1 by default)."""
     if not 0 < test_fraction < 1:
         raise InvalidParameter(f"test_fraction must be in (0, 1), got {test_fraction}")
-    perm = as_key(key).generator(Tag.SAMPLE, _UNIT_SPLIT).permutation(int(n))
+    perm = as_key(key).generator(Tag.EVALUATION_SPLIT, 1).permutation(int(n))
     n_test = int(round(test_fraction * n))
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
@@ -96,7 +93,7 @@ def spherical_kmeans(X: Any, n_clusters: int = 10, *, key: KeyLike, max_iter: in
     nonzero = np.flatnonzero(np.diff(A.indptr) > 0)
     if nonzero.size < n_clusters:
         raise InvalidParameter(f"only {nonzero.size} non-zero records for {n_clusters} clusters")
-    rng = as_key(key).generator(Tag.SAMPLE, _UNIT_KMEANS)
+    rng = as_key(key).generator(Tag.KMEANS_INIT, 1)
     seeds = rng.choice(nonzero, size=n_clusters, replace=False)
     C = A[seeds].toarray()
     labels = np.full(n, -1, dtype=np.int64)

@@ -21,8 +21,8 @@ Dask decomposition (SPEC §1.9):
   sketches per component, histogram of member lengths); centroids, re-seeding and convergence
   are decided on the client from those small totals and the ``N`` labels.
 
-Randomness: streams ``(Tag.SAMPLE, unit, b)`` of the estimator's key, with a unit per use and
-``b`` a fixed block of :data:`ppdm_dask.random.BLOCK_ROWS` global rows, so random labels of
+Randomness: streams ``(tag, b)`` of the estimator's key, with a tag per use (``Tag.KNN_PRIOR``,
+``Tag.KMEANS_INIT``, ``Tag.KMEANS_SUPPRESSED``) and ``b`` a fixed block of :data:`ppdm_dask.random.BLOCK_ROWS` global rows, so random labels of
 suppressed records do not depend on the partitioning.
 
 Reproducibility: for integer-valued data (counts, 0/1 baskets) with ±1 sketches, all the
@@ -41,7 +41,7 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
-from ..data._graph import tree_reduce
+from ..graph import tree_reduce
 from ..errors import InvalidParameter
 from ..progress import compute, persist
 from ..random import BLOCK_ROWS, Key, KeyLike, Tag, as_key
@@ -54,11 +54,6 @@ __all__ = [
     "classification_accuracy",
 ]
 
-# Units of the (Tag.SAMPLE, unit, ...) streams used here (no dedicated Tag exists yet; the
-# units are distinctive so that they cannot collide with other generic sampling streams).
-_UNIT_KNN_PRIOR = 0x534B4E01  # random labels of suppressed test records
-_UNIT_KMEANS_INIT = 0x534B4E02  # choice of the initial centroids
-_UNIT_KMEANS_SUPPRESSED = 0x534B4E03  # random clusters of suppressed records
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -169,8 +164,8 @@ def _check_similarity(similarity: Any) -> None:
         raise InvalidParameter(f"similarity must be one of {K.SIMILARITIES}, got {similarity!r}")
 
 
-def row_uniforms(key: Key, unit: int, start: int, stop: int) -> np.ndarray:
-    """Uniforms in [0, 1) for global rows ``start..stop-1`` of stream ``(Tag.SAMPLE, unit, b)``.
+def row_uniforms(key: Key, tag: Tag, start: int, stop: int) -> np.ndarray:
+    """Uniforms in [0, 1) for global rows ``start..stop-1`` of stream ``(tag, b)``.
 
     Row ``r`` takes value ``r % BLOCK_ROWS`` of block ``b = r // BLOCK_ROWS``, whatever the
     partition that holds it.
@@ -180,7 +175,7 @@ def row_uniforms(key: Key, unit: int, start: int, stop: int) -> np.ndarray:
     while r < stop:
         b = r // BLOCK_ROWS
         lo, hi = r - b * BLOCK_ROWS, min(stop, (b + 1) * BLOCK_ROWS) - b * BLOCK_ROWS
-        out[r - start : r - start + hi - lo] = key.generator(Tag.SAMPLE, unit, b).random(hi)[lo:]
+        out[r - start : r - start + hi - lo] = key.generator(tag, b).random(hi)[lo:]
         r += hi - lo
     return out
 
@@ -198,7 +193,7 @@ def _finish_knn_block(
     pred = K.vote(top[1], codes, counts.size)
     need = (np.asarray(m) <= 0) | (pred < 0)
     if need.any():
-        u = row_uniforms(key, _UNIT_KNN_PRIOR, start, start + pred.size)
+        u = row_uniforms(key, Tag.KNN_PRIOR, start, start + pred.size)
         pred[need] = K.draw_by_counts(u[need], counts)
     return pred
 
@@ -233,7 +228,7 @@ class SketchKNNClassifier:
     -----
     * Suppressed training records are excluded. A suppressed test record (and one that has no
       neighbour, which cannot happen once a training record exists) gets a label drawn at random
-      with probabilities ``class_counts_ / n_train_``, from stream ``(Tag.SAMPLE, unit, b)`` of
+      with probabilities ``class_counts_ / n_train_``, from stream ``(Tag.KNN_PRIOR, b)`` of
       the key by global test row — the paper's "labelled at random in accordance with a-priori
       class distribution probabilities".
     * Neighbours are ranked by (similarity desc, training index asc) — a total order, so the
@@ -399,7 +394,7 @@ class SketchKMeans:
         a factor 2; the estimated squared distance for ``similarity="euclidean"``).
         ``"random"``: K distinct unsuppressed records drawn uniformly. An array: the global
         indices of K distinct unsuppressed records. Draws use the key's stream
-        ``(Tag.SAMPLE, unit)`` on the client, in global row order.
+        ``(Tag.KMEANS_INIT, 0)`` on the client, in global row order.
     similarity : {"cosine", "euclidean"}, default "cosine"
         Assignment by estimated cosine (the paper) or by estimated squared distance, on the first
         ``min(m_i, m_c)`` components.
@@ -500,7 +495,7 @@ class SketchKMeans:
         live = np.flatnonzero(m > 0)
         init = self.init
         if isinstance(init, str):
-            rng = key.generator(Tag.SAMPLE, _UNIT_KMEANS_INIT)
+            rng = key.generator(Tag.KMEANS_INIT, 0)
             if init == "random":
                 return live[rng.choice(live.size, n_clusters, replace=False)]
             if init != "k-means++":
@@ -609,7 +604,7 @@ class SketchKMeans:
         assigned = labels.copy()
         supp = ~live
         if supp.any():
-            u = row_uniforms(key, _UNIT_KMEANS_SUPPRESSED, 0, m.size)
+            u = row_uniforms(key, Tag.KMEANS_SUPPRESSED, 0, m.size)
             assigned[supp] = K.draw_by_counts(u[supp], self.cluster_sizes_)
         self.assigned_labels_ = assigned
         return self

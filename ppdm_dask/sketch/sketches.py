@@ -26,8 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..data._graph import blocks_from_tasks, concat_rows, unique_name
-from ..data.parquet import MANIFEST, _fs, _read_column, public_metadata, read_manifest, write_folder
+from ..graph import blocks_from_tasks, concat_rows, unique_name
+from ..data.folder import MANIFEST, open_fs, read_manifest, write_folder
+from ..data.parquet import public_metadata, read_column
 from ..errors import (
     DataFormatError,
     DatasetNotFoundError,
@@ -408,7 +409,7 @@ def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None)
     DataFormatError
         Not a sketch dataset, or a newer format version.
     """
-    fs, path = _fs(url, storage_options)
+    fs, path = open_fs(url, storage_options)
     if not fs.exists(path):
         raise DatasetNotFoundError(f"no sketch dataset at {url}")
     manifest_path = posixpath.join(path, MANIFEST)
@@ -425,8 +426,8 @@ def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None)
                                meta=_VALUES_META, dtype=np.float64)
 
     def column(name: str, dtype: Any) -> da.Array:
-        arrs = [da.from_delayed(dask.delayed(_read_column, pure=True)(fs, f, name), shape=(r,), dtype=dtype)
-                for f, r in zip(files, rows)]
+        arrs = [da.from_delayed(dask.delayed(read_column, pure=True)(fs, path, e, name, False, url), shape=(r,), dtype=dtype)
+                for e, r in zip(parts, rows)]
         return concat_rows(arrs, rows, dtype=dtype)
 
     m = column("m", np.int32)

@@ -17,7 +17,7 @@ import pytest
 import scipy.sparse as sp
 
 from ppdm_dask.anonymity import _km_kernels as K
-from ppdm_dask.anonymity.hierarchy import Hierarchy
+from ppdm_dask.data.hierarchy import Hierarchy
 from ppdm_dask.anonymity.km import (
     KmResult,
     apriori_anonymization,

@@ -33,7 +33,7 @@ from mlxtend.frequent_patterns import fpgrowth as mlx_fpgrowth
 import ppdm_dask
 from ppdm_dask.mining import apriori, association_rules
 
-from .conftest import _shared_data
+from ..conftest import _shared_data
 
 # (dataset, min_support, expected number of frequent itemsets of every length >= 1)
 # chess @ 80%: 8,227, counted from both pyfim (no always-present items in chess) and mlxtend.

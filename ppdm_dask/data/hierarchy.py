@@ -36,7 +36,7 @@ def _fmt_num(x: float) -> str:
     return repr(float(x))
 
 
-def _as_keys(values: Any) -> np.ndarray:
+def as_keys(values: Any) -> np.ndarray:
     """String keys of ``values`` (object array); integral numbers lose their ``.0``."""
     s = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object) if np.ndim(values) else [values])
     out = np.empty(len(s), dtype=object)
@@ -61,7 +61,7 @@ def _as_keys(values: Any) -> np.ndarray:
     return out
 
 
-def _missing_error(name: str | None, bad: Sequence[Any]) -> DataFormatError:
+def missing_error(name: str | None, bad: Sequence[Any]) -> DataFormatError:
     shown = ", ".join(repr(v) for v in list(bad)[:_SHOW])
     more = f" (and {len(bad) - _SHOW} more)" if len(bad) > _SHOW else ""
     where = f" of hierarchy {name!r}" if name else ""
@@ -287,7 +287,7 @@ class Hierarchy:
         ids = np.arange(n)
         names = ids.astype(str).astype(object)
         if labels is not None:
-            names = _as_keys(list(labels))
+            names = as_keys(list(labels))
             if len(names) != n or len(set(names)) != n:
                 raise InvalidParameter(f"labels must be {n} distinct values, got {len(names)} ({len(set(names))} distinct)")
         cols = [names]
@@ -325,7 +325,7 @@ class Hierarchy:
         if self.kind != "categorical":
             raise InvalidParameter("n_leaves_under needs a categorical hierarchy; use interval_of for intervals")
         self._check_level(level)
-        key = _as_keys([node])[0]
+        key = as_keys([node])[0]
         if key == ROOT:
             return len(self._table)
         try:
@@ -406,13 +406,13 @@ class Hierarchy:
     def _positions(self, values: Any):
         """Leaf positions (categorical) or per-level interval positions, plus the '*' mask."""
         if self.kind == "categorical":
-            keys = _as_keys(values)
+            keys = as_keys(values)
             star = keys == ROOT
             pos = self._index.get_indexer(keys)
             bad_mask = (pos < 0) & ~star
             if bad_mask.any():
                 bad = pd.unique(np.where(pd.isna(keys[bad_mask]), "<missing>", keys[bad_mask]).astype(object))
-                raise _missing_error(self.name, list(bad))
+                raise missing_error(self.name, list(bad))
             return pos, star
         s = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object) if np.ndim(values) else [values])
         obj = s.to_numpy(dtype=object)
@@ -423,7 +423,7 @@ class Hierarchy:
         if bad_mask.any():
             bad = pd.unique(pd.Series(obj[bad_mask]).astype(str))
             where = "[low, high)" if self.closed == "left" else "(low, high]"
-            err = _missing_error(self.name, list(bad))
+            err = missing_error(self.name, list(bad))
             raise DataFormatError(f"{err} (domain {where} = {_fmt_num(self.low)}, {_fmt_num(self.high)}; numbers only)")
         side = "right" if self.closed == "left" else "left"
         pos = [np.searchsorted(b, x, side=side) - 1 for b in self._bounds]

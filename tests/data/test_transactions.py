@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import warnings
 from collections import Counter
 
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 
 from ppdm_dask import TransactionArray, read
 from ppdm_dask.errors import (
+    CorruptDatasetError,
     DataFormatError,
     DatasetExistsError,
     DatasetNotFoundError,
@@ -25,7 +28,7 @@ from ppdm_dask.errors import (
     ItemIdError,
 )
 
-from .conftest import FIMI_FILES
+from ..conftest import FIMI_FILES
 
 
 def _lines(path):
@@ -195,6 +198,12 @@ def test_out_of_range_ids_in_ppdm_parquet_are_rejected(tmp_path):
     table = pq.read_table(part)
     bad = pa.table({"items": pa.array([[0, 1], [7]], type=pa.list_(pa.int32()))}).replace_schema_metadata(table.schema.metadata)
     pq.write_table(bad, part)
+    with pytest.raises(CorruptDatasetError, match="part-00000.parquet has .* bytes"):
+        read(str(tmp_path / "d")).compute()
+    # a manifest forged to match the file: the ids are still range-checked while reading
+    manifest = json.loads((tmp_path / "d" / "_SUCCESS").read_text())
+    manifest["partitions"][0].update(bytes=part.stat().st_size, sha256=hashlib.sha256(part.read_bytes()).hexdigest())
+    (tmp_path / "d" / "_SUCCESS").write_text(json.dumps(manifest))
     with pytest.raises(ItemIdError, match="outside"):
         read(str(tmp_path / "d")).compute()
 

@@ -16,7 +16,7 @@ from ppdm_dask.anonymity._diversity import diverse_mask
 from ppdm_dask.anonymity.lattice import datafly, lattice_search
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 
-from .test_anonymity_basics import PATIENTS, QI
+from .test_basics import PATIENTS, QI
 
 # pycanon is a test-only cross-check, installed by the README's test command (with --no-deps: it pins
 # exact numpy/pandas/scipy versions that would downgrade the environment)

@@ -18,7 +18,7 @@ from ppdm_dask.anonymity.cluster import ClusterResult, cluster_l_diverse
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 
 # P2 Figure 2: the 10 patients
-from .test_anonymity_basics import PATIENTS, QI  # noqa: E402  (P2 Figure 2: the 10 patients)
+from .test_basics import PATIENTS, QI  # noqa: E402  (P2 Figure 2: the 10 patients)
 KINDS = [("distinct", 2, None), ("entropy", 1.5, None), ("recursive", 2, 3.0)]
 
 

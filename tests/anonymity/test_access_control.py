@@ -26,7 +26,7 @@ from ppdm_dask.anonymity.access_control import (
 from ppdm_dask.anonymity.mondrian import class_regions, mondrian_partition
 from ppdm_dask.errors import InvalidParameter, PrivacyViolation
 
-from .test_anonymity_basics import PATIENTS
+from .test_basics import PATIENTS
 
 GENDERS = ("Female", "Male")
 STATES = ("Karnataka", "Kerala", "Tamil Nadu")

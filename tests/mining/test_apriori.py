@@ -20,7 +20,7 @@ from ppdm_dask.data.datasets import sample_path
 from ppdm_dask.errors import DataFormatError, DuplicateItemsWarning, InvalidParameter
 from ppdm_dask.mining import ItemsetExplosionWarning, ResultTooLargeError, apriori, association_rules, min_count_of
 from ppdm_dask.mining import _kernels as K
-from ppdm_dask.mining._candidates import apriori_gen, rows_in
+from ppdm_dask.mining.candidates import apriori_gen, rows_in
 
 
 def brute_force(rows, min_count, max_length=None):

@@ -1,0 +1,228 @@
+"""The dataset folder protocol shared by every ppdm dataset and release, on any fsspec URL.
+
+A dataset is a folder of part files plus ``_SUCCESS``, a JSON manifest written **last**:
+
+* writing goes to a sibling temporary folder ``URL.__ppdm_tmp-<random>`` that is committed
+  (one rename locally; copy then delete on object stores) only when every file is written, and
+  the manifest is written after the commit, so a failed or running job never leaves a readable
+  dataset;
+* the manifest lists every part file with its rows, bytes and SHA-256 (format version 2), so a
+  reader can tell a complete dataset from one whose files were lost, truncated, swapped or
+  altered: :func:`check_listing` (cheap: one listing, sizes) always, :func:`read_part` checks
+  each file's row count when it reads it and, on request, its checksum.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import secrets
+from typing import Any, Callable, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import (
+    CorruptDatasetError,
+    DataFormatError,
+    DatasetExistsError,
+    DatasetNotFoundError,
+)
+
+__all__ = [
+    "MANIFEST",
+    "open_fs",
+    "write_folder",
+    "commit_folder",
+    "read_manifest",
+    "write_part",
+    "write_file",
+    "read_part",
+    "check_listing",
+    "sha256_file",
+    "refuse_existing",
+]
+
+MANIFEST = "_SUCCESS"
+_HASH_CHUNK = 8 * 2**20
+
+
+def open_fs(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
+    """``(filesystem, path)`` of ``url`` (trailing slashes removed)."""
+    import fsspec
+
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    except (ValueError, ImportError) as exc:
+        raise DataFormatError(f"cannot open {url}: {exc}") from None
+    return fs, path.rstrip("/") or path
+
+
+def refuse_existing(url: str, storage_options: Mapping[str, Any] | None = None, *, overwrite: bool = False) -> None:
+    """Raise :class:`DatasetExistsError` when ``url`` exists and ``overwrite`` is false; called
+    before any work so that a long job never ends in "already exists"."""
+    if overwrite:
+        return
+    fs, path = open_fs(url, storage_options)
+    if fs.exists(path):
+        raise DatasetExistsError(f"{url} already exists", python="overwrite=True", cli="--overwrite")
+
+
+# ---------------------------------------------------------------------- writing
+def write_folder(
+    url: str,
+    storage_options: Mapping[str, Any] | None,
+    overwrite: bool,
+    write: Callable[[Any, str], dict[str, Any]],
+) -> dict[str, Any]:
+    """Run ``write(fs, tmp) -> manifest`` in a sibling temporary folder, commit it to ``url``
+    (:func:`commit_folder`), then write the manifest ``_SUCCESS`` last; on any failure the
+    temporary folder is removed and an existing dataset is left untouched."""
+    fs, path = open_fs(url, storage_options)
+    refuse_existing(url, storage_options, overwrite=overwrite)
+    tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
+    fs.makedirs(tmp, exist_ok=True)
+    try:
+        manifest = write(fs, tmp)
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+        commit_folder(fs, tmp, path)
+        with fs.open(posixpath.join(path, MANIFEST), "w") as fh:
+            fh.write(json.dumps(manifest, indent=1))
+    except BaseException:
+        try:
+            fs.rm(tmp, recursive=True)
+        except Exception:  # the original error matters more than the cleanup's
+            pass
+        raise
+    return manifest
+
+
+def _is_local(fs: Any) -> bool:
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+    return bool({"file", "local"} & set(protocols))
+
+
+def commit_folder(fs: Any, tmp: str, path: str) -> None:
+    """Move the finished temporary folder ``tmp`` to ``path``.
+
+    Local file systems: one atomic rename. Object stores have no rename: each object is
+    copied to its final key, then the temporary prefix is deleted; readers still see nothing
+    until the manifest is written after this returns.
+    """
+    if _is_local(fs):
+        fs.mv(tmp, path, recursive=True)
+        return
+    files = [f for f in fs.find(tmp) if not f.endswith("/")]
+    for f in files:
+        fs.copy(f, posixpath.join(path, posixpath.relpath(f, tmp)))
+    fs.rm(tmp, recursive=True)
+
+
+def write_file(fs: Any, path: str, data: bytes | pa.Buffer) -> dict[str, Any]:
+    """Write ``data`` to ``path``; returns ``{"file", "bytes", "sha256"}`` for the manifest."""
+    with fs.open(path, "wb") as fh:
+        fh.write(data)
+    return {"file": posixpath.basename(path), "bytes": len(data) if not isinstance(data, pa.Buffer) else data.size,
+            "sha256": hashlib.sha256(memoryview(data)).hexdigest()}
+
+
+def write_part(fs: Any, path: str, table: pa.Table, *, compression: str = "zstd") -> dict[str, Any]:
+    """Write ``table`` as one Parquet file with one row group; returns its manifest entry
+    ``{"file", "rows", "bytes", "sha256"}`` (hashed from the bytes written, no second read)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=compression, row_group_size=max(table.num_rows, 1))
+    entry = write_file(fs, path, sink.getvalue())
+    return {"file": entry["file"], "rows": int(table.num_rows), "bytes": entry["bytes"], "sha256": entry["sha256"]}
+
+
+# ---------------------------------------------------------------------- reading
+def read_manifest(fs: Any, manifest_path: str, url: str, format_name: str | Sequence[str], max_version: int) -> dict[str, Any]:
+    """The ``_SUCCESS`` manifest of a committed dataset, checked to be of ``format_name`` (one
+    name or several) written by this or an older format version."""
+    try:
+        with fs.open(manifest_path, "r") as fh:
+            manifest = json.load(fh)
+    except FileNotFoundError:
+        raise DatasetNotFoundError(f"{url}: no {MANIFEST} manifest (not a committed ppdm dataset)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise CorruptDatasetError(f"{url}: unreadable {MANIFEST} manifest") from None
+    names = (format_name,) if isinstance(format_name, str) else tuple(format_name)
+    if not isinstance(manifest, dict) or manifest.get("format") not in names:
+        raise DataFormatError(f"{url}: not a {' or '.join(names)} dataset (format {manifest.get('format') if isinstance(manifest, dict) else None!r})")
+    if manifest.get("version", 0) > max_version:
+        raise DataFormatError(f"{url}: written by a newer ppdm-dask (format version {manifest['version']})")
+    return manifest
+
+
+def check_listing(fs: Any, path: str, entries: Sequence[Mapping[str, Any]], url: str) -> None:
+    """Cheap check of a committed folder against its manifest entries: every listed file is
+    present and, when the manifest records it, has its recorded size (one listing call).
+
+    Raises
+    ------
+    CorruptDatasetError
+        Naming the first missing or resized file.
+    """
+    try:
+        listing = {posixpath.basename(d["name"].rstrip("/")): d for d in fs.ls(path, detail=True)}
+    except FileNotFoundError:
+        raise DatasetNotFoundError(f"no dataset at {url}") from None
+    for e in entries:
+        name = e["file"]
+        if name not in listing:
+            raise CorruptDatasetError(f"{url}: part file {name} listed in the manifest is missing")
+        size = listing[name].get("size")
+        if e.get("bytes") is not None and size is not None and int(size) != int(e["bytes"]):
+            raise CorruptDatasetError(f"{url}: {name} has {int(size):,} bytes, the manifest says {int(e['bytes']):,} "
+                                      "(truncated, replaced or altered)")
+
+
+def sha256_file(fs: Any, path: str) -> str:
+    """SHA-256 of a file, streamed in 8 MiB chunks."""
+    h = hashlib.sha256()
+    with fs.open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(_HASH_CHUNK)
+            if not chunk:
+                break
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def read_part(fs: Any, folder: str, entry: Mapping[str, Any], *, columns: Sequence[str] | None = None,
+              verify: bool = False, url: str | None = None) -> pa.Table:
+    """Read one part file listed in a manifest, checked against its entry.
+
+    The row count is always compared with the manifest; with ``verify`` the file's SHA-256 too
+    (the file is read once, hashed, then parsed from memory).
+
+    Raises
+    ------
+    CorruptDatasetError
+        The file is missing, unreadable (truncated), or its rows / checksum differ from the
+        manifest; the message names the dataset and the file.
+    """
+    name = entry["file"]
+    where = f"{url or folder}: {name}"
+    path = posixpath.join(folder, name)
+    try:
+        if verify and entry.get("sha256"):
+            data = fs.cat_file(path)
+            digest = hashlib.sha256(data).hexdigest()
+            if digest != entry["sha256"]:
+                raise CorruptDatasetError(f"{where} does not match its checksum in the manifest (altered or replaced)")
+            table = pq.read_table(pa.BufferReader(data), columns=list(columns) if columns is not None else None)
+        else:
+            with fs.open(path, "rb") as fh:
+                table = pq.read_table(fh, columns=list(columns) if columns is not None else None)
+    except CorruptDatasetError:
+        raise
+    except FileNotFoundError:
+        raise CorruptDatasetError(f"{where} listed in the manifest is missing") from None
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise CorruptDatasetError(f"{where} is unreadable (truncated or not Parquet): {str(exc).splitlines()[0]}") from None
+    if entry.get("rows") is not None and table.num_rows != int(entry["rows"]):
+        raise CorruptDatasetError(f"{where} holds {table.num_rows:,} rows, the manifest says {int(entry['rows']):,}")
+    return table

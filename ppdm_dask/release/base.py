@@ -1,0 +1,400 @@
+"""The one release protocol of every method family.
+
+A :class:`Release` is what an anonymizer, a distortion or a generator hands back: the released
+data (lazy), the method and its public parameters, the privacy and utility figures, and three
+operations that behave the same for every family:
+
+* :meth:`Release.summary` — a JSON-friendly dict (``family``, ``method``, ``parameters``,
+  ``records``, ``privacy``, ``utility``);
+* :meth:`Release.verify` — the family's guarantee recounted independently of the algorithm from
+  the released data (and compared with the original when given), plus the privacy floors of the
+  parameters: a :class:`~ppdm_dask.release.verdict.Verdict`;
+* :meth:`Release.write` — the folder protocol of :mod:`ppdm_dask.data.folder`: rows in a keyed
+  random order (:mod:`.order`), every file hashed, the written files read back and verified
+  **before** the commit, then the manifest v2 (:mod:`.manifest`) last. A release whose
+  guarantee does not hold on the written files is never committed.
+
+:meth:`Release.open` reads a written release back (any family) for ``ppdm verify``.
+
+A family subclasses :class:`Release` and fills in the hooks marked "family hook": how its data
+is cut into row blocks, encoded into part files and read back, its extra files, its floors and
+its checks. Reading and checking only use the manifest and the files, never the algorithm.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, ClassVar
+
+import dask
+import pyarrow as pa
+
+from ..data.folder import MANIFEST, open_fs, read_manifest, refuse_existing, write_folder, write_part
+from ..errors import DataFormatError, DatasetNotFoundError, PrivacyViolation, WeakParameterError
+from ..random import Key
+from .manifest import MANIFEST_VERSION, created, public_parameters, versions
+from .order import BlockOps, n_files, shuffle
+from .roles import Roles
+from .verdict import Check, Verdict
+
+__all__ = ["Release", "is_csv_destination", "sidecar_manifest"]
+
+
+def is_csv_destination(url: str) -> bool:
+    """Whether a release written to ``url`` is one CSV file (``.csv``) rather than a folder."""
+    return url.rstrip("/").lower().endswith(".csv")
+
+
+def sidecar_manifest(url: str) -> str:
+    """The manifest of a single-file (CSV) release: ``<file>.manifest.json`` beside it."""
+    return url.rstrip("/") + ".manifest.json"
+
+
+def _write_block(fs: Any, path: str, block: Any, encode: Callable[[Any], tuple[pa.Table, dict]]) -> dict[str, Any]:
+    """Task: encode one output block and write it as one hashed part file."""
+    table, stats = encode(block)
+    return {**write_part(fs, path, table), **stats}
+
+
+class Release:
+    """Released data with its public parameters, figures, checks and writer.
+
+    Parameters
+    ----------
+    data : object
+        The released data, lazy (a dask DataFrame, a TransactionArray, a SketchArray ...), in the
+        input's row order (the keyed order is applied when writing).
+    method : str
+    parameters : mapping
+        Public parameters (never a key).
+    figures : mapping, optional
+        ``{"records": {...}, "privacy": {...}, "utility": {...}}`` from the algorithm.
+    roles : Roles, optional
+        Attribute roles (relational releases).
+    key : Key, optional
+        The secret key: orders the rows when writing; only its fingerprint is ever written.
+    source : ppdm_dask.data.sources.Source, optional
+        Where the input was read from (fingerprinted when writing).
+    input_info : mapping, optional
+        ``{"rows": N, "schema": {...}}`` of the input.
+    overrides : sequence of str
+        Names of the privacy floors the user explicitly overrode.
+    manifest : mapping, optional
+        Set on releases read back by :meth:`open`.
+    """
+
+    #: family hook: registry name, written as ``release.family``
+    family: ClassVar[str] = ""
+    #: family hook: ``format`` of the written folder (what readers of the data expect)
+    data_format: ClassVar[str] = ""
+    #: family hook: how to count, slice and concatenate the family's row blocks
+    ops: ClassVar[BlockOps]
+    #: family hook: default rows per output file (keep a file's block well under 256 MB in memory)
+    default_rows_per_file: ClassVar[int] = 1_000_000
+    #: family hook: whether a ``.csv`` destination is supported
+    csv_output: ClassVar[bool] = False
+
+    registry: ClassVar[dict[str, type["Release"]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.family:
+            Release.registry[cls.family] = cls
+
+    def __init__(self, data: Any, *, method: str, parameters: Mapping[str, Any], figures: Mapping[str, Any] | None = None,
+                 roles: Roles | None = None, key: Key | None = None, source: Any = None,
+                 input_info: Mapping[str, Any] | None = None, overrides: Sequence[str] = (),
+                 manifest: Mapping[str, Any] | None = None) -> None:
+        self.data = data
+        self.method = str(method)
+        self.parameters = public_parameters(parameters)
+        self.figures = dict(figures or {})
+        self.roles = roles
+        self.overrides = tuple(overrides)
+        self._key = key
+        self.source = source
+        self.input_info = dict(input_info or {})
+        self.manifest = dict(manifest) if manifest is not None else None
+
+    def __repr__(self) -> str:
+        where = f", from {self.manifest.get('_url')}" if self.manifest and self.manifest.get("_url") else ""
+        return f"{type(self).__name__}(method={self.method!r}, parameters={self.parameters}{where})"
+
+    # ------------------------------------------------------------------ family hooks
+    def _row_blocks(self) -> tuple[list[Any], list[int]]:
+        """Family hook: the data as delayed row blocks in input order, and their row counts."""
+        raise NotImplementedError
+
+    def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
+        """Family hook: a picklable ``block -> (Parquet table, stats)`` (stats go into the part's
+        manifest entry, e.g. ``{"nnz": ...}``); rows not to publish are dropped here."""
+        raise NotImplementedError
+
+    def _extra_tables(self) -> dict[str, pa.Table]:
+        """Family hook: further files of the folder (``_vocabulary.parquet``, ``_groups.parquet``)."""
+        return {}
+
+    def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+        """Family hook: the manifest fields readers of ``data_format`` need (``n_items`` ...)."""
+        return {}
+
+    @classmethod
+    def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
+        """Family hook: the data of a written release, lazy, every part checked when read."""
+        raise NotImplementedError
+
+    def floor_checks(self) -> list[Check]:
+        """Family hook: the privacy floors of the parameters (``k >= 2`` ...), each a Check that
+        is ``overridden`` when its name is in :attr:`overrides`."""
+        return []
+
+    def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
+        """Family hook: the family's guarantee recounted from :attr:`data` (and, when given, the
+        checks against the original data)."""
+        raise NotImplementedError
+
+    @classmethod
+    def read_original(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+        """Family hook: read the original data of a release for :meth:`verify` (CLI ``--original``)."""
+        from ..io import read
+
+        return read(url, storage_options=storage_options, progress=False)
+
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
+        """Family hook (``csv_output``): stream the output blocks into one CSV file; returns
+        layout fields for the manifest."""
+        raise NotImplementedError
+
+    @classmethod
+    def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:
+        """Family hook (``csv_output``): the data of a CSV release."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ common behaviour
+    def floor(self, name: str, ok: bool, figure: Any, threshold: Any, detail: str = "") -> Check:
+        """A floor check, marked overridden when the user overrode ``name``."""
+        return Check(name, bool(ok), figure, threshold, detail=detail, overridden=(not ok and name in self.overrides))
+
+    def check_floors(self) -> None:
+        """Raise :class:`WeakParameterError` for a floor that fails and was not overridden."""
+        bad = [c for c in self.floor_checks() if not c.passed]
+        if bad:
+            c = bad[0]
+            raise WeakParameterError(f"{c.name}: {c.figure} is below the floor {c.threshold}" + (f" ({c.detail})" if c.detail else "")
+                                     + "; refused", python=f"allow_weak=[{c.name!r}] (recorded in the manifest)",
+                                     cli=f"--allow-weak '{c.name}' (recorded in the manifest)")
+
+    def summary(self) -> dict[str, Any]:
+        """``family``, ``method``, ``parameters`` and the figures (records, privacy, utility)."""
+        out: dict[str, Any] = {"family": self.family, "method": self.method, "parameters": dict(self.parameters)}
+        if self.roles is not None:
+            out["roles"] = self.roles.to_dict()
+        if self.overrides:
+            out["overrides"] = list(self.overrides)
+        out.update(self.figures)
+        return out
+
+    def verify(self, original: Any = None, **compute_kwargs: Any) -> Verdict:
+        """Recount the guarantee from the released data (independently of the algorithm) and
+        check the parameters against the privacy floors; with ``original``, also check the
+        release against it.
+
+        Parameters
+        ----------
+        original : optional
+            The original data (same kind as the estimator's input) or its URL.
+        **compute_kwargs
+            ``client=``, ``progress=`` for the distributed passes.
+        """
+        compute_kwargs.setdefault("progress", False)
+        if isinstance(original, str):
+            original = type(self).read_original(original)
+        return Verdict([*self.floor_checks(), *self.guarantee_checks(original, **compute_kwargs)])
+
+    def _manifest_release(self, key: Key, n_out: int, rows_per_file: int, output: str) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "method": self.method,
+            "parameters": dict(self.parameters),
+            "roles": self.roles.to_dict() if self.roles is not None else None,
+            "overrides": list(self.overrides),
+            "key_fingerprint": key.fingerprint(),
+            "row_order": {"keyed": True, "files": n_out, "rows_per_file": int(rows_per_file)},
+            "output": output,
+            "versions": versions(),
+            "created": created(),
+        }
+
+    def _input_fields(self, **compute_kwargs: Any) -> dict[str, Any]:
+        from ..data.sources import fingerprint
+
+        return {**self.input_info, **fingerprint(self.source, **compute_kwargs)}
+
+    def write(self, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False,
+              progress: bool = False, client: Any = None, rows_per_file: int | None = None,
+              check: bool = True) -> dict[str, Any]:
+        """Write the release atomically at ``url`` and return its manifest.
+
+        ``url`` ending in ``.csv`` gives one CSV file with ``<url>.manifest.json`` beside it
+        (families with ``csv_output``); anything else a Parquet dataset folder. Rows are written
+        in the keyed random order; with ``check`` (default) the written files are read back and
+        the family's guarantee recounted before the commit: a failing release raises
+        :class:`PrivacyViolation` and nothing is committed.
+
+        Raises
+        ------
+        DatasetExistsError
+            ``url`` exists and ``overwrite`` is false (checked before any work).
+        WeakParameterError
+            A privacy floor fails and was not overridden.
+        PrivacyViolation
+            The written release does not meet its guarantee.
+        """
+        from ..progress import compute
+
+        opts = dict(storage_options or {})
+        csv_out = is_csv_destination(url)
+        if csv_out and not self.csv_output:
+            raise DataFormatError(f"{self.family} releases are written as Parquet folders, not CSV: {url}",
+                                  cli="an output path without .csv")
+        refuse_existing(url, opts, overwrite=overwrite)
+        if csv_out:
+            refuse_existing(sidecar_manifest(url), opts, overwrite=overwrite)
+        self.check_floors()
+        ckw = {"progress": progress, "client": client}
+        key = self._key if self._key is not None else Key.generate()
+        blocks, rows = self._row_blocks()
+        rpf = int(rows_per_file or self.default_rows_per_file)
+        n_out = n_files(sum(rows), rpf)
+        out_blocks = shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}")
+        head = {"format": self.data_format, "version": MANIFEST_VERSION}
+
+        if csv_out:
+            return self._write_csv_release(url, opts, out_blocks, head, key, n_out, rpf, check, ckw)
+
+        encode = self._encoder()
+
+        def write(fs: Any, tmp: str) -> dict[str, Any]:
+            names = [f"part-{j:05d}.parquet" for j in range(n_out)]
+            tasks = [dask.delayed(_write_block, pure=False)(fs, posixpath.join(tmp, n), b, encode)
+                     for n, b in zip(names, out_blocks)]
+            (parts,) = compute(tasks, **ckw)
+            files = [write_part(fs, posixpath.join(tmp, name), table) for name, table in self._extra_tables().items()]
+            manifest = {**head, **self._layout(list(parts)), "partitions": list(parts), "files": files}
+            manifest["release"] = self._manifest_release(key, n_out, rpf, "parquet")
+            manifest["guarantees"] = self._check_written(fs, tmp, manifest, url, check, ckw)
+            manifest["input"] = self._input_fields(**ckw)
+            manifest["summary"] = self.summary()
+            return manifest
+
+        return write_folder(url, opts, overwrite, write)
+
+    def _check_written(self, fs: Any, path: str, manifest: Mapping[str, Any], url: str, check: bool,
+                       ckw: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Read the written files back and recount the guarantee; raise if it fails."""
+        if not check:
+            return None
+        csv_out = manifest.get("release", {}).get("output") == "csv"
+        data = type(self)._open_csv(fs, path, manifest, url) if csv_out else type(self)._open_data(fs, path, manifest, url, False)
+        written = type(self)._reopen(data, manifest)
+        verdict = written.verify(**ckw)
+        if not verdict.ok:
+            failed = "; ".join(verdict.lines(failed_only=True))
+            raise PrivacyViolation(f"the release written to {url} fails its independent check, nothing was committed: {failed}")
+        return verdict.to_dict()
+
+    def _write_csv_release(self, url: str, opts: dict[str, Any], out_blocks: list[Any], head: dict[str, Any], key: Key,
+                           n_out: int, rpf: int, check: bool, ckw: Mapping[str, Any]) -> dict[str, Any]:
+        from ..data.folder import sha256_file
+        from ..progress import compute
+
+        fs, path = open_fs(url, opts)
+        parent = posixpath.dirname(path)
+        if parent:
+            fs.makedirs(parent, exist_ok=True)
+        tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
+        try:
+            with fs.open(tmp, "wb") as fh:
+                layout = self._csv_write(fh, out_blocks, lambda *c: compute(*c, **ckw))
+            size = int(fs.size(tmp))
+            entry = {"file": posixpath.basename(path), "rows": layout.pop("rows"), "bytes": size, "sha256": sha256_file(fs, tmp)}
+            manifest = {**head, **layout, "partitions": [entry], "files": []}
+            manifest["release"] = self._manifest_release(key, n_out, rpf, "csv")
+            check_manifest = {**manifest, "partitions": [{**entry, "file": posixpath.basename(tmp)}]}
+            manifest["guarantees"] = self._check_written(fs, parent or ".", check_manifest, url, check, ckw)
+            manifest["input"] = self._input_fields(**ckw)
+            manifest["summary"] = self.summary()
+            if fs.exists(path):
+                fs.rm(path)
+            fs.mv(tmp, path)
+        except BaseException:
+            try:
+                fs.rm(tmp)
+            except Exception:
+                pass
+            raise
+        from ..data.atomic import atomic_file
+
+        with atomic_file(sidecar_manifest(url), storage_options=opts, overwrite=True, mode="w") as fh:
+            fh.write(json.dumps(manifest, indent=1))
+        return manifest
+
+    # ------------------------------------------------------------------ reading back
+    @classmethod
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "Release":
+        """A release of this family around ``data`` read from disk, its parameters, roles and
+        overrides taken from ``manifest``."""
+        rel = manifest.get("release", {})
+        roles = Roles.from_dict(rel["roles"]) if rel.get("roles") else None
+        summary = manifest.get("summary") or {}
+        figures = {k: v for k, v in summary.items() if k in ("records", "privacy", "utility")}
+        obj = cls.__new__(cls)
+        Release.__init__(obj, data, method=rel.get("method", ""), parameters=rel.get("parameters", {}), figures=figures,
+                         roles=roles, overrides=rel.get("overrides", ()), manifest=manifest)
+        return obj
+
+    @staticmethod
+    def load_manifest(url: str, *, storage_options: Mapping[str, Any] | None = None) -> tuple[Any, str, dict[str, Any]]:
+        """``(fs, folder, manifest)`` of a written release (a folder, or a CSV file with its
+        ``.manifest.json`` beside it)."""
+        opts = dict(storage_options or {})
+        fs, path = open_fs(url, opts)
+        if not fs.exists(path):
+            raise DatasetNotFoundError(f"no release at {url}")
+        if fs.isdir(path):
+            manifest_path, folder = posixpath.join(path, MANIFEST), path
+        else:
+            manifest_path, folder = open_fs(sidecar_manifest(url), opts)[1], posixpath.dirname(path)
+        if not fs.exists(manifest_path):
+            raise DatasetNotFoundError(f"{url}: no manifest ({posixpath.basename(manifest_path)}); not a committed ppdm release")
+        with fs.open(manifest_path, "r") as fh:
+            try:
+                manifest = json.load(fh)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise DataFormatError(f"{url}: unreadable manifest {posixpath.basename(manifest_path)}") from None
+        if not isinstance(manifest, dict) or "release" not in manifest:
+            raise DataFormatError(f"{url}: not a ppdm release (its manifest has no release record; written by an older version?)")
+        if int(manifest.get("version", 0)) > MANIFEST_VERSION:
+            raise DataFormatError(f"{url}: written by a newer ppdm-dask (manifest version {manifest['version']})")
+        return fs, folder, manifest
+
+    @classmethod
+    def open(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> "Release":
+        """The release written at ``url`` (any family whose module is imported; use
+        :func:`ppdm_dask.verify` / :func:`ppdm_dask.open_release` to have them all), its data
+        lazy and checked against the manifest as it is read (checksums with ``verify``)."""
+        fs, folder, manifest = cls.load_manifest(url, storage_options=storage_options)
+        family = manifest["release"].get("family")
+        klass = Release.registry.get(family)
+        if klass is None:
+            raise DataFormatError(f"{url}: unknown release family {family!r}")
+        if manifest["release"].get("output") == "csv":
+            data = klass._open_csv(fs, folder, manifest, url)
+        else:
+            read_manifest(fs, posixpath.join(folder, MANIFEST), url, klass.data_format, MANIFEST_VERSION)
+            data = klass._open_data(fs, folder, manifest, url, verify)
+        rel = klass._reopen(data, {**manifest, "_url": url})
+        return rel

@@ -1,0 +1,111 @@
+"""Keyed random row order of a release, across partitions, independent of the partitioning.
+
+Publishing rows in the input's order lets anyone who knows that order link records by position.
+Every release is therefore written in a random order derived from the key:
+
+* global row ``r`` gets a 64-bit sort key, value ``r % BLOCK_ROWS`` of the raw stream
+  ``(Tag.ROW_ORDER, r // BLOCK_ROWS)`` — it depends on the key and ``r`` only;
+* the output is cut into ``n_files`` buckets by the high bits of the sort key (so the number of
+  files depends only on the number of rows), and each bucket is sorted by (sort key, row);
+* so the same key gives the same bytes for any partitioning of the input, a retried task
+  reproduces its output, and without the key the order reveals nothing about the input order.
+
+Kernels (:func:`row_keys`, :func:`split_rows`, :func:`merge_rows`) work on one block and know
+nothing of Dask; :func:`shuffle` wires them (one split task per input block, one merge task per
+output file). A block is any object the given :class:`BlockOps` can count, slice and concatenate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..random import BLOCK_ROWS, Key, Tag
+
+__all__ = ["BlockOps", "row_keys", "bucket_of", "n_files", "split_rows", "merge_rows", "shuffle", "output_positions"]
+
+
+@dataclass(frozen=True)
+class BlockOps:
+    """How to count, take rows of and concatenate one kind of block (module-level functions,
+    so that tasks pickle)."""
+
+    n_rows: Callable[[Any], int]
+    take: Callable[[Any, np.ndarray], Any]
+    concat: Callable[[list], Any]
+
+
+def row_keys(key: Key, start: int, stop: int) -> np.ndarray:
+    """The uint64 sort keys of global rows ``start .. stop-1``."""
+    out = np.empty(max(0, stop - start), dtype=np.uint64)
+    r = start
+    while r < stop:
+        b = r // BLOCK_ROWS
+        lo, hi = r - b * BLOCK_ROWS, min(stop, (b + 1) * BLOCK_ROWS) - b * BLOCK_ROWS
+        raw = np.random.Philox(key.seed_sequence(Tag.ROW_ORDER, b)).random_raw(hi)
+        out[r - start : r - start + hi - lo] = raw[lo:hi]
+        r += hi - lo
+    return out
+
+
+def bucket_of(keys: np.ndarray, n_out: int) -> np.ndarray:
+    """Output file of each sort key: ``floor(key * n_out / 2**64)``, exact in integers."""
+    return ((keys >> np.uint64(32)) * np.uint64(n_out) >> np.uint64(32)).astype(np.int64)
+
+
+def n_files(n_rows: int, rows_per_file: int) -> int:
+    """Number of output files for ``n_rows`` rows (at least one)."""
+    return max(1, math.ceil(int(n_rows) / max(1, int(rows_per_file))))
+
+
+def split_rows(block: Any, start: int, key: Key, n_out: int, ops: BlockOps) -> tuple:
+    """Kernel: cut one input block (global rows ``start ..``) into ``n_out`` pieces
+    ``(rows, sort keys, global row ids)``, one per output file."""
+    n = int(ops.n_rows(block))
+    keys = row_keys(key, start, start + n)
+    dest = bucket_of(keys, n_out)
+    order = np.argsort(dest, kind="stable")
+    bounds = np.searchsorted(dest[order], np.arange(n_out + 1))
+    pieces = []
+    for j in range(n_out):
+        idx = order[bounds[j] : bounds[j + 1]]
+        pieces.append((ops.take(block, idx), keys[idx], start + idx.astype(np.int64)))
+    return tuple(pieces)
+
+
+def merge_rows(pieces: Sequence[tuple], ops: BlockOps) -> Any:
+    """Kernel: the rows of one output file, sorted by (sort key, global row)."""
+    merged = ops.concat([p[0] for p in pieces])
+    keys = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.uint64)
+    rows = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    order = np.lexsort((rows, keys))
+    return ops.take(merged, order)
+
+
+def shuffle(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str) -> list[Any]:
+    """Graph: the keyed order of the rows of ``blocks`` (delayed, ``rows[i]`` rows each) as
+    ``n_out`` delayed output blocks."""
+    import dask
+    from dask.base import tokenize
+
+    starts = np.concatenate([[0], np.cumsum([int(r) for r in rows])]).astype(np.int64)
+    token = tokenize(name, key.digest("row-order"), [getattr(b, "key", b) for b in blocks], list(rows), n_out)
+    split = dask.delayed(split_rows, nout=n_out, pure=True)
+    parts = [split(b, int(starts[i]), key, n_out, ops, dask_key_name=f"row-order-split-{token}-{i}")
+             for i, b in enumerate(blocks)]
+    merge = dask.delayed(merge_rows, pure=True)
+    return [merge([p[j] for p in parts], ops, dask_key_name=f"row-order-merge-{token}-{j}") for j in range(n_out)]
+
+
+def output_positions(key: Key, n_rows: int, n_out: int) -> np.ndarray:
+    """For the owner of the key: the output position of every input row (``n_rows`` rows,
+    ``n_out`` files, no row dropped). ``positions[r]`` is where global row ``r`` was written."""
+    keys = row_keys(key, 0, int(n_rows))
+    dest = bucket_of(keys, n_out)
+    order = np.lexsort((np.arange(keys.size), keys, dest))
+    pos = np.empty(keys.size, dtype=np.int64)
+    pos[order] = np.arange(keys.size)
+    return pos

@@ -1,0 +1,128 @@
+"""Releases of relational tables: the row blocks are pandas DataFrames (a dask DataFrame's
+partitions); written as Parquet part files or one CSV file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .base import Release
+from .order import BlockOps
+
+__all__ = ["TableRelease", "TABLE_OPS"]
+
+
+def _n_rows(block: pd.DataFrame) -> int:
+    return len(block)
+
+
+def _take(block: pd.DataFrame, idx: np.ndarray) -> pd.DataFrame:
+    return block.iloc[idx].reset_index(drop=True)
+
+
+def _concat(blocks: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(blocks, ignore_index=True) if len(blocks) > 1 else blocks[0].reset_index(drop=True)
+
+
+TABLE_OPS = BlockOps(_n_rows, _take, _concat)
+
+
+def _suppressed(block: pd.DataFrame, qi: tuple[str, ...]) -> np.ndarray:
+    """Rows whose every quasi-identifier is ``'*'`` (suppressed records)."""
+    if not qi or not len(block):
+        return np.zeros(len(block), dtype=bool)
+    return np.logical_and.reduce([block[c].astype(str).to_numpy() == "*" for c in qi])
+
+
+def _finish(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> tuple[pd.DataFrame, int]:
+    sup = _suppressed(block, qi)
+    n_sup = int(sup.sum())
+    if n_sup and not keep_suppressed:
+        block = block[~sup].reset_index(drop=True)
+    return block, n_sup
+
+
+def _encode(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> tuple[pa.Table, dict[str, Any]]:
+    block, n_sup = _finish(block, qi, keep_suppressed)
+    return pa.Table.from_pandas(block, preserve_index=False), {"n_suppressed": n_sup}
+
+
+class TableRelease(Release):
+    """A relational release: ``data`` is a dask DataFrame of the published columns.
+
+    Suppressed records (every quasi-identifier ``'*'``) are left out of the written files and
+    counted in the manifest, unless the parameter ``keep_suppressed`` is true.
+    """
+
+    ops: ClassVar[BlockOps] = TABLE_OPS
+    default_rows_per_file: ClassVar[int] = 500_000
+    csv_output: ClassVar[bool] = True
+
+    #: rows of each partition of ``data`` when the estimator knows them (saves a pass)
+    partition_rows: list[int] | None = None
+
+    @property
+    def qi(self) -> tuple[str, ...]:
+        return tuple(self.roles.quasi_identifiers) if self.roles is not None else tuple(self.parameters.get("qi", ()))
+
+    @property
+    def keep_suppressed(self) -> bool:
+        return bool(self.parameters.get("keep_suppressed", False))
+
+    def _row_blocks(self) -> tuple[list[Any], list[int]]:
+        from ..progress import compute
+
+        parts = list(self.data.to_delayed())
+        rows = self.partition_rows
+        if rows is None or len(rows) != len(parts):
+            (lengths,) = compute(self.data.map_partitions(len), progress=False)
+            rows = [int(r) for r in np.asarray(lengths).ravel()]
+        return parts, list(rows)
+
+    def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
+        return partial(_encode, qi=self.qi, keep_suppressed=self.keep_suppressed)
+
+    def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"columns": [str(c) for c in self.data.columns],
+                "n_records": int(sum(p["rows"] for p in partitions)),
+                "n_suppressed_dropped": 0 if self.keep_suppressed else int(sum(p.get("n_suppressed", 0) for p in partitions))}
+
+    @classmethod
+    def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
+        from ..data.tables import table_from_manifest
+
+        return table_from_manifest(fs, path, manifest, url, verify=verify)
+
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
+        rows = n_sup = 0
+        for i, b in enumerate(blocks):
+            (block,) = compute(b)
+            block, s = _finish(block, self.qi, self.keep_suppressed)
+            fh.write(block.to_csv(index=False, header=(i == 0), lineterminator="\n").encode("utf-8"))
+            rows += len(block)
+            n_sup += s
+        return {"rows": rows, "columns": [str(c) for c in self.data.columns], "n_records": rows,
+                "n_suppressed_dropped": 0 if self.keep_suppressed else n_sup}
+
+    @classmethod
+    def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:
+        import posixpath
+
+        import dask.dataframe as dd
+
+        name = manifest["partitions"][0]["file"]
+        full = fs.unstrip_protocol(posixpath.join(path, name))
+        opts = getattr(fs, "storage_options", {}) or {}
+        return dd.read_csv(full, dtype=str, keep_default_na=False, na_values=[""], blocksize=None,
+                           storage_options=dict(opts), dtype_backend="pyarrow")
+
+    @classmethod
+    def read_original(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+        from ..data.tables import read_table
+
+        return read_table(url, storage_options=storage_options, **kwargs)

@@ -1,0 +1,136 @@
+"""Releases of transactions: the row blocks are ``(items CSR, weights CSR or None, columns)``;
+written in the ppdm transaction layout (so :func:`ppdm_dask.read` reads a release like any
+dataset) or as one basket CSV file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import partial
+from typing import Any, Callable, ClassVar
+
+import dask
+import numpy as np
+import pyarrow as pa
+import scipy.sparse as sp
+
+from ..data.parquet import FORMAT_NAME, VOCABULARY_FILE, public_metadata, transactions_from_manifest, transactions_table
+from .base import Release
+from .order import BlockOps
+
+__all__ = ["TransactionRelease", "TRANSACTION_OPS"]
+
+#: row-aligned columns that identify records: never published unless asked for
+RECORD_ID_COLUMNS = ("record_id",)
+
+
+def _n_rows(block: tuple) -> int:
+    return int(block[0].shape[0])
+
+
+def _take(block: tuple, idx: np.ndarray) -> tuple:
+    items, weights, cols = block
+    return (sp.csr_array(items[idx]), sp.csr_array(weights[idx]) if weights is not None else None,
+            {k: np.asarray(v)[idx] for k, v in cols.items()})
+
+
+def _concat(blocks: list[tuple]) -> tuple:
+    items = sp.csr_array(sp.vstack([b[0] for b in blocks], format="csr")) if len(blocks) > 1 else blocks[0][0]
+    items.indices = items.indices.astype(np.int32, copy=False)
+    items.indptr = items.indptr.astype(np.int32, copy=False)
+    weights = None
+    if blocks[0][1] is not None:
+        weights = sp.csr_array(sp.vstack([b[1] for b in blocks], format="csr")) if len(blocks) > 1 else blocks[0][1]
+    cols = {k: np.concatenate([np.asarray(b[2][k]) for b in blocks]) for k in blocks[0][2]}
+    return items, weights, cols
+
+
+TRANSACTION_OPS = BlockOps(_n_rows, _take, _concat)
+
+
+def _block(items: Any, weights: Any, cols: dict[str, Any]) -> tuple:
+    return items, weights, cols
+
+
+def _encode(block: tuple, kv: bytes) -> tuple[pa.Table, dict[str, Any]]:
+    items, weights, cols = block
+    return transactions_table(items, weights, cols, kv), {"nnz": int(items.indices.size)}
+
+
+class TransactionRelease(Release):
+    """A release of transactions: ``data`` is a TransactionArray.
+
+    Record ids are dropped unless the parameter ``keep_record_ids`` is true.
+    """
+
+    data_format: ClassVar[str] = FORMAT_NAME
+    ops: ClassVar[BlockOps] = TRANSACTION_OPS
+    default_rows_per_file: ClassVar[int] = 1_000_000
+    csv_output: ClassVar[bool] = True
+
+    def _columns(self) -> dict[str, Any]:
+        keep_ids = bool(self.parameters.get("keep_record_ids", False))
+        return {k: v for k, v in self.data.columns.items() if keep_ids or k not in RECORD_ID_COLUMNS}
+
+    def _row_blocks(self) -> tuple[list[Any], list[int]]:
+        tx = self.data
+        items = tx.blocks.to_delayed().ravel()
+        weights = tx.weights.to_delayed().ravel() if tx.weights is not None else [None] * len(items)
+        cols = {k: v.to_delayed().ravel() for k, v in self._columns().items()}
+        blocks = [dask.delayed(_block, pure=True)(items[i], weights[i], {k: c[i] for k, c in cols.items()})
+                  for i in range(len(items))]
+        return blocks, list(tx.partition_rows)
+
+    def _kv(self) -> bytes:
+        meta = public_metadata(self.data.metadata)
+        return json.dumps({"format": FORMAT_NAME, "version": 2, "n_items": self.data.n_items, "metadata": meta}).encode()
+
+    def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
+        return partial(_encode, kv=self._kv())
+
+    def _extra_tables(self) -> dict[str, pa.Table]:
+        return {VOCABULARY_FILE: pa.table({"label": pa.array(self.data.vocabulary.labels)})}
+
+    def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+        tx = self.data
+        cols = self._columns()
+        return {
+            "n_transactions": int(sum(p["rows"] for p in partitions)),
+            "n_items": tx.n_items,
+            "nnz": int(sum(p.get("nnz", 0) for p in partitions)),
+            "vocabulary": VOCABULARY_FILE,
+            "label_type": "int" if tx.vocabulary.is_integer else "str",
+            "columns": sorted(cols),
+            "column_types": {k: np.dtype(v.dtype).str for k, v in sorted(cols.items())},
+            "weights": tx.weights is not None,
+            "metadata": public_metadata(tx.metadata),
+        }
+
+    @classmethod
+    def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
+        return transactions_from_manifest(fs, path, manifest, url, verify=verify)
+
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
+        from ..data.formats import basket_csv_text
+
+        labels = self.data.vocabulary.labels
+        rows = nnz = 0
+        for b in blocks:
+            (block,) = compute(b)
+            fh.write(basket_csv_text(block[0], labels))
+            rows += block[0].shape[0]
+            nnz += int(block[0].indices.size)
+        return {"rows": rows, "n_transactions": rows, "n_items": self.data.n_items, "nnz": nnz,
+                "label_type": "int" if self.data.vocabulary.is_integer else "str",
+                "metadata": public_metadata(self.data.metadata)}
+
+    @classmethod
+    def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:
+        import posixpath
+
+        from ..data.formats import read_csv
+
+        name = manifest["partitions"][0]["file"]
+        full = fs.unstrip_protocol(posixpath.join(path, name))
+        tx = read_csv(full, storage_options=dict(getattr(fs, "storage_options", {}) or {}), progress=False)
+        return tx

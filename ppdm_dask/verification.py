@@ -1,0 +1,122 @@
+"""``ppdm_dask.verify``: re-check a written release from its files alone.
+
+1. the manifest: a committed ppdm release of a known family and version;
+2. the files: every file the manifest lists is present with its size and SHA-256, and no other
+   file sits in the release folder;
+3. the parameters against the privacy floors (explicit overrides are reported as such);
+4. the family's guarantee recounted from the released data (k, l, k^m, group sizes against
+   privacy levels, δ / k-variance conditions, suppressed records absent ...);
+5. with ``original``: the release against the original data.
+
+The result is a :class:`~ppdm_dask.release.Verdict` with one check per condition; the command
+``ppdm verify`` exits 0 only when it is ok and prints one line per failed check.
+"""
+
+from __future__ import annotations
+
+import importlib
+import posixpath
+from collections.abc import Mapping
+from typing import Any
+
+import dask
+
+from .data.folder import MANIFEST, sha256_file
+from .errors import PPDMError
+from .release import Check, Release, Verdict
+
+__all__ = ["verify", "open_release", "FAMILY_MODULES"]
+
+#: The modules that define the release of each family (imported to register them).
+FAMILY_MODULES = (
+    "ppdm_dask.anonymity.release",
+    "ppdm_dask.anonymity.km_release",
+    "ppdm_dask.emask.release",
+    "ppdm_dask.sketch.release",
+    "ppdm_dask.condensation.release",
+    "ppdm_dask.krimp.release",
+)
+
+
+def _load_families() -> None:
+    for name in FAMILY_MODULES:
+        importlib.import_module(name)
+
+
+def open_release(url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> Release:
+    """The release written at ``url``, of any family (data lazy; see :meth:`Release.open`)."""
+    _load_families()
+    return Release.open(url, storage_options=storage_options, verify=verify)
+
+
+def _file_entry(fs: Any, path: str, expected: Mapping[str, Any], checksums: bool) -> tuple[str, str | None, int | None]:
+    """Task: ``(name, problem or None, size)`` of one listed file."""
+    name = expected["file"]
+    full = posixpath.join(path, name)
+    try:
+        size = int(fs.size(full))
+    except FileNotFoundError:
+        return name, "missing", None
+    if expected.get("bytes") is not None and size != int(expected["bytes"]):
+        return name, f"{size:,} bytes, the manifest says {int(expected['bytes']):,}", size
+    if checksums and expected.get("sha256") and sha256_file(fs, full) != expected["sha256"]:
+        return name, "SHA-256 differs from the manifest (altered or replaced)", size
+    return name, None, size
+
+
+def file_checks(fs: Any, folder: str, manifest: Mapping[str, Any], *, checksums: bool = True, **compute_kwargs: Any) -> list[Check]:
+    """One check per listed file (present, size, checksum) and one per unexpected file."""
+    from .progress import compute
+
+    entries = [*manifest.get("partitions", []), *manifest.get("files", [])]
+    tasks = [dask.delayed(_file_entry, pure=False)(fs, folder, e, checksums) for e in entries]
+    (results,) = compute(tasks, **{"progress": False, **compute_kwargs}) if tasks else ([],)
+    checks = [Check("file matches the manifest", problem is None, where=name, detail=problem or "") for name, problem, _ in results]
+    if manifest.get("release", {}).get("output") != "csv":  # a CSV release shares its folder with other files
+        listed = {e["file"] for e in entries} | {MANIFEST}
+        for d in fs.ls(folder, detail=False):
+            name = posixpath.basename(d.rstrip("/"))
+            if name not in listed:
+                checks.append(Check("no unlisted file", False, where=name, detail="a file the manifest does not list"))
+    return checks
+
+
+def verify(url: str, *, original: Any = None, storage_options: Mapping[str, Any] | None = None, checksums: bool = True,
+           **compute_kwargs: Any) -> Verdict:
+    """Re-check the release at ``url`` from its files alone (see the module docstring).
+
+    Parameters
+    ----------
+    url : str
+        A release folder, or a CSV release file (with its ``.manifest.json`` beside it).
+    original : str or data, optional
+        The original data (URL or object), to check the release against it.
+    checksums : bool
+        Hash every file (default); without, only presence and sizes are checked.
+    **compute_kwargs
+        ``client=``, ``progress=`` for the distributed passes.
+
+    Returns
+    -------
+    Verdict
+    """
+    _load_families()
+    fs, folder, manifest = Release.load_manifest(url, storage_options=storage_options)
+    rel = manifest["release"]
+    family = rel.get("family")
+    checks = [Check("manifest", family in Release.registry, figure=f"{family} / {rel.get('method')}",
+                    detail="" if family in Release.registry else f"unknown family {family!r}")]
+    if not checks[0].ok:
+        return Verdict(checks)
+    checks += file_checks(fs, folder, manifest, checksums=checksums, **compute_kwargs)
+    if not all(c.ok for c in checks):
+        checks.append(Check("guarantee recount", False, detail="not attempted: the files do not match the manifest"))
+        return Verdict(checks)
+    try:
+        release = Release.open(url, storage_options=storage_options)
+        if isinstance(original, str):
+            original = type(release).read_original(original, storage_options=storage_options)
+        verdict = release.verify(original, **compute_kwargs)
+    except PPDMError as exc:
+        return Verdict([*checks, Check("guarantee recount", False, detail=exc.message_for("cli"))])
+    return Verdict([*checks, *verdict.checks])
