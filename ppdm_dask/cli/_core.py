@@ -1,0 +1,258 @@
+"""The core of the ``ppdm`` command line: global options, the scheduler, errors -> exit codes, and
+the job helper every command runs in.
+
+Exit codes: 0 success; 1 an unexpected error (a bug: one line, ``--debug`` for the traceback);
+2 bad input, a usage error, a refused parameter or a failed check; 130 interrupted.
+Every error is one ``ppdm: error: ...`` line on stderr that names the file, column or option at
+fault and, where one exists, the flag that fixes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import click
+import numpy as np
+
+from ..errors import PPDMError
+
+LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
+
+
+class Context:
+    """Global options shared by the sub-commands (``ctx.obj``)."""
+
+    def __init__(self, *, scheduler: str | None = None, workers: int | None = None, storage_options: Mapping[str, Any] | None = None,
+                 key_file: str | None = None, as_json: bool = False, progress: bool = True, debug: bool = False,
+                 verify_input: bool = False) -> None:
+        self.scheduler = scheduler
+        self.workers = workers
+        self.storage_options = dict(storage_options or {})
+        self.key_file = key_file
+        self.as_json = as_json
+        self.progress = progress
+        self.debug = debug
+        self.verify_input = verify_input
+
+    @contextlib.contextmanager
+    def runtime(self) -> Iterator[str]:
+        """Activate the scheduler for a job; yields a description of it."""
+        import dask
+
+        if self.scheduler in LOCAL_SCHEDULERS:
+            with dask.config.set(scheduler=self.scheduler):
+                yield f"local {self.scheduler} scheduler"
+            return
+        from ..cluster import get_client
+
+        with get_client(self.scheduler, n_workers=self.workers) as client:
+            yield self.scheduler or f"LocalCluster ({len(client.scheduler_info()['workers'])} process workers)"
+
+    def key(self):
+        """The random key: read from --key-file, or created there, or a fresh secret one."""
+        from ..random import Key
+
+        if self.key_file is None:
+            return Key.generate()
+        path = Path(self.key_file)
+        if path.exists():
+            return Key.from_file(path)
+        key = Key.generate()
+        key.to_file(path)
+        click.echo(f"new random key written to {path} (keep it secret; reuse it to reproduce this run)", err=True)
+        return key
+
+    # ------------------------------------------------------------------ reading
+    def read_transactions(self, url: str, fmt: str | None = None) -> Any:
+        """Transactions from ``url`` (Parquet checksums checked with ``--verify-input``)."""
+        from ..data.formats import detect_format
+        from ..io import read
+
+        kw = {"verify": True} if self.verify_input and (fmt or detect_format(url)) == "parquet" else {}
+        return read(url, format=fmt, storage_options=self.storage_options, progress=self.progress, **kw)
+
+    def read_table(self, url: str, *, sep: str | None = None, dtype: Sequence[str] = (), schema: str | None = None) -> Any:
+        """A typed table from CSV or Parquet (see :func:`ppdm_dask.data.tables.read_table`)."""
+        from ..data.tables import read_table
+
+        return read_table(url, storage_options=self.storage_options, sep=sep, dtype=list(dtype), schema=schema,
+                          verify=self.verify_input)
+
+    # ------------------------------------------------------------------ output
+    def emit(self, summary: Mapping[str, Any], text: str) -> None:
+        """Print the job summary as JSON (--json) or as text, on stdout."""
+        if self.as_json:
+            click.echo(json.dumps(summary, indent=1, default=json_default))
+        else:
+            click.echo(text)
+
+
+def json_default(obj: Any) -> Any:
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+def parse_storage_options(values: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in values:
+        if "=" not in item:
+            raise click.BadParameter(f"expected k=v, got {item!r}", param_hint="--storage-option")
+        k, v = item.split("=", 1)
+        low = v.lower()
+        if low in ("true", "false"):
+            out[k] = low == "true"
+        else:
+            try:
+                out[k] = int(v)
+            except ValueError:
+                out[k] = v
+    return out
+
+
+# ---------------------------------------------------------------------- errors
+def _one_line(text: str) -> str:
+    text = str(text).strip()
+    return text.splitlines()[0] if text else ""
+
+
+class PPDMGroup(click.Group):
+    """A group that turns library errors into one clear line and a non-zero exit."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            click.echo("ppdm: interrupted", err=True)
+            ctx.exit(130)
+        except PPDMError as exc:
+            fail(ctx, exc, 2)
+        except Exception as exc:  # a bug or an environment failure: still one line unless --debug
+            fail(ctx, exc, 1)
+
+
+def fail(ctx: click.Context, exc: BaseException, code: int) -> None:
+    obj = ctx.find_object(Context)
+    if obj is not None and obj.debug:
+        raise exc
+    if isinstance(exc, PPDMError):
+        msg = _one_line(exc.message_for("cli"))
+    else:
+        msg = f"{type(exc).__name__}: {_one_line(str(exc))}" if str(exc).strip() else type(exc).__name__
+    click.echo(f"ppdm: error: {msg}", err=True)
+    ctx.exit(code)
+
+
+def usage_error(message: str, hint: str | None = None) -> click.UsageError:
+    """A usage error the command line prints as one line (with the flag that fixes it)."""
+    return click.UsageError(f"{message} ({hint})" if hint else message)
+
+
+def main(args: Sequence[str] | None = None, prog_name: str = "ppdm") -> None:
+    """Run the ``ppdm`` group: click's usage errors become one ``ppdm: error:`` line too."""
+    from . import cli
+
+    try:
+        cli.main(args=list(args) if args is not None else None, prog_name=prog_name, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("ppdm: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        where = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
+        click.echo(f"ppdm: error: {_one_line(exc.format_message())}{where}", err=True)
+        sys.exit(exc.exit_code if exc.exit_code else 2)
+    sys.exit(0)
+
+
+# ---------------------------------------------------------------------- jobs
+@dataclass
+class Job:
+    """What a running command knows about its job: where it runs and since when."""
+
+    where: str
+    start: float = field(default_factory=time.perf_counter)
+
+    @property
+    def seconds(self) -> float:
+        return round(time.perf_counter() - self.start, 3)
+
+
+@contextlib.contextmanager
+def job(obj: Context, *, outputs: Sequence[str | None] = (), overwrite: bool = False) -> Iterator[Job]:
+    """Run a command's work: refuse existing outputs **before** any work, then activate the
+    scheduler and time the job."""
+    from ..data.folder import refuse_existing
+    from ..release import is_csv_destination, sidecar_manifest
+
+    for url in outputs:
+        if url:
+            refuse_existing(url, obj.storage_options, overwrite=overwrite)
+            if is_csv_destination(url):
+                refuse_existing(sidecar_manifest(url), obj.storage_options, overwrite=overwrite)
+    with obj.runtime() as where:
+        yield Job(where)
+
+
+# ---------------------------------------------------------------------- release summaries
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return f"{v:,.4f}" if abs(v) < 1e6 else f"{v:,.4g}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]" if len(value) <= 12 else f"[{len(value):,} values]"
+    return str(value)
+
+
+def release_text(summary: Mapping[str, Any], *, src: str | None, dst: str | None, verdict: Any = None,
+                 job: Job | None = None, extra: Sequence[str] = ()) -> str:
+    """The one-screen text of a release job: what, parameters, records, privacy, utility, the
+    verdict of the independent check, where it was written."""
+    head = f"{summary.get('family')} release ({summary.get('method')})"
+    if src or dst:
+        head += f": {src or ''} -> {dst or '(not written)'}"
+    lines = [head, f"  {'parameters':<12} {_fmt(summary.get('parameters', {}))}"]
+    if summary.get("overrides"):
+        lines.append(f"  {'OVERRIDES':<12} {', '.join(summary['overrides'])} (weak parameters accepted explicitly; recorded)")
+    for section in ("records", "privacy", "utility"):
+        for i, (k, v) in enumerate((summary.get(section) or {}).items()):
+            lines.append(f"  {section if i == 0 else '':<12} {k:<24} {_fmt(v)}")
+    lines.extend(extra)
+    if verdict is not None:
+        status = "ok" if verdict.ok else "FAILED"
+        lines.append(f"  {'verified':<12} {status}: " + "; ".join(c.line() for c in verdict.checks))
+    if job is not None:
+        lines.append(f"  done in {job.seconds:.1f} s on {job.where}")
+    return "\n".join(lines)
+
+
+def emit_release(obj: Context, release: Any, *, src: str | None, dst: str | None, manifest: Mapping[str, Any] | None,
+                 job: Job, extra_text: Sequence[str] = (), extra_json: Mapping[str, Any] | None = None) -> None:
+    """Print a release job's summary (text or ``--json``)."""
+    from ..release import Verdict
+
+    verdict = Verdict.from_dict(manifest["guarantees"]) if manifest and manifest.get("guarantees") else None
+    summary = release.summary()
+    payload = {**summary, "src": src, "out": dst, "verdict": verdict.to_dict() if verdict is not None else None,
+               "key_fingerprint": manifest["release"]["key_fingerprint"] if manifest else None,
+               "seconds": job.seconds, "scheduler": job.where, **dict(extra_json or {})}
+    obj.emit(payload, release_text(summary, src=src, dst=dst, verdict=verdict, job=job, extra=extra_text))

@@ -1,0 +1,5 @@
+"""``ppdm`` commands of the anonymity family (being ported from _legacy.py)."""
+
+from __future__ import annotations
+
+from . import cli  # noqa: F401

@@ -1,0 +1,62 @@
+"""``ppdm mine``: exact frequent itemsets and association rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from . import cli
+from ._core import Context, job
+from ._options import input_format, overwrite, support_value
+
+
+def _level_line(prefix: str):
+    def line(st: dict[str, Any]) -> None:
+        click.echo(f"[{prefix}] level {st['length']}: {st['candidates']:,} candidates -> {st['frequent']:,} frequent ({st['seconds']:.2f} s)", err=True)
+
+    return line
+
+
+def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
+    lines = ["  length  candidates    frequent   seconds"]
+    lines += [f"  {st['length']:>6}  {st['candidates']:>10,}  {st['frequent']:>10,}  {st['seconds']:8.3f}" for st in level_stats]
+    return lines
+
+
+@cli.command()
+@click.argument("url")
+@click.option("--min-support", required=True, help="A fraction in (0, 1] (e.g. 0.003) or an absolute count (e.g. 250).")
+@click.option("--max-length", type=click.IntRange(min=1), default=None, help="Longest itemsets to mine.")
+@click.option("--max-itemsets", type=click.IntRange(min=1), default=50_000_000, show_default=True, help="Stop with an error before the result grows past this many itemsets.")
+@click.option("--rules", "with_rules", is_flag=True, help="Also derive association rules.")
+@click.option("--min-confidence", type=click.FloatRange(0, 1), default=0.6, show_default=True, help="Rule confidence threshold.")
+@input_format
+@click.option("--out", default=None, help="Write the frequent itemsets to this Parquet file.")
+@click.option("--rules-out", default=None, help="Write the rules to this Parquet file.")
+@overwrite
+@click.pass_obj
+def mine(obj: Context, url, min_support, max_length, max_itemsets, with_rules, min_confidence, fmt, out, rules_out, overwrite) -> None:
+    """Exact frequent itemsets (distributed Apriori) and, with --rules, association rules."""
+    from ..mining import apriori, association_rules
+
+    ms = support_value(min_support)
+    with job(obj, outputs=[out, rules_out], overwrite=overwrite) as j:
+        tx = obj.read_transactions(url, fmt).persist(progress=obj.progress)
+        fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, progress=obj.progress, on_level=_level_line("mine"))
+    rules = association_rules(fi, min_confidence) if with_rules or rules_out else None
+    if out:
+        fi.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
+    if rules is not None and rules_out:
+        rules.to_parquet(rules_out, storage_options=obj.storage_options, overwrite=overwrite)
+    summary = {"url": url, "n_transactions": fi.n_transactions, "min_count": fi.min_count, "itemsets": len(fi), "levels": fi.level_stats,
+               "rules": len(rules) if rules is not None else None, "seconds": j.seconds, "scheduler": j.where}
+    lines = [f"{url}: {len(fi):,} frequent itemsets (support >= {fi.min_count:,} of {fi.n_transactions:,} transactions) in {j.seconds:.2f} s",
+             *levels_text(fi.level_stats)]
+    if rules is not None:
+        lines.append(f"  {len(rules):,} association rules with confidence >= {min_confidence}")
+        top = rules.to_pandas().sort_values(["confidence", "lift"], ascending=False).head(5)
+        lines += [f"    {list(r['antecedent'])} -> {list(r['consequent'])}  conf {r['confidence']:.3f}  lift {r['lift']:.2f}" for _, r in top.iterrows()]
+    if out:
+        lines.append(f"  itemsets written to {out}")
+    obj.emit(summary, "\n".join(lines))
