@@ -92,7 +92,7 @@ def _local_progress() -> contextlib.AbstractContextManager[Any]:
 
 def compute(
     *collections: Any,
-    progress: bool = True,
+    progress: bool = False,
     client: distributed.Client | None = None,
     **kwargs: Any,
 ) -> tuple[Any, ...]:
@@ -102,7 +102,7 @@ def compute(
     ----------
     *collections
         Dask collections (arrays, dataframes, delayed ...); other objects pass through.
-    progress : bool, default True
+    progress : bool, default False
         Show a progress bar (live on a TTY, one summary line otherwise) on stderr.
     client : distributed.Client, optional
         Client to run on. Default: the active default client, unless a local scheduler was
@@ -138,7 +138,7 @@ def compute(
 
 def persist(
     *collections: Any,
-    progress: bool = True,
+    progress: bool = False,
     client: distributed.Client | None = None,
     **kwargs: Any,
 ) -> tuple[Any, ...]:
@@ -151,7 +151,7 @@ def persist(
     ----------
     *collections
         Dask collections; other objects pass through.
-    progress : bool, default True
+    progress : bool, default False
         Show a progress bar (live on a TTY, one summary line otherwise) on stderr.
     client : distributed.Client, optional
         Client to run on. Default: as in :func:`compute`.

@@ -165,7 +165,8 @@ def main(args: Sequence[str] | None = None, prog_name: str = "ppdm") -> None:
     from . import cli
 
     try:
-        cli.main(args=list(args) if args is not None else None, prog_name=prog_name, standalone_mode=False)
+        # without standalone mode click returns the code of ctx.exit() instead of exiting
+        rc = cli.main(args=list(args) if args is not None else None, prog_name=prog_name, standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
@@ -175,7 +176,7 @@ def main(args: Sequence[str] | None = None, prog_name: str = "ppdm") -> None:
         where = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
         click.echo(f"ppdm: error: {_one_line(exc.format_message())}{where}", err=True)
         sys.exit(exc.exit_code if exc.exit_code else 2)
-    sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 # ---------------------------------------------------------------------- jobs
@@ -207,52 +208,5 @@ def job(obj: Context, *, outputs: Sequence[str | None] = (), overwrite: bool = F
         yield Job(where)
 
 
-# ---------------------------------------------------------------------- release summaries
-def _fmt(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, (int, np.integer)):
-        return f"{int(value):,}"
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return f"{v:,.4f}" if abs(v) < 1e6 else f"{v:,.4g}"
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]" if len(value) <= 12 else f"[{len(value):,} values]"
-    return str(value)
-
-
-def release_text(summary: Mapping[str, Any], *, src: str | None, dst: str | None, verdict: Any = None,
-                 job: Job | None = None, extra: Sequence[str] = ()) -> str:
-    """The one-screen text of a release job: what, parameters, records, privacy, utility, the
-    verdict of the independent check, where it was written."""
-    head = f"{summary.get('family')} release ({summary.get('method')})"
-    if src or dst:
-        head += f": {src or ''} -> {dst or '(not written)'}"
-    lines = [head, f"  {'parameters':<12} {_fmt(summary.get('parameters', {}))}"]
-    if summary.get("overrides"):
-        lines.append(f"  {'OVERRIDES':<12} {', '.join(summary['overrides'])} (weak parameters accepted explicitly; recorded)")
-    for section in ("records", "privacy", "utility"):
-        for i, (k, v) in enumerate((summary.get(section) or {}).items()):
-            lines.append(f"  {section if i == 0 else '':<12} {k:<24} {_fmt(v)}")
-    lines.extend(extra)
-    if verdict is not None:
-        status = "ok" if verdict.ok else "FAILED"
-        lines.append(f"  {'verified':<12} {status}: " + "; ".join(c.line() for c in verdict.checks))
-    if job is not None:
-        lines.append(f"  done in {job.seconds:.1f} s on {job.where}")
-    return "\n".join(lines)
-
-
-def emit_release(obj: Context, release: Any, *, src: str | None, dst: str | None, manifest: Mapping[str, Any] | None,
-                 job: Job, extra_text: Sequence[str] = (), extra_json: Mapping[str, Any] | None = None) -> None:
-    """Print a release job's summary (text or ``--json``)."""
-    from ..release import Verdict
-
-    verdict = Verdict.from_dict(manifest["guarantees"]) if manifest and manifest.get("guarantees") else None
-    summary = release.summary()
-    payload = {**summary, "src": src, "out": dst, "verdict": verdict.to_dict() if verdict is not None else None,
-               "key_fingerprint": manifest["release"]["key_fingerprint"] if manifest else None,
-               "seconds": job.seconds, "scheduler": job.where, **dict(extra_json or {})}
-    obj.emit(payload, release_text(summary, src=src, dst=dst, verdict=verdict, job=job, extra=extra_text))
+# the uniform release summary lives beside the core; commands import it from here
+from ._summary import emit_release, release_text  # noqa: E402,F401

@@ -109,11 +109,20 @@ def generate_quest(obj: Context, spec: str, out: str, partition_rows, overwrite)
 
 
 @cli.command()
+@click.option("--copy", "names", multiple=True, metavar="NAME", help="Copy this sample into --to (repeatable).")
+@click.option("--to", "dest", default=".", show_default=True, type=click.Path(file_okay=False), help="Folder for --copy.")
 @click.pass_obj
-def samples(obj: Context) -> None:
-    """List the data samples bundled with the package."""
+def samples(obj: Context, names: tuple[str, ...], dest: str) -> None:
+    """List the data samples bundled with the package (or copy some with --copy)."""
+    import shutil
+
     from ..data.datasets import list_samples, sample_path
 
+    if names:
+        os.makedirs(dest, exist_ok=True)
+        copied = {n: shutil.copy(sample_path(n), os.path.join(dest, sample_path(n).name)) for n in names}
+        obj.emit(copied, "\n".join(f"{n:18} -> {p}" for n, p in copied.items()))
+        return
     items = {name: {"description": desc, "path": str(sample_path(name))} for name, desc in list_samples().items()}
     obj.emit(items, "\n".join(f"{n:18} {v['description']}" for n, v in items.items()))
 

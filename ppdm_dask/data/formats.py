@@ -55,7 +55,7 @@ def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize:
     return flat
 
 
-def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", progress: bool = True) -> Any:
+def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", progress: bool = False) -> Any:
     """Read FIMI text (one transaction per line, whitespace-separated non-negative integer ids).
 
     Compressed files (``.gz`` ...) are read as one block. Empty lines are empty transactions.
@@ -68,7 +68,7 @@ def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blo
     return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)
 
 
-def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", sep: str = ",", progress: bool = True) -> Any:
+def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", sep: str = ",", progress: bool = False) -> Any:
     """Read basket CSV: one transaction per line, item labels separated by ``sep``.
 
     Labels are integers when every item in the file is a decimal integer, strings otherwise.
@@ -99,14 +99,14 @@ def _write_text(tx: Any, url: str, formatter: Callable, storage_options, overwri
                 fh.write(t)
 
 
-def write_fimi(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, progress: bool = True) -> None:
+def write_fimi(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, progress: bool = False) -> None:
     """Write FIMI text atomically. Item labels must be integers (FIMI has no names)."""
     if not tx.vocabulary.is_integer:
         raise DataFormatError("FIMI needs integer item labels; write CSV or Parquet for named items")
     _write_text(tx, url, K.format_fimi_block, storage_options, overwrite, batch, progress)
 
 
-def write_csv(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, progress: bool = True) -> None:
+def write_csv(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, progress: bool = False) -> None:
     """Write basket CSV atomically (labels with commas are quoted)."""
     _write_text(tx, url, K.format_csv_block, storage_options, overwrite, batch, progress)
 

@@ -188,7 +188,7 @@ def write_parquet(
     storage_options: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     compression: str = "zstd",
-    progress: bool = True,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Write ``tx`` as a ppdm Parquet dataset at ``url``, atomically.
 
@@ -288,7 +288,7 @@ def read_parquet(
     column: str = "items",
     validate: bool = True,
     verify: bool = False,
-    progress: bool = True,
+    progress: bool = False,
 ) -> Any:
     """Read a Parquet dataset as a TransactionArray (lazy for ppdm datasets).
 
@@ -371,7 +371,7 @@ def transactions_from_manifest(fs, path: str, manifest: Mapping[str, Any], url: 
     return TransactionArray(blocks, vocab, metadata=manifest.get("metadata", {}), columns=columns, weights=weights)
 
 
-def _read_foreign(fs, files: list[str], column: str, url: str, progress: bool = True):
+def _read_foreign(fs, files: list[str], column: str, url: str, progress: bool = False):
     from .transactions import TransactionArray
 
     sources = []

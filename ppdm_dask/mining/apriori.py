@@ -66,7 +66,7 @@ def apriori(
     *,
     max_length: int | None = None,
     max_itemsets: int = DEFAULT_MAX_ITEMSETS,
-    progress: bool = True,
+    progress: bool = False,
     split_every: int = 8,
     on_level: Callable[[dict[str, Any]], None] | None = None,
     client: Any = None,

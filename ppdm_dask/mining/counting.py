@@ -51,7 +51,7 @@ class SupportCounter:
         Fan-in of the tree reductions.
     """
 
-    def __init__(self, tx: Any, *, client: Any = None, progress: bool = True, split_every: int = 8) -> None:
+    def __init__(self, tx: Any, *, client: Any = None, progress: bool = False, split_every: int = 8) -> None:
         self.tx = tx
         self._ckw = {"client": client, "progress": progress}
         self.split_every = split_every

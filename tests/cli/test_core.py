@@ -1,0 +1,47 @@
+"""The command line's core: one error line, exit codes, outputs refused before any work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ppdm_dask.data.datasets import sample_path
+
+
+def ppdm(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    exe = os.path.join(os.path.dirname(sys.executable), "ppdm")
+    cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "ppdm_dask.cli"]
+    return subprocess.run(cmd + ["--scheduler", "sync", "--no-progress", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+@pytest.mark.parametrize("args,needle,code", [
+    (["--nonsense"], "No such option '--nonsense'", 2),
+    (["info"], "Missing argument 'URL'", 2),
+    (["mine", "x.dat"], "Missing option '--min-support'", 2),
+    (["samples", "--copy", "nope"], "unknown sample 'nope'", 2),
+    (["info", "/no/such/file.dat"], "/no/such/file.dat", 2),
+])
+def test_errors_are_one_line_with_an_exit_code(args, needle, code):
+    r = ppdm(*args)
+    assert r.returncode == code, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ppdm: error: ") and needle in lines[0], r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_success_exit_code_and_sample_copy(tmp_path):
+    r = ppdm("samples", "--copy", "iris", "--to", str(tmp_path))
+    assert r.returncode == 0 and (tmp_path / sample_path("iris").name).exists()
+
+
+def test_existing_output_refused_before_any_work(tmp_path):
+    out = tmp_path / "q"
+    out.mkdir()
+    t0 = time.perf_counter()
+    r = ppdm("generate", "quest", "T10.I4.D2M.N1K", str(out))  # minutes of work if it started
+    assert r.returncode == 2 and "already exists (--overwrite)" in r.stderr
+    assert time.perf_counter() - t0 < 60

@@ -1,0 +1,82 @@
+"""Typed table input: CSV columns are strings unless typed, nothing is lost, errors are named."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+
+from ppdm_dask.data.sources import source_of
+from ppdm_dask.data.tables import parse_dtypes, read_table, sniff_separator
+from ppdm_dask.errors import DataFormatError, DatasetNotFoundError, InvalidParameter
+
+TEXT = "name;zip;age;code;flag\nann;02138;34;NA;yes\nbob;01002;;x;no\ncy;00501;71;;true\n"
+
+
+@pytest.fixture
+def people(tmp_path):
+    p = tmp_path / "people.csv"
+    p.write_text(TEXT)
+    return p
+
+
+def test_strings_by_default_leading_zeros_and_codes_survive(people):
+    df = read_table(str(people))
+    got = df.compute()
+    assert got["zip"].tolist() == ["02138", "01002", "00501"]
+    assert got["code"].tolist()[:2] == ["NA", "x"] and pd.isna(got["code"].iloc[2])  # only empty is missing
+    assert got["age"].tolist()[0] == "34" and pd.isna(got["age"].iloc[1])
+    assert all(str(t) != "int64" for t in df.dtypes)
+
+
+def test_separator_sniffed(tmp_path, people):
+    assert sniff_separator(str(people)) == ";"
+    tsv = tmp_path / "t.csv"
+    tsv.write_text(TEXT.replace(";", "\t"))
+    assert sniff_separator(str(tsv)) == "\t"
+    gz = tmp_path / "g.csv.gz"
+    gz.write_bytes(gzip.compress(TEXT.replace(";", ",").encode()))
+    assert read_table(str(gz)).compute()["zip"].tolist() == ["02138", "01002", "00501"]
+    one = tmp_path / "one.csv"
+    one.write_text("zip\n02138\n")
+    assert read_table(str(one)).compute()["zip"].tolist() == ["02138"]
+
+
+def test_declared_types_and_schema_file(tmp_path, people):
+    got = read_table(str(people), dtype=["age=int", "flag=bool"]).compute()
+    assert got["age"].tolist()[0] == 34 and pd.isna(got["age"].iloc[1]) and got["zip"].iloc[0] == "02138"
+    assert got["flag"].tolist() == [True, False, True]
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"columns": {"age": "float", "zip": "string"}}))
+    got = read_table(str(people), schema=str(schema)).compute()
+    assert got["age"].iloc[2] == 71.0 and got["zip"].iloc[2] == "00501"
+
+
+def test_errors_name_column_value_and_flag(tmp_path, people):
+    with pytest.raises(DataFormatError) as e:
+        read_table(str(people), dtype={"name": "int"}).compute()
+    assert "'name'" in str(e.value) and "ann" in str(e.value) and e.value.cli == "--dtype name=string"
+    with pytest.raises(DataFormatError, match="no column"):
+        read_table(str(people), dtype=["height=int"])
+    with pytest.raises(InvalidParameter, match="unknown type"):
+        parse_dtypes(["age=decimal"])
+    with pytest.raises(InvalidParameter, match="COLUMN=TYPE"):
+        parse_dtypes(["age"])
+    with pytest.raises(DatasetNotFoundError, match="nope.csv"):
+        read_table(str(tmp_path / "nope.csv"))
+    frac = tmp_path / "f.csv"
+    frac.write_text("a\n1.5\n")
+    with pytest.raises(DataFormatError, match="declared int"):
+        read_table(str(frac), dtype=["a=int"]).compute()
+
+
+def test_parquet_keeps_types_and_source_is_recorded(tmp_path, people):
+    pq_path = tmp_path / "t.parquet"
+    pd.DataFrame({"zip": ["02138"], "age": [34]}).to_parquet(pq_path)
+    got = read_table(str(pq_path)).compute()
+    assert got["zip"].iloc[0] == "02138" and int(got["age"].iloc[0]) == 34
+    df = read_table(str(people))
+    src = source_of(df)
+    assert src is not None and src.format == "csv" and src.files == (str(people),)
