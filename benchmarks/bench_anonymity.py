@@ -65,11 +65,11 @@ def _full_domain_rows(quick: bool) -> list[dict]:
                 t_gre = time.perf_counter() - t0
                 vg = gre.verify()
                 print(f"  {tag}: lattice DM {lat.dm:,} node {list(lat.node.values())} {t_lat:.2f} s ({lat.search['nodes_evaluated']}/"
-                      f"{lat.search['lattice_nodes']} nodes) verified {v['ok']} 1==8 parts {same}; datafly DM {gre.dm:,} {t_gre:.2f} s", flush=True)
+                      f"{lat.search['lattice_nodes']} nodes) verified {v.ok} 1==8 parts {same}; datafly DM {gre.dm:,} {t_gre:.2f} s", flush=True)
                 rows.append(_row(f"lattice {tag}", lat, t_lat, "datafly (greedy)", t_gre,
                                  f"; node {list(lat.node.values())}; {lat.search['nodes_evaluated']}/{lat.search['lattice_nodes']} nodes; "
-                                 f"verified {v['ok']}; 1 vs 8 partitions identical {same}; datafly DM {gre.dm:,} (x{gre.dm / lat.dm:.2f}), "
-                                 f"GCP {gre.gcp:.4f}, verified {vg['ok']}"))
+                                 f"verified {v.ok}; 1 vs 8 partitions identical {same}; datafly DM {gre.dm:,} (x{gre.dm / lat.dm:.2f}), "
+                                 f"GCP {gre.gcp:.4f}, verified {vg.ok}"))
     return rows
 
 
@@ -98,7 +98,7 @@ def _partition_rows(quick: bool) -> list[dict]:
         t0 = time.perf_counter()
         r = anonymize(df, qi, k=k, sensitive="salary-class", hierarchies=h, method="mondrian")
         secs = time.perf_counter() - t0
-        ok = r.verify()["ok"]
+        ok = r.verify().ok
         extra = f"; verified {ok}"
         anchor, anchor_s = "-", None
         if k in anchors:
@@ -113,7 +113,7 @@ def _partition_rows(quick: bool) -> list[dict]:
         t0 = time.perf_counter()
         c = anonymize(df, qi, k=k, l=2, sensitive="salary-class", hierarchies=h, method="cluster")
         csecs = time.perf_counter() - t0
-        cv = c.verify()["ok"]
+        cv = c.verify().ok
         t0 = time.perf_counter()
         m2 = anonymize(df, qi, k=k, l=2, sensitive="salary-class", hierarchies=h, method="mondrian")
         msecs = time.perf_counter() - t0
@@ -164,7 +164,7 @@ def _access_rows(quick: bool) -> list[dict]:
         rows.append({"name": f"access control k={k}" + (f" l={l}" if l else ""), "ours_s": float(s["permissions_satisfied"]),
                      "anchor": "plain Mondrian", "anchor_s": float(s["mondrian_permissions_satisfied"]) or None, "unit": "permissions met",
                      "note": f"total imprecision {s['total_imprecision']:,} vs Mondrian {s['mondrian_total_imprecision']:,}; {roles}; "
-                             f"DM {s['discernibility']:,}; {secs:.2f} s; verified {r.release.verify()['ok']}",
+                             f"DM {s['discernibility']:,}; {secs:.2f} s; verified {r.release.verify().ok}",
                      "extra": {"report": r.report.to_pandas().to_dict(orient="records"),
                                "mondrian": r.baseline.to_pandas().to_dict(orient="records")}})
     return rows
@@ -191,11 +191,11 @@ def _km_rows(quick: bool) -> list[dict]:
                 ver = is_km_anonymous(r.transactions, k, m, progress=False)
                 out[method] = (secs, r, ver)
             (da_s, da, dv), (aa_s, aa, av) = out["DA"], out["AA"]
-            print(f"  k^m k={k} m={m}: DA {da_s:.2f} s NCP {da.ncp:.4f} ok {dv['km_anonymous']}; AA {aa_s:.2f} s NCP {aa.ncp:.4f} ok {av['km_anonymous']}",
+            print(f"  k^m k={k} m={m}: DA {da_s:.2f} s NCP {da.ncp:.4f} ok {dv}; AA {aa_s:.2f} s NCP {aa.ncp:.4f} ok {av}",
                   flush=True)
             rows.append({"name": f"k^m BMS-WebView-1 k={k} m={m}: AA", "ours_s": aa_s, "anchor": "DA", "anchor_s": da_s,
                          "note": f"NCP AA {aa.ncp:.4f} vs DA {da.ncp:.4f}; generalised items AA {aa.n_generalized_items} / DA "
-                                 f"{da.n_generalized_items}; verified AA {av['km_anonymous']} DA {dv['km_anonymous']}",
+                                 f"{da.n_generalized_items}; verified AA {av} DA {dv}",
                          "extra": {"AA": aa.summary(), "DA": da.summary()}})
     return rows
 
@@ -204,7 +204,7 @@ def _scale_rows(quick: bool) -> list[dict]:
     import dask.dataframe as dd
     from bench_mining import _WorkerRSS
 
-    from ppdm_dask.anonymity import anonymize, write_release
+    from ppdm_dask.anonymity import KAnonymizer, anonymize
     from ppdm_dask.cluster import get_client
 
     df, qi, h = _adult()
@@ -226,20 +226,23 @@ def _scale_rows(quick: bool) -> list[dict]:
                 with _WorkerRSS(client) as rss:
                     t0 = time.perf_counter()
                     ddf = dd.read_parquet(str(src), dtype_backend="pyarrow")
-                    res = anonymize(ddf, qi, k=k, sensitive="salary-class", hierarchies=h, client=client)
+                    est = KAnonymizer(qi, k=k, sensitive="salary-class", hierarchies=h)
+                    release = est.fit_transform(ddf, client=client)
+                    res = est.result_
                     t_search = time.perf_counter() - t0
-                    write_release(str(tmp / f"release-{k}"), res.table, summary=res.summary(), progress=False, client=client)
+                    # the release's own read-back check is the "+check" step below
+                    release.write(str(tmp / f"release-{k}"), progress=False, client=client, check=False)
                     t_write = time.perf_counter() - t0
                     v = res.verify(client=client)
                     secs = time.perf_counter() - t0
                 ref = anonymize(df, qi, k=k // reps, sensitive="salary-class", hierarchies=h) if k > 10 else None
                 exact = f"; DM = {reps}^2 x Adult k={k // reps}: {res.dm == ref.dm * reps * reps} (same node {res.node == ref.node})" if ref else ""
                 print(f"  scale {n:,} rows k={k}: search {t_search:.1f} s, +write {t_write:.1f} s, +check {secs:.1f} s, DM {res.dm:,}, "
-                      f"node {list(res.node.values())}, verified {v['ok']}, peak worker RSS {rss.max_worker / 2**20:.0f} MB{exact}", flush=True)
+                      f"node {list(res.node.values())}, verified {v.ok}, peak worker RSS {rss.max_worker / 2**20:.0f} MB{exact}", flush=True)
                 rows.append({"name": f"lattice k={k}, Adult x{reps} ({n:,} rows), LocalCluster(2)", "ours_s": secs, "anchor": "-",
                              "anchor_s": None,
                              "note": f"frequency set + search {t_search:.1f} s, + publish/write {t_write - t_search:.1f} s, + independent "
-                                     f"check {secs - t_write:.1f} s; node {list(res.node.values())}, DM {res.dm:,}{exact}; verified {v['ok']}; "
+                                     f"check {secs - t_write:.1f} s; node {list(res.node.values())}, DM {res.dm:,}{exact}; verified {v.ok}; "
                                      f"peak worker RSS {rss.max_worker / 2**20:.0f} MB"})
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

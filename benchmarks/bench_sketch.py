@@ -39,7 +39,7 @@ def _sample(X, y, n, seed=0):
 def _kvar(k, threshold="corrected"):
     from ppdm_dask.sketch import KVarianceAnonymizer
 
-    return lambda tx, g: KVarianceAnonymizer(k, generator=g, threshold=threshold).fit_transform(tx, progress=False)
+    return lambda tx, g: KVarianceAnonymizer(k, generator=g, threshold=threshold).fit_transform(tx, progress=False).data
 
 
 def _kvar_paper(k):
@@ -49,7 +49,7 @@ def _kvar_paper(k):
 def _delta(d):
     from ppdm_dask.sketch import DeltaAnonymizer
 
-    return lambda tx, g: DeltaAnonymizer(d, generator=g).fit_transform(tx)
+    return lambda tx, g: DeltaAnonymizer(d, generator=g).fit_transform(tx).data
 
 
 def _sweep(label, X, y, levels, factory, param, npartitions):

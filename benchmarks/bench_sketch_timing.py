@@ -46,7 +46,7 @@ def _best(fn) -> float:
 def _timings(tx) -> dict:
     from ppdm_dask.sketch import KVarianceAnonymizer, sketch
 
-    kv = _best(lambda: KVarianceAnonymizer(5, knn_scope="partition", key=1).fit_transform(tx, progress=False).persist(progress=False))
+    kv = _best(lambda: KVarianceAnonymizer(5, knn_scope="partition", key=1).fit_transform(tx, progress=False).data.persist(progress=False))
     with dask.config.set(scheduler="sync"):
         sk = _best(lambda: sketch(tx, SKETCH_COMPONENTS, key=1).persist(progress=False))
     return {"kvariance_partition": kv, "sketch": sk}
@@ -62,7 +62,7 @@ def _kvariance_on_cluster(spec: str) -> dict:
         tx = quest(spec, key=Key(1)).persist(progress=False)
         t0 = time.perf_counter()
         an = KVarianceAnonymizer(5, key=1)
-        sk = an.fit_transform(tx, client=client, progress=False).persist(progress=False)
+        sk = an.fit_transform(tx, client=client, progress=False).data.persist(progress=False)
         _ = sk.m.sum().compute()
         secs = time.perf_counter() - t0
     return {"spec": spec, "seconds": secs, **{k: an.report_[k] for k in ("knn_seconds", "n_iter", "n_suppressed", "mean_components")}}

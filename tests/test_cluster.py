@@ -245,7 +245,7 @@ def _collections() -> tuple[Any, Any, int]:
 def test_compute_local_progress_on_stderr(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tty: bool) -> None:
     monkeypatch.setattr(progress_mod, "_stderr_is_tty", lambda: tty)
     assert current_client() is None
-    s, head, seven = progress_mod.compute(*_collections())
+    s, head, seven = progress_mod.compute(*_collections(), progress=True)
     assert s == 4950 and head.tolist() == [1, 2, 3] and seven == 7
     out, err = capfd.readouterr()
     assert out == ""
@@ -258,7 +258,7 @@ def test_compute_distributed_progress_on_stderr(
 ) -> None:
     monkeypatch.setattr(progress_mod, "_stderr_is_tty", lambda: tty)
     assert current_client() is inproc_client
-    s, head, seven = progress_mod.compute(*_collections())
+    s, head, seven = progress_mod.compute(*_collections(), progress=True)
     assert s == 4950 and head.tolist() == [1, 2, 3] and seven == 7
     # explicit client, no progress
     (s2,) = progress_mod.compute(da.ones(10, chunks=5).sum(), client=inproc_client, progress=False)

@@ -24,7 +24,7 @@ FLOOR_OF = {name: i for i, names in enumerate(FLOORS) for name in names}
 
 
 def _modules() -> list[Path]:
-    return sorted(p for p in PKG.rglob("*.py") if "_legacy" not in p.name)
+    return sorted(PKG.rglob("*.py"))
 
 
 def _top(path: Path) -> str:
@@ -95,7 +95,5 @@ def test_no_package_imports_a_private_module_of_another():
 
 @pytest.mark.parametrize("path", sorted((PKG / "cli").glob("*.py")), ids=lambda p: p.name)
 def test_cli_modules_are_thin(path):
-    if path.name == "_legacy.py":
-        pytest.fail("the legacy command line must be gone")
     n = len(path.read_text().splitlines())
     assert n <= 250, f"{path.name}: {n} lines"

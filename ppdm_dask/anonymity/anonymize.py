@@ -10,7 +10,8 @@ The first three decide on the frequency set (one distributed group-by over the d
 with one ``map_partitions`` pass, so they scale with the number of *distinct* QI tuples; the
 released table is a lazy dask DataFrame with the input's partitions. Every figure of the summary
 is computed from the decision; :meth:`AnonymizationResult.verify` recounts k and l from the
-released table alone.
+released table alone (a :class:`~ppdm_dask.release.Verdict`). The estimators of
+:mod:`.estimators` wrap these functions and hand back a release to write.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import pandas as pd
 
 from ..errors import InfeasiblePrivacyError, InvalidParameter
 from ._diversity import validate_diversity
-from .checks import check_k_anonymity, check_l_diversity
+from ..release import Verdict
+from .checks import class_counts, k_anonymity_check, l_diversity_check
 from .frequency import FrequencySet, QIDomain, as_dask, frequency_set
 from ..data.hierarchy import Hierarchy
 from .metrics import average_class_size, discernibility, ncp, prosecutor_risk
@@ -79,6 +81,8 @@ class AnonymizationResult:
     seconds: float
     search: dict[str, Any] = field(default_factory=dict)
     precision_: float | None = None
+    #: rows of each partition of ``table`` when counted on the way (saves a pass when writing)
+    partition_rows: list[int] | None = None
 
     @property
     def dm(self) -> int:
@@ -119,14 +123,15 @@ class AnonymizationResult:
             **self.search,
         }
 
-    def verify(self, *, client: Any = None) -> dict[str, Any]:
-        """Recount k (and l) from the released table alone (independent of the anonymiser)."""
-        table = self.table if client is None else self.table.persist()
-        out = {"k": check_k_anonymity(table, self.qi, self.k)}
-        if self.l is not None and self.sensitive is not None:
-            out["l"] = check_l_diversity(table, self.qi, self.sensitive, self.l, self.kind, self.c)
-        out["ok"] = bool(out["k"]["k_anonymous"] and out.get("l", {"l_diverse": True})["l_diverse"])
-        return out
+    def verify(self, *, client: Any = None, progress: bool = False) -> Verdict:
+        """Recount k (and l) from the released table alone, independently of the anonymiser:
+        one distributed group-by, checks ``"k-anonymity"`` (and ``"l-diversity"``)."""
+        with_l = self.l is not None and self.sensitive is not None
+        counts = class_counts(self.table, self.qi, self.sensitive if with_l else None, client=client, progress=progress)
+        checks = [k_anonymity_check(counts, self.qi, self.k)]
+        if with_l:
+            checks.append(l_diversity_check(counts, self.qi, self.sensitive, self.l, self.kind, self.c))
+        return Verdict(checks)
 
 
 def _check_k(k: Any, n: int) -> int:
@@ -149,6 +154,14 @@ def _level_ncp(dom: QIDomain) -> list[np.ndarray]:
         else:
             out.append(np.array([ncp(h, lab, level) for lab in labels], dtype=float))
     return out
+
+
+def _given_frequency(fs: FrequencySet, qi: Any, sensitive: str | None) -> FrequencySet:
+    """A precomputed frequency set, checked to be of these columns."""
+    qi = [qi] if isinstance(qi, str) else list(qi)
+    if not isinstance(fs, FrequencySet) or list(fs.qi) != qi or fs.sensitive != sensitive:
+        raise InvalidParameter(f"frequency= must be the frequency set of qi={qi}, sensitive={sensitive!r}")
+    return fs
 
 
 def _full_domain_labels(fs: FrequencySet, tuples: np.ndarray, node: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -216,6 +229,7 @@ def anonymize(
     keep: Sequence[str] = (),
     client: Any = None,
     progress: bool = False,
+    frequency: FrequencySet | None = None,
 ) -> AnonymizationResult:
     """k-anonymise (and optionally l-diversify) a table.
 
@@ -245,6 +259,9 @@ def anonymize(
         Compute on this client.
     progress : bool
         Progress bar for the distributed passes.
+    frequency : FrequencySet, optional
+        The frequency set of ``df`` on ``qi`` (and ``sensitive``) with these hierarchies, when
+        already computed (saves the pass over the data; full-domain and Mondrian methods).
 
     Returns
     -------
@@ -268,8 +285,15 @@ def anonymize(
         return _cluster(df, qi, k=k, sensitive=sensitive, hierarchies=hierarchies, l=l, kind=kind, c=c, keep=keep, client=client)
     start = time.perf_counter()
     ddf = as_dask(df)
-    fs = frequency_set(ddf, qi, sensitive=sensitive, hierarchies=hierarchies,
-                       require_hierarchies=method in ("lattice", "datafly"), client=client, progress=progress)
+    if frequency is None:
+        fs = frequency_set(ddf, qi, sensitive=sensitive, hierarchies=hierarchies,
+                           require_hierarchies=method in ("lattice", "datafly"), client=client, progress=progress)
+    else:
+        fs = _given_frequency(frequency, qi, sensitive)
+        if method in ("lattice", "datafly"):
+            from .frequency import check_hierarchies
+
+            check_hierarchies(fs.qi, {d.name: d.hierarchy for d in fs.domains if d.hierarchy is not None}, required=True)
     n = fs.n_records
     k = _check_k(k, n)
     tuples, weights, scounts, row_to_tuple = fs.tuples()
@@ -308,7 +332,7 @@ def anonymize(
 def _finish(ddf, fs, tuples, weights, labels, pen, supp_tuple, *, keep, method, k, l, kind, c, max_suppression, node, start,
             search, precision=None) -> AnonymizationResult:
     """Publish per-tuple labels and gather the figures of the released classes."""
-    from .release import publish
+    from .publish import publish
 
     table = publish(ddf, fs, tuples, labels, supp_tuple, keep=keep)
     n = fs.n_records
@@ -321,7 +345,8 @@ def _finish(ddf, fs, tuples, weights, labels, pen, supp_tuple, *, keep, method, 
     return AnonymizationResult(table=table, method=method, qi=list(fs.qi), sensitive=fs.sensitive, k=k, l=l, kind=kind, c=c,
                                max_suppression=float(max_suppression), node=node, class_sizes=kept_sizes,
                                n_records=n, n_suppressed=n_sup, ncp_per_attribute=ncp_attr,
-                               seconds=time.perf_counter() - start, search=search, precision_=precision)
+                               seconds=time.perf_counter() - start, search=search, precision_=precision,
+                               partition_rows=fs.partition_rows)
 
 
 def _sizes_from_tuples(tuples: np.ndarray, weights: np.ndarray, suppressed: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -411,6 +436,7 @@ def anonymize_for_permissions(
     keep: Sequence[str] = (),
     client: Any = None,
     progress: bool = False,
+    frequency: FrequencySet | None = None,
 ) -> AccessControlResult:
     """Accuracy-constrained privacy-preserving access control (Pervaiz et al., TKDE 2014).
 
@@ -424,7 +450,7 @@ def anonymize_for_permissions(
     permissions : list of dict or {"permissions": [...]}
         ``{"role": str, "bound": tuples, "where": {attr: [lo, hi] | value | [values]}, "name": str}``
         (categorical values by their labels), or Permission objects.
-    Other parameters as :func:`anonymize`.
+    Other parameters as :func:`anonymize` (``frequency``: a precomputed frequency set).
 
     Returns
     -------
@@ -438,7 +464,10 @@ def anonymize_for_permissions(
         raise InvalidParameter("l-diversity needs a sensitive attribute (sensitive=...)")
     start = time.perf_counter()
     ddf = as_dask(df)
-    fs = frequency_set(ddf, qi, sensitive=sensitive, hierarchies=hierarchies, client=client, progress=progress)
+    if frequency is None:
+        fs = frequency_set(ddf, qi, sensitive=sensitive, hierarchies=hierarchies, client=client, progress=progress)
+    else:
+        fs = _given_frequency(frequency, qi, sensitive)
     k = _check_k(k, fs.n_records)
     tuples, weights, scounts, _ = fs.tuples()
     X = fs.numeric_matrix(tuples)

@@ -2,24 +2,68 @@
 
 The checks recount from the released table alone. For a ``dask.dataframe`` the group-by is a
 distributed aggregation (``groupby(...).size()``, a tree reduction); only the per-class counts are
-brought to the driver. Suppressed values are the string ``'*'`` and form ordinary values; missing
-values (NaN/None) in a checked column are an error.
+brought to the driver. Suppressed values are the string ``'*'``; rows whose every QI is ``'*'``
+are suppressed records, left out of the classes by default. Missing values (NaN/None) in a
+checked column are an error.
+
+Every ``check_*`` returns a :class:`~ppdm_dask.release.Verdict` (one :class:`CountCheck` named
+``"k-anonymity"`` or ``"l-diversity"`` with the figure, the threshold, the class at fault in
+``where`` and the counts in ``stats``); every ``is_*`` returns a plain bool.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-import dask
 import numpy as np
 import pandas as pd
 
 from ..errors import DataFormatError, InvalidParameter
+from ..release import Check, Verdict
+
+__all__ = ["CountCheck", "equivalence_classes", "class_counts", "k_anonymity_check", "l_diversity_check",
+           "check_k_anonymity", "check_l_diversity", "is_k_anonymous", "is_l_diverse", "SUPPRESSED"]
 
 COUNT = "count"
 SUPPRESSED = "*"
+K_ANONYMITY = "k-anonymity"
+L_DIVERSITY = "l-diversity"
+
+
+def plain(value: Any) -> Any:
+    """A JSON-friendly copy of a figure (numpy scalars become Python values, inf a string)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class CountCheck(Check):
+    """A :class:`~ppdm_dask.release.Check` that also carries the counts it was decided on.
+
+    Attributes
+    ----------
+    stats : dict
+        E.g. ``n_classes``, ``min_class_size``, ``violating_rows``, ``n_suppressed`` for
+        k-anonymity; written with the check (JSON-friendly).
+    """
+
+    stats: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if self.stats:
+            out["stats"] = plain(dict(self.stats))
+        return out
 
 
 def _is_dask(df: Any) -> bool:
@@ -43,10 +87,13 @@ def _columns(df: Any, qi: str | Sequence[str], extra: Sequence[str] = ()) -> lis
     return qi
 
 
-def _counts(df: Any, keys: list[str]) -> pd.DataFrame:
+def _counts(df: Any, keys: list[str], **compute_kwargs: Any) -> pd.DataFrame:
     """Group-by ``keys`` with sizes as a pandas frame (sorted by the keys)."""
     if _is_dask(df):
-        na, sizes = dask.compute(df[keys].isna().sum(), df.groupby(keys, dropna=False, observed=True).size(split_out=1))
+        from ..progress import compute
+
+        na, sizes = compute(df[keys].isna().sum(), df.groupby(keys, dropna=False, observed=True).size(split_out=1),
+                            **{"progress": False, **compute_kwargs})
     else:
         na = df[keys].isna().sum()
         sizes = df.groupby(keys, dropna=False, observed=True, sort=False).size()
@@ -65,14 +112,24 @@ def _counts(df: Any, keys: list[str]) -> pd.DataFrame:
     return out.sort_values(keys, kind="stable", key=key).reset_index(drop=True)
 
 
+def _suppressed_mask(counts: pd.DataFrame, qi: list[str]) -> np.ndarray:
+    star = np.ones(len(counts), dtype=bool)
+    for a in qi:
+        star &= counts[a].astype(str).to_numpy() == SUPPRESSED
+    return star
+
+
 def _split_suppressed(counts: pd.DataFrame, qi: list[str], exclude: bool) -> tuple[pd.DataFrame, int]:
     """Drop the rows whose every QI is ``'*'`` (suppressed records) and count them."""
     if not exclude or counts.empty:
         return counts, 0
-    star = np.ones(len(counts), dtype=bool)
-    for a in qi:
-        star &= counts[a].astype(str).to_numpy() == SUPPRESSED
+    star = _suppressed_mask(counts, qi)
     return counts[~star].reset_index(drop=True), int(counts.loc[star, COUNT].sum())
+
+
+def _label(row: pd.Series, cols: Sequence[str]) -> str:
+    """``age=[30, 40), sex=*`` — a class named by its published labels."""
+    return ", ".join(f"{c}={row[c]}" for c in cols)
 
 
 def equivalence_classes(df: Any, qi: str | Sequence[str]) -> pd.DataFrame:
@@ -100,13 +157,124 @@ def equivalence_classes(df: Any, qi: str | Sequence[str]) -> pd.DataFrame:
     return _counts(df, _columns(df, qi))
 
 
+def class_counts(df: Any, qi: str | Sequence[str], sensitive: str | None = None, **compute_kwargs: Any) -> pd.DataFrame:
+    """Rows per distinct (QI tuple[, sensitive value]) of ``df``: one distributed group-by from
+    which both :func:`k_anonymity_check` and :func:`l_diversity_check` are decided.
+
+    ``compute_kwargs`` (``client=``, ``progress=``) go to the distributed pass.
+    """
+    qi = _columns(df, qi, extra=[sensitive] if sensitive else [])
+    return _counts(df, [*qi, *([sensitive] if sensitive else [])], **compute_kwargs)
+
+
 def _check_int(name: str, v: Any, minimum: int = 1) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
         raise InvalidParameter(f"{name} must be an integer >= {minimum}, got {v!r}")
     return int(v)
 
 
-def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppressed: bool = True) -> dict:
+def k_anonymity_check(counts: pd.DataFrame, qi: Sequence[str], k: int, *, exclude_suppressed: bool = True) -> CountCheck:
+    """The ``"k-anonymity"`` check from :func:`class_counts` (a sensitive column in ``counts``
+    is summed out).
+
+    The figure is the smallest class size (None for a table without classes), ``where`` names
+    that class by its labels; ``stats``: ``k_anonymous``, ``min_class_size`` (0 without
+    classes), ``n_classes``, ``violating_rows`` (rows in classes smaller than k),
+    ``n_suppressed``, ``n_records`` (all rows counted, suppressed included).
+    """
+    qi = list(qi)
+    k = _check_int("k", k)
+    n_records = int(counts[COUNT].sum()) if len(counts) else 0
+    if len(counts) and len(counts.columns) > len(qi) + 1:  # fold the sensitive values
+        counts = counts.groupby(qi, sort=False, dropna=False, observed=True)[COUNT].sum().reset_index()
+        key = (lambda c: c if pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype) else c.astype(str))
+        counts = counts.sort_values(qi, kind="stable", key=key).reset_index(drop=True)
+    classes, n_sup = _split_suppressed(counts, qi, exclude_suppressed)
+    sizes = classes[COUNT].to_numpy()
+    small = sizes < k
+    where = None
+    if len(sizes):
+        where = _label(classes.iloc[int(np.argmin(sizes))], qi)
+    stats = {"k_anonymous": bool(not small.any()), "min_class_size": int(sizes.min()) if len(sizes) else 0,
+             "n_classes": int(len(sizes)), "violating_rows": int(sizes[small].sum()), "n_suppressed": n_sup,
+             "n_records": n_records}
+    detail = (f"{stats['n_classes']:,} classes" + (f", {stats['violating_rows']:,} rows in classes smaller than {k}" if small.any() else "")
+              + (f", {n_sup:,} suppressed records not counted" if n_sup else ""))
+    return CountCheck(K_ANONYMITY, stats["k_anonymous"], int(sizes.min()) if len(sizes) else None, k,
+                      where=f"smallest class {where}" if where else None, detail=detail, stats=stats)
+
+
+def l_diversity_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, l: float, kind: str = "distinct",
+                      c: float | None = None, *, exclude_suppressed: bool = True) -> CountCheck:
+    """The ``"l-diversity"`` check from :func:`class_counts` with the sensitive column.
+
+    The figure is the kind's achieved value over all classes (see :func:`check_l_diversity`),
+    the threshold ``l`` (``c`` for recursive diversity, which needs figure < c); ``where``
+    names the least diverse class.
+    """
+    from ._diversity import validate_diversity
+
+    if l is None:
+        raise InvalidParameter("l must be a number >= 1, got None")
+    l, kind, c = validate_diversity(l, kind, c)
+    qi = list(qi)
+    counts, n_sup = _split_suppressed(counts, qi, exclude_suppressed)
+    threshold = c if kind == "recursive" else l
+    base = {"kind": kind, "l": l, "c": c, "n_suppressed": n_sup}
+    if counts.empty:
+        stats = {"l_diverse": True, **base, "n_classes": 0, "violating_classes": 0, "violating_rows": 0,
+                 "min_distinct": 0, "min_entropy": 0.0, "achieved": 0 if kind == "distinct" else (1.0 if kind == "entropy" else 0.0)}
+        return CountCheck(L_DIVERSITY, True, None, threshold, detail=f"{kind}: no classes", stats=stats)
+
+    # classes as consecutive runs of equal QI tuples (counts is sorted by qi first)
+    cls_id = counts.groupby(qi, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    n_cls = int(cls_id.max()) + 1
+    cnt = counts[COUNT].to_numpy().astype(float)
+    size = np.bincount(cls_id, weights=cnt, minlength=n_cls)
+    distinct = np.bincount(cls_id, minlength=n_cls)
+    f = cnt / size[cls_id]
+    entropy = np.bincount(cls_id, weights=-f * np.log(f), minlength=n_cls)
+
+    if kind == "distinct":
+        ok = distinct >= l
+        score = distinct.astype(float)
+        achieved: float = int(distinct.min())
+    elif kind == "entropy":
+        ok = entropy >= math.log(l) - 1e-12
+        score = entropy
+        achieved = float(math.exp(entropy.min()))
+    else:
+        # per class: counts sorted descending, rank within class
+        order = np.lexsort((-cnt, cls_id))
+        cid, cs = cls_id[order], cnt[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(cid)) + 1]
+        rank = np.arange(len(cs)) - np.repeat(starts, np.diff(np.r_[starts, len(cs)]))  # 0-based
+        r1 = cs[starts]
+        tail = np.bincount(cid, weights=np.where(rank >= l - 1, cs, 0.0), minlength=n_cls)
+        ok = r1 < c * tail
+        with np.errstate(divide="ignore"):
+            ratio = np.where(tail > 0, r1 / np.where(tail > 0, tail, 1.0), np.inf)
+        score = -ratio
+        achieved = float(ratio.max())
+    bad = ~ok
+    worst = int(np.argmin(score))
+    first_row = int(np.flatnonzero(cls_id == worst)[0])
+    stats = {"l_diverse": bool(ok.all()), **base, "n_classes": n_cls, "violating_classes": int(bad.sum()),
+             "violating_rows": int(size[bad].sum()), "min_distinct": int(distinct.min()),
+             "min_entropy": float(entropy.min()), "achieved": achieved}
+    if kind == "distinct":
+        rule = f"at least {l} distinct values of {sensitive!r} per class"
+    elif kind == "entropy":
+        rule = f"entropy of {sensitive!r} >= ln {l:g} per class"
+    else:
+        rule = f"r1 < {c:g} * (r{l} + ...) of {sensitive!r} per class; the figure is the largest r1 / (r{l} + ...)"
+    detail = f"{kind}: {rule}" + (f"; {int(bad.sum()):,} of {n_cls:,} classes fail" if bad.any() else f"; {n_cls:,} classes")
+    return CountCheck(L_DIVERSITY, stats["l_diverse"], achieved, threshold,
+                      where=f"least diverse class {_label(counts.iloc[first_row], qi)}", detail=detail, stats=stats)
+
+
+def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppressed: bool = True,
+                      **compute_kwargs: Any) -> Verdict:
     """Check that every equivalence class on ``qi`` has at least ``k`` rows.
 
     Parameters
@@ -121,30 +289,24 @@ def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppr
         Rows whose every QI is ``'*'`` are suppressed records: they link to nobody, so they are
         left out of the classes and counted in ``n_suppressed`` (default). ``False`` treats
         them as one more class.
+    **compute_kwargs
+        ``client=``, ``progress=`` for the distributed group-by.
 
     Returns
     -------
-    dict
-        ``k_anonymous`` (bool), ``min_class_size`` (int, 0 for an empty table),
-        ``n_classes`` (int), ``violating_rows`` (rows in classes smaller than ``k``),
-        ``n_suppressed``. An empty table is (vacuously) k-anonymous.
+    Verdict
+        One check ``"k-anonymity"``: figure = smallest class size, threshold = k, ``where`` the
+        smallest class, ``stats`` = ``k_anonymous``, ``min_class_size`` (0 for an empty
+        table), ``n_classes``, ``violating_rows``, ``n_suppressed``, ``n_records``. An empty
+        table is (vacuously) k-anonymous.
     """
     k = _check_int("k", k)
     qi = _columns(df, qi)
-    counts, n_sup = _split_suppressed(_counts(df, qi), qi, exclude_suppressed)
-    sizes = counts[COUNT].to_numpy()
-    small = sizes < k
-    return {
-        "n_suppressed": n_sup,
-        "k_anonymous": bool(not small.any()),
-        "min_class_size": int(sizes.min()) if len(sizes) else 0,
-        "n_classes": int(len(sizes)),
-        "violating_rows": int(sizes[small].sum()),
-    }
+    return Verdict([k_anonymity_check(_counts(df, qi, **compute_kwargs), qi, k, exclude_suppressed=exclude_suppressed)])
 
 
-def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float,
-                      kind: str = "distinct", c: float | None = None, *, exclude_suppressed: bool = True) -> dict:
+def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float, kind: str = "distinct",
+                      c: float | None = None, *, exclude_suppressed: bool = True, **compute_kwargs: Any) -> Verdict:
     """Check l-diversity of the sensitive attribute within every equivalence class.
 
     Parameters
@@ -165,16 +327,18 @@ def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float
         Required (> 0) for ``recursive``; must be omitted otherwise.
     exclude_suppressed : bool
         Leave out rows whose every QI is ``'*'`` (see :func:`check_k_anonymity`).
+    **compute_kwargs
+        ``client=``, ``progress=`` for the distributed group-by.
 
     Returns
     -------
-    dict
-        ``l_diverse`` (bool), ``kind``, ``l``, ``c``, ``n_classes``, ``violating_classes``,
-        ``violating_rows``, ``min_distinct`` (fewest distinct values in a class),
-        ``min_entropy`` (smallest class entropy, nats), ``achieved``: the kind's achieved value
-        over all classes: min distinct count, ``exp(min_entropy)`` (the largest l met), or for
-        ``recursive`` the largest r_1 / (r_l + ... + r_m) (``inf`` if a class has < l values;
-        the table is (c, l)-diverse iff it is < c).
+    Verdict
+        One check ``"l-diversity"``. Its figure is the kind's achieved value over all classes:
+        min distinct count, ``exp(min entropy)`` (the largest l met), or for ``recursive`` the
+        largest r_1 / (r_l + ... + r_m) (``inf`` if a class has < l values; the table is
+        (c, l)-diverse iff it is < c, the threshold). ``stats``: ``l_diverse``, ``kind``,
+        ``l``, ``c``, ``n_classes``, ``violating_classes``, ``violating_rows``,
+        ``min_distinct``, ``min_entropy`` (nats), ``achieved``, ``n_suppressed``.
     """
     from ._diversity import validate_diversity
 
@@ -184,48 +348,16 @@ def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float
     if not isinstance(sensitive, str):
         raise InvalidParameter(f"sensitive must be one column name, got {sensitive!r}")
     qi = _columns(df, qi, extra=[sensitive])
-    counts, n_sup = _split_suppressed(_counts(df, [*qi, sensitive]), qi, exclude_suppressed)
+    counts = _counts(df, [*qi, sensitive], **compute_kwargs)
+    return Verdict([l_diversity_check(counts, qi, sensitive, l, kind, c, exclude_suppressed=exclude_suppressed)])
 
-    out = {"kind": kind, "l": l, "c": c, "n_suppressed": n_sup}
-    if counts.empty:
-        return {"l_diverse": True, **out, "n_classes": 0, "violating_classes": 0, "violating_rows": 0,
-                "min_distinct": 0, "min_entropy": 0.0, "achieved": 0 if kind == "distinct" else (1.0 if kind == "entropy" else 0.0)}
 
-    # classes as consecutive runs of equal QI tuples (counts is sorted by qi first)
-    cls_id = counts.groupby(qi, sort=False, dropna=False, observed=True).ngroup().to_numpy()
-    n_cls = int(cls_id.max()) + 1
-    cnt = counts[COUNT].to_numpy().astype(float)
-    size = np.bincount(cls_id, weights=cnt, minlength=n_cls)
-    distinct = np.bincount(cls_id, minlength=n_cls)
-    f = cnt / size[cls_id]
-    entropy = np.bincount(cls_id, weights=-f * np.log(f), minlength=n_cls)
+def is_k_anonymous(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppressed: bool = True, **compute_kwargs: Any) -> bool:
+    """Whether every equivalence class on ``qi`` has at least ``k`` rows (see :func:`check_k_anonymity`)."""
+    return check_k_anonymity(df, qi, k, exclude_suppressed=exclude_suppressed, **compute_kwargs).ok
 
-    if kind == "distinct":
-        ok = distinct >= l
-        achieved: float = int(distinct.min())
-    elif kind == "entropy":
-        ok = entropy >= math.log(l) - 1e-12
-        achieved = float(math.exp(entropy.min()))
-    else:
-        # per class: counts sorted descending, rank within class
-        order = np.lexsort((-cnt, cls_id))
-        cid, cs = cls_id[order], cnt[order]
-        starts = np.r_[0, np.flatnonzero(np.diff(cid)) + 1]
-        rank = np.arange(len(cs)) - np.repeat(starts, np.diff(np.r_[starts, len(cs)]))  # 0-based
-        r1 = cs[starts]
-        tail = np.bincount(cid, weights=np.where(rank >= l - 1, cs, 0.0), minlength=n_cls)
-        ok = r1 < c * tail
-        with np.errstate(divide="ignore"):
-            ratio = np.where(tail > 0, r1 / np.where(tail > 0, tail, 1.0), np.inf)
-        achieved = float(ratio.max())
-    bad = ~ok
-    return {
-        "l_diverse": bool(ok.all()),
-        **out,
-        "n_classes": n_cls,
-        "violating_classes": int(bad.sum()),
-        "violating_rows": int(size[bad].sum()),
-        "min_distinct": int(distinct.min()),
-        "min_entropy": float(entropy.min()),
-        "achieved": achieved,
-    }
+
+def is_l_diverse(df: Any, qi: str | Sequence[str], sensitive: str, l: float, kind: str = "distinct", c: float | None = None,
+                 *, exclude_suppressed: bool = True, **compute_kwargs: Any) -> bool:
+    """Whether every class is l-diverse in ``sensitive`` (see :func:`check_l_diversity`)."""
+    return check_l_diversity(df, qi, sensitive, l, kind, c, exclude_suppressed=exclude_suppressed, **compute_kwargs).ok

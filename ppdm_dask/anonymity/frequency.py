@@ -96,6 +96,8 @@ class FrequencySet:
     sensitive_values: np.ndarray
     sensitive_codes: np.ndarray
     counts: np.ndarray
+    #: rows of each partition of the table (counted in the same pass), when known
+    partition_rows: list[int] | None = None
 
     @property
     def n_records(self) -> int:
@@ -258,7 +260,9 @@ def frequency_set(
     cols = [*qi, *([sensitive] if sensitive else [])]
     sizes = ddf.groupby(cols, dropna=False, observed=True).size(split_every=split_every, split_out=1)
     na = ddf[cols].isna().sum()
-    sizes, na = compute(sizes, na, client=client, progress=progress)
+    # rows per partition ride along with the group-by (same read of the data): a release of the
+    # table then needs no extra pass to know them
+    sizes, na, lengths = compute(sizes, na, ddf.map_partitions(len), client=client, progress=progress)
     bad = [c for c in cols if int(na[c]) > 0]
     if bad:
         raise DataFormatError(f"missing values (NaN/None) in column(s) {bad} ({[int(na[c]) for c in bad]} rows); "
@@ -281,4 +285,5 @@ def frequency_set(
     # canonical row order: independent of the group-by's partition-dependent output order
     order = np.lexsort((scodes, *codes.T[::-1]))
     return FrequencySet(qi=list(qi), domains=domains, codes=codes[order], sensitive=sensitive,
-                        sensitive_values=svals, sensitive_codes=scodes[order], counts=counts[order])
+                        sensitive_values=svals, sensitive_codes=scodes[order], counts=counts[order],
+                        partition_rows=[int(r) for r in np.asarray(lengths).ravel()])

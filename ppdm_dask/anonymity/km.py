@@ -42,6 +42,7 @@ from ..graph import CSR_META, blocks_from_tasks, tree_reduce, unique_name
 from ..data.transactions import TransactionArray
 from ..data.vocabulary import Vocabulary
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
+from ..release import Verdict
 from . import _km_kernels as K
 from ..data.hierarchy import ROOT, Hierarchy, as_keys, missing_error
 
@@ -54,9 +55,13 @@ __all__ = [
     "km_anonymize",
     "ncp_km",
     "is_km_anonymous",
+    "check_km_anonymity",
+    "KM_ANONYMITY",
 ]
 
 _METHODS = ("AA", "DA")
+#: name of the check of :func:`check_km_anonymity`
+KM_ANONYMITY = "k^m-anonymity"
 _EXAMPLES = 10
 
 
@@ -312,7 +317,7 @@ def count_tree(
     *,
     split_every: int = 8,
     client: Any = None,
-    progress: bool = True,
+    progress: bool = False,
 ) -> CountTree:
     """Count tree of ``tx`` (SPEC §3.4 PopulateTree, corrected by E2-1), computed in a TREE.
 
@@ -457,7 +462,7 @@ def direct_anonymization(
     *,
     tree: CountTree | None = None,
     client: Any = None,
-    progress: bool = True,
+    progress: bool = False,
     split_every: int = 8,
 ) -> list[str]:
     """DA (SPEC §3.4, with E2-3..E2-5): the global-recoding cut of direct anonymization.
@@ -493,7 +498,7 @@ def apriori_anonymization(
     m: int,
     *,
     client: Any = None,
-    progress: bool = True,
+    progress: bool = False,
     split_every: int = 8,
 ) -> list[str]:
     """AA (SPEC §3.4): DA for i = 1..m on count trees of the data recoded by the current cut.
@@ -563,7 +568,7 @@ def km_anonymize(
     *,
     method: str = "AA",
     client: Any = None,
-    progress: bool = True,
+    progress: bool = False,
     split_every: int = 8,
 ) -> KmResult:
     """Make set-valued data k^m-anonymous by global generalisation (SPEC §3.4).
@@ -695,15 +700,15 @@ def _plain_part(block: Any, m: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
     return K.count_plain_block(block, m, bits)
 
 
-def is_km_anonymous(
+def check_km_anonymity(
     tx: TransactionArray | Iterable[Iterable[Any]],
     k: int,
     m: int,
     *,
     client: Any = None,
-    progress: bool = True,
+    progress: bool = False,
     split_every: int = 8,
-) -> dict[str, Any]:
+) -> Verdict:
     """Check k^m-anonymity by counting every itemset of size <= m of the (published) data.
 
     Independent of any hierarchy or count tree: items are taken as they are published.
@@ -717,12 +722,15 @@ def is_km_anonymous(
 
     Returns
     -------
-    dict
-        ``km_anonymous`` (bool), ``violations`` (number of itemsets with 0 < support < k),
-        ``min_support`` (smallest non-zero support, None without items), ``examples`` (up to 10
-        violating itemsets as tuples of labels, in lexicographic order of column ids),
-        ``n_itemsets`` (distinct itemsets of size <= m).
+    Verdict
+        One check ``"k^m-anonymity"``: figure = the smallest non-zero support of an itemset
+        of at most ``m`` items (None without items), threshold = k, ``where`` = a violating
+        itemset; ``stats``: ``km_anonymous``, ``violations`` (itemsets with 0 < support < k),
+        ``min_support``, ``examples`` (up to 10 violating itemsets as lists of labels, in
+        lexicographic order of column ids), ``n_itemsets`` (distinct itemsets of size <= m).
     """
+    from .checks import CountCheck
+
     tx = _as_transactions(tx)
     k = _check_int("k", k)
     m = _check_int("m", m)
@@ -734,14 +742,28 @@ def is_km_anonymous(
     if bad.size:
         ids = K.unpack_keys(keys[bad[:_EXAMPLES]], m, bits)
         labels = tx.vocabulary.labels
-        examples = [tuple(labels[x].item() for x in row if x >= 0) for row in ids]
-    return {
-        "km_anonymous": bool(bad.size == 0),
-        "violations": int(bad.size),
-        "min_support": int(counts.min()) if counts.size else None,
-        "examples": examples,
-        "n_itemsets": int(keys.size),
-    }
+        examples = [[labels[x].item() if hasattr(labels[x], "item") else labels[x] for x in row if x >= 0] for row in ids]
+    stats = {"km_anonymous": bool(bad.size == 0), "violations": int(bad.size),
+             "min_support": int(counts.min()) if counts.size else None, "examples": examples, "n_itemsets": int(keys.size)}
+    where = f"itemset {examples[0]} (support {int(counts[bad[0]])})" if examples else None
+    detail = (f"{int(bad.size):,} of {int(keys.size):,} itemsets of <= {m} items are supported by 1 to {k - 1} transactions"
+              if bad.size else f"{int(keys.size):,} itemsets of <= {m} items, each supported 0 or >= {k} times")
+    return Verdict([CountCheck(KM_ANONYMITY, stats["km_anonymous"], stats["min_support"], k, where=where, detail=detail,
+                               stats=stats)])
+
+
+def is_km_anonymous(
+    tx: TransactionArray | Iterable[Iterable[Any]],
+    k: int,
+    m: int,
+    *,
+    client: Any = None,
+    progress: bool = False,
+    split_every: int = 8,
+) -> bool:
+    """Whether every itemset of at most ``m`` items is supported 0 or >= ``k`` times (see
+    :func:`check_km_anonymity`)."""
+    return check_km_anonymity(tx, k, m, client=client, progress=progress, split_every=split_every).ok
 
 
 # ---------------------------------------------------------------------- validation

@@ -1,140 +1,238 @@
-"""Publishing an anonymisation decided on the frequency set, and writing the release atomically.
+"""The release of a k-anonymised (l-diverse) table, and of access-control anonymisation.
 
-Methods that work on the frequency set (lattice, Datafly, Mondrian, access control) decide one
-published label per quasi-identifier for every distinct QI tuple (and whether the tuple's records
-are suppressed). :func:`publish` applies that table to the records partition by partition
-(``map_partitions``: leaf codes -> tuple index by ``searchsorted`` on packed keys -> labels), so
-the released table is built where the data lives and keeps the input's partitioning.
+:class:`AnonymizedRelease` is what :class:`~ppdm_dask.anonymity.estimators.KAnonymizer` and
+:class:`~ppdm_dask.anonymity.estimators.AccessControlAnonymizer` hand back: the released table
+(identifiers dropped, quasi-identifiers generalised, sensitive and insensitive columns as they
+were), its roles and public parameters. Written by :meth:`Release.write` (keyed row order,
+suppressed records left out, verified on the written files before the commit).
+
+Its guarantee is recounted from the released table alone — independently of the algorithm:
+
+* ``identifiers absent`` — no identifier column is in the release;
+* ``columns have roles`` — every released column is a quasi-identifier, sensitive or insensitive;
+* ``k-anonymity`` — the smallest class over the QIs (suppressed rows left out) is >= k;
+* ``l-diversity`` — when l is given, recounted over the sensitive column;
+* ``suppressed records absent`` — no row with every QI ``'*'`` unless ``keep_suppressed``;
+* ``row count`` — released rows + suppressed rows dropped = input rows.
+
+Against the original table (``verify(original=...)``, ``ppdm verify --original``):
+
+* ``identifier values absent`` — no value of an identifier column of the original appears in
+  any released cell (nor as a component of a ``a|b|c`` value set) unless it is also a value of
+  that column in the original (so ids that happen to equal an age do not count);
+* ``records`` — released rows + dropped suppressed rows = original rows;
+* ``sensitive values`` / ``insensitive values`` — the released values of each column published
+  as is form a sub-multiset of the original's (equal when nothing was suppressed).
 """
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Callable, ClassVar
 
 import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ..errors import DataFormatError, InvalidParameter
-from .frequency import FrequencySet
-from ..data.hierarchy import ROOT, as_keys
+from ..data.hierarchy import as_keys
+from ..release import Check, TableRelease
+from .checks import SUPPRESSED, class_counts, k_anonymity_check, l_diversity_check
+
+__all__ = ["AnonymizedRelease", "FORMAT_NAME", "anonymity_floors"]
 
 FORMAT_NAME = "ppdm-anonymized"
-FORMAT_VERSION = 1
+_COUNT = "count"
 
 
-def _tuple_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
-    key = np.zeros(len(codes), dtype=np.int64)
-    for j, r in enumerate(radices):
-        key = key * int(r) + codes[:, j]
-    return key
+def anonymity_floors(release: Any, parameters: Mapping[str, Any]) -> list[Check]:
+    """The privacy floors of k-anonymity parameters: ``k >= 2`` and, when l is given, ``l >= 2``
+    (each a :meth:`Release.floor`, overridden when the user said so)."""
+    k = parameters.get("k")
+    out = [release.floor("k >= 2", k is not None and k >= 2, k, 2, detail="k-anonymity with k = 1 protects nobody")]
+    l = parameters.get("l")
+    if l is not None:
+        out.append(release.floor("l >= 2", l >= 2, l, 2, detail="a class with one sensitive value discloses it"))
+    return out
 
 
-def _publish_partition(part: pd.DataFrame, qi: list[str], leaf_keys: list[pd.Index], radices: list[int],
-                       sorted_keys: np.ndarray, order: np.ndarray, labels: np.ndarray, suppressed: np.ndarray,
-                       extra: list[str]) -> pd.DataFrame:
-    codes = np.empty((len(part), len(qi)), dtype=np.int64)
-    for j, a in enumerate(qi):
-        c = leaf_keys[j].get_indexer(as_keys(part[a]))
-        if (c < 0).any():
-            bad = pd.unique(part[a][c < 0].astype(str))[:10]
-            raise DataFormatError(f"column {a!r} has values not seen when the anonymisation was computed: {list(bad)}")
-        codes[:, j] = c
-    key = _tuple_keys(codes, radices)
-    pos = np.searchsorted(sorted_keys, key)
-    pos = np.minimum(pos, len(sorted_keys) - 1)
-    if len(key) and not np.array_equal(sorted_keys[pos], key):
-        raise DataFormatError("the table changed while it was being anonymised (unknown QI combination)")
-    t = order[pos]
-    out = {a: pd.array(np.where(suppressed[t], ROOT, labels[t, j]), dtype="string") for j, a in enumerate(qi)}
-    res = pd.DataFrame(out, index=part.index)
-    for col in extra:
-        res[col] = part[col]
-    return res
+def _key_counts(counts: pd.Series) -> pd.Series:
+    """Value counts re-keyed by the string form of the values (``39`` and ``"39"`` agree)."""
+    if counts is None or not len(counts):
+        return pd.Series([], dtype=np.int64)
+    keys = as_keys(pd.Series(counts.index.to_numpy(dtype=object)))
+    return pd.Series(counts.to_numpy(dtype=np.int64), index=keys).groupby(level=0).sum()
 
 
-def publish(df: dd.DataFrame, fs: FrequencySet, tuple_codes: np.ndarray, labels: np.ndarray, suppressed: np.ndarray,
-            *, keep: Sequence[str] = ()) -> dd.DataFrame:
-    """The released table: QI columns replaced by their published labels.
+def _tokens(values: Any) -> set[str]:
+    """Released cells as strings, and the members of ``a|b|c`` value sets (local recoding)."""
+    out: set[str] = set()
+    for v in as_keys(pd.Series(np.asarray(list(values), dtype=object))):
+        if v is None:
+            continue
+        out.add(v)
+        if "|" in v:
+            out.update(v.split("|"))
+    return out
 
-    Parameters
-    ----------
-    df : dask.dataframe.DataFrame
-        The original table (the one ``fs`` was computed from).
-    fs : FrequencySet
-    tuple_codes : ndarray (n_tuples, q)
-        Distinct QI tuples (leaf codes).
-    labels : ndarray (n_tuples, q) of str
-        Published label of every QI of every tuple.
-    suppressed : ndarray (n_tuples,) of bool
-        Tuples whose records are suppressed (every QI becomes ``'*'``).
-    keep : sequence of str
-        Non-QI columns to publish besides the sensitive attribute (all others are dropped).
 
-    Returns
-    -------
-    dask.dataframe.DataFrame
-        QI columns as strings, then the sensitive attribute and ``keep``; same partitions and
-        index as ``df``.
+def _id_hits(part: pd.DataFrame, columns: Sequence[str], candidates: frozenset[str]) -> pd.DataFrame:
+    """Kernel: the values of the identifier ``columns`` of one original partition that are
+    among ``candidates`` (the released tokens), one per row of a ``value`` column."""
+    hits: set[str] = set()
+    for c in columns if candidates else ():
+        keys = pd.unique(as_keys(part[c]))
+        hits.update(k for k in keys if k is not None and k in candidates)
+    return pd.DataFrame({"value": pd.Series(sorted(hits), dtype=object)})
+
+
+class AnonymizedRelease(TableRelease):
+    """A k-anonymous (l-diverse) table with its roles: see the module docstring.
+
+    Parameters are those of :class:`~ppdm_dask.release.Release`; ``parameters`` holds
+    ``k``, ``max_suppression``, ``keep_suppressed``, ``qi``, ``sensitive`` and, with
+    l-diversity, ``l``, ``l_kind`` (and ``c``).
     """
-    keep = list(keep)
-    unknown = [c for c in keep if c not in df.columns]
-    if unknown:
-        raise InvalidParameter(f"unknown column(s) to keep {unknown}; the table has {list(df.columns)}")
-    clash = [c for c in keep if c in fs.qi]
-    if clash:
-        raise InvalidParameter(f"keep={clash}: quasi-identifiers are always published generalised")
-    extra = ([fs.sensitive] if fs.sensitive else []) + [c for c in keep if c != fs.sensitive]
-    radices = [len(d.values) for d in fs.domains]
-    if float(np.prod([float(r) for r in radices])) >= 2.0 ** 62:
-        raise InvalidParameter("too many distinct quasi-identifier combinations to publish by packed keys")
-    key = _tuple_keys(np.asarray(tuple_codes, dtype=np.int64), radices)
-    order = np.argsort(key, kind="stable")
-    leaf_keys = [pd.Index(d.keys) for d in fs.domains]
-    meta = pd.DataFrame({a: pd.Series([], dtype="string") for a in fs.qi})
-    for col in extra:
-        meta[col] = df._meta[col]
-    # one copy of the lookup per worker rather than one per task
-    args = dask.delayed((leaf_keys, radices, key[order], order, np.asarray(labels, dtype=object), np.asarray(suppressed, bool)), pure=True)
-    return df.map_partitions(lambda part, a: _publish_partition(part, list(fs.qi), *a, extra), args, meta=meta,
-                             enforce_metadata=False)
 
+    family: ClassVar[str] = "relational"
+    data_format: ClassVar[str] = FORMAT_NAME
 
-def _write_partition(fs: Any, path: str, part: pd.DataFrame) -> int:
-    table = pa.Table.from_pandas(part, preserve_index=False)
-    with fs.open(path, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd")
-    return len(part)
+    # ------------------------------------------------------------------ parameters
+    @property
+    def k(self) -> int:
+        return int(self.parameters["k"])
 
+    @property
+    def l(self) -> float | None:
+        return self.parameters.get("l")
 
-def write_release(url: str, table: dd.DataFrame, *, summary: Mapping[str, Any], storage_options: Mapping[str, Any] | None = None,
-                  overwrite: bool = False, progress: bool = True, client: Any = None) -> dict[str, Any]:
-    """Write a released table atomically (temporary folder, then commit; ``_SUCCESS`` last).
+    @property
+    def sensitive(self) -> str | None:
+        return self.parameters.get("sensitive")
 
-    The manifest records the format, the columns, rows per part file and ``summary`` (public
-    parameters and the privacy/utility figures; never a random key).
-    """
-    from ..data.folder import write_folder
-    from ..progress import compute
+    def _input_rows(self) -> int | None:
+        """Rows of the input: from the manifest of a written release, else from the estimator."""
+        if self.manifest is not None:
+            rows = self.manifest.get("n_input_records", (self.manifest.get("input") or {}).get("rows"))
+        else:
+            rows = self.input_info.get("rows")
+        return int(rows) if rows is not None else None
 
-    parts = table.to_delayed()
-    names = [f"part-{i:05d}.parquet" for i in range(len(parts))]
+    # ------------------------------------------------------------------ family hooks
+    def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+        out = super()._layout(partitions)
+        out["n_input_records"] = self._input_rows()
+        return out
 
-    def write(fsys: Any, tmp: str) -> dict[str, Any]:
-        writes = [dask.delayed(_write_partition, pure=False)(fsys, posixpath.join(tmp, n), p) for n, p in zip(names, parts)]
-        (rows,) = compute(writes, progress=progress, client=client)
-        return {
-            "format": FORMAT_NAME,
-            "version": FORMAT_VERSION,
-            "columns": list(table.columns),
-            "n_records": int(sum(rows)),
-            "partitions": [{"file": n, "rows": r} for n, r in zip(names, rows)],
-            **dict(summary),
-        }
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
+        out = super()._csv_write(fh, blocks, compute)
+        out["n_input_records"] = self._input_rows()
+        return out
 
-    return write_folder(url, storage_options, overwrite, write)
+    def floor_checks(self) -> list[Check]:
+        return anonymity_floors(self, self.parameters)
+
+    def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
+        data = self.data
+        columns = [str(c) for c in data.columns]
+        roles = self.roles
+        qi = list(self.qi)
+        checks: list[Check] = []
+        identifiers = list(roles.identifiers) if roles is not None else []
+        present = [c for c in identifiers if c in columns]
+        checks.append(Check("identifiers absent", not present, len(present), 0, where=", ".join(present) or None,
+                            detail="identifier columns are never published"))
+        published = set(roles.published) if roles is not None else set(columns)
+        unroled = [c for c in columns if c not in published and c not in present]
+        checks.append(Check("columns have roles", not unroled, len(unroled), 0, where=", ".join(unroled) or None,
+                            detail="every released column is a quasi-identifier, sensitive or insensitive"))
+        missing = [c for c in qi if c not in columns] + ([self.sensitive] if self.l is not None and self.sensitive not in columns else [])
+        if missing or not qi:
+            checks.append(Check("quasi-identifiers present", False, where=", ".join(missing) or None,
+                                detail="the columns the guarantee is counted on are missing"))
+            return checks
+        with_l = self.l is not None
+        sens = self.sensitive if (self.sensitive in columns) else None
+        counts = class_counts(data, qi, sens, **compute_kwargs)
+        checks.append(k_anonymity_check(counts, qi, self.k))
+        if with_l:
+            checks.append(l_diversity_check(counts, qi, sens, self.l, self.parameters.get("l_kind", "distinct"),
+                                            self.parameters.get("c")))
+        star = np.ones(len(counts), dtype=bool)
+        for a in qi:
+            star &= counts[a].astype(str).to_numpy() == SUPPRESSED
+        n_rows = int(counts[_COUNT].sum()) if len(counts) else 0
+        n_star = int(counts.loc[star, _COUNT].sum()) if len(counts) else 0
+        written = self.manifest is not None
+        if self.keep_suppressed:
+            checks.append(Check("suppressed records absent", True, n_star, None, detail="kept on request (keep_suppressed)"))
+        elif written:
+            checks.append(Check("suppressed records absent", n_star == 0, n_star, 0,
+                                detail="rows with every quasi-identifier '*' are left out of a release"))
+        else:  # in memory: the writer leaves them out
+            checks.append(Check("suppressed records absent", True, n_star, None, detail="left out when written"))
+        dropped = int(self.manifest.get("n_suppressed_dropped", 0)) if written else 0
+        expected = self._input_rows()
+        if written and self.manifest.get("n_records") is not None and int(self.manifest["n_records"]) != n_rows:
+            checks.append(Check("row count", False, n_rows, int(self.manifest["n_records"]),
+                                detail="rows in the files differ from the manifest's n_records"))
+        elif expected is not None:
+            checks.append(Check("row count", n_rows + dropped == expected, n_rows + dropped, expected,
+                                detail=f"released rows + {dropped:,} suppressed rows left out = input rows"))
+        if original is not None:
+            checks += self._original_checks(original, counts, qi, sens, n_rows + dropped, **compute_kwargs)
+        return checks
+
+    # ------------------------------------------------------------------ against the original
+    def _original_checks(self, original: Any, counts: pd.DataFrame, qi: list[str], sens: str | None, n_total: int,
+                         **compute_kwargs: Any) -> list[Check]:
+        from ..progress import compute
+        from .frequency import as_dask
+
+        orig = as_dask(original)
+        roles = self.roles
+        data = self.data
+        columns = [str(c) for c in data.columns]
+        ocols = set(map(str, orig.columns))
+        as_is = [c for c in columns if c not in qi]
+        # released values of the columns published as is (the sensitive one is in ``counts``)
+        lazy_rel = {c: data[c].value_counts(dropna=False) for c in as_is if c != sens}
+        rel_counts = dict(zip(lazy_rel, compute(*lazy_rel.values(), **{"progress": False, **compute_kwargs}))) if lazy_rel else {}
+        if sens is not None:
+            rel_counts[sens] = counts.groupby(sens, observed=True, dropna=False)[_COUNT].sum()
+        tokens = {c: _tokens(counts[c].unique()) for c in qi}
+        tokens.update({c: _tokens(rel_counts[c].index) for c in as_is})
+        identifiers = [c for c in (roles.identifiers if roles is not None else ()) if c in ocols]
+        candidates = frozenset(set().union(*tokens.values())) if tokens else frozenset()
+        # the released tokens travel once per worker; each partition returns its few matches
+        cand = dask.delayed(candidates, pure=True)
+        hits = orig.map_partitions(_id_hits, identifiers, cand, meta=pd.DataFrame({"value": pd.Series([], dtype=object)}))
+        lazy_orig = {c: orig[c].value_counts(dropna=False) for c in columns if c in ocols}
+        got = compute(orig.map_partitions(len).sum(), hits, *lazy_orig.values(), **{"progress": False, **compute_kwargs})
+        n_orig, id_hits = int(got[0]), set(got[1]["value"])
+        orig_counts = {c: _key_counts(v) for c, v in zip(lazy_orig, got[2:])}
+
+        checks: list[Check] = []
+        if identifiers:
+            leaked = {c: {t for t in tokens[c] if t in id_hits and t not in orig_counts.get(c, pd.Series([], dtype=np.int64)).index}
+                      for c in columns}
+            bad = {c: len(v) for c, v in leaked.items() if v}
+            checks.append(Check("identifier values absent", not bad, int(sum(bad.values())), 0,
+                                where=", ".join(f"column {c!r} ({n})" for c, n in bad.items()) or None,
+                                detail=f"values of {identifiers} of the original found in the release" if bad
+                                else f"no value of {identifiers} of the original is in the release"))
+        checks.append(Check("records", n_total == n_orig, n_total, n_orig,
+                            detail="released rows + suppressed rows left out = rows of the original"))
+        for c in as_is:
+            rel = _key_counts(rel_counts[c])
+            if c not in ocols:
+                checks.append(Check(f"{self._role_of(c)} values", False, where=f"column {c!r}", detail="not a column of the original"))
+                continue
+            base = orig_counts[c].reindex(rel.index, fill_value=0)
+            excess = int((rel - base).clip(lower=0).sum())
+            checks.append(Check(f"{self._role_of(c)} values", excess == 0, excess, 0, where=f"column {c!r}",
+                                detail="released values not backed by the original (published as is, they must be a sub-multiset)"))
+        return checks
+
+    def _role_of(self, column: str) -> str:
+        role = self.roles.of(column) if self.roles is not None else None
+        return role if role in ("sensitive", "insensitive") else "published"

@@ -45,7 +45,7 @@ release_output = _stack(
     click.option("--rows-per-file", type=click.IntRange(min=1), default=None,
                  help="Rows per output part file (default: the family's, ~100 MB per file)."),
     click.option("--allow-weak", is_flag=True,
-                 help="Accept parameters below the privacy floors (e.g. k < 2, basic privacy < 90%%); the override is recorded in the manifest."),
+                 help="Accept parameters below the privacy floors (e.g. k < 2, basic privacy < 90%); the override is recorded in the manifest."),
     click.option("--check/--no-check", default=True, show_default=True,
                  help="Read the written release back and recount its guarantee before committing it."),
 )

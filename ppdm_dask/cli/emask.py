@@ -1,5 +1,139 @@
-"""``ppdm`` commands of the emask family (being ported from _legacy.py)."""
+"""``ppdm emask choose | distort | mine | audit``: EMASK/MASK distortion releases."""
 
 from __future__ import annotations
 
-from . import cli  # noqa: F401
+from typing import Any
+
+import click
+
+from . import cli
+from ._core import Context, emit_release, job, usage_error
+from ._options import input_format, overwrite, release_output, support_value
+from .mining import _level_line, levels_text
+
+
+@cli.group()
+def emask() -> None:
+    """EMASK/MASK: choose (p, q), release a distorted copy, mine it, audit its privacy."""
+
+
+def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tuple[float, float]:
+    """--p/--q, else the data's metadata, else the release manifest."""
+    from ..emask.release import pq_from_manifest
+
+    recorded = pq_from_manifest(url, storage_options=obj.storage_options) or (tx.metadata.get("p"), tx.metadata.get("q"))
+    p = p if p is not None else recorded[0]
+    q = q if q is not None else recorded[1]
+    if p is None or q is None:
+        raise usage_error(f"{url} records no distortion parameters", "give --p and --q")
+    return float(p), float(q)
+
+
+@emask.command("choose")
+@click.option("--s0", type=float, default=None, help="Average item support (fraction). Or give --data to estimate it.")
+@click.option("--data", default=None, help="Estimate s0 (mean transaction length / items) from this dataset.")
+@click.option("--min-support", type=float, default=0.003, show_default=True, help="Mining support at which accuracy is screened (Eq. 6).")
+@click.option("--privacy-floor", "--privacy-min", "privacy_floor", type=float, default=90.0, show_default=True,
+              help="Minimum basic privacy (percent).")
+@click.option("--q-min", type=float, default=0.95, show_default=True, help="Keep only q > this.")
+@click.pass_obj
+def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> None:
+    """Candidate (p, q): basic privacy >= the floor at s0, accuracy no worse than MASK (0.9, 0.9)."""
+    from ..emask.parameters import choose_parameters, estimate_s0
+
+    if (s0 is None) == (data is None):
+        raise usage_error("give exactly one of --s0 and --data")
+    if data is not None:
+        with job(obj):
+            s0 = estimate_s0(obj.read_transactions(data))
+    choices = choose_parameters(s0, min_support, privacy_min=privacy_floor, q_min=q_min)
+    rows = [{"p": c.p, "q": c.q, "basic_privacy": c.basic_privacy, "err6": c.err6, "ldp_epsilon": c.ldp_epsilon} for c in choices]
+    lines = [f"s0 = {s0:.5g}, min_support = {min_support}, floor {privacy_floor:g}%: {len(rows)} candidate(s)",
+             "     p     q   BP (%)   Eq.6 err   eps/bit"]
+    lines += [f"  {r['p']:.2f}  {r['q']:.2f}   {r['basic_privacy']:6.2f}   {r['err6']:8.4f}   {r['ldp_epsilon']:7.3f}" for r in rows]
+    obj.emit({"s0": s0, "min_support": min_support, "privacy_floor": privacy_floor, "candidates": rows}, "\n".join(lines))
+
+
+@emask.command("distort")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--p", "p", type=float, required=True, help="Probability that a 1 stays 1.")
+@click.option("--q", "q", type=float, required=True, help="Probability that a 0 stays 0.")
+@click.option("--privacy-floor", type=float, default=90.0, show_default=True,
+              help="Refuse a basic privacy below this (percent; the floor of 'emask choose').")
+@input_format
+@release_output
+@click.pass_obj
+def emask_distort(obj: Context, src, dst, p, q, privacy_floor, fmt, overwrite, rows_per_file, allow_weak, check) -> None:
+    """Release a distorted copy of SRC at DST (rows in a keyed random order; p, q and s0 in the
+    manifest, never the key); refused below the basic-privacy floor unless --allow-weak."""
+    from ..emask import Distorter
+
+    with job(obj, outputs=[dst], overwrite=overwrite) as j:
+        tx = obj.read_transactions(src, fmt)
+        est = Distorter(p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak).fit(tx, progress=obj.progress)
+        release = est.transform(tx)
+        manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
+                                 rows_per_file=rows_per_file, check=check)
+    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j)
+
+
+@emask.command("mine")
+@click.argument("url")
+@click.option("--p", "p", type=float, default=None, help="Distortion p (default: from the release).")
+@click.option("--q", "q", type=float, default=None, help="Distortion q (default: from the release).")
+@click.option("--min-support", required=True, help="A fraction in (0, 1] or an absolute count.")
+@click.option("--max-length", type=click.IntRange(min=1), default=None)
+@click.option("--prune-margin", type=click.FloatRange(0, 1, max_open=True), default=0.0, show_default=True,
+              help="Keep candidates down to (1 - margin) x threshold (fewer misses, more work).")
+@input_format
+@click.option("--out", default=None, help="Write the itemsets with reconstructed supports to this Parquet file.")
+@overwrite
+@click.pass_obj
+def emask_mine(obj: Context, url, p, q, min_support, max_length, prune_margin, fmt, out, overwrite) -> None:
+    """EMASK-Apriori: frequent itemsets of the original data from its distorted release."""
+    from ..emask import mine
+
+    ms = support_value(min_support)
+    with job(obj, outputs=[out], overwrite=overwrite) as j:
+        d = obj.read_transactions(url, fmt).persist(progress=obj.progress)
+        p, q = _pq(obj, url, d, p, q)
+        r = mine(d, p, q, ms, max_length=max_length, prune_margin=prune_margin, progress=obj.progress, on_level=_level_line("emask"))
+    if out:
+        r.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
+    summary = {"url": url, "p": p, "q": q, "itemsets": len(r), "levels": r.level_stats, "seconds": j.seconds, "scheduler": j.where}
+    lines = [f"{url}: {len(r):,} itemsets with reconstructed support >= threshold (p={p}, q={q}) in {j.seconds:.2f} s",
+             *levels_text(r.level_stats)]
+    obj.emit(summary, "\n".join(lines))
+
+
+@emask.command("audit")
+@click.argument("original")
+@click.argument("distorted")
+@click.option("--min-support", default="0.003", show_default=True, help="Mining support (fraction or count).")
+@click.option("--p", "p", type=float, default=None, help="Default: from the release.")
+@click.option("--q", "q", type=float, default=None, help="Default: from the release.")
+@click.pass_obj
+def emask_audit(obj: Context, original, distorted, min_support, p, q) -> None:
+    """Owner-side audit: BP, re-interrogated privacy RP (needs the release's --key-file to
+    re-align its keyed row order), local-DP epsilon, accuracy (rho, sigma+/-), slowdown."""
+    from ..emask import audit
+    from ..emask.release import pq_from_manifest
+    from ..verification import open_release
+
+    ms = support_value(min_support)
+    with job(obj) as j:
+        t = obj.read_transactions(original).persist(progress=obj.progress)
+        is_release = pq_from_manifest(distorted, storage_options=obj.storage_options) is not None
+        d = open_release(distorted, storage_options=obj.storage_options) if is_release else obj.read_transactions(distorted)
+        key = obj.key() if obj.key_file else None
+        a = audit(t, d, ms, p=p, q=q, key=key, progress=obj.progress)
+    rp, acc = a["reinterrogated_privacy"], a["accuracy"]
+    lines = [f"audit of {distorted} (p={a['p']}, q={a['q']}) against {original} ({j.seconds:.1f} s)",
+             f"  basic privacy        {a['basic_privacy']:6.2f} %   (s0 = {a['s0']:.4g})",
+             f"  re-interrogated      {rp:6.2f} %" if rp is not None else "  re-interrogated      needs --key-file (the release's rows are in keyed order)",
+             f"  local DP epsilon     {a['ldp_epsilon_per_item']:6.3f} per item",
+             f"  slowdown             {a['slowdown']:.2f}  (EMASK-Apriori {a['seconds_emask']:.2f} s / Apriori {a['seconds_apriori']:.2f} s)",
+             f"  support error rho    {acc['rho']:6.2f} %",
+             f"  sigma+ / sigma-      {acc['sigma_plus']:6.2f} % / {acc['sigma_minus']:.2f} %"]
+    obj.emit({**a, "original": original, "release": distorted, "seconds": j.seconds}, "\n".join(lines))

@@ -25,12 +25,16 @@ import dask
 import dask.array as da
 import numpy as np
 
+from ..base import Estimator, check_is_fitted
+from ..data.sources import source_of
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter, PrivacyViolation
 from ..progress import compute
 from ..random import Key, KeyLike, Tag, as_key
-from ._validate import check_levels
 from .groups import GroupTable
+from ..release.base import overrides_for
+from .inputs import privacy_levels, records_of
 from .partition import bucket_block, gather_cell, kd_cells
+from .release import LEVEL_FLOOR, CondensedRelease, condensed_release, level_floor
 from .static import construct_groups
 
 __all__ = ["Condenser", "privacy_levels", "repair_groups", "check_condensation"]
@@ -41,27 +45,6 @@ __all__ = ["Condenser", "privacy_levels", "repair_groups", "check_condensation"]
 DEFAULT_ROWS_PER_PARTITION = 200_000
 #: Sample rows per cell used to cut the k-d tree.
 SAMPLE_PER_CELL = 200
-
-
-def privacy_levels(n: int, low: int, high: int, *, key: KeyLike = None) -> np.ndarray:
-    """Privacy levels drawn uniformly from ``{max(1, low), ..., high}`` (SPEC §2.5, E1-15).
-
-    The paper's experiments use ``[α − β, α]`` with β = 4.
-    """
-    low, high = max(1, int(low)), int(high)
-    if high < low:
-        raise InvalidParameter(f"empty privacy range [{low}, {high}]")
-    return as_key(key).generator(Tag.PRIVACY_LEVELS, 0).integers(low, high + 1, size=int(n)).astype(np.int64)
-
-
-def _check_privacy(privacy: np.ndarray, n: int) -> np.ndarray:
-    p = check_levels(privacy, n)
-    big = np.flatnonzero(p > n)
-    if big.size:
-        raise InfeasiblePrivacyError(
-            f"records {big[:10].tolist()} ask for privacy level {int(p[big].max())} but there are only {n} records"
-        )
-    return p
 
 
 def repair_groups(table: GroupTable) -> tuple[GroupTable, np.ndarray]:
@@ -152,13 +135,6 @@ def _condense_cell(cell: tuple[np.ndarray, np.ndarray, np.ndarray], key: Key, un
     return GroupTable.from_points(X, p, labels), rows, labels
 
 
-def _as_dask(X: Any) -> da.Array:
-    if isinstance(X, da.Array):
-        return X
-    arr = np.asarray(X)
-    return da.from_array(arr, chunks=(max(1, min(arr.shape[0], 100_000)), arr.shape[1] if arr.ndim == 2 else 1))
-
-
 def _checked_block(X: np.ndarray, block_info: dict | None = None) -> np.ndarray:
     # runs inside the condensation graph itself, so the input is read once, not once more to check
     bad = ~np.isfinite(X).all(axis=1)
@@ -169,7 +145,7 @@ def _checked_block(X: np.ndarray, block_info: dict | None = None) -> np.ndarray:
     return X
 
 
-class Condenser:
+class Condenser(Estimator):
     """Static condensation with per-record privacy levels (SPEC §2.2) on Dask.
 
     Parameters
@@ -177,20 +153,31 @@ class Condenser:
     privacy_levels : int, (low, high), array or None
         Default privacy levels when :meth:`fit` gets none: one level for every record, levels
         drawn uniformly from ``{low..high}`` with the key, or one level per record.
-    rows_per_partition : int or None, default 50,000
+    rows_per_partition : int or None, default 200,000
         Target rows per spatial cell; ``None`` = one cell (the exact sequential algorithm).
     standardize : bool, default False
         Z-score the attributes before grouping (distances then weigh attributes equally); the
         published statistics and pseudo-data are in the original units either way.
     key : Key, int or bytes, optional
-        Secret key (Segment's samples, the partitioning sample, drawn privacy levels).
+        Secret key (Segment's samples, the partitioning sample, drawn privacy levels, the
+        pseudo-data and the row order of the release); a fresh one per fit when omitted.
+    privacy_column : str, optional
+        With a table ``X``: the column holding each record's privacy level (not an attribute).
+    columns : list of str, optional
+        With a table ``X``: the attributes to condense (default: every numeric column but the
+        privacy column); with an array, their names.
+    allow_weak : bool or sequence of str
+        Privacy floors explicitly overridden (``"largest privacy level >= 2"``), recorded in the
+        manifest.
 
     Attributes
     ----------
     groups_ : GroupTable
-        The condensed statistics (publish ``groups_.published()``: n, Fs, Sc, Ps).
+        The condensed statistics (``req``: the largest privacy level of each group's members).
+    feature_names_in_ : list of str
+        The attribute names.
     report_ : dict
-        Number of groups, SSQ, group sizes, cells, repairs, the independent check.
+        Number of groups, SSQ, group sizes, cells, repairs, the largest privacy level.
     """
 
     def __init__(
@@ -200,35 +187,42 @@ class Condenser:
         rows_per_partition: int | None = DEFAULT_ROWS_PER_PARTITION,
         standardize: bool = False,
         key: KeyLike = None,
+        privacy_column: str | None = None,
+        columns: Any = None,
+        allow_weak: Any = (),
     ) -> None:
-        if rows_per_partition is not None and (isinstance(rows_per_partition, bool) or not isinstance(rows_per_partition, numbers.Integral) or rows_per_partition < 1):
-            raise InvalidParameter(f"rows_per_partition must be a positive integer or None, got {rows_per_partition!r}")
         self.privacy_levels = privacy_levels
         self.rows_per_partition = rows_per_partition
         self.standardize = standardize
-        self.key = as_key(key)
-
-    def _levels(self, n: int, privacy: Any) -> np.ndarray:
-        spec = self.privacy_levels if privacy is None else privacy
-        if spec is None:
-            raise InvalidParameter("no privacy levels: pass privacy= to fit() or privacy_levels= to Condenser")
-        if isinstance(spec, da.Array):
-            spec = spec.compute()
-        if isinstance(spec, numbers.Integral) and not isinstance(spec, bool):
-            spec = np.full(n, int(spec), dtype=np.int64)
-        elif isinstance(spec, tuple) and len(spec) == 2:
-            spec = privacy_levels(n, spec[0], spec[1], key=self.key)
-        return _check_privacy(np.asarray(spec), n)
+        self.key = key
+        self.privacy_column = privacy_column
+        self.columns = columns
+        self.allow_weak = allow_weak
 
     def fit(self, X: Any, privacy: Any = None, *, client: Any = None, progress: bool = False) -> "Condenser":
-        """Condense ``X`` (N, d) numpy or dask array; ``privacy`` as in ``privacy_levels``."""
-        X = _as_dask(X).astype(np.float64)
-        if X.ndim != 2:
-            raise InvalidParameter(f"X must be 2-D (records x attributes), got {X.ndim}-D")
-        N, d = int(X.shape[0]), int(X.shape[1])
-        if N == 0:
-            raise InvalidParameter("no records to condense")
-        p = self._levels(N, privacy)
+        """Condense ``X`` — a numpy / dask array (N, d) or a table (pandas / dask DataFrame,
+        attributes by name); ``privacy`` as ``privacy_levels`` (default: the estimator's).
+
+        Raises
+        ------
+        WeakParameterError
+            Every level is 1 and the floor was not overridden (before any work).
+        """
+        rpp = self.rows_per_partition
+        if rpp is not None and (isinstance(rpp, bool) or not isinstance(rpp, numbers.Integral) or rpp < 1):
+            raise InvalidParameter(f"rows_per_partition must be a positive integer or None, got {rpp!r}")
+        self._key = as_key(self.key)
+        self._source = source_of(X)
+        rec = records_of(X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column,
+                         columns=self.columns, key=self._key)
+        self._overrides = overrides_for(self.allow_weak, [LEVEL_FLOOR])
+        floor = level_floor(int(rec.levels.max()), self._overrides)
+        if not floor.passed:
+            CondensedRelease(None, method="static", parameters={}, overrides=self._overrides,
+                             published={"p_max": rec.levels}).check_floors()
+        X, p, N, d = rec.X, rec.levels, int(rec.X.shape[0]), int(rec.X.shape[1])
+        self.feature_names_in_ = rec.names
+        self._parameters = {**rec.parameters, "rows_per_partition": rpp, "standardize": bool(self.standardize)}
         offsets = np.concatenate([[0], np.cumsum(X.chunks[0])])
         X = X.map_blocks(_checked_block, dtype=np.float64)
         mu = sd = None
@@ -241,7 +235,7 @@ class Condenser:
         if n_cells == 1:
             cells = [dask.delayed(lambda x, q: (x, q, np.arange(x.shape[0])))(X, p_da)]
         else:
-            rng = self.key.generator(Tag.CONDENSE_CELLS, 0)
+            rng = self._key.generator(Tag.CONDENSE_CELLS, 0)
             idx = np.sort(rng.choice(N, size=min(N, SAMPLE_PER_CELL * n_cells), replace=False))
             (sample,) = compute(X[idx], progress=False, client=client)
             tree = kd_cells(sample, n_cells)
@@ -250,7 +244,7 @@ class Condenser:
                 for xb, pb, o in zip(X.to_delayed().ravel(), p_da.to_delayed().ravel(), offsets[:-1])
             ]
             cells = [dask.delayed(gather_cell, pure=True)(buckets, c, d) for c in range(tree.n_cells)]
-        parts = [dask.delayed(_condense_cell, pure=True)(c, self.key, i) for i, c in enumerate(cells)]
+        parts = [dask.delayed(_condense_cell, pure=True)(c, self._key, i) for i, c in enumerate(cells)]
         results = compute(*parts, progress=progress, client=client)
         tables = [r[0] for r in results]
         table = GroupTable.concat(tables) if tables else GroupTable.empty(d)
@@ -277,6 +271,14 @@ class Condenser:
             "max_privacy_level": int(p.max()),
         }
         return self
+
+    def transform(self, X: Any = None) -> CondensedRelease:
+        """The release of the fitted groups: pseudo-data (one row per record, drawn with the key)
+        and the published group statistics. The release is of the data given to :meth:`fit`;
+        ``X`` (that data) only names its source in the manifest."""
+        check_is_fitted(self, "groups_")
+        return condensed_release(self.groups_, method="static", parameters=self._parameters, key=self._key,
+                                 source=source_of(X) if X is not None else self._source, overrides=self._overrides)
 
     def check(self, X: Any) -> dict[str, Any]:
         """:func:`check_condensation` of this fit against the original records ``X``."""

@@ -37,7 +37,8 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..errors import InfeasiblePrivacyError, InvalidParameter
+from ..base import Estimator
+from ..errors import InfeasiblePrivacyError, InvalidParameter, NotFittedError
 from ..random import KeyLike, Tag, as_key
 from ._validate import check_levels, check_records
 from .groups import CondensedGroup, GroupTable
@@ -131,7 +132,7 @@ def _check_block(X: Any, privacy: Any, d: int | None) -> tuple[np.ndarray, np.nd
 
 
 # --------------------------------------------------------------------------- the condenser
-class StreamingCondenser:
+class StreamingCondenser(Estimator):
     """Dynamic maintenance of condensed groups (SPEC §2.4).
 
     Parameters
@@ -147,7 +148,16 @@ class StreamingCondenser:
     split_strict : bool, default False
         Split when ``n² > 2·Ps`` instead of ``>=`` (E1-5).
     key : Key, int or bytes, optional
-        Secret key (``None``: a fresh one). Only the static initialisation is random.
+        Secret key (``None``: a fresh one). The static initialisation, and in the release the
+        pseudo-data and the row order, are random.
+    repair_splits : bool, default True
+        The release publishes the groups with the static Repair rule applied to every group
+        smaller than the largest privacy level among its contributors — the split children the
+        paper accepts (E1-16) — so that every published group meets its members' levels. False
+        publishes the paper's groups; the release then fails its check
+        ``"group size >= largest privacy level"`` unless that name is in ``allow_weak``.
+    privacy_levels, privacy_column, columns, allow_weak
+        As :class:`~.condenser.Condenser` (used by :meth:`fit`).
 
     Attributes
     ----------
@@ -178,15 +188,30 @@ class StreamingCondenser:
     conserve them).
     """
 
-    def __init__(self, *, init_number: int | None = None, split_strict: bool = False, key: KeyLike = None) -> None:
-        if init_number is not None and (
-            isinstance(init_number, bool) or not isinstance(init_number, numbers.Integral) or init_number < 1
+    def __init__(self, *, init_number: int | None = None, split_strict: bool = False, key: KeyLike = None,
+                 repair_splits: bool = True, privacy_levels: Any = None, privacy_column: str | None = None,
+                 columns: Any = None, allow_weak: Any = ()) -> None:
+        self.init_number = init_number
+        self.split_strict = split_strict
+        self.key = key
+        self.repair_splits = repair_splits
+        self.privacy_levels = privacy_levels
+        self.privacy_column = privacy_column
+        self.columns = columns
+        self.allow_weak = allow_weak
+
+    def _start(self, init_target: Any, key: Any = None) -> None:
+        """Validate the parameters and open a new, empty stream (``key``: the fitted key)."""
+        if init_target is not None and (
+            isinstance(init_target, bool) or not isinstance(init_target, numbers.Integral) or init_target < 1
         ):
-            raise InvalidParameter(f"init_number must be a positive integer or None, got {init_number!r}")
-        self.init_number = None if init_number is None else int(init_number)
-        self.split_strict = bool(split_strict)
-        self._key = as_key(key)
-        self._reset(self.init_number)
+            raise InvalidParameter(f"init_number must be a positive integer or None, got {init_target!r}")
+        self._key = key if key is not None else as_key(self.key)
+        self._strict = bool(self.split_strict)
+        self._reset(None if init_target is None else int(init_target))
+
+    def _started(self) -> bool:
+        return "_d" in vars(self)
 
     # ---------------------------------------------------------------- state
     def _reset(self, init_target: int | None) -> None:
@@ -222,8 +247,8 @@ class StreamingCondenser:
     @property
     def groups_(self) -> GroupTable:
         """The current groups (without the pending pool) as a new table."""
-        if self._d is None:
-            raise InvalidParameter("no data yet: call partial_fit or fit first")
+        if not self._started() or self._d is None:
+            raise NotFittedError("this StreamingCondenser has no data yet: call fit or partial_fit first")
         if not self._initialised:
             return GroupTable.empty(self._d)
         G = self._G
@@ -280,6 +305,8 @@ class StreamingCondenser:
         -------
         self
         """
+        if not self._started():
+            self._start(self.init_number)
         X, p = _check_block(X, privacy, self._d)
         if self._d is None:
             self._d = X.shape[1]
@@ -305,25 +332,75 @@ class StreamingCondenser:
             self._process(bX[L:], bp[L:])
         return self
 
-    def fit(self, X: Any, privacy: Any) -> StreamingCondenser:
-        """Condense the whole stream ``X`` (rows in arrival order) and :meth:`finalize`.
+    def fit(self, X: Any, privacy: Any = None, *, client: Any = None, progress: bool = False) -> StreamingCondenser:
+        """Condense the whole stream ``X`` (rows in arrival order: a numpy / dask array, the
+        blocks of a dask array fetched one at a time, or a table) and :meth:`finalize`.
 
         Forgets any earlier state. With ``init_number=None`` the initialisation uses the shortest
         prefix of length ``L >= ceil(0.1·N)`` (and >= 1) that is feasible (``L >= max level among
         its rows``), so it never fails unless the whole data set is smaller than its largest
-        level (then :class:`InfeasiblePrivacyError`).
+        level (then :class:`InfeasiblePrivacyError`); the result does not depend on how ``X`` is
+        cut into blocks. ``privacy`` as in :class:`~.condenser.Condenser`.
 
         Returns
         -------
         self
         """
-        X, p = _check_block(X, privacy, None)
-        N = X.shape[0]
-        target = self.init_number if self.init_number is not None else max(1, -(-N // 10))
-        self._reset(target)
-        self.partial_fit(X, p)
-        self.finalize()
+        from ..data.sources import source_of
+        from ..progress import compute
+        from ..release.base import overrides_for
+        from .inputs import records_of
+        from .release import LEVEL_FLOOR, SIZE_CHECK, CondensedRelease, level_floor
+
+        self._source = source_of(X)
+        self._start(self.init_number)
+        rec = records_of(X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column, columns=self.columns,
+                         key=self._key, allow_empty=True)
+        self._overrides = overrides_for(self.allow_weak, [LEVEL_FLOOR] + ([] if self.repair_splits else [SIZE_CHECK]))
+        if rec.levels.size and not level_floor(int(rec.levels.max()), self._overrides).passed:
+            CondensedRelease(None, method="dynamic", parameters={}, overrides=self._overrides,
+                             published={"p_max": rec.levels}).check_floors()
+        N = int(rec.X.shape[0])
+        self._start(self.init_number if self.init_number is not None else max(1, -(-N // 10)), self._key)
+        self._d = int(rec.X.shape[1])
+        offsets = np.concatenate([[0], np.cumsum(rec.X.chunks[0])]).astype(int)
+        for blk, a, b in zip(rec.X.to_delayed().ravel(), offsets[:-1], offsets[1:]):
+            (xb,) = compute(blk, progress=False, client=client)  # one block on the driver at a time
+            self.partial_fit(np.asarray(xb), rec.levels[a:b])
+        groups = self.finalize()
+        self.feature_names_in_ = rec.names
+        self._parameters = {**rec.parameters, "init_number": self.init_number, "split_strict": bool(self.split_strict),
+                            "repair_splits": bool(self.repair_splits)}
+        self.report_ = {"n_records": N, "n_groups": len(groups), "splits": self.n_splits_, "ssq": float(groups.total_ssq),
+                        "split_groups_below_level": int(np.sum(~groups.feasible)), "init_number": self.init_number_,
+                        "max_privacy_level": int(rec.levels.max(initial=0))}
         return self
+
+    def transform(self, X: Any = None) -> Any:
+        """The release of the current groups (after :meth:`finalize`): pseudo-data drawn with the
+        key and the published statistics, split groups below their level repaired (see
+        ``repair_splits``). ``X`` (the fitted data) only names its source in the manifest."""
+        from ..data.sources import source_of
+        from .condenser import repair_groups
+        from .release import condensed_release
+
+        if not self._started() or self._d is None:
+            raise NotFittedError("this StreamingCondenser is not fitted yet: call fit() or partial_fit() first")
+        groups = self.finalize()
+        if len(groups) == 0:
+            raise InvalidParameter("no group to release: the stream is empty")
+        repaired = int(np.sum(~groups.feasible))
+        if self.repair_splits and repaired:
+            groups = repair_groups(groups)[0]
+        params = getattr(self, "_parameters", None) or {"privacy_levels": "per record (not published)",
+                                                        "columns": [f"x{j}" for j in range(groups.d)],
+                                                        "init_number": self.init_number_, "split_strict": bool(self.split_strict),
+                                                        "repair_splits": bool(self.repair_splits)}
+        source = source_of(X) if X is not None else getattr(self, "_source", None)
+        return condensed_release(groups, method="dynamic", parameters=params, key=self._key, source=source,
+                                 overrides=getattr(self, "_overrides", ()),
+                                 figures={"privacy": {"split_groups_repaired": repaired if self.repair_splits else 0},
+                                          "utility": {"splits": int(self.n_splits_)}})
 
     def finalize(self) -> GroupTable:
         """Close the stream and return the groups.
@@ -339,7 +416,7 @@ class StreamingCondenser:
         InfeasiblePrivacyError
             The whole stream is smaller than its largest privacy level.
         """
-        if self._d is None:
+        if not self._started() or self._d is None:
             raise InvalidParameter("no data yet: call partial_fit or fit first")
         if not self._initialised:
             if self._n_buf == 0:
@@ -384,7 +461,7 @@ class StreamingCondenser:
         i, N = 0, X.shape[0]
         while i < N:
             i, event, g = _run(X, p, i, self._n, self._mean, self._m2, self._ps, self._req, self._G,
-                               self._maxn, self._pool_minp(), self.split_strict)
+                               self._maxn, self._pool_minp(), self._strict)
             if event == _DONE:
                 break
             if event == _POOL:
@@ -402,7 +479,7 @@ class StreamingCondenser:
         queue = [g]
         while queue:
             h = queue.pop(0)
-            if not self._group(h).should_split(self.split_strict):
+            if not self._group(h).should_split(self._strict):
                 continue
             c1, c2 = self._group(h).split()
             self._set(h, c1)

@@ -15,7 +15,6 @@ Tables are dask DataFrames with pyarrow-backed dtypes.
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any

@@ -1,18 +1,18 @@
-"""MASK / EMASK distortion of transactions (SPEC §4.1), per partition and per record."""
+"""MASK / EMASK distortion of transactions (SPEC §4.1), per block of global rows and per record."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..graph import blocks_from_tasks, unique_name
 from ..errors import InvalidParameter
-from ..random import Key, KeyLike, Tag, as_key
+from ..random import BLOCK_ROWS, Key, KeyLike, Tag, as_key
 from . import _kernels as K
 
-__all__ = ["distort", "distort_record", "check_pq", "DELTA_MIN"]
+__all__ = ["distort", "distort_record", "check_pq", "block_aligned_rows", "DELTA_MIN"]
 
 #: Smallest admissible |p + q - 1|: below it the distorted data carry no information.
 DELTA_MIN = 1e-6
@@ -30,8 +30,28 @@ def check_pq(p: float, q: float) -> tuple[float, float]:
     return float(p), float(q)
 
 
-def _distort_task(block: sp.csr_array, p: float, q: float, key: Key, first_row: int) -> sp.csr_array:
-    return K.distort_block(block, p, q, key.generator(Tag.DISTORT, first_row))
+def _distort_blocks(block: sp.csr_array, p: float, q: float, key: Key, first_row: int) -> sp.csr_array:
+    """Kernel: distort a partition made of whole randomness blocks (global rows ``first_row``..,
+    ``first_row`` a multiple of ``BLOCK_ROWS``); block ``b`` draws from ``(Tag.DISTORT, b)``."""
+    n = block.shape[0]
+    if n <= BLOCK_ROWS:
+        return K.distort_block(block, p, q, key.generator(Tag.DISTORT, first_row // BLOCK_ROWS))
+    pieces = [K.distort_block(sp.csr_array(block[s : s + BLOCK_ROWS]), p, q, key.generator(Tag.DISTORT, (first_row + s) // BLOCK_ROWS))
+              for s in range(0, n, BLOCK_ROWS)]
+    out = sp.csr_array(sp.vstack(pieces, format="csr"))
+    out.indices = out.indices.astype(np.int32, copy=False)
+    out.indptr = out.indptr.astype(np.int32, copy=False)
+    return out
+
+
+def block_aligned_rows(partition_rows: Sequence[int]) -> tuple[int, ...]:
+    """Partition sizes whose boundaries are the input's rounded down to multiples of
+    ``BLOCK_ROWS``: every partition then holds whole randomness blocks (the input itself when
+    it is aligned already, e.g. a single partition)."""
+    bounds = np.r_[0, np.cumsum(np.asarray(partition_rows, dtype=np.int64))]
+    inner = (bounds[1:-1] // BLOCK_ROWS) * BLOCK_ROWS
+    new = np.unique(np.r_[0, inner, bounds[-1]])
+    return tuple(int(r) for r in np.diff(new)) or (0,)
 
 
 def distort(tx: Any, p: float, q: float, *, key: KeyLike = None) -> Any:
@@ -50,29 +70,33 @@ def distort(tx: Any, p: float, q: float, *, key: KeyLike = None) -> Any:
     Returns
     -------
     TransactionArray
-        Same shape, vocabulary and partitioning; metadata records p, q and n_items.
+        Same shape, vocabulary, partitioning and row columns; metadata records p, q and n_items.
 
     Notes
     -----
     Sparse and exact (no densifying): kept ones are Bernoulli(p) on the stored entries, and per
     row K ~ Binomial(n_items - len, 1 - q) new items are drawn uniformly among the absent ones.
-    Each partition draws from the stream ``(Tag.DISTORT, first global row of the partition)``,
-    so a retried task or another scheduler reproduces the output exactly; a different
-    *partitioning* gives another (equally distributed) draw.
+    Rows are distorted in blocks of ``BLOCK_ROWS`` global rows, block ``b`` drawing from the
+    stream ``(Tag.DISTORT, b)``: the output depends on the key and the data only, not on the
+    partitioning, the scheduler or retries. An input whose partitions do not start on block
+    boundaries is re-cut to block-aligned partitions for the distortion and the result re-cut
+    back (two cheap slicing steps).
     """
     from ..data.transactions import TransactionArray
 
     p, q = check_pq(p, q)
     key = as_key(key)
-    starts = np.r_[0, np.cumsum(tx.partition_rows)][:-1]
-    src = tx.blocks.to_delayed().ravel()
+    aligned = tx._rechunk(block_aligned_rows(tx.partition_rows))
+    starts = np.r_[0, np.cumsum(aligned.partition_rows)][:-1]
+    src = aligned.blocks.to_delayed().ravel()
     # the key enters the graph name only through a one-way digest
-    name = unique_name("distort", tx.blocks.name, p, q, key.digest("ppdm-distort-graph"))
-    tasks = [(_distort_task, s.key, p, q, key, int(first)) for s, first in zip(src, starts)]
-    blocks = blocks_from_tasks(name, tasks, tx.partition_rows, tx.n_items, dependencies=[tx.blocks])
+    name = unique_name("distort", aligned.blocks.name, p, q, key.digest("ppdm-distort-graph"))
+    tasks = [(_distort_blocks, s.key, p, q, key, int(first)) for s, first in zip(src, starts)]
+    blocks = blocks_from_tasks(name, tasks, aligned.partition_rows, tx.n_items, dependencies=[aligned.blocks])
     meta = dict(tx.metadata)
     meta.update({"distortion": "emask" if p != q else "mask", "p": p, "q": q, "n_items": tx.n_items})
-    return TransactionArray(blocks, tx.vocabulary, metadata=meta, columns=tx.columns)
+    out = TransactionArray(blocks, tx.vocabulary, metadata=meta)._rechunk(tx.partition_rows)
+    return out._replace(columns=tx.columns)
 
 
 def distort_record(items: Iterable[int], p: float, q: float, n_items: int, *, key: KeyLike = None, record_index: int = 0) -> np.ndarray:

@@ -21,7 +21,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -66,6 +66,9 @@ class CodeTable:
         Number of rows of the database.
     std_lengths : float64 array
         Standard code length of every alphabet item (aligned with ``alphabet``), bits.
+    parameters : dict
+        Public parameters of the search that built the table (``min_support``, ``closed``,
+        ``prune``, ``max_len`` ...), saved with it; never a key or seed.
     """
 
     itemsets: list
@@ -74,8 +77,10 @@ class CodeTable:
     alphabet: np.ndarray
     n_rows: int
     std_lengths: np.ndarray = field(default=None)  # type: ignore[assignment]
+    parameters: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.parameters = dict(self.parameters or {})
         self.itemsets = [_as_itemset(x) for x in self.itemsets]
         self.usages = np.asarray(self.usages, dtype=np.int64).ravel()
         self.supports = np.asarray(self.supports, dtype=np.int64).ravel()
@@ -226,9 +231,13 @@ class CodeTable:
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict:
+        """The JSON-ready table; ``parameters`` are checked to be public (no key, no seed)."""
+        from ..release.manifest import public_parameters
+
         return {
             "format": _FORMAT,
             "version": 1,
+            "parameters": public_parameters(self.parameters),
             "n_rows": self.n_rows,
             "alphabet": self.alphabet.tolist(),
             "std_lengths": [float(x) for x in self.std_lengths.tolist()],
@@ -251,23 +260,49 @@ class CodeTable:
                 alphabet=d["alphabet"],
                 n_rows=d["n_rows"],
                 std_lengths=np.asarray(d["std_lengths"], np.float64),
+                parameters=d.get("parameters") or {},
             )
         except KeyError as exc:
             raise DataFormatError(f"code table file lacks field {exc}") from None
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the table as JSON (floats round-trip exactly)."""
-        with open(os.fspath(path), "w", encoding="utf-8") as fh:
-            json.dump(self.to_dict(), fh)
+    def save(self, url: str | os.PathLike, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False) -> None:
+        """Write the table as JSON (floats round-trip exactly) to a local path or fsspec URL.
+
+        Atomic: the JSON goes to a temporary sibling that replaces ``url`` only when complete,
+        so a failure never leaves a partial file (nor touches an existing one).
+
+        Raises
+        ------
+        DatasetExistsError
+            ``url`` exists and ``overwrite`` is false.
+        InvalidParameter
+            A parameter looks secret (keys are never written).
+        """
+        from ..data.atomic import atomic_file
+
+        text = json.dumps(self.to_dict())  # encoded before the file is opened: a bad table writes nothing
+        with atomic_file(os.fspath(url), storage_options=storage_options, overwrite=overwrite, mode="w") as fh:
+            fh.write(text)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "CodeTable":
+    def load(cls, url: str | os.PathLike, *, storage_options: Mapping[str, Any] | None = None) -> "CodeTable":
+        """Read a table written by :meth:`save` (local path or fsspec URL)."""
+        import fsspec
+
+        from ..errors import DatasetNotFoundError
+
+        url = os.fspath(url)
         try:
-            with open(os.fspath(path), encoding="utf-8") as fh:
+            with fsspec.open(url, "r", encoding="utf-8", **dict(storage_options or {})) as fh:
                 d = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(f"{path}: not a JSON code table ({exc})") from None
-        return cls.from_dict(d)
+        except FileNotFoundError:
+            raise DatasetNotFoundError(f"no code table at {url}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataFormatError(f"{url}: not a JSON code table ({exc})") from None
+        try:
+            return cls.from_dict(d)
+        except DataFormatError as exc:
+            raise DataFormatError(f"{url}: {exc}") from None
 
     @classmethod
     def from_itemsets(cls, db: Any, itemsets: Sequence[Sequence[int]] = (), *, labels: Any = None) -> "CodeTable":

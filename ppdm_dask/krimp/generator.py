@@ -44,7 +44,8 @@ from typing import Any, Iterable, Sequence
 import numba
 import numpy as np
 
-from ..errors import DataFormatError, InvalidParameter, PPDMError
+from ..base import Estimator
+from ..errors import DataFormatError, InvalidParameter, NotFittedError, PPDMError, WeakParameterError
 from ..random import KeyLike, Tag, as_key
 
 __all__ = [
@@ -712,14 +713,20 @@ def infer_domains(db: Any, **compute_kwargs: Any) -> list[np.ndarray]:
 
 
 # ====================================================================== estimator
-class KrimpGenerator:
+class KrimpGenerator(Estimator):
     """Generate privacy-preserving categorical data from a KRIMP code table (P4, SPEC §5.3).
+
+    Follows the estimator contract (:mod:`ppdm_dask.base`): ``fit`` compresses the data with
+    KRIMP, ``transform`` returns a :class:`~ppdm_dask.krimp.release.GeneratedRelease` (written
+    and verified by its ``write``); :meth:`sample` stays for library users who want the rows only.
 
     Parameters
     ----------
-    min_support : int or float
-        Candidate itemsets for KRIMP: absolute count >= 1 or fraction in (0, 1] (P4 Table 1:
-        mostly 1). Higher values: no pattern rarer than this is reproduced.
+    min_support : int or float, default 2
+        Candidate itemsets for KRIMP: absolute count >= 1 or fraction in (0, 1]. No pattern
+        rarer than this is used, so no generated row copies a pattern seen in fewer records.
+        Below 2 (P4 Table 1 mostly used 1) a pattern can be a whole unique record: refused
+        unless ``allow_weak`` (floor ``"min-support"``).
     laplace : float, default 0.001
         Added to every element's usage (including unused singletons) before drawing.
     closed : bool, default False
@@ -737,6 +744,14 @@ class KrimpGenerator:
         reference generator (E4-7).
     lp_factor : float, default 1.0
         Weight ``usage·lp_factor + laplace`` (the reference generator's factor; 1 = SPEC).
+    key : Key, int or bytes, optional
+        Secret key of the generation and of the release's row order (a fresh secret key per
+        :meth:`transform` / :meth:`sample` when omitted). Never shown or written.
+    n_rows : int, optional
+        Rows to generate in :meth:`transform` (default: as many as the fitted data).
+    allow_weak : bool or sequence of str, default False
+        Accept ``min_support`` below the floor (``True`` or ``["min-support"]``); recorded in
+        the release manifest.
 
     Attributes
     ----------
@@ -744,7 +759,14 @@ class KrimpGenerator:
     domains_ : list of ndarray
     n_rows_ : int
         Rows of the fitted database (default output size).
+    min_support_ : int or None
+        The absolute candidate min-support.
+    overrides_ : tuple of str
+        Floors that fail and were overridden.
     krimp_result_ : KrimpResult
+    report_ : dict
+        ``n_rows``, ``n_domains``, ``min_support``, ``code_table_itemsets``, ``n_candidates``,
+        ``seconds_mining``, ``seconds_search``, ``overrides``.
     avg_patterns_per_row_ : float
         Mean number of code-table elements used per generated row in the last
         :meth:`sample_lists` call, or (computed on first access) of the last :meth:`sample`.
@@ -752,7 +774,7 @@ class KrimpGenerator:
 
     def __init__(
         self,
-        min_support: int | float = 1,
+        min_support: int | float = 2,
         laplace: float = 0.001,
         *,
         closed: bool = False,
@@ -762,6 +784,9 @@ class KrimpGenerator:
         domains: Sequence[Iterable[Any]] | None = None,
         domain_order: str = "random",
         lp_factor: float = 1.0,
+        key: KeyLike = None,
+        n_rows: int | None = None,
+        allow_weak: bool | Sequence[str] = False,
     ) -> None:
         self.min_support = min_support
         self.laplace = laplace
@@ -772,6 +797,9 @@ class KrimpGenerator:
         self.domains = domains
         self.domain_order = domain_order
         self.lp_factor = lp_factor
+        self.key = key
+        self.n_rows = n_rows
+        self.allow_weak = allow_weak
 
     # ------------------------------------------------------------------ fitting
     def _check_params(self) -> None:
@@ -780,36 +808,61 @@ class KrimpGenerator:
             raise InvalidParameter(f"domain_order must be one of {DOMAIN_ORDERS}, got {self.domain_order!r}")
         if self.max_len is not None:
             _check_count(self.max_len, "max_len", minimum=1)
+        if self.n_rows is not None:
+            _check_count(self.n_rows, "n_rows")
 
-    def fit(self, db: Any, *, progress: bool = False) -> "KrimpGenerator":
-        """Compress ``db`` with KRIMP and prepare generation.
+    def _floor(self, min_support: int | None) -> tuple[str, ...]:
+        """Overrides of the ``min-support`` floor; raises :class:`WeakParameterError` when it
+        fails and ``allow_weak`` does not cover it."""
+        from ..release.base import overrides_for
+        from .release import FLOORS, MIN_SUPPORT_FLOOR
 
-        ``db``: a TransactionArray or a list of transactions (item labels) of categorical data.
+        allowed = overrides_for(self.allow_weak, FLOORS)
+        if min_support is None or min_support >= MIN_SUPPORT_FLOOR:
+            return ()
+        if "min-support" not in allowed:
+            raise WeakParameterError(
+                f"min-support {min_support} is below the floor {MIN_SUPPORT_FLOOR}: a pattern seen in a single record can "
+                "copy that record into the generated data; refused",
+                python="min_support >= 2, or allow_weak=['min-support'] (recorded in the manifest)",
+                cli="--min-support 2 or more, or --allow-weak (recorded in the manifest)")
+        return ("min-support",)
+
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KrimpGenerator":
+        """Compress ``X`` with KRIMP and prepare generation.
+
+        ``X``: a TransactionArray or a list of transactions (item labels) of categorical data.
+        The ``min-support`` floor is checked before the search.
         """
+        from ..data.sources import source_of
+        from ..mining import min_count_of
         from .search import krimp
 
         self._check_params()
-        tx = _as_transactions(db)
+        tx = _as_transactions(X)
         if tx.n_transactions == 0:
             raise DataFormatError("cannot fit a generator on an empty database")
+        min_support = min_count_of(self.min_support, tx.n_transactions)
+        overrides = self._floor(min_support)
+        ckw = {"client": client, "progress": progress}
         if self.domains is None:
-            domains = infer_domains(tx)
+            domains = infer_domains(tx, **ckw)
         else:
             domains = _normalize_domains(self.domains)
-            check_domains(tx, domains)
-        from ..mining import min_count_of
-
-        result = krimp(
-            tx,
-            min_support=min_count_of(self.min_support, tx.n_transactions),
-            closed=self.closed,
-            prune=self.prune,
-            max_len=self.max_len,
-            exclude=tuple(tuple(x) for x in self.exclude),
-            progress=progress,
-        )
+            check_domains(tx, domains, **ckw)
+        exclude = tuple(tuple(x) for x in self.exclude)
+        result = krimp(tx, min_support=min_support, closed=self.closed, prune=self.prune, max_len=self.max_len, exclude=exclude,
+                       progress=progress)
         self.krimp_result_ = result
         self._set_table(result.code_table, domains, tx.n_transactions)
+        self.min_support_ = min_support
+        self.overrides_ = overrides
+        self._search = {"closed": bool(self.closed), "prune": bool(self.prune), "max_len": self.max_len,
+                        "exclude": [np.asarray(list(x)).tolist() for x in exclude]}
+        self._source = source_of(X)
+        self.report_ = {"n_rows": tx.n_transactions, "n_domains": len(domains), "min_support": min_support,
+                        "code_table_itemsets": result.code_table.n_nontrivial, "n_candidates": result.n_candidates,
+                        "seconds_mining": result.seconds_mining, "seconds_search": result.seconds_search, "overrides": list(overrides)}
         return self
 
     @classmethod
@@ -822,13 +875,32 @@ class KrimpGenerator:
         laplace: float = 0.001,
         domain_order: str = "random",
         lp_factor: float = 1.0,
+        min_support: int | None = None,
+        key: KeyLike = None,
+        allow_weak: bool | Sequence[str] = False,
     ) -> "KrimpGenerator":
-        """A fitted generator from a given code table (CodeTable or ``[(itemset, usage), ...]``)."""
-        gen = cls(laplace=laplace, domains=domains, domain_order=domain_order, lp_factor=lp_factor)
+        """A fitted generator from a given code table (CodeTable or ``[(itemset, usage), ...]``).
+
+        ``min_support`` (for releases): default the one recorded in a saved CodeTable's
+        parameters, else the smallest support of its non-singleton elements.
+        """
+        params = dict(getattr(code_table, "parameters", None) or {})
+        if min_support is None:
+            min_support = params.get("min_support")
+        if min_support is None and hasattr(code_table, "supports") and getattr(code_table, "n_nontrivial", 0):
+            min_support = int(np.min(np.asarray(code_table.supports)[: code_table.n_nontrivial]))
+        gen = cls(min_support=min_support if min_support is not None else 2, laplace=laplace, domains=domains,
+                  domain_order=domain_order, lp_factor=lp_factor, key=key, allow_weak=allow_weak)
         gen._check_params()
         if n_rows is None:
             n_rows = int(getattr(code_table, "n_rows", 0) or 0)
         gen._set_table(code_table, _normalize_domains(domains), int(n_rows))
+        gen.min_support_ = None if min_support is None else int(min_support)
+        gen.overrides_ = ()
+        gen._search = {k: params.get(k) for k in ("closed", "prune", "max_len", "exclude")}
+        gen._source = None
+        gen.report_ = {"n_rows": gen.n_rows_, "n_domains": len(gen.domains_), "min_support": gen.min_support_,
+                       "code_table_itemsets": getattr(code_table, "n_nontrivial", None), "overrides": []}
         return gen
 
     def _set_table(self, code_table: Any, domains: list[np.ndarray], n_rows: int) -> None:
@@ -842,7 +914,7 @@ class KrimpGenerator:
     def _fitted(self) -> _Tables:
         t = getattr(self, "_tables", None)
         if t is None:
-            raise PPDMError("this KrimpGenerator is not fitted yet; call fit(db) first")
+            raise NotFittedError("this KrimpGenerator is not fitted yet; call fit(db) first")
         return t
 
     def _mode_weights(self) -> tuple[int, np.ndarray]:
@@ -854,6 +926,39 @@ class KrimpGenerator:
         _check_count(n, "n")
         return int(n)
 
+    def _key(self, key: KeyLike) -> Any:
+        return as_key(key if key is not None else self.key)
+
+    # ------------------------------------------------------------------ release
+    def transform(self, X: Any = None) -> Any:
+        """The release of ``n_rows`` generated rows (lazy; ``write`` writes and verifies it).
+
+        ``X`` is not needed (the rows come from the code table); when given, it names the input
+        whose files the manifest fingerprints.
+        """
+        from ..data.sources import source_of
+        from .release import GeneratedRelease, release_parameters
+
+        self._fitted()
+        min_support = self.min_support_
+        if min_support is None:
+            raise InvalidParameter("this code table records no supports: its min-support is unknown, it cannot be released",
+                                   python="KrimpGenerator.from_code_table(..., min_support=N)")
+        overrides = tuple(dict.fromkeys((*self.overrides_, *self._floor(min_support))))
+        key = self._key(None)
+        n = self._n(self.n_rows)
+        data = self.sample(n, key=key)
+        params, figures, patterns = release_parameters(self, n, min_support)
+        source = source_of(X) if X is not None else getattr(self, "_source", None)
+        return GeneratedRelease(data, method="krimp-generator", parameters=params, figures=figures, key=key, source=source,
+                                input_info={"rows": self.n_rows_, "n_items": int(self._tables.alphabet.size)},
+                                overrides=overrides, patterns=patterns)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "avg_patterns_per_row_" and "_tables" in vars(self):
+            raise AttributeError("avg_patterns_per_row_ is set by sample_lists() or sample(pattern_counts=True)")
+        return super().__getattr__(name)
+
     # ------------------------------------------------------------------ generation
     def sample_lists(self, n: int | None = None, key: KeyLike = None, *, block_rows: int = BLOCK_ROWS) -> list[list[Any]]:
         """``n`` generated transactions (default ``|db|``) as sorted lists of labels, in memory.
@@ -864,7 +969,7 @@ class KrimpGenerator:
         mode, weights = self._mode_weights()
         n = self._n(n)
         _check_count(block_rows, "block_rows", minimum=1)
-        items, npat = _generate_range(tables, weights, mode, as_key(key), 0, _block_layout(n, int(block_rows)))
+        items, npat = _generate_range(tables, weights, mode, self._key(key), 0, _block_layout(n, int(block_rows)))
         self._last_npat = None
         self._avg = float(npat.mean()) if n else float("nan")
         labels = tables.alphabet[np.sort(items, axis=1)]
@@ -884,7 +989,8 @@ class KrimpGenerator:
         Each Dask partition generates ``blocks_per_partition`` consecutive randomness blocks of
         ``block_rows`` rows; block ``b`` uses ``key.generator(Tag.KRIMP_GENERATE, b)``, so the
         rows depend only on ``(code table, domains, parameters, key, block_rows)``, not on the
-        partitioning or the workers. ``key=None`` draws a fresh secret key (never stored).
+        partitioning or the workers. ``key=None`` uses the estimator's ``key`` (a fresh secret
+        key when that is None too; never stored).
         With ``pattern_counts`` the result has a row column ``n_patterns`` (code-table elements
         used per row; P4 Fig. 5). The vocabulary is the union of the domains.
         """
@@ -901,7 +1007,7 @@ class KrimpGenerator:
         n = self._n(n)
         _check_count(block_rows, "block_rows", minimum=1)
         _check_count(blocks_per_partition, "blocks_per_partition", minimum=1)
-        key = as_key(key)
+        key = self._key(key)
         layout = _block_layout(n, int(block_rows))
         groups = [list(range(i, min(i + blocks_per_partition, len(layout)))) for i in range(0, len(layout), blocks_per_partition)]
         # graph names must not reveal the key: only its one-way digest enters the token
@@ -963,9 +1069,3 @@ class KrimpGenerator:
         """Exact distribution of one generated transaction (see :func:`transaction_distribution`)."""
         self._fitted()
         return transaction_distribution(self.code_table_, self.domains_, laplace=self.laplace, lp_factor=self.lp_factor, domain_order=self.domain_order)
-
-    def __repr__(self) -> str:
-        return (
-            f"KrimpGenerator(min_support={self.min_support!r}, laplace={self.laplace!r}, closed={self.closed!r}, "
-            f"prune={self.prune!r}, max_len={self.max_len!r}, domain_order={self.domain_order!r})"
-        )

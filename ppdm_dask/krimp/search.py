@@ -804,6 +804,9 @@ def krimp(
         alphabet=d.labels,
         n_rows=d.n_rows,
         std_lengths=d.std_lengths,
+        # public record of how the table was found (saved with it; CodeTable.save refuses secrets)
+        parameters={"candidates": "mined" if candidates is None else "given", "min_support": min_support, "closed": bool(closed),
+                    "prune": bool(prune), "max_len": max_len, "exclude": [[int(i) for i in x] for x in exclude]},
     )
     stats = {
         "best": float(fstate[0]),

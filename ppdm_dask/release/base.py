@@ -40,7 +40,24 @@ from .order import BlockOps, n_files, shuffle
 from .roles import Roles
 from .verdict import Check, Verdict
 
-__all__ = ["Release", "is_csv_destination", "sidecar_manifest"]
+__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for"]
+
+
+def overrides_for(allow_weak: Any, floor_names: Sequence[str]) -> tuple[str, ...]:
+    """The privacy floors an estimator's ``allow_weak`` overrides: ``True`` every floor of
+    ``floor_names``, ``False`` / ``None`` none, a name or a sequence of names those (each must be
+    one of ``floor_names``)."""
+    from ..errors import InvalidParameter
+
+    if allow_weak is True:
+        return tuple(floor_names)
+    if not allow_weak:
+        return ()
+    names = (allow_weak,) if isinstance(allow_weak, str) else tuple(str(a) for a in allow_weak)
+    unknown = [n for n in names if n not in floor_names]
+    if unknown:
+        raise InvalidParameter(f"allow_weak names unknown privacy floor(s) {unknown}; the floors are {list(floor_names)}")
+    return names
 
 
 def is_csv_destination(url: str) -> bool:
@@ -178,6 +195,15 @@ class Release:
         """A floor check, marked overridden when the user overrode ``name``."""
         return Check(name, bool(ok), figure, threshold, detail=detail, overridden=(not ok and name in self.overrides))
 
+    def apply_overrides(self, allow_weak: Any) -> tuple[str, ...]:
+        """Record as overrides the failing floors that ``allow_weak`` covers (see
+        :func:`overrides_for`), then :meth:`check_floors`; returns the overrides."""
+        floors = self.floor_checks()
+        allowed = overrides_for(allow_weak, [c.name for c in floors])
+        self.overrides = tuple(c.name for c in floors if not c.ok and c.name in allowed)
+        self.check_floors()
+        return self.overrides
+
     def check_floors(self) -> None:
         """Raise :class:`WeakParameterError` for a floor that fails and was not overridden."""
         bad = [c for c in self.floor_checks() if not c.passed]
@@ -185,7 +211,7 @@ class Release:
             c = bad[0]
             raise WeakParameterError(f"{c.name}: {c.figure} is below the floor {c.threshold}" + (f" ({c.detail})" if c.detail else "")
                                      + "; refused", python=f"allow_weak=[{c.name!r}] (recorded in the manifest)",
-                                     cli=f"--allow-weak '{c.name}' (recorded in the manifest)")
+                                     cli="--allow-weak (recorded in the manifest)")
 
     def summary(self) -> dict[str, Any]:
         """``family``, ``method``, ``parameters`` and the figures (records, privacy, utility)."""
@@ -197,7 +223,7 @@ class Release:
         out.update(self.figures)
         return out
 
-    def verify(self, original: Any = None, **compute_kwargs: Any) -> Verdict:
+    def verify(self, original: Any = None, *, storage_options: Mapping[str, Any] | None = None, **compute_kwargs: Any) -> Verdict:
         """Recount the guarantee from the released data (independently of the algorithm) and
         check the parameters against the privacy floors; with ``original``, also check the
         release against it.
@@ -206,12 +232,14 @@ class Release:
         ----------
         original : optional
             The original data (same kind as the estimator's input) or its URL.
+        storage_options : mapping, optional
+            fsspec options to read ``original`` when it is a URL.
         **compute_kwargs
             ``client=``, ``progress=`` for the distributed passes.
         """
         compute_kwargs.setdefault("progress", False)
         if isinstance(original, str):
-            original = type(self).read_original(original)
+            original = type(self).read_original(original, storage_options=storage_options)
         return Verdict([*self.floor_checks(), *self.guarantee_checks(original, **compute_kwargs)])
 
     def _manifest_release(self, key: Key, n_out: int, rows_per_file: int, output: str) -> dict[str, Any]:
@@ -285,6 +313,7 @@ class Release:
             files = [write_part(fs, posixpath.join(tmp, name), table) for name, table in self._extra_tables().items()]
             manifest = {**head, **self._layout(list(parts)), "partitions": list(parts), "files": files}
             manifest["release"] = self._manifest_release(key, n_out, rpf, "parquet")
+            manifest["input"] = dict(self.input_info)  # rows and schema, for the checks; files hashed below
             manifest["guarantees"] = self._check_written(fs, tmp, manifest, url, check, ckw)
             manifest["input"] = self._input_fields(**ckw)
             manifest["summary"] = self.summary()
@@ -323,6 +352,7 @@ class Release:
             entry = {"file": posixpath.basename(path), "rows": layout.pop("rows"), "bytes": size, "sha256": sha256_file(fs, tmp)}
             manifest = {**head, **layout, "partitions": [entry], "files": []}
             manifest["release"] = self._manifest_release(key, n_out, rpf, "csv")
+            manifest["input"] = dict(self.input_info)
             check_manifest = {**manifest, "partitions": [{**entry, "file": posixpath.basename(tmp)}]}
             manifest["guarantees"] = self._check_written(fs, parent or ".", check_manifest, url, check, ckw)
             manifest["input"] = self._input_fields(**ckw)

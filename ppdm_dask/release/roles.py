@@ -95,16 +95,16 @@ class Roles:
         unknown = [c for c in dict.fromkeys(named + list(self.allow_unique)) if c not in columns]
         if unknown:
             raise RoleError(f"{source} has no column(s) {unknown}; its columns are {columns}")
-        if not self.quasi_identifiers:
-            raise RoleError(f"no quasi-identifier among the columns of {source}: name them",
-                            python="quasi_identifiers=[...]", cli="--qi COL,COL")
         missing = [c for c in columns if self.of(c) is None]
         if missing:
             raise RoleError(
-                f"{len(missing)} column(s) of {source} have no role: {missing}; give every column one of "
+                f"{len(missing)} column(s) of {source} have no role: {', '.join(missing)}; give every column one of "
                 "identifier (dropped), quasi-identifier (generalised), sensitive or insensitive (published as is)",
                 python="identifiers=, quasi_identifiers=, sensitive=, insensitive=",
-                cli="--identifier, --qi, --sensitive, --insensitive")
+                cli="--identifier COLS, --qi COLS, --sensitive COL, --insensitive COLS")
+        if not self.quasi_identifiers:
+            raise RoleError(f"no quasi-identifier among the columns of {source}: name them",
+                            python="quasi_identifiers=[...]", cli="--qi COL,COL")
 
     def check_unique(self, distinct: Mapping[str, int], n_records: int) -> None:
         """Refuse quasi-identifier or insensitive columns that are nearly unique per record

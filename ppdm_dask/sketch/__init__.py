@@ -3,7 +3,8 @@
 Records are published as AMS-style ±1 sketches with a shared, public generator
 (:class:`SketchGenerator`); the number of components per record controls the variance of any
 reconstruction. :class:`DeltaAnonymizer` chooses it per record (δ-anonymity),
-:class:`KVarianceAnonymizer` from the k nearest neighbours (k-variance anonymity);
+:class:`KVarianceAnonymizer` from the k nearest neighbours (k-variance anonymity); both return
+a :class:`SketchRelease` (``.data`` the sketches; ``write`` / ``verify``);
 :class:`SketchKNNClassifier` and :class:`SketchKMeans` mine the published sketches;
 :mod:`.primitives` estimates attributes, dot products, norms, distances, cosines and centroids
 from the published sketches.
@@ -30,6 +31,7 @@ from .primitives import (
 )
 from .kvariance import KVarianceAnonymizer, kvariance_components
 from .mining import SketchKMeans, SketchKNNClassifier, average_cosine_similarity, classification_accuracy
+from .release import SketchRelease
 from .sketches import SketchArray, read_sketches, sketch
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "SketchArray",
     "sketch",
     "read_sketches",
+    "SketchRelease",
     # anonymizers
     "DeltaAnonymizer",
     "anonymize_record",

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
+from ..base import Estimator, check_is_fitted
 from ..errors import InvalidParameter
-from ..random import KeyLike
+from ..random import Key, KeyLike, as_key
 from . import _kernels as K
 from .generator import SketchGenerator
-from .sketches import SketchArray, _resolve_generator, sketch
+from .sketches import _resolve_generator, sketch
+
+if TYPE_CHECKING:
+    from .release import SketchRelease
 
 __all__ = ["DeltaAnonymizer", "anonymize_record", "delta_components", "check_delta"]
 
@@ -44,7 +48,7 @@ def delta_components(tx: Any, delta: float, m_max: int = 256) -> da.Array:
     return tx.blocks.map_blocks(_block_components, None, delta, m_max, drop_axis=1, dtype=np.int32, meta=meta)
 
 
-class DeltaAnonymizer:
+class DeltaAnonymizer(Estimator):
     """Publish each record as a δ-anonymous sketch (SPEC §1.4).
 
     Every record x gets the LARGEST admissible number of components
@@ -60,74 +64,99 @@ class DeltaAnonymizer:
     m_max : int, default 256
         Cap on the components per record (capping only adds privacy).
     key : Key, int or bytes, optional
-        Secret key from which the PUBLIC generator seed is derived one-way; mutually
-        exclusive with ``generator``. A fresh OS-entropy key when both are omitted.
+        Secret key: the PUBLIC generator seed is derived from it one-way, and it orders the rows
+        of the written release. Mutually exclusive with ``generator``; a fresh OS-entropy key
+        when omitted.
     generator : SketchGenerator, optional
         Reuse a generator (e.g. to sketch a test set comparably with a training set).
+    keep_suppressed : bool, default False
+        Write suppressed records as empty rows (for row-aligned releases); by default a
+        suppressed record publishes nothing, not even its label.
+    keep_record_ids : bool, default False
+        Publish a ``record_id`` column of the input (dropped by default).
+    allow_weak : bool or sequence of str
+        Privacy floors explicitly overridden (recorded in the manifest).
 
     Attributes
     ----------
     generator_ : SketchGenerator
-        The public generator used (set by :meth:`fit`).
+        The public generator used.
     report_ : dict
         ``n_records``, ``n_suppressed``, ``mean_components`` (over kept records), ``delta``,
-        ``m_max`` of the last :meth:`transform`. Computed lazily on first access, from the
-        component counts only (one O(nnz) pass, no sketching). After writing the sketches,
-        the same figures are in the manifest returned by :meth:`SketchArray.to_parquet`; after
-        :meth:`SketchArray.persist`, :meth:`report` gives them at no cost.
+        ``m_max`` of the fitted data (one O(nnz) pass over the component counts, no sketching).
 
     Examples
     --------
-    >>> sk = DeltaAnonymizer(delta=0.3, key=my_key).fit_transform(tx)   # doctest: +SKIP
-    >>> manifest = sk.to_parquet("s3://bucket/sketches")                  # doctest: +SKIP
+    >>> release = DeltaAnonymizer(delta=0.3, key=my_key).fit_transform(tx)   # doctest: +SKIP
+    >>> manifest = release.write("s3://bucket/sketches")                      # doctest: +SKIP
+    >>> sketches = release.data                                               # doctest: +SKIP
     """
 
     def __init__(self, delta: float = 0.2, m_max: int = 256, key: KeyLike = None,
-                 generator: SketchGenerator | None = None) -> None:
+                 generator: SketchGenerator | None = None, keep_suppressed: bool = False,
+                 keep_record_ids: bool = False, allow_weak: Any = ()) -> None:
         self.delta = delta
         self.m_max = m_max
         self.key = key
         self.generator = generator
+        self.keep_suppressed = keep_suppressed
+        self.keep_record_ids = keep_record_ids
+        self.allow_weak = allow_weak
 
-    def __repr__(self) -> str:  # never shows the key
-        return f"DeltaAnonymizer(delta={self.delta!r}, m_max={self.m_max!r})"
+    def _parameters(self) -> dict[str, Any]:
+        delta, m_max = check_delta(self.delta, self.m_max)
+        return {"delta": delta, "m_max": m_max, "keep_suppressed": bool(self.keep_suppressed),
+                "keep_record_ids": bool(self.keep_record_ids)}
 
-    def fit(self, tx: Any = None) -> "DeltaAnonymizer":
-        """Validate the parameters and fix ``generator_`` (the data are not needed)."""
-        check_delta(self.delta, self.m_max)
+    def fit(self, X: Any = None, *, client: Any = None, progress: bool = False) -> "DeltaAnonymizer":
+        """Validate the parameters, fix ``generator_`` and count the suppressed records of ``X``
+        (``X=None``: only the generator, e.g. for :func:`anonymize_record` at collection time)."""
+        from ..data.sources import collection_name
+        from ..release.base import overrides_for
+        from .release import SketchRelease
+
+        params = self._parameters()
+        floors = SketchRelease(None, method="delta", parameters=params)
+        floors.overrides = overrides_for(self.allow_weak, [c.name for c in floors.floor_checks()])
+        floors.check_floors()  # refuse before any pass over the data
         self.generator_ = _resolve_generator(self.key, self.generator)
+        self._key = as_key(self.key) if self.key is not None else Key.generate()
+        self._overrides = floors.overrides
+        if X is None:
+            self.report_, self._fitted = {"delta": params["delta"], "m_max": params["m_max"]}, None
+            return self
+        self.report_ = self.report(delta_components(X, params["delta"], params["m_max"]), client=client, progress=progress)
+        self._fitted = collection_name(X)
         return self
 
-    def transform(self, tx: Any) -> SketchArray:
-        """δ-anonymous sketches of ``tx`` with the fitted generator (lazy)."""
-        if not hasattr(self, "generator_"):
-            raise InvalidParameter("call fit() or fit_transform() first")
-        delta, m_max = check_delta(self.delta, self.m_max)
-        m = delta_components(tx, delta, m_max)
-        out = sketch(tx, m, generator=self.generator_, m_max=m_max)
-        out.metadata.update({"method": "delta", "delta": delta, "m_max": m_max})
-        self._last = out
-        self.__dict__.pop("_report", None)
-        return out
+    def transform(self, X: Any) -> "SketchRelease":
+        """The release of δ-anonymous sketches of ``X`` with the fitted generator (lazy);
+        ``.data`` is the :class:`~.sketches.SketchArray` in input order."""
+        from ..data.sources import collection_name, source_of
+        from .release import SketchRelease, sketch_figures
 
-    def fit_transform(self, tx: Any) -> SketchArray:
-        """:meth:`fit` then :meth:`transform`: lazy δ-anonymous sketches of ``tx``."""
-        return self.fit(tx).transform(tx)
+        check_is_fitted(self, "generator_")
+        params = self._parameters()
+        m = delta_components(X, params["delta"], params["m_max"])
+        out = sketch(X, m, generator=self.generator_, m_max=params["m_max"])
+        out.metadata.update({"method": "delta", "delta": params["delta"], "m_max": params["m_max"]})
+        report = self.report_ if self._fitted is not None and collection_name(X) == self._fitted else self.report(m)
+        return SketchRelease(out, method="delta", parameters=params, figures=sketch_figures(report, {"delta": params["delta"]}),
+                             key=self._key, source=source_of(X), input_info={"rows": int(X.n_transactions)},
+                             overrides=self._overrides)
 
-    def report(self, sketches: SketchArray | None = None, **compute_kwargs: Any) -> dict[str, Any]:
-        """Suppression and component figures of ``sketches`` (default: the last transform)."""
-        if sketches is None:
-            if not hasattr(self, "_last"):
-                raise InvalidParameter("nothing transformed yet")
-            sketches = self._last
-        return {**sketches.summary(**compute_kwargs), "delta": float(self.delta), "m_max": int(self.m_max)}
+    def report(self, sketches: Any, **compute_kwargs: Any) -> dict[str, Any]:
+        """Suppression and component figures of ``sketches`` (a SketchArray, a SketchRelease or
+        a dask array of component counts)."""
+        from ..progress import compute
 
-    @property
-    def report_(self) -> dict[str, Any]:
-        """See the class docstring (computed once, then cached)."""
-        if "_report" not in self.__dict__:
-            self._report = self.report()
-        return self._report
+        m = getattr(getattr(sketches, "data", sketches), "m", sketches)
+        compute_kwargs.setdefault("progress", False)
+        n_supp, total = compute((m == 0).sum(), m.astype(np.int64).sum(), **compute_kwargs)
+        n = int(m.shape[0])
+        kept = n - int(n_supp)
+        return {"n_records": n, "n_suppressed": int(n_supp), "mean_components": float(total / kept) if kept else 0.0,
+                "delta": float(self.delta), "m_max": int(self.m_max)}
 
 
 def anonymize_record(

@@ -30,7 +30,6 @@ from .mining import SketchKMeans, SketchKNNClassifier, average_cosine_similarity
 __all__ = ["train_test_split", "exact_knn_predict", "spherical_kmeans", "evaluate"]
 
 
-
 def train_test_split(n: int, *, key: KeyLike, test_fraction: float = 1 / 3) -> tuple[np.ndarray, np.ndarray]:
     """Random split without replacement; sorted (train, test) row indices (2:1 by default)."""
     if not 0 < test_fraction < 1:
@@ -131,8 +130,9 @@ def evaluate(
         Original records (counts or 0/1).
     labels : array (N,)
         Class labels (classification).
-    anonymize : callable (TransactionArray, SketchGenerator) -> SketchArray
-        E.g. ``lambda tx, g: KVarianceAnonymizer(k=5, generator=g).fit_transform(tx)``.
+    anonymize : callable (TransactionArray, SketchGenerator) -> SketchRelease or SketchArray
+        E.g. ``lambda tx, g: KVarianceAnonymizer(k=5, generator=g).fit_transform(tx)`` (the
+        release's ``.data`` is used).
     key : Key, int or bytes
         Secret key of the split, the generator and the miners' random steps.
     baseline : dict, optional
@@ -162,10 +162,14 @@ def evaluate(
         cols = {"label": labels if rows is None else labels[rows]}
         return TransactionArray.from_scipy(sub, npartitions=npartitions, columns=cols)
 
+    def sketches(tx: Any) -> Any:
+        out = anonymize(tx, gen)
+        return getattr(out, "data", out).persist(progress=False, client=client)  # a release's sketches
+
     if "classify" in tasks:
         train, test = train_test_split(X.shape[0], key=key)
-        s_train = anonymize(tx_of(train), gen).persist(progress=False, client=client)
-        s_test = anonymize(tx_of(test), gen).persist(progress=False, client=client)
+        s_train = sketches(tx_of(train))
+        s_test = sketches(tx_of(test))
         clf = SketchKNNClassifier(k=n_neighbors, key=key).fit(s_train, labels[train], client=client)
         pred = clf.predict(s_test, client=client)
         out["accuracy"] = float(np.mean(pred == labels[test]))
@@ -176,7 +180,7 @@ def evaluate(
         (m_test,) = compute(s_test.m, progress=False, client=client)
         out["suppressed_test"] = float(np.mean(m_test == 0))
     if "cluster" in tasks:
-        s_all = anonymize(tx_of(None), gen).persist(progress=False, client=client)
+        s_all = sketches(tx_of(None))
         km = SketchKMeans(n_clusters=n_clusters, key=key).fit(s_all, client=client)
         out["similarity"] = average_cosine_similarity(X, km.assigned_labels_)
         if "similarity" not in baseline:

@@ -21,15 +21,19 @@ from __future__ import annotations
 
 import numbers
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..base import Estimator, check_is_fitted
 from ..errors import InvalidParameter
-from ..random import KeyLike
+from ..random import Key, KeyLike, as_key
 from . import _kvariance_kernels as KV
 from .generator import SketchGenerator
-from .sketches import SketchArray, _resolve_generator, sketch
+from .sketches import _resolve_generator, sketch
+
+if TYPE_CHECKING:
+    from .release import SketchRelease
 
 __all__ = ["KVarianceAnonymizer", "kvariance_components"]
 
@@ -115,7 +119,7 @@ def kvariance_components(
     return m.astype(np.int32), info
 
 
-class KVarianceAnonymizer:
+class KVarianceAnonymizer(Estimator):
     """Publish each record as a sketch whose similarity to each of its k nearest neighbours
     cannot be estimated better than the gap to the maximum possible similarity (SPEC §1.5).
 
@@ -151,6 +155,11 @@ class KVarianceAnonymizer:
     threshold : {"corrected", "paper"}
         ``"paper"`` uses the printed, dimensionally inconsistent threshold of Def. 3 (E0-6) —
         for reproducing the paper's figures only; its privacy guarantee is not scale-invariant.
+    keep_suppressed, keep_record_ids : bool, default False
+        Write suppressed records as empty rows; publish a ``record_id`` column (see
+        :class:`~.delta.DeltaAnonymizer`).
+    allow_weak : bool or sequence of str
+        Privacy floors explicitly overridden (``"k >= 2"``), recorded in the manifest.
 
     Attributes
     ----------
@@ -177,6 +186,9 @@ class KVarianceAnonymizer:
         key: KeyLike = None,
         generator: SketchGenerator | None = None,
         threshold: str = "corrected",
+        keep_suppressed: bool = False,
+        keep_record_ids: bool = False,
+        allow_weak: Any = (),
     ) -> None:
         self.k = k
         self.m_max = m_max
@@ -189,10 +201,15 @@ class KVarianceAnonymizer:
         self.key = key
         self.generator = generator
         self.threshold = threshold
+        self.keep_suppressed = keep_suppressed
+        self.keep_record_ids = keep_record_ids
+        self.allow_weak = allow_weak
 
-    def __repr__(self) -> str:  # never shows the key
-        return (f"KVarianceAnonymizer(k={self.k!r}, m_max={self.m_max!r}, metric={self.metric!r}, "
-                f"neighbourhood={self.neighbourhood!r}, knn_scope={self.knn_scope!r})")
+    def _parameters(self) -> dict[str, Any]:
+        return {"k": int(self.k), "m_max": int(self.m_max), "metric": self.metric, "neighbourhood": self.neighbourhood,
+                "knn_scope": self.knn_scope, "approximate": bool(self.approximate), "threshold": self.threshold,
+                "max_iter": int(self.max_iter), "tol": self.tol, "keep_suppressed": bool(self.keep_suppressed),
+                "keep_record_ids": bool(self.keep_record_ids)}
 
     def _validate(self, n_records: int) -> None:
         k = _check_int("k", self.k, 1)
@@ -204,12 +221,26 @@ class KVarianceAnonymizer:
         if self.approximate and self.knn_scope != "global":
             raise InvalidParameter("approximate=True searches the whole data; use knn_scope='global'")
 
-    def fit(self, tx: Any, *, client: Any = None, progress: bool = True) -> "KVarianceAnonymizer":
-        """Compute the kNN graph and the numbers of components ``m_``."""
-        from ..neighbors import approximate_knn, knn
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KVarianceAnonymizer":
+        """Compute the kNN graph of the TransactionArray ``X`` and the numbers of components ``m_``.
 
+        Raises
+        ------
+        WeakParameterError
+            ``k < 2`` without ``allow_weak`` (checked before any pass over the data).
+        """
+        from ..neighbors import approximate_knn, knn
+        from ..release.base import overrides_for
+        from .release import SketchRelease
+
+        tx = X
         self._validate(tx.n_transactions)
+        floors = SketchRelease(None, method="k-variance", parameters=self._parameters())
+        floors.overrides = overrides_for(self.allow_weak, [c.name for c in floors.floor_checks()])
+        floors.check_floors()
+        self._overrides = floors.overrides
         self.generator_ = _resolve_generator(None if self.generator is not None else self.key, self.generator)
+        self._key = as_key(self.key) if self.key is not None else Key.generate()
         t0 = time.perf_counter()
         if self.approximate:
             graph = approximate_knn(tx, self.k, metric=self.metric, key=self.key, client=client, progress=progress)
@@ -237,10 +268,14 @@ class KVarianceAnonymizer:
         }
         return self
 
-    def transform(self, tx: Any) -> SketchArray:
-        """Sketches of ``tx`` with the fitted ``m_`` (lazy; rows must match the fitted data)."""
-        if not hasattr(self, "m_"):
-            raise InvalidParameter("call fit() or fit_transform() first")
+    def transform(self, X: Any) -> "SketchRelease":
+        """The release of the sketches of ``X`` with the fitted ``m_`` (lazy; rows must match the
+        fitted data); ``.data`` is the :class:`~.sketches.SketchArray` in input order."""
+        from ..data.sources import source_of
+        from .release import SketchRelease, sketch_figures
+
+        check_is_fitted(self, "m_")
+        tx = X
         if tx.n_transactions != self.m_.size:
             raise InvalidParameter(f"fitted on {self.m_.size} records, got {tx.n_transactions}")
         out = sketch(tx, self.m_, generator=self.generator_, m_max=int(self.m_max))
@@ -249,8 +284,9 @@ class KVarianceAnonymizer:
             "neighbourhood": self.neighbourhood, "knn_scope": self.knn_scope,
             "approximate": bool(self.approximate), "threshold": self.threshold, "n_suppressed": self.report_["n_suppressed"],
         })
-        return out
-
-    def fit_transform(self, tx: Any, *, client: Any = None, progress: bool = True) -> SketchArray:
-        """:meth:`fit` then :meth:`transform`."""
-        return self.fit(tx, client=client, progress=progress).transform(tx)
+        r = self.report_
+        privacy = {"k": int(self.k), "violations": int(r["violations"]), "converged": bool(r["converged"]),
+                   "knn_scope": self.knn_scope, "approximate": bool(self.approximate)}
+        return SketchRelease(out, method="k-variance", parameters=self._parameters(), figures=sketch_figures(r, privacy),
+                             key=self._key, source=source_of(tx), input_info={"rows": int(tx.n_transactions)},
+                             overrides=self._overrides)

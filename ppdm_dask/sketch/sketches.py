@@ -1,13 +1,18 @@
 """Published sketches (:class:`SketchArray`), their computation (:func:`sketch`) and Parquet I/O.
 
-Parquet layout of a sketch dataset at ``URL`` (a folder, same commit protocol as
-:mod:`ppdm_dask.data.parquet`)::
+Parquet layout of a sketch dataset at ``URL`` (a folder, the commit protocol of
+:mod:`ppdm_dask.data.folder`; format version 2, version 1 still read)::
 
-    URL/part-00000.parquet ...  one file (one row group) per partition: ``sketch: list<float32>``
-                                with exactly m_i values per record (suppressed: empty list),
-                                ``m: int32``, carried row columns (``label``, ``record_id`` ...)
+    URL/part-00000.parquet ...  one file (one row group) per block: ``sketch: list<float32>``
+                                with exactly m_i values per record (suppressed records are left
+                                out, or kept as empty lists), ``m: int32``, carried row columns
+                                (``label`` ...)
     URL/_SUCCESS                JSON manifest written last: format, generator (public seed),
-                                public metadata, per-partition rows and suppression counts
+                                public metadata, ``n_records`` (input), ``n_suppressed``,
+                                ``n_published``, every part with its rows, bytes and SHA-256
+
+A release (:class:`~ppdm_dask.sketch.release.SketchRelease`) has the same layout, its rows in
+a keyed random order and the release record in the manifest.
 
 Values are stored as float32 on disk (half the bytes; relative error 6e-8, far below the
 sketches' own statistical error) and are float64 in memory.
@@ -24,24 +29,26 @@ import dask
 import dask.array as da
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ..graph import blocks_from_tasks, concat_rows, unique_name
-from ..data.folder import MANIFEST, open_fs, read_manifest, write_folder
+from ..data.folder import MANIFEST, check_listing, open_fs, read_manifest, read_part, write_folder, write_part
 from ..data.parquet import public_metadata, read_column
 from ..errors import (
+    CorruptDatasetError,
     DataFormatError,
     DatasetNotFoundError,
     IncompleteDatasetError,
     InvalidParameter,
 )
+from ..graph import blocks_from_tasks, concat_rows, unique_name
 from ..random import KeyLike
 from .generator import SketchGenerator
 
-__all__ = ["SketchArray", "sketch", "read_sketches", "FORMAT_NAME"]
+__all__ = ["SketchArray", "sketch", "read_sketches", "sketches_from_manifest", "sketch_table", "FORMAT_NAME"]
 
 FORMAT_NAME = "ppdm-sketches"
-FORMAT_VERSION = 1
+#: 2: every part hashed in the manifest (rows, bytes, SHA-256), ``n_published``; version 1
+#: folders are still read.
+FORMAT_VERSION = 2
 _VALUES_META = np.empty((0, 0), dtype=np.float64)
 
 
@@ -306,30 +313,66 @@ def sketch(
     return SketchArray(values, m_da, gen, tx.n_items, columns=tx.columns, metadata=meta)
 
 
-# ---------------------------------------------------------------------- writing
-def _write_part(fs, path: str, values: np.ndarray, m: np.ndarray, cols: dict[str, np.ndarray],
-                kv: bytes, compression: str, keep_suppressed: bool = False) -> tuple[int, int, int, int]:
+# ---------------------------------------------------------------------- part files
+def part_metadata(sk: SketchArray) -> bytes:
+    """The ``ppdm`` key-value metadata of every part file of ``sk`` (public parameters only)."""
+    return json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "n_items": sk.n_items, "m_max": sk.m_max,
+                       "generator": sk.generator.to_metadata(), "metadata": public_metadata(sk.metadata)}).encode()
+
+
+def sketch_table(values: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarray], kv: bytes | None,
+                 keep_suppressed: bool = False) -> tuple[pa.Table, dict[str, Any]]:
+    """One part file's table: ``sketch`` (exactly m_i float32 values per record), ``m`` and the
+    row-aligned columns; and its stats ``{"n_suppressed", "components"}``.
+
+    Suppressed records (m = 0) are left out unless ``keep_suppressed``: a suppressed record
+    publishes nothing, not even its row (label, record id).
+    """
     m = np.asarray(m, dtype=np.int32)
-    n_in, n_supp, total = m.size, int(np.count_nonzero(m == 0)), int(m.astype(np.int64).sum())
+    values = np.asarray(values)
+    n_supp = int(np.count_nonzero(m == 0))
     if not keep_suppressed and n_supp:
-        # a suppressed record publishes nothing: not even its row (label, record id)
         keep = m > 0
-        values, m = np.asarray(values)[keep], m[keep]
+        values, m = values[keep], m[keep]
         cols = {c: np.asarray(v)[keep] for c, v in cols.items()}
-    n = m.size
-    offsets = np.zeros(n + 1, dtype=np.int32)
+    offsets = np.zeros(m.size + 1, dtype=np.int32)
     np.cumsum(m, out=offsets[1:])
-    flat = np.asarray(values)[np.arange(values.shape[1])[None, :] < m[:, None]].astype(np.float32)
+    flat = values[np.arange(values.shape[1])[None, :] < m[:, None]].astype(np.float32)
     arrays = {
-        "sketch": pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat), type=pa.list_(pa.float32())),
-        "m": pa.array(m),
+        "sketch": pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.float32()), type=pa.list_(pa.float32())),
+        "m": pa.array(m, type=pa.int32()),
     }
     for cname, col in cols.items():
         arrays[cname] = pa.array(np.asarray(col))
-    table = pa.table(arrays).replace_schema_metadata({b"ppdm": kv})
-    with fs.open(path, "wb") as fh:
-        pq.write_table(table, fh, compression=compression, row_group_size=max(n, 1))
-    return n_in, n_supp, total, n
+    table = pa.table(arrays)
+    if kv is not None:
+        table = table.replace_schema_metadata({b"ppdm": kv})
+    return table, {"n_suppressed": n_supp, "components": int(m.astype(np.int64).sum())}
+
+
+def layout_fields(sk: SketchArray, partitions: list[dict[str, Any]], keep_suppressed: bool,
+                  columns: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest fields of a sketch folder (``read_sketches`` reads them)."""
+    n_supp = int(sum(p.get("n_suppressed", 0) for p in partitions))
+    published = int(sum(p["rows"] for p in partitions))
+    n_in = published if keep_suppressed else published + n_supp
+    total = int(sum(p.get("components", 0) for p in partitions))
+    return {
+        **_summary(n_in, n_supp, total, sk.m_max),
+        "n_published": published,
+        "n_items": sk.n_items,
+        "value_type": "float32",
+        "generator": sk.generator.to_metadata(),
+        "suppressed_rows_written": bool(keep_suppressed),
+        "columns": {k: np.dtype(v.dtype).str for k, v in columns.items()},
+        "metadata": public_metadata(sk.metadata),
+    }
+
+
+def _write_part(fs: Any, path: str, values: np.ndarray, m: np.ndarray, cols: dict[str, np.ndarray], kv: bytes,
+                compression: str, keep_suppressed: bool) -> dict[str, Any]:
+    table, stats = sketch_table(values, m, cols, kv, keep_suppressed)
+    return {**write_part(fs, path, table, compression=compression), **stats}
 
 
 def write_sketches(
@@ -342,20 +385,17 @@ def write_sketches(
     progress: bool = True,
     keep_suppressed: bool = False,
 ) -> dict[str, Any]:
-    """Write ``sk`` atomically at ``url`` (see :meth:`SketchArray.to_parquet`)."""
+    """Write ``sk`` atomically at ``url`` in input order (see :meth:`SketchArray.to_parquet`);
+    a release (keyed row order, verified) is written by :class:`~.release.SketchRelease`."""
     from ..progress import compute
 
-    meta = public_metadata(sk.metadata)
-    gen_meta = sk.generator.to_metadata()
-    kv = json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "n_items": sk.n_items,
-                     "m_max": sk.m_max, "generator": gen_meta, "metadata": meta}).encode()
+    kv = part_metadata(sk)
     names = [f"part-{i:05d}.parquet" for i in range(sk.n_partitions)]
     vals = sk.values.to_delayed().ravel()
     ms = sk.m.to_delayed().ravel()
     col_parts = {k: v.to_delayed().ravel() for k, v in sk.columns.items()}
-    col_types = {k: np.dtype(v.dtype).str for k, v in sk.columns.items()}
 
-    def write(fs, tmp: str) -> dict[str, Any]:
+    def write(fs: Any, tmp: str) -> dict[str, Any]:
         writes = [
             dask.delayed(_write_part, pure=False)(
                 fs, posixpath.join(tmp, names[i]), vals[i], ms[i],
@@ -363,42 +403,60 @@ def write_sketches(
             )
             for i in range(len(names))
         ]
-        (results,) = compute(writes, progress=progress)
-        summary = _summary(sum(r[0] for r in results), sum(r[1] for r in results),
-                           sum(r[2] for r in results), sk.m_max)
-        return {
-            "format": FORMAT_NAME,
-            "version": FORMAT_VERSION,
-            **summary,
-            "n_items": sk.n_items,
-            "value_type": "float32",
-            "generator": gen_meta,
-            "suppressed_rows_written": bool(keep_suppressed),
-            "partitions": [{"file": f, "rows": r[3], "n_suppressed": r[1]} for f, r in zip(names, results)],
-            "columns": col_types,
-            "metadata": meta,
-        }
+        (parts,) = compute(writes, progress=progress)
+        return {"format": FORMAT_NAME, "version": FORMAT_VERSION,
+                **layout_fields(sk, list(parts), keep_suppressed, sk.columns), "partitions": list(parts)}
 
     return write_folder(url, storage_options, overwrite, write)
 
 
 # ---------------------------------------------------------------------- reading
-def _read_values(fs, path: str, m_max: int) -> np.ndarray:
-    with fs.open(path, "rb") as fh:
-        col = pq.read_table(fh, columns=["sketch"]).column("sketch")
+def _read_values(fs: Any, folder: str, entry: Mapping[str, Any], m_max: int, verify: bool, url: str) -> np.ndarray:
+    table = read_part(fs, folder, entry, columns=["sketch"], verify=verify, url=url)
+    col = table.column("sketch")
     col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if len(col) == 0:
+        return np.zeros((0, m_max), dtype=np.float64)
     offsets = col.offsets.to_numpy()
     flat = col.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0])).to_numpy(zero_copy_only=False)
     m = np.diff(offsets)
     if m.size and m.max() > m_max:
-        raise DataFormatError(f"{path}: a sketch has more than m_max={m_max} components")
+        raise CorruptDatasetError(f"{url}: {entry['file']} holds a sketch of {int(m.max())} components, more than m_max={m_max}")
     out = np.zeros((m.size, m_max), dtype=np.float64)
     out[np.arange(m_max)[None, :] < m[:, None]] = flat
     return out
 
 
-def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None) -> SketchArray:
-    """Read a sketch dataset written by :meth:`SketchArray.to_parquet` (lazily).
+def sketches_from_manifest(fs: Any, path: str, manifest: Mapping[str, Any], url: str, *, verify: bool = False) -> SketchArray:
+    """The lazy SketchArray of a committed sketch folder (format version 1 or 2), every part
+    checked against its manifest entry when read (rows; SHA-256 with ``verify``)."""
+    parts = list(manifest["partitions"])
+    check_listing(fs, path, parts, url)
+    gen = SketchGenerator.from_metadata(manifest["generator"])
+    m_max = int(manifest["m_max"])
+    rows = [int(p["rows"]) for p in parts]
+    token = unique_name("read-sketches", url, manifest, verify)
+    values = blocks_from_tasks(token, [(_read_values, fs, path, e, m_max, verify, url) for e in parts], rows, m_max,
+                               meta=_VALUES_META, dtype=np.float64)
+
+    def column(name: str, dtype: Any) -> da.Array:
+        arrs = [da.from_delayed(dask.delayed(read_column, pure=True)(fs, path, e, name, verify, url), shape=(r,), dtype=dtype)
+                for e, r in zip(parts, rows)]
+        return concat_rows(arrs, rows, dtype=dtype)
+
+    m = column("m", np.int32)
+    columns = {name: column(name, np.dtype(t)) for name, t in manifest.get("columns", {}).items()}
+    return SketchArray(values, m, gen, int(manifest["n_items"]), columns=columns, metadata=manifest.get("metadata", {}))
+
+
+def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> SketchArray:
+    """Read a sketch dataset (a release, or a folder written by :meth:`SketchArray.to_parquet`;
+    format versions 1 and 2) lazily.
+
+    Parameters
+    ----------
+    verify : bool
+        Check the SHA-256 of every part against the manifest as it is read (version 2).
 
     Raises
     ------
@@ -406,6 +464,8 @@ def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None)
         Nothing at ``url``.
     IncompleteDatasetError
         A folder without the ``_SUCCESS`` manifest (failed or running write).
+    CorruptDatasetError
+        A part file missing, resized, or with other rows than the manifest says.
     DataFormatError
         Not a sketch dataset, or a newer format version.
     """
@@ -416,21 +476,4 @@ def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None)
     if not fs.isdir(path) or not fs.exists(manifest_path):
         raise IncompleteDatasetError(f"{url} holds no committed sketch dataset (no {MANIFEST})")
     manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
-    gen = SketchGenerator.from_metadata(manifest["generator"])
-    m_max = int(manifest["m_max"])
-    parts = manifest["partitions"]
-    files = [posixpath.join(path, p["file"]) for p in parts]
-    rows = [int(p["rows"]) for p in parts]
-    token = unique_name("read-sketches", url, manifest)
-    values = blocks_from_tasks(token, [(_read_values, fs, f, m_max) for f in files], rows, m_max,
-                               meta=_VALUES_META, dtype=np.float64)
-
-    def column(name: str, dtype: Any) -> da.Array:
-        arrs = [da.from_delayed(dask.delayed(read_column, pure=True)(fs, path, e, name, False, url), shape=(r,), dtype=dtype)
-                for e, r in zip(parts, rows)]
-        return concat_rows(arrs, rows, dtype=dtype)
-
-    m = column("m", np.int32)
-    columns = {name: column(name, np.dtype(t)) for name, t in manifest.get("columns", {}).items()}
-    return SketchArray(values, m, gen, int(manifest["n_items"]), columns=columns,
-                       metadata=manifest.get("metadata", {}))
+    return sketches_from_manifest(fs, path, manifest, url, verify=verify)

@@ -17,12 +17,15 @@ from ppdm_dask.anonymity import (
     check_l_diversity,
     discernibility,
     equivalence_classes,
+    is_k_anonymous,
+    is_l_diverse,
     ncp_categorical,
     ncp_level,
     ncp_numeric,
     prosecutor_risk,
 )
 from ppdm_dask.errors import DataFormatError, InvalidParameter
+from ppdm_dask.release import Verdict
 
 # P2 Figure 2: the 10 patients
 PATIENTS = pd.DataFrame(
@@ -44,6 +47,28 @@ QI = ["Age", "Gender", "State"]
 ADULT_ATTRS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation", "salary-class"]
 
 
+def kstats(df, qi, k, **kw) -> dict:
+    """The counts of check_k_anonymity, after checking the Verdict / bool API agree."""
+    v = check_k_anonymity(df, qi, k, **kw)
+    assert isinstance(v, Verdict) and [c.name for c in v] == ["k-anonymity"]
+    c = v["k-anonymity"]
+    ok = is_k_anonymous(df, qi, k, **kw)
+    assert type(ok) is bool and ok == v.ok == c.ok == c.stats["k_anonymous"] and c.threshold == k
+    assert c.figure == (c.stats["min_class_size"] if c.stats["n_classes"] else None)
+    return dict(c.stats)
+
+
+def lstats(df, qi, s, l, kind="distinct", c=None, **kw) -> dict:
+    """The counts of check_l_diversity, after checking the Verdict / bool API agree."""
+    v = check_l_diversity(df, qi, s, l, kind=kind, c=c, **kw)
+    assert isinstance(v, Verdict) and [x.name for x in v] == ["l-diversity"]
+    chk = v["l-diversity"]
+    ok = is_l_diverse(df, qi, s, l, kind=kind, c=c, **kw)
+    assert type(ok) is bool and ok == v.ok == chk.ok == chk.stats["l_diverse"]
+    return dict(chk.stats)
+
+
+
 def published() -> pd.DataFrame:
     """P2 Figure 3: Name and Religion suppressed, Age in right-closed 10-year bands."""
     age = Hierarchy.from_intervals([20, 30, 40], low=0, high=120, closed="right", name="Age")
@@ -62,16 +87,16 @@ def test_o2_1_published_table():
     assert sorted(ec["count"]) == [2, 2, 3, 3]
     members = {tuple(sorted(PATIENTS.loc[g.index, "Name"])) for _, g in t.groupby(QI)}
     assert members == {("Ramsha", "Salima"), ("Joan", "Yadu"), ("Bahuksana", "Kishor", "sunny"), ("John", "Johnson", "Rambha")}
-    assert check_k_anonymity(t, QI, 2) == {"k_anonymous": True, "min_class_size": 2, "n_classes": 4, "violating_rows": 0, "n_suppressed": 0}
-    r3 = check_k_anonymity(t, QI, 3)
+    assert kstats(t, QI, 2) == {"k_anonymous": True, "min_class_size": 2, "n_classes": 4, "violating_rows": 0, "n_suppressed": 0, "n_records": 10}
+    r3 = kstats(t, QI, 3)
     assert r3["k_anonymous"] is False and r3["min_class_size"] == 2 and r3["violating_rows"] == 4
-    d2 = check_l_diversity(t, QI, "Disease", 2)
+    d2 = lstats(t, QI, "Disease", 2)
     assert d2["l_diverse"] and d2["achieved"] == 2 and d2["min_distinct"] == 2
-    d3 = check_l_diversity(t, QI, "Disease", 3)
+    d3 = lstats(t, QI, "Disease", 3)
     assert not d3["l_diverse"] and d3["violating_classes"] == 2 and d3["violating_rows"] == 4
-    e2 = check_l_diversity(t, QI, "Disease", 2, kind="entropy")
+    e2 = lstats(t, QI, "Disease", 2, kind="entropy")
     assert e2["l_diverse"] and e2["min_entropy"] == pytest.approx(math.log(2)) and e2["achieved"] == pytest.approx(2.0)
-    assert not check_l_diversity(t, QI, "Disease", 2.5, kind="entropy")["l_diverse"]
+    assert not lstats(t, QI, "Disease", 2.5, kind="entropy")["l_diverse"]
 
 
 def test_o2_1_raw_table_is_1_anonymous():
@@ -79,9 +104,24 @@ def test_o2_1_raw_table_is_1_anonymous():
     assert sorted(ec["count"]) == [1, 1, 1, 1, 1, 1, 2, 2]
     dup = ec[ec["count"] == 2][QI].apply(tuple, axis=1).tolist()
     assert sorted(dup) == [(19, "Male", "Kerala"), (24, "Female", "Kerala")]
-    r = check_k_anonymity(PATIENTS, QI, 2)
-    assert r == {"k_anonymous": False, "min_class_size": 1, "n_classes": 8, "violating_rows": 6, "n_suppressed": 0}
-    assert check_k_anonymity(PATIENTS, QI, 1)["k_anonymous"]
+    r = kstats(PATIENTS, QI, 2)
+    assert r == {"k_anonymous": False, "min_class_size": 1, "n_classes": 8, "violating_rows": 6, "n_suppressed": 0, "n_records": 10}
+    assert kstats(PATIENTS, QI, 1)["k_anonymous"]
+
+
+def test_checks_return_verdicts_and_bools():
+    """``is_*`` are plain bools (a failing table is falsy), ``check_*`` Verdicts whose one check
+    names the class at fault."""
+    assert is_k_anonymous(PATIENTS, QI, 2) is False and is_k_anonymous(published(), QI, 2) is True
+    v = check_k_anonymity(PATIENTS, QI, 2)
+    assert not v and not v.ok and v.failures() == [v["k-anonymity"]]
+    c = v["k-anonymity"]
+    assert c.figure == 1 and c.threshold == 2 and c.where.startswith("smallest class Age=")
+    assert "FAILED k-anonymity: 1 (needs 2)" in c.line()
+    d = check_l_diversity(published(), QI, "Disease", 3)
+    assert not d and is_l_diverse(published(), QI, "Disease", 3) is False and d["l-diversity"].figure == 2
+    assert d["l-diversity"].where.startswith("least diverse class Age=")
+    assert Verdict.from_dict(d.to_dict()).ok is False and d.to_dict()["checks"][0]["stats"]["violating_classes"] == 2
 
 
 # ---------------------------------------------------------------- counterexamples
@@ -90,19 +130,19 @@ def test_counterexamples():
     # move Kishor to Tamil Nadu: his class shrinks to 2 and Tamil Nadu-Male is a singleton
     bad = t.copy()
     bad.loc[7, "State"] = "Tamil Nadu"
-    r = check_k_anonymity(bad, QI, 2)
+    r = kstats(bad, QI, 2)
     assert not r["k_anonymous"] and r["min_class_size"] == 1 and r["violating_rows"] == 1
     # one class with a single disease: 2-anonymous but not 2-diverse (distinct nor entropy)
     homo = t.copy()
     homo.loc[[0, 2], "Disease"] = "TB"
-    assert check_k_anonymity(homo, QI, 2)["k_anonymous"]
-    d = check_l_diversity(homo, QI, "Disease", 2)
+    assert kstats(homo, QI, 2)["k_anonymous"]
+    d = lstats(homo, QI, "Disease", 2)
     assert not d["l_diverse"] and d["min_distinct"] == 1 and d["violating_rows"] == 2
-    assert not check_l_diversity(homo, QI, "Disease", 2, kind="entropy")["l_diverse"]
+    assert not lstats(homo, QI, "Disease", 2, kind="entropy")["l_diverse"]
     # skewed class (3 x A, 1 x B): distinct 2-diverse but entropy below ln 2
     skew = pd.DataFrame({"q": ["a"] * 4, "s": ["A", "A", "A", "B"]})
-    assert check_l_diversity(skew, "q", "s", 2)["l_diverse"]
-    e = check_l_diversity(skew, "q", "s", 2, kind="entropy")
+    assert lstats(skew, "q", "s", 2)["l_diverse"]
+    e = lstats(skew, "q", "s", 2, kind="entropy")
     h = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
     assert not e["l_diverse"] and e["min_entropy"] == pytest.approx(h)
     # suppressed '*' is an ordinary value
@@ -114,17 +154,17 @@ def test_recursive_cl_diversity_hand_example():
     # class a: counts 5,3,2 ; class b: counts 4,4
     df = pd.DataFrame({"q": ["a"] * 10 + ["b"] * 8, "s": list("xxxxxyyyzz") + list("uuuuvvvv")})
     # l = 2: a: 5 < c*(3+2)=5c ; b: 4 < c*4  -> both need c > 1
-    assert not check_l_diversity(df, "q", "s", 2, kind="recursive", c=1)["l_diverse"]
-    r = check_l_diversity(df, "q", "s", 2, kind="recursive", c=1.01)
+    assert not lstats(df, "q", "s", 2, kind="recursive", c=1)["l_diverse"]
+    r = lstats(df, "q", "s", 2, kind="recursive", c=1.01)
     assert r["l_diverse"] and r["achieved"] == pytest.approx(1.0)
     # l = 3: a: 5 < 2c -> c > 2.5 ; b has only 2 values -> never
-    r3 = check_l_diversity(df, "q", "s", 3, kind="recursive", c=3)
+    r3 = lstats(df, "q", "s", 3, kind="recursive", c=3)
     assert not r3["l_diverse"] and r3["violating_classes"] == 1 and r3["violating_rows"] == 8 and r3["achieved"] == math.inf
     only_a = df[df.q == "a"]
-    assert check_l_diversity(only_a, "q", "s", 3, kind="recursive", c=2.6)["l_diverse"]
-    assert not check_l_diversity(only_a, "q", "s", 3, kind="recursive", c=2.5)["l_diverse"]  # strict <
+    assert lstats(only_a, "q", "s", 3, kind="recursive", c=2.6)["l_diverse"]
+    assert not lstats(only_a, "q", "s", 3, kind="recursive", c=2.5)["l_diverse"]  # strict <
     # l = 1: r1 < c * total
-    assert check_l_diversity(df, "q", "s", 1, kind="recursive", c=0.6)["l_diverse"]
+    assert lstats(df, "q", "s", 1, kind="recursive", c=0.6)["l_diverse"]
 
 
 # ---------------------------------------------------------------- pandas vs dask
@@ -149,9 +189,9 @@ def test_dask_matches_pandas(nparts, empty):
             equivalence_classes(d, QI).astype(object), equivalence_classes(src, QI).astype(object)
         )
         for k in (1, 2, 3):
-            assert check_k_anonymity(d, QI, k) == check_k_anonymity(src, QI, k)
+            assert kstats(d, QI, k) == kstats(src, QI, k)
         for kind, l, c in [("distinct", 2, None), ("distinct", 3, None), ("entropy", 2, None), ("recursive", 2, 2.0)]:
-            assert check_l_diversity(d, QI, "Disease", l, kind=kind, c=c) == check_l_diversity(src, QI, "Disease", l, kind=kind, c=c)
+            assert lstats(d, QI, "Disease", l, kind=kind, c=c) == lstats(src, QI, "Disease", l, kind=kind, c=c)
 
 
 def test_mixed_and_typed_columns():
@@ -164,15 +204,15 @@ def test_mixed_and_typed_columns():
     for d in (df, dd.from_pandas(df, npartitions=2)):
         ec = equivalence_classes(d, ["a", "b"])
         assert [str(v) for v in ec["a"]] == ["*", "1", "2"] and list(ec["count"]) == [2, 2, 1]
-        r = check_l_diversity(d, ["a", "b"], "s", 2)
+        r = lstats(d, ["a", "b"], "s", 2)
         assert r["n_classes"] == 3 and r["violating_rows"] == 1 and r["achieved"] == 1
 
 
 def test_dask_empty_table():
     t = published()
     empty = dd.from_pandas(t.iloc[:0], npartitions=1)
-    assert check_k_anonymity(empty, QI, 5) == {"k_anonymous": True, "min_class_size": 0, "n_classes": 0, "violating_rows": 0, "n_suppressed": 0}
-    assert check_l_diversity(empty, QI, "Disease", 2)["l_diverse"]
+    assert kstats(empty, QI, 5) == {"k_anonymous": True, "min_class_size": 0, "n_classes": 0, "violating_rows": 0, "n_suppressed": 0, "n_records": 0}
+    assert lstats(empty, QI, "Disease", 2)["l_diverse"]
 
 
 # ---------------------------------------------------------------- bad input

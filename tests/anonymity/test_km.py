@@ -22,6 +22,7 @@ from ppdm_dask.anonymity.km import (
     KmResult,
     apriori_anonymization,
     count_tree,
+    check_km_anonymity,
     direct_anonymization,
     is_km_anonymous,
     km_anonymize,
@@ -242,7 +243,7 @@ def test_o2_4_da_aa(k, m, cut, ncp):
         r = km_anonymize(O24_D, h, k, m, method=method, progress=False)
         assert isinstance(r, KmResult)
         assert r.cut == cut and r.ncp == pytest.approx(ncp, abs=1e-12) and r.method == method
-        assert is_km_anonymous(r.transactions, k, m)["km_anonymous"]
+        assert is_km_anonymous(r.transactions, k, m)
         assert r.n_generalized_items == sum(1 for x in ["a1", "a2", "b1", "b2"] if x[0].upper() in cut)
     assert direct_anonymization(O24_D, h, k, m, progress=False) == cut
     assert apriori_anonymization(O24_D, h, k, m, progress=False) == cut
@@ -256,14 +257,18 @@ def test_o2_4_ncp_and_checks():
     assert ncp_km(["A", "B"], h, O24_D) == pytest.approx(0.5)
     assert ncp_km(["*", "A"], h, O24_D) == ncp_km(["*"], h, O24_D) == pytest.approx(1.0)
     assert ncp_km(["B"], h, {"a1": 3, "a2": 2, "b1": 3, "b2": 3}) == pytest.approx(3 / 11)
-    raw = is_km_anonymous(O24_D, 2, 2)
+    assert is_km_anonymous(O24_D, 2, 2) is False
+    v = check_km_anonymity(O24_D, 2, 2)
+    c = v["k^m-anonymity"]
+    assert not v and c.figure == 1 and c.threshold == 2 and c.where == "itemset ['a2', 'b1'] (support 1)"
+    raw = c.stats
     assert not raw["km_anonymous"] and raw["violations"] == 3 and raw["min_support"] == 1
-    assert sorted(raw["examples"]) == [("a2", "b1"), ("a2", "b2"), ("b1", "b2")]
+    assert sorted(map(tuple, raw["examples"])) == [("a2", "b1"), ("a2", "b2"), ("b1", "b2")]
     # {A} alone still violates (b1, b2); {B} violates (a2) at k = 3
     L = Lit(O24_H, ["a1", "a2", "b1", "b2"])
-    assert not is_km_anonymous(list(map(sorted, L.recode(as_sets(O24_D), frozenset({"A"})))), 2, 2)["km_anonymous"]
-    r = is_km_anonymous(list(map(sorted, L.recode(as_sets(O24_D), frozenset({"B"})))), 3, 2)
-    assert r["examples"] == [("B", "a2"), ("a2",)]  # vocabulary order: "B" < "a1"
+    assert not is_km_anonymous(list(map(sorted, L.recode(as_sets(O24_D), frozenset({"A"})))), 2, 2)
+    r = check_km_anonymity(list(map(sorted, L.recode(as_sets(O24_D), frozenset({"B"})))), 3, 2)["k^m-anonymity"].stats
+    assert r["examples"] == [["B", "a2"], ["a2"]]  # vocabulary order: "B" < "a1"
 
 
 # ---------------------------------------------------------------- count tree vs brute force
@@ -348,7 +353,7 @@ def test_o2_6_random_against_literal_and_optimum():
             assert r.ncp == pytest.approx(L.ncp(lit, Ds), abs=1e-12)
             published = [frozenset(str(x) for x in t) for t in r.transactions.to_lists()]
             assert published == L.recode(Ds, lit)
-            assert brute_km(published, k, m) and is_km_anonymous(r.transactions, k, m)["km_anonymous"]
+            assert brute_km(published, k, m) and is_km_anonymous(r.transactions, k, m)
             assert r.ncp >= best - 1e-12
         n_checked += 1
     assert n_checked >= 30
@@ -403,8 +408,8 @@ def test_on_local_cluster(cluster_client):
     assert remote.cut == local.cut and remote.ncp == local.ncp
     pub = remote.transactions.compute(client=cluster_client, progress=False)
     assert (pub != local.transactions.compute(progress=False)).nnz == 0
-    chk = is_km_anonymous(remote.transactions, 5, 2, client=cluster_client)
-    assert chk["km_anonymous"] and chk["min_support"] >= 5
+    chk = check_km_anonymity(remote.transactions, 5, 2, client=cluster_client)
+    assert chk.ok and chk["k^m-anonymity"].figure >= 5
     t_local = count_tree(tx, h, 2, progress=False)
     t_remote = count_tree(tx, h, 2, client=cluster_client, progress=False)
     assert np.array_equal(t_local.keys, t_remote.keys) and np.array_equal(t_local.counts, t_remote.counts)
@@ -432,7 +437,7 @@ def test_integer_items_balanced_hierarchy_with_chains_and_extra_leaves():
     assert tree.support(["0-4"]) == 6 and tree.support(["0-24"]) == 10 and tree.support(["*"]) == 10
     for method in ("DA", "AA"):
         r = km_anonymize(D, h, 3, 2, method=method, progress=False)
-        assert is_km_anonymous(r.transactions, 3, 2)["km_anonymous"]
+        assert is_km_anonymous(r.transactions, 3, 2)
         assert r.ncp == pytest.approx(ncp_km(r.cut, h, D))
     # |I| = 26 hierarchy leaves, not the 13 items of the data
     occ = sum(len(t) for t in D)
@@ -492,7 +497,9 @@ def test_is_km_anonymous_matches_bruteforce():
         bad = sorted(S for S, v in c.items() if v < k)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            got = is_km_anonymous(TransactionArray.from_lists(D, npartitions=3), k, m, progress=False)
+            tx = TransactionArray.from_lists(D, npartitions=3)
+            got = check_km_anonymity(tx, k, m, progress=False)["k^m-anonymity"].stats
+            assert is_km_anonymous(tx, k, m) is (not bad)
         assert got["km_anonymous"] == (not bad) and got["violations"] == len(bad)
         assert got["min_support"] == (min(c.values()) if c else None)
-        assert got["examples"] == bad[:10]
+        assert [tuple(e) for e in got["examples"]] == bad[:10]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ppdm_dask.anonymity import Hierarchy, anonymize, check_k_anonymity, check_l_diversity, frequency_set
+from ppdm_dask.anonymity import Hierarchy, anonymize, frequency_set, is_k_anonymous, is_l_diverse
 from ppdm_dask.anonymity._diversity import diverse_mask
 from ppdm_dask.anonymity.lattice import datafly, lattice_search
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
@@ -93,9 +93,10 @@ def test_adult_oracle_k5(adult):
     assert r.class_sizes.size == 45 and r.n_suppressed == 0
     assert r.search["nodes_evaluated"] < r.search["lattice_nodes"] / 10  # predictive tagging prunes
     v = r.verify()
-    assert v["ok"] and v["k"]["n_classes"] == 45 and v["k"]["min_class_size"] >= 5
+    assert v.ok and [c.name for c in v] == ["k-anonymity"]
+    assert v["k-anonymity"].stats["n_classes"] == 45 and v["k-anonymity"].figure >= 5
     released = r.table.compute()
-    assert pycanon.k_anonymity(released, qi) == v["k"]["min_class_size"]
+    assert pycanon.k_anonymity(released, qi) == v["k-anonymity"].figure
 
 
 @pytest.mark.parametrize("k,max_supp", [(10, 0.05), (50, 0.0)])
@@ -107,7 +108,8 @@ def test_adult_identical_over_partitions_and_l_diverse(adult, k, max_supp):
                       max_suppression=max_supp)
         outs.append((r.node, r.dm, r.n_suppressed, r.table.compute().sort_index()))
         v = r.verify()
-        assert v["ok"] and v["k"]["n_suppressed"] == r.n_suppressed <= max_supp * len(df)
+        assert v.ok and [c.name for c in v] == ["k-anonymity", "l-diversity"]
+        assert v["k-anonymity"].stats["n_suppressed"] == r.n_suppressed <= max_supp * len(df)
     assert outs[0][:3] == outs[1][:3]
     pd.testing.assert_frame_equal(outs[0][3], outs[1][3])
     rel = outs[0][3]
@@ -141,7 +143,7 @@ def test_mondrian_via_anonymize(adult):
     df, qi, h = adult
     r = anonymize(dd.from_pandas(df, npartitions=4), qi, k=5, l=2, sensitive="salary-class", hierarchies=h, method="mondrian")
     v = r.verify()
-    assert v["ok"] and v["k"]["n_classes"] == r.class_sizes.size
+    assert v.ok and v["k-anonymity"].stats["n_classes"] == r.class_sizes.size and v["l-diversity"].figure >= 2
     # local recoding is far finer than the best full-domain recoding
     assert r.dm < 33_627_534 and 0 < r.gcp < 0.5
     rel = r.table.compute()
@@ -157,8 +159,8 @@ def test_figure3_patients_full_domain():
     assert r.node == {"Age": 1, "Gender": 0, "State": 0}
     assert sorted(r.class_sizes.tolist()) == [2, 2, 3, 3] and r.dm == 26
     rel = r.table.compute()
-    assert check_k_anonymity(rel, QI, 2)["k_anonymous"] and not check_k_anonymity(rel, QI, 3)["k_anonymous"]
-    assert check_l_diversity(rel, QI, "Disease", 2)["l_diverse"]
+    assert is_k_anonymous(rel, QI, 2) and not is_k_anonymous(rel, QI, 3)
+    assert is_l_diverse(rel, QI, "Disease", 2)
     assert pycanon.k_anonymity(rel, QI) == 2
 
 
@@ -221,7 +223,7 @@ def test_cluster_method_and_table_ncp(adult):
     sub = df.head(4000)
     r = anonymize(sub, qi, k=5, l=2, sensitive="salary-class", hierarchies=h, method="cluster")
     v = r.verify()
-    assert v["ok"] and v["k"]["n_classes"] == r.class_sizes.size and r.class_sizes.sum() == len(sub)
+    assert v.ok and v["k-anonymity"].stats["n_classes"] == r.class_sizes.size and r.class_sizes.sum() == len(sub)
     assert 0 < r.gcp < 1
     m = anonymize(sub, qi, k=5, sensitive="salary-class", hierarchies=h, method="mondrian")
     cat = {a: h[a] for a in qi if a != "age"}

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ppdm_dask.anonymity import check_k_anonymity, check_l_diversity
+from ppdm_dask.anonymity import check_k_anonymity, is_l_diverse
 from ppdm_dask.anonymity._diversity import diverse_mask
 from ppdm_dask.anonymity.mondrian import class_regions, mondrian_partition
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
@@ -136,9 +136,9 @@ def test_classes_are_k_anonymous_and_l_diverse(seed):
     pub = published_table(R, s, cid[inv], cat)
     qi = [f"a{j}" for j in range(R.shape[1])]
     r = check_k_anonymity(pub, qi, k)
-    assert r["k_anonymous"] and r["n_classes"] == n_cls
+    assert r.ok and r["k-anonymity"].stats["n_classes"] == n_cls
     if l is not None:
-        assert check_l_diversity(pub, qi, "s", l, kind=kind, c=c)["l_diverse"]
+        assert is_l_diverse(pub, qi, "s", l, kind=kind, c=c)
 
 
 def test_invariant_to_row_order():

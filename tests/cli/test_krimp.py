@@ -1,13 +1,18 @@
-"""``ppdm krimp compress | generate | ds``."""
+"""``ppdm krimp compress | generate | ds`` and ``ppdm verify`` of KRIMP releases."""
 
 from __future__ import annotations
 
 import json
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from ppdm_dask import read
 from ppdm_dask.krimp import CodeTable
 from ppdm_dask.krimp.generator import check_domains, infer_domains
+from ppdm_dask.krimp.release import PATTERNS_FILE
 
+from ..release.helpers import data_bytes, flip_byte, forge_part, manifest_of
 from .test_cli import run
 
 
@@ -18,27 +23,69 @@ def test_krimp_compress_generate_ds(shared_data, tmp_path):
     assert s["n_candidates"] > 0 and 0 < s["sizes"]["L_percent"] < 100
     ct = CodeTable.load(ct_file)
     assert ct.n_nontrivial == s["code_table_itemsets"] and ct.sizes()["total"] == s["sizes"]["total"]
+    assert ct.parameters["min_support"] == 1 and ct.parameters["prune"] is True
+    r = run("krimp", "compress", str(src), "--min-support", "1", "--out", str(ct_file), ok=False)
+    assert r.exit_code == 2 and "already exists" in r.output
+    run("krimp", "compress", str(src), "--min-support", "2", "--out", str(ct_file), "--overwrite")
+    assert CodeTable.load(ct_file).parameters["min_support"] == 2
     out = tmp_path / "gen"
     key = tmp_path / "key"
-    g = json.loads(run("--json", "--key-file", str(key), "krimp", "generate", str(src), str(out), "--min-support", "1").stdout)
-    assert g["n_rows"] == 150 and g["n_domains"] == 5 and 0 <= g["nas"] <= 1 and g["ds"] >= 0
+    g = json.loads(run("--json", "--key-file", str(key), "krimp", "generate", str(src), str(out), "--min-support", "2").stdout)
+    assert g["family"] == "krimp" and g["verdict"]["ok"] and g["records"]["rows"] == 150 and g["records"]["domains"] == 5
+    assert 0 <= g["nas"] <= 1 and g["ds"] >= 0 and g["avg_patterns_per_row"] >= 1
     gen = read(str(out))
     check_domains(gen, infer_domains(read(str(src))))  # exactly one item per attribute in every row
-    # same key -> same rows
+    key_hex = key.read_text().strip()[2:].lstrip("0")
+    assert all(key_hex.encode() not in f.read_bytes() for f in out.iterdir())
+    # same key -> same release files
     out2 = tmp_path / "gen2"
-    run("--key-file", str(key), "krimp", "generate", str(src), str(out2), "--min-support", "1", "--no-check")
-    assert read(str(out2)).to_lists() == gen.to_lists()
+    run("--key-file", str(key), "krimp", "generate", str(src), str(out2), "--min-support", "2", "--no-scores")
+    assert data_bytes(out2) == data_bytes(out)
     d = json.loads(run("--json", "krimp", "ds", str(src), str(src), "--min-support", "1").stdout)
     assert d["ds"] == 0.0
     text = run("krimp", "ds", str(src), str(out), "--min-support", "1").stdout
     assert text.startswith("DS(")
 
 
+def test_verify_krimp_release(shared_data, tmp_path):
+    src = shared_data / "lucs" / "iris.dat"
+    out = tmp_path / "gen"
+    run("krimp", "generate", str(src), str(out), "--min-support", "3", "--no-scores")
+    v = json.loads(run("--json", "verify", str(out), "--original", str(src)).stdout)
+    assert v["ok"] and {c["name"] for c in v["checks"]} >= {"pattern support", "one item per domain", "pattern support in the original",
+                                                          "normalized anonymity score"}
+    # a pattern below min-support forged into the public patterns
+    table = pq.read_table(out / PATTERNS_FILE)
+    rare = pa.table({"items": pa.array([[1, 6]], table.schema.field("items").type), "support": pa.array([2], pa.int64()),
+                     "usage": pa.array([0], pa.int64())})
+    forge_part(out, PATTERNS_FILE, pa.concat_tables([table, rare]))
+    r = run("verify", str(out), ok=False)
+    assert r.exit_code == 2 and f"FAILED pattern support: 2 (needs 3) in {PATTERNS_FILE}" in r.output
+    # one byte changed in a part file
+    out2 = tmp_path / "gen2"
+    run("krimp", "generate", str(src), str(out2), "--min-support", "3", "--no-scores")
+    flip_byte(out2 / "part-00000.parquet")
+    r = run("verify", str(out2), ok=False)
+    assert r.exit_code == 2 and "part-00000.parquet" in r.output
+
+
+def test_min_support_floor(shared_data, tmp_path):
+    src = shared_data / "lucs" / "iris.dat"
+    r = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-support", "1", ok=False)
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "min-support 1 is below the floor 2" in lines[0] and "--allow-weak" in lines[0]
+    assert not (tmp_path / "g").exists()
+    text = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-support", "1", "--allow-weak", "--no-scores").stdout
+    assert "OVERRIDES" in text and "min-support" in text
+    assert manifest_of(tmp_path / "g")["release"]["overrides"] == ["min-support"]
+    assert "OVERRIDDEN min-support" in run("verify", str(tmp_path / "g")).stdout
+
+
 def test_krimp_errors(shared_data, tmp_path):
     src = shared_data / "lucs" / "iris.dat"
     r = run("krimp", "compress", str(src), "--min-support", "abc", ok=False)
     assert r.exit_code != 0 and "min-support" in r.output
-    r = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-support", "1", "--exclude", "a,b", ok=False)
+    r = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-support", "2", "--exclude", "a,b", ok=False)
     assert r.exit_code != 0 and "exclude" in r.output
     r = run("krimp", "compress", str(tmp_path / "missing.dat"), "--min-support", "1", ok=False)
-    assert r.exit_code != 0
+    assert r.exit_code != 0 and "missing.dat" in r.output and "Traceback" not in r.output

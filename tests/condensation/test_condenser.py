@@ -1,15 +1,12 @@
 """Condensation on Dask: spatial partitioning, partition-then-merge, global repair, the
-independent check, pseudo-data release, evaluation protocol, UCI loaders and the CLI."""
+independent check, pseudo-data, evaluation protocol and UCI loaders (releases: test_release.py;
+the command line: tests/cli/test_condensation.py)."""
 
 from __future__ import annotations
-
-import json
-import os
 
 import dask.array as da
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from ppdm_dask.condensation import (
     Condenser,
@@ -208,63 +205,6 @@ def test_uci_loaders(shared_data):
     assert X.shape == (4177, 7) and y.min() == 2.5 and y.max() == 30.5
     with pytest.raises(InvalidParameter):
         load_uci("iris", shared_data / "uci")
-
-
-# ---------------------------------------------------------------- CLI and release
-def _write_table(path, X, p=None):
-    import pandas as pd
-
-    df = pd.DataFrame(X, columns=[f"a{j}" for j in range(X.shape[1])])
-    if p is not None:
-        df["level"] = p
-    df.to_parquet(path)
-
-
-def test_cli_condense_writes_release(tmp_path):
-    from ppdm_dask.cli import cli
-    from ppdm_dask.condensation.io import read_groups
-
-    X = _mixture(400, seed=12)
-    p = privacy_levels(400, 2, 6, key=5)
-    src = str(tmp_path / "in.parquet")
-    _write_table(src, X, p)
-    out = str(tmp_path / "out")
-    res = CliRunner().invoke(cli, ["--scheduler", "sync", "--json", "--no-progress", "condense", src, out, "--privacy-column", "level"])
-    assert res.exit_code == 0, res.output
-    summary = json.loads(res.output)
-    assert summary["check"]["ok"] and summary["n_records"] == 400
-    manifest = json.load(open(os.path.join(out, "_SUCCESS")))
-    assert manifest["columns"] == ["a0", "a1", "a2"] and manifest["n_records"] == 400
-    assert "key" not in json.dumps(manifest).lower()
-    groups, cols = read_groups(out)
-    np.testing.assert_allclose(groups.Fs.sum(0), X.sum(0), rtol=1e-9)
-    assert (groups.n >= 2).all()
-    import pandas as pd
-
-    pseudo = pd.read_parquet(out)
-    assert pseudo.shape == (400, 3)
-    # a second run without --overwrite refuses and keeps the release
-    res = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "condense", src, out, "--privacy-level", "3"])
-    assert res.exit_code != 0 and "exists" in res.output
-    assert json.load(open(os.path.join(out, "_SUCCESS")))["n_groups"] == manifest["n_groups"]
-
-
-def test_cli_condense_range_dynamic_and_errors(tmp_path):
-    from ppdm_dask.cli import cli
-
-    X = _mixture(300, seed=13)
-    src = str(tmp_path / "in.parquet")
-    _write_table(src, X)
-    r = CliRunner().invoke(cli, ["--scheduler", "sync", "--json", "--no-progress", "condense", src, str(tmp_path / "o1"), "--privacy-range", "2:5", "--dynamic"])
-    assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["method"] == "dynamic"
-    r = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "condense", src, str(tmp_path / "o2"), "--privacy-level", "301"])
-    assert r.exit_code != 0 and "only 300 records" in r.output
-    assert not os.path.exists(tmp_path / "o2")
-    r = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "condense", src, str(tmp_path / "o3"), "--privacy-column", "nope"])
-    assert r.exit_code != 0 and "no column" in r.output
-    r = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "condense", src, str(tmp_path / "o4")])
-    assert r.exit_code != 0 and "exactly one" in r.output
 
 
 # ---------------------------------------------------------------- dynamic over dask blocks

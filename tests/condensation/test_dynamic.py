@@ -364,7 +364,8 @@ def test_bad_input():
     with pytest.raises(InvalidParameter, match="one level per row"):
         c.partial_fit(np.zeros((3, 2)), [1, 1])
     for bad_init in (0, -3, 2.5, True):
+        assert StreamingCondenser(init_number=bad_init).init_number is bad_init  # __init__ only stores
         with pytest.raises(InvalidParameter, match="init_number"):
-            StreamingCondenser(init_number=bad_init)
+            StreamingCondenser(init_number=bad_init).partial_fit(X, [1, 1, 2, 2])
     with pytest.raises(InvalidParameter, match="no data"):
         StreamingCondenser().finalize()

@@ -190,35 +190,3 @@ def test_support_counter_on_distorted_matches_dense():
     expected = [int(y[:, row].all(axis=1).sum()) for row in q]
     assert SupportCounter(d, progress=False).itemset_counts(q).tolist() == expected
 
-
-def test_cli_emask_end_to_end(tmp_path):
-    import json
-
-    from click.testing import CliRunner
-
-    from ppdm_dask.cli import cli
-
-    def run(*args):
-        r = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "--json", *args])
-        assert r.exit_code == 0, (r.output, r.exception)
-        return json.loads(r.stdout)
-
-    key = tmp_path / "key"
-    run("generate", "quest", "T10.I4.D5K.N200", str(tmp_path / "orig"))
-    d = run("--key-file", str(key), "emask", "distort", str(tmp_path / "orig"), str(tmp_path / "dist"), "--p", "0.5", "--q", "0.97")
-    assert d["p"] == 0.5 and 0 < d["basic_privacy"] < 100
-    from ppdm_dask import read
-    from ppdm_dask.emask import basic_privacy
-
-    s0 = read(str(tmp_path / "orig")).describe()["mean_length"] / 200
-    assert d["basic_privacy"] == pytest.approx(basic_privacy(0.5, 0.97, s0=s0))
-    meta = read(str(tmp_path / "dist")).metadata
-    assert meta["p"] == 0.5 and meta["q"] == 0.97 and "key" not in json.dumps(meta).lower()
-    m = run("emask", "mine", str(tmp_path / "dist"), "--min-support", "0.02")  # p, q from metadata
-    assert m["itemsets"] > 0 and m["p"] == 0.5
-    c = run("emask", "choose", "--s0", "0.01")
-    assert [(x["p"], x["q"]) for x in c["candidates"]] == [(0.3, 0.99), (0.4, 0.98), (0.5, 0.97), (0.6, 0.96)]
-    a = run("emask", "audit", str(tmp_path / "orig"), str(tmp_path / "dist"), "--min-support", "0.02")
-    assert 0 < a["reinterrogated_privacy"] <= a["basic_privacy"] + 1e-9 and a["accuracy"]["n_true"] > 0
-    bad = CliRunner().invoke(cli, ["--scheduler", "sync", "emask", "distort", str(tmp_path / "orig"), str(tmp_path / "x"), "--p", "0.4", "--q", "0.6"])
-    assert bad.exit_code == 2 and "p + q = 1" in bad.output and "Traceback" not in bad.output

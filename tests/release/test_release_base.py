@@ -4,11 +4,9 @@ before the commit, floors and overrides, reading back, verification of tampered 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from ppdm_dask import TransactionArray, read

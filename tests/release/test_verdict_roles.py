@@ -34,9 +34,9 @@ def test_roles_validate_lists_unclassified_columns():
     with pytest.raises(RoleError) as e:
         Roles(quasi_identifiers=["age"]).validate(cols, source="people.csv")
     msg = e.value.message_for("cli")
-    assert "['name', 'sex', 'zip', 'diagnosis']" in msg and "--identifier" in msg and "people.csv" in msg
+    assert "name, sex, zip, diagnosis;" in msg and "--identifier" in msg and "people.csv" in msg
     with pytest.raises(RoleError, match="no quasi-identifier"):
-        Roles(identifiers="name").validate(cols)
+        Roles(identifiers="name", insensitive="age,sex,zip,diagnosis").validate(cols)
     with pytest.raises(RoleError, match="no column"):
         Roles(quasi_identifiers="age,height").validate(cols)
     with pytest.raises(RoleError, match="two roles"):

@@ -144,7 +144,7 @@ def test_delta_anonymizer_matches_brute_force():
     for delta in (Fraction(1, 2), Fraction(3, 2), Fraction(3)):
         want = np.array([_exact_delta_m(row, delta, 32) for row in x])
         anon = DeltaAnonymizer(delta=float(delta), m_max=32, generator=SketchGenerator(5))
-        out = anon.fit_transform(tx)
+        out = anon.fit_transform(tx).data
         values, m = out.compute(progress=False)
         assert np.array_equal(m, want)
         rep = anon.report_
@@ -165,7 +165,7 @@ def test_delta_anonymizer_matches_brute_force():
 def test_delta_binary_records_empty_partitions_and_duplicates(tmp_path):
     tx = TransactionArray.from_lists([[1, 2, 3], [4], [], list(range(10, 30))], npartitions=6)
     assert 0 in tx.partition_rows
-    out = DeltaAnonymizer(delta=0.4, generator=SketchGenerator(2)).fit_transform(tx)
+    out = DeltaAnonymizer(delta=0.4, generator=SketchGenerator(2)).fit_transform(tx).data
     values, m = out.compute(progress=False)
     assert m.tolist() == [5, 0, 0, 47]  # V = 2, 0, 0, 19
     out.to_parquet(str(tmp_path / "s"), progress=False, keep_suppressed=True)
@@ -405,14 +405,15 @@ def test_invalid_parameters():
         anonymize_record([1, -2], delta=0.1, generator=g)
     with pytest.raises(InvalidParameter):
         anonymize_record([1, 2], [1.0], delta=0.1, generator=g)
-    assert "key" not in repr(DeltaAnonymizer(key=Key(5)))
+    shown = repr(DeltaAnonymizer(key=Key(987654321)))
+    assert "987654321" not in shown and f"{987654321:x}" not in shown and "<secret>" in shown
 
 
 # ---------------------------------------------------------------------- Parquet
 def test_parquet_round_trip(tmp_path):
     key = Key(0xC0FFEE_1234_5678_9ABC_DEF0)
     tx, x = _weighted_tx(n=90, d=50, seed=7, npartitions=3, columns={"label": np.arange(90) % 4})
-    out = DeltaAnonymizer(delta=3.0, m_max=16, key=key).fit_transform(tx)
+    out = DeltaAnonymizer(delta=3.0, m_max=16, key=key).fit_transform(tx).data
     values, m = out.compute(progress=False)
     assert (m == 0).any() and (m > 0).any()
     url = str(tmp_path / "sk")
@@ -566,8 +567,8 @@ def test_variance_formulas_vs_monte_carlo(mc):
 def test_two_worker_cluster_identical(on_cluster):
     tx, _ = _weighted_tx(n=400, d=500, seed=9, npartitions=4, columns={"label": np.arange(400) % 2})
     anon = DeltaAnonymizer(delta=1.0, m_max=64, generator=SketchGenerator(31))
-    ref_v, ref_m = anon.fit_transform(tx).compute(progress=False, scheduler="sync")
-    out = anon.fit_transform(tx)
+    ref_v, ref_m = anon.fit_transform(tx).data.compute(progress=False, scheduler="sync")
+    out = anon.fit_transform(tx).data
     v, m = out.compute(progress=False)
     assert np.array_equal(v, ref_v) and np.array_equal(m, ref_m)
     assert anon.report(out.persist(progress=False))["n_suppressed"] == int((ref_m == 0).sum())

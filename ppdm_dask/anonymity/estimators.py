@@ -1,0 +1,355 @@
+"""Estimators of the anonymity family (the contract of :mod:`ppdm_dask.base`).
+
+* :class:`KAnonymizer` — k-anonymity / l-diversity of a table (lattice, Datafly, Mondrian,
+  clustering) -> :class:`~ppdm_dask.anonymity.release.AnonymizedRelease`;
+* :class:`AccessControlAnonymizer` — the same, tuned for a workload of role permissions
+  (Pervaiz et al.) -> an ``AnonymizedRelease`` of method ``"access-control"``;
+* :class:`KmAnonymizer` — k^m-anonymity of transactions ->
+  :class:`~ppdm_dask.anonymity.km_release.KmRelease`.
+
+``fit`` checks before any heavy work that every column has a role and that the parameters
+clear the privacy floors (``allow_weak`` overrides them, recorded in the manifest), then runs
+the plain functions (:func:`~.anonymize.anonymize`, :func:`~.anonymize.anonymize_for_permissions`,
+:func:`~.km.km_anonymize`) and refuses quasi-identifier or insensitive columns that are nearly
+unique per record (likely direct identifiers) unless declared with ``allow_unique``.
+``transform()`` returns the release of the fitted data; ``release.write(url)`` publishes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..base import Estimator, check_is_fitted
+from ..data.hierarchy import Hierarchy
+from ..data.sources import collection_name, source_of
+from ..errors import InvalidParameter
+from ..random import as_key
+from .anonymize import METHODS, AnonymizationResult, anonymize, anonymize_for_permissions
+from .frequency import as_dask, frequency_set
+from .prepare import distinct_counts, numeric_quasi_identifiers, table_roles
+from .release import AnonymizedRelease
+
+__all__ = ["KAnonymizer", "AccessControlAnonymizer", "KmAnonymizer"]
+
+
+def _figures(res: AnonymizationResult, keep_suppressed: bool) -> dict[str, Any]:
+    """Records, privacy and utility figures of a release from the anonymiser's decision."""
+    s = res.summary()
+    utility = {"discernibility": s["discernibility"], "gcp": s["gcp"], "avg class size": s["avg_class_size"]}
+    if s.get("precision") is not None:
+        utility["precision"] = s["precision"]
+    if s.get("node"):
+        utility["node"] = s["node"]
+    return {
+        "records": {"input": s["n_records"], "released": s["n_records"] - (0 if keep_suppressed else s["n_suppressed"]),
+                    "suppressed": s["n_suppressed"]},
+        "privacy": {"k achieved": s["min_class_size"], "classes": s["n_classes"], "max risk": s["risk_max"],
+                    "average risk": s["risk_average"], "records at risk": s["records_at_risk"]},
+        "utility": utility,
+    }
+
+
+def _diversity(l: float | None, kind: str, c: float | None) -> dict[str, Any]:
+    """The l-diversity parameters of a release (none without l)."""
+    if l is None:
+        return {}
+    return {"l": l, "l_kind": kind, **({"c": c} if c is not None else {})}
+
+
+def _hierarchy_names(hierarchies: Mapping[str, Hierarchy]) -> dict[str, str]:
+    return {a: f"{h.kind}, {h.levels} levels" for a, h in sorted(hierarchies.items())}
+
+
+class _TableAnonymizer(Estimator):
+    """What the relational anonymizers share: roles, floors, input conversion, the release."""
+
+    def _prepare(self, X: Any, parameters: dict[str, Any], method: str) -> dict[str, Any]:
+        """Roles, overrides and the input, checked before the heavy work."""
+        ddf = as_dask(X)
+        source = source_of(X)
+        where = source.url if source is not None else "the table"
+        roles = table_roles(list(ddf.columns), quasi_identifiers=self.quasi_identifiers, identifiers=self.identifiers,
+                            sensitive=self.sensitive, insensitive=self.insensitive, allow_unique=self.allow_unique,
+                            source=where)
+        sens = list(roles.sensitive)
+        if self.l is not None and len(sens) != 1:
+            raise InvalidParameter(f"l-diversity needs exactly one sensitive column, got {sens}",
+                                   python="sensitive='COL'", cli="--sensitive COL")
+        counted = sens[0] if len(sens) == 1 else None
+        parameters.update(qi=list(roles.quasi_identifiers), sensitive=counted)
+        probe = AnonymizedRelease(None, method=method, parameters=parameters, roles=roles)
+        overrides = probe.apply_overrides(self.allow_weak)
+        hier = dict(self.hierarchies or {})
+        return {"ddf": numeric_quasi_identifiers(ddf, hier, source=where), "source": source, "roles": roles,
+                "sensitive": counted, "keep": [c for c in sens if c != counted] + list(roles.insensitive),
+                "hierarchies": hier, "overrides": overrides, "name": collection_name(ddf),
+                "schema": {str(c): str(t) for c, t in ddf.dtypes.items()}}
+
+    def _frequency(self, prep: dict[str, Any], *, required: bool, client: Any, progress: bool) -> Any:
+        """The frequency set (one pass), then the "nearly unique" test of the QI and insensitive
+        columns; QI distinct counts come from the frequency set's domains."""
+        ddf, roles = prep["ddf"], prep["roles"]
+        fs = frequency_set(ddf, list(roles.quasi_identifiers), sensitive=prep["sensitive"], hierarchies=prep["hierarchies"],
+                           require_hierarchies=required, client=client, progress=progress)
+        distinct = {d.name: len(d.values) for d in fs.domains}
+        if roles.insensitive:
+            more, _ = distinct_counts(ddf, list(roles.insensitive), client=client, progress=progress)
+            distinct.update(more)
+        roles.check_unique(distinct, fs.n_records)
+        prep["rows"] = fs.n_records
+        return fs
+
+    def _fitted(self, prep: dict[str, Any], parameters: dict[str, Any], method: str) -> None:
+        self.roles_ = prep["roles"]
+        self.overrides_ = prep["overrides"]
+        self.parameters_ = parameters
+        self._fit_info = {"name": prep["name"], "source": prep["source"], "method": method,
+                          "input_info": {"rows": prep["rows"], "schema": prep["schema"]}}
+
+    def _release(self, X: Any, res: AnonymizationResult) -> AnonymizedRelease:
+        check_is_fitted(self, "result_")
+        info = self._fit_info
+        if X is not None and collection_name(as_dask(X)) != info["name"]:
+            raise InvalidParameter(f"{type(self).__name__} releases the table it was fitted on; call fit(X) on this one first")
+        rel = AnonymizedRelease(res.table, method=info["method"], parameters=self.parameters_,
+                                figures=_figures(res, bool(self.parameters_.get("keep_suppressed"))), roles=self.roles_,
+                                key=as_key(self.key) if self.key is not None else None, source=info["source"],
+                                input_info=info["input_info"], overrides=self.overrides_)
+        rel.partition_rows = res.partition_rows
+        return rel
+
+
+class KAnonymizer(_TableAnonymizer):
+    """k-anonymise (and l-diversify) a table: every column has a role, identifiers are dropped,
+    quasi-identifiers generalised, sensitive and insensitive columns published as is.
+
+    Parameters
+    ----------
+    quasi_identifiers : str or sequence of str
+        Generalised columns.
+    k : int
+        Minimum class size (floor: k >= 2).
+    sensitive, identifiers, insensitive : str or sequence of str
+        The other roles; every column of the table needs one.
+    allow_unique : sequence of str
+        QI or insensitive columns accepted although nearly unique per record.
+    l, kind, c : optional
+        l-diversity of the (single) sensitive column: ``kind`` distinct, entropy or recursive
+        (floor: l >= 2).
+    max_suppression : float
+        Fraction of records that may be suppressed (lattice, Datafly).
+    method : {"lattice", "datafly", "mondrian", "cluster"}
+    hierarchies : mapping attr -> Hierarchy
+        Generalisation hierarchies (one per QI for lattice and Datafly). A QI with an interval
+        hierarchy is read as numbers.
+    keep_suppressed : bool
+        Publish suppressed records (every QI ``'*'``) instead of leaving them out.
+    allow_weak : bool, str or sequence of str
+        Accept parameters below the privacy floors (``True``: all; or the floor names, e.g.
+        ``["k >= 2"]``); recorded in the manifest.
+    key : Key, int or bytes, optional
+        Secret key of the release's row order (never shown; a fresh one when None).
+
+    Attributes
+    ----------
+    result_ : AnonymizationResult
+    report_ : dict
+        The anonymiser's figures (discernibility, classes, risk, search statistics ...).
+    roles_ : Roles
+    overrides_ : tuple of str
+    """
+
+    def __init__(self, quasi_identifiers: Any, *, k: int, sensitive: Any = None, identifiers: Any = (), insensitive: Any = (),
+                 allow_unique: Any = (), l: float | None = None, kind: str = "distinct", c: float | None = None,
+                 max_suppression: float = 0.0, method: str = "lattice", hierarchies: Mapping[str, Hierarchy] | None = None,
+                 keep_suppressed: bool = False, allow_weak: bool | str | Iterable[str] = False, key: Any = None) -> None:
+        self.quasi_identifiers = quasi_identifiers
+        self.k = k
+        self.sensitive = sensitive
+        self.identifiers = identifiers
+        self.insensitive = insensitive
+        self.allow_unique = allow_unique
+        self.l = l
+        self.kind = kind
+        self.c = c
+        self.max_suppression = max_suppression
+        self.method = method
+        self.hierarchies = hierarchies
+        self.keep_suppressed = keep_suppressed
+        self.allow_weak = allow_weak
+        self.key = key
+
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KAnonymizer":
+        """Check roles and floors, anonymise ``X`` (pandas or dask DataFrame); returns self."""
+        if self.method not in METHODS:
+            raise InvalidParameter(f"method must be one of {METHODS}, got {self.method!r}", cli="--method")
+        params = {"k": self.k, **_diversity(self.l, self.kind, self.c), "max_suppression": float(self.max_suppression),
+                  "keep_suppressed": bool(self.keep_suppressed)}
+        prep = self._prepare(X, params, self.method)
+        named = _hierarchy_names({a: h for a, h in prep["hierarchies"].items() if a in prep["roles"].quasi_identifiers})
+        if named:
+            params["hierarchies"] = named
+        fs = None
+        if self.method != "cluster":
+            fs = self._frequency(prep, required=self.method in ("lattice", "datafly"), client=client, progress=progress)
+        else:
+            roles = prep["roles"]
+            distinct, prep["rows"] = distinct_counts(prep["ddf"], [*roles.quasi_identifiers, *roles.insensitive],
+                                                     client=client, progress=progress)
+            roles.check_unique(distinct, prep["rows"])
+        res = anonymize(prep["ddf"], list(prep["roles"].quasi_identifiers), k=self.k, sensitive=prep["sensitive"],
+                        hierarchies=prep["hierarchies"], l=self.l, kind=self.kind, c=self.c, max_suppression=self.max_suppression,
+                        method=self.method, keep=prep["keep"], client=client, progress=progress, frequency=fs)
+        self.result_ = res
+        self.report_ = res.summary()
+        self._fitted(prep, params, self.method)
+        return self
+
+    def transform(self, X: Any = None) -> AnonymizedRelease:
+        """The release of the fitted table (``X``, if given, must be that table)."""
+        check_is_fitted(self, "result_")
+        return self._release(X, self.result_)
+
+
+class AccessControlAnonymizer(_TableAnonymizer):
+    """Accuracy-constrained access control (Pervaiz et al., TKDE 2014): k-anonymise (and
+    l-diversify) a table with Mondrian cuts chosen to meet the imprecision bounds of a workload
+    of role permissions. Roles, floors and the release as :class:`KAnonymizer`.
+
+    Parameters
+    ----------
+    permissions : list of dict, ``{"permissions": [...]}``, or Permission objects
+        ``{"role", "bound", "where": {attr: [lo, hi] | value | [values]}, "name"}``.
+    quasi_identifiers, k, sensitive, identifiers, insensitive, allow_unique, l, kind, c,
+    hierarchies, allow_weak, key
+        As :class:`KAnonymizer`.
+
+    Attributes
+    ----------
+    result_ : AccessControlResult
+    report_ : dict
+        The release figures plus ``permission_report`` / ``role_report`` (imprecision and
+        whether each bound holds) and the same for plain Mondrian (``mondrian_*``).
+    """
+
+    def __init__(self, permissions: Any, quasi_identifiers: Any, *, k: int, sensitive: Any = None, identifiers: Any = (),
+                 insensitive: Any = (), allow_unique: Any = (), l: float | None = None, kind: str = "distinct",
+                 c: float | None = None, hierarchies: Mapping[str, Hierarchy] | None = None,
+                 allow_weak: bool | str | Iterable[str] = False, key: Any = None) -> None:
+        self.permissions = permissions
+        self.quasi_identifiers = quasi_identifiers
+        self.k = k
+        self.sensitive = sensitive
+        self.identifiers = identifiers
+        self.insensitive = insensitive
+        self.allow_unique = allow_unique
+        self.l = l
+        self.kind = kind
+        self.c = c
+        self.hierarchies = hierarchies
+        self.allow_weak = allow_weak
+        self.key = key
+
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "AccessControlAnonymizer":
+        """Check roles and floors, anonymise ``X`` for the permissions; returns self."""
+        params = {"k": self.k, **_diversity(self.l, self.kind, self.c), "max_suppression": 0.0, "keep_suppressed": False}
+        prep = self._prepare(X, params, "access-control")
+        fs = self._frequency(prep, required=False, client=client, progress=progress)
+        res = anonymize_for_permissions(prep["ddf"], list(prep["roles"].quasi_identifiers), self.permissions, k=self.k,
+                                        sensitive=prep["sensitive"], l=self.l, kind=self.kind, c=self.c,
+                                        hierarchies=prep["hierarchies"], keep=prep["keep"], client=client, progress=progress,
+                                        frequency=fs)
+        params["permissions"] = [p.name or p.role for p in res.permissions]
+        self.result_ = res
+        self.report_ = {**res.release.summary(),
+                        "permission_report": res.report.to_pandas().to_dict(orient="records"),
+                        "role_report": res.report.roles_to_pandas().to_dict(orient="records"),
+                        "mondrian_permission_report": res.baseline.to_pandas().to_dict(orient="records"),
+                        "mondrian_role_report": res.baseline.roles_to_pandas().to_dict(orient="records")}
+        self._fitted(prep, params, "access-control")
+        return self
+
+    def transform(self, X: Any = None) -> AnonymizedRelease:
+        """The release of the fitted table (``X``, if given, must be that table)."""
+        check_is_fitted(self, "result_")
+        return self._release(X, self.result_.release)
+
+
+class KmAnonymizer(Estimator):
+    """k^m-anonymise transactions by global item generalisation (Terrovitis et al.).
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy or str, optional
+        Categorical item hierarchy (leaves = item labels), or the URL of an ARX hierarchy file.
+    k : int
+        Every itemset of at most ``m`` items is supported 0 or >= k times (floor: k >= 2).
+    m : int
+        Adversary knowledge: number of items known.
+    method : {"AA", "DA"}
+    fan_out : int, optional
+        Instead of ``hierarchy``: a balanced hierarchy over the sorted item labels.
+    allow_weak, key
+        As :class:`KAnonymizer`.
+
+    Attributes
+    ----------
+    result_ : KmResult
+    report_ : dict
+    overrides_ : tuple of str
+    """
+
+    def __init__(self, hierarchy: Hierarchy | str | None = None, *, k: int, m: int = 2, method: str = "AA",
+                 fan_out: int | None = None, allow_weak: bool | str | Iterable[str] = False, key: Any = None) -> None:
+        self.hierarchy = hierarchy
+        self.k = k
+        self.m = m
+        self.method = method
+        self.fan_out = fan_out
+        self.allow_weak = allow_weak
+        self.key = key
+
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KmAnonymizer":
+        """Check the floors, then k^m-anonymise ``X`` (a TransactionArray or lists of items)."""
+        from .km import _as_transactions, km_anonymize
+        from .km_release import KmRelease
+
+        if (self.hierarchy is None) == (self.fan_out is None):
+            raise InvalidParameter("give exactly one of hierarchy and fan_out", cli="--hierarchy FILE or --fan-out F")
+        method = str(self.method).upper()
+        params = {"k": self.k, "m": self.m, "hierarchy": f"balanced, fan-out {self.fan_out}" if self.fan_out is not None
+                  else (str(self.hierarchy).rsplit("/", 1)[-1] if isinstance(self.hierarchy, str) else (self.hierarchy.name or "given"))}
+        overrides = KmRelease(None, method=method, parameters=params).apply_overrides(self.allow_weak)
+        tx = _as_transactions(X)
+        if self.fan_out is not None:
+            hier = Hierarchy.balanced(tx.n_items, self.fan_out, labels=tx.vocabulary.labels, name="items")
+        elif isinstance(self.hierarchy, str):
+            hier = Hierarchy.from_csv(self.hierarchy, name="items")
+        else:
+            hier = self.hierarchy
+        res = km_anonymize(tx, hier, self.k, self.m, method=method, client=client, progress=progress)
+        self.result_ = res
+        self.report_ = res.summary()
+        self.overrides_ = overrides
+        self._fit_info = {"name": collection_name(tx), "source": source_of(X), "parameters": params,
+                          "input_info": {"rows": tx.n_transactions, "items": tx.n_items}}
+        return self
+
+    def transform(self, X: Any = None) -> Any:
+        """The :class:`~ppdm_dask.anonymity.km_release.KmRelease` of the fitted transactions."""
+        from .km_release import KmRelease
+
+        check_is_fitted(self, "result_")
+        info, res = self._fit_info, self.result_
+        if X is not None and collection_name(X) != info["name"]:
+            raise InvalidParameter("KmAnonymizer releases the transactions it was fitted on; call fit(X) on these first")
+        figures = {"records": {"transactions": res.transactions.n_transactions, "input items": info["input_info"]["items"],
+                               "published items": res.transactions.n_items},
+                   "privacy": {},
+                   "utility": {"ncp": res.ncp, "generalised items": res.n_generalized_items, "cut size": len(res.cut),
+                               "cut": list(res.cut)}}
+        return KmRelease(res.transactions, method=res.method, parameters=info["parameters"], figures=figures,
+                         key=as_key(self.key) if self.key is not None else None, source=info["source"],
+                         input_info=info["input_info"], overrides=self.overrides_)
+

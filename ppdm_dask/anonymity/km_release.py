@@ -1,0 +1,87 @@
+"""The release of k^m-anonymised transactions.
+
+:class:`KmRelease` holds the generalised transactions of
+:class:`~ppdm_dask.anonymity.estimators.KmAnonymizer`; written in the ppdm transaction layout
+(so :func:`ppdm_dask.read` reads it like any dataset) or as one basket CSV file, in the keyed
+row order, verified on the written files before the commit.
+
+Its guarantee is recounted from the released transactions alone — every itemset of at most m
+published items is supported 0 or >= k times (``k^m-anonymity``, counted without any hierarchy)
+— and the ``transaction count`` matches the manifest and the input.
+Against the original (all order-free, since the release is shuffled):
+
+* ``transactions`` — one released transaction per original transaction;
+* ``transaction lengths`` — global generalisation maps each transaction to one of at most its
+  length, and an empty one to an empty one: so as many empty transactions, and for every L at
+  most as many released transactions of >= L items as original ones;
+* ``published items`` — every released item is an item of the original or a node of the
+  published cut (when the cut is known from the release's figures).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..release import Check, TransactionRelease
+from .km import check_km_anonymity
+
+__all__ = ["KmRelease"]
+
+
+class KmRelease(TransactionRelease):
+    """k^m-anonymous transactions; parameters ``k``, ``m`` (and the hierarchy used)."""
+
+    family: ClassVar[str] = "km"
+
+    def floor_checks(self) -> list[Check]:
+        k = self.parameters.get("k")
+        return [self.floor("k >= 2", k is not None and k >= 2, k, 2, detail="k^m-anonymity with k = 1 protects nobody")]
+
+    def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
+        ckw = {"progress": False, **compute_kwargs}
+        checks = list(check_km_anonymity(self.data, int(self.parameters["k"]), int(self.parameters["m"]), **ckw))
+        n = self.data.n_transactions
+        if self.manifest is not None:  # written: the files against the manifest (and the input, once recorded)
+            expected = [int(x) for x in (self.manifest.get("n_transactions"), (self.manifest.get("input") or {}).get("rows"))
+                        if x is not None]
+        else:
+            expected = [int(self.input_info["rows"])] if self.input_info.get("rows") is not None else []
+        if expected:
+            bad = [e for e in expected if e != n]
+            checks.append(Check("transaction count", not bad, n, bad[0] if bad else expected[0],
+                                detail="one released transaction per input transaction"))
+        if original is not None:
+            checks += self._original_checks(original, **ckw)
+        return checks
+
+    def _original_checks(self, original: Any, **compute_kwargs: Any) -> list[Check]:
+        from ..progress import compute
+        from .km import _as_transactions
+
+        orig = _as_transactions(original)
+        rel = self.data
+        n_rel, n_orig = rel.n_transactions, orig.n_transactions
+        checks = [Check("transactions", n_rel == n_orig, n_rel, n_orig, detail="one released transaction per original transaction")]
+        rl, ol = compute(rel.row_lengths(), orig.row_lengths(), **compute_kwargs)
+        rl, ol = np.asarray(rl, dtype=np.int64), np.asarray(ol, dtype=np.int64)
+        top = int(max(rl.max(initial=0), ol.max(initial=0))) + 1
+        # transactions with >= L items, for every L
+        at_least_rel = np.cumsum(np.bincount(rl, minlength=top)[::-1])[::-1]
+        at_least_orig = np.cumsum(np.bincount(ol, minlength=top)[::-1])[::-1]
+        empty_rel, empty_orig = int((rl == 0).sum()), int((ol == 0).sum())
+        longer = np.flatnonzero(at_least_rel[1:] > at_least_orig[1:])
+        ok = empty_rel == empty_orig and not longer.size
+        where = f"transactions of >= {int(longer[0]) + 1} items" if longer.size else (
+            "empty transactions" if empty_rel != empty_orig else None)
+        checks.append(Check("transaction lengths", ok, empty_rel, empty_orig, where=where,
+                            detail="generalisation never lengthens a transaction nor empties one (figure: empty transactions)"))
+        cut = (self.figures.get("utility") or {}).get("cut")
+        if cut is not None:
+            allowed = {str(x) for x in orig.vocabulary.labels} | {str(x) for x in cut}
+            foreign = [str(x) for x in rel.vocabulary.labels if str(x) not in allowed]
+            checks.append(Check("published items", not foreign, len(foreign), 0,
+                                where=f"{len(foreign)} label(s), e.g. {foreign[0]!r}" if foreign else None,
+                                detail="every released item is an original item or a node of the published cut"))
+        return checks

@@ -1,0 +1,103 @@
+"""Publishing an anonymisation decided on the frequency set.
+
+Methods that work on the frequency set (lattice, Datafly, Mondrian, access control) decide one
+published label per quasi-identifier for every distinct QI tuple (and whether the tuple's records
+are suppressed). :func:`publish` applies that table to the records partition by partition
+(``map_partitions``: leaf codes -> tuple index by ``searchsorted`` on packed keys -> labels), so
+the released table is built where the data lives and keeps the input's partitioning. Writing it
+is the job of :class:`~ppdm_dask.anonymity.release.AnonymizedRelease` (keyed row order, verified
+before the commit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from ..data.hierarchy import ROOT, as_keys
+from ..errors import DataFormatError, InvalidParameter
+from .frequency import FrequencySet
+
+__all__ = ["publish"]
+
+
+def _tuple_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
+    key = np.zeros(len(codes), dtype=np.int64)
+    for j, r in enumerate(radices):
+        key = key * int(r) + codes[:, j]
+    return key
+
+
+def _publish_partition(part: pd.DataFrame, qi: list[str], leaf_keys: list[pd.Index], radices: list[int],
+                       sorted_keys: np.ndarray, order: np.ndarray, labels: np.ndarray, suppressed: np.ndarray,
+                       extra: list[str]) -> pd.DataFrame:
+    codes = np.empty((len(part), len(qi)), dtype=np.int64)
+    for j, a in enumerate(qi):
+        c = leaf_keys[j].get_indexer(as_keys(part[a]))
+        if (c < 0).any():
+            bad = pd.unique(part[a][c < 0].astype(str))[:10]
+            raise DataFormatError(f"column {a!r} has values not seen when the anonymisation was computed: {list(bad)}")
+        codes[:, j] = c
+    key = _tuple_keys(codes, radices)
+    pos = np.searchsorted(sorted_keys, key)
+    pos = np.minimum(pos, len(sorted_keys) - 1)
+    if len(key) and not np.array_equal(sorted_keys[pos], key):
+        raise DataFormatError("the table changed while it was being anonymised (unknown QI combination)")
+    t = order[pos]
+    out = {a: pd.array(np.where(suppressed[t], ROOT, labels[t, j]), dtype="string") for j, a in enumerate(qi)}
+    res = pd.DataFrame(out, index=part.index)
+    for col in extra:
+        res[col] = part[col]
+    return res
+
+
+def publish(df: dd.DataFrame, fs: FrequencySet, tuple_codes: np.ndarray, labels: np.ndarray, suppressed: np.ndarray,
+            *, keep: Sequence[str] = ()) -> dd.DataFrame:
+    """The released table: QI columns replaced by their published labels.
+
+    Parameters
+    ----------
+    df : dask.dataframe.DataFrame
+        The original table (the one ``fs`` was computed from).
+    fs : FrequencySet
+    tuple_codes : ndarray (n_tuples, q)
+        Distinct QI tuples (leaf codes).
+    labels : ndarray (n_tuples, q) of str
+        Published label of every QI of every tuple.
+    suppressed : ndarray (n_tuples,) of bool
+        Tuples whose records are suppressed (every QI becomes ``'*'``).
+    keep : sequence of str
+        Non-QI columns to publish besides the sensitive attribute (all others are dropped).
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        QI columns as strings, then the sensitive attribute and ``keep``; same partitions and
+        index as ``df``.
+    """
+    keep = list(keep)
+    unknown = [c for c in keep if c not in df.columns]
+    if unknown:
+        raise InvalidParameter(f"unknown column(s) to keep {unknown}; the table has {list(df.columns)}")
+    clash = [c for c in keep if c in fs.qi]
+    if clash:
+        raise InvalidParameter(f"keep={clash}: quasi-identifiers are always published generalised")
+    extra = ([fs.sensitive] if fs.sensitive else []) + [c for c in keep if c != fs.sensitive]
+    radices = [len(d.values) for d in fs.domains]
+    if float(np.prod([float(r) for r in radices])) >= 2.0 ** 62:
+        raise InvalidParameter("too many distinct quasi-identifier combinations to publish by packed keys")
+    key = _tuple_keys(np.asarray(tuple_codes, dtype=np.int64), radices)
+    order = np.argsort(key, kind="stable")
+    leaf_keys = [pd.Index(d.keys) for d in fs.domains]
+    meta = pd.DataFrame({a: pd.Series([], dtype="string") for a in fs.qi})
+    for col in extra:
+        meta[col] = df._meta[col]
+    # one copy of the lookup per worker rather than one per task
+    args = dask.delayed((leaf_keys, radices, key[order], order, np.asarray(labels, dtype=object), np.asarray(suppressed, bool)), pure=True)
+    qi = list(fs.qi)  # not the whole frequency set: it would travel with every task
+    return df.map_partitions(lambda part, a: _publish_partition(part, qi, *a, extra), args, meta=meta,
+                             enforce_metadata=False)

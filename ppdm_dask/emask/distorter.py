@@ -1,0 +1,124 @@
+"""The EMASK estimator: check the privacy floor on the data, then release its distortion."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..base import Estimator, check_is_fitted
+from ..errors import InvalidParameter, WeakParameterError
+from ..random import as_key
+from ..release.base import overrides_for
+from .distortion import check_pq, distort
+from .privacy import basic_privacy, ldp_epsilon
+from .release import FLOORS, DistortedRelease, nnz_lazy
+
+__all__ = ["Distorter"]
+
+
+class Distorter(Estimator):
+    """EMASK / MASK distortion as an estimator (SPEC §4.1).
+
+    ``fit`` measures the average item support s0 of the data and the basic privacy BP(p, q, s0)
+    and refuses parameters below the floor before anything is distorted; ``transform`` returns
+    the :class:`~ppdm_dask.emask.release.DistortedRelease` of the data.
+
+    Parameters
+    ----------
+    p, q : float
+        A 1 stays 1 with probability ``p``; a 0 stays 0 with probability ``q`` (p + q != 1).
+    key : Key, int or bytes, optional
+        Secret key of the distortion and of the release's row order; a fresh secret key per
+        :meth:`transform` when omitted. Never shown or written.
+    privacy_floor : float, default 90.0
+        Smallest acceptable basic privacy in percent (the floor of ``ppdm emask choose``).
+    allow_weak : bool or sequence of str, default False
+        Accept failing floors: ``True`` every one, or a list of floor names (``"basic privacy"``);
+        the overridden floors are recorded in the release manifest.
+
+    Attributes
+    ----------
+    s0_ : float
+        Average item support of the fitted data, nnz / (N·d).
+    basic_privacy_ : float
+        BP(p, q) at ``s0_``, percent.
+    overrides_ : tuple of str
+        Floors that fail and were overridden.
+    report_ : dict
+        ``n_transactions``, ``n_items``, ``s0``, ``basic_privacy``, ``ldp_epsilon_per_item``,
+        ``privacy_floor``, ``overrides``.
+    """
+
+    def __init__(self, p: float, q: float, *, key: Any = None, privacy_floor: float = 90.0,
+                 allow_weak: bool | Sequence[str] = False) -> None:
+        self.p = p
+        self.q = q
+        self.key = key
+        self.privacy_floor = privacy_floor
+        self.allow_weak = allow_weak
+
+    def _validated(self) -> tuple[float, float, float, frozenset[str]]:
+        p, q = check_pq(self.p, self.q)
+        floor = self.privacy_floor
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= float(floor) <= 100.0:
+            raise InvalidParameter(f"privacy_floor must be a percentage in [0, 100], got {floor!r}", cli="--privacy-floor")
+        return p, q, float(floor), frozenset(overrides_for(self.allow_weak, FLOORS))
+
+    def _assess(self, tx: Any, *, client: Any = None, progress: bool = False) -> dict[str, Any]:
+        """s0 and BP of ``tx``; raises :class:`WeakParameterError` below a floor not overridden."""
+        from ..progress import compute
+
+        p, q, floor, allowed = self._validated()
+        n, d = tx.n_transactions, tx.n_items
+        if n == 0 or d == 0:
+            raise InvalidParameter("no transactions or no items: s0 (and basic privacy) is undefined")
+        (nnz,) = compute(nnz_lazy(tx), client=client, progress=progress)
+        s0 = int(nnz[0]) / (n * d)
+        if not 0.0 < s0 < 1.0:
+            raise InvalidParameter(f"the data has {'no ones' if s0 == 0 else 'every item in every row'}: basic privacy is undefined")
+        bp = basic_privacy(p, q, s0=s0)
+        weak = [] if bp >= floor else ["basic privacy"]
+        refused = [w for w in weak if w not in allowed]
+        if refused:
+            raise WeakParameterError(
+                f"basic privacy {bp:.2f}% of p={p}, q={q} at s0 = {s0:.4g} is below the floor {floor:g}% "
+                "(ppdm emask choose lists pairs that meet it); refused",
+                python="choose other p, q, lower privacy_floor, or allow_weak=['basic privacy'] (recorded in the manifest)",
+                cli="choose other --p/--q, lower --privacy-floor, or --allow-weak (recorded in the manifest)")
+        return {"n_transactions": n, "n_items": d, "s0": s0, "basic_privacy": bp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
+                "privacy_floor": floor, "overrides": weak}
+
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "Distorter":
+        """Measure s0 and BP on ``X`` (a TransactionArray; one pass) and check the floor."""
+        from ..data.sources import collection_name
+
+        report = self._assess(X, client=client, progress=progress)
+        self.s0_ = report["s0"]
+        self.basic_privacy_ = report["basic_privacy"]
+        self.overrides_ = tuple(report["overrides"])
+        self.report_ = report
+        self._fitted_on = collection_name(X)
+        return self
+
+    def transform(self, X: Any = None) -> DistortedRelease:
+        """The release of the distortion of ``X`` (lazy; :meth:`DistortedRelease.write` writes
+        and verifies it). ``X`` other than the fitted data is assessed (and floored) again."""
+        from ..data.sources import collection_name, source_of
+
+        check_is_fitted(self)
+        if X is None:
+            raise InvalidParameter("Distorter.transform needs the transactions to distort (transform(tx))")
+        report = self.report_ if collection_name(X) == self._fitted_on else self._assess(X)
+        p, q = check_pq(self.p, self.q)
+        key = as_key(self.key)
+        data = distort(X, p, q, key=key)
+        eps = report["ldp_epsilon_per_item"]
+        parameters = {"p": p, "q": q, "privacy_floor": report["privacy_floor"], "n_items": report["n_items"], "s0": report["s0"]}
+        figures = {"records": {"transactions": report["n_transactions"], "items": report["n_items"]},
+                   # an infinite epsilon (p or q in {0, 1}) is written as "inf": the manifest stays strict JSON
+                   "privacy": {"basic_privacy": report["basic_privacy"],
+                               "ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}}
+        return DistortedRelease(data, method="mask" if p == q else "emask", parameters=parameters, figures=figures, key=key,
+                                source=source_of(X), input_info={"rows": report["n_transactions"], "n_items": report["n_items"]},
+                                overrides=report["overrides"])

@@ -1,0 +1,254 @@
+"""The KRIMP generator release: generated categorical rows, the public patterns they are made
+of, and the checks that re-verify them from the written files.
+
+Besides the rows (ppdm transaction layout, readable by :func:`ppdm_dask.read`) the folder holds
+``_patterns.parquet``: every non-singleton code-table element the generator may draw (weight
+``usage·lp_factor + laplace > 0``) with its support and usage in the fitted data. These are
+aggregates over at least ``min_support`` records each; publishing them lets anyone check the
+release's guarantee: no pattern rarer than ``min_support`` was used.
+
+The privacy floor (``"min-support"``) is ``min_support >= 2``: a pattern seen in one record
+only can be that whole record, which the generator would then reproduce (P4 used 1; as with
+k-anonymity, 1 protects no one). It is overridable with ``allow_weak`` and then recorded.
+
+Checks from the release alone: recorded pattern supports >= min_support; patterns within the
+length bound and free of excluded combinations; every pattern and every row with at most / exactly
+one item per attribute domain; the number of rows as recorded. Against the original: every
+pattern's support recounted on the original (exact counting engine) >= min_support, and the
+normalized anonymity score NAS (0 = no original row reproduced) reported as a figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CorruptDatasetError, InvalidParameter
+from ..release import Check, TransactionRelease
+from .generator import BLOCK_ROWS
+
+__all__ = ["GeneratedRelease", "PATTERNS_FILE", "FLOORS", "MIN_SUPPORT_FLOOR", "patterns_table",
+           "release_parameters"]
+
+PATTERNS_FILE = "_patterns.parquet"
+#: The privacy floors of a KRIMP release (names accepted by ``allow_weak``).
+FLOORS = ("min-support",)
+MIN_SUPPORT_FLOOR = 2
+
+
+# ---------------------------------------------------------------------- patterns
+def patterns_table(itemsets: Sequence[Any], supports: Sequence[int], usages: Sequence[int]) -> pa.Table:
+    """``_patterns.parquet``: ``items`` (list of labels), ``support``, ``usage``."""
+    lists = [np.asarray(x).tolist() for x in itemsets]
+    return pa.table({"items": pa.array(lists), "support": pa.array(np.asarray(supports, np.int64)),
+                     "usage": pa.array(np.asarray(usages, np.int64))}) if lists else \
+        pa.table({"items": pa.array([], pa.list_(pa.int64())), "support": pa.array([], pa.int64()), "usage": pa.array([], pa.int64())})
+
+
+def _plain(values: Any) -> list:
+    return np.asarray(values).tolist()
+
+
+def release_parameters(gen: Any, n_rows: int, min_support: int) -> tuple[dict[str, Any], dict[str, Any], pa.Table]:
+    """``(parameters, figures, patterns)`` of the release of a fitted KrimpGenerator."""
+    ct = gen.code_table_
+    tables = gen._tables
+    m = tables.n_ct
+    weights = tables.usages[:m] * float(gen.lp_factor) + float(gen.laplace)
+    supports = np.asarray(getattr(ct, "supports", np.zeros(0)), np.int64)
+    if supports.size != m:
+        raise InvalidParameter("this code table records no supports: it cannot be released (use a CodeTable)")
+    multi = [e for e in range(m) if tables.elem_ptr[e + 1] - tables.elem_ptr[e] > 1 and weights[e] > 0]
+    patterns = patterns_table([tables.element_labels(e) for e in multi], supports[multi], tables.usages[multi].astype(np.int64))
+    search = gen._search
+    params = {"min_support": int(min_support), "laplace": float(gen.laplace), "lp_factor": float(gen.lp_factor),
+              "domain_order": gen.domain_order, "closed": search.get("closed"), "prune": search.get("prune"),
+              "max_len": search.get("max_len"), "exclude": search.get("exclude"), "n_rows": int(n_rows),
+              "block_rows": BLOCK_ROWS, "n_domains": len(gen.domains_), "domains": [_plain(d) for d in gen.domains_]}
+    sup = patterns.column("support").to_numpy()
+    figures = {"records": {"rows": int(n_rows), "domains": len(gen.domains_), "items": int(tables.alphabet.size)},
+               "privacy": {"min_support": int(min_support), "patterns": int(len(multi)),
+                           "smallest_pattern_support": int(sup.min()) if sup.size else None},
+               "utility": {"code_table_itemsets": int(getattr(ct, "n_nontrivial", len(multi)))}}
+    if hasattr(ct, "sizes"):
+        figures["utility"]["L_percent"] = float(ct.sizes()["L_percent"])
+    return params, figures, patterns
+
+
+# ---------------------------------------------------------------------- kernels
+def _domain_rows_kernel(block: Any, item_domain: np.ndarray, n_dom: int) -> np.ndarray:
+    """Rows of a CSR block not holding exactly one item of every domain (items outside every
+    domain, ``item_domain < 0``, count as faults)."""
+    n = block.shape[0]
+    if n == 0:
+        return np.zeros(1, np.int64)
+    dom = item_domain[block.indices]
+    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(block.indptr))
+    ok = dom >= 0
+    counts = np.bincount(row[ok] * n_dom + dom[ok], minlength=n * n_dom).reshape(n, n_dom)
+    bad = np.any(counts != 1, axis=1)
+    bad[row[~ok]] = True
+    return np.array([int(np.count_nonzero(bad))], np.int64)
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """What ``_open_data`` hands to ``_reopen``: the rows and the patterns table."""
+
+    data: Any
+    patterns: pa.Table
+
+
+# ---------------------------------------------------------------------- the release
+class GeneratedRelease(TransactionRelease):
+    """A KRIMP generator release: ``data`` is the generated TransactionArray (column
+    ``n_patterns``: code-table elements per row), ``patterns`` the public patterns table."""
+
+    family: ClassVar[str] = "krimp"
+
+    def __init__(self, data: Any, *, patterns: pa.Table, **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        self.patterns = patterns
+
+    # ------------------------------------------------------------------ files
+    def _extra_tables(self) -> dict[str, pa.Table]:
+        return {**super()._extra_tables(), PATTERNS_FILE: self.patterns}
+
+    @classmethod
+    def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
+        from ..data.folder import read_part
+
+        data = super()._open_data(fs, path, manifest, url, verify)
+        entry = next((e for e in manifest.get("files", []) if e.get("file") == PATTERNS_FILE), None)
+        if entry is None:
+            raise CorruptDatasetError(f"{url}: the manifest lists no {PATTERNS_FILE}")
+        return _Opened(data, read_part(fs, path, entry, verify=verify, url=url))
+
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
+        # a CSV release is one file: its patterns go into the sidecar manifest
+        layout = super()._csv_write(fh, blocks, compute)
+        return {**layout, "patterns": self.patterns.to_pydict()}
+
+    @classmethod
+    def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:
+        data = super()._open_csv(fs, path, manifest, url)
+        return _Opened(data, pa.table(manifest.get("patterns") or {"items": [], "support": [], "usage": []}))
+
+    @classmethod
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "GeneratedRelease":
+        opened = data if isinstance(data, _Opened) else _Opened(data, patterns_table([], [], []))
+        obj = super()._reopen(opened.data, manifest)
+        obj.patterns = opened.patterns
+        return obj
+
+    # ------------------------------------------------------------------ checks
+    def floor_checks(self) -> list[Check]:
+        ms = self.parameters.get("min_support")
+        if isinstance(ms, bool) or not isinstance(ms, int):
+            return [Check("min-support", False, figure=ms, threshold=MIN_SUPPORT_FLOOR, detail="not an integer count")]
+        return [self.floor("min-support", ms >= MIN_SUPPORT_FLOOR, ms, MIN_SUPPORT_FLOOR,
+                           detail="a pattern seen in fewer records can copy one record")]
+
+    def _patterns(self) -> tuple[list[list[Any]], np.ndarray]:
+        return self.patterns.column("items").to_pylist(), self.patterns.column("support").to_numpy().astype(np.int64)
+
+    def _domains(self) -> list[list[Any]]:
+        return [list(d) for d in (self.parameters.get("domains") or [])]
+
+    def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
+        items, support = self._patterns()
+        ms = self.parameters.get("min_support")
+        checks = [self._support_check(support, ms), *self._pattern_checks(items)]
+        checks += self._row_checks(**compute_kwargs)
+        if original is not None:
+            checks += self._original_checks(original, items, ms, **compute_kwargs)
+        return checks
+
+    def _support_check(self, support: np.ndarray, ms: Any) -> Check:
+        low = int(support.min()) if support.size else None
+        ok = isinstance(ms, int) and (low is None or low >= ms)
+        bad = int(np.count_nonzero(support < ms)) if isinstance(ms, int) else support.size
+        return Check("pattern support", ok, figure=low, threshold=ms, where=PATTERNS_FILE if not ok else None,
+                     detail=f"{support.size} patterns" + (f", {bad} below min-support" if not ok else ""))
+
+    def _pattern_checks(self, items: list[list[Any]]) -> list[Check]:
+        checks = []
+        max_len = self.parameters.get("max_len")
+        if max_len is not None:
+            longest = max((len(x) for x in items), default=0)
+            ok = longest <= int(max_len)
+            checks.append(Check("pattern length", ok, figure=longest, threshold=f"<= {max_len}", where=None if ok else PATTERNS_FILE))
+        exclude = [set(x) for x in (self.parameters.get("exclude") or [])]
+        if exclude:
+            hits = sum(1 for x in items if any(e <= set(x) for e in exclude))
+            checks.append(Check("excluded combinations", hits == 0, figure=hits, threshold=0, where=None if hits == 0 else PATTERNS_FILE,
+                                detail="patterns holding every item of an excluded combination"))
+        doms = self._domains()
+        if doms:
+            dom_of = {i: d for d, values in enumerate(doms) for i in values}
+            bad = sum(1 for x in items if any(i not in dom_of for i in x) or len({dom_of.get(i) for i in x}) != len(x))
+            checks.append(Check("patterns fit the domains", bad == 0, figure=bad, threshold=0, where=None if bad == 0 else PATTERNS_FILE,
+                                detail="patterns with an item outside the domains or two items of one domain"))
+        return checks
+
+    def _row_checks(self, **compute_kwargs: Any) -> list[Check]:
+        from ..graph import block_partials
+        from ..progress import compute
+
+        tx = self.data
+        n_rows = self.parameters.get("n_rows")
+        checks = [Check("rows as recorded", tx.n_transactions == n_rows, figure=tx.n_transactions, threshold=n_rows)]
+        doms = self._domains()
+        if not doms or tx.n_transactions == 0:
+            return checks
+        labels = tx.vocabulary.labels
+        item_domain = np.full(labels.size, -1, np.int32)
+        index = {v: j for j, v in enumerate(labels.tolist())}
+        for d, values in enumerate(doms):
+            for v in values:
+                if v in index:
+                    item_domain[index[v]] = d
+        (per_block,) = compute(block_partials(tx.blocks, _domain_rows_kernel, (1,), np.int64, item_domain, len(doms)), **compute_kwargs)
+        per_block = np.asarray(per_block).ravel()
+        bad = int(per_block.sum())
+        where = None
+        if bad:
+            first = int(np.flatnonzero(per_block)[0])
+            parts = (self.manifest or {}).get("partitions") or []
+            where = parts[first]["file"] if first < len(parts) else f"partition {first}"
+        checks.append(Check("one item per domain", bad == 0, figure=bad, threshold=0, where=where,
+                            detail=f"rows without exactly one item of each of the {len(doms)} domains"))
+        return checks
+
+    def _original_checks(self, original: Any, items: list[list[Any]], ms: Any, **compute_kwargs: Any) -> list[Check]:
+        from ..mining.counting import SupportCounter
+        from .scores import normalized_anonymity_score
+
+        counts = np.zeros(len(items), np.int64)
+        labels = original.vocabulary.labels
+        index = {v: j for j, v in enumerate(labels.tolist())}
+        known = [k for k, x in enumerate(items) if all(i in index for i in x)]  # unknown items: support 0
+        by_len: dict[int, list[int]] = {}
+        for k in known:
+            by_len.setdefault(len(items[k]), []).append(k)
+        if by_len:
+            counter = SupportCounter(original, progress=bool(compute_kwargs.get("progress", False)), client=compute_kwargs.get("client"))
+            for length, ks in sorted(by_len.items()):
+                ids = np.array([[index[i] for i in items[k]] for k in ks], np.int64).reshape(len(ks), length)
+                counts[ks] = counter.itemset_counts(ids)
+            counter.release()
+        low = int(counts.min()) if counts.size else None
+        ok = isinstance(ms, int) and (low is None or low >= ms)
+        _, recorded = self._patterns()
+        differ = int(np.count_nonzero(counts != recorded))
+        checks = [Check("pattern support in the original", ok, figure=low, threshold=ms, where=PATTERNS_FILE if not ok else None,
+                        detail=f"recounted on the original; {differ} of {len(items)} differ from the recorded supports")]
+        nas = float(normalized_anonymity_score(self.data, original, **compute_kwargs))
+        checks.append(Check("normalized anonymity score", True, figure=nas,
+                            detail="informational: 0 = no original row reproduced at its support level, 1 = every one"))
+        return checks
+

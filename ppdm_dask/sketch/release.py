@@ -1,0 +1,333 @@
+"""Releases of anonymized sketches (family ``sketch``): :class:`SketchRelease`.
+
+The row blocks are ``(values, m, columns)`` (dense zero-padded float64 sketches, int32 numbers
+of components, row-aligned columns); the folder is a sketch dataset of format
+``ppdm-sketches`` version 2 (:mod:`.sketches`), so :func:`~.sketches.read_sketches` reads a
+release like any sketch dataset. Suppressed records (m = 0) are left out unless the parameter
+``keep_suppressed`` is true; record ids are dropped unless ``keep_record_ids`` is.
+
+What :meth:`SketchRelease.verify` recounts, from the released rows alone: every published record
+has ``1 <= m <= m_max``, its stored sketch has exactly m values, all finite, no suppressed record
+is published, and the counts agree with the manifest. Against the original transactions: for
+δ-anonymity the released numbers of components are exactly those of the δ rule (record by
+record in memory, as a multiset from disk) and the suppressed counts agree; for k-variance
+anonymity, in memory (input order), Definition 3 on every edge of the exact k-NN graph
+recomputed from the original; from disk the record counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any, Callable, ClassVar, NamedTuple
+
+import dask
+import numpy as np
+import pyarrow as pa
+
+from ..data.folder import read_part
+from ..release import Check, Release
+from ..release.order import BlockOps
+from . import _kernels as K
+from .sketches import FORMAT_NAME, SketchArray, layout_fields, part_metadata, sketch_table, sketches_from_manifest
+
+__all__ = ["SketchRelease", "SKETCH_OPS", "RECORD_ID_COLUMNS", "sketch_figures"]
+
+#: row-aligned columns that identify records: never published unless asked for
+RECORD_ID_COLUMNS = ("record_id",)
+#: in-memory bytes of one output block (values are dense n x m_max float64)
+_BLOCK_BYTES = 100 * 2**20
+
+
+# ---------------------------------------------------------------------- row blocks
+def _n_rows(block: tuple) -> int:
+    return int(block[1].shape[0])
+
+
+def _take(block: tuple, idx: np.ndarray) -> tuple:
+    values, m, cols = block
+    return values[idx], m[idx], {k: np.asarray(v)[idx] for k, v in cols.items()}
+
+
+def _concat(blocks: list[tuple]) -> tuple:
+    if len(blocks) == 1:
+        return blocks[0]
+    values = np.concatenate([b[0] for b in blocks], axis=0)
+    m = np.concatenate([b[1] for b in blocks])
+    cols = {k: np.concatenate([np.asarray(b[2][k]) for b in blocks]) for k in blocks[0][2]}
+    return values, m, cols
+
+
+SKETCH_OPS = BlockOps(_n_rows, _take, _concat)
+
+
+def _block(values: np.ndarray, m: np.ndarray, cols: dict[str, Any]) -> tuple:
+    return np.asarray(values, dtype=np.float64), np.asarray(m, dtype=np.int32), {k: np.asarray(v) for k, v in cols.items()}
+
+
+def _encode(block: tuple, kv: bytes, keep_suppressed: bool) -> tuple[pa.Table, dict[str, Any]]:
+    return sketch_table(block[0], block[1], block[2], kv, keep_suppressed)
+
+
+# ---------------------------------------------------------------------- recount kernels
+def _stats(m: np.ndarray, lengths: np.ndarray, n_nonfinite: int, m_max: int) -> dict[str, Any]:
+    m = np.asarray(m, dtype=np.int64)
+    return {
+        "rows": int(m.size),
+        "hist": np.bincount(np.clip(m, 0, m_max + 1), minlength=m_max + 2),  # slot m_max + 1: above m_max
+        "negative": int(np.count_nonzero(m < 0)),
+        "length_mismatch": int(np.count_nonzero(np.asarray(lengths) != m)),
+        "nonfinite": int(n_nonfinite),
+    }
+
+
+def _memory_stats(values: np.ndarray, m: np.ndarray, m_max: int) -> dict[str, Any]:
+    """Kernel: recount of one in-memory block; a row with a non-zero beyond its m components
+    counts as a length mismatch (the stored sketch would not have m values)."""
+    values, m = np.asarray(values), np.asarray(m, dtype=np.int64)
+    beyond = (np.arange(values.shape[1])[None, :] >= m[:, None]) & (values != 0)
+    lengths = np.where(beyond.any(axis=1), -1, m)
+    return _stats(m, lengths, int(np.count_nonzero(~np.isfinite(values))), m_max)
+
+
+def _part_stats(fs: Any, folder: str, entry: Mapping[str, Any], m_max: int, url: str) -> dict[str, Any]:
+    """Kernel: recount of one written part file from its stored lists (not from the manifest)."""
+    table = read_part(fs, folder, entry, columns=["sketch", "m"], url=url)
+    col = table.column("sketch").combine_chunks()
+    lengths = np.diff(col.offsets.to_numpy()) if len(col) else np.zeros(0, np.int64)
+    flat = col.values.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0)
+    return {**_stats(table.column("m").to_numpy(), lengths, int(np.count_nonzero(~np.isfinite(flat))), m_max),
+            "file": entry["file"]}
+
+
+def _delta_rule_block(block: Any, weights: Any, delta: float, m_max: int) -> np.ndarray:
+    """Kernel: the δ rule per record, written from its definition — ``m = min(floor(V/δ),
+    m_max)`` with ``V = |x|^2 - max_t x_t^2`` (0 with at most one non-zero), suppressed below 1."""
+    src = weights if weights is not None else block
+    data = src.data if weights is not None else np.ones(src.indices.size)
+    total, top = K.row_sq_stats(src.indptr, data)  # exact per-row sums; ifloor: the tolerant floor of SPEC §0.2
+    nnz = np.diff(np.asarray(src.indptr, dtype=np.int64))
+    v = np.where(nnz > 1, total - top, 0.0)
+    m = np.minimum(K.ifloor(v / delta), m_max)
+    return np.where(m >= 1, m, 0).astype(np.int64)
+
+
+# ---------------------------------------------------------------------- helpers
+class _OnDisk(NamedTuple):
+    """What :meth:`SketchRelease._open_data` hands to :meth:`SketchRelease._reopen`."""
+
+    sketches: SketchArray
+    fs: Any
+    folder: str
+    url: str
+
+
+def sketch_figures(report: Mapping[str, Any], privacy: Mapping[str, Any]) -> dict[str, Any]:
+    """The release figures (records, privacy, utility) of an anonymizer's report."""
+    n, supp = int(report["n_records"]), int(report["n_suppressed"])
+    return {"records": {"input": n, "published": n - supp, "suppressed": supp},
+            "privacy": dict(privacy),
+            "utility": {"mean_components": float(report["mean_components"]), "m_max": int(report["m_max"])}}
+
+
+def _first(parts: list[dict[str, Any]], field: str) -> str | None:
+    return next((p["file"] for p in parts if p.get(field)), None)
+
+
+class SketchRelease(Release):
+    """A release of anonymized sketches: ``data`` is a :class:`~.sketches.SketchArray` (input
+    order in memory; the published rows when read back).
+
+    Parameters are those of :class:`~ppdm_dask.release.Release`; the public ``parameters`` hold
+    the method's parameters (``delta`` or ``k`` ..., ``m_max``) and ``keep_suppressed`` /
+    ``keep_record_ids``.
+    """
+
+    family: ClassVar[str] = "sketch"
+    data_format: ClassVar[str] = FORMAT_NAME
+    ops: ClassVar[BlockOps] = SKETCH_OPS
+    csv_output: ClassVar[bool] = False
+    _disk: _OnDisk | None = None
+
+    # ------------------------------------------------------------------ parameters
+    @property
+    def default_rows_per_file(self) -> int:  # type: ignore[override]
+        """Rows per part file so that an output block stays about 100 MB in memory."""
+        return max(1024, _BLOCK_BYTES // (8 * max(1, self.m_max)))
+
+    @property
+    def m_max(self) -> int:
+        return int(self.parameters.get("m_max", self.data.m_max if self.data is not None else 1))
+
+    @property
+    def keep_suppressed(self) -> bool:
+        return bool(self.parameters.get("keep_suppressed", False))
+
+    def _columns(self) -> dict[str, Any]:
+        keep_ids = bool(self.parameters.get("keep_record_ids", False))
+        return {k: v for k, v in self.data.columns.items() if keep_ids or k not in RECORD_ID_COLUMNS}
+
+    # ------------------------------------------------------------------ writing hooks
+    def _row_blocks(self) -> tuple[list[Any], list[int]]:
+        sk = self.data
+        values, ms = sk.values.to_delayed().ravel(), sk.m.to_delayed().ravel()
+        cols = {k: v.to_delayed().ravel() for k, v in self._columns().items()}
+        blocks = [dask.delayed(_block, pure=True)(values[i], ms[i], {k: c[i] for k, c in cols.items()})
+                  for i in range(len(ms))]
+        return blocks, list(sk.partition_rows)
+
+    def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
+        return partial(_encode, kv=part_metadata(self.data), keep_suppressed=self.keep_suppressed)
+
+    def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+        return layout_fields(self.data, partitions, self.keep_suppressed, self._columns())
+
+    # ------------------------------------------------------------------ reading hooks
+    @classmethod
+    def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
+        return _OnDisk(sketches_from_manifest(fs, path, manifest, url, verify=verify), fs, path, url)
+
+    @classmethod
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "SketchRelease":
+        disk = data if isinstance(data, _OnDisk) else None
+        rel = super()._reopen(disk.sketches if disk else data, manifest)
+        rel._disk = disk
+        return rel  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ checks
+    def floor_checks(self) -> list[Check]:
+        p = self.parameters
+        if self.method == "k-variance":
+            k = p.get("k")
+            return [self.floor("k >= 2", isinstance(k, int) and k >= 2, k, 2,
+                               "k = 1 only hides each record's similarity to its single nearest neighbour")]
+        delta = p.get("delta")
+        ok = isinstance(delta, (int, float)) and not isinstance(delta, bool) and np.isfinite(delta) and delta > 0
+        return [self.floor("delta > 0", bool(ok), delta, 0, "δ <= 0 allows exact reconstruction of attributes")]
+
+    def _recount(self, **ckw: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Totals and per-part stats of the released rows (read from the part files when the
+        release was opened from disk)."""
+        from ..progress import compute
+
+        m_max = self.m_max
+        if self._disk is not None:
+            parts = [dict(p) for p in self.manifest["partitions"]]
+            tasks = [dask.delayed(_part_stats, pure=False)(self._disk.fs, self._disk.folder, e, m_max, self._disk.url)
+                     for e in parts]
+        else:
+            sk = self.data
+            tasks = [dask.delayed(_memory_stats, pure=True)(v, m, m_max)
+                     for v, m in zip(sk.values.to_delayed().ravel(), sk.m.to_delayed().ravel())]
+        (per_part,) = compute(tasks, **ckw) if tasks else ([],)
+        per_part = [dict(s) for s in per_part]
+        total: dict[str, Any] = {"hist": np.zeros(m_max + 2, np.int64)}
+        for s in per_part:
+            for key, v in s.items():
+                if key != "file":
+                    total[key] = total.get(key, 0) + v
+        total.setdefault("rows", 0)
+        for key in ("negative", "length_mismatch", "nonfinite"):
+            total.setdefault(key, 0)
+        return total, per_part
+
+    def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
+        total, parts = self._recount(**compute_kwargs)
+        hist, m_max, on_disk = total["hist"], self.m_max, self._disk is not None
+        where = (lambda field: _first(parts, field)) if on_disk else (lambda field: None)
+        for p in parts:
+            p["zero"], p["over"] = int(p["hist"][0]), int(p["hist"][m_max + 1])
+        checks = [
+            Check("components at most m_max", int(hist[m_max + 1]) + total["negative"] == 0,
+                  int(hist[m_max + 1]) + total["negative"], 0, where=where("over") or where("negative"),
+                  detail=f"records with m outside 0..{m_max}"),
+            Check("sketch length equals m", total["length_mismatch"] == 0, total["length_mismatch"], 0,
+                  where=where("length_mismatch"), detail="records whose stored sketch does not have m values"),
+            Check("sketch values finite", total["nonfinite"] == 0, total["nonfinite"], 0, where=where("nonfinite")),
+        ]
+        if on_disk:
+            checks += self._disk_count_checks(total, where)
+        n_input, n_suppressed = self._input_counts(total)
+        if original is not None:
+            checks += self._original_checks(original, n_input, n_suppressed, **compute_kwargs)
+        return checks
+
+    def _input_counts(self, total: Mapping[str, Any]) -> tuple[int, int]:
+        """(input records, suppressed records) of the release."""
+        if self._disk is None:  # in memory every input record is there, in input order
+            return int(total["rows"]), int(total["hist"][0])
+        n_sup = int(self.manifest.get("n_suppressed", 0))  # suppressed records are only counted
+        return int(total["rows"]) + (0 if self.keep_suppressed else n_sup), n_sup
+
+    def _disk_count_checks(self, total: Mapping[str, Any], where: Callable[[str], str | None]) -> list[Check]:
+        man = self.manifest
+        zero, rows = int(total["hist"][0]), int(total["rows"])
+        n_sup, n_rec = int(man.get("n_suppressed", -1)), int(man.get("n_records", -1))
+        if self.keep_suppressed:
+            absent = Check("suppressed records absent", zero == n_sup, zero, n_sup, where=where("zero"),
+                           detail="kept on request (keep_suppressed): the empty rows must equal the suppressed count")
+            consistent = rows == n_rec
+        else:
+            absent = Check("suppressed records absent", zero == 0, zero, 0, where=where("zero"),
+                           detail="published records with m = 0")
+            consistent = rows + n_sup == n_rec
+        published = man.get("n_published", rows)
+        counts = Check("record counts match the manifest", consistent and int(published) == rows,
+                       f"{rows} published + {n_sup} suppressed", n_rec,
+                       detail="released rows and suppressed count against the manifest's n_records")
+        return [absent, counts]
+
+    def _original_checks(self, original: Any, n_input: int, n_suppressed: int, **ckw: Any) -> list[Check]:
+        n = int(original.n_transactions)
+        checks = [Check("records match the original", n == n_input, n_input, n, detail="input records of the release")]
+        if self.method == "delta":
+            checks.append(self._delta_check(original, n_suppressed, **ckw))
+        elif self._disk is None and not self.parameters.get("approximate", False) and n == n_input:
+            checks.append(self._kvariance_check(original, **ckw))
+        return checks
+
+    def _delta_check(self, original: Any, n_suppressed: int, **ckw: Any) -> Check:
+        from ..progress import compute
+
+        delta, m_max = float(self.parameters["delta"]), self.m_max
+        blocks = original.blocks.to_delayed().ravel()
+        weights = original.weights.to_delayed().ravel() if original.weights is not None else [None] * len(blocks)
+        rule = [dask.delayed(_delta_rule_block, pure=True)(b, w, delta, m_max) for b, w in zip(blocks, weights)]
+        if self._disk is None and self.data.n_records == original.n_transactions:
+            (want, got) = compute(rule, self.data.m, **ckw)
+            want, got = np.concatenate(want) if want else np.zeros(0, np.int64), np.asarray(got)
+            bad = int(np.count_nonzero(want != got))
+            first = int(np.flatnonzero(want != got)[0]) if bad else None
+            return Check("δ rule", bad == 0, bad, 0, where=f"record {first}" if bad else None,
+                         detail="records whose m differs from min(floor(V/δ), m_max) of the original")
+        total, _ = self._recount(**ckw)
+        (want,) = compute(rule, **ckw)
+        want = np.concatenate(want) if want else np.zeros(0, np.int64)
+        want_hist = np.bincount(want, minlength=m_max + 2)
+        got_hist = np.asarray(total["hist"]).copy()
+        got_hist[0] = n_suppressed  # suppressed records are counted, not published
+        diff = int(np.abs(want_hist - got_hist).sum())
+        return Check("δ rule", diff == 0, diff, 0,
+                     detail="multiset of released m against min(floor(V/δ), m_max) of the original (suppressed: counted)")
+
+    def _kvariance_check(self, original: Any, **ckw: Any) -> Check:
+        """Definition 3 on every edge of the k-NN graph recomputed from the original."""
+        from ..neighbors import knn
+        from ..progress import compute
+        from ._kvariance_kernels import edge_bounds
+
+        p = self.parameters
+        graph = knn(original, int(p["k"]), metric=p.get("metric", "cosine"), scope=p.get("knn_scope", "global"),
+                    client=ckw.get("client"), progress=bool(ckw.get("progress", False)))
+        (m,) = compute(self.data.m, **ckw)
+        m = np.asarray(m, dtype=np.int64)
+        bounds = edge_bounds(graph.indices, np.asarray(graph.dots, np.float64), np.asarray(graph.cross, np.float64),
+                             np.asarray(graph.sqnorms, np.float64), self.m_max, p.get("threshold", "corrected"))
+        valid = graph.indices >= 0
+        lo = np.minimum(m[:, None], m[np.where(valid, graph.indices, 0)])
+        bad_edges = valid & (lo > bounds)
+        bad = int(bad_edges.sum())
+        first = int(np.flatnonzero(bad_edges.any(axis=1))[0]) if bad else None
+        return Check("k-variance (Def. 3)", bad == 0, bad, 0, where=f"record {first}" if bad else None,
+                     detail=f"k-NN edges (exact {p.get('knn_scope', 'global')} graph of the original) whose estimate "
+                            "variance is below the similarity gap")
