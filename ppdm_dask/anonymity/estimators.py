@@ -36,7 +36,7 @@ __all__ = ["KAnonymizer", "AccessControlAnonymizer", "KmAnonymizer"]
 def _figures(res: AnonymizationResult, keep_suppressed: bool) -> dict[str, Any]:
     """Records, privacy and utility figures of a release from the anonymiser's decision."""
     s = res.summary()
-    utility = {"discernibility": s["discernibility"], "gcp": s["gcp"], "avg class size": s["avg_class_size"]}
+    utility = {"discernibility": s["discernibility"], "gcp": s["gcp"], "C_avg (mean class size / k)": s["avg_class_size"]}
     if s.get("precision") is not None:
         utility["precision"] = s["precision"]
     if s.get("node"):

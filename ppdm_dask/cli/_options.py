@@ -9,7 +9,8 @@ import click
 FORMATS = ("parquet", "fimi", "csv")
 
 
-def _stack(*decorators: Callable) -> Callable:
+def stack(*decorators: Callable) -> Callable:
+    """One decorator that applies ``decorators`` in the order written."""
     def apply(fn: Callable) -> Callable:
         for d in reversed(decorators):
             fn = d(fn)
@@ -40,7 +41,7 @@ input_format = click.option("--format", "fmt", type=click.Choice(FORMATS), defau
 overwrite = click.option("--overwrite", is_flag=True, help="Replace an existing output (refused otherwise, before any work).")
 
 #: options of every command that writes a release
-release_output = _stack(
+release_output = stack(
     overwrite,
     click.option("--rows-per-file", type=click.IntRange(min=1), default=None,
                  help="Rows per output part file (default: the family's, ~100 MB per file)."),
@@ -51,7 +52,7 @@ release_output = _stack(
 )
 
 #: options of commands that read a relational table (CSV or Parquet)
-table_input = _stack(
+table_input = stack(
     click.option("--sep", default=None, help="CSV field separator (default: sniffed from the file)."),
     click.option("--dtype", "dtype", multiple=True, metavar="COL=TYPE",
                  help="Column type (string, int, float, bool); CSV columns are strings unless typed. Repeatable."),
@@ -59,7 +60,7 @@ table_input = _stack(
 )
 
 #: attribute roles of a relational table
-roles = _stack(
+roles = stack(
     click.option("--identifier", "identifiers", default=None, metavar="COLS",
                  help="Comma-separated direct identifiers (name, e-mail ...): never published."),
     click.option("--qi", default=None, metavar="COLS", help="Comma-separated quasi-identifiers: generalised."),

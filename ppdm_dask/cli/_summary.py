@@ -6,6 +6,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+
 def _fmt(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
@@ -13,6 +14,8 @@ def _fmt(value: Any) -> str:
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
         v = float(value)
+        if v.is_integer() and abs(v) < 1e15:
+            return f"{int(v):,}"
         return f"{v:,.4f}" if abs(v) < 1e6 else f"{v:,.4g}"
     if isinstance(value, Mapping):
         return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items())
@@ -37,7 +40,8 @@ def release_text(summary: Mapping[str, Any], *, src: str | None, dst: str | None
     lines.extend(extra)
     if verdict is not None:
         status = "ok" if verdict.ok else "FAILED"
-        lines.append(f"  {'verified':<12} {status}: " + "; ".join(c.line() for c in verdict.checks))
+        lines.append(f"  {'verified':<12} {status}: the written files, recounted independently ({len(verdict)} checks)")
+        lines += [f"  {'':<12} {c.line()}" for c in verdict.checks]
     if job is not None:
         lines.append(f"  done in {job.seconds:.1f} s on {job.where}")
     return "\n".join(lines)

@@ -16,23 +16,14 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job
-from ._options import release_output, roles, roles_from, table_input
+from ._options import release_output, roles, roles_from, stack, table_input
 
 _METHODS = ("lattice", "datafly", "mondrian", "cluster")
 _KINDS = ("distinct", "entropy", "recursive")
 
 
-def _stack(*decorators: Any) -> Any:
-    def apply(fn: Any) -> Any:
-        for d in reversed(decorators):
-            fn = d(fn)
-        return fn
-
-    return apply
-
-
 #: hierarchies and the k / l parameters shared by both commands
-privacy_options = _stack(
+privacy_options = stack(
     click.option("--hierarchy", "hierarchy", multiple=True, metavar="ATTR=FILE|ATTR=interval:LO:HI:W",
                  help="Hierarchy of a QI: an ARX CSV file (';', one row per leaf) or numeric intervals (the column is read as numbers). Repeatable."),
     click.option("--hierarchies", "hierarchy_dir", default=None, metavar="DIR",

@@ -9,7 +9,7 @@ import click
 from . import cli
 from ._core import Context, emit_release, job, usage_error
 from ._options import input_format, overwrite, release_output, support_value
-from .mining import _level_line, levels_text
+from .mining import level_line, levels_text
 
 
 @cli.group()
@@ -98,7 +98,7 @@ def emask_mine(obj: Context, url, p, q, min_support, max_length, prune_margin, f
     with job(obj, outputs=[out], overwrite=overwrite) as j:
         d = obj.read_transactions(url, fmt).persist(progress=obj.progress)
         p, q = _pq(obj, url, d, p, q)
-        r = mine(d, p, q, ms, max_length=max_length, prune_margin=prune_margin, progress=obj.progress, on_level=_level_line("emask"))
+        r = mine(d, p, q, ms, max_length=max_length, prune_margin=prune_margin, progress=obj.progress, on_level=level_line("emask"))
     if out:
         r.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
     summary = {"url": url, "p": p, "q": q, "itemsets": len(r), "levels": r.level_stats, "seconds": j.seconds, "scheduler": j.where}

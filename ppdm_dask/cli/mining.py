@@ -11,7 +11,7 @@ from ._core import Context, job
 from ._options import input_format, overwrite, support_value
 
 
-def _level_line(prefix: str):
+def level_line(prefix: str):
     def line(st: dict[str, Any]) -> None:
         click.echo(f"[{prefix}] level {st['length']}: {st['candidates']:,} candidates -> {st['frequent']:,} frequent ({st['seconds']:.2f} s)", err=True)
 
@@ -43,7 +43,7 @@ def mine(obj: Context, url, min_support, max_length, max_itemsets, with_rules, m
     ms = support_value(min_support)
     with job(obj, outputs=[out, rules_out], overwrite=overwrite) as j:
         tx = obj.read_transactions(url, fmt).persist(progress=obj.progress)
-        fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, progress=obj.progress, on_level=_level_line("mine"))
+        fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, progress=obj.progress, on_level=level_line("mine"))
     rules = association_rules(fi, min_confidence) if with_rules or rules_out else None
     if out:
         fi.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import cli
 from ._core import Context, emit_release, job, usage_error
-from ._options import _stack, input_format, release_output
+from ._options import input_format, release_output, stack
 
 
 class DefaultCommandGroup(click.Group):
@@ -25,7 +25,7 @@ class DefaultCommandGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-method_options = _stack(
+method_options = stack(
     click.option("--delta", type=float, default=None, help="δ-anonymity: minimum variance of any attribute reconstruction (units of x²)."),
     click.option("--k", "k", type=click.IntRange(min=1), default=None, help="k-variance anonymity: number of nearest neighbours."),
     click.option("--m-max", type=click.IntRange(min=1), default=256, show_default=True, help="Cap on sketch components per record."),

@@ -189,7 +189,7 @@ class Condenser(Estimator):
         key: KeyLike = None,
         privacy_column: str | None = None,
         columns: Any = None,
-        allow_weak: Any = (),
+        allow_weak: Any = False,
     ) -> None:
         self.privacy_levels = privacy_levels
         self.rows_per_partition = rows_per_partition

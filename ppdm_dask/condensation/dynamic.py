@@ -190,7 +190,7 @@ class StreamingCondenser(Estimator):
 
     def __init__(self, *, init_number: int | None = None, split_strict: bool = False, key: KeyLike = None,
                  repair_splits: bool = True, privacy_levels: Any = None, privacy_column: str | None = None,
-                 columns: Any = None, allow_weak: Any = ()) -> None:
+                 columns: Any = None, allow_weak: Any = False) -> None:
         self.init_number = init_number
         self.split_strict = split_strict
         self.key = key

@@ -63,8 +63,9 @@ def table_to_array(df: dd.DataFrame, *, columns: list[str] | None = None, exclud
         columns = [c for c in df.columns if c not in exclude and _is_number(df[c].dtype)]
         skipped = [c for c in df.columns if c not in exclude and c not in columns]
         if skipped:
-            raise DataFormatError(f"non-numeric columns {skipped}: type them or name the attributes to condense",
-                                  python="columns=[...]", cli=f"--dtype {skipped[0]}=float, or --columns")
+            raise DataFormatError(f"non-numeric columns {skipped}: name the attributes to condense (the others are not "
+                                  "published) or type them as numbers", python="columns=[...]",
+                                  cli="--columns COL,COL or --dtype COL=float")
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InvalidParameter(f"unknown columns {missing}; the table has {list(df.columns)}", cli="--columns")

@@ -76,7 +76,7 @@ def mine(
     prune_margin: float = 0.0,
     return_se: bool = False,
     max_itemsets: int = DEFAULT_MAX_ITEMSETS,
-    progress: bool = True,
+    progress: bool = False,
     on_level: Callable[[dict[str, Any]], None] | None = None,
     client: Any = None,
 ) -> EstimatedItemsets:

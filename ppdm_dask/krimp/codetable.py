@@ -214,7 +214,12 @@ class CodeTable:
             }
         )
 
-    def summary(self) -> str:
+    def summary(self) -> dict:
+        """The table's figures as a dict: element counts and the sizes of :meth:`sizes`."""
+        return {"n_nontrivial": int(self.n_nontrivial), "alphabet": int(self.alphabet.size), "n_rows": int(self.n_rows),
+                **self.sizes()}
+
+    def __str__(self) -> str:
         s = self.sizes()
         return (
             f"CodeTable: {self.n_nontrivial} non-singleton elements, {s['n_used_singletons']} used singletons "

@@ -937,7 +937,7 @@ class KrimpGenerator(Estimator):
         whose files the manifest fingerprints.
         """
         from ..data.sources import source_of
-        from .release import GeneratedRelease, release_parameters
+        from .release import GeneratedRelease
 
         self._fitted()
         min_support = self.min_support_
@@ -948,7 +948,7 @@ class KrimpGenerator(Estimator):
         key = self._key(None)
         n = self._n(self.n_rows)
         data = self.sample(n, key=key)
-        params, figures, patterns = release_parameters(self, n, min_support)
+        params, figures, patterns = _release_parts(self, n, min_support)
         source = source_of(X) if X is not None else getattr(self, "_source", None)
         return GeneratedRelease(data, method="krimp-generator", parameters=params, figures=figures, key=key, source=source,
                                 input_info={"rows": self.n_rows_, "n_items": int(self._tables.alphabet.size)},
@@ -1069,3 +1069,31 @@ class KrimpGenerator(Estimator):
         """Exact distribution of one generated transaction (see :func:`transaction_distribution`)."""
         self._fitted()
         return transaction_distribution(self.code_table_, self.domains_, laplace=self.laplace, lp_factor=self.lp_factor, domain_order=self.domain_order)
+
+
+def _release_parts(gen: Any, n_rows: int, min_support: int) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """``(parameters, figures, patterns)`` of the release of a fitted KrimpGenerator."""
+    from .release import _plain, patterns_table
+
+    ct = gen.code_table_
+    tables = gen._tables
+    m = tables.n_ct
+    weights = tables.usages[:m] * float(gen.lp_factor) + float(gen.laplace)
+    supports = np.asarray(getattr(ct, "supports", np.zeros(0)), np.int64)
+    if supports.size != m:
+        raise InvalidParameter("this code table records no supports: it cannot be released (use a CodeTable)")
+    multi = [e for e in range(m) if tables.elem_ptr[e + 1] - tables.elem_ptr[e] > 1 and weights[e] > 0]
+    patterns = patterns_table([tables.element_labels(e) for e in multi], supports[multi], tables.usages[multi].astype(np.int64))
+    search = gen._search
+    params = {"min_support": int(min_support), "laplace": float(gen.laplace), "lp_factor": float(gen.lp_factor),
+              "domain_order": gen.domain_order, "closed": search.get("closed"), "prune": search.get("prune"),
+              "max_len": search.get("max_len"), "exclude": search.get("exclude"), "n_rows": int(n_rows),
+              "block_rows": BLOCK_ROWS, "n_domains": len(gen.domains_), "domains": [_plain(d) for d in gen.domains_]}
+    sup = patterns.column("support").to_numpy()
+    figures = {"records": {"rows": int(n_rows), "domains": len(gen.domains_), "items": int(tables.alphabet.size)},
+               "privacy": {"min_support": int(min_support), "patterns": int(len(multi)),
+                           "smallest_pattern_support": int(sup.min()) if sup.size else None},
+               "utility": {"code_table_itemsets": int(getattr(ct, "n_nontrivial", len(multi)))}}
+    if hasattr(ct, "sizes"):
+        figures["utility"]["L_percent"] = float(ct.sizes()["L_percent"])
+    return params, figures, patterns

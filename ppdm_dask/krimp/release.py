@@ -27,12 +27,10 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptDatasetError, InvalidParameter
+from ..errors import CorruptDatasetError
 from ..release import Check, TransactionRelease
-from .generator import BLOCK_ROWS
 
-__all__ = ["GeneratedRelease", "PATTERNS_FILE", "FLOORS", "MIN_SUPPORT_FLOOR", "patterns_table",
-           "release_parameters"]
+__all__ = ["GeneratedRelease", "PATTERNS_FILE", "FLOORS", "MIN_SUPPORT_FLOOR", "patterns_table"]
 
 PATTERNS_FILE = "_patterns.parquet"
 #: The privacy floors of a KRIMP release (names accepted by ``allow_weak``).
@@ -51,32 +49,6 @@ def patterns_table(itemsets: Sequence[Any], supports: Sequence[int], usages: Seq
 
 def _plain(values: Any) -> list:
     return np.asarray(values).tolist()
-
-
-def release_parameters(gen: Any, n_rows: int, min_support: int) -> tuple[dict[str, Any], dict[str, Any], pa.Table]:
-    """``(parameters, figures, patterns)`` of the release of a fitted KrimpGenerator."""
-    ct = gen.code_table_
-    tables = gen._tables
-    m = tables.n_ct
-    weights = tables.usages[:m] * float(gen.lp_factor) + float(gen.laplace)
-    supports = np.asarray(getattr(ct, "supports", np.zeros(0)), np.int64)
-    if supports.size != m:
-        raise InvalidParameter("this code table records no supports: it cannot be released (use a CodeTable)")
-    multi = [e for e in range(m) if tables.elem_ptr[e + 1] - tables.elem_ptr[e] > 1 and weights[e] > 0]
-    patterns = patterns_table([tables.element_labels(e) for e in multi], supports[multi], tables.usages[multi].astype(np.int64))
-    search = gen._search
-    params = {"min_support": int(min_support), "laplace": float(gen.laplace), "lp_factor": float(gen.lp_factor),
-              "domain_order": gen.domain_order, "closed": search.get("closed"), "prune": search.get("prune"),
-              "max_len": search.get("max_len"), "exclude": search.get("exclude"), "n_rows": int(n_rows),
-              "block_rows": BLOCK_ROWS, "n_domains": len(gen.domains_), "domains": [_plain(d) for d in gen.domains_]}
-    sup = patterns.column("support").to_numpy()
-    figures = {"records": {"rows": int(n_rows), "domains": len(gen.domains_), "items": int(tables.alphabet.size)},
-               "privacy": {"min_support": int(min_support), "patterns": int(len(multi)),
-                           "smallest_pattern_support": int(sup.min()) if sup.size else None},
-               "utility": {"code_table_itemsets": int(getattr(ct, "n_nontrivial", len(multi)))}}
-    if hasattr(ct, "sizes"):
-        figures["utility"]["L_percent"] = float(ct.sizes()["L_percent"])
-    return params, figures, patterns
 
 
 # ---------------------------------------------------------------------- kernels

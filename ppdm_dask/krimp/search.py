@@ -582,7 +582,14 @@ class KrimpResult:
     def sizes(self) -> dict:
         return self.code_table.sizes()
 
-    def summary(self) -> str:
+    def summary(self) -> dict:
+        """The figures of the run as a dict (parameters, counts, sizes in bits, seconds)."""
+        return {"closed": self.closed, "min_support": self.min_support, "prune": self.prune,
+                "n_candidates": int(self.n_candidates), "n_accepted": int(self.n_accepted), "n_pruned": int(self.n_pruned),
+                "code_table_itemsets": int(self.code_table.n_nontrivial), "sizes": self.code_table.sizes(),
+                "seconds_mining": float(self.seconds_mining), "seconds_search": float(self.seconds_search)}
+
+    def __str__(self) -> str:
         s = self.code_table.sizes()
         ms = "given" if self.min_support is None else str(self.min_support)
         return "\n".join(

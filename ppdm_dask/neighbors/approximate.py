@@ -198,7 +198,7 @@ def approximate_knn(
     exclude_self: bool = True,
     group_rows: int | None = None,
     client: Any = None,
-    progress: bool = True,
+    progress: bool = False,
 ) -> KNNGraph:
     """Approximate kNN graph with exact distances: keyed MinHash windows + exact re-ranking.
 

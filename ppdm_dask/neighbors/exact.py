@@ -226,7 +226,7 @@ def knn(
     block_rows: int | None = None,
     split_every: int = 8,
     client: Any = None,
-    progress: bool = True,
+    progress: bool = False,
 ) -> KNNGraph:
     """Exact k nearest neighbours of every record (SPEC.md §1.5 step 1).
 

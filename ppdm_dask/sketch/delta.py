@@ -94,7 +94,7 @@ class DeltaAnonymizer(Estimator):
 
     def __init__(self, delta: float = 0.2, m_max: int = 256, key: KeyLike = None,
                  generator: SketchGenerator | None = None, keep_suppressed: bool = False,
-                 keep_record_ids: bool = False, allow_weak: Any = ()) -> None:
+                 keep_record_ids: bool = False, allow_weak: Any = False) -> None:
         self.delta = delta
         self.m_max = m_max
         self.key = key

@@ -188,7 +188,7 @@ class KVarianceAnonymizer(Estimator):
         threshold: str = "corrected",
         keep_suppressed: bool = False,
         keep_record_ids: bool = False,
-        allow_weak: Any = (),
+        allow_weak: Any = False,
     ) -> None:
         self.k = k
         self.m_max = m_max

@@ -174,7 +174,7 @@ class SketchArray:
         storage_options: Mapping[str, Any] | None = None,
         overwrite: bool = False,
         compression: str = "zstd",
-        progress: bool = True,
+        progress: bool = False,
         keep_suppressed: bool = False,
     ) -> dict[str, Any]:
         """Write atomically as a sketch dataset (layout in the module docstring); returns the
@@ -382,7 +382,7 @@ def write_sketches(
     storage_options: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     compression: str = "zstd",
-    progress: bool = True,
+    progress: bool = False,
     keep_suppressed: bool = False,
 ) -> dict[str, Any]:
     """Write ``sk`` atomically at ``url`` in input order (see :meth:`SketchArray.to_parquet`);

@@ -461,7 +461,7 @@ def test_krimp_given_candidates_and_inputs(lucs):
     seen = []
     krimp(rows, cands, progress=lambda done, total: seen.append((done, total)))
     assert seen and seen[-1] == (len(cands), len(cands))
-    assert "L%" in ref.summary() and ref.n_candidates == len(cands)
+    assert "L%" in str(ref) and ref.summary()["n_candidates"] == ref.n_candidates == len(cands)
 
 
 def test_krimp_progress_line(capsys):
