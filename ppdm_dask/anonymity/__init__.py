@@ -10,8 +10,9 @@ Every ``check_*`` function returns a :class:`~ppdm_dask.release.Verdict`, every 
 from __future__ import annotations
 
 from ..data.hierarchy import Hierarchy
+from ._diversity import KINDS as L_KINDS
 from .anonymize import METHODS, AccessControlResult, AnonymizationResult, anonymize, anonymize_for_permissions
-from .checks import CountCheck, check_k_anonymity, check_l_diversity, equivalence_classes, is_k_anonymous, is_l_diverse
+from .checks import check_k_anonymity, check_l_diversity, equivalence_classes, is_k_anonymous, is_l_diverse
 from .estimators import AccessControlAnonymizer, KAnonymizer, KmAnonymizer
 from .frequency import FrequencySet, frequency_set
 from .hierarchies import load_hierarchies
@@ -44,6 +45,7 @@ __all__ = [
     "AnonymizationResult",
     "AccessControlResult",
     "METHODS",
+    "L_KINDS",
     "frequency_set",
     "FrequencySet",
     "load_hierarchies",
@@ -54,7 +56,6 @@ __all__ = [
     "class_regions",
     "publish",
     "equivalence_classes",
-    "CountCheck",
     "check_k_anonymity",
     "check_l_diversity",
     "check_km_anonymity",

@@ -6,7 +6,7 @@ brought to the driver. Suppressed values are the string ``'*'``; rows whose ever
 are suppressed records, left out of the classes by default. Missing values (NaN/None) in a
 checked column are an error.
 
-Every ``check_*`` returns a :class:`~ppdm_dask.release.Verdict` (one :class:`CountCheck` named
+Every ``check_*`` returns a :class:`~ppdm_dask.release.Verdict` (one :class:`~ppdm_dask.release.Check` named
 ``"k-anonymity"`` or ``"l-diversity"`` with the figure, the threshold, the class at fault in
 ``where`` and the counts in ``stats``); every ``is_*`` returns a plain bool.
 """
@@ -14,8 +14,7 @@ Every ``check_*`` returns a :class:`~ppdm_dask.release.Verdict` (one :class:`Cou
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,46 +23,13 @@ import pandas as pd
 from ..errors import DataFormatError, InvalidParameter
 from ..release import Check, Verdict
 
-__all__ = ["CountCheck", "equivalence_classes", "class_counts", "k_anonymity_check", "l_diversity_check",
+__all__ = ["equivalence_classes", "class_counts", "k_anonymity_check", "l_diversity_check",
            "check_k_anonymity", "check_l_diversity", "is_k_anonymous", "is_l_diverse", "SUPPRESSED"]
 
 COUNT = "count"
 SUPPRESSED = "*"
 K_ANONYMITY = "k-anonymity"
 L_DIVERSITY = "l-diversity"
-
-
-def plain(value: Any) -> Any:
-    """A JSON-friendly copy of a figure (numpy scalars become Python values, inf a string)."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    return value
-
-
-@dataclass(frozen=True)
-class CountCheck(Check):
-    """A :class:`~ppdm_dask.release.Check` that also carries the counts it was decided on.
-
-    Attributes
-    ----------
-    stats : dict
-        E.g. ``n_classes``, ``min_class_size``, ``violating_rows``, ``n_suppressed`` for
-        k-anonymity; written with the check (JSON-friendly).
-    """
-
-    stats: Mapping[str, Any] = field(default_factory=dict, hash=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        if self.stats:
-            out["stats"] = plain(dict(self.stats))
-        return out
 
 
 def _is_dask(df: Any) -> bool:
@@ -173,7 +139,7 @@ def _check_int(name: str, v: Any, minimum: int = 1) -> int:
     return int(v)
 
 
-def k_anonymity_check(counts: pd.DataFrame, qi: Sequence[str], k: int, *, exclude_suppressed: bool = True) -> CountCheck:
+def k_anonymity_check(counts: pd.DataFrame, qi: Sequence[str], k: int, *, exclude_suppressed: bool = True) -> Check:
     """The ``"k-anonymity"`` check from :func:`class_counts` (a sensitive column in ``counts``
     is summed out).
 
@@ -200,12 +166,12 @@ def k_anonymity_check(counts: pd.DataFrame, qi: Sequence[str], k: int, *, exclud
              "n_records": n_records}
     detail = (f"{stats['n_classes']:,} classes" + (f", {stats['violating_rows']:,} rows in classes smaller than {k}" if small.any() else "")
               + (f", {n_sup:,} suppressed records not counted" if n_sup else ""))
-    return CountCheck(K_ANONYMITY, stats["k_anonymous"], int(sizes.min()) if len(sizes) else None, k,
+    return Check(K_ANONYMITY, stats["k_anonymous"], int(sizes.min()) if len(sizes) else None, k,
                       where=f"smallest class {where}" if where else None, detail=detail, stats=stats)
 
 
 def l_diversity_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, l: float, kind: str = "distinct",
-                      c: float | None = None, *, exclude_suppressed: bool = True) -> CountCheck:
+                      c: float | None = None, *, exclude_suppressed: bool = True) -> Check:
     """The ``"l-diversity"`` check from :func:`class_counts` with the sensitive column.
 
     The figure is the kind's achieved value over all classes (see :func:`check_l_diversity`),
@@ -224,7 +190,7 @@ def l_diversity_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, l
     if counts.empty:
         stats = {"l_diverse": True, **base, "n_classes": 0, "violating_classes": 0, "violating_rows": 0,
                  "min_distinct": 0, "min_entropy": 0.0, "achieved": 0 if kind == "distinct" else (1.0 if kind == "entropy" else 0.0)}
-        return CountCheck(L_DIVERSITY, True, None, threshold, detail=f"{kind}: no classes", stats=stats)
+        return Check(L_DIVERSITY, True, None, threshold, detail=f"{kind}: no classes", stats=stats)
 
     # classes as consecutive runs of equal QI tuples (counts is sorted by qi first)
     cls_id = counts.groupby(qi, sort=False, dropna=False, observed=True).ngroup().to_numpy()
@@ -269,7 +235,7 @@ def l_diversity_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, l
     else:
         rule = f"r1 < {c:g} * (r{l} + ...) of {sensitive!r} per class; the figure is the largest r1 / (r{l} + ...)"
     detail = f"{kind}: {rule}" + (f"; {int(bad.sum()):,} of {n_cls:,} classes fail" if bad.any() else f"; {n_cls:,} classes")
-    return CountCheck(L_DIVERSITY, stats["l_diverse"], achieved, threshold,
+    return Check(L_DIVERSITY, stats["l_diverse"], achieved, threshold,
                       where=f"least diverse class {_label(counts.iloc[first_row], qi)}", detail=detail, stats=stats)
 
 

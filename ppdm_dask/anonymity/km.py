@@ -42,7 +42,7 @@ from ..graph import CSR_META, blocks_from_tasks, tree_reduce, unique_name
 from ..data.transactions import TransactionArray
 from ..data.vocabulary import Vocabulary
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
-from ..release import Verdict
+from ..release import Check, Verdict
 from . import _km_kernels as K
 from ..data.hierarchy import ROOT, Hierarchy, as_keys, missing_error
 
@@ -729,8 +729,6 @@ def check_km_anonymity(
         ``min_support``, ``examples`` (up to 10 violating itemsets as lists of labels, in
         lexicographic order of column ids), ``n_itemsets`` (distinct itemsets of size <= m).
     """
-    from .checks import CountCheck
-
     tx = _as_transactions(tx)
     k = _check_int("k", k)
     m = _check_int("m", m)
@@ -748,7 +746,7 @@ def check_km_anonymity(
     where = f"itemset {examples[0]} (support {int(counts[bad[0]])})" if examples else None
     detail = (f"{int(bad.size):,} of {int(keys.size):,} itemsets of <= {m} items are supported by 1 to {k - 1} transactions"
               if bad.size else f"{int(keys.size):,} itemsets of <= {m} items, each supported 0 or >= {k} times")
-    return Verdict([CountCheck(KM_ANONYMITY, stats["km_anonymous"], stats["min_support"], k, where=where, detail=detail,
+    return Verdict([Check(KM_ANONYMITY, stats["km_anonymous"], stats["min_support"], k, where=where, detail=detail,
                                stats=stats)])
 
 

@@ -16,10 +16,9 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job
+from ..anonymity import L_KINDS, METHODS
 from ._options import release_output, roles, roles_from, stack, table_input
 
-_METHODS = ("lattice", "datafly", "mondrian", "cluster")
-_KINDS = ("distinct", "entropy", "recursive")
 
 
 #: hierarchies and the k / l parameters shared by both commands
@@ -30,7 +29,7 @@ privacy_options = stack(
                  help="Folder with one <attr>.csv or <...>_<attr>.csv hierarchy per QI (as shared/data/adult)."),
     click.option("--k", "k", type=click.IntRange(min=1), required=True, help="Minimum equivalence class size (floor: 2)."),
     click.option("--l", "l", type=float, default=None, help="l-diversity of --sensitive (floor: 2)."),
-    click.option("--l-kind", type=click.Choice(_KINDS), default="distinct", show_default=True),
+    click.option("--l-kind", type=click.Choice(L_KINDS), default="distinct", show_default=True),
     click.option("--c", "c", type=float, default=None, help="c of recursive (c, l)-diversity."),
 )
 
@@ -61,7 +60,7 @@ def search_lines(report: dict[str, Any]) -> list[str]:
 @privacy_options
 @click.option("--max-suppression", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="Fraction of records that may be suppressed (lattice, datafly); suppressed records are left out of the release.")
-@click.option("--method", type=click.Choice(_METHODS), default="lattice", show_default=True,
+@click.option("--method", type=click.Choice(METHODS), default="lattice", show_default=True,
               help="lattice: optimal full-domain (min discernibility); datafly: greedy full-domain; mondrian: multidimensional partitioning; cluster: clustering l-diverse partition.")
 @click.option("--keep-suppressed", is_flag=True, help="Publish suppressed records (every QI '*') instead of leaving them out.")
 @table_input

@@ -31,6 +31,7 @@ from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter, 
 from ..progress import compute
 from ..random import Key, KeyLike, Tag, as_key
 from .groups import GroupTable
+from ..release import Check, Verdict
 from ..release.base import overrides_for
 from .inputs import privacy_levels, records_of
 from .partition import bucket_block, gather_cell, kd_cells
@@ -87,7 +88,7 @@ def repair_groups(table: GroupTable) -> tuple[GroupTable, np.ndarray]:
     return GroupTable.from_groups([groups[g] for g in keep]) if keep.size else GroupTable.empty(table.d), new_id[target]
 
 
-def check_condensation(X: np.ndarray, privacy: np.ndarray, labels: np.ndarray, groups: GroupTable, *, rtol: float = 1e-6) -> dict[str, Any]:
+def check_condensation(X: np.ndarray, privacy: np.ndarray, labels: np.ndarray, groups: GroupTable, *, rtol: float = 1e-6) -> Verdict:
     """Independent check of a condensation from the input and the private membership.
 
     Recounts every group's size and the largest privacy level of its members from ``labels``,
@@ -95,9 +96,11 @@ def check_condensation(X: np.ndarray, privacy: np.ndarray, labels: np.ndarray, g
 
     Returns
     -------
-    dict
-        ``n_groups``, ``min_group_size``, ``infeasible`` (groups smaller than a member's level),
-        ``max_stat_error`` (relative error of Fs and Sc), ``ok``.
+    Verdict
+        ``"group size >= members' levels"`` (figure: groups smaller than a member's level),
+        ``"group sizes match"`` (recounted sizes against the published n) and
+        ``"statistics match the records"`` (figure: the relative error of Fs and Sc, threshold
+        ``rtol``); the counts in ``stats`` of the first check (``n_groups``, ``min_group_size``).
     """
     X = np.asarray(X, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.int64)
@@ -117,14 +120,16 @@ def check_condensation(X: np.ndarray, privacy: np.ndarray, labels: np.ndarray, g
         float(np.abs(sc - groups.Sc).max(initial=0.0)) / scale,
     )
     infeasible = int(np.sum(size < need))
-    return {
-        "n_groups": G,
-        "min_group_size": int(size.min()) if G else 0,
-        "infeasible": infeasible,
-        "sizes_match": bool(np.array_equal(size, groups.n)),
-        "max_stat_error": err,
-        "ok": infeasible == 0 and bool(np.array_equal(size, groups.n)) and err <= rtol,
-    }
+    worst = int(np.argmax(need - size)) if G else None
+    stats = {"n_groups": G, "min_group_size": int(size.min()) if G else 0, "infeasible": infeasible}
+    mismatched = int(np.sum(size != groups.n)) if size.shape == groups.n.shape else G
+    return Verdict([
+        Check("group size >= members' levels", infeasible == 0, infeasible, 0,
+              where=f"group {worst} ({int(size[worst])} records, a member at level {int(need[worst])})" if infeasible else None,
+              detail="groups with fewer records than the largest privacy level of a member", stats=stats),
+        Check("group sizes match", mismatched == 0, mismatched, 0, detail="groups whose recounted size differs from the published n"),
+        Check("statistics match the records", err <= rtol, err, rtol, detail="relative error of the published Fs and Sc"),
+    ])
 
 
 def _condense_cell(cell: tuple[np.ndarray, np.ndarray, np.ndarray], key: Key, unit: int) -> tuple[GroupTable, np.ndarray, np.ndarray]:
@@ -280,12 +285,13 @@ class Condenser(Estimator):
         return condensed_release(self.groups_, method="static", parameters=self._parameters, key=self._key,
                                  source=source_of(X) if X is not None else self._source, overrides=self._overrides)
 
-    def check(self, X: Any) -> dict[str, Any]:
-        """:func:`check_condensation` of this fit against the original records ``X``."""
+    def check(self, X: Any) -> Verdict:
+        """:func:`check_condensation` of this fit against the original records ``X`` (raises
+        :class:`PrivacyViolation` naming the failed check)."""
         X = X.compute() if isinstance(X, da.Array) else np.asarray(X)
         out = check_condensation(X, self._privacy, self._labels, self.groups_)
-        if not out["ok"]:
-            raise PrivacyViolation(f"condensation check failed: {out}")
+        if not out.ok:
+            raise PrivacyViolation("condensation check failed: " + "; ".join(out.lines(failed_only=True)))
         return out
 
     def generate(self, *, key: KeyLike = None, rows_per_block: int = 100_000) -> da.Array:

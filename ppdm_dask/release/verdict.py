@@ -59,6 +59,9 @@ class Check:
     overridden : bool
         The condition fails but the user explicitly accepted it (recorded in the manifest):
         the verdict stays ok and says so.
+    stats : mapping, optional
+        The counts the check was decided on (e.g. ``n_classes``, ``violating_rows``), written
+        with it.
     """
 
     name: str
@@ -68,6 +71,7 @@ class Check:
     where: str | None = None
     detail: str = ""
     overridden: bool = False
+    stats: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def passed(self) -> bool:
@@ -96,12 +100,15 @@ class Check:
             out["detail"] = self.detail
         if self.overridden:
             out["overridden"] = True
+        if self.stats:
+            out["stats"] = _plain(dict(self.stats))
         return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Check":
         return cls(name=str(d["name"]), ok=bool(d["ok"]), figure=d.get("figure"), threshold=d.get("threshold"),
-                   where=d.get("where"), detail=d.get("detail", ""), overridden=bool(d.get("overridden", False)))
+                   where=d.get("where"), detail=d.get("detail", ""), overridden=bool(d.get("overridden", False)),
+                   stats=d.get("stats"))
 
 
 @dataclass(frozen=True)
