@@ -31,7 +31,7 @@ KS = (2, 5, 10, 25, 50, 100)
 def _adult():
     from ppdm_dask.data.uci import ADULT_QI, load_adult
 
-    df, h = load_adult()
+    df, h = load_adult(full=True)
     return df, list(ADULT_QI), {a: h[a] for a in ADULT_QI}
 
 

@@ -116,12 +116,12 @@ def samples(obj: Context, names: tuple[str, ...], dest: str) -> None:
     """List the data samples bundled with the package (or copy some with --copy)."""
     import shutil
 
-    from ..data.datasets import list_samples, sample_path
+    from ..data.datasets import list_samples, sample_files, sample_path
 
     if names:
         os.makedirs(dest, exist_ok=True)
-        copied = {n: shutil.copy(sample_path(n), os.path.join(dest, sample_path(n).name)) for n in names}
-        obj.emit(copied, "\n".join(f"{n:18} -> {p}" for n, p in copied.items()))
+        copied = {n: [shutil.copy(f, os.path.join(dest, f.name)) for f in sample_files(n)] for n in names}
+        obj.emit(copied, "\n".join(f"{n:18} -> {', '.join(p)}" for n, p in copied.items()))
         return
     items = {name: {"description": desc, "path": str(sample_path(name))} for name, desc in list_samples().items()}
     obj.emit(items, "\n".join(f"{n:18} {v['description']}" for n, v in items.items()))

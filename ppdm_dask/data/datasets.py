@@ -1,5 +1,8 @@
-"""Loaders for the small samples bundled with the package (see samples/SOURCES.md): FIMI
-transaction files, the synthetic ``people`` table and its zip-code hierarchy."""
+"""The small samples bundled with the package (provenance in samples/SOURCES.md): FIMI
+transaction files, a 2,000-record Adult sample with its hierarchies and an access-control
+permissions file, and the synthetic ``people`` table with its hierarchies.
+
+A sample is one or more files; ``ppdm samples --copy NAME`` copies them all."""
 
 from __future__ import annotations
 
@@ -8,18 +11,26 @@ from pathlib import Path
 
 from ..errors import InvalidParameter
 
-__all__ = ["SAMPLES", "sample_path", "load_sample", "list_samples"]
+__all__ = ["SAMPLES", "sample_path", "sample_files", "load_sample", "list_samples"]
 
-#: name -> (file, description)
-SAMPLES: dict[str, tuple[str, str]] = {
-    "mushroom": ("mushroom.dat.gz", "FIMI mushroom: 8,124 transactions, 119 items"),
-    "chess": ("chess.dat.gz", "FIMI chess: 3,196 transactions, 75 items"),
-    "bms-webview-1-5k": ("bms-webview-1-5k.dat.gz", "first 5,000 click-stream sessions of BMS-WebView-1"),
-    "iris": ("iris.dat.gz", "UCI Iris, discretised (KRIMP), 150 rows"),
-    "pima": ("pima.dat.gz", "UCI Pima Indians Diabetes, discretised (KRIMP), 768 rows"),
-    "people": ("people.csv", "synthetic people (name, zip, age, sex, diagnosis), 1,000 rows: the roles/verify demo"),
-    "people-hierarchy-zip": ("people_hierarchy_zip.csv", "ARX hierarchy of the people zip codes (02138;0213*;...;*)"),
-    "people-hierarchy-sex": ("people_hierarchy_sex.csv", "ARX hierarchy of the people sex column (female;*, male;*)"),
+_ADULT_HIERARCHIES = tuple(f"adult_hierarchy_{a}.csv" for a in (
+    "sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation", "salary-class"))
+
+#: name -> (files, the first being the data; description)
+SAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
+    "mushroom": (("mushroom.dat.gz",), "FIMI mushroom: 8,124 transactions, 119 items"),
+    "chess": (("chess.dat.gz",), "FIMI chess: 3,196 transactions, 75 items"),
+    "bms-webview-1-5k": (("bms-webview-1-5k.dat.gz",), "first 5,000 click-stream sessions of BMS-WebView-1"),
+    "iris": (("iris.dat.gz",), "UCI Iris, discretised (KRIMP), 150 rows"),
+    "pima": (("pima.dat.gz",), "UCI Pima Indians Diabetes, discretised (KRIMP), 768 rows"),
+    "led7": (("led7.dat.gz",), "UCI LED7 display digits, discretised (KRIMP), 3,200 rows, 8 attributes"),
+    "ecoli": (("ecoli.csv",), "UCI Ecoli, 336 proteins: a name, 7 numeric attributes and 8 localisation classes (CSV)"),
+    "adult": (("adult_2k.csv", *_ADULT_HIERARCHIES, "adult_permissions.json"),
+              "UCI Adult, 2,000 records (';'), its 9 ARX hierarchies and an access-control permissions file"),
+    "people": (("people.csv", "people_hierarchy_zip.csv", "people_hierarchy_sex.csv"),
+               "synthetic people (name, zip, age, sex, diagnosis), 1,000 rows, with zip and sex hierarchies"),
+    "people-hierarchy-zip": (("people_hierarchy_zip.csv",), "ARX hierarchy of the people zip codes (02138;0213*;...;*)"),
+    "people-hierarchy-sex": (("people_hierarchy_sex.csv",), "ARX hierarchy of the people sex column (female;*, male;*)"),
 }
 
 
@@ -28,27 +39,37 @@ def list_samples() -> dict[str, str]:
     return {name: desc for name, (_, desc) in SAMPLES.items()}
 
 
-def sample_path(name: str) -> Path:
-    """Filesystem path of a bundled sample (gzip FIMI text, or CSV for ``people*``)."""
-    if name not in SAMPLES:
-        raise InvalidParameter(f"unknown sample {name!r}; available: {', '.join(SAMPLES)}")
-    path = Path(str(resources.files("ppdm_dask.data") / "samples" / SAMPLES[name][0]))
+def _path(file: str) -> Path:
+    path = Path(str(resources.files("ppdm_dask.data") / "samples" / file))
     if not path.exists():  # pragma: no cover - broken installation
         raise FileNotFoundError(f"sample file missing from the installation: {path}")
     return path
 
 
+def sample_files(name: str) -> list[Path]:
+    """Every file of a bundled sample, the data first."""
+    if name not in SAMPLES:
+        raise InvalidParameter(f"unknown sample {name!r}; available: {', '.join(SAMPLES)}", cli="ppdm samples")
+    return [_path(f) for f in SAMPLES[name][0]]
+
+
+def sample_path(name: str) -> Path:
+    """Filesystem path of a bundled sample's data file (gzip FIMI text, or CSV)."""
+    return sample_files(name)[0]
+
+
 def load_sample(name: str, *, npartitions: int | None = None):
     """A bundled sample: transactions as a TransactionArray (optionally split into
-    ``npartitions``), the ``people`` table as a typed dask DataFrame (strings), its hierarchy
-    as a :class:`~ppdm_dask.data.hierarchy.Hierarchy`."""
+    ``npartitions``), the ``people``, ``adult`` and ``ecoli`` tables as dask DataFrames (CSV
+columns are strings: type them with :func:`~ppdm_dask.data.tables.read_table`),
+    a hierarchy sample as a :class:`~ppdm_dask.data.hierarchy.Hierarchy`."""
     from .formats import read_fimi
 
     if name.startswith("people-hierarchy-"):
         from .hierarchy import Hierarchy
 
         return Hierarchy.from_csv(str(sample_path(name)), name=name.rsplit("-", 1)[-1])
-    if name == "people":
+    if name in ("people", "adult", "ecoli"):
         from .tables import read_table
 
         df = read_table(str(sample_path(name)))

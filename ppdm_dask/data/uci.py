@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataFormatError, InvalidParameter
+from ..errors import DataFormatError, DatasetNotFoundError, InvalidParameter
 
 __all__ = ["UCI_DATASETS", "load_uci", "uci_dir"]
 
@@ -35,9 +35,23 @@ _SHAPES = {"ionosphere": (351, 34), "ecoli": (336, 7), "pima": (768, 8), "abalon
 
 
 def shared_data_dir() -> Path:
-    """``$PPDM_SHARED_DATA`` if the variable is set, else ``shared/data`` beside the checkout."""
+    """The shared benchmark data folder: ``$PPDM_SHARED_DATA`` if set, else ``shared/data``
+    beside a source checkout of the project.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        Neither exists (an installed package has no checkout beside it).
+    """
     env = os.environ.get("PPDM_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parents[2]
+    candidate = repo.parent / "shared" / "data"
+    if (repo / "pyproject.toml").exists() and candidate.is_dir():
+        return candidate
+    raise DatasetNotFoundError("the shared benchmark data folder was not found: set PPDM_SHARED_DATA to it "
+                               "(the bundled samples need no folder: ppdm samples)")
 
 
 def uci_dir() -> Path:
@@ -48,29 +62,40 @@ def uci_dir() -> Path:
 ADULT_QI = ("sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation")
 
 
-def load_adult(path: str | os.PathLike | None = None) -> tuple[Any, dict[str, Any]]:
-    """UCI Adult (30,162 complete records) and the generalisation hierarchies shipped with it.
+def load_adult(path: str | os.PathLike | None = None, *, full: bool = False) -> tuple[Any, dict[str, Any]]:
+    """UCI Adult and its ARX generalisation hierarchies.
 
     Parameters
     ----------
     path : path-like, optional
-        Folder with ``adult.csv`` and ``adult_hierarchy_<attr>.csv`` (default:
-        ``shared_data_dir() / "adult"``).
+        A folder with ``adult.csv`` (or ``adult_2k.csv``) and ``adult_hierarchy_<attr>.csv``.
+    full : bool
+        Without ``path``: the full 30,162 complete records from the shared data folder
+        (:func:`shared_data_dir`) instead of the 2,000-record sample bundled with the package
+        (``ppdm samples``; drawn with a public seed, see its SOURCES.md).
 
     Returns
     -------
     (pandas.DataFrame, dict attr -> Hierarchy)
-        The table (age numeric, the rest strings) and a hierarchy for every column but
-        ``salary-class``'s use as sensitive attribute (its hierarchy is included too).
+        The table (age numeric, the rest strings) and a hierarchy for every column (the one of
+        ``salary-class`` included).
     """
     import pandas as pd
 
+    from .datasets import sample_path
     from .hierarchy import Hierarchy
 
-    folder = Path(path) if path is not None else shared_data_dir() / "adult"
-    file = folder / "adult.csv"
+    if path is not None:
+        folder = Path(path)
+        file = next((folder / n for n in ("adult.csv", "adult_2k.csv") if (folder / n).exists()), folder / "adult.csv")
+    elif full:
+        folder = shared_data_dir() / "adult"
+        file = folder / "adult.csv"
+    else:
+        file = sample_path("adult")
+        folder = file.parent
     if not file.exists():
-        raise FileNotFoundError(f"{file} not found (set PPDM_SHARED_DATA to the shared data folder)")
+        raise DatasetNotFoundError(f"{file} not found (set PPDM_SHARED_DATA to the shared data folder)")
     df = pd.read_csv(file, sep=";")
     hier = {a: Hierarchy.from_csv(str(folder / f"adult_hierarchy_{a}.csv"), name=a) for a in df.columns
             if (folder / f"adult_hierarchy_{a}.csv").exists()}
@@ -103,7 +128,7 @@ def load_uci(name: str, path: str | os.PathLike | None = None) -> tuple[np.ndarr
     folder = Path(path) if path is not None else uci_dir()
     file = folder / _FILES[name]
     if not file.is_file():
-        raise FileNotFoundError(f"{file} not found (set PPDM_SHARED_DATA to the shared data folder)")
+        raise DatasetNotFoundError(f"{file} not found (set PPDM_SHARED_DATA to the shared data folder)")
     rows = _split_lines(file, None if name == "ecoli" else ",")
     try:
         if name == "ecoli":
