@@ -42,12 +42,12 @@ def parse_hierarchy(spec: str, *, storage_options: Mapping[str, Any] | None = No
 def load_hierarchies(specs: Iterable[str] = (), folder: str | None = None, qi: Sequence[str] = (), *,
                      storage_options: Mapping[str, Any] | None = None) -> dict[str, Hierarchy]:
     """The hierarchies of ``specs`` and, for every QI without one, the file of ``folder`` named
-    ``<attr>.csv`` or ``*_<attr>.csv`` (when exactly one matches).
+    ``<attr>.csv`` or ``*_<attr>.csv`` (several matches are an error: name the file).
 
     Raises
     ------
     InvalidParameter
-        A malformed spec, or an attribute given twice.
+        A malformed spec, an attribute given twice, or several files for one attribute.
     DatasetNotFoundError
         A hierarchy file or the folder does not exist.
     """
@@ -69,7 +69,11 @@ def load_hierarchies(specs: Iterable[str] = (), folder: str | None = None, qi: S
         for a in qi:
             if a in out:
                 continue
-            hits = [n for n in names if n == f"{a}.csv" or n.endswith(f"_{a}.csv")]
-            if len(hits) == 1:
+            hits = sorted(n for n in names if n == f"{a}.csv" or n.endswith(f"_{a}.csv"))
+            if len(hits) > 1:  # never guess between two tables' hierarchies
+                raise InvalidParameter(f"{folder} holds several hierarchies for {a!r}: {hits}",
+                                       python=f"hierarchies={{{a!r}: Hierarchy.from_csv(...)}}",
+                                       cli=f"--hierarchy {a}=FILE picks one")
+            if hits:
                 out[a] = Hierarchy.from_csv(fs.unstrip_protocol(names[hits[0]]), name=a, storage_options=opts)
     return out

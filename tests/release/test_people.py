@@ -119,7 +119,8 @@ def _released_rows(out: Path) -> pd.DataFrame:
 
 @pytest.mark.parametrize("method,extra", [
     ("mondrian", ["--dtype", "age=int"]),
-    ("lattice", ["--hierarchies", str(SAMPLES), "--hierarchy", "age=interval:0:100:10", "--max-suppression", "0.02"]),
+    ("lattice", ["--hierarchy", f"zip={SAMPLES / 'people_hierarchy_zip.csv'}", "--hierarchy", f"sex={SAMPLES / 'people_hierarchy_sex.csv'}",
+                 "--hierarchy", "age=interval:0:100:10", "--max-suppression", "0.02"]),
 ])
 def test_people_release_with_roles(tmp_path, people_rows, method, extra):
     out = tmp_path / "rel"
@@ -188,7 +189,8 @@ def test_same_key_same_bytes_for_any_partitioning(tmp_path):
     from ppdm_dask.random import Key
 
     df = read_table(str(sample_path("people")))
-    hier = load_hierarchies(["age=interval:0:100:10"], str(SAMPLES), ["age", "sex", "zip"])
+    hier = load_hierarchies(["age=interval:0:100:10", f"zip={SAMPLES / 'people_hierarchy_zip.csv'}",
+                             f"sex={SAMPLES / 'people_hierarchy_sex.csv'}"], None, ["age", "sex", "zip"])
     for method in ("lattice", "mondrian"):
         outs = []
         for parts in (1, 4):
