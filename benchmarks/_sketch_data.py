@@ -1,5 +1,5 @@
-"""Data sets of the sketch-anonymization experiments (Aggarwal & Yu §4; SPEC §1.5), as in-memory
-``(records, labels)`` pairs for the evaluation harness.
+"""Data sets of the sketch-anonymization experiments (Aggarwal & Yu §4; docs/sketches.md#mining-on-sketches),
+as in-memory ``(records, labels)`` pairs for the evaluation harness.
 
 * ``newsgroups()`` — 20 Newsgroups "bydate" term counts (18,846 docs x 55,548 terms, 20 classes),
   the public stand-in for the paper's non-public Text17 (163,000 Yahoo! docs, 17 classes). Built

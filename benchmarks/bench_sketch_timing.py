@@ -5,7 +5,7 @@
   dimensionality"), so the records keep their structure while their length grows.
 * Fig. 14: time vs N on samples of C20.I6.D1M (200K..1M records).
   Timed: k-variance anonymity with partition-scope k-NN (the paper's "partition based method",
-  SPEC E0-15) on partitions of a fixed PARTITION_ROWS rows, so its cost per record is constant;
+  docs/sketches.md#clarification-partition-local-neighbours) on partitions of a fixed PARTITION_ROWS rows, so its cost per record is constant;
   and sketching alone with a fixed number of components (the per-non-zero work of the method; one
   thread). Best of REPEATS runs; a least-squares line and its R² per series.
 * Sketching throughput (one thread, 256 components): target >= 50 M (non-zero x component)/s.

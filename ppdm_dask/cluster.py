@@ -222,6 +222,10 @@ def get_client(
         "host": "127.0.0.1",
         "dashboard_address": "127.0.0.1:8787" if dashboard else None,
     }
+    if not dashboard:
+        # the scheduler's HTTP server (health, metrics) would still take 8787, and warn into the
+        # user's output whenever that port is taken: any free port will do
+        options["scheduler_kwargs"] = {"dashboard_address": "127.0.0.1:0"}
     options.update(cluster_kwargs)
 
     configure_worker_environment()

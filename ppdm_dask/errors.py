@@ -25,6 +25,7 @@ __all__ = [
     "PrivacyViolation",
     "InfeasiblePrivacyError",
     "NotFittedError",
+    "ResultTooLargeError",
     "DuplicateItemsWarning",
 ]
 
@@ -107,6 +108,11 @@ class PrivacyViolation(PPDMError):
 
 class InfeasiblePrivacyError(PPDMError, ValueError):
     """The privacy levels cannot be met: some record asks for a group larger than the data."""
+
+
+class ResultTooLargeError(PPDMError, MemoryError):
+    """A result would outgrow memory (itemsets of Apriori, KRIMP candidates): refused before it
+    does, with the parameters that bound it."""
 
 
 class NotFittedError(PPDMError, AttributeError):

@@ -2,7 +2,7 @@
 
 A :class:`Key` is a 128-bit secret. Every random step of the library derives its stream from
 ``(key, tag, *unit)`` with ``numpy.random.SeedSequence(entropy=key, spawn_key=(tag, *unit))``
-(``../shared/SPEC.md`` §0.3), where ``tag`` names the algorithm and ``unit`` identifies the piece
+(docs/randomness.md#streams-and-tags), where ``tag`` names the algorithm and ``unit`` identifies the piece
 of work (a partition, a fixed-size block of global rows, a sketch component ...). A retried or
 re-scheduled task therefore draws exactly the same numbers, whatever the scheduler or the number
 of workers.
@@ -32,14 +32,14 @@ BLOCK_ROWS = 65536
 
 
 class Tag(enum.IntEnum):
-    """Stream tags: one per randomized algorithm (SPEC.md section numbers in comments)."""
+    """Stream tags: one per randomized algorithm (the table of docs/randomness.md#streams-and-tags)."""
 
-    SKETCH = 0  # §1.2 shared ±1 generator
-    CONDENSE_STATIC = 1  # §2.2
-    PSEUDO_DATA = 2  # §2.3
-    CONDENSE_DYNAMIC = 3  # §2.4
-    DISTORT = 4  # §4.1 EMASK distortion
-    KRIMP_GENERATE = 5  # §5.3
+    SKETCH = 0  # shared ±1 generator of the sketches (per component)
+    CONDENSE_STATIC = 1  # static condensation: Segment's samples (per cell)
+    PSEUDO_DATA = 2  # condensation pseudo-data (per group)
+    CONDENSE_DYNAMIC = 3  # dynamic condensation: the static initialisation
+    DISTORT = 4  # MASK/EMASK distortion (per block of global rows)
+    KRIMP_GENERATE = 5  # KRIMP generator (per block of output rows)
     QUEST = 6  # Quest synthetic data generator
     SAMPLE = 7  # generic sampling for callers' own use (the library uses the tags below)
     ROW_ORDER = 8  # keyed random row order of every release (per block of global rows)

@@ -22,7 +22,7 @@ def test_same_key_same_stream_and_units_independent():
 
 
 def test_matches_spec_seedsequence_convention():
-    # SPEC.md §0.3: SeedSequence(entropy=seed, spawn_key=(tag, i))
+    # docs/randomness.md#streams-and-tags: SeedSequence(entropy=key, spawn_key=(tag, *unit))
     ref = np.random.default_rng(np.random.SeedSequence(entropy=7, spawn_key=(4, 2))).random(3)
     assert np.array_equal(generator(Key(7), 4, 2).random(3), ref)
 

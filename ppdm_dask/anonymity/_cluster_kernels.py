@@ -1,6 +1,7 @@
-"""Pure kernels of the clustering l-diverse partition (SPEC §3.3); numpy + numba, no dask.
+"""Pure kernels of the clustering l-diverse partition (docs/anonymity.md#the-clustering-l-diverse-partition);
+numpy + numba, no dask.
 
-Input of every kernel is an *encoded* table already in the sorted order of SPEC step 1:
+Input of every kernel is an *encoded* table already in the sorted order of step 1 of the algorithm:
 
 * ``X`` float64 ``(n, q_num)``: numeric QIs (raw values, not scaled);
 * ``C`` int64 ``(n, q_cat)``: categorical QIs as codes ``0..d_a-1``; column ``a`` owns rows
@@ -9,18 +10,18 @@ Input of every kernel is an *encoded* table already in the sorted order of SPEC 
 
 Distances
 ---------
-SPEC's record-cluster distance
+The record-cluster distance (docs/anonymity.md#clarification-seeds-order-and-distance)
 ``dist(r, P) = sum_num |x_a - mean_a(P)| / range_a + sum_cat (1 - f_P(x_a))`` is evaluated as
 
     dist = (sum_num |n x_a - s_a| * w_a + (q_cat n - sum_cat c_a) * W) / (W n)
 
 (``n = |P|``, ``s_a`` the sum of attribute ``a`` over P, ``c_a`` the count of r's value in P).
-With ``w_a = W / range_a`` this is SPEC's value. :func:`distance_weights` picks ``W`` = lcm of the
+With ``w_a = W / range_a`` this is the documented value. :func:`distance_weights` picks ``W`` = lcm of the
 ranges (and integer ``w_a``) when the numeric QIs are integers small enough for the numerator
 to be an exact integer in float64: the one rounding left is the final division, so two
-distances that are mathematically equal are equal floats and SPEC's tie rules ("lowest index")
+distances that are mathematically equal are equal floats and the tie rules ("lowest index")
 apply exactly. Otherwise ``W = 1``, ``w_a = 1 / range_a`` (ties then up to float64 rounding).
-A numeric QI with range 0 gets weight 0 (SPEC divides by the range; a constant column cannot
+A numeric QI with range 0 gets weight 0 (the definition divides by the range; a constant column cannot
 separate clusters). The cluster-cluster distance of Repair-L is scaled the same way
 (denominator ``W n_P n_Q``).
 
@@ -261,7 +262,8 @@ class Clusters:
 
 def greedy_clusters(X: np.ndarray, C: np.ndarray, S: np.ndarray, offs: np.ndarray, n_sens: int,
                     w: np.ndarray, W: float, k: int, l: float) -> tuple[np.ndarray, Clusters]:
-    """SPEC §3.3 steps 2-5 on one sorted (partition of the) table.
+    """Steps 2-5 of docs/anonymity.md#the-clustering-l-diverse-partition on one sorted (partition of
+    the) table.
 
     ``K = floor(n / k)``. A table with ``0 < n < k`` (a partition smaller than k; never the
     whole table, which is checked before) becomes one under-sized cluster that Repair-L merges
@@ -343,7 +345,7 @@ def nearest_cluster(p, alive, size, sums, cat, rows, vals, n_cat, w, W):
 
 def repair_l(cl: Clusters, offs: np.ndarray, w: np.ndarray, W: float, k: int, l: float | None,
              kind: str = "distinct", c: float | None = None) -> tuple[np.ndarray, int]:
-    """Repair-L (SPEC §3.3, E2-11) on cluster summaries; ``cl`` is updated in place.
+    """Repair-L (docs/anonymity.md#addition-repair-l) on cluster summaries; ``cl`` is updated in place.
 
     While some cluster has fewer than k rows or is not l-diverse (``kind``, decided by
     :func:`diverse_mask`): merge the smallest violating cluster (ties: lowest index) into the

@@ -1,4 +1,5 @@
-"""Per-block kernels of k^m-anonymity (SPEC §3.4); pure numpy / numba, no dask.
+"""Per-block kernels of k^m-anonymity (docs/anonymity.md#km-anonymity-of-set-valued-data); pure numpy /
+numba, no dask.
 
 Nodes of the item hierarchy are small integers: the items (column ids ``0..n_items-1``) are the
 leaves, internal nodes are numbered after them, ``parent[root] == -1``. Ancestry is tested in
@@ -194,7 +195,8 @@ def _related(x, y, tin, tout):  # pragma: no cover - compiled
 def _count_hash(indptr, indices, rows, node_map, parent, tin, tout, m, bits, check):  # pragma: no cover
     """Counts of the admissible subsets (size 1..m) of exp(r) for ``rows``, in a hash table.
 
-    ``check``: skip subsets holding a node together with one of its ancestors (E2-1)."""
+    ``check``: skip subsets holding a node together with one of its ancestors
+    (docs/anonymity.md#correction-the-count-tree-skips-an-item-together-with-its-ancestor)."""
     n_nodes = parent.size
     log_cap = 10
     table = np.zeros(2 << log_cap, dtype=np.int64)
@@ -393,7 +395,7 @@ def _from_table(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 #: Cost model of :func:`plan_vertical`, in ns, measured on BMS-WebView-1 (x86-64, AVX2): a hash
-#: probe per *estimated* subset (the estimate ignores the E2-1 filter, ~3x too many, and the
+#: probe per *estimated* subset (the estimate ignores the item-with-ancestor filter, ~3x too many, and the
 #: probe is a cache miss once the table outgrows the cache), the fixed cost of one bitset
 #: candidate, and one streamed 64-bit AND + popcount.
 HASH_PROBE_NS = 80.0
@@ -478,7 +480,8 @@ def count_block(
     bits: int,
     vertical_rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Count tree contribution of one CSR block (SPEC PopulateTree with E2-1).
+    """Count tree contribution of one CSR block (PopulateTree as corrected in
+    docs/anonymity.md#correction-the-count-tree-skips-an-item-together-with-its-ancestor).
 
     Every transaction ``t`` (row) is mapped through ``node_map`` (column id -> node id; the
     identity for raw data, the published node for recoded data) and expanded with all ancestors;
@@ -705,7 +708,8 @@ def _lex_less(a, b):  # pragma: no cover - compiled
 @numba.njit(cache=True, nogil=True)
 def _best_generalisation(J, s, in_cut, parent, tin, tout, occ_under, under, ccb, clb,
                          freq_keys, m, bits, best_new):  # pragma: no cover - compiled
-    """Minimal-NCP admissible C' for the violating itemset J[:s] (SPEC DA candidate step).
+    """Minimal-NCP admissible C' for the violating itemset J[:s] (the candidate step of DA,
+    docs/anonymity.md#km-anonymity-of-set-valued-data).
 
     Writes the new cut nodes N' = C' - C into ``best_new`` and returns their number (0 if
     no candidate is admissible). Costs are integer NCP numerators, so ties are exact.
@@ -834,7 +838,8 @@ def _best_generalisation(J, s, in_cut, parent, tin, tout, occ_under, under, ccb,
 @numba.njit(cache=True, nogil=True)
 def _da_run(sets, inv_ptr, inv_pos, freq_keys, parent, tin, tout, n_leaves, occ_under, under,
             in_cut, m, bits):  # pragma: no cover - compiled
-    """DA traversal: same cuts as SPEC's literal "restart the preorder after every change".
+    """DA traversal: same cuts as the literal "restart the preorder after every change"
+    (docs/anonymity.md#correction-da-checks-every-published-itemset-until-nothing-changes).
 
     Only itemsets with 0 < support < k are traversed (the literal algorithm passes over the
     others without acting), so one is a violation iff all its items are published. The literal algorithm's next change is made at the first violation in preorder
@@ -954,7 +959,7 @@ def direct_anonymization(
     in_cut: np.ndarray,
     bits: int,
 ) -> tuple[np.ndarray, int]:
-    """DA (SPEC §3.4) on the count tree split at k.
+    """DA (docs/anonymity.md#km-anonymity-of-set-valued-data) on the count tree split at k.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Accuracy-constrained privacy-preserving access control (SPEC §3.5).
+"""Accuracy-constrained privacy-preserving access control (docs/anonymity.md#accuracy-constrained-access-control).
 
 After Pervaiz, Aref, Ghafoor & Prabhu, "Accuracy-constrained privacy-preserving access control
 mechanism for relational data", IEEE TKDE 26(4), 2014. A role is granted *permissions*: a
@@ -358,7 +358,8 @@ def _regions(X: np.ndarray, weights: Any, class_id: Any, sch: QISchema, regions:
 
 def imprecision(X: Any, weights: Any, class_id: Any, query: Query, *, schema: QISchema | None = None,
                 categorical: Sequence[bool] | None = None, regions: Regions | None = None) -> int:
-    """imprec(Q) = |Q_T*| - |Q_T| under overlap semantics (SPEC §3.5).
+    """imprec(Q) = |Q_T*| - |Q_T| under overlap semantics
+    (docs/anonymity.md#accuracy-constrained-access-control).
 
     Parameters
     ----------
@@ -494,7 +495,8 @@ def select_anonymization(candidates: Sequence[Any] | Mapping[Any, Any], permissi
                          categorical: Sequence[bool] | None = None, k: int | None = None,
                          sensitive_counts: Any = None, l: float | None = None, kind: str = "distinct",
                          c: float | None = None) -> Selection:
-    """Choose the candidate partition satisfying most permissions (SPEC §3.5).
+    """Choose the candidate partition satisfying most permissions
+    (docs/anonymity.md#accuracy-constrained-access-control).
 
     Ties: least total imprecision, then the first candidate in the given order.
 

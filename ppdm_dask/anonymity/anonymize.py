@@ -4,7 +4,7 @@
   discernibility; :mod:`.lattice`),
 * ``datafly`` — greedy full-domain generalisation (baseline),
 * ``mondrian`` — strict multidimensional partitioning (LeFevre et al.; fast baseline),
-* ``cluster`` — the clustering l-diverse partition of P2 §5 with local recoding (:mod:`.cluster`).
+* ``cluster`` — the clustering l-diverse partition of Dave & Chand §5 (corrected) with local recoding (:mod:`.cluster`).
 
 The first three decide on the frequency set (one distributed group-by over the data) and publish
 with one ``map_partitions`` pass, so they scale with the number of *distinct* QI tuples; the

@@ -1,4 +1,5 @@
-"""Independent k-anonymity and l-diversity checks of a released table (SPEC §3.2).
+"""Independent k-anonymity and l-diversity checks of a released table
+(docs/anonymity.md#k-anonymity-and-l-diversity).
 
 The checks recount from the released table alone. For a ``dask.dataframe`` the group-by is a
 distributed aggregation (``groupby(...).size()``, a tree reduction); only the per-class counts are

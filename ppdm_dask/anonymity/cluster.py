@@ -1,4 +1,5 @@
-"""Clustering l-diverse partition (SPEC §3.3, P2 §5 corrected) on pandas or Dask.
+"""Clustering l-diverse partition (Dave & Chand §5, corrected: docs/anonymity.md#the-clustering-l-diverse-partition)
+on pandas or Dask.
 
 Sequential algorithm (pandas input)
 -----------------------------------
@@ -8,7 +9,7 @@ Sequential algorithm (pandas input)
 2. ``K = floor(n / k)`` clusters, seeded round-robin over the sensitive values (descending
    frequency, ties by value order), then every other record joins the nearest cluster that is
    smaller than k or lacks its sensitive value while having fewer than l distinct values
-   (distinct count, as SPEC's loop condition), else the nearest cluster.
+   (distinct count, as in the corrected loop condition), else the nearest cluster.
 3. Repair-L: while a cluster is smaller than k or not l-diverse in the chosen ``kind`` (decided
    by :func:`~ppdm_dask.anonymity._diversity.diverse_mask`), merge the smallest violating
    cluster into its nearest neighbour (ties: lowest index).
@@ -19,8 +20,8 @@ Sequential algorithm (pandas input)
 Centroid/distance definitions and their exact float64 evaluation are in
 :mod:`ppdm_dask.anonymity._cluster_kernels`.
 
-Dask input (partition-then-merge, SPEC §3.9)
---------------------------------------------
+Dask input (partition-then-merge, docs/anonymity.md#distributed-execution-of-the-clustering)
+--------------------------------------------------------------------------------------------
 One pass collects row counts, missing values and the distinct values of every QI and of the
 sensitive column. Each partition is encoded (codes, global row id) and the table is sorted
 globally by a single int64 mixed-radix key of the QI codes/ranks plus the row id (falling back
@@ -377,7 +378,8 @@ def cluster_l_diverse(
     client: Any = None,
     rows_per_partition: int | None = None,
 ) -> ClusterResult:
-    """Clustering l-diverse partition (SPEC §3.3) and the published generalised table.
+    """Clustering l-diverse partition (docs/anonymity.md#the-clustering-l-diverse-partition) and the
+    published generalised table.
 
     Parameters
     ----------
@@ -401,7 +403,7 @@ def cluster_l_diverse(
         Constant of recursive (c, l)-diversity.
     repair : bool, default True
         Run Repair-L. Without it the greedy clusters are returned as they are (they need not be
-        k-anonymous nor l-diverse, O2-3).
+        k-anonymous nor l-diverse: docs/anonymity.md#addition-repair-l).
     keep : sequence of str, optional
         Other columns copied unchanged to the output (all others are dropped).
     client : distributed.Client, optional

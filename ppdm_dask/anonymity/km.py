@@ -1,12 +1,13 @@
-"""k^m-anonymity of set-valued data: count tree, DA, AA and NCP (SPEC §3.4, Terrovitis et al.).
+"""k^m-anonymity of set-valued data: count tree, DA, AA and NCP (Terrovitis et al.;
+docs/anonymity.md#km-anonymity-of-set-valued-data).
 
-Decomposition (SPEC §3.9): the count tree is a TREE reduction (per-block counting of the
+Decomposition (docs/anonymity.md#km-anonymity-of-set-valued-data): the count tree is a tree reduction (per-block counting of the
 admissible itemsets of the expanded transactions in a hash table, or with bitsets for very long
-transactions, merged by exact integer sums); DA runs as SEQ on the driver over the merged
+transactions, merged by exact integer sums); DA runs sequentially on the driver over the merged
 counts (one compiled kernel, whose forward scan with re-examination is proven equivalent to the
 literal restart in :func:`._km_kernels._da_run`); AA is ``m`` rounds of (count of the data
-recoded by the current cut + DA), as SPEC describes it. The published database is recoded lazily, block by block, with the input's
-partitioning. Nothing depends on the partitioning: counts are exact and the driver steps are
+recoded by the current cut + DA), as AA is defined. The published database is recoded lazily, block by
+block, with the input's partitioning. Nothing depends on the partitioning: counts are exact and the driver steps are
 deterministic.
 
 Hierarchy -> node tree. The item hierarchy is a categorical :class:`Hierarchy` whose leaves are
@@ -18,7 +19,7 @@ chain (e.g. ``"25-25"`` on two levels of ``Hierarchy.balanced(26, 5)``, or an AR
 ``x;x;*``) is one node; a label naming two different leaf sets is an error. Internal nodes with
 no item of the data below them are dropped (they can never be published); extra hierarchy
 leaves that never occur are allowed and still count in ``|I|`` and in ``|leaves(n)|`` for the
-NCP, as SPEC defines it on the hierarchy.
+NCP, which is defined on the hierarchy (docs/anonymity.md#information-loss-of-a-cut).
 
 Published data: item ``i`` becomes its highest ancestor in the cut (or stays itself); the
 output vocabulary holds the labels of the published nodes as strings (also for integer items,
@@ -218,7 +219,8 @@ def _euler(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------- count tree
 @dataclass(frozen=True)
 class CountTree:
-    """Supports of all admissible itemsets of the expanded transactions (SPEC PopulateTree).
+    """Supports of all admissible itemsets of the expanded transactions (the count tree of
+    docs/anonymity.md#km-anonymity-of-set-valued-data).
 
     An itemset is a set of hierarchy nodes, 1 <= size <= ``m``, no node together with one of its
     ancestors; its support is the number of transactions ``t`` with ``itemset ⊆ exp(t)``.
@@ -252,7 +254,7 @@ class CountTree:
         """Support of a generalised itemset given by node labels (0 if absent).
 
         A node listed together with one of its descendants is dropped (its presence is implied,
-        E2-1); the empty itemset has support ``n_transactions``.
+        docs/anonymity.md#correction-the-count-tree-skips-an-item-together-with-its-ancestor); the empty itemset has support ``n_transactions``.
         """
         ids = sorted({self.nodes.node_id(x) for x in itemset})
         tin, tout = self.nodes.tin, self.nodes.tout
@@ -319,7 +321,9 @@ def count_tree(
     client: Any = None,
     progress: bool = False,
 ) -> CountTree:
-    """Count tree of ``tx`` (SPEC §3.4 PopulateTree, corrected by E2-1), computed in a TREE.
+    """Count tree of ``tx`` (PopulateTree as corrected in
+    docs/anonymity.md#correction-the-count-tree-skips-an-item-together-with-its-ancestor), computed in a
+    tree reduction.
 
     Parameters
     ----------
@@ -382,7 +386,8 @@ def _run_da(tree: CountTree, k: int, in_cut: np.ndarray, item_counts: np.ndarray
     bits = tree.bits
     supp = tree.node_supports()
     present = supp > 0
-    # item order: descending expanded support, ties by node id (E2-2)
+    # item order: descending expanded support, ties by node id
+    # (docs/anonymity.md#clarification-item-order-of-the-count-tree)
     order = np.lexsort((np.arange(nodes.n_nodes), -supp))
     rank = np.empty(nodes.n_nodes, np.int64)
     rank[order] = np.arange(nodes.n_nodes)
@@ -465,7 +470,8 @@ def direct_anonymization(
     progress: bool = False,
     split_every: int = 8,
 ) -> list[str]:
-    """DA (SPEC §3.4, with E2-3..E2-5): the global-recoding cut of direct anonymization.
+    """DA: the global-recoding cut of direct anonymization (docs/anonymity.md#km-anonymity-of-set-valued-data,
+    corrected as in docs/anonymity.md#correction-da-checks-every-published-itemset-until-nothing-changes).
 
     Parameters
     ----------
@@ -501,7 +507,7 @@ def apriori_anonymization(
     progress: bool = False,
     split_every: int = 8,
 ) -> list[str]:
-    """AA (SPEC §3.4): DA for i = 1..m on count trees of the data recoded by the current cut.
+    """AA (docs/anonymity.md#km-anonymity-of-set-valued-data): DA for i = 1..m on count trees of the data recoded by the current cut.
 
     Parameters and result as in :func:`direct_anonymization`.
     """
@@ -524,7 +530,7 @@ class KmResult:
         The published database (lazy; same partitioning as the input; vocabulary = labels of
         the published nodes, as strings).
     ncp : float
-        Terrovitis NCP of the recoding (SPEC §3.4).
+        Terrovitis NCP of the recoding (docs/anonymity.md#information-loss-of-a-cut).
     n_generalized_items : int
         Items (vocabulary entries) published as an ancestor rather than as themselves.
     k, m : int
@@ -571,7 +577,8 @@ def km_anonymize(
     progress: bool = False,
     split_every: int = 8,
 ) -> KmResult:
-    """Make set-valued data k^m-anonymous by global generalisation (SPEC §3.4).
+    """Make set-valued data k^m-anonymous by global generalisation
+    (docs/anonymity.md#km-anonymity-of-set-valued-data).
 
     Parameters
     ----------
@@ -653,7 +660,7 @@ def ncp_km(
     *,
     client: Any = None,
 ) -> float:
-    """Terrovitis NCP of the global recoding by ``cut`` (SPEC §3.4).
+    """Terrovitis NCP of the global recoding by ``cut`` (docs/anonymity.md#information-loss-of-a-cut).
 
     NCP(D') = sum_i c_i NCP(g(i)) / sum_i c_i with c_i the occurrences of item i,
     NCP(n) = |leaves(n)| / |I| for an internal node (|I| = leaves of the hierarchy), 0 for a leaf.

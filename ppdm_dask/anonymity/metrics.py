@@ -95,7 +95,7 @@ def ncp_categorical(hierarchy: Hierarchy, node: str, level: int) -> float:
 
     NCP = (leaves under node - 1) / (all leaves - 1): 0 for a leaf, 1 for ``'*'``; 0 for a
     hierarchy with a single leaf. (Terrovitis' set-valued variant |leaves(n)|/|I| is a
-    different formula, SPEC §3.4.)
+    different formula, docs/anonymity.md#information-loss-of-a-cut.)
     """
     if hierarchy.kind != "categorical":
         raise InvalidParameter("ncp_categorical needs a categorical hierarchy")

@@ -1,10 +1,8 @@
-"""Data commands: ``info``, ``convert``, ``generate quest``, ``samples``, ``demo``."""
+"""Data commands: ``info``, ``convert``, ``generate quest``, ``samples``."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from typing import Any
 
 import click
@@ -125,53 +123,3 @@ def samples(obj: Context, names: tuple[str, ...], dest: str) -> None:
         return
     items = {name: {"description": desc, "path": str(sample_path(name))} for name, desc in list_samples().items()}
     obj.emit(items, "\n".join(f"{n:18} {v['description']}" for n, v in items.items()))
-
-
-@cli.command()
-@click.option("--out", type=click.Path(file_okay=False), default=None, help="Keep the demo outputs in this folder (default: a temporary folder).")
-@click.option("--rows", type=click.IntRange(min=1000), default=20000, help="Rows of the synthetic Quest data set.")
-@click.pass_obj
-def demo(obj: Context, out: str | None, rows: int) -> None:
-    """End-to-end run on bundled data: sample -> Parquet -> read back -> statistics -> Apriori
-    and rules; Quest data generated and inspected."""
-    from ..data.datasets import load_sample
-    from ..data.quest import parse_spec, quest
-    from ..io import read
-    from ..mining import apriori, association_rules
-
-    with contextlib.ExitStack() as stack:
-        folder = out or stack.enter_context(tempfile.TemporaryDirectory(prefix="ppdm-demo-"))
-        os.makedirs(folder, exist_ok=True)
-        with job(obj) as j:
-            click.echo(f"[demo] running on {j.where}", err=True)
-            tx = load_sample("mushroom", npartitions=4)
-            path = os.path.join(folder, "mushroom.parquet")
-            tx.to_parquet(path, overwrite=True, progress=obj.progress)
-            back = read(path)
-            supports = back.item_supports(progress=obj.progress)
-            same = bool((back.compute(progress=False) != tx.compute(progress=False)).nnz == 0)
-            d = back.describe(progress=obj.progress)
-            top = np.argsort(-supports, kind="stable")[:5]
-            fi = apriori(back, 0.3, progress=obj.progress)
-            rules = association_rules(fi, 0.9)
-            qspec = parse_spec(f"T10.I4.D{rows}.N1K")
-            qpath = os.path.join(folder, "quest.parquet")
-            quest(qspec, key=obj.key()).to_parquet(qpath, overwrite=True, progress=obj.progress)
-            qd = read(qpath).describe(progress=obj.progress)
-    summary = {
-        "mushroom": {k: d[k] for k in ("n_transactions", "n_items", "nnz", "density", "mean_length")},
-        "round_trip_identical": same,
-        "mining": {"min_support": 0.3, "itemsets": len(fi), "by_length": {st["length"]: st["frequent"] for st in fi.level_stats}, "rules_conf_0.9": len(rules)},
-        "top_items": [{"item": back.vocabulary.labels[i].item(), "support": int(supports[i])} for i in top],
-        "quest": {"spec": qspec.name, **{k: qd[k] for k in ("n_transactions", "n_items", "mean_length", "n_partitions")}},
-        "seconds": j.seconds,
-        "scheduler": j.where,
-    }
-    obj.emit(summary, "\n".join([
-        f"mushroom sample: {d['n_transactions']:,} transactions, {d['n_items']} items, density {d['density']:.4f}",
-        f"  Parquet round trip identical: {same}",
-        "  most frequent items: " + ", ".join(f"{t['item']} ({t['support']:,})" for t in summary["top_items"]),
-        f"  Apriori at 30% support: {len(fi):,} frequent itemsets (longest {fi.max_length}), {len(rules):,} rules with confidence >= 0.9",
-        f"Quest {qspec.name}: {qd['n_transactions']:,} transactions, mean length {qd['mean_length']:.2f}, {qd['n_partitions']} partitions",
-        f"done in {j.seconds:.1f} s on {j.where}" + (f"; outputs in {out}" if out else ""),
-    ]))

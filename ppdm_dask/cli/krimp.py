@@ -14,6 +14,14 @@ def krimp() -> None:
     """KRIMP code tables, the KRIMP data generator and DS dissimilarity (Vreeken et al.)."""
 
 
+#: ``--max-candidates``: the guard against candidate explosion (low min-support on dense data)
+max_candidates = click.option("--max-candidates", type=click.IntRange(min=1), default=20_000_000, show_default=True,
+                              help="Stop with an error before more candidate itemsets than this are mined.")
+#: ``--prune/--no-prune`` of the DS computations: the same default in ``generate`` and ``ds``
+ds_prune = click.option("--prune/--no-prune", default=False, show_default=True,
+                        help="Post-acceptance pruning of the code tables (off: the generator paper's DS).")
+
+
 def _exclude_arg(values: tuple[str, ...]) -> list[list[int]]:
     out = []
     for v in values:
@@ -30,11 +38,12 @@ def _exclude_arg(values: tuple[str, ...]) -> list[list[int]]:
 @click.option("--closed", is_flag=True, help="Closed frequent itemsets as candidates (else all frequent itemsets).")
 @click.option("--no-prune", is_flag=True, help="No post-acceptance pruning (as the generator paper).")
 @click.option("--max-len", type=click.IntRange(min=2), default=None, help="Longest candidate itemsets.")
+@max_candidates
 @input_format
 @click.option("--out", default=None, metavar="CT.json", help="Save the code table (JSON, with its public parameters) here.")
 @overwrite
 @click.pass_obj
-def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, fmt, out, overwrite) -> None:
+def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, max_candidates, fmt, out, overwrite) -> None:
     """Find the KRIMP code table of SRC and report its compression."""
     from ..krimp import krimp as run
     from ..mining import min_count_of
@@ -42,7 +51,7 @@ def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, fm
     with job(obj, outputs=[out], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         res = run(tx, min_support=min_count_of(support_value(min_support), tx.n_transactions), closed=closed, prune=not no_prune,
-                  max_len=max_len, progress=obj.progress)
+                  max_len=max_len, progress=obj.progress, max_candidates=max_candidates)
     ct = res.code_table
     if out:
         ct.save(out, storage_options=obj.storage_options, overwrite=overwrite)
@@ -71,16 +80,17 @@ def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, fm
 @click.option("--laplace", type=click.FloatRange(min=0), default=0.001, show_default=True, help="Added to every usage (diversity).")
 @click.option("--rows", type=click.IntRange(min=1), default=None, help="Rows to generate (default: as many as SRC).")
 @click.option("--closed", is_flag=True, help="Closed candidates.")
-@click.option("--prune", is_flag=True, help="Post-acceptance pruning (the paper used none).")
+@ds_prune
 @click.option("--max-len", type=click.IntRange(min=2), default=None, help="Longest pattern in the code table.")
+@max_candidates
 @click.option("--exclude", multiple=True, metavar="I,J,...", help="Sensitive item combination: no pattern may contain all of them. Repeatable.")
 @click.option("--domain-order", type=click.Choice(["random", "columns"]), default="random", show_default=True)
 @click.option("--scores/--no-scores", default=True, show_default=True, help="Report NAS and DS(generated, original).")
 @input_format
 @release_output
 @click.pass_obj
-def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, prune, max_len, exclude, domain_order, scores, fmt,
-                   overwrite, rows_per_file, allow_weak, check) -> None:
+def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, prune, max_len, max_candidates, exclude, domain_order,
+                   scores, fmt, overwrite, rows_per_file, allow_weak, check) -> None:
     """Release a synthetic categorical database generated from the KRIMP code table of SRC
     (with its public patterns in _patterns.parquet); refused below min-support 2 unless --allow-weak."""
     from ..krimp import KrimpGenerator, avg_patterns_per_row, dissimilarity, normalized_anonymity_score
@@ -91,7 +101,7 @@ def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, p
         tx = obj.read_transactions(src, fmt)
         ms = min_count_of(support_value(min_support), tx.n_transactions)
         gen = KrimpGenerator(ms, laplace, closed=closed, prune=prune, max_len=max_len, exclude=excluded, domain_order=domain_order,
-                             key=obj.key(), n_rows=rows, allow_weak=allow_weak).fit(tx, progress=obj.progress)
+                             key=obj.key(), n_rows=rows, allow_weak=allow_weak, max_candidates=max_candidates).fit(tx, progress=obj.progress)
         release = gen.transform(tx)
         manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
                                  rows_per_file=rows_per_file, check=check)
@@ -102,6 +112,8 @@ def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, p
             extra["nas"] = float(normalized_anonymity_score(written, tx))
             extra["ds"] = float(dissimilarity(written, tx, min_support=ms, closed=closed, prune=prune))
     text = [f"  {'scores' if i == 0 else '':<12} {k:<24} {v:,.4f}" for i, (k, v) in enumerate(extra.items())]
+    if scores:
+        text.append(f"  {'':<12} (DS with pruning {'on' if prune else 'off'}, as `ppdm krimp ds` with {'--prune' if prune else 'its default'})")
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=text, extra_json=extra)
 
 
@@ -110,15 +122,19 @@ def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, p
 @click.argument("b")
 @click.option("--min-support", required=True, help="Candidate min-support for both code tables.")
 @click.option("--closed", is_flag=True, help="Closed candidates.")
-@click.option("--no-prune", is_flag=True, help="No post-acceptance pruning.")
+@ds_prune
+@max_candidates
 @click.pass_obj
-def krimp_ds(obj: Context, a, b, min_support, closed, no_prune) -> None:
+def krimp_ds(obj: Context, a, b, min_support, closed, prune, max_candidates) -> None:
     """DS dissimilarity of two databases from their KRIMP code tables (0 = identical structure)."""
     from ..krimp.scores import dissimilarity
 
     with job(obj) as j:
         x, y = obj.read_transactions(a), obj.read_transactions(b)
-        d = dissimilarity(x, y, min_support=support_value(min_support), closed=closed, prune=not no_prune, details=True)
+        d = dissimilarity(x, y, min_support=support_value(min_support), closed=closed, prune=prune, details=True,
+                          max_candidates=max_candidates)
     ds = d["ds"] if isinstance(d, dict) else float(d)
     summary = {"a": a, "b": b, "details": d, "ds": ds, "seconds": j.seconds, "scheduler": j.where}
-    obj.emit(summary, f"DS({a}, {b}) = {ds:.4f}  (min-support {min_support}; {j.seconds:.1f} s on {j.where})")
+    summary["prune"] = prune
+    obj.emit(summary, f"DS({a}, {b}) = {ds:.4f}  (min-support {min_support}, pruning {'on' if prune else 'off'}; "
+                      f"{j.seconds:.1f} s on {j.where})")

@@ -1,4 +1,4 @@
-"""Condensation with per-record privacy levels (Aggarwal & Yu; SPEC §2).
+"""Condensation with per-record privacy levels (Aggarwal & Yu; see docs/condensation.md).
 
 Records are grouped so that every group holds at least as many records as the largest privacy
 level of its members; only the group statistics (n, Σx, Σxxᵀ, Σp) are kept, and pseudo-data with

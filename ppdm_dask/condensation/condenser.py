@@ -1,4 +1,5 @@
-"""Static condensation on Dask: partition-then-merge (SPEC §2.2, §2.8).
+"""Static condensation on Dask: partition-then-merge (docs/condensation.md#static-construction,
+docs/condensation.md#partition-then-merge-on-dask).
 
 1. PARTITION: a k-d tree cut on a keyed sample routes every row to a cell of about
    ``rows_per_partition`` rows (all-to-all graph, :mod:`.partition`), so neighbours are
@@ -9,8 +10,8 @@
    smaller than the largest privacy level of its members merges into the group with the nearest
    centroid, in any cell.
 
-Groups never span cells, so the grouping differs from the single-machine algorithm (SPEC §2.8:
-"no"), but every published group is feasible; the benchmark reports SSQ against the
+Groups never span cells, so the grouping differs from the single-machine algorithm (it is not
+exact, see docs/condensation.md#partition-then-merge-on-dask), but every published group is feasible; the benchmark reports SSQ against the
 single-machine run. With ``rows_per_partition=None`` the whole data is one cell and the result is
 exactly the sequential algorithm.
 """
@@ -49,7 +50,7 @@ SAMPLE_PER_CELL = 200
 
 
 def repair_groups(table: GroupTable) -> tuple[GroupTable, np.ndarray]:
-    """SPEC §2.2 Repair on statistics only: merge each infeasible group (earliest first) into the
+    """The final Repair (docs/condensation.md#addition-the-final-repair) on statistics only: merge each infeasible group (earliest first) into the
     group with the nearest centroid (ties: earliest) until every group is feasible.
 
     Returns the repaired table and ``new_id[old_group]``.
@@ -151,7 +152,7 @@ def _checked_block(X: np.ndarray, block_info: dict | None = None) -> np.ndarray:
 
 
 class Condenser(Estimator):
-    """Static condensation with per-record privacy levels (SPEC §2.2) on Dask.
+    """Static condensation with per-record privacy levels (docs/condensation.md#static-construction) on Dask.
 
     Parameters
     ----------
@@ -295,7 +296,7 @@ class Condenser(Estimator):
         return out
 
     def generate(self, *, key: KeyLike = None, rows_per_block: int = 100_000) -> da.Array:
-        """Pseudo-data (SPEC §2.3) as a dask array, one row per original record, in group order."""
+        """Pseudo-data (docs/condensation.md#pseudo-data) as a dask array, one row per original record, in group order."""
         from .pseudo import generate_dask
 
         return generate_dask(self.groups_, key=key, rows_per_block=rows_per_block)

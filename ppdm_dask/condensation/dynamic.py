@@ -1,4 +1,5 @@
-"""Dynamic (streaming) maintenance of condensed groups (SPEC §2.4; Aggarwal & Yu §3, tag 3).
+"""Dynamic (streaming) maintenance of condensed groups (Aggarwal & Yu §3; stream tag 3;
+docs/condensation.md#dynamic-maintenance).
 
 :class:`StreamingCondenser` initialises with the static algorithm on the first records of the
 stream, then inserts every further record into the nearest group that can take it
@@ -7,22 +8,24 @@ centroid wins (ties: earliest group), the statistics are updated with Welford's 
 group with ``n² >= 2·Ps`` (Eq. 3.2, integer-safe; ``>`` with ``split_strict``) is split along its
 principal axis (:meth:`CondensedGroup.split`).
 
-Choices where SPEC leaves freedom (all documented on the class):
+Choices where the paper leaves freedom (all documented on the class):
 
 * **Split placement.** A split group is replaced in place by its first child (size ``n//2``) and
   its second child is appended at the end of the group list. Children are re-checked
   breadth-first (FIFO queue: child 1, then child 2, then their children ...).
-* **Pending pool (E1-14).** A record for which no group is eligible waits in a private pool.
+* **Pending pool** (docs/condensation.md#addition-the-pending-pool). A record for which no group is eligible waits in a private pool.
   After every insertion into a group the pool is retried: while some pooled record is eligible,
   the earliest-arrived eligible one is inserted (an insertion itself, so it may split groups and
   make others eligible). Whenever the pool changes and ``|pool| >= max level in it``, the pool
   becomes a new group appended at the end (statistics from its records), which is then subject
   to the same split check as any group produced by an insertion.
-* **finalize()** turns a remaining pool into one group and applies SPEC's Repair rule to it:
+* **finalize()** turns a remaining pool into one group and applies the static Repair rule to it
+  (docs/condensation.md#addition-the-final-repair):
   merge it into the group with the nearest centroid (ties: earliest); if the merged group is
   still smaller than the largest level of the pooled records, merge it in turn into its nearest
   group, and so on. Only the pooled records' levels are checked: a split child may be smaller
-  than the inherited ``req`` (E1-16) — the paper accepts this, and so does the library.
+  than the inherited ``req`` — the paper accepts this, and so does the library
+  (docs/condensation.md#clarification-split-children-may-be-smaller-than-their-members-levels).
 
 Performance: the statistics live in preallocated, growing arrays; one numba kernel processes a
 whole block of records (nearest eligible centroid + Welford update) and returns to Python only
@@ -133,7 +136,7 @@ def _check_block(X: Any, privacy: Any, d: int | None) -> tuple[np.ndarray, np.nd
 
 # --------------------------------------------------------------------------- the condenser
 class StreamingCondenser(Estimator):
-    """Dynamic maintenance of condensed groups (SPEC §2.4).
+    """Dynamic maintenance of condensed groups (docs/condensation.md#dynamic-maintenance).
 
     Parameters
     ----------
@@ -146,14 +149,15 @@ class StreamingCondenser(Estimator):
         is infeasible, the whole blocks buffered until they are feasible; :meth:`fit` uses
         ``ceil(0.1·N)`` (at least 1) with the same feasible-prefix rule.
     split_strict : bool, default False
-        Split when ``n² > 2·Ps`` instead of ``>=`` (E1-5).
+        Split when ``n² > 2·Ps`` instead of ``>=`` (docs/condensation.md#clarification-the-split-condition).
     key : Key, int or bytes, optional
         Secret key (``None``: a fresh one). The static initialisation, and in the release the
         pseudo-data and the row order, are random.
     repair_splits : bool, default True
         The release publishes the groups with the static Repair rule applied to every group
         smaller than the largest privacy level among its contributors — the split children the
-        paper accepts (E1-16) — so that every published group meets its members' levels. False
+        paper accepts (docs/condensation.md#clarification-split-children-may-be-smaller-than-their-members-levels)
+        — so that every published group meets its members' levels. False
         publishes the paper's groups; the release then fails its check
         ``"group size >= largest privacy level"`` unless that name is in ``allow_weak``.
     privacy_levels, privacy_column, columns, allow_weak
@@ -164,7 +168,7 @@ class StreamingCondenser(Estimator):
     groups_ : GroupTable
         Current groups (without the pending pool).
     n_pending_ : int
-        Records in the pending pool (E1-14).
+        Records in the pending pool (docs/condensation.md#addition-the-pending-pool).
     n_buffered_ : int
         Records waiting for the initialisation.
     n_splits_ : int
@@ -180,8 +184,8 @@ class StreamingCondenser(Estimator):
     child is appended at the end; children are re-checked breadth-first. Pooled records are
     retried after every insertion into a group (earliest-arrived eligible record first, until
     none is eligible); a pool with ``|pool| >= max level`` becomes a new group at the end (split
-    check applied). Split children may be smaller than their inherited requirement (E1-16, as
-    in the paper); every record inserted by ``insert`` or grouped from the pool or by the static
+    check applied). Split children may be smaller than their inherited requirement (as in the
+    paper; docs/condensation.md#clarification-split-children-may-be-smaller-than-their-members-levels); every record inserted by ``insert`` or grouped from the pool or by the static
     initialisation sits in a group of at least its level at that moment.
     Records are never lost: each received record is counted in exactly one group, the pool or
     the initialisation buffer; n, Fs, Sc and Ps of the groups sum to the data totals (splits
@@ -291,7 +295,8 @@ class StreamingCondenser(Estimator):
         """Receive the next block of records (rows in arrival order).
 
         Rows are buffered until the initialisation can run (see ``init_number``); the rows after
-        the initialisation are inserted one by one (SPEC ``insert(x, p)``). Given the same
+        the initialisation are inserted one by one (``insert(x, p)`` of
+        docs/condensation.md#dynamic-maintenance). Given the same
         initialisation rows, the result does not depend on how the stream is cut into blocks.
 
         Parameters

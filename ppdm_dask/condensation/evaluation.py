@@ -1,4 +1,4 @@
-"""The condensation paper's evaluation protocol (Aggarwal & Yu §4; SPEC §2.5).
+"""The condensation paper's evaluation protocol (Aggarwal & Yu §4; docs/condensation.md#evaluation-protocol).
 
 * Privacy levels uniform on ``{max(1, α−β), …, α}`` with β = 4.
 * Condensation **per class** (static or dynamic), pseudo-data generated from the groups and
@@ -37,7 +37,8 @@ METHODS = ("static", "dynamic")
 
 
 def covariance_compatibility(X: np.ndarray, Y: np.ndarray) -> float:
-    """Pearson correlation of the upper-triangle covariance entries of ``X`` and ``Y`` (SPEC §2.5)."""
+    """Pearson correlation of the upper-triangle covariance entries of ``X`` and ``Y``
+    (docs/condensation.md#evaluation-protocol)."""
     X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
     if X.shape[1] != Y.shape[1]:
         raise InvalidParameter("X and Y must have the same attributes")

@@ -1,4 +1,5 @@
-"""Condensed group statistics (SPEC §2.1) and the principal-axis split (SPEC §2.4).
+"""Condensed group statistics (docs/condensation.md#group-statistics) and the principal-axis split
+(docs/condensation.md#dynamic-maintenance).
 
 A group is published only through ``n``, ``Fs = Σx``, ``Sc = Σxxᵀ`` and ``Ps = Σp``. Internally
 every group is stored *centred* — ``mean`` and the scatter ``m2 = Σ(x − mean)(x − mean)ᵀ`` —
@@ -6,7 +7,8 @@ because ``Sc/n − μμᵀ`` cancels catastrophically when the data sit far from
 ``1e8 + noise`` loses every digit of the covariance). ``Fs`` and ``Sc`` are derived on demand.
 Updates use Welford's formula (one point) and Chan's parallel formula (two groups).
 
-The internal ``req`` (largest privacy level among the members, SPEC E1-1) decides feasibility
+The internal ``req`` (largest privacy level among the members; a level counts the record itself,
+docs/condensation.md#clarification-a-privacy-level-counts-the-record-itself) decides feasibility
 (``n >= req``) and is never published.
 
 :class:`CondensedGroup` is one group (used by the sequential and dynamic algorithms);
@@ -71,7 +73,8 @@ def _centred_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- one group
 @dataclass(eq=False)  # array fields: element-wise == would make dataclass equality ambiguous
 class CondensedGroup:
-    """One group's published statistics (SPEC §2.1); stored centred internally for stability.
+    """One group's published statistics (docs/condensation.md#group-statistics); stored centred
+    internally for stability.
 
     Attributes
     ----------
@@ -84,7 +87,8 @@ class CondensedGroup:
     ps : float
         Sum of the privacy levels (a float: splits share it proportionally).
     req : int
-        Largest privacy level among the members (internal, never published; E1-1).
+        Largest privacy level among the members (internal, never published;
+        docs/condensation.md#clarification-a-privacy-level-counts-the-record-itself).
     """
 
     n: int
@@ -133,7 +137,7 @@ class CondensedGroup:
 
     @property
     def covariance(self) -> np.ndarray:
-        """Population covariance ``m2 / n`` (SPEC Obs. 2.2)."""
+        """Population covariance ``m2 / n`` (the paper's Obs. 2.2; docs/condensation.md#group-statistics)."""
         return self.m2 / self.n
 
     @property
@@ -169,18 +173,22 @@ class CondensedGroup:
         return CondensedGroup(n, mean, m2, self.ps + other.ps, max(self.req, other.req))
 
     def should_split(self, strict: bool = False) -> bool:
-        """Split condition, Eq. 3.2 in integer-safe form ``n² >= 2·Ps`` (``>`` if ``strict``; E1-5)."""
+        """Split condition, Eq. 3.2 in integer-safe form ``n² >= 2·Ps`` (``>`` if ``strict``;
+        docs/condensation.md#clarification-the-split-condition)."""
         lhs, rhs = self.n * self.n, 2.0 * self.ps
         return lhs > rhs if strict else lhs >= rhs
 
     def split(self) -> tuple[CondensedGroup, CondensedGroup]:
-        """Split along the principal axis (SPEC §2.4, E1-3, E1-4) into sizes ``n//2`` and the rest.
+        """Split along the principal axis into sizes ``n//2`` and the rest
+        (docs/condensation.md#correction-the-split-centroid-offset,
+        docs/condensation.md#correction-splitting-groups-of-odd-size).
 
         With ``f = n1/n``, ``λ1, e1`` the largest (canonical) eigenpair of the covariance and
         ``a = sqrt(12 λ1)``: child 1 is centred at ``μ + (f−1)(a/2) e1``, child 2 at
         ``μ + f (a/2) e1``; their covariances replace ``λ1`` by ``f² λ1`` and ``(1−f)² λ1``; Ps is
         shared as ``f``, ``1−f``. This conserves n, Fs, Sc and Ps exactly. Both children keep
-        the parent's ``req`` (E1-16: a child may be smaller than it, as in the paper).
+        the parent's ``req`` (a child may be smaller than it, as in the paper:
+        docs/condensation.md#clarification-split-children-may-be-smaller-than-their-members-levels).
         """
         from .pseudo import canonical_eigh  # pseudo imports this module
 

@@ -17,7 +17,7 @@ __all__ = ["privacy_levels", "Records", "records_of"]
 
 
 def privacy_levels(n: int, low: int, high: int, *, key: Any = None) -> np.ndarray:
-    """Privacy levels drawn uniformly from ``{max(1, low), ..., high}`` (SPEC §2.5, E1-15).
+    """Privacy levels drawn uniformly from ``{max(1, low), ..., high}`` (docs/condensation.md#correction-privacy-levels-are-at-least-1).
 
     The paper's experiments use ``[α − β, α]`` with β = 4.
     """

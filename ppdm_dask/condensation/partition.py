@@ -1,4 +1,5 @@
-"""Spatial partitioning for partition-then-merge condensation (SPEC §2.8, PTM step 1).
+"""Spatial partitioning for partition-then-merge condensation (step 1 of
+docs/condensation.md#partition-then-merge-on-dask).
 
 Groups cannot span partitions, so rows that are close in attribute space must land in the same
 partition. A k-d tree is cut on a sample (median-like quantile splits along the widest

@@ -1,12 +1,13 @@
-"""Pseudo-data from condensed groups (SPEC §2.3, tag 2).
+"""Pseudo-data from condensed groups (stream tag 2; docs/condensation.md#pseudo-data).
 
 Each group's points are drawn independently along the eigenvectors of its covariance:
-``u_k ~ Uniform(−a_k/2, a_k/2)`` with ``a_k = sqrt(12 λ_k)`` (so ``Var u_k = λ_k``, erratum E1-2)
+``u_k ~ Uniform(−a_k/2, a_k/2)`` with ``a_k = sqrt(12 λ_k)`` (so ``Var u_k = λ_k``;
+docs/condensation.md#correction-standard-deviation-of-a-uniform-distribution)
 and ``y = μ + Σ_k u_k e_k``. Group g draws from the stream ``(Tag.PSEUDO_DATA, group_id)``, so a
 group's points do not depend on which other groups are generated in the same call: the Dask
 version packs groups into blocks and gives exactly the same array whatever the block size.
 
-Eigen-decompositions are canonicalised (E1-13): eigenvalues clipped at 0, each eigenvector's
+Eigen-decompositions are canonicalised (docs/condensation.md#clarification-canonical-eigenvectors): eigenvalues clipped at 0, each eigenvector's
 largest-magnitude component made positive, so the output is a function of the statistics and
 the key only.
 """
@@ -42,7 +43,7 @@ def canonical_eigh(C: Any) -> tuple[np.ndarray, np.ndarray]:
         Eigenvalues in ascending order, clipped at 0.
     E : ndarray (..., d, d)
         Eigenvectors as columns; each column's largest-|.| component is positive (the first
-        such component on ties) (SPEC §2.3, E1-13).
+        such component on ties) (docs/condensation.md#clarification-canonical-eigenvectors).
     """
     C = np.asarray(C, dtype=np.float64)
     if C.ndim < 2 or C.shape[-1] != C.shape[-2]:
@@ -93,7 +94,7 @@ def _check_table(groups: Any) -> GroupTable:
 
 
 def generate(groups: GroupTable, *, key: KeyLike = None, group_ids: Any = None) -> np.ndarray:
-    """Pseudo-data of every group, stacked in group order (SPEC §2.3).
+    """Pseudo-data of every group, stacked in group order (docs/condensation.md#pseudo-data).
 
     Parameters
     ----------

@@ -1,4 +1,5 @@
-"""Static condensation with variable privacy levels (SPEC §2.2; Aggarwal & Yu, Figs. 2-5).
+"""Static condensation with variable privacy levels (Aggarwal & Yu, Figs. 2-5;
+docs/condensation.md#static-construction).
 
 :func:`construct_groups` runs ConstructGroups on one in-memory partition: level by level,
 Segment the records of that level into groups of exactly ``p`` (plus leftovers), Cannibalize
@@ -10,11 +11,11 @@ Everything after validation runs in one numba kernel. Group state is kept increm
 (``n``, first-order sums ``Fs``, requirement ``req = max p``, member list as a linked list), so
 centroids and the cannibalization SSQ change are O(d) per record. The random draws of Segment
 are the only use of ``rng``; since every Segment group removes exactly ``p`` records, the sizes
-``|R|`` of all draws are known in advance and the draws are made up front, in SPEC's order and
-with SPEC's exact call ``rng.integers(|R|)``.
+``|R|`` of all draws are known in advance and the draws are made up front, in the algorithm's order
+and with its exact call ``rng.integers(|R|)``.
 
 Exactness. Every nearest-centroid / nearest-record decision compares squared distances computed
-by one loop (ties: earliest group / smallest record index, as in SPEC). The candidate filters in
+by one loop (ties: earliest group / smallest record index, docs/randomness.md#ties-and-determinism). The candidate filters in
 Cannibalize and Attrition are conservative (triangle inequality with a relative slack far above
 rounding), so they never change a decision.
 """
@@ -47,7 +48,7 @@ def _check_input(X: np.ndarray, privacy: np.ndarray) -> tuple[np.ndarray, np.nda
 def construct_groups(
     X: np.ndarray, privacy: np.ndarray, rng: np.random.Generator, *, repair: bool = True
 ) -> np.ndarray:
-    """Static condensation (SPEC §2.2) of one in-memory partition.
+    """Static condensation (docs/condensation.md#static-construction) of one in-memory partition.
 
     Parameters
     ----------
@@ -57,7 +58,7 @@ def construct_groups(
         Integer privacy level of every record, >= 1 (level ``p``: the record's group must hold at
         least ``p`` records including itself).
     rng : numpy.random.Generator
-        Used only for Segment's uniform samples (``rng.integers(len(R))``, in SPEC order), so a
+        Used only for Segment's uniform samples (``rng.integers(len(R))``, in the algorithm's order), so a
         given generator state reproduces the result.
     repair : bool, default True
         Run the final Repair. ``False`` leaves deficient groups (size below the largest level of
@@ -66,7 +67,7 @@ def construct_groups(
     Returns
     -------
     ndarray of int64, shape (n,)
-        Group of every record, groups numbered ``0..G-1`` in the final order of SPEC's list H.
+        Group of every record, groups numbered ``0..G-1`` in the final order of the algorithm's list H.
 
     Raises
     ------
@@ -242,7 +243,8 @@ def _construct(X, p, order, levels, bounds, draws, draw_start, do_repair, leaf):
                     _add(X, p, g0 + best, y, gn, gfs, greq, head, nxt, lab)
             _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
             _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf)
-        elif m > 0:  # 0 < |D_P| < P: one deficient group Q (E1-9), after Hn (empty here)
+        elif m > 0:  # 0 < |D_P| < P: one deficient group Q, after Hn (empty here;
+            # docs/condensation.md#correction-a-level-with-fewer-records-than-its-privacy-level)
             galive[ng] = True
             for r in range(m):
                 _add(X, p, ng, R[r], gn, gfs, greq, head, nxt, lab)
@@ -383,7 +385,7 @@ def _box_sq(X, x, lo, hi, v):
 
 @numba.njit(cache=True, nogil=True)
 def _segment(X, R0, P, draws, leaf):
-    """SPEC Segment on the level's records R0 (index order) with the pre-made draws.
+    """Segment (docs/condensation.md#static-construction) on the level's records R0 (index order) with the pre-made draws.
 
     Returns the groups (rows: x, then its P-1 nearest remaining records in (distance, index)
     order) and the leftover records in index order. The remaining set R is a Fenwick tree over
@@ -503,12 +505,12 @@ def _segment(X, R0, P, draws, leaf):
 
 @numba.njit(cache=True, nogil=True)
 def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf):
-    """SPEC Cannibalize: groups g < g0 (H, creation order) against Hn = g0..ng-1.
+    """Cannibalize (docs/condensation.md#static-construction): groups g < g0 (H, creation order) against Hn = g0..ng-1.
 
     Hn centroids are updated after every absorbed group (the sequential semantics).
     ΔSSQ of moving G's records (target subsets S_g, sizes m_g) into Hn is computed exactly as
     sum_g [n_g m_g/(n_g+m_g) ||mu_g - mu(S_g)||^2 - m_g ||mu(S_g) - mu(G)||^2]
-    (union formula of §2.1 plus the within/between split of SSQ(G)).
+    (union formula of docs/condensation.md#group-statistics plus the within/between split of SSQ(G)).
     """
     d = X.shape[1]
     k = ng - g0
@@ -527,7 +529,7 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
         if not galive[G]:
             continue
         if gn[G] == 1 and greq[G] <= 1:
-            continue  # a feasible singleton has ΔSSQ >= 0: never cannibalized (SPEC §2.2)
+            continue  # a feasible singleton has ΔSSQ >= 0: never cannibalized (docs/condensation.md#static-construction)
         nG = _members(G, head, nxt, buf)
         for kk in range(d):
             muG[kk] = gfs[G, kk] / nG
@@ -569,7 +571,7 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
                     best = j
                     thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
             tbuf[a] = best
-        take = gn[G] < greq[G]  # numerical test (E1-8): deficient groups are forced
+        take = gn[G] < greq[G]  # deficient groups are forced (docs/condensation.md#correction-the-forced-cannibalization-test-is-per-group)
         if not take:
             nt = 0
             for a in range(nG):
@@ -623,7 +625,7 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
 
 @numba.njit(cache=True, nogil=True)
 def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
-    """SPEC Attrition on a snapshot of H (groups < g0) taken at entry; moves applied at the end."""
+    """Attrition (docs/condensation.md#correction-sampling-and-viability-in-attrition) on a snapshot of H (groups < g0) taken at entry; moves applied at the end."""
     d = X.shape[1]
     nh = 0
     for g in range(g0):
@@ -695,7 +697,7 @@ def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
                     continue
                 h = cand[c2]
                 need = hreq[h] if hreq[h] > px else px
-                if hn[h] + 1 < need:  # not viable after the assignment (E1-11)
+                if hn[h] + 1 < need:  # not viable after the move (docs/condensation.md#correction-sampling-and-viability-in-attrition)
                     continue
                 dd = _sq(X, x, hc[h])
                 if dd < bdist or (dd == bdist and best >= 0 and h < best):
@@ -754,7 +756,7 @@ def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
 
 @numba.njit(cache=True, nogil=True)
 def _repair(X, ng, gn, gfs, greq, galive, head, nxt, lab):
-    """SPEC Repair (E1-12): earliest infeasible group merges into the nearest centroid."""
+    """Repair (docs/condensation.md#addition-the-final-repair): earliest infeasible group merges into the nearest centroid."""
     d = X.shape[1]
     nalive = 0
     for g in range(ng):

@@ -26,7 +26,7 @@ def atomic_file(url: str, *, storage_options: Mapping[str, Any] | None = None, o
 
     fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     if fs.exists(path) and not overwrite:
-        raise DatasetExistsError(f"{url} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
+        raise DatasetExistsError(f"{url} already exists", python="overwrite=True", cli="--overwrite")
     parent = posixpath.dirname(path)
     if parent:
         fs.makedirs(parent, exist_ok=True)

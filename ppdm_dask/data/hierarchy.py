@@ -1,4 +1,4 @@
-"""Generalisation hierarchies of one attribute (SPEC §3.1).
+"""Generalisation hierarchies of one attribute (docs/anonymity.md#generalisation-hierarchies).
 
 A hierarchy has ``levels`` levels: level 0 is the leaf value itself (identity), the last level is
 the root ``'*'`` (full suppression). Two kinds exist:

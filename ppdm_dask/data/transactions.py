@@ -5,7 +5,7 @@ int32 column ids (sorted, unique per row, data = int32 ones), with the number of
 block known, plus the item :class:`~ppdm_dask.data.vocabulary.Vocabulary` (original labels <->
 column ids), public metadata, optional row-aligned columns (``label``, ``record_id``,
 ``privacy_level``) and optional per-item ``weights`` (a parallel dask array of float32 CSR blocks
-with the same structure). See ../shared/DESIGN.md, "The data model".
+with the same structure).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from .vocabulary import Vocabulary
 
 __all__ = ["TransactionArray", "DEFAULT_TARGET_BYTES", "ROW_COLUMNS"]
 
-#: Default partition size (bytes of CSR: indices + data + indptr), see DESIGN.md.
+#: Default partition size (bytes of CSR: indices + data + indptr). Partitions are sized by bytes,
+#: not by rows, so that each task carries far more work than the few milliseconds a task costs.
 DEFAULT_TARGET_BYTES = 128 * 2**20
 #: Optional row-aligned columns understood by the Parquet layout.
 ROW_COLUMNS = ("label", "record_id", "privacy_level")

@@ -1,4 +1,4 @@
-"""The four UCI data sets of the condensation experiments (Aggarwal & Yu, §4; SPEC §2.5).
+"""The four UCI data sets of the condensation experiments (Aggarwal & Yu, §4; docs/condensation.md#evaluation-protocol).
 
 ``load_uci(name)`` reads the original UCI files shipped in ``shared/data/uci`` (or any folder
 given as ``path``) into ``(X, y)``:

@@ -1,5 +1,5 @@
 """EMASK / MASK: privacy-preserving association rule mining on distorted data
-(Agrawal, Krishnan & Haritsa; formulas and errata in SPEC §4).
+(Agrawal, Krishnan & Haritsa; formulas and corrections in docs/emask.md).
 
 :class:`Distorter` (fit: s0 and the basic-privacy floor; transform: a :class:`DistortedRelease`)
 is the release path; :func:`distort` the plain function for library users."""

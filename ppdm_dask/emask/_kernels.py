@@ -98,7 +98,8 @@ def distort_block(block: sp.csr_array, p: float, q: float, rng: np.random.Genera
 
 
 def transition_matrix(n: int, p: float, q: float) -> np.ndarray:
-    """M[i, j] = P(distorted n-itemset has i ones | true has j ones) (corrected Eq. 4, E3-1).
+    """M[i, j] = P(distorted n-itemset has i ones | true has j ones) (corrected Eq. 4,
+    docs/emask.md#correction-the-transition-matrix).
 
     Rows and columns are ordered by the number of ones, 0..n; columns sum to 1.
     """
@@ -114,7 +115,8 @@ def transition_matrix(n: int, p: float, q: float) -> np.ndarray:
 
 def class_counts_from_subsets(sigma: np.ndarray) -> np.ndarray:
     """Counts c_i (rows with exactly i ones in I's columns), i = 0..n, from
-    sigma_j = sum of supports of the j-subsets of I (sigma_0 = N) by inclusion-exclusion (§4.3).
+    sigma_j = sum of supports of the j-subsets of I (sigma_0 = N) by inclusion-exclusion
+    (docs/emask.md#class-counts-by-inclusion-exclusion).
 
     ``sigma`` may be (n+1,) or (n+1, m) for m itemsets at once.
     """
@@ -142,7 +144,8 @@ def closed_form_estimate(subset_counts_by_size: list[np.ndarray], n: int, p: flo
 
 
 def closed_form_variance(subset_counts_by_size: list[np.ndarray], n: int, p: float, q: float, estimate: np.ndarray) -> np.ndarray:
-    """Unbiased estimate of Var ŝ(I) from distorted counts alone (SPEC §4.3):
+    """Unbiased estimate of Var ŝ(I) from distorted counts alone
+    (docs/emask.md#addition-a-standard-error-from-the-distorted-data):
     Δ^-2n Σ_{U⊆I} (1-2c)^{|U|} c^{2(n-|U|)} N_D(U) − ŝ(I), c = 1 - q."""
     delta = p + q - 1.0
     c = 1.0 - q

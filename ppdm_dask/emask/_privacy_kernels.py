@@ -1,4 +1,5 @@
-"""Per-block kernels of the reinterrogated-privacy evaluation (SPEC §4.2, §4.9); pure numpy/scipy.
+"""Per-block kernels of the reinterrogated-privacy evaluation (docs/emask.md#reinterrogated-privacy,
+docs/emask.md#distributed-execution); pure numpy/scipy.
 
 A *plan* describes the itemset family F once per job:
 

@@ -18,7 +18,7 @@ __all__ = ["Distorter"]
 
 
 class Distorter(Estimator):
-    """EMASK / MASK distortion as an estimator (SPEC §4.1).
+    """EMASK / MASK distortion as an estimator (docs/emask.md#distortion).
 
     ``fit`` measures the average item support s0 of the data and the basic privacy BP(p, q, s0)
     and refuses parameters below the floor before anything is distorted; ``transform`` returns

@@ -1,4 +1,5 @@
-"""MASK / EMASK distortion of transactions (SPEC §4.1), per block of global rows and per record."""
+"""MASK / EMASK distortion of transactions (docs/emask.md#distortion), per block of global rows and
+per record (docs/randomness.md#block-seeding)."""
 
 from __future__ import annotations
 

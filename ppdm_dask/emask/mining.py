@@ -1,10 +1,10 @@
-"""EMASK-Apriori (SPEC §4.4): Apriori on distorted data with per-level support reconstruction.
+"""EMASK-Apriori (docs/emask.md#emask-apriori): Apriori on distorted data with per-level support reconstruction.
 
 Only the all-ones count of each candidate is counted on the distorted data (by the exact
 :class:`~ppdm_dask.mining.counting.SupportCounter` of plain Apriori); the counts of every
 candidate of every level are kept on the driver, and at the end of a pass the true support of
 each candidate is reconstructed from the counts of all its subsets with the closed form of
-SPEC §4.3 (identical to M^-1 applied to the inclusion-exclusion class counts).
+docs/emask.md#the-closed-form (identical to M^-1 applied to the inclusion-exclusion class counts).
 """
 
 from __future__ import annotations
@@ -131,7 +131,8 @@ def mine(
         if on_level is not None:
             on_level(st)
         if sum(lv[1].size for lv in levels.values()) > max_itemsets:
-            raise ResultTooLargeError(f"more than max_itemsets={max_itemsets:,} itemsets; raise min_support or set max_length")
+            raise ResultTooLargeError(f"more than {max_itemsets:,} itemsets", python="raise min_support or set max_length",
+                                         cli="raise --min-support or set --max-length")
         return pipeline
 
     def result() -> EstimatedItemsets:

@@ -1,4 +1,5 @@
-"""Choice of the EMASK distortion parameters (p, q) (SPEC §4.5, erratum E3-3)."""
+"""Choice of the EMASK distortion parameters (p, q)
+(docs/emask.md#clarification-at-which-support-eq-6-is-evaluated)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class ParameterChoice:
     err6 : float
         Paper Eq. 6 at s = min_support.
     relative_error : float or None
-        Corrected relative error (E3-2) at s = min_support and ``n_transactions``, when given.
+        Corrected relative error (docs/emask.md#correction-the-relative-error-of-eq-6) at s = min_support and ``n_transactions``, when given.
     ldp_epsilon : float
         Per-bit local-DP ε (see :func:`ppdm_dask.emask.privacy.ldp_epsilon`).
     """
@@ -61,7 +62,7 @@ def choose_parameters(
     baseline: tuple[float, float] = (0.9, 0.9),
     n_transactions: int | None = None,
 ) -> list[ParameterChoice]:
-    """(p, q) pairs of the paper's "window of opportunity" (SPEC §4.5, select_pq).
+    """(p, q) pairs of the paper's "window of opportunity" (docs/emask.md#accuracy-and-the-choice-of-p-and-q).
 
     A grid pair is kept when
 
@@ -93,7 +94,8 @@ def choose_parameters(
 
     Notes
     -----
-    The paper does not say at which support Eq. 6 is evaluated (E3-3); evaluating it at the mining
+    The paper does not say at which support Eq. 6 is evaluated
+    (docs/emask.md#clarification-at-which-support-eq-6-is-evaluated); evaluating it at the mining
     support reproduces Table 1 exactly for s0 = 0.01: (0.3, 0.99), (0.4, 0.98), (0.5, 0.97),
     (0.6, 0.96). For s0 = 0.005 it yields all ten pairs of Table 2 **plus (0.8, 0.96), (0.8, 0.97)
     and (0.9, 0.96)**, which Table 2 does not list (most likely an omission: (0.8, 0.96) is
@@ -153,7 +155,7 @@ def estimate_s0(tx: Any, *, sample_fraction: float | None = None, key: Any = Non
 
     This is the mean support fraction over **all** items of the vocabulary (Σ_i s_i / d =
     nnz / (N d)), the definition under which the paper's T10.I4.D1M.N1K has s0 = 10 / 1000 =
-    0.01 (SPEC §4.5); items that never occur count with support 0.
+    0.01 (docs/emask.md#basic-privacy); items that never occur count with support 0.
 
     Parameters
     ----------

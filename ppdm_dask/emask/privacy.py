@@ -1,9 +1,10 @@
-"""Privacy and accuracy measures of EMASK distortion (SPEC §4.2, §4.5).
+"""Privacy and accuracy measures of EMASK distortion (docs/emask.md#privacy-measures,
+docs/emask.md#accuracy-and-the-choice-of-p-and-q).
 
 * :func:`basic_privacy` — BP = 100 (1 − R1), the probability of *not* reconstructing a 1
   (paper Eq. 2 at the average item support, or item-weighted over given supports).
 * :func:`err6` / :func:`relative_error` — single-column reconstruction error (paper Eq. 6 and the
-  corrected relative error, erratum E3-2).
+  corrected relative error, docs/emask.md#correction-the-relative-error-of-eq-6).
 * :func:`ldp_epsilon` / :func:`record_epsilon` — the local-differential-privacy view of the same
   per-bit randomised response.
 * :func:`reinterrogated_privacy` — RP, the privacy left after the miner has seen the frequent
@@ -80,7 +81,7 @@ def r1(p: float, q: float, s: Any) -> np.ndarray | float:
 
 
 def basic_privacy(p: float, q: float, *, s0: float | None = None, supports: Any = None) -> float:
-    """Basic privacy BP = 100 (1 − R1) in percent (SPEC §4.2).
+    """Basic privacy BP = 100 (1 − R1) in percent (docs/emask.md#basic-privacy).
 
     Parameters
     ----------
@@ -111,7 +112,8 @@ def basic_privacy(p: float, q: float, *, s0: float | None = None, supports: Any 
 def err6(p: float, q: float, s: Any) -> np.ndarray | float:
     """Paper Eq. 6: ``sqrt(p(1−p) + (1/s − 1) q(1−q)) / |p+q−1|`` (vectorised in s ∈ (0, 1]).
 
-    This is √n times the true relative error (erratum E3-2); it ranks (p, q) pairs correctly at a
+    This is √n times the true relative error
+    (docs/emask.md#correction-the-relative-error-of-eq-6); it ranks (p, q) pairs correctly at a
     fixed s and N, which is how :func:`~ppdm_dask.emask.parameters.choose_parameters` uses it.
     The absolute value of p+q−1 makes it a magnitude also when p + q < 1.
     """
@@ -124,7 +126,8 @@ def err6(p: float, q: float, s: Any) -> np.ndarray | float:
 
 
 def relative_error(p: float, q: float, s: Any, n_transactions: int) -> np.ndarray | float:
-    """Relative standard error of a reconstructed single-item support (corrected E3-2).
+    """Relative standard error of a reconstructed single-item support
+    (docs/emask.md#correction-the-relative-error-of-eq-6).
 
     ``Err_rel = sqrt(s p(1−p) + (1−s) q(1−q)) / (s · sqrt(N) · |p+q−1|) = Err_6 / sqrt(sN)``,
     i.e. Δn̄ / n with n = sN true ones among N transactions.
@@ -276,7 +279,8 @@ def reinterrogated_privacy(
     split_every: int = 8,
     **compute_kwargs: Any,
 ) -> float:
-    """Reinterrogated privacy RP (SPEC §4.2, erratum E3-5), in percent.
+    """Reinterrogated privacy RP, in percent (docs/emask.md#reinterrogated-privacy; breaches are judged
+    on the distorted row, docs/emask.md#correction-breaches-are-judged-on-the-distorted-transaction).
 
     For every 1 of T at (t, b): privacy is ``bp`` if b is in no itemset of F, or if the 1 was
     flipped to 0 in D; otherwise ``100 (1 − max{breach(I, b) : I ∈ F, b ∈ I, I ⊆ D_t})``, with

@@ -1,4 +1,4 @@
-"""Support reconstruction from distorted counts (SPEC §4.3)."""
+"""Support reconstruction from distorted counts (docs/emask.md#support-reconstruction)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ class IllConditionedWarning(UserWarning):
 
 def transition_matrix(n: int, p: float, q: float) -> np.ndarray:
     """(n+1)x(n+1) matrix M[i, j] = P(i distorted ones | j true ones), classes ordered 0..n
-    ones (corrected Eq. 4, erratum E3-1: the exponent of (1-p) is j-k)."""
+    ones (corrected Eq. 4: the exponent of (1-p) is j-k;
+    docs/emask.md#correction-the-transition-matrix)."""
     p, q = check_pq(p, q)
     if n < 1:
         raise ValueError("n must be >= 1")

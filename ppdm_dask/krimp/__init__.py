@@ -1,4 +1,4 @@
-"""KRIMP: MDL code tables (Vreeken, van Leeuwen & Siebes), SPEC section 5."""
+"""KRIMP: MDL code tables (Vreeken, van Leeuwen & Siebes); see docs/krimp.md."""
 
 from ._kernels import Database, as_database
 from .codetable import CodeTable, cover, cover_usages, encoded_length

@@ -2,13 +2,14 @@
 
 * :class:`Database` / :func:`as_database` — one normalised in-memory form of a categorical or
   basket database: original item ids (labels), CSR rows over the *alphabet* (items that occur),
-  item frequencies and the SPEC 5.2 item renumbering (frequency descending, ties: larger original
-  id first). Bitset views (rows as item bitsets, items as tid bitsets, both in *new* ids) are
+  item frequencies and the item renumbering (frequency descending, ties: larger original id
+  first; docs/krimp.md#clarification-item-renumbering-decides-every-tie). Bitset views (rows as item bitsets, items as tid bitsets, both in *new* ids) are
   built lazily.
 * :func:`exact_sum` — a numba port of CPython's ``math.fsum`` (Shewchuk partials + the half-even
   fix-up); it returns the correctly rounded sum of its terms, so it equals ``math.fsum`` on any
   finite input and in any term order.
-* :func:`cover_bits` — cover of bitset rows by an ordered list of bitset elements (SPEC 5.2).
+* :func:`cover_bits` — cover of bitset rows by an ordered list of bitset elements
+  (docs/krimp.md#krimp-code-tables-and-the-search).
 
 Bit layout: item ``r`` is bit ``r & 63`` of word ``r >> 6`` (LSB first).
 """
@@ -145,7 +146,8 @@ def exact_sum(terms, n):
 
 @numba.njit(cache=True, nogil=True)
 def cover_bits(rowbits, elbits, n_elements):
-    """Cover every row (SPEC 5.2) by ``elbits[:n_elements]`` in order; singletons last.
+    """Cover every row (docs/krimp.md#krimp-code-tables-and-the-search) by ``elbits[:n_elements]``
+    in order; singletons last.
 
     Returns ``(usage, rem)``: the usage of every element and, per row, the bitset of the items
     left for singletons (their usages are the column popcounts of ``rem``).
@@ -211,7 +213,8 @@ class Database:
     frequencies : int64 array
         ``frequencies[k]`` = number of rows holding ``labels[k]``.
     new_ids : int64 array
-        SPEC 5.2 renumbering: alphabet position ``k`` → new id (frequency descending, among equal
+        The item renumbering (docs/krimp.md#clarification-item-renumbering-decides-every-tie):
+        alphabet position ``k`` → new id (frequency descending, among equal
         frequencies the larger original id gets the smaller new id).
     order : int64 array
         Inverse of ``new_ids``: new id ``r`` → alphabet position.
@@ -266,7 +269,8 @@ class Database:
 
     @cached_property
     def std_lengths(self) -> np.ndarray:
-        """stdlen per alphabet position: −log2(fr/F), F = total item occurrences (SPEC 5.2)."""
+        """stdlen per alphabet position: −log2(fr/F), F = total item occurrences
+        (docs/krimp.md#clarification-usage-not-support-and-what-is-encoded)."""
         total = int(self.frequencies.sum())
         return np.array([-math.log2(int(f) / total) if f > 0 else 0.0 for f in self.frequencies.tolist()])
 
@@ -385,7 +389,8 @@ def dedupe_sorted_rows(indptr: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray
 
 
 def renumber(labels: np.ndarray, frequencies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """SPEC 5.2 renumbering → ``(new_ids, order)`` for alphabet positions."""
+    """The item renumbering (docs/krimp.md#clarification-item-renumbering-decides-every-tie) →
+    ``(new_ids, order)`` for alphabet positions."""
     order = np.lexsort((-np.asarray(labels, np.int64), -np.asarray(frequencies, np.int64))).astype(np.int64)
     new_ids = np.empty_like(order)
     new_ids[order] = np.arange(order.size, dtype=np.int64)

@@ -1,6 +1,6 @@
 """KRIMP candidates: frequent or closed frequent itemsets in the standard candidate order.
 
-``mine_candidates(db, min_support, closed=False, max_len=None, exclude=())`` (SPEC 5.2):
+``mine_candidates(db, min_support, closed=False, max_len=None, exclude=())`` (docs/krimp.md#krimp-code-tables-and-the-search):
 
 * all itemsets X with |X| ≥ 2 and absolute support ≥ ``min_support`` — depth-first Eclat;
 * ``closed=True``: the closed ones only, by LCM (Uno et al.) prefix-preserving closure
@@ -17,7 +17,7 @@
   ``exclude`` drops every itemset containing all items of one of the given combinations. Both
   prune whole subtrees (every descendant is a superset).
 
-Everything runs in one numba kernel on the renumbered items (SPEC 5.2: frequency descending, ties
+Everything runs in one numba kernel on the renumbered items (docs/krimp.md#clarification-item-renumbering-decides-every-tie: frequency descending, ties
 larger original id first). Standard candidate order: support descending, length descending, then
 lexicographically ascending on the sorted tuples of new ids — for sets of equal length that is
 "the set holding the smallest item of the symmetric difference first", i.e. descending order of
@@ -32,7 +32,7 @@ from typing import Any, Iterator, Sequence
 import numba
 import numpy as np
 
-from ..errors import InvalidParameter
+from ..errors import InvalidParameter, ResultTooLargeError
 from ._kernels import Database, as_database, fits
 
 _DEBRUIJN = np.array(
@@ -42,7 +42,10 @@ _DEBRUIJN = np.array(
     dtype=np.int64,
 )  # bit scan forward: ((x ^ (x - 1)) * 0x03f79d71b4cb0a89) >> 58
 
-__all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits"]
+__all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES"]
+
+#: Default bound on the number of candidates a KRIMP run may hold (about 0.5-2 GB of bitsets).
+DEFAULT_MAX_CANDIDATES = 20_000_000
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -83,7 +86,7 @@ def _ctz(x):
 
 
 @numba.njit(cache=True, nogil=True)
-def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_depth):
+def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_depth, max_out):
     """Depth-first Eclat / LCM over *reduced, merged* conditional databases.
 
     Every node keeps its conditional database as weighted bitset transactions: rows restricted to
@@ -91,7 +94,8 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
     remaining bits AND-ed — which keeps exactly what later closures need: an item outside the
     frequent extensions of a node can never enter the closure of a descendant). Occurrence
     delivery fills the tid lists (indices into the node's merged database) of all extensions in
-    one pass. Returns (bits[n_out, W], supports[n_out]).
+    one pass. Returns (bits[n_out, W], supports[n_out]); with ``max_out > 0`` it stops as soon as
+    it holds ``max_out + 1`` itemsets (the caller reports the explosion before memory runs out).
 
     Closed mode, known failures (LCM): the extensions of a node are tried in descending item
     order, so when a child Q = closure(P ∪ {e'}) is built every e > e' has been tried at P. If
@@ -401,6 +405,8 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 out_bits[n_out, k] = Q[k]
             out_sup[n_out] = sup
             n_out += 1
+            if max_out > 0 and n_out > max_out:
+                return out_bits[:n_out].copy(), out_sup[:n_out].copy()
         if max_len > 0 and qlen >= max_len:
             continue  # every extension would be longer
         d += 1
@@ -577,6 +583,7 @@ def mine_candidates(
     closed: bool = False,
     max_len: int | None = None,
     exclude: Sequence[Sequence[int]] = (),
+    max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
 ) -> Candidates:
     """Frequent (or closed frequent) itemsets with |X| ≥ 2 in the standard candidate order.
 
@@ -592,15 +599,31 @@ def mine_candidates(
         Keep itemsets with at most ``max_len`` items (≥ 2).
     exclude : sequence of item-id sequences
         Drop every itemset that contains all items of one of these combinations.
+    max_candidates : int or None
+        Stop with :class:`~ppdm_dask.errors.ResultTooLargeError` as soon as more itemsets than this are found
+        (low min-support on dense data explodes: mushroom, all itemsets at min-support 1, has
+        billions); None for no bound.
+
+    Raises
+    ------
+    ResultTooLargeError
+        More than ``max_candidates`` candidates.
     """
     d = as_database(db)
+    cap = 0 if max_candidates is None else _check_int("max_candidates", max_candidates, 1)
     minsup = _check_int("min_support", min_support, 1)
     ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
     if exclude is None:
         exclude = ()
     ex = _exclusion_bits(d, exclude)
     max_depth = int(np.diff(d.indptr).max())
-    bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth)
+    bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap)
+    if cap and sup.size > cap:
+        kind = "closed" if closed else "frequent"
+        raise ResultTooLargeError(
+            f"more than {cap:,} {kind} itemsets at min-support {minsup}: the candidates would not fit in memory",
+            python="raise min_support, closed=True, max_len=..., or max_candidates=None",
+            cli="raise --min-support, or add --closed or --max-len")
     perm = standard_order(bits, sup, d.n_items)
     bits = bits[perm]
     sup = sup[perm]

@@ -1,13 +1,14 @@
-"""KRIMP code tables: cover, usages, code lengths and encoded sizes (SPEC 5.2, 5.5).
+"""KRIMP code tables: cover, usages, code lengths and encoded sizes
+(docs/krimp.md#krimp-code-tables-and-the-search, docs/krimp.md#quality-dissimilarity-and-pattern-comparison).
 
 A :class:`CodeTable` is kept in *cover order* and in *original* item ids: the non-singleton
 elements first (length descending; within a length in insertion = candidate order), then one
-singleton for every item of the alphabet, ordered by the SPEC 5.2 renumbering (frequency
-descending, ties: larger original id first). The mutual order of the singletons does not affect
+singleton for every item of the alphabet, ordered by the item renumbering (frequency
+descending, ties: larger original id first; docs/krimp.md#clarification-item-renumbering-decides-every-tie). The mutual order of the singletons does not affect
 any cover; it only fixes the order in which ``stdlen(X) = Σ_{i∈X} stdlen(i)`` is summed
 (ascending new id, i.e. in that singleton order), so that sizes are reproducible to the bit.
 
-Sizes (SPEC 5.2): with ``U = Σ usage`` and ``l(c) = −log2(usage(c)/U)``
+Sizes (docs/krimp.md#krimp-code-tables-and-the-search): with ``U = Σ usage`` and ``l(c) = −log2(usage(c)/U)``
 
 * ``L(D|CT) = fsum(usage(c)·l(c))`` and ``L(CT|D) = fsum(stdlen(c) + l(c))`` over the elements with
   usage > 0 (``math.fsum``; zero-usage elements cost nothing);
@@ -166,7 +167,7 @@ class CodeTable:
         return np.array([-math.log2((u + lam) / total) for u in self.usages.tolist()], dtype=np.float64)
 
     def sizes(self) -> dict:
-        """Encoded sizes in bits (SPEC 5.2), summed with ``math.fsum`` in CT order.
+        """Encoded sizes in bits (docs/krimp.md#exact-sizes-and-decisions), summed with ``math.fsum`` in CT order.
 
         Keys: ``L_D_CT``, ``L_CT_D``, ``total``, ``L_D_ST``, ``L_ST``, ``total_ST``, ``L_percent``,
         plus ``sum_usage`` and ``n_used_singletons``.
@@ -336,7 +337,8 @@ class CodeTable:
 
     # ------------------------------------------------------------------ alphabet extension
     def with_alphabet(self, items: Sequence[int] | np.ndarray) -> "CodeTable":
-        """A copy that also holds zero-usage, zero-support singletons for ``items`` (SPEC 5.5).
+        """A copy that also holds zero-usage, zero-support singletons for ``items``
+        (docs/krimp.md#clarification-laplace-correction-of-foreign-code-tables).
 
         New items get stdlen 0 (frequency 0) and come after the existing singletons (ties
         among them: larger id first). Existing elements, usages and sizes are unchanged.
@@ -402,7 +404,8 @@ def _support(d: Any, x: np.ndarray) -> int:
 
 
 def cover_usages(rows: Any, ct: CodeTable, *, labels: Any = None) -> np.ndarray:
-    """Usage of every element of ``ct`` when covering ``rows`` (SPEC 5.2 cover).
+    """Usage of every element of ``ct`` when covering ``rows`` (the greedy cover of
+    docs/krimp.md#krimp-code-tables-and-the-search).
 
     Parameters
     ----------
@@ -447,7 +450,8 @@ def cover(rows: Any, ct: CodeTable, *, labels: Any = None) -> tuple[np.ndarray, 
 
 
 def encoded_length(rows: Any, ct: CodeTable, laplace: float = 0.0, *, labels: Any = None) -> float:
-    """L(rows | CT) = Σ_rows Σ_{c ∈ cover(row)} l(c) with ``ct.code_lengths(laplace)`` (SPEC 5.5).
+    """L(rows | CT) = Σ_rows Σ_{c ∈ cover(row)} l(c) with ``ct.code_lengths(laplace)``
+    (docs/krimp.md#clarification-laplace-correction-of-foreign-code-tables).
 
     The double sum is exactly rounded (the value ``math.fsum`` gives over all per-occurrence
     terms), computed as the exact rational Σ usage(c)·l(c). ``inf`` if a used element has

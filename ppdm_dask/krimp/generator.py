@@ -1,4 +1,4 @@
-"""KRIMP-based privacy-preserving data generation (SPEC §5.3, P4; stream tag 5).
+"""KRIMP-based privacy-preserving data generation (Vreeken, van Leeuwen & Siebes; stream tag 5; docs/krimp.md#the-generator).
 
 A :class:`KrimpGenerator` compresses a categorical database with KRIMP and then generates new
 transactions from the code table: for each output row, a not-yet-assigned attribute (domain) is
@@ -7,9 +7,9 @@ probability proportional to its Laplace-corrected usage ``w(c) = usage(c) + lapl
 elements that only touch unassigned domains, and its items are added; until every domain holds
 exactly one item.
 
-Randomness (DESIGN.md, "Randomness"): output rows are cut into blocks of ``block_rows`` (4096)
+Randomness (docs/randomness.md#block-seeding): output rows are cut into blocks of ``block_rows`` (4096)
 consecutive global indices; block ``b`` draws everything from ``key.generator(Tag.KRIMP_GENERATE,
-b)`` in index order, exactly as the SPEC's literal procedure does (``rng_b.integers(len(open))``
+b)`` in index order, exactly as the literal procedure of docs/krimp.md#the-generator does (``rng_b.integers(len(open))``
 for the domain, ``rng_b.choice(len(S), p=w/Σw)`` for the element, ``Σw`` summed left to right in
 code-table order). The compiled kernel reproduces those numpy calls bit for bit from the raw
 64-bit words of the block's bit generator (Lemire's bounded integers with PCG64's 32-bit
@@ -25,7 +25,7 @@ means that the items of one domain never co-occur). This is how the LUCS/KRIMP `
 (and any data set numbered attribute by attribute) are laid out; anything else must pass
 ``domains=`` explicitly.
 
-Privacy knobs (P4 §5 discussion): ``min_support`` (no pattern rarer than this is used, a
+Privacy knobs (the paper's §5 discussion): ``min_support`` (no pattern rarer than this is used, a
 k-anonymity-like guarantee on the patterns), ``laplace`` (every value of every domain keeps a
 positive probability: diversity), ``max_len`` (no pattern longer than this) and ``exclude``
 (sensitive item combinations that no pattern may contain); all except ``laplace`` act on the
@@ -47,6 +47,7 @@ import numpy as np
 from ..base import Estimator
 from ..errors import DataFormatError, InvalidParameter, NotFittedError, PPDMError, WeakParameterError
 from ..random import KeyLike, Tag, as_key
+from .candidates import DEFAULT_MAX_CANDIDATES
 
 __all__ = [
     "KrimpGenerator",
@@ -61,9 +62,9 @@ __all__ = [
     "DOMAIN_ORDERS",
 ]
 
-#: Output rows per randomness block (SPEC §5.3): block ``b`` uses stream ``(Tag.KRIMP_GENERATE, b)``.
+#: Output rows per randomness block (docs/krimp.md#the-generator): block ``b`` uses stream ``(Tag.KRIMP_GENERATE, b)``.
 BLOCK_ROWS = 4096
-#: Supported domain orders (SPEC §5.3, E4-7).
+#: Supported domain orders (docs/krimp.md#clarification-the-random-choice-of-a-domain).
 DOMAIN_ORDERS = ("random", "columns")
 #: ``domain_order="columns"``: restarts of one row before giving up (only with zero weights).
 MAX_RESTARTS = 10_000
@@ -504,7 +505,7 @@ def _assigned_domains(tables: _Tables, assigned: Iterable[Any]) -> frozenset:
 
 def admissible_elements(code_table: Any, domains: Sequence[Iterable[Any]], assigned: Iterable[Any] = ()) -> list[tuple]:
     """Code-table elements still usable once the items ``assigned`` are in the row: those with
-    no item in an assigned domain (``cands`` of SPEC §5.3), in code-table order, as label tuples
+    no item in an assigned domain (``cands`` of docs/krimp.md#the-generator), in code-table order, as label tuples
     (missing singletons of the domains are appended at the end)."""
     t = _build_tables(code_table, domains)
     done = _assigned_domains(t, assigned)
@@ -522,7 +523,7 @@ def step_distribution(
 ) -> dict[tuple, Fraction]:
     """Exact probability of each element drawn for ``domain`` (an index into ``domains``) given
     the items already ``assigned`` to the row: ``w(c) / Σ_{S} w`` over ``S = CT^D`` restricted to
-    admissible elements (SPEC §5.3). Weights ``usage·lp_factor + laplace`` as exact fractions of
+    admissible elements (docs/krimp.md#the-generator). Weights ``usage·lp_factor + laplace`` as exact fractions of
     the given numbers (pass ``Fraction`` for decimal-exact values)."""
     t = _build_tables(code_table, domains)
     if isinstance(domain, bool) or not isinstance(domain, numbers.Integral) or not 0 <= domain < t.n_domains:
@@ -549,7 +550,7 @@ def transaction_distribution(
     """Exact output distribution of one generated transaction (sorted label tuple -> probability),
     by exhaustive enumeration over domain orders and element choices in rational arithmetic.
 
-    Exponential in the number of domains: for small code tables (tests, SPEC O4-2).
+    Exponential in the number of domains: for small code tables (tests: the exact distribution of the corrected Figure 1 table, docs/krimp.md#correction-the-code-table-of-figure-1).
     ``domain_order="columns"`` conditions on success (rows restarted on dead ends).
     """
     t = _build_tables(code_table, domains)
@@ -708,13 +709,14 @@ def infer_domains(db: Any, **compute_kwargs: Any) -> list[np.ndarray]:
     try:
         check_domains(tx, domains, **kw)
     except DataFormatError as exc:
-        raise DataFormatError(f"cannot infer attribute domains: {exc}; pass domains= explicitly") from None
+        raise DataFormatError(f"cannot infer attribute domains: {exc}", python="domains=[[items of attribute 1], ...]",
+                              cli="the input must hold one item per attribute in every row") from None
     return domains
 
 
 # ====================================================================== estimator
 class KrimpGenerator(Estimator):
-    """Generate privacy-preserving categorical data from a KRIMP code table (P4, SPEC §5.3).
+    """Generate privacy-preserving categorical data from a KRIMP code table (docs/krimp.md#the-generator).
 
     Follows the estimator contract (:mod:`ppdm_dask.base`): ``fit`` compresses the data with
     KRIMP, ``transform`` returns a :class:`~ppdm_dask.krimp.release.GeneratedRelease` (written
@@ -725,14 +727,14 @@ class KrimpGenerator(Estimator):
     min_support : int or float, default 2
         Candidate itemsets for KRIMP: absolute count >= 1 or fraction in (0, 1]. No pattern
         rarer than this is used, so no generated row copies a pattern seen in fewer records.
-        Below 2 (P4 Table 1 mostly used 1) a pattern can be a whole unique record: refused
+        Below 2 (the paper's Table 1 mostly used 1) a pattern can be a whole unique record: refused
         unless ``allow_weak`` (floor ``"min-support"``).
     laplace : float, default 0.001
         Added to every element's usage (including unused singletons) before drawing.
     closed : bool, default False
         Closed candidates only.
     prune : bool, default False
-        KRIMP post-acceptance pruning (P4 ran without pruning, E4-9).
+        KRIMP post-acceptance pruning (the paper ran without pruning; docs/krimp.md#clarification-pruning).
     max_len : int, optional
         Longest candidate pattern.
     exclude : iterable of item combinations
@@ -740,10 +742,10 @@ class KrimpGenerator(Estimator):
     domains : list of lists of labels, optional
         Attribute domains in attribute order; inferred with :func:`infer_domains` if omitted.
     domain_order : {"random", "columns"}
-        ``"random"``: uniform over unassigned domains (P4, default); ``"columns"``: the authors'
-        reference generator (E4-7).
+        ``"random"``: uniform over unassigned domains (the paper, default); ``"columns"``: the authors'
+        reference generator (docs/krimp.md#clarification-the-random-choice-of-a-domain).
     lp_factor : float, default 1.0
-        Weight ``usage·lp_factor + laplace`` (the reference generator's factor; 1 = SPEC).
+        Weight ``usage·lp_factor + laplace`` (the reference generator's factor; 1 = the paper).
     key : Key, int or bytes, optional
         Secret key of the generation and of the release's row order (a fresh secret key per
         :meth:`transform` / :meth:`sample` when omitted). Never shown or written.
@@ -752,6 +754,10 @@ class KrimpGenerator(Estimator):
     allow_weak : bool or sequence of str, default False
         Accept ``min_support`` below the floor (``True`` or ``["min-support"]``); recorded in
         the release manifest.
+    max_candidates : int or None, default 20,000,000
+        Refuse (:class:`~ppdm_dask.errors.ResultTooLargeError`) as soon as the candidate miner
+        finds more itemsets: low min-support on dense data explodes (all itemsets of mushroom at
+        min-support 1 do not fit in memory); None for no bound.
 
     Attributes
     ----------
@@ -787,6 +793,7 @@ class KrimpGenerator(Estimator):
         key: KeyLike = None,
         n_rows: int | None = None,
         allow_weak: bool | Sequence[str] = False,
+        max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
     ) -> None:
         self.min_support = min_support
         self.laplace = laplace
@@ -800,6 +807,7 @@ class KrimpGenerator(Estimator):
         self.key = key
         self.n_rows = n_rows
         self.allow_weak = allow_weak
+        self.max_candidates = max_candidates
 
     # ------------------------------------------------------------------ fitting
     def _check_params(self) -> None:
@@ -852,7 +860,7 @@ class KrimpGenerator(Estimator):
             check_domains(tx, domains, **ckw)
         exclude = tuple(tuple(x) for x in self.exclude)
         result = krimp(tx, min_support=min_support, closed=self.closed, prune=self.prune, max_len=self.max_len, exclude=exclude,
-                       progress=progress)
+                       progress=progress, max_candidates=self.max_candidates)
         self.krimp_result_ = result
         self._set_table(result.code_table, domains, tx.n_transactions)
         self.min_support_ = min_support
@@ -992,7 +1000,7 @@ class KrimpGenerator(Estimator):
         partitioning or the workers. ``key=None`` uses the estimator's ``key`` (a fresh secret
         key when that is None too; never stored).
         With ``pattern_counts`` the result has a row column ``n_patterns`` (code-table elements
-        used per row; P4 Fig. 5). The vocabulary is the union of the domains.
+        used per row; the paper's Fig. 5). The vocabulary is the union of the domains.
         """
         import dask
         import dask.array as da

@@ -1,4 +1,5 @@
-"""Privacy and quality scores of generated data (P4, SPEC §5.4–5.5).
+"""Privacy and quality scores of generated data (docs/krimp.md#privacy-the-anonymity-score,
+docs/krimp.md#quality-dissimilarity-and-pattern-comparison).
 
 * :func:`anonymity_score` (AS, Def. 1) and :func:`normalized_anonymity_score` (NAS, Def. 2):
   how many original transactions of each support level reappear in the generated data.
@@ -9,7 +10,8 @@
   probability below ``n²·2⁻¹²⁸``. Python lists are counted exactly (``frozenset`` keys).
 * :func:`dissimilarity` (DS, Def. 3) and :func:`ds_from_tables`: both code tables extended to
   the union alphabet and Laplace-corrected (+λ on every element, unused singletons included,
-  λ = 1), data parts only (E4-5); foreign covers are MAP (per-block cover usages) + tree sums.
+  λ = 1), data parts only (docs/krimp.md#clarification-laplace-correction-of-foreign-code-tables);
+  foreign covers are MAP (per-block cover usages) + tree sums.
 * :func:`pattern_comparison` (Table 2 / Eq. 3) and :func:`avg_patterns_per_row` (Fig. 5).
 """
 
@@ -199,7 +201,7 @@ def anonymity_levels(db_p: Any, db_o: Any, **compute_kwargs: Any):
 
 
 def anonymity_score(db_p: Any, db_o: Any, *, exact: bool = False, **compute_kwargs: Any) -> float | Fraction:
-    """Anonymity Score AS(db_p, db_o) (P4 Def. 1, SPEC §5.4).
+    """Anonymity Score AS(db_p, db_o) (the paper's Def. 1; docs/krimp.md#privacy-the-anonymity-score).
 
     ``Σ_s (1/s)·|{τ : s(τ) = s, τ ∈ db_p}| / |{τ : s(τ) = s}|`` over the support levels ``s`` of
     the distinct transactions τ of ``db_o``. Lower is more private.
@@ -293,7 +295,8 @@ def _n_rows(db: Any) -> int:
 
 
 def ds_from_tables(x: Any, y: Any, ct_x: Any, ct_y: Any, laplace: float = 1.0, *, details: bool = False, **compute_kwargs: Any) -> float | dict:
-    """DS(x, y) from given code tables (P4 Def. 3 with E4-5, SPEC §5.5).
+    """DS(x, y) from given code tables (the paper's Def. 3 with the Laplace correction of
+    docs/krimp.md#clarification-laplace-correction-of-foreign-code-tables).
 
     Both tables are extended to the union alphabet of ``x``, ``y`` and both tables, then every
     element gets ``+laplace`` (unused singletons included):
@@ -330,14 +333,15 @@ def dissimilarity(
     max_len: int | None = None,
     details: bool = False,
     progress: bool = False,
+    max_candidates: int | None = 20_000_000,
 ) -> float | dict:
-    """DS(x, y): run KRIMP on both (same ``min_support``, ``closed``, ``prune``) and compare with
-    :func:`ds_from_tables`. DS(x, x) = 0 exactly; DS is symmetric and finite for disjoint
+    """DS(x, y): run KRIMP on both (same ``min_support``, ``closed``, ``prune``, ``max_candidates``)
+    and compare with :func:`ds_from_tables`. DS(x, x) = 0 exactly; DS is symmetric and finite for disjoint
     alphabets. The paper's "internal" reference value is DS(db, random half of db)."""
     from ..mining import min_count_of
     from .search import krimp
 
-    kw = dict(closed=closed, prune=prune, max_len=max_len, progress=progress)
+    kw = dict(closed=closed, prune=prune, max_len=max_len, progress=progress, max_candidates=max_candidates)
     ct_x = krimp(x, min_support=min_count_of(min_support, _n_rows(x)), **kw).code_table
     ct_y = krimp(y, min_support=min_count_of(min_support, _n_rows(y)), **kw).code_table
     return ds_from_tables(x, y, ct_x, ct_y, ds_laplace, details=details)

@@ -1,4 +1,4 @@
-"""KRIMP search (SPEC 5.2): strict acceptance, optional post-acceptance ("pop") pruning.
+"""KRIMP search (docs/krimp.md#krimp-code-tables-and-the-search): strict acceptance, optional post-acceptance ("pop") pruning.
 
 Implementation
 --------------
@@ -15,19 +15,19 @@ Everything after the set-up runs in numba on the renumbered items:
   acceptance and dropped on rejection;
 * re-covering a row's rest r only tries elements ⊆ r: every CT element is listed under its
   canonical item (its largest new id), the lists are kept in cover order by a static key
-  (length descending, then acceptance sequence — the cover order of SPEC 5.2), and only the
+  (length descending, then acceptance sequence — the cover order of docs/krimp.md#krimp-code-tables-and-the-search), and only the
   lists of the items of r are scanned;
-* **exact sizes and decisions.** SPEC 5.2 defines L(D,CT) = fsum(u·l) + fsum(stdlen + l) over the
+* **exact sizes and decisions** (docs/krimp.md#exact-sizes-and-decisions). The documented size is L(D,CT) = fsum(u·l) + fsum(stdlen + l) over the
   elements with usage > 0 (math.fsum, l = −log2(u/U)). Recomputing that for every candidate
   costs O(|CT|); instead an incrementally maintained approximation
   ``U·log2 U − Σ u·log2 u + Σ stdlen + K·log2 U − Σ log2 u`` (K = #used elements) is compared
   with the current best first, with a safety margin (1e-12·(K+64) relative to the magnitudes
   involved, ≥ 10^4 times any rounding error of either expression). Only when the approximation
   lies within that margin of the decision boundary — in practice for accepted candidates and
-  near ties — the exact SPEC value is computed: the same terms in the same floating-point
+  near ties — the exact documented value is computed: the same terms in the same floating-point
   operations as ``math.fsum`` gets them in the reference, summed by :func:`exact_sum`, a port of
   CPython's ``math.fsum`` (correctly rounded, so term order is immaterial). Every decision is
-  therefore the one the literal SPEC computation takes, bit for bit; a candidate with usage 0
+  therefore the one the literal computation takes, bit for bit; a candidate with usage 0
   changes nothing and is rejected without any size computation (equal size ⇒ reject).
 * ``math.log2`` in numba calls the C library's ``log2``, as CPython's ``math.log2`` does
   (tested on many values).
@@ -39,7 +39,6 @@ Everything after the set-up runs in numba on the renumbered items:
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -49,7 +48,7 @@ import numpy as np
 
 from ..errors import InvalidParameter
 from ._kernels import Database, as_database, exact_sum, fits, pack_rows, take
-from .candidates import Candidates, _check_int, _exclusion_bits, mine_candidates, standard_order
+from .candidates import DEFAULT_MAX_CANDIDATES, Candidates, _check_int, _exclusion_bits, mine_candidates, standard_order
 from .codetable import CodeTable
 
 __all__ = ["krimp", "KrimpResult"]
@@ -115,7 +114,7 @@ def _supports(off, items, tid_bits):
 
 @numba.njit(cache=True, nogil=True)
 def _exact_size(order, m, extra, usage_ns, cst, usage_s, st_s, U, tld, tlct):
-    """SPEC 5.2 L(D|CT) + L(CT|D) with the reference's floating-point operations."""
+    """L(D|CT) + L(CT|D) (docs/krimp.md#krimp-code-tables-and-the-search) with the reference's floating-point operations."""
     k = 0
     Uf = np.float64(U)
     for j in range(m + 1):
@@ -683,8 +682,9 @@ def krimp(
     max_len: int | None = None,
     exclude: Sequence[Sequence[int]] = (),
     progress: bool | Callable[[int, int], Any] = False,
+    max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
 ) -> KrimpResult:
-    """Run KRIMP (SPEC 5.2) and return the code table.
+    """Run KRIMP (docs/krimp.md#krimp-code-tables-and-the-search) and return the code table.
 
     Parameters
     ----------
@@ -697,9 +697,12 @@ def krimp(
         ``min_support``, ``closed``, ``max_len`` and ``exclude``. With given candidates those
         options filter them.
     prune : bool
-        Post-acceptance pruning (default, the authors' default); ``False`` as in P4.
+        Post-acceptance pruning (default, the authors' default); ``False`` as in the paper (docs/krimp.md#clarification-pruning).
     progress : bool or callable(done, total)
         A progress line on stderr, or a callback.
+    max_candidates : int or None
+        Bound on the mined candidates (:func:`mine_candidates`): a clear
+        :class:`~ppdm_dask.errors.ResultTooLargeError` instead of running out of memory.
     """
     d = as_database(db)
     if min_support is not None:
@@ -712,7 +715,7 @@ def krimp(
     if candidates is None:
         if min_support is None:
             raise InvalidParameter("give either candidates or min_support")
-        cands = mine_candidates(d, min_support, closed=closed, max_len=max_len, exclude=exclude)
+        cands = mine_candidates(d, min_support, closed=closed, max_len=max_len, exclude=exclude, max_candidates=max_candidates)
         off, new, sup = cands.offsets, cands.new_items, cands.supports
     else:
         off, new, sup = _normalise_candidates(d, candidates, min_support, max_len, exclude)
@@ -780,11 +783,12 @@ def krimp(
     if callable(progress):
         callback = progress
     elif progress:
+        from ..progress import step_reporter
+
+        report = step_reporter("KRIMP candidates")
+
         def callback(done: int, total: int) -> None:
-            sys.stderr.write(f"\rKRIMP: {done:,}/{total:,} candidates, |CT\\I| = {int(istate[0]):,}")
-            if done == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
+            report(done, total, f"|CT\\I| = {int(istate[0]):,}")
     chunk = nc if callback is None else max(1000, nc // 100)
     s = 0
     while s < nc or (s == 0 and nc == 0):

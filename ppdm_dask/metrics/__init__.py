@@ -1,4 +1,4 @@
-"""Evaluation metrics of privacy-preserving mining results (SPEC §4.6)."""
+"""Evaluation metrics of privacy-preserving mining results (docs/emask.md#accuracy-metrics)."""
 
 from .itemsets import identity_errors, itemset_accuracy, support_error
 

@@ -1,4 +1,5 @@
-"""Accuracy of reconstructed frequent itemsets against the true ones (SPEC §4.6, erratum E3-9).
+"""Accuracy of reconstructed frequent itemsets against the true ones (docs/emask.md#accuracy-metrics,
+docs/emask.md#correction-the-support-error-is-averaged-over-the-correctly-found-itemsets).
 
 With F the true frequent itemsets (mined from T) and R the reconstructed ones (mined from D):
 
@@ -41,7 +42,7 @@ def _as_map(x: Any, name: str) -> dict[frozenset, float]:
 def _rho(f: Mapping[frozenset, float], r: Mapping[frozenset, float]) -> float:
     common = f.keys() & r.keys()
     if not common:
-        return 0.0  # E3-9: no correctly identified itemset, nothing to compare (Table 5, level 8)
+        return 0.0  # no correctly identified itemset, nothing to compare (the paper's Table 5, level 8)
     act = np.array([f[k] for k in common])
     if np.any(act <= 0):
         raise InvalidParameter("true supports of frequent itemsets must be positive")

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import DataFormatError, InvalidParameter, PPDMError
+from ..errors import DataFormatError, InvalidParameter, ResultTooLargeError
 from .candidates import apriori_gen
 from .counting import SupportCounter
 from .results import FrequentItemsets
@@ -26,10 +26,6 @@ __all__ = ["apriori", "min_count_of", "ResultTooLargeError", "ItemsetExplosionWa
 
 #: Default bound on the number of frequent itemsets + pending candidates.
 DEFAULT_MAX_ITEMSETS = 50_000_000
-
-
-class ResultTooLargeError(PPDMError, MemoryError):
-    """Mining would produce more itemsets than ``max_itemsets`` allows."""
 
 
 class ItemsetExplosionWarning(UserWarning):
@@ -118,9 +114,9 @@ def apriori(
         total = sum(c.size for _, c in levels.values()) + n_next
         if total > max_itemsets:
             raise ResultTooLargeError(
-                f"level {k} would bring the result to {total:,} itemsets and candidates, over max_itemsets="
-                f"{max_itemsets:,}; raise min_support, set max_length, or raise max_itemsets"
-            )
+                f"level {k} would bring the result to {total:,} itemsets and candidates, over the bound of {max_itemsets:,}",
+                python="raise min_support, set max_length, or raise max_itemsets",
+                cli="raise --min-support, set --max-length, or raise --max-itemsets")
         if n_next > max_itemsets // 10:
             warnings.warn(f"level {k} has {n_next:,} candidates; the output may explode", ItemsetExplosionWarning, stacklevel=3)
 

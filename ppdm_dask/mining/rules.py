@@ -127,7 +127,8 @@ def association_rules(
                         cons_counts.append(lookup[cq])
                         survivors.append(cq)
                 if len(ante) > max_rules:
-                    raise ResultTooLargeError(f"more than max_rules={max_rules:,} rules; raise min_confidence or min_support")
+                    raise ResultTooLargeError(f"more than {max_rules:,} rules", python="raise min_confidence or min_support, or max_rules",
+                                              cli="raise --min-confidence or --min-support")
                 consequents = _grow(survivors, len(full))
     rc = np.asarray(rule_counts, np.int64)
     s_all = rc / n

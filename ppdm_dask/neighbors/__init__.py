@@ -5,7 +5,7 @@
 * :func:`approximate_knn` — candidates from keyed MinHash-sorted windows, exact re-ranking.
 * :func:`recall` — quality of an approximate graph against the exact one.
 
-The graph carries what k-variance anonymity (SPEC.md §1.5) needs: neighbours, distances, dot
+The graph carries what k-variance anonymity (docs/sketches.md#k-variance-anonymity) needs: neighbours, distances, dot
 products ``x.y``, ``sum_t x_t^2 y_t^2`` and the squared norms.
 """
 

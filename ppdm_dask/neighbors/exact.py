@@ -1,4 +1,5 @@
-"""Exact k-nearest-neighbour graph of a TransactionArray on Dask (SPEC.md §1.5 step 1, §1.9).
+"""Exact k-nearest-neighbour graph of a TransactionArray on Dask
+(docs/sketches.md#the-k-nearest-neighbour-graph).
 
 ``scope="global"`` is the ALLPAIRS pattern: the rows are cut into blocks of ``block_rows``; one
 task per block finds the top-k lists inside the block (the *diagonal*), then one task per
@@ -10,7 +11,8 @@ answer stays exact. The order is total, and every pair of rows is examined by ex
 with bitwise identical arithmetic, so the graph does not depend on the partitioning, the block
 size or the number of workers.
 
-``scope="partition"`` is the paper's linear-time variant (E0-15): neighbours are searched only
+``scope="partition"`` is the paper's linear-time variant
+(docs/sketches.md#clarification-partition-local-neighbours): neighbours are searched only
 inside each partition of ``tx`` (a MAP). Definition 3 then holds with respect to that graph only.
 """
 
@@ -228,7 +230,7 @@ def knn(
     client: Any = None,
     progress: bool = False,
 ) -> KNNGraph:
-    """Exact k nearest neighbours of every record (SPEC.md §1.5 step 1).
+    """Exact k nearest neighbours of every record (step 1 of docs/sketches.md#k-variance-anonymity).
 
     Parameters
     ----------
@@ -241,7 +243,8 @@ def knn(
         squared norms are exact sums over the shared items (integers for binary data).
     scope : {"global", "partition"}
         ``"global"``: exact over all records (ALLPAIRS + TREE merge). ``"partition"``: only
-        within each partition of ``tx`` (the paper's linear-time variant, E0-15; k-variance
+        within each partition of ``tx`` (the paper's linear-time variant,
+        docs/sketches.md#clarification-partition-local-neighbours; k-variance
         anonymity then holds w.r.t. this graph only); rows of partitions with ``<= k`` valid
         rows get fewer than k neighbours.
     exclude_self : bool, default True
@@ -260,7 +263,8 @@ def knn(
     -------
     KNNGraph
         Neighbours ordered by ``(distance, global index)``. Records with ``|x| = 0`` have no
-        neighbours (``-1``/``inf``) and are nobody's neighbour (SPEC §1.5 step 0); lists are
+        neighbours (``-1``/``inf``) and are nobody's neighbour (step 0 of
+        docs/sketches.md#k-variance-anonymity); lists are
         padded with ``-1``/``inf`` when fewer than k valid other records exist.
 
     Raises

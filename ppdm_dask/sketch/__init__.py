@@ -1,4 +1,4 @@
-"""Sketch-based privacy for sparse text and binary data (Aggarwal & Yu; SPEC §1).
+"""Sketch-based privacy for sparse text and binary data (Aggarwal & Yu; see docs/sketches.md).
 
 Records are published as AMS-style ±1 sketches with a shared, public generator
 (:class:`SketchGenerator`); the number of components per record controls the variance of any
@@ -62,7 +62,7 @@ __all__ = [
     "component_sums",
     "dot_matrix",
     "cosine_matrix",
-    # exact variances (SPEC §1.3)
+    # exact variances (docs/sketches.md#estimators-and-their-variances)
     "attribute_variance",
     "dot_variance",
     "sqnorm_variance",

@@ -1,4 +1,4 @@
-"""Per-block kernels of the sketch method (SPEC §1.2–1.5): numpy + numba only, no dask.
+"""Per-block kernels of the sketch method (docs/sketches.md): numpy + numba only, no dask.
 
 The shared ±1 generator: for component ``j`` (1-based) the coefficients ``a0..a3`` are drawn from
 ``SeedSequence(seed, spawn_key=(0, j))`` and ``r_t^j = +1`` iff
@@ -35,7 +35,8 @@ _IFLOOR_CAP = float(2**62)
 
 
 def ifloor(z: np.ndarray | float) -> np.ndarray:
-    """Tolerant floor ``floor(z + 1e-9 * max(1, |z|))`` as int64 (SPEC §0.2, erratum E0-13).
+    """Tolerant floor ``floor(z + 1e-9 * max(1, |z|))`` as int64
+    (docs/sketches.md#clarification-tolerant-floor).
 
     ``+inf`` maps to ``2**62``, ``-inf`` to ``-2**62`` and NaN to 0.
     """
@@ -49,7 +50,8 @@ def component_coefficients(seed: int, j_lo: int, j_hi: int) -> np.ndarray:
     """Coefficients ``(a0, a1, a2, a3)`` of components ``j_lo <= j < j_hi`` (1-based), int64.
 
     Each component has its own SeedSequence stream, so component ``j`` never depends on how many
-    components are drawn (prefix stability, SPEC §1.2 item 4).
+    components are drawn (prefix stability,
+    docs/sketches.md#clarification-one-generator-shared-by-all-records).
     """
     if j_lo < 1 or j_hi < j_lo:
         raise ValueError("components are numbered from 1 and j_hi >= j_lo")
@@ -246,7 +248,9 @@ def row_sq_stats(indptr: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def delta_components(indptr: np.ndarray, data: np.ndarray, delta: float, m_max: int) -> np.ndarray:
-    """δ-anonymous number of components of every row (SPEC §1.4, errata E0-1/E0-2/E0-12).
+    """δ-anonymous number of components of every row (docs/sketches.md#δ-anonymity, with
+    docs/sketches.md#correction-δ-anonymity-uses-the-largest-admissible-m and
+    docs/sketches.md#correction-suppression-is-decided-at-one-component).
 
     ``V = sum x^2 - max x^2`` (0 for rows with at most one non-zero); ``m = min(ifloor(V/δ),
     m_max)``, the LARGEST admissible count, and 0 (suppressed) when it is below 1. int32.
@@ -261,16 +265,17 @@ def delta_components(indptr: np.ndarray, data: np.ndarray, delta: float, m_max: 
 
 
 def dot_variance(sqx: np.ndarray, sqy: np.ndarray, dot: np.ndarray, cross: np.ndarray) -> np.ndarray:
-    """Per-component variance of the dot-product estimate, corrected (E0-3):
+    """Per-component variance of the dot-product estimate, corrected
+    (docs/sketches.md#correction-variance-of-the-dot-product-estimate):
     ``V = |x|^2 |y|^2 + (x.y)^2 - 2 sum_t x_t^2 y_t^2`` (``cross`` = the last sum)."""
     sqx, sqy, dot, cross = (np.asarray(a, dtype=np.float64) for a in (sqx, sqy, dot, cross))
     return sqx * sqy + dot**2 - 2.0 * cross
 
 
 def max_components(v: np.ndarray, sqx: np.ndarray, sqy: np.ndarray, dot: np.ndarray, m_max: int) -> np.ndarray:
-    """Largest ``m`` with ``sqrt(V/m) >= tau``, ``tau = |x||y| - |x.y|`` (SPEC §1.5), in
+    """Largest ``m`` with ``sqrt(V/m) >= tau``, ``tau = |x||y| - |x.y|`` (docs/sketches.md#k-variance-anonymity), in
     ``[0, m_max]``, int64. ``m_max`` when ``tau <= 1e-12 |x||y|`` (parallel vectors: the
-    condition holds for every m). Invariant to rescaling x or y (O0-4)."""
+    condition holds for every m). Invariant to rescaling x or y."""
     v, sqx, sqy, dot = (np.asarray(a, dtype=np.float64) for a in (v, sqx, sqy, dot))
     norms = np.sqrt(sqx * sqy)
     tau = norms - np.abs(dot)

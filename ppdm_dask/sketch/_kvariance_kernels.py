@@ -1,6 +1,7 @@
-"""Kernels of k-variance anonymity (SPEC §1.5): edge bounds M_ij and the ordered m-sweeps.
+"""Kernels of k-variance anonymity (docs/sketches.md#k-variance-anonymity): edge bounds M_ij and the
+ordered m-sweeps.
 
-Pure numpy/numba, no dask. The sweeps are the SEQ step of SPEC §1.9: they run on the driver over
+Pure numpy/numba, no dask. The sweeps are the driver step of docs/sketches.md#distributed-execution: they run on the driver over
 the kNN edge list (a few numbers per edge), in the paper's order, so the distributed pipeline
 gives exactly the sequential algorithm's result for the same kNN graph.
 """
@@ -24,8 +25,10 @@ def edge_bounds(
 ) -> np.ndarray:
     """M_ij for every kNN edge ``(i, indices[i, c])`` (``-1`` where there is no neighbour).
 
-    ``threshold="corrected"`` (default, E0-6): ``M_ij = ifloor(V_ij / tau_ij^2)`` capped at
-    ``m_max``, with the corrected dot-product variance ``V`` (E0-3) and the Cauchy-Schwarz gap
+    ``threshold="corrected"`` (default,
+    docs/sketches.md#correction-the-k-variance-threshold-is-the-cauchy-schwarz-gap): ``M_ij = ifloor(V_ij / tau_ij^2)`` capped at
+    ``m_max``, with the corrected dot-product variance ``V``
+    (docs/sketches.md#correction-variance-of-the-dot-product-estimate) and the Cauchy-Schwarz gap
     ``tau = |x_i||x_j| - |x_i.x_j|``; invariant to rescaling either record.
     ``threshold="paper"`` (reproduction studies only): the printed threshold
     ``sqrt(|x_i||x_j| - |x_i.x_j|)``, i.e. ``M_ij = ifloor(V_ij / tau_ij)``; dimensionally
@@ -52,7 +55,8 @@ def edge_bounds(
 
 
 def processing_order(kth_distance: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Active rows by decreasing k-NN distance, ties by index ("largest first", E0-11)."""
+    """Active rows by decreasing k-NN distance, ties by index ("largest first",
+    docs/sketches.md#clarification-processing-order)."""
     rows = np.flatnonzero(active)
     return rows[np.lexsort((rows, -kth_distance[rows]))].astype(np.int64)
 
@@ -96,13 +100,15 @@ _sweep_nb = _numba.njit(cache=True, nogil=True)(_sweep_py) if _numba is not None
 def sweep(order: np.ndarray, indptr: np.ndarray, nbr: np.ndarray, bnd: np.ndarray, m: np.ndarray, m_max: int) -> int:
     """One major iteration in place: for q in ``order``,
     ``m_q <- min({M_ql : l in Adj(q), m_l > M_ql} U {m_max})`` — the LARGEST admissible m_q
-    given the current neighbours (E0-8). Returns sum |change of m|."""
+    given the current neighbours (docs/sketches.md#correction-each-record-gets-the-largest-admissible-number-of-components).
+    Returns sum |change of m|."""
     fn = _sweep_nb if _sweep_nb is not None else _sweep_py
     return int(fn(order, indptr, nbr, bnd, m, np.int64(m_max)))
 
 
 def repair(indices: np.ndarray, bounds: np.ndarray, m: np.ndarray) -> int:
-    """Paper-literal mode's final pass (E0-9): for every q and l in kNN(q) with
+    """Paper-literal mode's final pass (docs/sketches.md#correction-symmetric-neighbourhood-or-a-repair-pass):
+    for every q and l in kNN(q) with
     ``min(m_q, m_l) > M_ql`` set ``m_q = M_ql``. Returns the number of rows lowered."""
     n, k = indices.shape
     lowered = 0

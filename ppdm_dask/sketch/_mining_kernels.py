@@ -1,4 +1,5 @@
-"""Per-block kernels of mining on sketches (SPEC §1.3, §1.6): pure numpy / scipy, no dask.
+"""Per-block kernels of mining on sketches (docs/sketches.md#mining-on-sketches): pure numpy / scipy,
+no dask.
 
 A block of sketches is ``S`` (n, m_max) float64 with ``m`` (n,) components per row; components
 ``j >= m_i`` are ignored (they are zeroed by :func:`clean_block`, so the row product of two
@@ -6,7 +7,7 @@ cleaned sketches sums exactly over the first ``min(m_i, m_j)`` components). ``m_
 suppressed record.
 
 Every similarity between two sketches ``a`` and ``b`` uses the same ``m = min(m_a, m_b)``
-components for all its terms (SPEC §1.3):
+components for all its terms (docs/sketches.md#clarification-pairwise-estimates-use-the-same-components):
 
 * ``"cosine"``: ``dot_m / sqrt(sq_a,m * sq_b,m)`` (0 when the denominator is 0),
 * ``"euclidean"``: ``-(sq_a,m + sq_b,m - 2 dot_m) / m`` (minus the estimated squared distance),
@@ -53,7 +54,7 @@ def clean_block(S: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(S, m)`` as C-contiguous float64 / int64 with every component ``j >= m_i`` set to 0.
 
     Zero padding is the SketchArray contract; re-applying it is cheap and also accepts
-    NaN-padded input (SPEC §1.4's on-disk layout).
+    NaN-padded input.
     """
     S = np.asarray(S, dtype=np.float64)
     m = np.asarray(m, dtype=np.int64).ravel()

@@ -1,4 +1,4 @@
-"""δ-anonymous sketches (SPEC §1.4, corrected Fig. 1 of Aggarwal & Yu)."""
+"""δ-anonymous sketches (corrected Fig. 1 of Aggarwal & Yu; docs/sketches.md#δ-anonymity)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def delta_components(tx: Any, delta: float, m_max: int = 256) -> da.Array:
 
 
 class DeltaAnonymizer(Estimator):
-    """Publish each record as a δ-anonymous sketch (SPEC §1.4).
+    """Publish each record as a δ-anonymous sketch (docs/sketches.md#δ-anonymity).
 
     Every record x gets the LARGEST admissible number of components
     ``m = min(ifloor(V_x / delta), m_max)`` with ``V_x = |x|^2 - max_t x_t^2``; records with

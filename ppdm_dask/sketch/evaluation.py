@@ -1,4 +1,5 @@
-"""The paper's evaluation protocol for anonymized sketches (Aggarwal & Yu §4; SPEC §1.5).
+"""The paper's evaluation protocol for anonymized sketches (Aggarwal & Yu §4;
+docs/sketches.md#mining-on-sketches).
 
 * Classification: a random 2:1 train/test split; train and test are anonymized *separately*
   (with one shared generator, so their sketches are comparable); k-NN on the sketches; a

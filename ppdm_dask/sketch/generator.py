@@ -1,4 +1,4 @@
-"""The shared, public ±1 generator of the sketches (SPEC §1.2)."""
+"""The shared, public ±1 generator of the sketches (docs/sketches.md#the-shared-sign-generator)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ class SketchGenerator:
     ----------
     seed : int
         PUBLIC non-negative seed: it is published with the sketches, because attribute
-        reconstruction needs ``r_t^j``; privacy is statistical (SPEC §1.2 item 5). Use
+        reconstruction needs ``r_t^j``; privacy is statistical
+        (docs/sketches.md#clarification-one-generator-shared-by-all-records). Use
         :meth:`from_key` to derive it one-way from a secret key.
 
     Notes
@@ -53,8 +54,8 @@ class SketchGenerator:
 
     @classmethod
     def from_matrix(cls, matrix: Any) -> "SketchGenerator":
-        """Explicit signs ``R`` in {±1}^(m x d): component j uses row j-1 (test oracle, SPEC
-        §1.2 item 6). Sketches then have at most m components over items ``0..d-1``."""
+        """Explicit signs ``R`` in {±1}^(m x d): component j uses row j-1 (for exact
+        enumeration tests). Sketches then have at most m components over items ``0..d-1``."""
         r = np.asarray(matrix)
         if r.ndim != 2 or not np.all(np.isin(r, (-1, 1))):
             raise InvalidParameter("the sign matrix must be 2-D with entries -1 or +1")

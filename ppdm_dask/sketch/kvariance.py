@@ -1,6 +1,7 @@
-"""k-variance anonymous sketches (SPEC §1.5, corrected Def. 3 / Fig. 2 of Aggarwal & Yu).
+"""k-variance anonymous sketches (corrected Def. 3 / Fig. 2 of Aggarwal & Yu;
+docs/sketches.md#k-variance-anonymity).
 
-Pipeline (SPEC §1.9): the kNN graph over the whole data (ALLPAIRS over row-block pairs, exact,
+Pipeline (docs/sketches.md#distributed-execution): the kNN graph over the whole data (ALLPAIRS over row-block pairs, exact,
 :func:`ppdm_dask.neighbors.knn`), the bounds M_ij per edge (computed from quantities the kNN
 pass carries: dot products and sum_t x_t^2 y_t^2), the ordered m-sweeps on the driver (SEQ: a
 few numbers per edge), then sketching (MAP).
@@ -11,7 +12,8 @@ Where the distributed result differs from the sequential paper algorithm:
   (distance, index) for any partitioning, and the sweeps run sequentially in the paper's order,
   so m is identical to the single-machine algorithm's (tested).
 * ``knn_scope="partition"``: neighbours are searched inside each partition only (the paper's
-  linear-time "partition based method", E0-15); Def. 3 then holds w.r.t. that graph, not the
+  linear-time "partition based method",
+  docs/sketches.md#clarification-partition-local-neighbours); Def. 3 then holds w.r.t. that graph, not the
   global one, and the result depends on the partitioning.
 * ``approximate=True``: an approximate kNN graph (measured recall < 1); Def. 3 holds w.r.t. the
   graph found. Intended for data too large for the exact all-pairs pass.
@@ -57,7 +59,8 @@ def kvariance_components(
     tol: float = 0,
     threshold: str = "corrected",
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Numbers of components m_i from a kNN graph (SPEC §1.5 steps 0 and 2-5).
+    """Numbers of components m_i from a kNN graph (steps 0 and 2-5 of
+    docs/sketches.md#k-variance-anonymity).
 
     Parameters
     ----------
@@ -69,11 +72,13 @@ def kvariance_components(
     neighbourhood : {"symmetric", "knn"}
         ``"symmetric"`` (default): m_q is constrained by its kNN and by every record having q
         among its kNN, which keeps Def. 3 valid after every major iteration. ``"knn"``:
-        paper-literal (only kNN(q)) followed by the mandatory repair pass (E0-9).
+        paper-literal (only kNN(q)) followed by the mandatory repair pass
+        (docs/sketches.md#correction-symmetric-neighbourhood-or-a-repair-pass).
     max_iter, tol
         Stop after ``max_iter`` major iterations or when sum |change of m| <= ``tol``.
     threshold : {"corrected", "paper"}
-        The sd threshold of Def. 3: the corrected Cauchy-Schwarz gap (default, E0-6) or the
+        The sd threshold of Def. 3: the corrected Cauchy-Schwarz gap (default,
+        docs/sketches.md#correction-the-k-variance-threshold-is-the-cauchy-schwarz-gap) or the
         paper's printed square root of it (reproduction studies only; see
         :func:`~ppdm_dask.sketch._kvariance_kernels.edge_bounds`).
 
@@ -121,12 +126,16 @@ def kvariance_components(
 
 class KVarianceAnonymizer(Estimator):
     """Publish each record as a sketch whose similarity to each of its k nearest neighbours
-    cannot be estimated better than the gap to the maximum possible similarity (SPEC §1.5).
+    cannot be estimated better than the gap to the maximum possible similarity
+    (docs/sketches.md#k-variance-anonymity).
 
     For every kNN edge (i, j) the standard deviation of the min(m_i, m_j)-component estimate
-    of x_i.x_j must be at least ``tau_ij = |x_i||x_j| - |x_i.x_j|`` (corrected Def. 3, E0-6/7),
+    of x_i.x_j must be at least ``tau_ij = |x_i||x_j| - |x_i.x_j|`` (corrected Def. 3,
+    docs/sketches.md#correction-the-k-variance-threshold-is-the-cauchy-schwarz-gap and
+    docs/sketches.md#correction-the-variance-in-definition-3-is-the-dot-product-variance),
     i.e. ``min(m_i, m_j) <= M_ij = floor(V_ij / tau_ij^2)``. Records are processed outliers
-    first (decreasing k-NN distance) and each gets the LARGEST admissible m (E0-8); major
+    first (decreasing k-NN distance) and each gets the LARGEST admissible m
+    (docs/sketches.md#correction-each-record-gets-the-largest-admissible-number-of-components); major
     iterations repeat until m stops changing. Records with m = 0 are suppressed.
 
     Parameters
@@ -153,7 +162,8 @@ class KVarianceAnonymizer(Estimator):
         candidate search. Mutually exclusive with ``generator`` for the sketches.
     generator : SketchGenerator, optional
     threshold : {"corrected", "paper"}
-        ``"paper"`` uses the printed, dimensionally inconsistent threshold of Def. 3 (E0-6) —
+        ``"paper"`` uses the printed, dimensionally inconsistent threshold of Def. 3
+        (docs/sketches.md#correction-the-k-variance-threshold-is-the-cauchy-schwarz-gap) —
         for reproducing the paper's figures only; its privacy guarantee is not scale-invariant.
     keep_suppressed, keep_record_ids : bool, default False
         Write suppressed records as empty rows; publish a ``record_id`` column (see
@@ -219,7 +229,8 @@ class KVarianceAnonymizer(Estimator):
         if self.knn_scope not in _SCOPES:
             raise InvalidParameter(f"knn_scope must be one of {_SCOPES}, got {self.knn_scope!r}")
         if self.approximate and self.knn_scope != "global":
-            raise InvalidParameter("approximate=True searches the whole data; use knn_scope='global'")
+            raise InvalidParameter("the approximate k-NN search covers the whole data, not partitions", python="knn_scope='global'",
+                                   cli="--knn-scope global")
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KVarianceAnonymizer":
         """Compute the kNN graph of the TransactionArray ``X`` and the numbers of components ``m_``.

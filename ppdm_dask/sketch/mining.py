@@ -1,4 +1,5 @@
-"""Mining on sketches (SPEC §1.3, §1.5, §1.6): k-nearest-neighbour classification and k-means.
+"""Mining on sketches (docs/sketches.md#mining-on-sketches): k-nearest-neighbour classification and
+k-means.
 
 Both miners see only the published sketches: per record ``i`` the first ``m_i`` components of
 its sketch (``m_i = 0``: suppressed, nothing published). Every similarity between two sketches
@@ -12,7 +13,7 @@ optionally ``columns`` (name -> row-aligned array, e.g. ``"label"``) and ``gener
 ±1 generator; train and test sketches with different generators are rejected); a plain
 ``(values, m)`` tuple works too.
 
-Dask decomposition (SPEC §1.9):
+Dask decomposition (docs/sketches.md#distributed-execution):
 
 * kNN: ALLPAIRS over (test block, train block) pairs, each giving per-row top-k lists in the
   total order (similarity desc, train index asc), merged by a TREE reduction; then a MAP vote.
@@ -128,7 +129,8 @@ def _as_blocks(sketches: Any, block_rows: int | None) -> _Blocks:
 
 
 def _check_shared_generator(ga: Any, gb: Any) -> None:
-    """Sketches are only comparable under the same ±1 generator (SPEC §1.2 item 1, E0-5)."""
+    """Sketches are only comparable under the same ±1 generator
+    (docs/sketches.md#clarification-one-generator-shared-by-all-records)."""
     if ga is not None and gb is not None and not ga == gb:
         raise InvalidParameter(
             "the two sketch sets were made with different generators; dot products between "
@@ -199,7 +201,8 @@ def _finish_knn_block(
 
 
 class SketchKNNClassifier:
-    """k-nearest-neighbour classifier on sketches (SPEC §1.6; the paper's §4.1 protocol).
+    """k-nearest-neighbour classifier on sketches (the paper's §4.1 protocol;
+    docs/sketches.md#mining-on-sketches).
 
     Parameters
     ----------
@@ -372,7 +375,7 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 class SketchKMeans:
-    """k-means on sketches (SPEC §1.3, §1.6; the paper's §4.2 protocol).
+    """k-means on sketches (the paper's §4.2 protocol; docs/sketches.md#mining-on-sketches).
 
     Parameters
     ----------
@@ -384,7 +387,7 @@ class SketchKMeans:
         Stop when at most ``tol * n_active`` records changed cluster in a pass (0: stop at a
         fixed point).
     centroid_mode : {"available", "common"}, default "available"
-        Centroid sketch of a cluster C (SPEC §1.3): ``"available"``: component j is the mean of
+        Centroid sketch of a cluster C (docs/sketches.md#centroid-sketches): ``"available"``: component j is the mean of
         the members' component j over the members with ``m_i >= j``, ``m_c = max m_i``;
         ``"common"``: ``m_c = min m_i`` and the mean over all members.
     init : {"k-means++", "random"} or array-like of ints, default "k-means++"

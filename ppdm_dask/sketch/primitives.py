@@ -1,16 +1,17 @@
-"""Estimators on padded sketches (SPEC §1.3), vectorised over rows (NumPy only).
+"""Estimators on padded sketches (docs/sketches.md#estimators-and-their-variances), vectorised over
+rows (NumPy only).
 
 Conventions: ``S`` is a float ``(n, width)`` array of sketches (a 1-D array is one record), ``m``
 the number of valid leading components of each row (an int or ``(n,)``); entries beyond
 ``m_i`` are ignored (masked), so zero- or NaN-padded inputs both work. Pairwise estimators use
-the first ``min(m_i, m_j)`` components for every term (SPEC §1.3: the paper's Eq. 3.9 is only
-consistent that way).
+the first ``min(m_i, m_j)`` components for every term (the paper's Eq. 3.9 is only consistent that
+way: docs/sketches.md#clarification-pairwise-estimates-use-the-same-components).
 
 Each estimator returns ``(est, var_est)``: ``est`` is the mean of the m per-component unbiased
 estimates (``s^j r_t^j``, ``s^j u^j``, ``(s^j)^2``, ``(s^j - u^j)^2``) and ``var_est`` their sample
 variance divided by m — an unbiased estimate of the estimator's variance, because components
 are independent. ``est`` is NaN when m = 0 (suppressed), ``var_est`` is NaN when m < 2.
-The exact variances of SPEC §1.3 are :func:`attribute_variance`, :func:`dot_variance`,
+The exact variances of docs/sketches.md#estimators-and-their-variances are :func:`attribute_variance`, :func:`dot_variance`,
 :func:`sqnorm_variance` and :func:`sqdist_variance` (for tests and planning).
 """
 
@@ -166,7 +167,8 @@ def component_sums(S: Any, m: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def centroid(S: Any, m: Any, mode: str = "available") -> tuple[np.ndarray, int]:
-    """Sketch of the centroid of a set of records (SPEC §1.3); suppressed rows never count.
+    """Sketch of the centroid of a set of records (docs/sketches.md#centroid-sketches); suppressed rows
+    never count.
 
     Parameters
     ----------
@@ -239,7 +241,8 @@ def cosine_matrix(SA: Any, mA: Any, SB: Any, mB: Any) -> tuple[np.ndarray, np.nd
     return cos, mins
 
 
-# ---------------------------------------------------------------------- exact variances (SPEC §1.3)
+# ---------------------------------------------------------------------- exact variances
+# (docs/sketches.md#estimators-and-their-variances)
 def _vec(x: Any) -> np.ndarray:
     if hasattr(x, "toarray"):
         x = x.toarray()
@@ -253,8 +256,9 @@ def attribute_variance(x: Any, t: Any, m: int = 1) -> np.ndarray | float:
 
 
 def dot_variance(x: Any, y: Any, m: int = 1) -> float:
-    """Exact variance ``V(x, y)/m`` of the dot-product estimate, with the corrected (E0-3)
-    ``V = |x|^2 |y|^2 + (x·y)^2 - 2 sum_t x_t^2 y_t^2``."""
+    """Exact variance ``V(x, y)/m`` of the dot-product estimate, with the corrected
+    ``V = |x|^2 |y|^2 + (x·y)^2 - 2 sum_t x_t^2 y_t^2``
+    (docs/sketches.md#correction-variance-of-the-dot-product-estimate)."""
     x, y = _vec(x), _vec(y)
     return float(K.dot_variance(x @ x, y @ y, x @ y, (x**2) @ (y**2))) / m
 

@@ -105,7 +105,7 @@ def _delta_rule_block(block: Any, weights: Any, delta: float, m_max: int) -> np.
     m_max)`` with ``V = |x|^2 - max_t x_t^2`` (0 with at most one non-zero), suppressed below 1."""
     src = weights if weights is not None else block
     data = src.data if weights is not None else np.ones(src.indices.size)
-    total, top = K.row_sq_stats(src.indptr, data)  # exact per-row sums; ifloor: the tolerant floor of SPEC §0.2
+    total, top = K.row_sq_stats(src.indptr, data)  # exact per-row sums; ifloor: docs/sketches.md#clarification-tolerant-floor
     nnz = np.diff(np.asarray(src.indptr, dtype=np.int64))
     v = np.where(nnz > 1, total - top, 0.0)
     m = np.minimum(K.ifloor(v / delta), m_max)

@@ -233,7 +233,8 @@ def sketch(
     generator: SketchGenerator | None = None,
     m_max: int | None = None,
 ) -> SketchArray:
-    """Sketch every record of a TransactionArray with the shared ±1 generator (SPEC §1.2).
+    """Sketch every record of a TransactionArray with the shared ±1 generator
+    (docs/sketches.md#the-shared-sign-generator).
 
     Parameters
     ----------

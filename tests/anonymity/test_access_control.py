@@ -1,4 +1,5 @@
-"""Accuracy-constrained access control (SPEC §3.5, oracle O2-5) and its imprecision-driven partitioner."""
+"""Accuracy-constrained access control (docs/anonymity.md#accuracy-constrained-access-control): the
+hand-computed imprecision example of that page, and the imprecision-driven partitioner."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from .test_basics import PATIENTS
 GENDERS = ("Female", "Male")
 STATES = ("Karnataka", "Kerala", "Tamil Nadu")
 SCHEMA = QISchema(("Age", "Gender", "State"), (False, True, True), {"Gender": GENDERS, "State": STATES})
-# O2-2, k = 3, l = 2: the clusters of cluster_l_diverse
+# the clusters of cluster_l_diverse on the 10 patients with k = 3, l = 2
 O2_2 = [["Johnson", "Joan", "Salima"], ["Rambha", "John", "Yadu"], ["Bahuksana", "sunny", "Ramsha", "Kishor"]]
 
 
@@ -53,7 +54,9 @@ def o2_2_classes() -> np.ndarray:
     return cid
 
 
-# ----------------------------------------------------------------------------- O2-5
+# ----------------------------------------------------------------------------- imprecision by hand
+# Q = (Age in [25, 30] and State = Karnataka) selects 2 records and overlaps only the third class
+# (4 records): imprec = 2
 def test_o2_5_imprecision():
     X, w, cid = patients_x(), np.ones(10, np.int64), o2_2_classes()
     reg = class_regions(X, w, cid, SCHEMA.categorical)

@@ -1,4 +1,6 @@
-"""Hierarchies, k-anonymity / l-diversity checks and metrics (SPEC §3.1, §3.2, oracle O2-1)."""
+"""Hierarchies, k-anonymity / l-diversity checks and metrics (docs/anonymity.md#generalisation-hierarchies,
+docs/anonymity.md#k-anonymity-and-l-diversity), with the survey's 10-patient table as the hand-computed
+example."""
 
 from __future__ import annotations
 
@@ -79,7 +81,9 @@ def published() -> pd.DataFrame:
     return t
 
 
-# ---------------------------------------------------------------- O2-1
+# ---------------------------------------------------------------- the 10 patients by hand
+# generalised on (Age band, Gender, State): classes of 2, 2, 3, 3 records with 2, 2, 3, 3 diseases,
+# i.e. 2-anonymous and 2-diverse, not 3; the raw table (exact ages) is only 1-anonymous
 def test_o2_1_published_table():
     t = published()
     assert list(t["Age"].iloc[[0, 6]]) == ["(20, 30]", "(0, 20]"]

@@ -1,4 +1,6 @@
-"""Clustering l-diverse partition (SPEC §3.3, oracles O2-2 / O2-3, Dask row of §3.9)."""
+"""Clustering l-diverse partition (docs/anonymity.md#the-clustering-l-diverse-partition): the clusters
+of the 10-patient table computed by hand for (k, l) = (3, 2), (2, 2) and (3, 3), a literal reference,
+and the Dask path (docs/anonymity.md#distributed-execution-of-the-clustering)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,10 @@ def names(res: ClusterResult) -> list[set[str]]:
     return [set(PATIENTS["Name"][res.labels == i]) for i in range(res.n_clusters)]
 
 
-# ---------------------------------------------------------------- O2-2 / O2-3
+# ---------------------------------------------------------------- the 10 patients by hand
+# sorted by (Age, Gender, State): Johnson 17, Rambha 19, John 19, Bahuksana 23, Yadu 24, Joan 24,
+# sunny 27, Salima 28, Ramsha 29, Kishor 29; diseases by frequency: Heart-related (3), Cancer, TB,
+# Viral infection (2 each), No illness (1). k = 3, l = 2: seeds Johnson, Rambha, Bahuksana.
 def test_o2_2_k3_l2_exact_with_published_ranges():
     res = cluster_l_diverse(PATIENTS, QI, "Disease", 3, 2, keep=["Name"])
     assert names(res) == [{"Johnson", "Joan", "Salima"}, {"Rambha", "John", "Yadu"}, {"Bahuksana", "sunny", "Ramsha", "Kishor"}]
@@ -68,7 +73,7 @@ def test_o2_3_greedy_is_not_enough():
 
 
 def test_seed_rule_on_patients():
-    # sorted order of O2-2 and the Disease codes in value order
+    # the sorted order of the 10 patients and the Disease codes in value order
     order = ["Johnson", "Rambha", "John", "Bahuksana", "Yadu", "Joan", "sunny", "Salima", "Ramsha", "Kishor"]
     dis = PATIENTS.set_index("Name").loc[order, "Disease"]
     dom = sorted(dis.unique())
@@ -96,7 +101,8 @@ def test_hierarchy_publishes_lowest_common_ancestor():
     assert set(one.table["State"]) <= {"Kerala", "Tamil Nadu", "*"}
 
 
-# ---------------------------------------------------------------- literal reference (SPEC §3.3)
+# ---------------------------------------------------------------- literal reference
+# (docs/anonymity.md#the-clustering-l-diverse-partition)
 def ref_diverse(counts: list[int], l: float, kind: str, c: float | None) -> bool:
     counts = [x for x in counts if x > 0]
     if l is None or l <= 1:
@@ -112,7 +118,8 @@ def ref_diverse(counts: list[int], l: float, kind: str, c: float | None) -> bool
 
 def reference(df: pd.DataFrame, qi: list[str], num: list[str], S: str, k: int, l: float, kind: str, c: float | None,
               repair: bool) -> list[list[int]]:
-    """SPEC §3.3 transcribed literally, exact rational distances; clusters as row-index lists."""
+    """docs/anonymity.md#the-clustering-l-diverse-partition transcribed literally, exact rational
+    distances; clusters as row-index lists."""
     rows = df.to_dict("records")
     n = len(rows)
     cat = [a for a in qi if a not in num]

@@ -1,7 +1,9 @@
-"""k^m-anonymity of set-valued data (SPEC §3.4, errata E2-1..E2-5, oracles O2-4 and O2-6).
+"""k^m-anonymity of set-valued data (docs/anonymity.md#km-anonymity-of-set-valued-data and its
+corrections): the hand-computed example of that page (hierarchy ALL -> {A, B}, five transactions)
+and random databases checked against the optimum over all cuts.
 
 Independent references written here: a brute-force count tree (itertools), a literal slow
-transcription of SPEC's DA (restart after every change) and AA (recount per round), an
+transcription of the documented DA (restart after every change) and AA (recount per round), an
 exhaustive search over all cuts, and an itertools k^m check.
 """
 
@@ -33,7 +35,7 @@ from ppdm_dask.errors import DataFormatError, DuplicateItemsWarning, InfeasibleP
 
 ALL = "*"
 
-# O2-4: ALL -> {A, B}, A -> {a1, a2}, B -> {b1, b2}
+# the example of docs/anonymity.md#information-loss-of-a-cut: ALL -> {A, B}, A -> {a1, a2}, B -> {b1, b2}
 O24_H = [["a1", "A", "ALL"], ["a2", "A", "ALL"], ["b1", "B", "ALL"], ["b2", "B", "ALL"]]
 O24_D = [["a1", "b1"], ["a2", "b1"], ["a1", "b2"], ["a2", "b2"], ["a1", "b1", "b2"]]
 
@@ -94,7 +96,8 @@ class Lit:
         return e
 
     def tree(self, D, m) -> Counter:
-        """Brute-force PopulateTree (E2-1): subsets of exp(t) without item+ancestor pairs."""
+        """Brute-force PopulateTree: subsets of exp(t) without item+ancestor pairs
+        (docs/anonymity.md#correction-the-count-tree-skips-an-item-together-with-its-ancestor)."""
         c: Counter = Counter()
         for t in D:
             e = sorted(self.exp(t))
@@ -121,7 +124,8 @@ class Lit:
 
 
 def literal_da(L: Lit, ct: Counter, occ: Counter, k: int, cut: frozenset = frozenset()) -> frozenset:
-    """SPEC §3.4 DA, transcribed literally: preorder traversal, restart after every change."""
+    """DA of docs/anonymity.md#km-anonymity-of-set-valued-data, transcribed literally: preorder
+    traversal, restart after every change."""
     supp1 = Counter()
     for S, v in ct.items():
         if len(S) == 1:
@@ -224,7 +228,7 @@ def tree_as_counter(tree) -> Counter:
     return Counter({frozenset(s): int(v) for s, v in zip(df["itemset"], df["support"])})
 
 
-# ---------------------------------------------------------------- O2-4
+# ---------------------------------------------------------------- the hand-computed example
 def test_o2_4_count_tree():
     h = Hierarchy.from_table(O24_H)
     tree = count_tree(O24_D, h, 2, progress=False)
@@ -326,7 +330,8 @@ def test_recode_block_collapses_duplicates():
     assert out.toarray().tolist() == [[1, 0, 1], [0, 0, 0], [1, 1, 0]]
 
 
-# ---------------------------------------------------------------- O2-6 and the literal DA / AA
+# ---------------------------------------------------------------- random cases: k^m-anonymous, no better
+# than the optimum over all cuts, equal to the literal DA / AA
 def test_o2_6_random_against_literal_and_optimum():
     rng = random.Random(2024)
     n_checked = 0

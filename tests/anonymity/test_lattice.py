@@ -86,7 +86,7 @@ def test_lattice_is_exact(adult, k, max_supp, l, kind, c):
 
 
 def test_adult_oracle_k5(adult):
-    """SPEC/issue oracle: k = 5, no suppression -> DM 33,627,534 with 45 classes."""
+    """Adult, k = 5, no suppression -> DM 33,627,534 with 45 classes (docs/anonymity.md#tests)."""
     df, qi, h = adult
     r = anonymize(df, qi, k=5, sensitive="salary-class", hierarchies=h)
     assert r.dm == 33_627_534

@@ -1,4 +1,5 @@
-"""Dynamic (streaming) condensation, SPEC §2.4: O1-4 through the streaming API, a pure-Python
+"""Dynamic (streaming) condensation (docs/condensation.md#dynamic-maintenance): the split-condition
+examples of docs/condensation.md#clarification-the-split-condition through the streaming API, a pure-Python
 transcription of insert(x, p) as the oracle, conservation, determinism, chunking invariance."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _sqdist(x, m) -> float:
 
 
 class RefStream:
-    """Literal transcription of SPEC §2.4 with CondensedGroup objects and the documented choices:
+    """Literal transcription of docs/condensation.md#dynamic-maintenance with CondensedGroup objects and the documented choices:
     child 1 replaces the parent, child 2 is appended, children re-checked breadth-first; the pool
     is retried after every insertion into a group (earliest eligible first) and becomes a group
     when |pool| >= max level in it; finalize merges the pool by the Repair rule."""
@@ -138,7 +139,8 @@ def _mixture(N, d, rng, k=4):
     return centres[rng.integers(k, size=N)] + rng.normal(size=(N, d))
 
 
-# --------------------------------------------------------------------------- O1-4
+# --------------------------------------------------------------------------- split condition
+# levels 2, 2, 2, 3, 5: 25 < 28, no split; a sixth record of level 3: 36 >= 34, split into 3 + 3
 def test_o1_4_split_condition_through_stream():
     X = np.array([[0.0, 0.0], [1.0, 0.2], [0.3, 1.1], [1.2, 1.0], [0.5, -0.7], [2.0, 0.4]])
     p = np.array([2, 2, 2, 3, 5, 3])

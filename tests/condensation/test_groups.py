@@ -1,4 +1,7 @@
-"""Group statistics, the principal-axis split and pseudo-data (SPEC §2.1, §2.3, §2.4, O1-3..O1-6)."""
+"""Group statistics, the principal-axis split and pseudo-data (docs/condensation.md#group-statistics,
+docs/condensation.md#dynamic-maintenance, docs/condensation.md#pseudo-data), with the hand-computed
+split examples of docs/condensation.md#correction-the-split-centroid-offset and
+docs/condensation.md#clarification-the-split-condition."""
 
 from __future__ import annotations
 
@@ -26,7 +29,9 @@ def random_group(n: int, d: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndar
     return X, rng.integers(1, 6, size=n)
 
 
-# ----------------------------------------------------------------------------------- O1-3
+# ------------------------------------------------------------- the split, computed by hand
+# points (±2, ±1), levels 1: C = diag(4, 1), a = sqrt(48), offset sqrt(3); children centred at
+# (∓sqrt(3), 0) with covariance diag(1, 1) and Sc = diag(8, 2) each (the printed offset: 26 each)
 def test_split_oracle_2d():
     X = np.array([[-2.0, -1.0], [-2.0, 1.0], [2.0, -1.0], [2.0, 1.0]])
     g = CondensedGroup.from_points(X, [1, 1, 1, 1])
@@ -63,7 +68,7 @@ def test_split_odd_hand_computed():
     assert c1.mean[0] == pytest.approx(-2.0) and c2.mean[0] == pytest.approx(1.0)
     assert c1.covariance[0, 0] == pytest.approx(1 / 3) and c2.covariance[0, 0] == pytest.approx(4 / 3)
     assert c1.ps == pytest.approx(2.0) and c2.ps == pytest.approx(4.0)
-    assert c1.req == c2.req == 3  # E1-16: children keep the parent's requirement
+    assert c1.req == c2.req == 3  # children keep the parent's requirement (may be > n)
 
 
 def test_split_other_eigenpairs_unchanged_and_degenerate():
@@ -82,7 +87,7 @@ def test_split_other_eigenpairs_unchanged_and_degenerate():
         CondensedGroup.from_points([[1.0, 2.0]], 1).split()
 
 
-# ----------------------------------------------------------------------------------- O1-4
+# ------------------------------------------------------- the split condition n² >= 2·Ps
 def test_split_condition():
     X, _ = random_group(6, d=2, seed=1)
     g = CondensedGroup.from_points(X[:5], [2, 2, 2, 3, 5])
@@ -96,7 +101,7 @@ def test_split_condition():
     assert e.should_split() and not e.should_split(strict=True)
 
 
-# ----------------------------------------------------------------------------------- O1-5
+# ------------------------------------------- odd splits conserve n, Fs, Sc and Ps exactly
 @pytest.mark.parametrize("n,sizes", [(7, (3, 4)), (9, (4, 5)), (8, (4, 4))])
 @pytest.mark.parametrize("offset", [0.0, 1e4])
 def test_split_conservation(n, sizes, offset):
@@ -113,7 +118,7 @@ def test_split_conservation(n, sizes, offset):
         assert np.linalg.eigvalsh(c2.covariance).min() > -1e-12 * np.trace(g.covariance)
 
 
-# ----------------------------------------------------------------------------------- §2.1 statistics
+# ----------------------------------------------------------------------------------- statistics
 def test_from_points_add_point_merge_match_numpy():
     X, p = random_group(40, d=3, seed=7)
     mu, C = ref_stats(X)
@@ -133,7 +138,7 @@ def test_from_points_add_point_merge_match_numpy():
         assert h.n == 40 and h.ps == p.sum() and h.req == p.max()
         np.testing.assert_allclose(h.mean, mu, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(h.covariance, C, rtol=1e-11, atol=1e-12)
-    # SSQ of a union (SPEC §2.1)
+    # SSQ of a union (docs/condensation.md#group-statistics)
     a, b = CondensedGroup.from_points(X[:13], p[:13]), CondensedGroup.from_points(X[13:], p[13:])
     expect = a.ssq + b.ssq + 13 * 27 / 40 * np.sum((a.mean - b.mean) ** 2)
     assert m.ssq == pytest.approx(expect, rel=1e-12)
@@ -217,7 +222,7 @@ def test_table_ops_and_published():
     np.testing.assert_array_equal(back.ps, t.ps)
 
 
-# ----------------------------------------------------------------------------------- §2.3 pseudo-data
+# ----------------------------------------------------------------------------------- pseudo-data
 def test_canonical_eigh():
     rng = np.random.default_rng(2)
     A = rng.normal(size=(50, 4, 4))

@@ -1,6 +1,6 @@
 """Condensed releases: written, verified from their files (and against the original),
-tampering detected, keyed order independent of the partitioning, the privacy floor, the E1-16
-split groups, the estimator contract, typed CSV input."""
+tampering detected, keyed order independent of the partitioning, the privacy floor, the split
+groups of the paper (docs/condensation.md#clarification-split-children-may-be-smaller-than-their-members-levels), the estimator contract, typed CSV input."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def test_level_floor_refused_then_accepted_and_recorded(tmp_path):
 def test_paper_split_groups_need_an_explicit_override(tmp_path):
     X, p = _data()
     paper = StreamingCondenser(key=Key(7), repair_splits=False).fit(X, p)
-    assert (~paper.groups_.feasible).any()  # E1-16: split children below their members' largest level
+    assert (~paper.groups_.feasible).any()  # split children below their members' largest level
     with pytest.raises(PrivacyViolation, match=SIZE_CHECK):
         paper.transform().write(str(tmp_path / "never"))
     assert not (tmp_path / "never").exists()

@@ -1,7 +1,8 @@
-"""Tests of ppdm_dask.condensation.static (SPEC §2.2, oracles O1-1, O1-2, O1-7).
+"""Tests of ppdm_dask.condensation.static (docs/condensation.md#static-construction): the hand-computed
+examples of that page (a two-level one-dimensional example and a deficient level) and the invariants.
 
 The main oracle is :func:`ref_construct_groups`, a plain pure-Python transcription of the
-pseudo-code of SPEC §2.2 (ConstructGroups, Segment, Cannibalize, Attrition, Repair), compared
+documented algorithm (ConstructGroups, Segment, Cannibalize, Attrition, Repair), compared
 label-for-label with the numba implementation on many small random instances.
 """
 
@@ -18,7 +19,8 @@ from ppdm_dask.condensation.static import construct_groups, group_ssq
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter, PPDMError
 
 # ----------------------------------------------------------------------------------------------
-# Pure-Python reference: a literal transcription of SPEC §2.2 (groups are lists of row indices).
+# Pure-Python reference: a literal transcription of docs/condensation.md#static-construction
+# (groups are lists of row indices).
 # ----------------------------------------------------------------------------------------------
 
 
@@ -166,7 +168,11 @@ def _random_instance(r: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------------------------
-# SPEC oracles
+# Hand-computed examples. Records at 0, 1, 2 (level 3) and 3, 10, 11, 12, 13 (level 4): Segment's
+# level-4 group has centroid 9.8 and SSQ 62.8 for every sample; cannibalizing {0, 1, 2} would raise
+# its SSQ from 64.8 to 210, so it is kept; Attrition moves the record at 3 (Improve = 6.8 - 2.0 =
+# 4.8): groups {0, 1, 2, 3} and {10, 11, 12, 13}, SSQ 5.0 each. With only 0 and 1 at level 3 the
+# deficient group is forced into the level-4 group: one group of seven.
 # ----------------------------------------------------------------------------------------------
 
 
@@ -211,7 +217,7 @@ def test_deficient_top_level_needs_repair() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# main oracle: label-for-label agreement with the transcription of SPEC §2.2
+# main oracle: label-for-label agreement with the literal transcription
 # ----------------------------------------------------------------------------------------------
 
 
@@ -293,7 +299,8 @@ def test_exact_ties_go_to_the_earliest_group(seed: int) -> None:
 @pytest.mark.usefixtures("leaf")
 def test_segment_ties_on_integer_grid() -> None:
     # Single level (no earlier groups, so only Segment + leftovers): integer coordinates give exact
-    # distance ties, which must be broken by record index / earliest group as in SPEC.
+    # distance ties, which must be broken by record index / earliest group
+    # (docs/randomness.md#ties-and-determinism).
     r = np.random.default_rng(7)
     for case in range(60):
         n = int(r.integers(2, 30))
@@ -321,7 +328,8 @@ def test_segment_larger_single_level() -> None:
 
 def test_cannibalize_by_ssq() -> None:
     # The level-2 group {0, 10} straddles the two level-3 groups: ΔSSQ < 0, so it is cannibalized
-    # (not forced: it is feasible). Attrition is exercised by O1-1.
+    # (not forced: it is feasible). Attrition is exercised by the two-level
+    # example (test_o1_1_construct_groups).
     X = np.array([0.0, 10.0, -0.5, -0.2, 0.3, 9.7, 10.2, 10.4])[:, None]
     p = np.array([2, 2, 3, 3, 3, 3, 3, 3])
     for seed in range(5):
@@ -332,7 +340,7 @@ def test_cannibalize_by_ssq() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# O1-7 invariants
+# invariants: a partition of all records, every group feasible, totals conserved
 # ----------------------------------------------------------------------------------------------
 
 

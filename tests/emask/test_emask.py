@@ -1,4 +1,6 @@
-"""EMASK distortion, reconstruction and EMASK-Apriori against SPEC §4.8 oracles and brute force."""
+"""EMASK distortion, reconstruction and EMASK-Apriori against the hand-computed examples of
+docs/emask.md (the n = 2, p = 0.4, q = 0.98 transition matrix and its inverse, exact recovery of class
+counts) and brute force."""
 
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ def test_oracle_O3_1_and_printed_eq4_erratum():
     assert np.allclose(m, [[0.16, 0.008, 0.0004], [0.48, 0.404, 0.0392], [0.36, 0.588, 0.9604]])
     inv = np.linalg.inv(m)
     assert np.allclose(inv[0], [6.6509695291, -0.1357340720, 0.0027700831])
-    # E3-1: with the printed exponent (1-p)^(i-k) the columns do not sum to 1
+    # with the printed exponent (1-p)^(i-k) the columns do not sum to 1
+    # (docs/emask.md#correction-the-transition-matrix)
     n, p, q = 2, 0.4, 0.98
     printed = np.array([[sum(comb(j, k) * p**k * (1 - p) ** (i - k) * comb(n - j, i - k) * q ** (n + k - i - j) * (1 - q) ** (i - k)
                              for k in range(max(0, i + j - n), min(i, j) + 1)) for j in range(3)] for i in range(3)])

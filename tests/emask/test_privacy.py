@@ -1,4 +1,7 @@
-"""EMASK privacy measures, parameter selection and s0 estimation (SPEC §4.2, §4.5, O3-5..O3-7)."""
+"""EMASK privacy measures, parameter selection and s0 estimation (docs/emask.md#privacy-measures,
+docs/emask.md#accuracy-and-the-choice-of-p-and-q): basic privacy against the paper's Tables 3 and 6,
+the (p, q) choice reproducing its Tables 1-2, and the hand-computed reinterrogated-privacy example
+(RP = 26.11) of docs/emask.md#reinterrogated-privacy."""
 
 from __future__ import annotations
 
@@ -101,7 +104,7 @@ def test_err6_and_relative_error_o36():
         assert err6(p, q, 0.003) == pytest.approx(e, abs=1e-4)
     assert relative_error(0.4, 0.98, 0.01, 10**6) == pytest.approx(0.038858, abs=1e-6)
     assert relative_error(0.4, 0.98, 0.01, 10**6) == pytest.approx(err6(0.4, 0.98, 0.01) / 100)
-    # E3-2: Δn̄/n directly
+    # Δn̄/n directly (docs/emask.md#correction-the-relative-error-of-eq-6)
     p, q, N, n = 0.4, 0.98, 10**6, 10**4
     dn = math.sqrt(n * p * (1 - p) + (N - n) * q * (1 - q)) / (p + q - 1)
     assert relative_error(p, q, n / N, N) == pytest.approx(dn / n)

@@ -1,4 +1,7 @@
-"""KRIMP generator and its privacy/quality scores (SPEC §5.3–5.7, oracles O4-1, O4-2, O4-5, O4-6)."""
+"""KRIMP generator and its privacy/quality scores (docs/krimp.md#the-generator,
+docs/krimp.md#privacy-the-anonymity-score, docs/krimp.md#quality-dissimilarity-and-pattern-comparison):
+the corrected code table of the paper's Figure 1 (step probabilities and the exact output distribution),
+the anonymity-score example, and properties of generation."""
 
 from __future__ import annotations
 
@@ -35,10 +38,11 @@ from ppdm_dask.krimp.scores import (
 from ppdm_dask.random import Tag, as_key
 
 A, B, C, D, E, F = 1, 2, 3, 4, 5, 6
-#: Corrected Fig. 1 code table (E4-1): raw usages; + laplace 1 = AC 3, BD 3, CF 2, A 1, B 2, C 1, D 1, E 3, F 3.
+#: Corrected Fig. 1 code table (docs/krimp.md#correction-the-code-table-of-figure-1): raw usages; + laplace 1 = AC 3, BD 3, CF 2, A 1, B 2, C 1, D 1, E 3, F 3.
 CT1 = [((A, C), 2), ((B, D), 2), ((C, F), 1), ((A,), 0), ((B,), 1), ((C,), 0), ((D,), 0), ((E,), 2), ((F,), 2)]
 DOMS1 = [[A, B], [C, D], [E, F]]
-#: O4-2, exact output distribution (random domain order)
+#: Exact output distribution of the corrected Fig. 1 table (random domain order), derived by hand:
+#: e.g. P(BDE) = 1/3·(3/9·1/2 + 2/9·5/32) + 1/3·(3/10·1/2 + 1/10·1/3) + 1/3·3/8·65/144 = 3191/17280
 O42 = {
     (A, C, E): Fr(289, 1728),
     (A, C, F): Fr(1997, 8640),
@@ -56,7 +60,8 @@ def _needs_search():
 
 
 def _literal(ct, doms, n, key, laplace, block_rows=4096, order="random"):
-    """SPEC §5.3 procedure written literally with numpy's Generator calls (the reference)."""
+    """The procedure of docs/krimp.md#the-generator written literally with numpy's Generator calls
+    (the reference)."""
     key = as_key(key)
     dom_of = {i: d for d, items in enumerate(doms) for i in items}
     elems = [(tuple(s), u + laplace) for s, u in ct]
@@ -90,7 +95,7 @@ def _literal(ct, doms, n, key, laplace, block_rows=4096, order="random"):
     return out
 
 
-# ---------------------------------------------------------------------- O4-1 / O4-2
+# ---------------------------------------------------------------------- Figure 1 by hand
 def test_o41_conditional_probabilities():
     d1 = step_distribution(CT1, DOMS1, 0, laplace=1)
     assert d1 == {(A, C): Fr(3, 9), (B, D): Fr(3, 9), (A,): Fr(1, 9), (B,): Fr(2, 9)}
@@ -106,7 +111,8 @@ def test_o41_conditional_probabilities():
 def test_o42_exact_distribution_and_erratum():
     assert transaction_distribution(CT1, DOMS1, laplace=1) == O42
     assert sum(O42.values()) == 1
-    # figure-literal E = F = 1 (raw usage 0) gives another distribution (pins E4-1)
+    # figure-literal E = F = 1 (raw usage 0) gives another distribution, which pins the correction
+    # (docs/krimp.md#correction-the-code-table-of-figure-1)
     literal_fig = [(s, 0 if s in ((E,), (F,)) else u) for s, u in CT1]
     assert transaction_distribution(literal_fig, DOMS1, laplace=1)[(B, D, E)] == Fr(157, 960)
     gen = KrimpGenerator.from_code_table(CT1, DOMS1, laplace=1.0)
@@ -164,7 +170,8 @@ def test_columns_order_restarts_and_distribution():
     # the paper's random order cannot restart: D3 first, then B leaves D2 without weight
     with pytest.raises(GenerationError):
         generate_rows(ct, DOMS1, 300, key=3, laplace=0.0)
-    # the reference generator's column order gives another distribution than the paper's (E4-7)
+    # the reference generator's column order gives another distribution than the paper's
+    # (docs/krimp.md#clarification-the-random-choice-of-a-domain)
     dcol = transaction_distribution(CT1, DOMS1, laplace=1, domain_order="columns")
     assert sum(dcol.values()) == 1 and dcol != O42
     assert dcol[(B, D, E)] == Fr(3, 9) * Fr(1, 2) + Fr(2, 9) * Fr(1, 4) * Fr(1, 2)  # BD, E  |  B, D (CF 2, C 1, D 1), E
@@ -183,7 +190,7 @@ def test_zero_weight_raises_generation_error():
         transaction_distribution(ct_dead, DOMS1, laplace=0)
 
 
-# ---------------------------------------------------------------------- O4-6 properties of generation
+# ---------------------------------------------------------------------- properties of generation
 def test_one_item_per_domain_and_declared_values():
     doms = DOMS1 + [[7, 8, 9]]  # a domain absent from the code table: singletons appended (usage 0)
     gen = KrimpGenerator.from_code_table(CT1, doms, laplace=1.0, n_rows=500)
@@ -228,7 +235,7 @@ def test_cluster_output_equals_sync(on_cluster):
 
 
 def test_singleton_table_marginals_converge():
-    """O4-6: laplace -> 0 and a singleton-only table: generated marginals = observed marginals."""
+    """laplace -> 0 and a singleton-only table: generated marginals = observed marginals."""
     usages = {A: 700, B: 300, C: 100, D: 900, E: 500, F: 500}
     ct = [((i,), u) for i, u in usages.items()]
     items, npat, _ = generate_rows(ct, DOMS1, 20_000, key=3, laplace=1e-9)
@@ -283,7 +290,8 @@ def test_code_table_validation_errors():
         gen.sample(10, key=1, block_rows=0)
 
 
-# ---------------------------------------------------------------------- O4-5 AS / NAS
+# ---------------------------------------------------------------------- AS / NAS by hand
+# db_o = [a, a, b, c, c, c, d], db_p = [a, b, e, e]: AS = 1·1/2 + 1/2·1 + 1/3·0 = 1, AS(db_o, db_o) = 11/6
 _a, _b, _c, _d, _e = [1, 2], [3], [1, 4], [2, 3, 5], [6]
 _DBO = [_a, _a, _b, _c, _c, _c, _d]
 _DBP = [_a, _b, _e, _e]
@@ -344,7 +352,8 @@ def test_ds_from_tables_properties():
     tx = TransactionArray.from_lists(x, npartitions=2)
     ty = TransactionArray.from_lists(y, npartitions=3)
     assert ds_from_tables(tx, ty, ctx, cty) == d1["ds"]
-    # disjoint alphabets: finite thanks to the Laplace correction of unused singletons (E4-5)
+    # disjoint alphabets: finite thanks to the Laplace correction of unused singletons
+    # (docs/krimp.md#clarification-laplace-correction-of-foreign-code-tables)
     z = [[10, 11], [10, 12]]
     dz = ds_from_tables(x, z, ctx, CodeTable.from_itemsets(z))
     assert np.isfinite(dz) and dz > 0
@@ -355,7 +364,7 @@ def test_dissimilarity_and_generator_on_small_categorical():
     _needs_search()
     from ppdm_dask.krimp.scores import dissimilarity
 
-    db = [[1, 3, 5]] * 4 + [[2, 4, 6]] * 3 + [[1, 3, 6], [2, 4, 5], [2, 3, 5]]  # O4-4 rows
+    db = [[1, 3, 5]] * 4 + [[2, 4, 6]] * 3 + [[1, 3, 6], [2, 4, 5], [2, 3, 5]]  # the ten rows of the hand-computed KRIMP run
     assert dissimilarity(db, db, min_support=2) == 0.0
     gen = KrimpGenerator(min_support=2, laplace=0.001).fit(db)
     assert [d.tolist() for d in gen.domains_] == [[1, 2], [3, 4], [5, 6]]

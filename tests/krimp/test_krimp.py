@@ -1,7 +1,10 @@
-"""KRIMP core: candidates, code tables, cover, sizes, search (SPEC 5.2, oracles O4-3, O4-4, O4-7).
+"""KRIMP core: candidates, code tables, cover, sizes, search (docs/krimp.md#krimp-code-tables-and-the-search),
+with the hand-computed examples of docs/krimp.md#tests: the five-row database covered in the order of
+the paper's Figure 1, the ten-row KRIMP run (every accept/reject and size) and mushroom.
 
-The exactness reference is ``spec_checks/krimp_std.py`` (a literal transcription of SPEC 5.2).
-It is imported by path for the O4-4 and small-data checks (code table and usages identical,
+The exactness reference is the reference implementation of KRIMP kept in the shared data folder (a
+literal transcription of the documented semantics; found by the ``krimp_std`` fixture below).
+It is imported by path for the ten-row and small-data checks (code table and usages identical,
 sizes equal to 1e-9), and transcribed below (``_ref_krimp``) with two changes only: the candidate
 list is a parameter (so closed candidates can be fed) and stdlen(X) is summed over the items in
 ascending new-id order (the library's documented order; krimp_std sums in frozenset iteration
@@ -92,7 +95,7 @@ def _brute_frequent(rows, minsup, closed=False, max_len=None):
     return {X: s for X, s in out.items() if len(X) >= 2 and (max_len is None or len(X) <= max_len)}
 
 
-# --- transcription of spec_checks/krimp_std.py (see module docstring) -------------------------
+# --- transcription of the reference implementation (see module docstring) -----------------------
 def _ref_renumber(db):
     fr = Counter(i for t in db for i in t)
     order = sorted(fr, key=lambda i: (-fr[i], -i))
@@ -224,7 +227,8 @@ def test_numba_log2_is_libm_log2():
 # ----------------------------------------------------------------------------- database / order
 def test_renumbering_and_inputs(lucs):
     d = as_database(DB5)
-    # O4-3: new ids F0 C1 B2 E3 D4 A5
+    # the five-row database renumbered: new ids F0 C1 B2 E3 D4 A5
+    # (docs/krimp.md#clarification-item-renumbering-decides-every-tie)
     assert d.new_labels.tolist() == [F, C, B, E, D, A]
     assert d.to_new([A, F]).tolist() == [5, 0]
     m = sp.csr_array(np.array([[1, 0, 1], [0, 1, 1]]))
@@ -248,7 +252,8 @@ def test_renumbering_and_inputs(lucs):
         as_database([[1, -2]])
 
 
-# ----------------------------------------------------------------------------- O4-3
+# ----------------------------------------------------------------------------- cover by hand
+# {ACE, ACF, BDE, BDF, BCF} covered by AC, BD, CF (the order of the paper's Figure 1), then singletons
 def test_o43_cover_given_order():
     ct = CodeTable.from_itemsets(DB5, [[A, C], [B, D], [C, F]])
     u = dict(zip([tuple(x.tolist()) for x in ct.itemsets], ct.usages.tolist()))
@@ -256,7 +261,8 @@ def test_o43_cover_given_order():
     indptr, el = cover(DB5, ct)
     covers = [sorted(tuple(ct.itemsets[e].tolist()) for e in el[indptr[i] : indptr[i + 1]]) for i in range(5)]
     assert covers == [[(1, 3), (5,)], [(1, 3), (6,)], [(2, 4), (5,)], [(2, 4), (6,)], [(2,), (3, 6)]]
-    # + laplace 1 = the corrected Fig. 1 (E4-1): AC 3, BD 3, CF 2, A 1, B 2, C 1, D 1, E 3, F 3
+    # + laplace 1 = the corrected Fig. 1 (docs/krimp.md#correction-the-code-table-of-figure-1):
+    # AC 3, BD 3, CF 2, A 1, B 2, C 1, D 1, E 3, F 3
     lap = {tuple(x.tolist()): k + 1 for x, k in zip(ct.itemsets, ct.usages.tolist())}
     assert lap == {(1, 3): 3, (2, 4): 3, (3, 6): 2, (1,): 1, (2,): 2, (3,): 1, (4,): 1, (5,): 3, (6,): 3}
 
@@ -272,7 +278,9 @@ def test_o43_standard_cover_order():
     assert u == {(3, 6): 2, (1, 3): 1, (2, 4): 2, (1,): 1, (2,): 1, (5,): 2, (6,): 1, (3,): 0, (4,): 0}
 
 
-# ----------------------------------------------------------------------------- O4-4
+# ----------------------------------------------------------------------------- KRIMP run by hand
+# ACE×4, BDF×3, ACF, BDE, BCE; all itemsets of support >= 2: CE accepted, AC, ACE, AE (equal size)
+# rejected, BD accepted, BDF, BF, DF, BE rejected; CT = CE 5, BD 4 | singletons, 97.9781 bits
 @pytest.mark.parametrize("prune", [True, False])
 def test_o44_exact(prune, krimp_std):
     cands = mine_candidates(O44, 2)
@@ -464,9 +472,16 @@ def test_krimp_given_candidates_and_inputs(lucs):
     assert "L%" in str(ref) and ref.summary()["n_candidates"] == ref.n_candidates == len(cands)
 
 
-def test_krimp_progress_line(capsys):
+def test_krimp_progress_line(capsys, monkeypatch):
+    import ppdm_dask.progress as progress_mod
+
+    monkeypatch.setattr(progress_mod, "_stderr_is_tty", lambda: True)
     krimp(O44, min_support=2, progress=True)
-    assert "KRIMP: 9/9 candidates" in capsys.readouterr().err
+    assert "\rKRIMP candidates: 9/9" in capsys.readouterr().err
+    # in a log (no terminal): no carriage returns; short work writes nothing
+    monkeypatch.setattr(progress_mod, "_stderr_is_tty", lambda: False)
+    krimp(O44, min_support=2, progress=True)
+    assert capsys.readouterr().err == ""
 
 
 def test_krimp_errors():
@@ -485,7 +500,8 @@ def test_krimp_errors():
 
 
 def test_mushroom_oracle(lucs):
-    """O4-7: mushroom, closed candidates at min support 1, prune=True."""
+    """Mushroom, closed candidates at min support 1, prune=True: the reference implementation's code
+    table (206 non-singleton elements, 274,219.8 bits, L% 24.63)."""
     rows = _load(lucs / "mushroom.dat")
     res = krimp(rows, min_support=1, closed=True)
     # 238,709 closed itemsets of the reference miner = 238,708 with |X| >= 2 + the closed singleton {85}

@@ -1,4 +1,7 @@
-"""k-variance anonymity (SPEC §1.5) against a brute-force sequential reference and O0-4/O0-5."""
+"""k-variance anonymity (docs/sketches.md#k-variance-anonymity) against a brute-force sequential
+reference, the hand-computed bound of two 0/1 records (M = 4, unchanged by rescaling) and the
+invariants: every kNN edge satisfies the definition after any number of sweeps, the symmetric
+sweep reaches a fixed point, and the result does not depend on the chunking."""
 
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ def reference_knn(x: np.ndarray, k: int, metric: str = "cosine"):
 
 
 def reference_m(x: np.ndarray, k: int, m_max: int, symmetric: bool = True, max_iter: int = 20, metric="cosine"):
-    """SPEC §1.5 written out with Python loops and exact per-edge formulas."""
+    """docs/sketches.md#k-variance-anonymity written out with Python loops and exact per-edge formulas."""
     idx, d, g, sq = reference_knn(x, k, metric)
     n = x.shape[0]
 
@@ -186,8 +189,9 @@ def test_bad_parameters():
 
 
 def test_paper_threshold_is_the_printed_square_root():
-    # O0-4's pair under the printed threshold sqrt(|x||y| - |x.y|): M = V / tau = 480 / 10 = 48,
-    # and it is not scale invariant (E0-6)
+    # the 20-ones pair under the printed threshold sqrt(|x||y| - |x.y|): M = V / tau = 480 / 10 = 48,
+    # and it is not scale invariant
+    # (docs/sketches.md#correction-the-k-variance-threshold-is-the-cauchy-schwarz-gap)
     x = np.zeros(40)
     y = np.zeros(40)
     x[:20] = 1

@@ -1,4 +1,4 @@
-"""Mining on sketches (SPEC §1.3, §1.5, §1.6): kNN classification and k-means against brute-force
+"""Mining on sketches (docs/sketches.md#mining-on-sketches): kNN classification and k-means against brute-force
 oracles, exact-sketch (Hadamard) equivalence, the random-labelling protocol and the evaluation
 helpers.
 

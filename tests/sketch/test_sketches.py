@@ -1,6 +1,8 @@
-"""Sketch-based privacy (SPEC §1, P0): generator, sketching, δ-anonymity, primitives, I/O.
+"""Sketch-based privacy (docs/sketches.md): generator, sketching, δ-anonymity, primitives, I/O.
 
-Oracles: SPEC §1.8 (O0-1 … O0-7), exhaustive enumeration of sign vectors with an explicit
+Oracles: the hand-computed examples of docs/sketches.md (δ-anonymity of small records, the
+variances of small vectors, the k-variance bound of two 0/1 records), exhaustive enumeration of
+sign vectors with an explicit
 matrix generator, a pure-Python big-integer evaluation of the hash, dense ``X @ R.T``
 references, brute-force δ-anonymity with exact rationals, and Monte Carlo over generator seeds.
 """
@@ -93,7 +95,9 @@ def pool():
     return coef
 
 
-# ---------------------------------------------------------------------- O0-1 δ-anonymity
+# ---------------------------------------------------------------------- δ-anonymity by hand
+# x = (3, 4, 0, 0, 12): V = 169 - 144 = 25, so m = floor(25/δ); a 0/1 record with 20 ones: V = 19
+# (docs/sketches.md#correction-δ-anonymity-uses-the-largest-admissible-m)
 @pytest.mark.parametrize(
     "x, delta, expected",
     [
@@ -107,7 +111,7 @@ def pool():
         ((1, 0.1), 0.05, 0),
         ((0.1, 0.2, 0.5), 0.05, 1),
         ((0.1, 0.2, 0.7), 0.05, 1),  # float64 gives V/δ = 0.9999999999999998
-        ((7.5,), 1e-6, 0),  # nnz <= 1: always suppressed (E0-12)
+        ((7.5,), 1e-6, 0),  # nnz <= 1: always suppressed (docs/sketches.md#correction-suppression-is-decided-at-one-component)
         ((0, 0, 0), 0.1, 0),
         ((1,) * 20, 0.01, 256),  # 1900 capped at m_max
     ],
@@ -188,7 +192,8 @@ def test_delta_binary_records_empty_partitions_and_duplicates(tmp_path):
     )
 
 
-# ---------------------------------------------------------------------- O0-2 / O0-3 enumeration
+# ---------------------------------------------------------------------- variances by enumeration
+# all 2^d sign vectors: attribute variances |x|² - x_t² and the corrected dot-product variance
 def _enumeration_sketches(rows: list[tuple], d: int) -> tuple[np.ndarray, np.ndarray, SketchGenerator]:
     R = np.array(list(itertools.product([-1, 1], repeat=d)), dtype=np.int8)
     gen = SketchGenerator.from_matrix(R)
@@ -222,14 +227,16 @@ def test_o0_3_dot_variance_by_enumeration():
     e = values[0] * values[1]
     assert e.mean() == -23 == x @ y and e.var() == 927
     assert dot_variance(x, y) == 927
-    assert (x @ x) * (y @ y) - (x @ y) ** 2 == 155  # the printed (wrong) formula, E0-3
+    assert (x @ x) * (y @ y) - (x @ y) ** 2 == 155  # the paper's printed (wrong) formula
+    # (docs/sketches.md#correction-variance-of-the-dot-product-estimate)
     est, var_est = dot(values[0], 64, values[1], 64)
     assert est == pytest.approx(-23) and var_est == pytest.approx(927 / 63)
     e2 = (values[0] - values[1]) ** 2
     assert e2.mean() == pytest.approx(((x - y) ** 2).sum()) and e2.var() == pytest.approx(sqdist_variance(x, y))
 
 
-# ---------------------------------------------------------------------- O0-4 scale invariance
+# ---------------------------------------------------------------------- scale invariance of M_ij
+# two 0/1 records with 20 ones each, 10 in common: V = 480, tau = 10, M = floor(4.8) = 4
 def test_o0_4_max_components():
     x = np.zeros(40)
     y = np.zeros(40)
@@ -500,7 +507,7 @@ def test_primitives_consistency():
         centroid(S, m, mode="median")
 
 
-# ---------------------------------------------------------------------- O0-6 and Monte Carlo
+# ---------------------------------------------------------------------- unbiasedness, Monte Carlo
 @pytest.fixture(scope="module")
 def mc(pool):
     """Fixed x, y (d = 1000, nnz 20 each, overlap 8) sketched by 6000 generators x 16 components."""
@@ -556,7 +563,8 @@ def test_variance_formulas_vs_monte_carlo(mc):
     _check_mc_variance(mc["sx"] * mc["sy"], dot_variance(x, y))
     _check_mc_variance(mc["sx"] ** 2, sqnorm_variance(x))
     _check_mc_variance((mc["sx"] - mc["sy"]) ** 2, sqdist_variance(x, y))
-    # the printed formula of the paper is rejected by the same data (E0-3)
+    # the printed formula of the paper is rejected by the same data
+    # (docs/sketches.md#correction-variance-of-the-dot-product-estimate)
     printed = (x @ x) * (y @ y) - (x @ y) ** 2
     e = (mc["sx"] * mc["sy"]).ravel()
     assert abs(e.var() - printed) > 0.05 * printed
