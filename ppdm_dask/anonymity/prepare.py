@@ -15,12 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from ..data.hierarchy import Hierarchy
-from ..errors import DataFormatError
+from ..data.tables import parse_numbers
 from ..release import Roles
 
 __all__ = ["table_roles", "numeric_quasi_identifiers", "distinct_counts"]
@@ -47,14 +46,9 @@ def _to_number(part: pd.DataFrame, columns: Sequence[str], source: str) -> pd.Da
     is an error naming the column."""
     out = part.copy()
     for c in columns:
-        text = part[c]
-        num = pd.to_numeric(text.astype(object), errors="coerce")
-        bad = text.notna().to_numpy() & num.isna().to_numpy()
-        if bad.any():
-            shown = pd.unique(text[bad].astype(str))[:5].tolist()
-            raise DataFormatError(f"{source}: quasi-identifier {c!r} has an interval hierarchy but values that are not numbers: {shown}",
-                                  python=f"a categorical hierarchy for {c!r}", cli=f"--hierarchy {c}=FILE (categorical)")
-        out[c] = pd.array(num.to_numpy(dtype=float, na_value=np.nan), dtype=pd.ArrowDtype(pa.float64()))
+        arr = parse_numbers(part[c], f"{source}: quasi-identifier {c!r} has an interval hierarchy but values that are not numbers",
+                            python=f"a categorical hierarchy for {c!r}", cli=f"--hierarchy {c}=FILE (categorical)")
+        out[c] = pd.array(arr, dtype=pd.ArrowDtype(pa.float64()))
     return out
 
 

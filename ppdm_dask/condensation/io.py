@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
+from ..data.tables import parse_numbers
 from ..errors import DataFormatError, InvalidParameter
 
 __all__ = ["table_to_array"]
@@ -27,20 +28,8 @@ def _is_number(dtype: Any) -> bool:
 def _to_float(part: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Kernel: the columns of one partition as float64; a value that is not a number is an error
     naming its column (missing values become NaN and are reported by the condensers)."""
-    out = {}
-    for c in columns:
-        s = part[c]
-        if _is_number(s.dtype):
-            out[c] = s.to_numpy(dtype=np.float64, na_value=np.nan)
-            continue
-        text = s.astype(object)
-        num = pd.to_numeric(text.where(text.notna(), None), errors="coerce")
-        bad = num.isna().to_numpy() & text.notna().to_numpy()
-        if bad.any():
-            values = text[bad].astype(str).unique()[:5].tolist()
-            raise DataFormatError(f"column {c!r} holds values that are not numbers: {values}",
-                                  python=f"columns=[...] without {c!r}", cli=f"--columns without {c}, or --dtype {c}=float")
-        out[c] = num.to_numpy(dtype=np.float64, na_value=np.nan)
+    out = {c: parse_numbers(part[c], f"column {c!r} holds values that are not numbers", python=f"columns=[...] without {c!r}",
+                            cli=f"--columns without {c}, or --dtype {c}=float") for c in columns}
     return pd.DataFrame(out, index=part.index)
 
 

@@ -28,7 +28,7 @@ from ..errors import DataFormatError, DatasetNotFoundError, InvalidParameter
 from .folder import MANIFEST, check_listing, open_fs, read_manifest, read_part
 from .sources import remember_url
 
-__all__ = ["read_table", "parse_dtypes", "load_schema", "sniff_separator", "table_from_manifest", "TYPES",
+__all__ = ["read_table", "parse_dtypes", "load_schema", "sniff_separator", "table_from_manifest", "parse_numbers", "TYPES",
            "TABLE_FORMATS", "is_csv"]
 
 #: Column types accepted in ``dtype=`` / ``--dtype`` / schema files, and the pandas dtype of each.
@@ -117,36 +117,51 @@ def sniff_separator(url: str, *, storage_options: Mapping[str, Any] | None = Non
         return best if counts[best] else ","
 
 
+def parse_numbers(values: pd.Series, message: str, *, integer: bool = False, python: str | None = None,
+                  cli: str | None = None) -> np.ndarray:
+    """Kernel: a column that may hold text as float64 (missing values NaN). A present value that
+    is not a number (or, with ``integer``, not a whole number) raises ``DataFormatError`` with
+    ``message: [the first offending values]`` and the given fix hints."""
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+        arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = np.zeros(arr.size, dtype=bool)
+    else:
+        text = values.astype(object)
+        arr = pd.to_numeric(text.where(text.notna(), None), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = np.isnan(arr) & text.notna().to_numpy()
+    if integer:
+        bad |= np.isfinite(arr) & (arr != np.round(arr))
+    if bad.any():
+        shown = pd.unique(values[bad].astype(str))[:5].tolist()
+        raise DataFormatError(f"{message}: {shown}", python=python, cli=cli)
+    return arr
+
+
 def _convert(part: pd.DataFrame, types: dict[str, str], url: str) -> pd.DataFrame:
     """Cast string columns to their declared types; a value that does not parse is an error."""
     out = part.copy()
     for col, t in types.items():
         s = part[col]
+        hints = {"python": f"dtype={{{col!r}: 'string'}}", "cli": f"--dtype {col}=string"}
         if t == "string":
             out[col] = s.astype(TYPES["string"])
             continue
-        text = s.astype(object)
-        present = text.notna().to_numpy()
         if t == "bool":
-            low = text.where(~text.notna(), text.astype(str).str.strip().str.lower())
-            good = low.isin(_TRUE | _FALSE).to_numpy() | ~present
-            values = pd.array([None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v in _TRUE
-                               for v in low], dtype=TYPES["bool"])
+            text = s.astype(object)
+            present = text.notna().to_numpy()
+            low = text.astype(str).str.strip().str.lower()
+            bad = present & ~low.isin(_TRUE | _FALSE).to_numpy()
+            if bad.any():
+                shown = pd.unique(text[bad].astype(str))[:5].tolist()
+                raise DataFormatError(f"{url}: column {col!r} declared bool has values that are not: {shown}", **hints)
+            out[col] = pd.array(pa.array(low.isin(_TRUE).to_numpy(), mask=~present), dtype=TYPES["bool"])
+            continue
+        arr = parse_numbers(s, f"{url}: column {col!r} declared {t} has values that are not {t}s", integer=(t == "int"), **hints)
+        if t == "int":
+            missing = np.isnan(arr)
+            out[col] = pd.array(pa.array(np.where(missing, 0, arr).astype(np.int64), mask=missing), dtype=TYPES["int"])
         else:
-            num = pd.to_numeric(text, errors="coerce")
-            good = ~(present & num.isna().to_numpy())
-            if t == "int":
-                arr = num.to_numpy(dtype=float, na_value=np.nan)
-                frac = np.isfinite(arr) & (arr != np.round(arr))
-                good &= ~frac
-                values = pd.array([None if not np.isfinite(v) else int(v) for v in arr], dtype=TYPES["int"])
-            else:
-                values = pd.array(num.to_numpy(dtype=float, na_value=np.nan), dtype=TYPES["float"])
-        if not good.all():
-            bad = text[~good].astype(str).unique()[:5].tolist()
-            raise DataFormatError(f"{url}: column {col!r} declared {t} has values that are not: {bad}",
-                                  python=f"dtype={{{col!r}: 'string'}}", cli=f"--dtype {col}=string")
-        out[col] = values
+            out[col] = pd.array(arr, dtype=TYPES["float"])
     return out
 
 
