@@ -1,4 +1,4 @@
-"""One line-plot helper for the benchmark suites (matplotlib is optional: ``pip install .[bench]``)."""
+"""One line-plot helper for the benchmark suites (matplotlib is a dependency of the package: its reports draw with it)."""
 
 from __future__ import annotations
 

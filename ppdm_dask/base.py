@@ -14,6 +14,7 @@ A parameter called ``key`` is a secret: ``repr`` never shows it.
 
 from __future__ import annotations
 
+import abc
 import inspect
 from typing import Any
 
@@ -24,7 +25,7 @@ __all__ = ["Estimator", "check_is_fitted"]
 _SECRET_PARAMS = frozenset({"key"})
 
 
-class Estimator:
+class Estimator(abc.ABC):
     """Base class of every fit/transform object of the package."""
 
     @classmethod
@@ -77,11 +78,13 @@ class Estimator:
         raise AttributeError(f"{type(self).__name__!s} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ the contract
+    @abc.abstractmethod
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "Estimator":
-        raise NotImplementedError
+        """Learn from ``X``; sets the ``*_`` attributes (``report_`` among them); returns self."""
 
+    @abc.abstractmethod
     def transform(self, X: Any = None) -> Any:
-        raise NotImplementedError
+        """The release of ``X`` (or of the fitted data)."""
 
     def fit_transform(self, X: Any, *, client: Any = None, progress: bool = False) -> Any:
         """``fit(X)`` then ``transform(X)``: the release of ``X``."""

@@ -15,17 +15,13 @@ The result is a :class:`~ppdm_dask.release.Verdict` with one check per condition
 from __future__ import annotations
 
 import importlib
-import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-import dask
+from .release import Release, Verdict
+from .release.files import file_checks, verify_files
 
-from .data.folder import MANIFEST, sha256_file
-from .errors import PPDMError
-from .release import Check, Release, Verdict
-
-__all__ = ["verify", "open_release", "FAMILY_MODULES"]
+__all__ = ["verify", "open_release", "file_checks", "FAMILY_MODULES"]
 
 #: The modules that define the release of each family (imported to register them).
 FAMILY_MODULES = (
@@ -49,38 +45,6 @@ def open_release(url: str, *, storage_options: Mapping[str, Any] | None = None, 
     return Release.open(url, storage_options=storage_options, verify=verify)
 
 
-def _file_entry(fs: Any, path: str, expected: Mapping[str, Any], checksums: bool) -> tuple[str, str | None, int | None]:
-    """Task: ``(name, problem or None, size)`` of one listed file."""
-    name = expected["file"]
-    full = posixpath.join(path, name)
-    try:
-        size = int(fs.size(full))
-    except FileNotFoundError:
-        return name, "missing", None
-    if expected.get("bytes") is not None and size != int(expected["bytes"]):
-        return name, f"{size:,} bytes, the manifest says {int(expected['bytes']):,}", size
-    if checksums and expected.get("sha256") and sha256_file(fs, full) != expected["sha256"]:
-        return name, "SHA-256 differs from the manifest (altered or replaced)", size
-    return name, None, size
-
-
-def file_checks(fs: Any, folder: str, manifest: Mapping[str, Any], *, checksums: bool = True, **compute_kwargs: Any) -> list[Check]:
-    """One check per listed file (present, size, checksum) and one per unexpected file."""
-    from .progress import compute
-
-    entries = [*manifest.get("partitions", []), *manifest.get("files", [])]
-    tasks = [dask.delayed(_file_entry, pure=False)(fs, folder, e, checksums) for e in entries]
-    (results,) = compute(tasks, **{"progress": False, **compute_kwargs}) if tasks else ([],)
-    checks = [Check("file matches the manifest", problem is None, where=name, detail=problem or "") for name, problem, _ in results]
-    if manifest.get("release", {}).get("output") != "csv":  # a CSV release shares its folder with other files
-        listed = {e["file"] for e in entries} | {MANIFEST}
-        for d in fs.ls(folder, detail=False):
-            name = posixpath.basename(d.rstrip("/"))
-            if name not in listed:
-                checks.append(Check("no unlisted file", False, where=name, detail="a file the manifest does not list"))
-    return checks
-
-
 def verify(url: str, *, original: Any = None, storage_options: Mapping[str, Any] | None = None, checksums: bool = True,
            **compute_kwargs: Any) -> Verdict:
     """Re-check the release at ``url`` from its files alone (see the module docstring).
@@ -101,22 +65,4 @@ def verify(url: str, *, original: Any = None, storage_options: Mapping[str, Any]
     Verdict
     """
     _load_families()
-    fs, folder, manifest = Release.load_manifest(url, storage_options=storage_options)
-    rel = manifest["release"]
-    family = rel.get("family")
-    checks = [Check("manifest", family in Release.registry, figure=f"{family} / {rel.get('method')}",
-                    detail="" if family in Release.registry else f"unknown family {family!r}")]
-    if not checks[0].ok:
-        return Verdict(checks)
-    checks += file_checks(fs, folder, manifest, checksums=checksums, **compute_kwargs)
-    if not all(c.ok for c in checks):
-        checks.append(Check("guarantee recount", False, detail="not attempted: the files do not match the manifest"))
-        return Verdict(checks)
-    try:
-        release = Release.open(url, storage_options=storage_options)
-        if isinstance(original, str):
-            original = type(release).read_original(original, storage_options=storage_options)
-        verdict = release.verify(original, **compute_kwargs)
-    except PPDMError as exc:
-        return Verdict([*checks, Check("guarantee recount", False, detail=exc.message_for("cli"))])
-    return Verdict([*checks, *verdict.checks])
+    return verify_files(url, original=original, storage_options=storage_options, checksums=checksums, **compute_kwargs)

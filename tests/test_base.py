@@ -51,5 +51,11 @@ def test_star_args_are_refused():
         def __init__(self, *args):
             self.args = args
 
+        def fit(self, X, *, client=None, progress=False):
+            return self
+
+        def transform(self, X=None):
+            return X
+
     with pytest.raises(TypeError, match="name its parameters"):
         Bad().get_params()

@@ -54,16 +54,27 @@ def _columns(df: Any, qi: str | Sequence[str], extra: Sequence[str] = ()) -> lis
     return qi
 
 
+def counts_lazy(df: Any, keys: list[str]) -> tuple[Any, Any]:
+    """The two lazy results (missing values per key, group sizes) :func:`counts_of` turns into
+    the class counts of a dask ``df``: to be computed together with other passes."""
+    return df[keys].isna().sum(), df.groupby(keys, dropna=False, observed=True).size(split_out=1)
+
+
 def _counts(df: Any, keys: list[str], **compute_kwargs: Any) -> pd.DataFrame:
     """Group-by ``keys`` with sizes as a pandas frame (sorted by the keys)."""
     if _is_dask(df):
         from ..progress import compute
 
-        na, sizes = compute(df[keys].isna().sum(), df.groupby(keys, dropna=False, observed=True).size(split_out=1),
-                            **{"progress": False, **compute_kwargs})
+        na, sizes = compute(*counts_lazy(df, keys), **{"progress": False, **compute_kwargs})
     else:
         na = df[keys].isna().sum()
         sizes = df.groupby(keys, dropna=False, observed=True, sort=False).size()
+    return counts_of(na, sizes, keys)
+
+
+def counts_of(na: pd.Series, sizes: pd.Series, keys: list[str]) -> pd.DataFrame:
+    """Class counts (sorted by the keys) from the computed :func:`counts_lazy`; missing values
+    in a key are an error."""
     missing = [c for c in keys if int(na[c]) > 0]
     if missing:
         raise DataFormatError(

@@ -100,12 +100,13 @@ class _TableAnonymizer(Estimator):
         prep["rows"] = fs.n_records
         return fs
 
-    def _fitted(self, prep: dict[str, Any], parameters: dict[str, Any], method: str) -> None:
+    def _fitted(self, prep: dict[str, Any], parameters: dict[str, Any], method: str, frequency: Any = None) -> None:
         self.roles_ = prep["roles"]
         self.overrides_ = prep["overrides"]
         self.parameters_ = parameters
         self._fit_info = {"name": prep["name"], "source": prep["source"], "method": method,
-                          "input_info": {"rows": prep["rows"], "schema": prep["schema"]}}
+                          "input_info": {"rows": prep["rows"], "schema": prep["schema"]},
+                          "hierarchies": prep["hierarchies"], "frequency": frequency}
 
     def _release(self, X: Any, res: AnonymizationResult) -> AnonymizedRelease:
         check_is_fitted(self, "result_")
@@ -117,6 +118,9 @@ class _TableAnonymizer(Estimator):
                                 key=as_key(self.key) if self.key is not None else None, source=info["source"],
                                 input_info=info["input_info"], overrides=self.overrides_)
         rel.partition_rows = res.partition_rows
+        rel.hierarchies = info.get("hierarchies")  # the report reads released hierarchy nodes with them
+        if info.get("frequency") is not None:  # the report's figures of this input need no pass over it
+            rel.input_frequency = (info["name"], info["frequency"])
         return rel
 
 
@@ -203,7 +207,7 @@ class KAnonymizer(_TableAnonymizer):
                         method=self.method, keep=prep["keep"], client=client, progress=progress, frequency=fs)
         self.result_ = res
         self.report_ = res.summary()
-        self._fitted(prep, params, self.method)
+        self._fitted(prep, params, self.method, fs)
         return self
 
     def transform(self, X: Any = None) -> AnonymizedRelease:
@@ -267,7 +271,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
                         "role_report": res.report.roles_to_pandas().to_dict(orient="records"),
                         "mondrian_permission_report": res.baseline.to_pandas().to_dict(orient="records"),
                         "mondrian_role_report": res.baseline.roles_to_pandas().to_dict(orient="records")}
-        self._fitted(prep, params, "access-control")
+        self._fitted(prep, params, "access-control", fs)
         return self
 
     def transform(self, X: Any = None) -> AnonymizedRelease:

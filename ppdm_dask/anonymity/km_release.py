@@ -16,6 +16,13 @@ Against the original (all order-free, since the release is shuffled):
   most as many released transactions of >= L items as original ones;
 * ``published items`` — every released item is an item of the original or a node of the
   published cut (when the cut is known from the release's figures).
+
+Report figures (:meth:`KmRelease.report_figures`): the k^m audit curve is the risk figure —
+itemsets of at most m items supported by 1 to k - 1 released transactions, m = 1..the release's
+m, which must be 0 for the release (and, with the original, the original's curve beside it) —
+plus the share of unique baskets; with the original, the frequent itemsets of the release
+against the original's (σ⁺, σ⁻, ρ and a support scatter; generalised items are other labels,
+so an itemset of the original survives only where its items were published as they are).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..release import Check, TransactionRelease
+from ..release import Check, Figures, TransactionRelease
 from .km import check_km_anonymity
 
 __all__ = ["KmRelease"]
@@ -34,6 +41,9 @@ class KmRelease(TransactionRelease):
     """k^m-anonymous transactions; parameters ``k``, ``m`` (and the hierarchy used)."""
 
     family: ClassVar[str] = "km"
+    #: relative mining threshold and longest itemsets of the utility figures
+    report_min_support: ClassVar[float] = 0.01
+    report_max_length: ClassVar[int] = 3
 
     def floor_checks(self) -> list[Check]:
         k = self.parameters.get("k")
@@ -85,3 +95,27 @@ class KmRelease(TransactionRelease):
                                 where=f"{len(foreign)} label(s), e.g. {foreign[0]!r}" if foreign else None,
                                 detail="every released item is an original item or a node of the published cut"))
         return checks
+
+    # ------------------------------------------------------------------ report
+    def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
+        """Risk: the k^m audit curve (ids ``km_audit_release``, ``km_rare_itemsets_release``;
+        with the original ``km_audit_original``, ``km_rare_itemsets_original``) for m = 1..the
+        release's m, and the unique-basket shares (``unique_baskets_release`` / ``_original``).
+        Utility (with the original): ``itemsets_sigma_plus``, ``itemsets_sigma_minus``,
+        ``itemsets_rho``, ``itemsets_support_scatter`` at :attr:`report_min_support` (1 %),
+        itemsets of at most :attr:`report_max_length` items. See
+        :mod:`ppdm_dask.metrics.report_figures`."""
+        from ..metrics.report_figures import audit_figures, unique_basket_figures, utility_figures
+        from .km import _as_transactions
+
+        if isinstance(original, str):
+            original = type(self).read_original(original)
+        orig = _as_transactions(original) if original is not None else None
+        k, m = int(self.parameters["k"]), int(self.parameters["m"])
+        figs = audit_figures(self.data, orig, k, m, guaranteed_m=m, **compute_kwargs)
+        figs += unique_basket_figures(self.data, orig, **compute_kwargs)
+        if orig is None:
+            figs.notes.append("the utility figures (frequent itemsets against the original) need the original data")
+            return figs
+        figs += utility_figures(orig, self.data, self.report_min_support, max_length=self.report_max_length, **compute_kwargs)
+        return figs

@@ -23,6 +23,11 @@ Against the original table (``verify(original=...)``, ``ppdm verify --original``
 * ``records`` — released rows + dropped suppressed rows = original rows;
 * ``sensitive values`` / ``insensitive values`` — the released values of each column published
   as is form a sub-multiset of the original's (equal when nothing was suppressed).
+
+Its report figures (:meth:`AnonymizedRelease.report_figures`): the re-identification risk of the
+release (and of the original on its quasi-identifiers) from the class sizes
+(:mod:`.risk`), and with the original the utility — discernibility, NCP / GCP, the error of a
+workload of COUNT queries (:mod:`.utility`).
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from ..data.hierarchy import as_keys
-from ..release import Check, TableRelease
+from ..release import Check, Release, TableRelease
+from ..release.figures import Figures, Plot, Series, Table, Value, histogram
 from .checks import SUPPRESSED, class_counts, k_anonymity_check, l_diversity_check
 
 __all__ = ["AnonymizedRelease", "FORMAT_NAME", "anonymity_floors"]
@@ -95,6 +101,26 @@ class AnonymizedRelease(TableRelease):
 
     family: ClassVar[str] = "relational"
     data_format: ClassVar[str] = FORMAT_NAME
+    #: the generalisation hierarchies (attr -> Hierarchy), when known: the utility figures read
+    #: released hierarchy nodes with them (a written release only names them)
+    hierarchies: Mapping[str, Any] | None = None
+
+    #: the release in memory this one was written from (see :meth:`adopt`)
+    fitted: "AnonymizedRelease | None" = None
+    #: ``(collection name, frequency set)`` of the input, counted by the anonymizer: the report's
+    #: figures of that same input are taken from it instead of new passes over the input
+    input_frequency: tuple[str, Any] | None = None
+
+    def adopt(self, fitted: Release) -> "AnonymizedRelease":
+        """Take over from the release in memory that was written what the files do not hold:
+        the hierarchies (the files only name them) and the rows in input order (the classifier
+        figure tests each held-out record in the class it was generalised to)."""
+        if isinstance(fitted, AnonymizedRelease) and fitted.manifest is None:
+            self.fitted = fitted
+            if fitted.hierarchies is not None:
+                self.hierarchies = fitted.hierarchies
+            self.input_frequency = fitted.input_frequency
+        return self
 
     # ------------------------------------------------------------------ parameters
     @property
@@ -236,3 +262,245 @@ class AnonymizedRelease(TableRelease):
     def _role_of(self, column: str) -> str:
         role = self.roles.of(column) if self.roles is not None else None
         return role if role in ("sensitive", "insensitive") else "published"
+
+    # ------------------------------------------------------------------ report figures
+    def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
+        """The risk figures of the release (and, with ``original``, of the original on its
+        quasi-identifiers) and, with ``original``, the utility figures.
+
+        Parameters
+        ----------
+        original : optional
+            The original table (pandas / dask DataFrame, or its URL).
+        **compute_kwargs
+            ``client=``, ``progress=`` for the distributed passes; also ``population=`` (a
+            table in the release's coding of the quasi-identifiers, for the journalist and
+            marketer risk), ``hierarchies=`` (attr -> Hierarchy, to read released hierarchy
+            nodes), ``threshold=`` (of the records at risk, default 0.2), ``storage_options=``
+            (to read ``original`` from a URL).
+        """
+        from . import risk as R
+
+        population = compute_kwargs.pop("population", None)
+        hierarchies = compute_kwargs.pop("hierarchies", None) or self.hierarchies or {}
+        threshold = float(compute_kwargs.pop("threshold", R.THRESHOLD))
+        label = compute_kwargs.pop("label", None) or self.sensitive
+        opts = compute_kwargs.pop("storage_options", None)
+        ckw = {"progress": False, **compute_kwargs}
+        if isinstance(original, str):
+            original = type(self).read_original(original, storage_options=opts)
+        from ..progress import compute
+        from .checks import counts_lazy, counts_of
+        from .frequency import as_dask
+
+        qi = list(self.qi)
+        # one distributed pass for what does not need the original's domains: the release's rows
+        # per QI tuple, the original's class sizes and value counts (dask expressions; the
+        # classifier's delayed counts are computed apart, dask does not mix the two kinds well)
+        orig = as_dask(original) if original is not None else None
+        fs = self._frequency_of(orig)
+        first = self._original_lazy(orig, qi) if orig is not None and fs is None else []
+        got = compute(*counts_lazy(as_dask(self.data), qi), *first, **ckw)
+        counts = counts_of(got[0], got[1], qi)
+        first_got = got[2:] if fs is None else None
+        star = _star_rows(counts, qi)
+        kept = counts[~star]
+        pop_sizes = None
+        if population is not None:
+            pop = class_counts(population, qi, **ckw)
+            pop_sizes = _lookup_sizes(kept, pop, qi)
+        freq = R.size_frequencies(kept[_COUNT].to_numpy(), pop_sizes)
+        figs = Figures(risk=_risk_items(R.risk_summary(freq, threshold), R.size_histogram(freq), threshold, "release",
+                                        population is not None))
+        if original is None:
+            figs.notes.append("the utility figures and the original's risk need the original data")
+            return figs
+        if self.manifest is not None:
+            dropped = int(self.manifest.get("n_suppressed_dropped", 0))
+        elif not self.keep_suppressed:  # in memory: measured as it will be written, suppressed rows left out
+            dropped, counts = int(counts.loc[star, _COUNT].sum()), counts[~star].reset_index(drop=True)
+        else:
+            dropped = 0
+        figs = figs + self._original_figures(orig, first_got, counts, qi, dropped, hierarchies, threshold, ckw, fs)
+        plan, notes = self._classifier_plan(orig, qi, label)
+        if plan is None:
+            return figs + Figures(notes=notes)
+        lengths = compute(*plan.lengths, **ckw) if plan.lengths else ()  # partition sizes unknown: a first pass
+        return figs + self._classifier_figures(plan, plan.finish(compute(*plan.counts(lengths), **ckw), **ckw), label)
+
+    def _frequency_of(self, orig: Any) -> Any:
+        """The anonymizer's frequency set of ``orig`` when ``orig`` is the very input it counted."""
+        if orig is None or self.input_frequency is None:
+            return None
+        from ..data.sources import collection_name
+
+        name, fs = self.input_frequency
+        return fs if collection_name(orig) == name and set(self.qi) <= set(fs.qi) else None
+
+    @staticmethod
+    def _original_lazy(orig: Any, qi: list[str]) -> list[Any]:
+        """Lazy: the original's number of classes of each size and its value counts per QI."""
+        # class sizes stay on the workers: only "how many classes of each size" comes back (the
+        # rename: optimised together with the value counts, an unnamed size series fails in dask);
+        # split_out=1: tree reductions (a shuffle of the few distinct keys costs more than it saves)
+        size_freq = orig.groupby(qi, dropna=False, observed=True).size(split_out=1).rename("size").value_counts(split_out=1)
+        return [size_freq, *[orig[a].value_counts(dropna=False, split_out=1) for a in qi]]
+
+    def _classifier_plan(self, orig: Any, qi: list[str], label: str | None) -> tuple[Any, list[str]]:
+        """The classifier's lazy counts (see :mod:`.classifier`), or None with the reason."""
+        from .classifier import MAX_RECORDS, ClassifierPlan
+        from .frequency import as_dask
+
+        aligned = self if self.manifest is None else self.fitted
+        if not label or label not in orig.columns:
+            return None, ["classifier: no label column (the sensitive attribute, or label=)"]
+        if aligned is None or label not in aligned.data.columns:
+            return None, ["classifier: needs the release rows in input order (a release in memory, or the one written, "
+                          "handed over by the job) and the label published"]
+        plan = ClassifierPlan([(as_dask(aligned.data), qi), (orig, qi)], label, getattr(aligned, "partition_rows", None),
+                              MAX_RECORDS)
+        return plan, []
+
+    @staticmethod
+    def _classifier_figures(plan: Any, accuracies: list[tuple[float, int, int]], label: str) -> Figures:
+        """Accuracy of the majority label per released class on held-out original records,
+        against the same classifier on the original's QI tuples."""
+        from .classifier import TEST_SHARE
+
+        (acc, n_test, n_train), (base, _, _) = accuracies
+        total = plan.total_rows
+        sample = f"; estimated on the first {n_test + n_train:,} of {total:,} records" if total and n_test + n_train < total else ""
+        note = (f"majority '{label}' per class, learnt on {n_train:,} records and tested on {n_test:,} held-out records "
+                f"({TEST_SHARE:.0%}, a fixed public split{sample})")
+        return Figures(utility=[
+            Value("utility_classifier_accuracy", f"Accuracy predicting {label} (trained on the release)", acc,
+                  about="comparison", note=note + "; each test record in the class it was generalised to"),
+            Value("utility_classifier_accuracy_original", f"Accuracy predicting {label} (trained on the original)", base,
+                  about="comparison", note=note + "; classes: the original quasi-identifier tuples"),
+        ])
+
+    def _original_figures(self, orig: Any, got: Sequence[Any] | None, counts: pd.DataFrame, qi: list[str], dropped: int,
+                          hierarchies: Mapping[str, Any], threshold: float, ckw: dict[str, Any], fs: Any = None) -> Figures:
+        """The original's risk and the utility figures from the computed :meth:`_original_lazy`
+        (class-size frequencies, QI domains), then a pass for the true query answers; or all of
+        it from the anonymizer's frequency set ``fs`` of this input (no pass)."""
+        from ..progress import compute
+        from . import risk as R
+        from . import utility as U
+
+        if fs is not None:
+            got = U.frequency_counts(fs, qi)
+        freq = R.size_frequencies(got[0])
+        items = _risk_items(R.risk_summary(freq, threshold), R.size_histogram(freq), threshold, "original", False)
+        numeric = {a: pd.api.types.is_numeric_dtype(orig[a].dtype) and not pd.api.types.is_bool_dtype(orig[a].dtype) for a in qi}
+        domains = {a: U.domain_of(a, vc, numeric[a]) for a, vc in zip(qi, got[1:])}
+        tables = {a: U.label_table(pd.unique(counts[a].astype(str)), domains[a], hierarchies.get(a)) for a in qi}
+        summary = U.utility_summary(counts, qi, tables, dropped)
+        queries = U.query_workload([domains[a] for a in qi])
+        if fs is not None:
+            answers = U.frequency_answers(fs, queries, domains)
+        else:
+            keys = dask.delayed({a: d.keys for a, d in domains.items()}, pure=True)
+            qs = dask.delayed(queries, pure=True)
+            parts = [dask.delayed(U.answer_queries, pure=True)(p, qs, keys) for p in orig[qi].to_delayed()]
+            (answers,) = compute(dask.delayed(_sum_arrays, pure=True)(parts, len(queries)), **ckw)
+        errors = U.relative_errors(U.estimate_queries(counts, queries, tables), answers, summary["n_total"])
+        return Figures(risk=items, utility=_utility_items(summary, errors, self.k, counts, qi),
+                       notes=_unread_notes(summary))
+
+
+def _sum_arrays(parts: list[np.ndarray], n: int) -> np.ndarray:
+    """Sum of the per-partition query answers."""
+    return np.sum(parts, axis=0) if parts else np.zeros(n, dtype=np.int64)
+
+
+def _star_rows(counts: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
+    """Rows of the class table whose every QI is ``'*'`` (suppressed records)."""
+    star = np.ones(len(counts), dtype=bool)
+    for a in qi:
+        star &= counts[a].astype(str).to_numpy() == SUPPRESSED
+    return star
+
+
+def _lookup_sizes(kept: pd.DataFrame, pop: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
+    """The population class size of each released class (0 when the population lacks it)."""
+    key = lambda df: pd.MultiIndex.from_arrays([df[a].astype(str).to_numpy() for a in qi])  # noqa: E731
+    sizes = pd.Series(pop[_COUNT].to_numpy(), index=key(pop)).groupby(level=list(range(len(qi)))).sum()
+    return sizes.reindex(key(kept), fill_value=0).to_numpy(dtype=np.int64)
+
+
+def _risk_items(r: dict[str, Any], hist: tuple[list[float], list[int]], threshold: float, about: str,
+                population: bool) -> list[Any]:
+    """The risk figures of one table (``about`` release or original) from :func:`.risk.risk_summary`."""
+    pre, whose = ("risk_", "the release") if about == "release" else ("risk_original_", "the original (its quasi-identifiers)")
+    n, classes = r["n_records"], r["n_classes"]
+    base = f"{n:,} records in {classes:,} classes of {whose}; suppressed records are left out"
+    journ = ("with the population table given: 1 / size of the matching population class" if population
+             else "no population table given: as ARX, the table is taken as the population, so journalist risk equals prosecutor risk")
+    marketer = ("sum over records of 1 / population class size, over the records" if population
+                else "classes / records: the expected share of records re-identified when every record is attacked")
+    edges, counts = hist
+    rows = [[round(t, 4), share, int(round(share * n))] for t, share in r["at_risk"]]
+    return [
+        Value(f"{pre}classes", "Equivalence classes", classes, about, "classes", note=base),
+        Value(f"{pre}smallest_class", "Smallest class", r["min_class_size"], about, "records"),
+        Value(f"{pre}prosecutor_max", "Highest prosecutor risk", r["prosecutor_max"], about,
+              note="1 / smallest class size: the attacker knows the target is in the table"),
+        Value(f"{pre}prosecutor_average", "Average prosecutor risk", r["prosecutor_average"], about,
+              note="mean over records of 1 / class size = classes / records"),
+        Value(f"{pre}journalist_max", "Highest journalist risk", r["journalist_max"], about, note=journ),
+        Value(f"{pre}journalist_average", "Average journalist risk", r["journalist_average"], about, note=journ),
+        Value(f"{pre}marketer", "Marketer risk", r["marketer"], about, note=marketer),
+        Value(f"{pre}sample_uniques", "Sample uniques", r["sample_uniques"], about, "fraction of records",
+              note=f"{r['n_sample_uniques']:,} records alone in their class"),
+        Value(f"{pre}records_at_risk", f"Records at risk (risk > {threshold:g})", r["records_at_risk"], about,
+              "fraction of records", note=f"records whose 1 / class size exceeds {threshold:g}"),
+        Table(f"{pre}records_at_risk_by_threshold", "Records at risk by threshold",
+              ["threshold", "fraction of records with 1 / class size > threshold", "records"], rows, about),
+        Plot(f"{pre}class_sizes", "Equivalence class sizes", "histogram", [Series("classes", edges, counts)],
+             x_label="class size (records)", y_label="classes", about=about, note=base),
+    ]
+
+
+def _utility_items(s: dict[str, Any], errors: np.ndarray, k: int, counts: pd.DataFrame, qi: list[str]) -> list[Any]:
+    """The utility figures (about the comparison) from :func:`.utility.utility_summary` and the
+    query errors."""
+    from .metrics import average_class_size
+    from .utility import N_QUERIES, SEED, error_bound
+
+    kept = counts.loc[~_star_rows(counts, qi), _COUNT].to_numpy()
+    c_avg = average_class_size(kept, k) if len(kept) else None
+    edges, hist = histogram(errors, bins=20)
+    workload = (f"{len(errors)} COUNT queries on 1-2 quasi-identifiers (seed {SEED}); estimates spread each class "
+                f"uniformly over the values its labels cover; error = |estimate - true| / max(true, {error_bound(s['n_total']):g})")
+    return [
+        Value("utility_discernibility", "Discernibility (DM)", s["discernibility"], "comparison",
+              note=f"sum of squared class sizes + {s['n_suppressed']:,} suppressed records x {s['n_total']:,} records"),
+        Value("utility_gcp", "Global certainty penalty (GCP)", s["gcp"], "comparison",
+              note="mean NCP over the quasi-identifiers and the records (0 = no loss, 1 = everything suppressed)"),
+        Value("utility_avg_class_size", "Normalised average class size (C_avg)", c_avg, "comparison",
+              note=f"released records / (classes x k), k = {k}; 1 is ideal"),
+        Table("utility_ncp", "Normalised certainty penalty per quasi-identifier",
+              ["quasi-identifier", "NCP", "records with unread labels"],
+              [[a, s["ncp"][a], s["unread_records"][a]] for a in qi], "comparison"),
+        Plot("utility_ncp_per_qi", "NCP per quasi-identifier", "bar", [Series("NCP", qi, [s["ncp"][a] for a in qi])],
+             x_label="quasi-identifier", y_label="NCP", about="comparison"),
+        Value("utility_query_error_mean", "Mean relative error of COUNT queries", float(np.mean(errors)) if len(errors) else None,
+              "comparison", note=workload),
+        Value("utility_query_error_median", "Median relative error of COUNT queries",
+              float(np.median(errors)) if len(errors) else None, "comparison", note=workload),
+        Plot("utility_query_errors", f"Relative error of {N_QUERIES} COUNT queries", "histogram",
+             [Series("queries", edges, hist)], x_label="relative error", y_label="queries", about="comparison", note=workload),
+    ]
+
+
+def _unread_notes(s: dict[str, Any]) -> list[str]:
+    """A sentence per quasi-identifier whose released labels could not all be read."""
+    out = []
+    for a, labels in s["unread"].items():
+        if labels:
+            shown = ", ".join(repr(x) for x in labels[:5]) + (" ..." if len(labels) > 5 else "")
+            out.append(f"{len(labels)} released label(s) of {a!r} ({shown}; {s['unread_records'][a]:,} records) could not be "
+                       "read without the hierarchy and count as fully generalised in NCP and the query estimates "
+                       "(pass hierarchies= for exact figures)")
+    return out

@@ -38,6 +38,6 @@ def cli(ctx: click.Context, scheduler, workers, storage_option, key_file, as_jso
 
 
 # one module per family registers its commands on ``cli``
-from . import anonymity, condensation, data, demo, emask, krimp, mining, sketch, verify  # noqa: E402,F401
+from . import anonymity, condensation, data, demo, emask, krimp, mining, report, sketch, verify  # noqa: E402,F401
 
 __all__ = ["cli", "main", "Context"]

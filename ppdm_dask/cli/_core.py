@@ -208,5 +208,25 @@ def job(obj: Context, *, outputs: Sequence[str | None] = (), overwrite: bool = F
         yield Job(where)
 
 
+def write_release(obj: Context, release: Any, dst: str | None, *, original: Any = None, overwrite: bool = False,
+                  rows_per_file: int | None = None, check: bool = True, report: bool = True) -> tuple[dict | None, dict | None]:
+    """Write ``release`` at ``dst`` (nothing without ``dst``) and, unless ``report`` is false, its
+    privacy and utility report beside it (against ``original``, the job's input; the verdict is
+    the one recounted on the written files before the commit). Returns ``(manifest, report
+    paths)``."""
+    if not dst:
+        return None, None
+    manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
+                             rows_per_file=rows_per_file, check=check)
+    if not report:
+        return manifest, None
+    from ..verification import open_release
+
+    written = open_release(dst, storage_options=obj.storage_options).adopt(release)
+    doc = written.report(original, storage_options=obj.storage_options, verify=False, overwrite=overwrite,
+                         progress=obj.progress)
+    return manifest, doc["paths"]
+
+
 # the uniform release summary lives beside the core; commands import it from here
 from ._summary import emit_release, release_text  # noqa: E402,F401

@@ -49,6 +49,8 @@ release_output = stack(
                  help="Accept parameters below the privacy floors (e.g. k < 2, basic privacy < 90%); the override is recorded in the manifest."),
     click.option("--check/--no-check", default=True, show_default=True,
                  help="Read the written release back and recount its guarantee before committing it."),
+    click.option("--report/--no-report", default=True, show_default=True,
+                 help="Write the privacy and utility report (_report.html, _report.json) with the release."),
 )
 
 #: options of commands that read a relational table (CSV or Parquet)

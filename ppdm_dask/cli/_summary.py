@@ -48,13 +48,16 @@ def release_text(summary: Mapping[str, Any], *, src: str | None, dst: str | None
 
 
 def emit_release(obj: Any, release: Any, *, src: str | None, dst: str | None, manifest: Mapping[str, Any] | None,
-                 job: Any, extra_text: Sequence[str] = (), extra_json: Mapping[str, Any] | None = None) -> None:
-    """Print a release job's summary (text or ``--json``)."""
+                 job: Any, extra_text: Sequence[str] = (), extra_json: Mapping[str, Any] | None = None,
+                 report: Mapping[str, str] | None = None) -> None:
+    """Print a release job's summary (text or ``--json``), with the path of its report."""
     from ..release import Verdict
 
     verdict = Verdict.from_dict(manifest["guarantees"]) if manifest and manifest.get("guarantees") else None
     summary = release.summary()
     payload = {**summary, "src": src, "out": dst, "verdict": verdict.to_dict() if verdict is not None else None,
                "key_fingerprint": manifest["release"]["key_fingerprint"] if manifest else None,
-               "seconds": job.seconds, "scheduler": job.where, **dict(extra_json or {})}
-    obj.emit(payload, release_text(summary, src=src, dst=dst, verdict=verdict, job=job, extra=extra_text))
+               "seconds": job.seconds, "scheduler": job.where, "report_html": (report or {}).get("html"),
+               **dict(extra_json or {})}
+    text = release_text(summary, src=src, dst=dst, verdict=verdict, job=job, extra=extra_text)
+    obj.emit(payload, text + (f"\n  report: {report['html']}" if report else ""))

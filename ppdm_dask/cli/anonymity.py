@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from . import cli
-from ._core import Context, emit_release, job
+from ._core import Context, emit_release, job, write_release
 from ..anonymity import L_KINDS, METHODS
 from ._options import release_output, roles, roles_from, stack, table_input
 
@@ -68,7 +68,7 @@ def search_lines(report: dict[str, Any]) -> list[str]:
 @click.pass_obj
 def anonymize(obj: Context, src, dst, identifiers, qi, sensitive, insensitive, allow_unique, hierarchy, hierarchy_dir, k, l,
               l_kind, c, max_suppression, method, keep_suppressed, sep, dtype, schema, overwrite, rows_per_file, allow_weak,
-              check) -> None:
+              check, report) -> None:
     """k-anonymise (and l-diversify) the table SRC (CSV or Parquet) and write the release to DST
     (DST.csv: one CSV file and DST.csv.manifest.json; otherwise a Parquet folder)."""
     from ..anonymity import KAnonymizer
@@ -78,11 +78,12 @@ def anonymize(obj: Context, src, dst, identifiers, qi, sensitive, insensitive, a
                       method=method, hierarchies=_hierarchies(obj, hierarchy, hierarchy_dir, rl.quasi_identifiers),
                       keep_suppressed=keep_suppressed, allow_weak=allow_weak, key=obj.key())
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
-        release = est.fit_transform(obj.read_table(src, sep=sep, dtype=dtype, schema=schema), progress=obj.progress)
-        manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                                 rows_per_file=rows_per_file, check=check)
+        table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
+        release = est.fit_transform(table, progress=obj.progress)
+        manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite, rows_per_file=rows_per_file,
+                                      check=check, report=report)
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=search_lines(est.report_),
-                 extra_json={"report": est.report_})
+                 extra_json={"report": est.report_}, report=rep)
 
 
 def _permissions(obj: Context, url: str) -> Any:
@@ -124,7 +125,7 @@ def permission_lines(report: dict[str, Any]) -> list[str]:
 @release_output
 @click.pass_obj
 def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, insensitive, allow_unique, hierarchy, hierarchy_dir,
-                   k, l, l_kind, c, dst, sep, dtype, schema, overwrite, rows_per_file, allow_weak, check) -> None:
+                   k, l, l_kind, c, dst, sep, dtype, schema, overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Anonymise SRC for a workload of role permissions with imprecision bounds (Pervaiz et al.)
     and report, per permission and per role, the imprecision and whether the bound holds, beside
     plain Mondrian; with --out, write the release."""
@@ -135,14 +136,15 @@ def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, ins
                                   c=c, hierarchies=_hierarchies(obj, hierarchy, hierarchy_dir, rl.quasi_identifiers),
                                   allow_weak=allow_weak, key=obj.key())
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
-        release = est.fit_transform(obj.read_table(src, sep=sep, dtype=dtype, schema=schema), progress=obj.progress)
-        manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                                 rows_per_file=rows_per_file, check=check) if dst else None
+        table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
+        release = est.fit_transform(table, progress=obj.progress)
+        manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite, rows_per_file=rows_per_file,
+                                      check=check, report=report)
     r = est.report_
     head = [f"  {'permissions':<12} {r['permissions_satisfied']}/{r['permissions']} met (plain Mondrian: {r['mondrian_permissions_satisfied']}); "
             f"total imprecision {r['total_imprecision']:,} (Mondrian {r['mondrian_total_imprecision']:,})"]
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=head + permission_lines(r),
-                 extra_json={"report": r})
+                 extra_json={"report": r}, report=rep)
 
 
 from . import km  # noqa: E402,F401  (registers ppdm km-anonymize)

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import cli
-from ._core import Context, emit_release, job, usage_error
+from ._core import Context, emit_release, job, usage_error, write_release
 from ._options import release_output, split_list, table_input
 
 
@@ -42,7 +42,7 @@ def privacy_spec(column: str | None, span: str | None, level: int | None) -> Any
 @release_output
 @click.pass_obj
 def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_level, columns, dynamic, rows_per_partition,
-             standardize, sep, dtype, schema, overwrite, rows_per_file, allow_weak, check) -> None:
+             standardize, sep, dtype, schema, overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Condense the numeric records of SRC into groups of at least each member's privacy level
     and release pseudo-data plus the group statistics at DST (Aggarwal & Yu); the release is
     verified before it is committed (check it against SRC with ppdm verify DST --original SRC)."""
@@ -58,6 +58,6 @@ def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_leve
         else:
             cond = Condenser(rows_per_partition=rows_per_partition, standardize=standardize, key=obj.key(), **common)
         release = cond.fit(table, progress=obj.progress).transform(table)
-        manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                                 rows_per_file=rows_per_file, check=check)
-    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j)
+        manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite,
+                                       rows_per_file=rows_per_file, check=check, report=report)
+    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, report=rep)

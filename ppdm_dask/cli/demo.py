@@ -7,7 +7,7 @@
    with the exact ones.
 
 The releases are written (verified, in a keyed row order, with their manifests) into a folder the
-demo names at the end.
+demo names at the end, each with its privacy and utility report (``_report.html``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import tempfile
 import click
 
 from . import cli
-from ._core import Context, job
+from ._core import Context, job, write_release
 
 
 def _pct(x: float) -> str:
@@ -53,7 +53,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
         anon = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"],
                            method="mondrian", hierarchies=hier, key=key)
         people_rel = anon.fit_transform(people, progress=obj.progress)
-        pm = people_rel.write(os.path.join(folder, "people_release"), progress=obj.progress)
+        pm, people_report = write_release(obj, people_rel, os.path.join(folder, "people_release"), original=people)
         ps = people_rel.summary()
 
         baskets = quest(f"T10.I4.D{rows}.N1K", key=key).persist()
@@ -61,7 +61,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
         s0, min_support = d["mean_length"] / baskets.n_items, 0.01
         choice = max(choose_parameters(s0, min_support), key=lambda c: c.basic_privacy)
         dist = Distorter(choice.p, choice.q, key=key).fit_transform(baskets, progress=obj.progress)
-        bm = dist.write(os.path.join(folder, "baskets_release"), progress=obj.progress)
+        bm, baskets_report = write_release(obj, dist, os.path.join(folder, "baskets_release"), original=baskets)
         truth = apriori(baskets, min_support, progress=obj.progress)
         released = read(os.path.join(folder, "baskets_release"))
         est = mine(released, choice.p, choice.q, min_support, progress=obj.progress)
@@ -76,6 +76,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
         "mining": {"min_support": min_support, "true_itemsets": len(truth), "reconstructed_itemsets": len(est),
                    "found": found, "rho": acc["rho"], "sigma_plus": acc["sigma_plus"], "sigma_minus": acc["sigma_minus"]},
         "seconds": j.seconds, "scheduler": j.where,
+        "reports": {"table": people_report["html"], "baskets": baskets_report["html"]},
     }
     util = ps["utility"]
     obj.emit(summary, "\n".join([
@@ -103,4 +104,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
         "",
         f"Releases written to {folder} (check one: ppdm verify {os.path.join(folder, 'people_release')}); "
         f"done in {j.seconds:.1f} s.",
+        "Their privacy and utility reports (open in a browser):",
+        f"  {people_report['html']}",
+        f"  {baskets_report['html']}",
     ]))

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import cli
-from ._core import Context, emit_release, job, usage_error
+from ._core import Context, emit_release, job, usage_error, write_release
 from ._options import input_format, overwrite, release_output, support_value
 from .mining import level_line, levels_text
 
@@ -64,7 +64,7 @@ def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> N
 @input_format
 @release_output
 @click.pass_obj
-def emask_distort(obj: Context, src, dst, p, q, privacy_floor, fmt, overwrite, rows_per_file, allow_weak, check) -> None:
+def emask_distort(obj: Context, src, dst, p, q, privacy_floor, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Release a distorted copy of SRC at DST (rows in a keyed random order; p, q and s0 in the
     manifest, never the key); refused below the basic-privacy floor unless --allow-weak."""
     from ..emask import Distorter
@@ -73,9 +73,9 @@ def emask_distort(obj: Context, src, dst, p, q, privacy_floor, fmt, overwrite, r
         tx = obj.read_transactions(src, fmt)
         est = Distorter(p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak).fit(tx, progress=obj.progress)
         release = est.transform(tx)
-        manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                                 rows_per_file=rows_per_file, check=check)
-    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j)
+        manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
+                                       rows_per_file=rows_per_file, check=check, report=report)
+    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, report=rep)
 
 
 @emask.command("mine")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from . import cli
-from ._core import Context, emit_release, job, usage_error
+from ._core import Context, emit_release, job, usage_error, write_release
 from ._options import input_format, release_output
 
 
@@ -20,7 +20,8 @@ from ._options import input_format, release_output
 @input_format
 @release_output
 @click.pass_obj
-def km_anonymize(obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, fmt, overwrite, rows_per_file, allow_weak, check) -> None:
+def km_anonymize(obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, fmt, overwrite, rows_per_file, allow_weak, check,
+                 report) -> None:
     """k^m-anonymize the transactions SRC by global item generalisation and write the release to
     DST (a ppdm transaction folder, or DST.csv: one basket CSV file)."""
     from ..anonymity import Hierarchy, KmAnonymizer
@@ -30,9 +31,10 @@ def km_anonymize(obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, 
     hier = Hierarchy.from_csv(hierarchy_file, name="items", storage_options=obj.storage_options) if hierarchy_file else None
     est = KmAnonymizer(hier, k=k, m=m, method=method, fan_out=fan_out, allow_weak=allow_weak, key=obj.key())
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
-        release = est.fit_transform(obj.read_transactions(src, fmt), progress=obj.progress)
-        manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                                 rows_per_file=rows_per_file, check=check)
+        tx = obj.read_transactions(src, fmt)
+        release = est.fit_transform(tx, progress=obj.progress)
+        manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
+                                       rows_per_file=rows_per_file, check=check, report=report)
     r = est.report_
     extra = [f"  {'cut':<12} {r['cut_size']:,} published nodes; {r['n_generalized_items']:,} items generalised"]
-    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra, extra_json={"report": r})
+    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra, extra_json={"report": r}, report=rep)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from . import cli
-from ._core import Context, emit_release, job
+from ._core import Context, emit_release, job, write_release
 from ._options import input_format, overwrite, release_output, support_value
 
 
@@ -90,7 +90,7 @@ def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, ma
 @release_output
 @click.pass_obj
 def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, prune, max_len, max_candidates, exclude, domain_order,
-                   scores, fmt, overwrite, rows_per_file, allow_weak, check) -> None:
+                   scores, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Release a synthetic categorical database generated from the KRIMP code table of SRC
     (with its public patterns in _patterns.parquet); refused below min-support 2 unless --allow-weak."""
     from ..krimp import KrimpGenerator, avg_patterns_per_row, dissimilarity, normalized_anonymity_score
@@ -103,8 +103,8 @@ def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, p
         gen = KrimpGenerator(ms, laplace, closed=closed, prune=prune, max_len=max_len, exclude=excluded, domain_order=domain_order,
                              key=obj.key(), n_rows=rows, allow_weak=allow_weak, max_candidates=max_candidates).fit(tx, progress=obj.progress)
         release = gen.transform(tx)
-        manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                                 rows_per_file=rows_per_file, check=check)
+        manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
+                                       rows_per_file=rows_per_file, check=check, report=report)
         written = obj.read_transactions(dst)
         # a basket CSV release has no n_patterns column: count on the (keyed, reproducible) rows
         extra = {"avg_patterns_per_row": avg_patterns_per_row(written if "n_patterns" in written.columns else release.data)}
@@ -114,7 +114,7 @@ def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, p
     text = [f"  {'scores' if i == 0 else '':<12} {k:<24} {v:,.4f}" for i, (k, v) in enumerate(extra.items())]
     if scores:
         text.append(f"  {'':<12} (DS with pruning {'on' if prune else 'off'}, as `ppdm krimp ds` with {'--prune' if prune else 'its default'})")
-    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=text, extra_json=extra)
+    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=text, extra_json=extra, report=rep)
 
 
 @krimp.command("ds")

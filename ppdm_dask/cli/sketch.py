@@ -9,7 +9,7 @@ import click
 import numpy as np
 
 from . import cli
-from ._core import Context, emit_release, job, usage_error
+from ._core import Context, emit_release, job, usage_error, write_release
 from ._options import input_format, release_output, stack
 
 
@@ -68,20 +68,20 @@ def sketch() -> None:
 @release_output
 @click.pass_obj
 def sketch_anonymize(obj: Context, src, dst, delta, k, m_max, metric, knn_scope, approximate, fmt, keep_suppressed,
-                     overwrite, rows_per_file, allow_weak, check) -> None:
+                     overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Publish SRC as anonymized sketches at DST (a Parquet release: rows in a keyed order, the
     public generator seed in the manifest, verified before it is committed)."""
     an = anonymizer(delta, k, m_max, metric, knn_scope, approximate, keep_suppressed=keep_suppressed, allow_weak=allow_weak)
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         release = an.set_params(key=obj.key()).fit_transform(tx, progress=obj.progress)
-        manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                                 rows_per_file=rows_per_file, check=check)
+        manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
+                                       rows_per_file=rows_per_file, check=check, report=report)
     extra = []
     if k is not None:
         r = an.report_
         extra.append(f"  {'sweeps':<12} {r['n_iter']} (converged: {r['converged']}); k-NN in {r['knn_seconds']:.1f} s")
-    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra)
+    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra, report=rep)
 
 
 @sketch.command("evaluate")

@@ -33,7 +33,7 @@ import pyarrow as pa
 from ..data.folder import MANIFEST, open_fs, read_manifest, read_part
 from ..errors import DataFormatError
 from ..random import Key, Tag
-from ..release import Check, TableRelease
+from ..release import Check, Figures, TableRelease
 from .groups import GroupTable
 
 __all__ = ["CondensedRelease", "condensed_release", "read_groups", "groups_table", "published_of", "FORMAT_NAME", "GROUPS_FILE",
@@ -228,6 +228,17 @@ class CondensedRelease(TableRelease):
         rel = super()._reopen(opened.frame, manifest)
         rel.published = opened.published
         return rel  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ report
+    def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
+        """Risk figures of the published groups (size against the largest privacy level) and,
+        with ``original`` (a table, an array, ``(X, levels)`` or a URL), utility figures
+        (covariance compatibility, 1-NN accuracy); see :mod:`.report_figures`."""
+        from .report_figures import condensed_report_figures
+
+        if isinstance(original, str):
+            original = type(self).read_original(original)
+        return condensed_report_figures(self, original, **compute_kwargs)
 
     # ------------------------------------------------------------------ checks
     def floor_checks(self) -> list[Check]:

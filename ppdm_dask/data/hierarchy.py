@@ -37,27 +37,34 @@ def _fmt_num(x: float) -> str:
 
 
 def as_keys(values: Any) -> np.ndarray:
-    """String keys of ``values`` (object array); integral numbers lose their ``.0``."""
+    """String keys of ``values`` (object array); integral numbers lose their ``.0``. Each
+    distinct value is converted once (a column has far fewer distinct values than rows)."""
     s = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object) if np.ndim(values) else [values])
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    keys = _distinct_keys(pd.Series(uniques, dtype=s.dtype if len(uniques) else object))
     out = np.empty(len(s), dtype=object)
-    missing = s.isna().to_numpy()
+    present = codes >= 0
+    out[present] = keys[codes[present]]
+    out[~present] = None
+    return out
+
+
+def _distinct_keys(s: pd.Series) -> np.ndarray:
+    """:func:`as_keys` of values without missing ones (a loop: call it on distinct values)."""
+    out = np.empty(len(s), dtype=object)
     if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
         arr = s.to_numpy(dtype=float, na_value=np.nan)
-        integral = ~missing & np.isfinite(arr) & (arr == np.round(arr))
+        integral = np.isfinite(arr) & (arr == np.round(arr))
         out[integral] = [str(int(v)) for v in arr[integral]]
-        rest = ~integral & ~missing
-        out[rest] = [repr(float(v)) for v in arr[rest]]
-    else:
-        obj = s.to_numpy(dtype=object)
-        for i in np.flatnonzero(~missing):
-            v = obj[i]
-            if isinstance(v, (float, np.floating)) and float(v).is_integer():
-                out[i] = str(int(v))
-            elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-                out[i] = str(int(v))
-            else:
-                out[i] = str(v)
-    out[missing] = None
+        out[~integral] = [repr(float(v)) for v in arr[~integral]]
+        return out
+    for i, v in enumerate(s.to_numpy(dtype=object)):
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            out[i] = str(int(v))
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            out[i] = str(int(v))
+        else:
+            out[i] = str(v)
     return out
 
 

@@ -14,21 +14,31 @@ What is checked against the original
     Same number of rows and the same items; the recorded s0 and the basic privacy at the exact
     s0; and the number of ones in the release against its binomial law given the original
     (rows are in a keyed random order, so only aggregates can be compared without the key).
+
+Report figures (:meth:`DistortedRelease.report_figures`)
+    Risk from the public parameters alone: the local-DP ε of one item bit and of a record as a
+    function of the number of items in which two records differ, and the basic privacy at the
+    recorded s0; from the release, its k^m audit curve and unique-basket share; with the
+    original, the item-weighted basic privacy, the re-interrogated privacy (when the rows can be
+    aligned with the original: an unwritten release, or the owner's key) and the original's
+    curve and share. Utility with the original: the frequent itemsets mined from the release with
+    reconstructed supports against the original's.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import InvalidParameter
-from ..release import Check, TransactionRelease
+from ..release import Check, Figures, Plot, Release, Series, TransactionRelease, Value
 from .distortion import check_pq
-from .privacy import basic_privacy
+from .privacy import basic_privacy, ldp_epsilon
 
-__all__ = ["DistortedRelease", "FLOORS", "Z_MAX", "nnz_lazy", "pq_from_manifest"]
+__all__ = ["DistortedRelease", "FLOORS", "Z_MAX", "nnz_lazy", "pq_from_manifest", "reconstructed_supports"]
 
 #: The privacy floors of an EMASK release (names accepted by ``allow_weak``).
 FLOORS = ("basic privacy",)
@@ -73,6 +83,39 @@ def _bp_interval(p: float, q: float, lo: float, hi: float) -> float:
     return max(basic_privacy(p, q, s0=float(s)) for s in grid)
 
 
+def _emask_miner(tx: Any, min_support: float | int, *, p: float, q: float, **kwargs: Any) -> Any:
+    from .mining import mine
+
+    return mine(tx, p, q, min_support, **kwargs)
+
+
+def reconstructed_supports(tx: Any, itemsets: list[frozenset], *, p: float, q: float, client: Any = None,
+                           progress: bool = False) -> np.ndarray:
+    """EMASK estimates of the true support counts of ``itemsets`` (frozensets of label strings)
+    from the distorted ``tx``: every subset of every itemset is counted exactly, then the closed
+    form (docs/emask.md#the-closed-form) combines the sums of the subset counts by size.
+    Itemsets with a label ``tx`` does not have get 0."""
+    from itertools import combinations
+
+    from ..metrics.release_utility import exact_supports
+    from ._kernels import closed_form_estimate
+
+    labels = tx.vocabulary.labels
+    index = {str(v): j for j, v in enumerate(labels.tolist())}
+    out = np.zeros(len(itemsets), np.float64)
+    known = [(i, sorted(index[x] for x in s)) for i, s in enumerate(itemsets) if all(x in index for x in s)]
+    if not known:
+        return out
+    subsets = sorted({c for _, ids in known for j in range(1, len(ids) + 1) for c in combinations(ids, j)}, key=lambda c: (len(c), c))
+    counts = exact_supports(tx, [frozenset(str(labels[i]) for i in c) for c in subsets], {"client": client, "progress": progress})
+    count_of = dict(zip(subsets, counts.tolist()))
+    for i, ids in known:
+        sigma = [np.array([float(tx.n_transactions)])] + [np.array([sum(count_of[c] for c in combinations(ids, size))])
+                                                         for size in range(1, len(ids) + 1)]
+        out[i] = float(closed_form_estimate(sigma, len(ids), p, q)[0])
+    return out
+
+
 class DistortedRelease(TransactionRelease):
     """An EMASK/MASK release: ``data`` is the distorted TransactionArray.
 
@@ -83,6 +126,14 @@ class DistortedRelease(TransactionRelease):
     """
 
     family: ClassVar[str] = "emask"
+    #: the k^m audit of the report: k and the largest m
+    report_audit_k: ClassVar[int] = 5
+    report_audit_m: ClassVar[int] = 2
+    #: relative mining threshold and longest itemsets of the utility figures
+    report_min_support: ClassVar[float] = 0.01
+    report_max_length: ClassVar[int] = 3
+    #: most points of the record-ε line
+    report_epsilon_points: ClassVar[int] = 1000
 
     # ------------------------------------------------------------------ parameters
     def _pq(self) -> tuple[float, float]:
@@ -182,3 +233,115 @@ class DistortedRelease(TransactionRelease):
         checks.append(Check("ones consistent with a (p, q) distortion of the original", z < Z_MAX, figure=z, threshold=f"< {Z_MAX:g}",
                             detail=f"|z| of {nnz:,} ones against the binomial mean {mean:,.1f}"))
         return checks
+
+    # ------------------------------------------------------------------ report
+    def adopt(self, fitted: Release) -> "DistortedRelease":
+        """Take the key of the release in memory that was written (kept in memory, never
+        written): with it the report puts the rows back in input order for the re-interrogated
+        privacy."""
+        if self._key is None and getattr(fitted, "_key", None) is not None:
+            self._key = fitted._key
+        return self
+
+    def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
+        """The risk and utility figures of the report.
+
+        Local differential privacy of the distortion (public: depends on p and q only). With
+        ``p = P(a 1 stays 1)`` and ``q = P(a 0 stays 0)`` (docs/emask.md#distortion), one
+        output bit y of an input bit x has ``P(y=1|x=1) = p``, ``P(y=1|x=0) = 1 − q``,
+        ``P(y=0|x=1) = 1 − p``, ``P(y=0|x=0) = q``. The mechanism is ε-LDP for the smallest ε
+        with ``P(y|x) <= e^ε P(y|x')`` for every y and every pair x, x', so
+
+            ε_item = ln max( p/(1−q), (1−q)/p, (1−p)/q, q/(1−p) )
+
+        (infinite when one of the four probabilities is 0: that output reveals the bit). Bits are
+        distorted independently, so the likelihood ratio of a whole record is the product of the
+        ratios of its bits; bits where two records agree contribute 1, and two records differing
+        in n items are distinguished with at most ``ε(n) = n · ε_item`` (sequential composition,
+        attained when all n differences go the same way). E.g. (p, q) = (0.4, 0.98): the ratios
+        are 20, 0.05, 0.612, 1.633, so ε_item = ln 20 ≈ 2.996.
+
+        Ids. Risk: ``ldp_epsilon_item``, ``ldp_epsilon_record`` (line over n),
+        ``ldp_epsilon_all_items`` (n = number of items), ``basic_privacy`` (at the recorded
+        s0), ``km_audit_release``, ``km_rare_itemsets_release``, ``unique_baskets_release``; with
+        the original ``basic_privacy_items`` (item-weighted over the original's supports),
+        ``reinterrogated_privacy`` (when the rows can be aligned), ``km_audit_original``,
+        ``km_rare_itemsets_original``, ``unique_baskets_original``. Utility (with the original):
+        ``itemsets_sigma_plus``, ``itemsets_sigma_minus``, ``itemsets_rho``,
+        ``itemsets_support_scatter``, the release side mined with EMASK-Apriori (reconstructed
+        supports) at :attr:`report_min_support`.
+        """
+        from ..metrics.report_figures import audit_figures, compute_options, unique_basket_figures, utility_figures
+
+        if isinstance(original, str):
+            original = type(self).read_original(original)
+        ckw = compute_options(compute_kwargs)
+        p, q = self._pq()
+        figs = Figures(risk=self._epsilon_figures(p, q))
+        s0 = self.parameters.get("s0")
+        if isinstance(s0, (int, float)) and 0.0 < float(s0) < 1.0:
+            figs.risk.append(Value("basic_privacy", "basic privacy BP (at the recorded average item support)",
+                                   basic_privacy(p, q, s0=float(s0)), unit="%",
+                                   note=f"probability that a 1 of the original is not reconstructed, at s0 = {float(s0):.4g}"))
+        figs += audit_figures(self.data, original, self.report_audit_k, self.report_audit_m, **ckw)
+        figs += unique_basket_figures(self.data, original, **ckw)
+        if original is None:
+            figs.notes.append("the utility figures, the item-weighted and the re-interrogated privacy need the original data")
+            return figs
+        figs.risk += self._original_privacy(p, q, original, ckw)
+        mined: dict[str, Any] = {}
+        figs += utility_figures(original, self.data, self.report_min_support, max_length=self.report_max_length,
+                                miner=partial(_emask_miner, p=p, q=q), recount=partial(reconstructed_supports, p=p, q=q),
+                                how="reconstructed supports (EMASK-Apriori)", result=mined, **ckw)
+        figs += self._reinterrogated(p, q, original, mined.get("release_itemsets"), ckw)
+        return figs
+
+    def _epsilon_figures(self, p: float, q: float) -> list[Any]:
+        eps = ldp_epsilon(p, q)
+        d = int(self.parameters.get("n_items") or self.data.n_items)
+        out: list[Any] = [Value("ldp_epsilon_item", "local-DP ε of one item", eps,
+                                note="ln max(p/(1−q), (1−q)/p, (1−p)/q, q/(1−p)); public (p and q only)")]
+        if not math.isfinite(eps):
+            out.append(Value("ldp_epsilon_all_items", "local-DP ε of a whole record", eps,
+                             note="an output bit reveals its input bit with certainty (p or q is 0 or 1)"))
+            return out
+        n = np.unique(np.linspace(1, max(d, 1), min(max(d, 1), self.report_epsilon_points)).round().astype(np.int64))
+        out.append(Plot("ldp_epsilon_record", "Local-DP ε of a record against the number of items it differs in", "line",
+                        [Series("ε(n) = n·ε_item", n.tolist(), (n * eps).tolist())], x_label="n (items in which two records differ)",
+                        y_label="ε", note=f"sequential composition over the {d:,} independently distorted item bits"))
+        out.append(Value("ldp_epsilon_all_items", "local-DP ε of a whole record (all items)", d * eps,
+                         note=f"{d:,} items × ε_item: the worst case over any two records"))
+        return out
+
+    def _original_privacy(self, p: float, q: float, original: Any, ckw: dict[str, Any]) -> list[Any]:
+        from ..progress import compute
+
+        (sup,) = compute(original.item_supports_lazy(), **ckw)
+        s = np.asarray(sup, np.float64) / max(original.n_transactions, 1)
+        if s.sum() <= 0:
+            return []
+        return [Value("basic_privacy_items", "basic privacy BP (item-weighted over the original's supports)",
+                      basic_privacy(p, q, supports=np.clip(s, 0.0, 1.0)), about="original", unit="%",
+                      note="weights every item by its support; lower than BP at s0 when supports vary (Jensen)")]
+
+    def _reinterrogated(self, p: float, q: float, original: Any, itemsets: Any, ckw: dict[str, Any]) -> Figures:
+        from ..progress import compute
+        from .audit import _aligned_distortion
+        from .privacy import reinterrogated_privacy
+
+        if itemsets is None or not len(itemsets):
+            return Figures(notes=["re-interrogated privacy skipped: no itemset mined from the release"])
+        aligned = _aligned_distortion(original, self, self._key)
+        if aligned is None:
+            return Figures(notes=["re-interrogated privacy needs the rows in the original's order: "
+                                  "the release was written in keyed order (give the key)"])
+        (nnz,) = compute(nnz_lazy(original), **ckw)
+        cells = original.n_transactions * original.n_items
+        s0 = int(nnz[0]) / cells if cells else 0.0
+        if not 0.0 < s0 < 1.0:
+            return Figures(notes=["re-interrogated privacy skipped: the original has no ones (or only ones)"])
+        bp = basic_privacy(p, q, s0=s0)
+        rp = reinterrogated_privacy(original, aligned, itemsets, bp, **ckw)
+        return Figures(risk=[Value("reinterrogated_privacy", "re-interrogated privacy RP", rp, about="comparison", unit="%",
+                                   note=f"after the {len(itemsets):,} itemsets mined from the release "
+                                        f"(min_support {self.report_min_support:g}) are disclosed; BP = {bp:.2f}% at s0 = {s0:.4g}")])

@@ -16,6 +16,13 @@ length bound and free of excluded combinations; every pattern and every row with
 one item per attribute domain; the number of rows as recorded. Against the original: every
 pattern's support recounted on the original (exact counting engine) >= min_support, and the
 normalized anonymity score NAS (0 = no original row reproduced) reported as a figure.
+
+Report figures (:meth:`GeneratedRelease.report_figures`): from the release alone, the k^m audit
+curve and unique-basket share of the generated rows and the pattern comparison (each public
+pattern's support in the generated rows against its recorded support in the fitted data); with
+the original, NAS, the share of original records reproduced exactly, the original's audit curve
+and share, the dissimilarity DS (bounded in size) and the frequent itemsets of the generated rows
+against the original's.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptDatasetError
-from ..release import Check, TransactionRelease
+from ..release import Check, Figures, Plot, Series, TransactionRelease, Value
 
 __all__ = ["GeneratedRelease", "PATTERNS_FILE", "FLOORS", "MIN_SUPPORT_FLOOR", "patterns_table"]
 
@@ -81,6 +88,16 @@ class GeneratedRelease(TransactionRelease):
     ``n_patterns``: code-table elements per row), ``patterns`` the public patterns table."""
 
     family: ClassVar[str] = "krimp"
+    #: the k^m audit of the report: k and the largest m
+    report_audit_k: ClassVar[int] = 5
+    report_audit_m: ClassVar[int] = 2
+    #: relative mining threshold (at least; see ``utility_threshold``) and longest itemsets of the utility figures
+    report_min_support: ClassVar[float] = 0.01
+    report_max_length: ClassVar[int] = 3
+    #: a pattern's generated support is "close" within this relative difference of its recorded one
+    report_pattern_tolerance: ClassVar[float] = 0.25
+    #: DS runs KRIMP on the generated rows in memory: only up to this many item occurrences per side
+    report_ds_max_nnz: ClassVar[int] = 2_000_000
 
     def __init__(self, data: Any, *, patterns: pa.Table, **kwargs: Any) -> None:
         super().__init__(data, **kwargs)
@@ -224,3 +241,112 @@ class GeneratedRelease(TransactionRelease):
                             detail="informational: 0 = no original row reproduced at its support level, 1 = every one"))
         return checks
 
+
+    # ------------------------------------------------------------------ report
+    def _fitted_rows(self, original: Any = None) -> int | None:
+        rows = self.input_info.get("rows")
+        if rows is None and self.manifest is not None:
+            rows = (self.manifest.get("input") or {}).get("rows")
+        if rows is None and original is not None:
+            rows = original.n_transactions
+        return int(rows) if rows is not None else None
+
+    def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
+        """The risk and utility figures of the report.
+
+        Ids. Risk: ``km_audit_release``, ``km_rare_itemsets_release``,
+        ``unique_baskets_release``; with the original ``nas`` (normalized anonymity score),
+        ``rows_reproduced`` (percent of original records whose exact item set is a generated
+        row), ``km_audit_original``, ``km_rare_itemsets_original``, ``unique_baskets_original``.
+        Utility: ``patterns_close`` (percent of the public patterns whose relative support in the
+        generated rows is within :attr:`report_pattern_tolerance` of the recorded one) and
+        ``pattern_supports`` (scatter), both computable from the release alone; with the original
+        ``ds`` (dissimilarity; the original coded by the generator's own patterns, the generated
+        rows by a KRIMP run on them, only up to :attr:`report_ds_max_nnz` item occurrences) and
+        ``itemsets_sigma_plus``, ``itemsets_sigma_minus``, ``itemsets_rho``,
+        ``itemsets_support_scatter``.
+        """
+        from ..metrics.report_figures import (audit_figures, compute_options, unique_basket_figures, utility_figures,
+                                              utility_threshold)
+
+        if isinstance(original, str):
+            original = type(self).read_original(original)
+        ckw = compute_options(compute_kwargs)
+        figs = audit_figures(self.data, original, self.report_audit_k, self.report_audit_m, **ckw)
+        figs += unique_basket_figures(self.data, original, **ckw)
+        figs += self._pattern_figures(original, ckw)
+        if original is None:
+            figs.notes.append("NAS, the reproduced records, DS and the itemset comparison need the original data")
+            return figs
+        figs += self._reproduction_figures(original, ckw)
+        figs += self._ds_figures(original, ckw)
+        ms = self.parameters.get("min_support")
+        threshold = utility_threshold(original.n_transactions, ms if isinstance(ms, int) else None, self.report_min_support)
+        figs += utility_figures(original, self.data, threshold, max_length=self.report_max_length, **ckw)
+        return figs
+
+    def _pattern_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
+        from ..metrics.release_utility import exact_supports
+
+        items, recorded = self._patterns()
+        n_fit, n_gen = self._fitted_rows(original), self.data.n_transactions
+        if not items:
+            return Figures(notes=["no pattern of more than one item was released: no pattern comparison"])
+        if not n_fit or not n_gen:
+            return Figures(notes=["pattern comparison skipped: the number of fitted rows is not recorded"])
+        counts = exact_supports(self.data, [frozenset(str(i) for i in x) for x in items], ckw)
+        orig, gen = recorded / n_fit, counts / n_gen
+        tol = self.report_pattern_tolerance
+        close = np.abs(gen - orig) <= tol * orig
+        note = f"{len(items):,} patterns; recorded support over {n_fit:,} fitted rows, generated support over {n_gen:,} rows"
+        keep = np.unique(np.linspace(0, len(items) - 1, min(len(items), 2000)).round().astype(np.int64))
+        return Figures(utility=[
+            Value("patterns_close", f"patterns with a generated support within {100 * tol:g}% of their recorded support",
+                  100.0 * float(close.mean()), unit="%", note=note),
+            Plot("pattern_supports", "Public patterns: recorded support against generated support", "scatter",
+                 [Series("patterns", orig[keep].tolist(), gen[keep].tolist())], x_label="support in the fitted data (recorded)",
+                 y_label="support in the generated rows", note=note + (f"; {keep.size:,} shown" if keep.size < len(items) else "")),
+        ])
+
+    def _reproduction_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
+        from .scores import _level_table
+
+        levels, n_level, n_present = _level_table(self.data, original, **ckw)
+        s = levels.astype(np.float64)
+        nas = float(np.sum(n_present / (n_level * s)) / np.sum(1.0 / s))
+        rows = float(np.sum(s * n_level))
+        reproduced = float(np.sum(s * n_present))
+        return Figures(risk=[
+            Value("nas", "normalized anonymity score NAS", nas, about="comparison",
+                  note="0: no original record reappears; 1: every distinct record at every support level does"),
+            Value("rows_reproduced", "original records reproduced exactly in the generated rows", 100.0 * reproduced / rows,
+                  about="comparison", unit="%", note=f"{int(reproduced):,} of {int(rows):,} records; "
+                  f"{int(n_present.sum()):,} of {int(n_level.sum()):,} distinct records"),
+        ])
+
+    def _ds_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
+        from ..errors import PPDMError
+        from ..progress import compute
+        from .codetable import CodeTable
+        from .scores import ds_from_tables
+        from .search import krimp
+
+        items, _ = self._patterns()
+        ms = self.parameters.get("min_support")
+        if not isinstance(ms, int):
+            return Figures(notes=["DS skipped: the release records no integer min_support"])
+        nnz_o, nnz_g = compute(original.row_lengths().sum(), self.data.row_lengths().sum(), **ckw)
+        bound = self.report_ds_max_nnz
+        if max(int(nnz_o), int(nnz_g)) > bound:
+            return Figures(notes=[f"DS skipped: more than {bound:,} item occurrences (KRIMP on the generated rows runs in memory)"])
+        try:
+            ct_o = CodeTable.from_itemsets(original, [np.asarray(x, np.int64) for x in items])
+            ct_g = krimp(self.data, min_support=ms, closed=bool(self.parameters.get("closed") or False),
+                         max_len=self.parameters.get("max_len"), prune=bool(self.parameters.get("prune") or False),
+                         max_candidates=1_000_000).code_table
+            ds = ds_from_tables(original, self.data, ct_o, ct_g, 1.0, **ckw)
+        except PPDMError as exc:
+            return Figures(notes=[f"DS skipped: {exc}"])
+        return Figures(utility=[Value("ds", "dissimilarity DS of the generated rows and the original", float(ds), about="comparison",
+                                      note=f"the original coded by the generator's {len(items):,} patterns, the generated rows by "
+                                           f"KRIMP at min_support {ms}; 0 = indistinguishable by compression")])

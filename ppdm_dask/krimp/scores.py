@@ -17,7 +17,6 @@ docs/krimp.md#quality-dissimilarity-and-pattern-comparison).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter
 from fractions import Fraction
@@ -26,6 +25,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import DataFormatError, InvalidParameter
+from ..data.fingerprints import fingerprint_counts, label_hashes, merge_fingerprint_counts, row_fingerprints
 from .codetable import length_from_usages
 
 __all__ = [
@@ -42,34 +42,7 @@ __all__ = [
 
 
 # ====================================================================== row fingerprints
-_M1 = np.uint64(0x9E3779B97F4A7C15)
-_SALT1 = np.uint64(0x243F6A8885A308D3)
-_SALT2 = np.uint64(0x13198A2E03707344)
-_LEN = np.uint64(0xA4093822299F31D0)
-
-
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser, vectorised on uint64 (wrapping arithmetic)."""
-    z = (x + _M1).astype(np.uint64)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def _label_hashes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two independent 64-bit hashes per item label (integers and strings never collide by type)."""
-    labels = np.asarray(labels)
-    if labels.dtype.kind in "iu":
-        v = labels.astype(np.int64).view(np.uint64)
-        with np.errstate(over="ignore"):
-            return _splitmix(v ^ _SALT1), _splitmix(_splitmix(v ^ _SALT2))
-    h1 = np.empty(labels.size, np.uint64)
-    h2 = np.empty(labels.size, np.uint64)
-    for k, s in enumerate(labels.tolist()):
-        d = hashlib.blake2b(str(s).encode("utf-8"), digest_size=16, person=b"ppdm-row-fp").digest()
-        h1[k] = int.from_bytes(d[:8], "little")
-        h2[k] = int.from_bytes(d[8:], "little")
-    return h1, h2
+# the kernels live in data.fingerprints (shared with the unique-basket share of the report)
 
 
 def row_fingerprint_counts(block: Any, h1: np.ndarray, h2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -80,45 +53,14 @@ def row_fingerprint_counts(block: Any, h1: np.ndarray, h2: np.ndarray) -> tuple[
     block : scipy.sparse CSR
         Rows of item column ids (sorted, unique per row).
     h1, h2 : uint64 arrays
-        Per-column hashes of the item labels (:func:`_label_hashes` of the vocabulary).
+        Per-column hashes of the item labels (:func:`~ppdm_dask.data.fingerprints.label_hashes` of the vocabulary).
 
     Returns
     -------
     fingerprints : (k, 2) uint64, lexicographically sorted and unique
     counts : (k,) int64
     """
-    n = block.shape[0]
-    if n == 0:
-        return np.zeros((0, 2), np.uint64), np.zeros(0, np.int64)
-    ip = np.asarray(block.indptr, np.int64)
-    idx = np.asarray(block.indices, np.int64)
-    with np.errstate(over="ignore"):
-        c1 = np.zeros(idx.size + 1, np.uint64)
-        c2 = np.zeros(idx.size + 1, np.uint64)
-        np.cumsum(h1[idx], out=c1[1:])
-        np.cumsum(h2[idx], out=c2[1:])
-        f1 = c1[ip[1:]] - c1[ip[:-1]]
-        f2 = c2[ip[1:]] - c2[ip[:-1]] + np.diff(ip).astype(np.uint64) * _LEN
-    return _unique_counts(np.stack([f1, f2], axis=1), np.ones(n, np.int64))
-
-
-def _unique_counts(fp: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if fp.shape[0] == 0:
-        return np.zeros((0, 2), np.uint64), np.zeros(0, np.int64)
-    order = np.lexsort((fp[:, 1], fp[:, 0]))
-    fp = fp[order]
-    counts = counts[order]
-    new = np.r_[True, np.any(fp[1:] != fp[:-1], axis=1)]
-    starts = np.flatnonzero(new)
-    return fp[starts], np.add.reduceat(counts, starts).astype(np.int64)
-
-
-def merge_fingerprint_counts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Tree-combine step: union of fingerprints, counts summed."""
-    fps = [p[0] for p in parts if p[0].shape[0]]
-    if not fps:
-        return np.zeros((0, 2), np.uint64), np.zeros(0, np.int64)
-    return _unique_counts(np.concatenate(fps), np.concatenate([p[1] for p in parts if p[0].shape[0]]))
+    return fingerprint_counts(row_fingerprints(block, h1, h2), np.ones(block.shape[0], np.int64))
 
 
 def _fingerprint_counts_lazy(tx: Any):
@@ -126,7 +68,7 @@ def _fingerprint_counts_lazy(tx: Any):
 
     from ..graph import tree_reduce
 
-    h1, h2 = _label_hashes(tx.vocabulary.labels)
+    h1, h2 = label_hashes(tx.vocabulary.labels)
     parts = [dask.delayed(row_fingerprint_counts, pure=True)(b, h1, h2) for b in tx.blocks.to_delayed().ravel()]
     return tree_reduce(parts, merge_fingerprint_counts)
 

@@ -7,10 +7,11 @@ Family releases live in their packages (``anonymity``, ``emask``, ``sketch``, ``
 """
 
 from .base import Release, is_csv_destination, sidecar_manifest
+from .figures import Figures, Plot, Series, Table, Value, histogram
 from .roles import Roles
 from .tables import TableRelease
 from .transactions import TransactionRelease
 from .verdict import Check, Verdict
 
 __all__ = ["Release", "TableRelease", "TransactionRelease", "Roles", "Check", "Verdict", "is_csv_destination",
-           "sidecar_manifest"]
+           "sidecar_manifest", "Figures", "Plot", "Series", "Table", "Value", "histogram"]

@@ -23,6 +23,7 @@ its checks. Reading and checking only use the manifest and the files, never the 
 
 from __future__ import annotations
 
+import abc
 import json
 import posixpath
 import secrets
@@ -38,9 +39,15 @@ from ..random import Key
 from .manifest import MANIFEST_VERSION, created, public_parameters, versions
 from .order import BlockOps, n_files, shuffle
 from .roles import Roles
+from .figures import Figures
 from .verdict import Check, Verdict
 
-__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for"]
+__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for", "report_paths", "REPORT_FILES"]
+
+#: the report files a release folder may hold beside its data (written after the commit, not
+#: listed in the manifest: a report describes the release and names its manifest's SHA-256);
+#: the leading underscore keeps them out of what Parquet readers (pandas, pyarrow, Spark) read
+REPORT_FILES = ("_report.json", "_report.html", "_report-external.json", "_report-external.html")
 
 
 def overrides_for(allow_weak: Any, floor_names: Sequence[str]) -> tuple[str, ...]:
@@ -70,13 +77,24 @@ def sidecar_manifest(url: str) -> str:
     return url.rstrip("/") + ".manifest.json"
 
 
+def report_paths(url: str, audience: str = "internal") -> tuple[str, str]:
+    """``(json, html)`` URLs of the report kept with the release at ``url``: inside a release
+    folder (``_report.html``: Parquet readers skip files starting with ``_``), beside a CSV
+    release (``<file>.report.html``); ``-external`` for that audience."""
+    stem = "report" if audience == "internal" else f"report-{audience}"
+    if is_csv_destination(url):
+        base = url.rstrip("/") + "." + stem
+        return base + ".json", base + ".html"
+    return posixpath.join(url.rstrip("/"), f"_{stem}.json"), posixpath.join(url.rstrip("/"), f"_{stem}.html")
+
+
 def _write_block(fs: Any, path: str, block: Any, encode: Callable[[Any], tuple[pa.Table, dict]]) -> dict[str, Any]:
     """Task: encode one output block and write it as one hashed part file."""
     table, stats = encode(block)
     return {**write_part(fs, path, table), **stats}
 
 
-class Release:
+class Release(abc.ABC):
     """Released data with its public parameters, figures, checks and writer.
 
     Parameters
@@ -141,14 +159,14 @@ class Release:
         return f"{type(self).__name__}(method={self.method!r}, parameters={self.parameters}{where})"
 
     # ------------------------------------------------------------------ family hooks
+    @abc.abstractmethod
     def _row_blocks(self) -> tuple[list[Any], list[int]]:
         """Family hook: the data as delayed row blocks in input order, and their row counts."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
         """Family hook: a picklable ``block -> (Parquet table, stats)`` (stats go into the part's
         manifest entry, e.g. ``{"nnz": ...}``); rows not to publish are dropped here."""
-        raise NotImplementedError
 
     def _extra_tables(self) -> dict[str, pa.Table]:
         """Family hook: further files of the folder (``_vocabulary.parquet``, ``_groups.parquet``)."""
@@ -159,19 +177,31 @@ class Release:
         return {}
 
     @classmethod
+    @abc.abstractmethod
     def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
         """Family hook: the data of a written release, lazy, every part checked when read."""
-        raise NotImplementedError
 
     def floor_checks(self) -> list[Check]:
         """Family hook: the privacy floors of the parameters (``k >= 2`` ...), each a Check that
         is ``overridden`` when its name is in :attr:`overrides`."""
         return []
 
+    @abc.abstractmethod
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
         """Family hook: the family's guarantee recounted from :attr:`data` (and, when given, the
         checks against the original data)."""
-        raise NotImplementedError
+
+    def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
+        """Family hook: the risk figures (from :attr:`data`; with ``original`` also the
+        original's) and the utility figures (with ``original``) of the report, computed
+        distributed; see :mod:`.figures` for what each figure must say it describes."""
+        return Figures(notes=[f"no risk or utility figures are defined for {self.family or 'this'} releases"])
+
+    def adopt(self, fitted: "Release") -> "Release":
+        """Family hook: take over from ``fitted`` (the release in memory that was written) what
+        the files do not hold but the report uses (e.g. the generalisation hierarchies);
+        returns self."""
+        return self
 
     @classmethod
     def read_original(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
@@ -181,14 +211,14 @@ class Release:
         return read(url, storage_options=storage_options, progress=False)
 
     def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
-        """Family hook (``csv_output``): stream the output blocks into one CSV file; returns
-        layout fields for the manifest."""
-        raise NotImplementedError
+        """Family hook of the families with ``csv_output``: stream the output blocks into one CSV
+        file; returns layout fields for the manifest."""
+        raise DataFormatError(f"{self.family} releases are written as Parquet folders, not CSV")
 
     @classmethod
     def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:
-        """Family hook (``csv_output``): the data of a CSV release."""
-        raise NotImplementedError
+        """Family hook of the families with ``csv_output``: the data of a CSV release."""
+        raise DataFormatError(f"{url}: {cls.family} releases are Parquet folders; this manifest names a CSV file")
 
     # ------------------------------------------------------------------ common behaviour
     def floor(self, name: str, ok: bool, figure: Any, threshold: Any, detail: str = "") -> Check:
@@ -222,6 +252,35 @@ class Release:
             out["overrides"] = list(self.overrides)
         out.update(self.figures)
         return out
+
+    def report(self, original: Any = None, *, out: str | None = None, audience: str = "internal",
+               storage_options: Mapping[str, Any] | None = None, verify: bool = True, overwrite: bool = False,
+               **compute_kwargs: Any) -> dict[str, Any]:
+        """The privacy and utility report of this release: ``report.json`` (validated against
+        the schema shipped with the package) and a self-contained ``report.html``.
+
+        Written into the release (a written one: its folder, or beside a CSV release) or to
+        ``out`` (``.html``: that page with its JSON beside it; else a folder); an unwritten
+        release needs ``out``, or nothing is written. Returns the report as a dict (with
+        ``paths``). See :func:`ppdm_dask.report.make_report`.
+
+        Parameters
+        ----------
+        original : optional
+            The original data (or its URL): the utility figures and the original's risk.
+        audience : {"internal", "external"}
+            ``external`` leaves out everything that describes the original data beyond what the
+            release itself shows.
+        verify : bool
+            A written release is re-verified from its files (default); without, the verdict of
+            its write-time check is shown.
+        overwrite : bool
+            Replace an existing report.
+        """
+        from ..report import make_report
+
+        return make_report(self, original, out=out, audience=audience, storage_options=storage_options, verify=verify,
+                           overwrite=overwrite, **compute_kwargs)
 
     def verify(self, original: Any = None, *, storage_options: Mapping[str, Any] | None = None, **compute_kwargs: Any) -> Verdict:
         """Recount the guarantee from the released data (independently of the algorithm) and

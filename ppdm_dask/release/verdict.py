@@ -8,28 +8,12 @@ verification prints one line per failed check naming what is wrong.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-import numpy as np
+from .figures import plain as _plain
 
 __all__ = ["Check", "Verdict"]
-
-
-def _plain(value: Any) -> Any:
-    """JSON-friendly copy of a figure (numpy scalars and arrays become Python values)."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
 
 
 def _fmt(value: Any) -> str:

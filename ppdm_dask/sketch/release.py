@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..data.folder import read_part
-from ..release import Check, Release
+from ..release import Check, Figures, Release
 from ..release.order import BlockOps
 from . import _kernels as K
 from .sketches import FORMAT_NAME, SketchArray, layout_fields, part_metadata, sketch_table, sketches_from_manifest
@@ -193,6 +193,27 @@ class SketchRelease(Release):
         rel = super()._reopen(disk.sketches if disk else data, manifest)
         rel._disk = disk
         return rel  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ report
+    #: the release in memory this one was written from (see :meth:`adopt`)
+    fitted: "SketchRelease | None" = None
+
+    def adopt(self, fitted: Release) -> "SketchRelease":
+        """Keep the release in memory that was written: its rows are in input order, so the
+        report can match each record's sketch to its original values (margins, similarity)."""
+        if isinstance(fitted, SketchRelease) and fitted._disk is None:
+            self.fitted = fitted
+        return self
+
+    def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
+        """Risk figures (components per record, suppression; with ``original`` each record's
+        variance margin) and utility figures (with ``original``: similarity errors, kNN
+        accuracy); see :mod:`.report_figures`. ``original`` is a TransactionArray or its URL."""
+        from .report_figures import sketch_report_figures
+
+        if isinstance(original, str):
+            original = type(self).read_original(original)
+        return sketch_report_figures(self, original, **compute_kwargs)
 
     # ------------------------------------------------------------------ checks
     def floor_checks(self) -> list[Check]:

@@ -113,9 +113,19 @@ def test_console_script_on_local_cluster(tmp_path):
     assert abs(b["basic_privacy"] - basic_privacy(b["p"], b["q"], s0=s0)) < 1e-9
     assert 0 < m["found"] <= m["true_itemsets"] and m["reconstructed_itemsets"] >= m["found"]
     assert read(str(out / "baskets_release")).n_transactions == 20000
+    # it ends with the releases' reports: written, valid, about these releases
+    from ppdm_dask.report import validate_report
+
+    assert summary["reports"] == {"table": str(out / "people_release" / "_report.html"),
+                                  "baskets": str(out / "baskets_release" / "_report.html")}
+    for name, family in (("people_release", "relational"), ("baskets_release", "emask")):
+        doc = json.loads((out / name / "_report.json").read_text())
+        validate_report(doc)
+        assert doc["release"]["family"] == family and doc["verdict"]["ok"] and (out / name / "_report.html").exists()
 
 
 def test_demo_text_is_one_screen(tmp_path):
     r = run("demo", "--rows", "10000", "--out", str(tmp_path / "d"))
     lines = r.stdout.splitlines()
-    assert len(lines) <= 25 and "k = 5" in r.stdout and "basic privacy" in r.stdout and str(tmp_path / "d") in r.stdout
+    assert len(lines) <= 28 and "k = 5" in r.stdout and "basic privacy" in r.stdout and str(tmp_path / "d") in r.stdout
+    assert lines[-1].strip() == str(tmp_path / "d" / "baskets_release" / "_report.html")

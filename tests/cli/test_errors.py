@@ -42,6 +42,7 @@ COMMANDS = {
     "krimp generate": (["krimp", "generate", "{in}", "{out}", "--min-support", "2"], "tx"),
     "krimp ds": (["krimp", "ds", "{in}", "{in}", "--min-support", "2"], "tx"),
     "verify": (["verify", "{in}"], "tx"),
+    "report": (["report", "{in}"], "tx"),
 }
 #: a bad option value per command (the option named in the message)
 BAD_OPTION = {
@@ -50,7 +51,7 @@ BAD_OPTION = {
     "emask audit": ("--min-support", "x"), "sketch": ("--m-max", "0"), "sketch evaluate": ("--neighbors", "0"),
     "condense": ("--privacy-level", "0"), "anonymize": ("--k", "zero"), "access-control": ("--l-kind", "best"),
     "km-anonymize": ("--m", "0"), "krimp compress": ("--max-len", "1"), "krimp generate": ("--laplace", "-1"),
-    "krimp ds": ("--max-candidates", "0"), "verify": ("--bogus", None),
+    "krimp ds": ("--max-candidates", "0"), "verify": ("--bogus", None), "report": ("--audience", "everyone"),
 }
 
 

@@ -325,7 +325,7 @@ def test_row_fingerprint_kernel():
     rs = np.random.default_rng(1)
     rows = [sorted(set(rs.integers(0, 12, size=rs.integers(0, 4)).tolist())) for _ in range(400)]
     tx = TransactionArray.from_lists(rows + [[0]])  # vocabulary covers 0..11
-    from ppdm_dask.krimp.scores import _label_hashes
+    from ppdm_dask.data.fingerprints import label_hashes as _label_hashes
 
     h1, h2 = _label_hashes(tx.vocabulary.labels)
     fp, cnt = row_fingerprint_counts(tx.compute(), h1, h2)

@@ -49,5 +49,8 @@ def append_rows(folder: str | Path, rows: pa.Table, name: str = "part-00000.parq
 
 
 def data_bytes(folder: str | Path) -> dict[str, bytes]:
-    """Every file of a release but the manifest (which holds a timestamp), by name."""
-    return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir()) if p.name != "_SUCCESS"}
+    """Every data file of a release, by name: not the manifest (it holds a timestamp), nor the
+    report (it describes the release and holds timestamps)."""
+    from ppdm_dask.release.base import REPORT_FILES
+
+    return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir()) if p.name != "_SUCCESS" and p.name not in REPORT_FILES}

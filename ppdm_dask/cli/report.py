@@ -1,0 +1,47 @@
+"""``ppdm report``: the privacy and utility report of a written release."""
+
+from __future__ import annotations
+
+import click
+
+from . import cli
+from ._core import Context, job
+
+
+@cli.command("report")
+@click.argument("release")
+@click.option("--original", default=None, metavar="SRC", help="The original data: utility figures and the original's risk.")
+@click.option("--out", default=None, metavar="FILE.html|DIR",
+              help="Write the report here (default: _report.html and _report.json inside the release).")
+@click.option("--audience", type=click.Choice(["internal", "external"]), default="internal", show_default=True,
+              help="external: leave out everything that describes the original data beyond what the release shows.")
+@click.option("--sep", default=None, help="CSV separator of --original (default: sniffed).")
+@click.option("--dtype", "dtype", multiple=True, metavar="COL=TYPE", help="Column types of a CSV --original. Repeatable.")
+@click.option("--verify/--no-verify", "reverify", default=True, show_default=True,
+              help="Recount the guarantee now from the files (checksums included); --no-verify shows the write-time verdict.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing report.")
+@click.pass_obj
+def report_cmd(obj: Context, release: str, original: str | None, out: str | None, audience: str, sep: str | None, dtype,
+               reverify: bool, overwrite: bool) -> None:
+    """Write the privacy and utility report of RELEASE: report.json (validated against the
+    schema shipped with ppdm) and one self-contained report.html with the figures. Sections:
+    what was released, privacy (the independent recount and the risk figures), utility (with
+    --original), how to reproduce."""
+    from ..verification import open_release
+
+    with job(obj) as j:
+        rel = open_release(release, storage_options=obj.storage_options)
+        opts = {"sep": sep, "dtype": list(dtype)} if (original and (sep or dtype)) else {}
+        doc = rel.report(original, out=out, audience=audience, storage_options=obj.storage_options, verify=reverify,
+                         overwrite=overwrite, original_options=opts, progress=obj.progress)
+    n_fig = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] == "plot")
+    n_val = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] == "value")
+    text = [f"{release}: {audience} report, guarantee {'verified' if doc['verdict']['ok'] else 'FAILED'}; "
+            f"{n_val} figures, {n_fig} plots ({j.seconds:.1f} s)",
+            f"  html {doc['paths']['html']}", f"  json {doc['paths']['json']}"]
+    text += [f"  note {n}" for n in doc["notes"]]
+    obj.emit({"release": release, "audience": audience, "ok": doc["verdict"]["ok"], "paths": doc["paths"],
+              "seconds": j.seconds}, "\n".join(text))
+    if not doc["verdict"]["ok"]:
+        click.echo("ppdm: error: the release fails its independent check (see the privacy section of the report)", err=True)
+        raise click.exceptions.Exit(2)

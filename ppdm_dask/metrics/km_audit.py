@@ -1,0 +1,215 @@
+"""Re-identification risk of transaction data: the k^m audit curve and the share of unique
+baskets (docs/mining.md#report-figures-the-km-audit-curve-and-unique-baskets).
+
+* :func:`km_audit` — for m = 1..M, the number of itemsets of at most m items that occur in
+  the data but in fewer than k transactions (support in [1, k)). These are exactly the itemsets
+  that break k^m-anonymity: an adversary who knows m items of a person's basket is left with
+  fewer than k candidate records. A k^m-anonymous release has 0 up to its m.
+* :func:`unique_baskets` — the share of records whose exact item set occurs once.
+
+Both are exact integer counts, independent of the partitioning. Counting every itemset of up to
+M items is exponential in the basket length, so the audit prices itself first (one cheap pass:
+Σ_rows Σ_{j<=m} C(len, j) per m) and lowers M to the largest m within ``max_subsets`` (and
+within the 64-bit key packing), saying so in :attr:`KmAudit.note`.
+
+Distribution: every block counts its itemsets (a vectorised enumeration of the subsets of its
+rows, grouped by row length) and splits the counts into hash buckets; each bucket is merged on the workers across all
+blocks and reduced to a tally of ``M × (1 + len(ks))`` integers; only the tallies reach the
+driver (no table of all itemsets is ever gathered).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import InvalidParameter
+
+__all__ = ["KmAudit", "km_audit", "unique_baskets", "DEFAULT_MAX_SUBSETS", "MAX_AUDIT_M"]
+
+#: Bound on the itemset occurrences the audit may enumerate (Σ_rows Σ_{j<=M} C(len, j)).
+DEFAULT_MAX_SUBSETS = 50_000_000
+#: Largest M the audit ever counts.
+MAX_AUDIT_M = 6
+#: Largest number of hash buckets (one merge chain and one tally per bucket).
+MAX_BUCKETS = 16
+
+
+@dataclass(frozen=True)
+class KmAudit:
+    """Result of :func:`km_audit`.
+
+    Attributes
+    ----------
+    ks : tuple of int
+        The k values audited.
+    m : numpy.ndarray
+        ``1..M`` (M the audited maximum, possibly lowered, see ``note``).
+    rare : dict
+        ``k -> int64 array``: itemsets of at most ``m[i]`` items with support in [1, k).
+    distinct : numpy.ndarray
+        Distinct itemsets of at most ``m[i]`` items that occur.
+    requested_m : int
+    work : numpy.ndarray
+        Itemset occurrences enumerated for each m (the cost estimate used by the guard).
+    note : str
+        Empty, or why M was lowered.
+    """
+
+    ks: tuple[int, ...]
+    m: np.ndarray
+    rare: dict[int, np.ndarray]
+    distinct: np.ndarray
+    requested_m: int
+    work: np.ndarray
+    note: str = ""
+
+    @property
+    def max_m(self) -> int:
+        return int(self.m[-1]) if self.m.size else 0
+
+    @property
+    def truncated(self) -> bool:
+        return self.max_m < self.requested_m
+
+
+def _check_pos_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 1:
+        raise InvalidParameter(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _n_buckets(n_blocks: int) -> int:
+    return max(1, min(MAX_BUCKETS, int(n_blocks)))
+
+
+def _bucketed(block_parts: list[Any], n_buckets: int, merge: Any, tally: Any, tally_args: tuple, split_every: int) -> Any:
+    """Lazy sum of ``tally(merge(bucket b of every block), *tally_args)`` over the buckets.
+
+    ``block_parts`` are delayed tuples of ``n_buckets`` pieces (one per bucket); ``part[b]`` is
+    a small getitem task, so each merge chain only pulls its own bucket of every block.
+    """
+    import dask
+
+    from ..graph import tree_reduce
+    from ._audit_kernels import add_arrays
+
+    tallies = []
+    for b in range(n_buckets):
+        pieces = [part[b] for part in block_parts]
+        merged = tree_reduce(pieces, merge, split_every=split_every)
+        tallies.append(dask.delayed(tally, pure=True)(merged, *tally_args))
+    return tree_reduce(tallies, add_arrays, split_every=split_every)
+
+
+def _work_lazy(tx: Any, max_m: int, split_every: int) -> Any:
+    from ..graph import tree_sum
+    from ._audit_kernels import subset_work
+
+    return tree_sum(tx.blocks, subset_work, (max_m,), np.float64, max_m, split_every=split_every)
+
+
+def _packable_m(n_items: int, max_m: int) -> int:
+    """Largest m <= max_m whose itemsets over ``n_items`` column ids fit a 64-bit key."""
+    m = max_m
+    while m > 1 and n_items + 1 >= (1 << (63 // m)):
+        m -= 1
+    return m
+
+
+def km_audit(tx: Any, k: int | Sequence[int], max_m: int, *, max_subsets: float = DEFAULT_MAX_SUBSETS,
+             split_every: int = 8, client: Any = None, progress: bool = False) -> KmAudit:
+    """The k^m audit curve of ``tx``: itemsets of at most m items with support in [1, k), m = 1..M.
+
+    Parameters
+    ----------
+    tx : TransactionArray
+        Items are taken as they are (no hierarchy): the audit of published data.
+    k : int or sequence of int
+        The anonymity parameter(s); one curve per k from the same counting pass.
+    max_m : int
+        The largest m asked for (at most :data:`MAX_AUDIT_M`).
+    max_subsets : float
+        Bound on the itemset occurrences to enumerate; M is lowered to the largest m within it
+        (m = 1 is always counted: it enumerates each item occurrence once).
+    split_every : int
+        Fan-in of the tree reductions.
+    client, progress
+        As for :func:`ppdm_dask.progress.compute`.
+
+    Returns
+    -------
+    KmAudit
+    """
+    import dask
+
+    from ..progress import compute
+    from ._audit_kernels import itemset_buckets, itemset_tally, merge_itemsets
+
+    ks = tuple(sorted({_check_pos_int("k", x) for x in ([k] if isinstance(k, (int, np.integer)) else k)}))
+    if not ks:
+        raise InvalidParameter("give at least one k")
+    requested = _check_pos_int("max_m", max_m)
+    ckw = {"client": client, "progress": progress}
+    top = min(requested, MAX_AUDIT_M)
+    notes = [f"m is capped at {MAX_AUDIT_M}"] if requested > MAX_AUDIT_M else []
+    packable = _packable_m(tx.n_items, top)
+    if packable < top:
+        notes.append(f"itemsets of more than {packable} of {tx.n_items:,} items do not fit the 64-bit keys")
+        top = packable
+    (work,) = compute(_work_lazy(tx, top, split_every), **ckw)
+    work = np.asarray(work, np.float64)
+    fits = np.flatnonzero(work <= float(max_subsets))
+    m_ok = max(1, int(fits[-1]) + 1 if fits.size else 1)
+    if m_ok < top:
+        notes.append(f"counting itemsets of {m_ok + 1} items would enumerate {work[m_ok]:.3g} itemset occurrences, "
+                     f"over the bound of {float(max_subsets):.3g}: the curve stops at m = {m_ok}")
+        top = m_ok
+    bits = 63 // top
+    n_buckets = _n_buckets(tx.n_partitions)
+    split = dask.delayed(itemset_buckets, pure=True)
+    parts = [split(b, top, bits, n_buckets) for b in tx.blocks.to_delayed().ravel()]
+    lazy = _bucketed(parts, n_buckets, merge_itemsets, itemset_tally, (np.asarray(ks, np.int64), top, bits), split_every)
+    (tally,) = compute(lazy, **ckw)
+    tally = np.asarray(tally, np.int64)
+    distinct = np.cumsum(tally[:, 0])
+    rare = {k_: np.cumsum(tally[:, 1 + i]) for i, k_ in enumerate(ks)}
+    note = "; ".join(notes) + ("; the audit is partial" if notes else "")
+    return KmAudit(ks, np.arange(1, top + 1), rare, distinct, requested, work[:top], note)
+
+
+def unique_baskets(tx: Any, *, split_every: int = 8, client: Any = None, progress: bool = False) -> dict[str, Any]:
+    """The records whose exact item set occurs once in ``tx``.
+
+    Rows are compared as sets of item labels (128-bit fingerprints; distinct sets collide with probability below ``n²·2⁻¹²⁸``); the empty basket is an
+    item set like any other.
+
+    Returns
+    -------
+    dict
+        ``unique`` (records whose item set occurs once), ``distinct`` (distinct item sets),
+        ``rows``, ``share`` (unique / rows; NaN without rows).
+    """
+    import dask
+
+    from ..progress import compute
+    from ._audit_kernels import fingerprint_tally, label_hashes, merge_fingerprints
+
+    h1, h2 = label_hashes(tx.vocabulary.labels)
+    hashes = dask.delayed((h1, h2), pure=True)  # shipped once, not embedded in every task
+    n_buckets = _n_buckets(tx.n_partitions)
+    split = dask.delayed(_fingerprint_split, pure=True)
+    parts = [split(b, hashes, n_buckets) for b in tx.blocks.to_delayed().ravel()]
+    (tally,) = compute(_bucketed(parts, n_buckets, merge_fingerprints, fingerprint_tally, (), split_every),
+                       client=client, progress=progress)
+    unique, distinct, rows = (int(x) for x in np.asarray(tally))
+    return {"unique": unique, "distinct": distinct, "rows": rows, "share": unique / rows if rows else math.nan}
+
+
+def _fingerprint_split(block: Any, hashes: tuple, n_buckets: int) -> tuple:
+    from ._audit_kernels import fingerprint_buckets
+
+    return fingerprint_buckets(block, hashes[0], hashes[1], n_buckets)

@@ -1,0 +1,30 @@
+"""The JSON Schema of ``report.json`` (shipped with the package) and its validation."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Mapping
+
+__all__ = ["report_schema", "validate_report"]
+
+
+@lru_cache(maxsize=1)
+def report_schema() -> dict[str, Any]:
+    """The schema (draft 2020-12) every ``report.json`` is validated against before it is written."""
+    return json.loads(resources.files("ppdm_dask.report").joinpath("schema.json").read_text(encoding="utf-8"))
+
+
+def validate_report(doc: Mapping[str, Any]) -> None:
+    """Raise :class:`~ppdm_dask.errors.DataFormatError` naming the first place where ``doc`` does
+    not follow the schema."""
+    import jsonschema
+
+    from ..errors import DataFormatError
+
+    validator = jsonschema.Draft202012Validator(report_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise DataFormatError(f"report does not follow its schema at {where}: {error.message}")

@@ -1,0 +1,297 @@
+"""The report package: document, schema, audience filter, HTML, files, command line.
+
+The family figures are tested in each family's ``test_report_figures``; here the report is
+built around a small relational release (the bundled ``people`` table) and around figures of
+every kind, and every number is checked against the JSON it came from or a direct recount.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from ppdm_dask import open_release, verify
+from ppdm_dask.anonymity import KAnonymizer, load_hierarchies
+from ppdm_dask.cli import cli
+from ppdm_dask.data.datasets import sample_files
+from ppdm_dask.data.tables import read_table
+from ppdm_dask.errors import DataFormatError, DatasetExistsError
+from ppdm_dask.random import Key
+from ppdm_dask.release import Figures, Plot, Series, Table, Value
+from ppdm_dask.report import SECTIONS, for_audience, render_html, report_schema, validate_report
+from ppdm_dask.report.html import _show
+
+KEY = Key(0x7A3F_1234_5678_9ABC_DEF0_1357_2468_ACE0)
+
+
+def _people():
+    csv, zips, _ = sample_files("people")
+    table = read_table(str(csv), dtype={"age": "int"})
+    hier = load_hierarchies([f"zip={zips}"], None, ["zip"])
+    return csv, table, hier
+
+
+@pytest.fixture(scope="module")
+def people_release(tmp_path_factory):
+    csv, table, hier = _people()
+    rel = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
+                      hierarchies=hier, key=KEY).fit_transform(table)
+    url = str(tmp_path_factory.mktemp("rel") / "people_release")
+    rel.write(url)
+    return url, csv, table
+
+
+def _figures() -> Figures:
+    """Figures of every kind and every ``about`` (what the families hand to the report)."""
+    return Figures(
+        risk=[Value("risk_max", "Highest risk", 0.2, unit="", note="1 / smallest class"),
+              Plot("risk_hist", "Class sizes", "histogram", [Series("release", [0.5, 1.5, 2.5, 3.5], [3, 0, 7])],
+                   x_label="size", y_label="classes"),
+              Plot("risk_orig_hist", "Class sizes of the original", "bar", [Series("original", ["a", "b"], [5, 1])],
+                   about="original"),
+              Value("risk_orig_uniques", "Sample uniques of the original", 0.4, about="original")],
+        utility=[Value("utility_ncp", "NCP", 0.3125, about="comparison"),
+                 Plot("utility_scatter", "Supports", "scatter", [Series("itemsets", [1, 2, 3], [1.1, 1.9, 3.2])],
+                      about="comparison"),
+                 Plot("utility_curve", "Curve", "line", [Series("release", [1, 2, 3], [0, 0, 1]),
+                                                         Series("original", [1, 2, 3], [4, 9, 20])], about="comparison"),
+                 Plot("utility_step", "Step", "step", [Series("release", [1, 2, 3], [1, 2, 2])]),
+                 Table("utility_table", "Per column", ["column", "ncp"], [["age", 0.25], ["zip", 0.375]],
+                       about="comparison")],
+        notes=["a note for the reader"])
+
+
+class _Links(HTMLParser):
+    """Sections, figures, values and every reference to another resource of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: list[str] = []
+        self.figures: dict[str, int] = {}
+        self.svg_in: str | None = None
+        self.refs: list[str] = []
+        self.scripts = 0
+        self.values: dict[str, str] = {}
+        self._value: str | None = None
+        self._number = False
+        self._figure: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "section":
+            self.sections.append(a.get("id"))
+        if tag == "figure":
+            self._figure = a.get("id")
+            self.figures[self._figure] = 0
+        if tag == "svg" and self._figure:
+            self.figures[self._figure] += 1
+        if tag == "script":
+            self.scripts += 1
+        for k in ("src", "href", "xlink:href"):
+            if a.get(k) and not a[k].startswith("#"):
+                self.refs.append(a[k])
+        if tag == "div" and (a.get("id") or "").startswith("value-"):
+            self._value = a["id"][6:]
+        if tag == "div" and a.get("class") == "number" and self._value:
+            self._number = True
+
+    def handle_endtag(self, tag):
+        if tag == "figure":
+            self._figure = None
+        if tag == "div" and self._number:
+            self._number = False
+            self._value = None
+
+    def handle_data(self, data):
+        if self._number and self._value:
+            self.values[self._value] = self.values.get(self._value, "") + data
+
+
+def _report(rel, original, tmp_path, monkeypatch, **kw):
+    monkeypatch.setattr(type(rel), "report_figures", lambda self, original=None, **k: _figures())
+    return rel.report(original, out=str(tmp_path / "r.html"), **kw)
+
+
+# ---------------------------------------------------------------------- the document
+def test_sections_schema_and_recount(people_release, tmp_path):
+    url, _, table = people_release
+    rel = open_release(url)
+    doc = rel.report(table, out=str(tmp_path / "r.html"))
+    validate_report({k: v for k, v in doc.items() if k != "paths"})
+    assert [s["id"] for s in doc["sections"]] == [s[0] for s in SECTIONS]
+    assert doc["release"]["family"] == "relational" and doc["release"]["key_fingerprint"] == KEY.fingerprint()
+    # the guarantee shown is the recount of the files: here recounted again with pandas
+    released = pd.read_parquet(url)
+    smallest = int(released.groupby(["age", "sex", "zip"], observed=True).size().min())
+    check = {c["name"]: c for c in doc["verdict"]["checks"]}["k-anonymity"]
+    assert check["figure"] == smallest and check["ok"] == (smallest >= 5)
+    assert doc["verdict"]["ok"] == verify(url).ok
+    # the input and output files as the manifest lists them, and the manifest's own hash
+    manifest_bytes = (Path(url) / "_SUCCESS").read_bytes()
+    import hashlib
+
+    assert doc["release"]["manifest_sha256"] == hashlib.sha256(manifest_bytes).hexdigest()
+    assert doc["release"]["rows"] == len(released)
+    written = json.loads(Path(doc["paths"]["json"]).read_text())
+    assert written == {k: v for k, v in doc.items() if k != "paths"}
+
+
+def test_schema_rejects_what_it_must(people_release, tmp_path):
+    url, _, table = people_release
+    doc = open_release(url).report(table, out=str(tmp_path / "r.html"))
+    doc.pop("paths")
+    bad = json.loads(json.dumps(doc))
+    bad["sections"] = bad["sections"][::-1]
+    with pytest.raises(DataFormatError, match="sections"):
+        validate_report(bad)
+    bad = json.loads(json.dumps(doc))
+    bad["sections"][1]["items"][0]["about"] = "elsewhere"
+    with pytest.raises(DataFormatError, match="about|sections"):
+        validate_report(bad)
+    bad = json.loads(json.dumps(doc))
+    bad["release"]["key"] = "00"
+    with pytest.raises(DataFormatError):
+        validate_report(bad)
+    assert report_schema()["$schema"].endswith("2020-12/schema")
+
+
+def test_external_leaves_out_the_original(people_release, tmp_path, monkeypatch):
+    url, csv, table = people_release
+    rel = open_release(url)
+    internal = _report(rel, table, tmp_path, monkeypatch)
+    external = for_audience({k: v for k, v in internal.items() if k != "paths"}, "external")
+    validate_report(external)
+    items = {i["id"]: i for s in external["sections"] for i in s["items"]}
+    assert "risk_orig_hist" not in items and "risk_orig_uniques" not in items  # about the original
+    assert "utility_scatter" not in items and "utility_curve" not in items and "utility_table" not in items
+    assert items["utility_ncp"]["value"] == 0.3125 and "risk_hist" in items and "utility_step" in items
+    text = json.dumps(external)
+    assert str(csv) not in text and "input_files" not in text  # the input's URL and files
+    assert all("stats" not in c for c in external["verdict"]["checks"])
+    assert external["input"]["fingerprint"] == internal["input"]["fingerprint"]
+    # Release.report(audience="external") writes the same selection beside the release
+    doc = rel.report(table, audience="external", out=str(tmp_path / "ext"))
+    assert Path(doc["paths"]["html"]).name == "report-external.html"
+    ids = {i["id"] for s in doc["sections"] for i in s["items"]}
+    assert ids == set(items)
+
+
+def test_html_is_self_contained_and_shows_the_json(people_release, tmp_path, monkeypatch):
+    url, _, table = people_release
+    doc = _report(open_release(url), table, tmp_path, monkeypatch)
+    html = Path(doc["paths"]["html"]).read_text(encoding="utf-8")
+    page = _Links()
+    page.feed(html)
+    assert page.sections == [s[0] for s in SECTIONS]
+    plots = [i for s in doc["sections"] for i in s["items"] if i["type"] == "plot"]
+    assert plots and {f"fig-{p['id']}" for p in plots} == set(page.figures)
+    assert all(n == 1 for n in page.figures.values())  # one inline svg per figure
+    assert page.scripts == 0 and page.refs == []  # no script, no external resource
+    assert not re.search(r"url\((?!#)", html) and "@import" not in html
+    values = {i["id"]: i for s in doc["sections"] for i in s["items"] if i["type"] == "value"}
+    assert set(page.values) == set(values)
+    for vid, item in values.items():
+        assert page.values[vid].strip().startswith(_show(item["value"])), vid
+    # the numbers of a plot are those of the JSON: the bar heights of the histogram are in its svg
+    assert html.count('id="fig-') == len(plots)
+    # a page renders from the document alone (render_html is what Release.report wrote)
+    assert render_html({k: v for k, v in doc.items() if k != "paths"}).count("<svg") == len(plots)
+
+
+def test_unwritten_release_report(tmp_path):
+    _, table, hier = _people()
+    rel = KAnonymizer(["age", "sex", "zip"], k=5, identifiers=["name"], insensitive=["diagnosis"], method="mondrian",
+                      hierarchies=hier, key=KEY).fit_transform(table)
+    doc = rel.report(table)
+    assert doc["paths"] is None and doc["release"]["written"] is False
+    assert "in memory" in {i["id"]: i for i in doc["sections"][1]["items"]}["privacy_verified"]["note"]
+    doc = rel.report(table, out=str(tmp_path / "mem"))
+    assert Path(doc["paths"]["html"]).exists() and Path(doc["paths"]["json"]).name == "report.json"
+
+
+# ---------------------------------------------------------------------- files
+def test_report_files_beside_the_release(people_release, tmp_path):
+    url, _, table = people_release
+    import shutil
+
+    copy = str(tmp_path / "copy")
+    shutil.copytree(url, copy)
+    rel = open_release(copy)
+    doc = rel.report(table)
+    assert Path(doc["paths"]["html"]) == Path(copy) / "_report.html"
+    assert len(pd.read_parquet(copy)) == 1000  # Parquet readers skip the report files
+    assert verify(copy).ok  # the report files are not data files of the release
+    with pytest.raises(DatasetExistsError):
+        rel.report(table)
+    rel.report(table, overwrite=True)
+    (Path(copy) / "notes.txt").write_text("x")
+    v = verify(copy)
+    assert not v.ok and v.failures()[0].where == "notes.txt"
+
+
+def test_csv_release_report_beside_the_file(tmp_path):
+    _, table, hier = _people()
+    rel = KAnonymizer(["age", "sex", "zip"], k=5, identifiers=["name"], insensitive=["diagnosis"], method="mondrian",
+                      hierarchies=hier, key=KEY).fit_transform(table)
+    out = str(tmp_path / "people.csv")
+    rel.write(out)
+    doc = open_release(out).report(table)
+    assert doc["paths"]["html"] == out + ".report.html" and Path(out + ".report.json").exists()
+
+
+# ---------------------------------------------------------------------- command line
+def test_cli_jobs_write_the_report_and_ppdm_report(tmp_path):
+    csv, zips, _ = sample_files("people")
+    runner = CliRunner()
+    base = ["--scheduler", "sync", "--no-progress"]
+    job = ["anonymize", str(csv), "--identifier", "name", "--qi", "age,sex,zip", "--insensitive", "diagnosis", "--k", "5",
+           "--method", "mondrian", "--dtype", "age=int", "--hierarchy", f"zip={zips}"]
+    r = runner.invoke(cli, [*base, *job[:2], str(tmp_path / "a"), *job[2:]])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "a" / "_report.html").exists() and f"report: {tmp_path / 'a' / '_report.html'}" in r.output
+    doc = json.loads((tmp_path / "a" / "_report.json").read_text())
+    # the job shows the verdict recounted on the written files before the commit (no second pass)
+    assert doc["verdict"]["ok"] and "before they were committed" in doc["sections"][1]["items"][0]["note"]
+    r = runner.invoke(cli, [*base, *job[:2], str(tmp_path / "b"), *job[2:], "--no-report"])
+    assert r.exit_code == 0 and not (tmp_path / "b" / "_report.html").exists()
+    r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--original", str(csv), "--dtype", "age=int",
+                            "--audience", "external"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "b" / "_report-external.html").exists() and "_report-external.html" in r.output
+    r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--out", str(tmp_path / "elsewhere.html")])
+    assert r.exit_code == 0 and (tmp_path / "elsewhere.json").exists()
+    r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--out", str(tmp_path / "elsewhere.html")])
+    assert r.exit_code == 2 and "--overwrite" in r.output
+    r = runner.invoke(cli, [*base, "report", str(tmp_path / "nothing")])
+    assert r.exit_code == 2 and "no release" in r.output
+
+
+RELEASE_COMMANDS = ["emask distort", "sketch", "condense", "anonymize", "access-control", "km-anonymize", "krimp generate"]
+
+
+@pytest.mark.parametrize("name", RELEASE_COMMANDS)
+def test_every_release_command_writes_its_report(name, tmp_path):
+    """Each job writes a valid report of its own release beside it (about the job's input and
+    with the verdict of the written files), and none with --no-report."""
+    from tests.cli.test_errors import COMMANDS, _argv, _inputs
+
+    src = _inputs()[COMMANDS[name][1]]
+    base = ["--scheduler", "sync", "--no-progress"]
+    runner = CliRunner()
+    extra = ["--dtype", "age=int"] if name == "anonymize" else []
+    r = runner.invoke(cli, [*base, *_argv(name, src, str(tmp_path / "a")), *extra])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "a" / "_report.json").read_text())
+    validate_report(doc)
+    manifest = json.loads((tmp_path / "a" / "_SUCCESS").read_text())
+    assert doc["release"]["family"] == manifest["release"]["family"] and doc["verdict"] == manifest["guarantees"]
+    assert doc["input"]["url"] == src and doc["sections"][2]["items"], "utility against the job's input"
+    r = runner.invoke(cli, [*base, *_argv(name, src, str(tmp_path / "b")), *extra, "--no-report"])
+    assert r.exit_code == 0, r.output
+    assert not list((tmp_path / "b").glob("_report*")) and verify(str(tmp_path / "b")).ok
