@@ -176,6 +176,7 @@ def build_report(release: Any, original: Any = None, *, verdict: Any, verified: 
     utility = [i.to_dict() for i in figures.utility]
     notes = list(figures.notes)
     if original is None:
+        notes = [n for n in notes if "need the original" not in n]  # the families say it their way; once is enough
         notes.append("No original data was given: the utility figures and the original's risk need it (--original SRC).")
     doc = {
         "format": REPORT_FORMAT,
