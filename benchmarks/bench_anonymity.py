@@ -205,6 +205,8 @@ def _scale_rows(quick: bool) -> list[dict]:
     from bench_mining import _WorkerRSS
 
     from ppdm_dask.anonymity import KAnonymizer, anonymize
+    from _adult import write_copies
+
     from ppdm_dask.cluster import get_client
 
     df, qi, h = _adult()
@@ -213,11 +215,7 @@ def _scale_rows(quick: bool) -> list[dict]:
     rows = []
     try:
         src = tmp / "adult.parquet"
-        src.mkdir()
-        part = pd.concat([df] * (reps // files), ignore_index=True)
-        for i in range(files):
-            part.to_parquet(src / f"part-{i:03d}.parquet", index=False)
-        n = len(part) * files
+        n = write_copies(df, reps, files, src)
         with get_client(n_workers=2, threads_per_worker=1) as client:
             client.wait_for_workers(2)
             # k = 10 as the issue asks (every Adult class x100 is >= 10, so nothing needs generalising),

@@ -58,6 +58,8 @@ def _scale_rows(shared: Path, quick: bool) -> list[dict]:
 
     from ppdm_dask import open_release
     from ppdm_dask.anonymity import KAnonymizer
+    from _adult import write_copies
+
     from ppdm_dask.cluster import get_client
     from ppdm_dask.data.uci import ADULT_QI, load_adult
 
@@ -67,11 +69,7 @@ def _scale_rows(shared: Path, quick: bool) -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix="ppdm-report-x"))
     try:
         src = tmp / "adult.parquet"
-        src.mkdir()
-        part = pd.concat([df] * (reps // files), ignore_index=True)
-        for i in range(files):
-            part.to_parquet(src / f"part-{i:03d}.parquet", index=False)
-        n = len(part) * files
+        n = write_copies(df, reps, files, src)
         with get_client(n_workers=2, threads_per_worker=1) as client:
             client.wait_for_workers(2)
             t0 = time.perf_counter()
@@ -83,7 +81,7 @@ def _scale_rows(shared: Path, quick: bool) -> list[dict]:
             doc = open_release(str(tmp / "release")).adopt(release).report(ddf, verify=False, client=client)
             t_report = time.perf_counter() - t0
             t0 = time.perf_counter()
-            full = open_release(str(tmp / "release")).adopt(release).report(ddf, audience="external", client=client)
+            open_release(str(tmp / "release")).adopt(release).report(ddf, audience="external", client=client)
             t_full = time.perf_counter() - t0
         n_fig = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] in ("value", "plot"))
         print(f"  Adult x{reps} ({n:,} rows): job {t_job:.1f} s, report {t_report:.1f} s ({t_report / t_job:.0%}), "
@@ -104,7 +102,7 @@ def _family_releases(shared: Path, quick: bool):
     import scipy.sparse as sp
 
     from ppdm_dask import Key, read
-    from ppdm_dask.anonymity import Hierarchy, KAnonymizer, KmAnonymizer
+    from ppdm_dask.anonymity import KAnonymizer, KmAnonymizer
     from ppdm_dask.condensation import Condenser, privacy_levels
     from ppdm_dask.data.transactions import TransactionArray
     from ppdm_dask.data.uci import ADULT_QI, load_adult, load_uci
