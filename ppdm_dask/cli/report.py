@@ -36,8 +36,10 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
                          overwrite=overwrite, original_options=opts, progress=obj.progress)
     n_fig = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] == "plot")
     n_val = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] == "value")
-    text = [f"{release}: {audience} report, guarantee {'verified' if doc['verdict']['ok'] else 'FAILED'}; "
-            f"{n_val} figures, {n_fig} plots ({j.seconds:.1f} s)",
+    ok = doc["verdict"]["ok"]
+    status = ("verified" if ok else "FAILED") if reverify else (
+        "as recorded when written: " + ("ok" if ok else "FAILED") + " (not re-checked now; ppdm verify re-checks)")
+    text = [f"{release}: {audience} report, guarantee {status}; {n_val} figures, {n_fig} plots ({j.seconds:.1f} s)",
             f"  html {doc['paths']['html']}", f"  json {doc['paths']['json']}"]
     text += [f"  note {n}" for n in doc["notes"]]
     obj.emit({"release": release, "audience": audience, "ok": doc["verdict"]["ok"], "paths": doc["paths"],
