@@ -15,7 +15,7 @@ Everything after the set-up runs in numba on the renumbered items:
   acceptance and dropped on rejection;
 * re-covering a row's rest r only tries elements ⊆ r: every CT element is listed under its
   canonical item (its largest new id), the lists are kept in cover order by a static key
-  (length descending, then acceptance sequence — the cover order of docs/krimp.md#krimp-code-tables-and-the-search), and only the
+  (length descending, then position in the candidate order — the cover order of docs/krimp.md#krimp-code-tables-and-the-search), and only the
   lists of the items of r are scanned;
 * **exact sizes and decisions** (docs/krimp.md#exact-sizes-and-decisions). The documented size is L(D,CT) = fsum(u·l) + fsum(stdlen + l) over the
   elements with usage > 0 (math.fsum, l = −log2(u/U)). Recomputing that for every candidate
@@ -355,7 +355,7 @@ def _touch_singletons(new_r, old_r, w, d_s, stamp_s, t_s, nt_s, epoch):
 def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, tid_bits, st_s, flog, lg,
          order, usage_ns, usage_s, cov, covn, rem, istate, fstate,
          d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, aff, apre, sfx, sfxn, sfxrem, acc, tld, tlct, plist, pos_of,
-         ekey, lst, lst_off, lcnt, surv, lmax):
+         ekey, lst, lst_off, lcnt, surv, lmax, crank):
     n, w = row_bits.shape
     r = np.empty(w, np.uint64)
     two40 = np.int64(1) << np.int64(40)
@@ -364,12 +364,13 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
         if L < 2:
             continue
         m = istate[0]
-        # insertion position: after the last element of length >= L (order is length-descending)
+        # insertion position: cover order key (length descending, then standard candidate rank)
+        kx = (lmax - L) * two40 + crank[x]
         lo_ = 0
         hi_ = m
         while lo_ < hi_:
             mid = (lo_ + hi_) >> 1
-            if clen[order[mid]] >= L:
+            if ekey[order[mid]] < kx:
                 lo_ = mid + 1
             else:
                 hi_ = mid
@@ -394,7 +395,7 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
                 cn = covn[t]
                 while kk < cn:
                     c = cov[t, kk]
-                    if clen[c] < L:
+                    if ekey[c] > kx:
                         break
                     for k in range(w):
                         r[k] &= ~cbits[c, k]
@@ -407,7 +408,7 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
                 nt_ns = _touch(x, 1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
                 for j in range(kk, cn):
                     nt_ns = _touch(cov[t, j], -1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
-                ns = _recover_suffix_idx(r, (lmax - L) * two40 + (two40 - 1), lst, lst_off, lcnt, ekey, cbits,
+                ns = _recover_suffix_idx(r, kx, lst, lst_off, lcnt, ekey, cbits,
                                          sfx[na], surv, w)
                 sfxn[na] = ns
                 for j in range(ns):
@@ -438,7 +439,7 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
         m += 1
         istate[0] = m
         istate[2] += 1
-        ekey[x] = (lmax - L) * two40 + istate[2]
+        ekey[x] = kx
         _list_insert(x, cand_items[cand_off[x + 1] - 1], lst, lst_off, lcnt, ekey)
         _refresh_accumulators(order, m, usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
         if not prune:
@@ -458,14 +459,7 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
                 plist[q] = c
                 npl += 1
         while npl > 0:
-            # stable sort by current usage (insertion sort is stable)
-            for a in range(1, npl):
-                c = plist[a]
-                q = a
-                while q > 0 and usage_ns[plist[q - 1]] > usage_ns[c]:
-                    plist[q] = plist[q - 1]
-                    q -= 1
-                plist[q] = c
+            # the pending element that comes first in cover order (the list is kept in cover order)
             y = plist[0]
             for a in range(1, npl):
                 plist[a - 1] = plist[a]
@@ -539,8 +533,7 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
             _refresh_accumulators(order, m, usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
             for j in range(m):
                 pos_of[order[j]] = j
-            # add every non-singleton whose usage decreased, in cover order, if not yet listed
-            nadd0 = npl
+            # add every non-singleton whose usage decreased, if not yet listed (list kept in cover order)
             for a in range(nt_ns):
                 c = t_ns[a]
                 if c == y or d_ns[c] >= 0:
@@ -553,7 +546,7 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
                 if present:
                     continue
                 q = npl
-                while q > nadd0 and pos_of[plist[q - 1]] > pos_of[c]:
+                while q > 0 and pos_of[plist[q - 1]] > pos_of[c]:
                     plist[q] = plist[q - 1]
                     q -= 1
                 plist[q] = c
@@ -724,6 +717,7 @@ def krimp(
     n, w = d.row_bits.shape
     ni = d.n_items
     nc = off.size - 1
+    crank = np.arange(max(nc, 1), dtype=np.int64)  # standard-order rank = position in the cover order key
     st_s = np.asarray(d.std_lengths[d.order], np.float64)  # stdlen per new id
     cbits = pack_rows(off, new, np.arange(ni, dtype=np.int64), ni)
     if nc == 0:
@@ -778,6 +772,7 @@ def krimp(
         lcnt=np.zeros(ni, np.int64),
         surv=np.zeros(cap, np.int64),
         lmax=int(clen.max()) + 1 if nc else 2,
+        crank=crank,
     )
     callback = None
     if callable(progress):

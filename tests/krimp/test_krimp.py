@@ -142,7 +142,7 @@ def _ref_krimp(db, cands, prune=True):
             continue
         pl = [c for c in CT[pos + 1 :] if u[c] < uold[c]]
         while pl:
-            pl.sort(key=lambda c: u[c])
+            pl.sort(key=CT.index)  # cover order (the reference's code tables prove it; not by usage)
             Y = pl.pop(0)
             if u[Y] == 0:
                 CT = [c for c in CT if c != Y]
@@ -574,3 +574,43 @@ def test_cover_usages_on_the_cluster(shared_data, cluster_client):
         got = cover_usages_dask(tx.repartition(npartitions=parts), ct, client=cluster_client)
         assert (got == ref).all()
     assert length_from_usages(ref, ct, 1.0) == encoded_length(tx, ct, 1.0)
+
+
+# ----------------------------------------------------------------------------- authors' code tables
+def _read_reference_ct(path: Path) -> list[tuple[tuple[int, ...], int, int]]:
+    out = []
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        items, usage, support = (x.strip() for x in line.split("|"))
+        out.append((tuple(sorted(int(i) for i in items.split())), int(usage), int(support)))
+    return out
+
+
+@pytest.mark.parametrize(
+    "name, closed, n_elements, total",
+    [
+        ("pima", False, 58, 9_143),
+        ("anneal", True, 83, 22_873),
+        pytest.param("led7", False, 152, 30_625, marks=pytest.mark.xfail(
+            reason="led7 (all, min support 1) still differs from the authors' code table: unknown pruning detail",
+            strict=False)),
+    ],
+)
+def test_krimp_equals_authors_code_table(shared_data, name, closed, n_elements, total):
+    """The final code table (elements in cover order, usages, supports, size) of the authors'
+    implementation, kept in the shared folder's krimp_reference (prune on, min support 1)."""
+    kind = "closed" if closed else "all"
+    ref = _read_reference_ct(shared_data / "krimp_reference" / f"ct_{name}_{kind}_1.txt")
+    rows = _load(shared_data / "lucs" / f"{name}.dat")
+    ct = krimp(rows, min_support=1, closed=closed).code_table
+    got = [(tuple(int(i) for i in x), int(u), int(s)) for x, u, s in zip(ct.itemsets, ct.usages, ct.supports)]
+    want_ns = [e for e in ref if len(e[0]) > 1]
+    assert len(want_ns) == n_elements
+    assert got[: ct.n_nontrivial] == want_ns
+    # the reference lists the used singletons; every listed singleton has the same usage here
+    singles = {x[0]: (u, s) for x, u, s in got[ct.n_nontrivial :]}
+    for x, u, s in ref:
+        if len(x) == 1:
+            assert singles[x[0]][0] == u
+    assert round(ct.sizes()["total"]) == total
