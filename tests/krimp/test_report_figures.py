@@ -3,20 +3,19 @@ brute-force set intersection, the pattern comparison recounted directly, DS, and
 
 from __future__ import annotations
 
-import gzip
 from collections import Counter
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+from ppdm_dask.data.datasets import sample_path
 
 from ppdm_dask import Key, TransactionArray, read
 from ppdm_dask.krimp import KrimpGenerator
 from ppdm_dask.krimp.release import GeneratedRelease, patterns_table
 from ppdm_dask.krimp.scores import normalized_anonymity_score
 
-SAMPLE = Path(__file__).resolve().parents[2] / "ppdm_dask" / "data" / "samples" / "led7.dat.gz"
 
 
 def _reproduced(generated, original):
@@ -66,21 +65,15 @@ def test_pattern_comparison_recounted():
 
 
 @pytest.fixture(scope="module")
-def led7(shared_data_or_sample):
-    return shared_data_or_sample
-
-
-@pytest.fixture(scope="module")
-def shared_data_or_sample():
+def led7():
+    """led7 from the shared folder when present, else the sample that ships with the package
+    (the same 3,200 rows): the test always runs."""
     from tests.conftest import _shared_data
 
     root = _shared_data()
     if root is not None and (root / "lucs" / "led7.dat").exists():
         return read(str(root / "lucs" / "led7.dat"))
-    if not SAMPLE.exists():
-        pytest.skip("neither the shared led7.dat nor the bundled sample is available")
-    with gzip.open(SAMPLE, "rt") as fh:
-        return TransactionArray.from_lists([[int(x) for x in line.split()] for line in fh if line.strip()])
+    return read(str(sample_path("led7")))
 
 
 def test_led7_generated(led7):
