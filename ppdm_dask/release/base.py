@@ -77,11 +77,16 @@ def sidecar_manifest(url: str) -> str:
     return url.rstrip("/") + ".manifest.json"
 
 
+def report_stem(audience: str) -> str:
+    """File stem of a report: ``report`` (internal) or ``report-<audience>``."""
+    return "report" if audience == "internal" else f"report-{audience}"
+
+
 def report_paths(url: str, audience: str = "internal") -> tuple[str, str]:
     """``(json, html)`` URLs of the report kept with the release at ``url``: inside a release
     folder (``_report.html``: Parquet readers skip files starting with ``_``), beside a CSV
     release (``<file>.report.html``); ``-external`` for that audience."""
-    stem = "report" if audience == "internal" else f"report-{audience}"
+    stem = report_stem(audience)
     if is_csv_destination(url):
         base = url.rstrip("/") + "." + stem
         return base + ".json", base + ".html"

@@ -17,9 +17,9 @@ __all__ = ["make_report", "report_destination"]
 def report_destination(release: Any, out: str | None, audience: str) -> tuple[str, str] | None:
     """``(json, html)`` URLs the report goes to: ``out`` (``.html``: that page and the JSON
     beside it; else a folder), or the release's own place, or None (an unwritten release)."""
-    from ..release.base import report_paths
+    from ..release.base import report_paths, report_stem
 
-    stem = "report" if audience == "internal" else f"report-{audience}"
+    stem = report_stem(audience)
     if out:
         if out.lower().endswith((".html", ".htm")):
             return out.rsplit(".", 1)[0] + ".json", out
