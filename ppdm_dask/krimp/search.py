@@ -352,9 +352,29 @@ def _touch_singletons(new_r, old_r, w, d_s, stamp_s, t_s, nt_s, epoch):
 
 
 @numba.njit(cache=True, nogil=True)
+def _sort_pending(plist, npl, usage):
+    """The authors' sort of the pending pruning list by usage, ascending, reproduced as it is.
+
+    Pass ``a`` bubbles from position ``a`` to the end and the sort stops after a pass without a
+    swap; position ``a`` is never revisited after pass ``a``, so the result is not always sorted
+    (e.g. usages 3, 2, 1 become 2, 1, 3). Equal code tables need exactly this order.
+    """
+    for a in range(npl - 1):
+        changed = False
+        for b in range(a, npl - 1):
+            if usage[plist[b]] > usage[plist[b + 1]]:
+                t = plist[b]
+                plist[b] = plist[b + 1]
+                plist[b + 1] = t
+                changed = True
+        if not changed:
+            break
+
+
+@numba.njit(cache=True, nogil=True)
 def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, tid_bits, st_s, flog, lg,
          order, usage_ns, usage_s, cov, covn, rem, istate, fstate,
-         d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, aff, apre, sfx, sfxn, sfxrem, acc, tld, tlct, plist, pos_of,
+         d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, aff, apre, sfx, sfxn, sfxrem, acc, tld, tlct, plist, pos_of, pdec,
          ekey, lst, lst_off, lcnt, surv, lmax, crank):
     n, w = row_bits.shape
     r = np.empty(w, np.uint64)
@@ -533,11 +553,24 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
             _refresh_accumulators(order, m, usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
             for j in range(m):
                 pos_of[order[j]] = j
-            # add every non-singleton whose usage decreased, if not yet listed (list kept in cover order)
+            # the authors' list update after a removal: the pending elements are re-sorted by usage
+            # (their sort, see _sort_pending), then every element whose usage the removal
+            # decreased, taken in cover order, is inserted before the first pending element of
+            # larger usage, unless it is pending already
+            _sort_pending(plist, npl, usage_ns)
+            nd = 0
             for a in range(nt_ns):
                 c = t_ns[a]
                 if c == y or d_ns[c] >= 0:
                     continue
+                q = nd
+                while q > 0 and pos_of[pdec[q - 1]] > pos_of[c]:
+                    pdec[q] = pdec[q - 1]
+                    q -= 1
+                pdec[q] = c
+                nd += 1
+            for a in range(nd):
+                c = pdec[a]
                 present = False
                 for q in range(npl):
                     if plist[q] == c:
@@ -545,10 +578,12 @@ def _run(start, stop, prune, cand_off, cand_items, cbits, clen, cst, row_bits, t
                         break
                 if present:
                     continue
-                q = npl
-                while q > 0 and pos_of[plist[q - 1]] > pos_of[c]:
-                    plist[q] = plist[q - 1]
-                    q -= 1
+                uc = usage_ns[c]
+                q = 0
+                while q < npl and usage_ns[plist[q]] <= uc:
+                    q += 1
+                for j in range(npl, q, -1):
+                    plist[j] = plist[j - 1]
                 plist[q] = c
                 npl += 1
     return 0
@@ -759,6 +794,7 @@ def krimp(
         acc=np.zeros(d.tid_bits.shape[1], np.uint64),
         plist=np.zeros(cap, np.int64),
         pos_of=np.zeros(cap, np.int64),
+        pdec=np.zeros(cap, np.int64),
     )
     # per-item element lists (canonical item = largest new id of the element), sized by the
     # number of candidates with that canonical item (each candidate is in CT at most once)
