@@ -26,6 +26,10 @@ the bitmask read with new id 0 as the most significant bit; one ``np.lexsort`` d
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -33,6 +37,9 @@ import numba
 import numpy as np
 
 from ..errors import InvalidParameter, ResultTooLargeError
+
+# the miner hands full buffers to Python in object mode (rarely, between long compiled stretches)
+warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel execution", category=numba.NumbaWarning)
 from ._kernels import Database, as_database, fits
 
 _DEBRUIJN = np.array(
@@ -42,7 +49,8 @@ _DEBRUIJN = np.array(
     dtype=np.int64,
 )  # bit scan forward: ((x ^ (x - 1)) * 0x03f79d71b4cb0a89) >> 58
 
-__all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES"]
+__all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES",
+           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY"]
 
 #: Default bound on the number of candidates a KRIMP run may hold (about 0.5-2 GB of bitsets).
 DEFAULT_MAX_CANDIDATES = 20_000_000
@@ -86,7 +94,7 @@ def _ctz(x):
 
 
 @numba.njit(cache=True, nogil=True)
-def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_depth, max_out):
+def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_depth, max_out, flush_every):
     """Depth-first Eclat / LCM over *reduced, merged* conditional databases.
 
     Every node keeps its conditional database as weighted bitset transactions: rows restricted to
@@ -95,7 +103,9 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
     frequent extensions of a node can never enter the closure of a descendant). Occurrence
     delivery fills the tid lists (indices into the node's merged database) of all extensions in
     one pass. Returns (bits[n_out, W], supports[n_out]); with ``max_out > 0`` it stops as soon as
-    it holds ``max_out + 1`` itemsets (the caller reports the explosion before memory runs out).
+    it has found ``max_out + 1`` itemsets (the caller reports the explosion before memory runs
+    out). With ``flush_every > 0`` it hands every ``flush_every`` itemsets to the thread's sink
+    (:func:`_emit`, set by :class:`_Spiller`) and keeps only the rest.
 
     Closed mode, known failures (LCM): the extensions of a node are tried in descending item
     order, so when a child Q = closure(P ∪ {e'}) is built every e > e' has been tried at P. If
@@ -162,6 +172,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
         out_bits[0, :] = Q
         out_sup[0] = n
         n_out = 1
+    n_total = n_out
     # the rows as a level -1 pool, one tid list holding all of them
     for t in range(n):
         for k in range(w):
@@ -405,8 +416,13 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 out_bits[n_out, k] = Q[k]
             out_sup[n_out] = sup
             n_out += 1
-            if max_out > 0 and n_out > max_out:
+            n_total += 1
+            if max_out > 0 and n_total > max_out:
                 return out_bits[:n_out].copy(), out_sup[:n_out].copy()
+            if flush_every > 0 and n_out >= flush_every:
+                with numba.objmode():
+                    _emit(out_bits[:n_out], out_sup[:n_out])
+                n_out = 0
         if max_len > 0 and qlen >= max_len:
             continue  # every extension would be longer
         d += 1
@@ -617,7 +633,7 @@ def mine_candidates(
         exclude = ()
     ex = _exclusion_bits(d, exclude)
     max_depth = int(np.diff(d.indptr).max())
-    bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap)
+    bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap, 0)
     if cap and sup.size > cap:
         kind = "closed" if closed else "frequent"
         raise ResultTooLargeError(
@@ -637,3 +653,230 @@ def mine_candidates(
         database=d,
         new_items=new,
     )
+
+
+# ----------------------------------------------------------------------------- streamed candidates
+#: Bytes the mined candidates may take in memory (while being sorted) before they are written
+#: to sorted runs on disk and merged back (docs/krimp.md#memory).
+DEFAULT_CANDIDATE_MEMORY = 1 << 30
+
+_sink = threading.local()
+
+
+def _emit(bits: np.ndarray, sup: np.ndarray) -> None:
+    """Called from the compiled miner (object mode) with every full buffer of itemsets."""
+    _sink.spiller.add(bits, sup)
+
+
+def _bytes_per_candidate(w: int) -> int:
+    """Peak bytes per candidate while a run is sorted: the bitsets and support, their sort keys
+    (bit-reversed words, negated copies, lengths), the permutation and the reordered copy."""
+    return 32 * w + 40
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _before(a, b):
+    """Record ``a`` comes before record ``b`` in the standard candidate order (records: W bitset
+    words then the support): support descending, length descending, then the set holding the
+    smallest item of the symmetric difference first (= lexicographic order of sorted ids)."""
+    w = a.size - 1
+    if a[w] != b[w]:
+        return a[w] > b[w]
+    la = 0
+    lb = 0
+    for k in range(w):
+        la += _popcount(a[k])
+        lb += _popcount(b[k])
+    if la != lb:
+        return la > lb
+    for k in range(w):
+        x = a[k] ^ b[k]
+        if x:
+            return (a[k] & (x & (~x + np.uint64(1)))) != 0
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_runs(recs, pos, end, out):
+    """k-way merge of the sorted runs ``recs[pos[j]:end[j]]`` into ``out`` (as many records as
+    fit); ``pos`` advances. Returns the number of records written."""
+    k = pos.size
+    n = 0
+    while n < out.shape[0]:
+        best = -1
+        for j in range(k):
+            if pos[j] < end[j] and (best < 0 or _before(recs[pos[j]], recs[pos[best]])):
+                best = j
+        if best < 0:
+            break
+        out[n] = recs[pos[best]]
+        pos[best] += 1
+        n += 1
+    return n
+
+
+class _Spiller:
+    """Collects the miner's output; sorts it into runs on disk when it outgrows the budget."""
+
+    def __init__(self, w: int, budget: int, spill_dir: str | None) -> None:
+        self.w = w
+        self.run_cap = max(1 << 16, budget // _bytes_per_candidate(w))
+        self.spill_dir = spill_dir
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.held = 0
+        self.total = 0
+        self.runs: list[tuple[int, int]] = []
+        self.folder: str | None = None
+        self.file = None
+
+    def add(self, bits: np.ndarray, sup: np.ndarray) -> None:
+        self.parts.append((bits.copy(), sup.copy()))
+        self.held += sup.size
+        self.total += sup.size
+        if self.held >= self.run_cap:
+            self.spill()
+
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """Everything held, sorted in the standard candidate order."""
+        if not self.parts:
+            return np.zeros((0, self.w), np.uint64), np.zeros(0, np.int64)
+        bits = np.concatenate([p[0] for p in self.parts]) if len(self.parts) > 1 else self.parts[0][0]
+        sup = np.concatenate([p[1] for p in self.parts]) if len(self.parts) > 1 else self.parts[0][1]
+        self.parts, self.held = [], 0
+        perm = standard_order(bits, sup)
+        return bits[perm], sup[perm].astype(np.int64)
+
+    def spill(self) -> None:
+        bits, sup = self.take()
+        if sup.size == 0:
+            return
+        if self.file is None:
+            import tempfile
+
+            self.folder = tempfile.mkdtemp(prefix="ppdm-krimp-candidates-", dir=self.spill_dir)
+            self.file = open(os.path.join(self.folder, "runs.bin"), "wb")
+        start = sum(e - s for s, e in self.runs)
+        rec = np.empty((sup.size, self.w + 1), np.uint64)
+        rec[:, : self.w] = bits
+        rec[:, self.w] = sup.astype(np.uint64)
+        self.file.write(rec.tobytes())
+        self.runs.append((start, start + sup.size))
+
+    def close(self) -> None:
+        if self.file is not None and not self.file.closed:
+            self.file.close()
+        if self.folder is not None:
+            import shutil
+
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+
+class CandidateStream:
+    """Candidates in the standard candidate order, handed out in chunks of bitsets (new ids)
+    and supports. Held in memory when they fit the budget, else merged from sorted runs on disk
+    (removed when the stream is closed; use it as a context manager).
+
+    Attributes
+    ----------
+    n_candidates : int
+        Number of candidates.
+    n_runs : int
+        Sorted runs written to disk (0: everything in memory).
+    seconds : float
+        Time spent mining, sorting and merging (also while chunks are handed out).
+    """
+
+    def __init__(self, bits: np.ndarray | None, sup: np.ndarray | None, spiller: _Spiller | None = None, seconds: float = 0.0) -> None:
+        self._bits, self._sup, self._spiller = bits, sup, spiller
+        self.n_candidates = int(sup.size) if sup is not None else int(spiller.total)
+        self.n_runs = 0 if spiller is None else len(spiller.runs)
+        self.seconds = float(seconds)
+
+    @classmethod
+    def given(cls, bits: np.ndarray, sup: np.ndarray) -> "CandidateStream":
+        """A stream over candidates already in memory, in their order."""
+        return cls(np.ascontiguousarray(bits, np.uint64), np.asarray(sup, np.int64))
+
+    def chunks(self, size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        if self._spiller is None:
+            for s in range(0, self.n_candidates, size):
+                yield self._bits[s : s + size], self._sup[s : s + size]
+            return
+        sp_ = self._spiller
+        w = sp_.w
+        recs = np.memmap(os.path.join(sp_.folder, "runs.bin"), dtype=np.uint64, mode="r", shape=(sp_.total, w + 1))
+        pos = np.array([s for s, _ in sp_.runs], np.int64)
+        end = np.array([e for _, e in sp_.runs], np.int64)
+        out = np.empty((size, w + 1), np.uint64)
+        while True:
+            t = time.perf_counter()
+            n = _merge_runs(recs, pos, end, out)
+            self.seconds += time.perf_counter() - t
+            if n == 0:
+                break
+            yield np.ascontiguousarray(out[:n, :w]), out[:n, w].astype(np.int64)
+        del recs
+
+    def close(self) -> None:
+        if self._spiller is not None:
+            self._spiller.close()
+
+    def __enter__(self) -> "CandidateStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def candidate_stream(
+    db: Any,
+    min_support: int,
+    *,
+    closed: bool = False,
+    max_len: int | None = None,
+    exclude: Sequence[Sequence[int]] = (),
+    max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
+    memory: int | None = None,
+    spill_dir: str | None = None,
+) -> CandidateStream:
+    """Mine the candidates of :func:`mine_candidates` as a :class:`CandidateStream`.
+
+    The miner hands its itemsets over in buffers; while they fit in ``memory`` bytes (default
+    :data:`DEFAULT_CANDIDATE_MEMORY`, counted at the peak of sorting them) they stay in memory
+    and are sorted once; beyond it every ``memory``-sized batch is sorted into a run written to
+    ``spill_dir`` (default: the system's temporary folder) and the runs are merged on the fly
+    while the search consumes them, so memory stays bounded for any number of candidates.
+    """
+    d = as_database(db)
+    cap = 0 if max_candidates is None else _check_int("max_candidates", max_candidates, 1)
+    minsup = _check_int("min_support", min_support, 1)
+    ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
+    budget = DEFAULT_CANDIDATE_MEMORY if memory is None else _check_int("memory", memory, 1)
+    ex = _exclusion_bits(d, exclude or ())
+    max_depth = int(np.diff(d.indptr).max())
+    spiller = _Spiller(d.n_words, budget, spill_dir)
+    t = time.perf_counter()
+    _sink.spiller = spiller
+    try:
+        flush = min(spiller.run_cap, 1 << 20)
+        bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap, flush)
+        spiller.add(bits, sup)
+        if cap and spiller.total > cap:
+            spiller.close()
+            kind = "closed" if closed else "frequent"
+            raise ResultTooLargeError(
+                f"more than {cap:,} {kind} itemsets at min-support {minsup}: the KRIMP search over them would run for very long",
+                python="raise min_support, closed=True, max_len=..., or max_candidates=None",
+                cli="raise --min-support, or add --closed, --max-len or --max-candidates")
+        if not spiller.runs:
+            bits, sup = spiller.take()
+            return CandidateStream(bits, sup, seconds=time.perf_counter() - t)
+        spiller.spill()
+        spiller.file.close()
+        return CandidateStream(None, None, spiller, seconds=time.perf_counter() - t)
+    except BaseException:
+        spiller.close()
+        raise
+    finally:
+        _sink.spiller = None

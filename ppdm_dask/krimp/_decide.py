@@ -1,0 +1,270 @@
+"""KRIMP decisions on the driver (numba kernels, no dask): sizes, accept/reject, pruning list.
+
+Shared by the single-machine search (:mod:`.search`) and the distributed one
+(:mod:`.distributed`): both hand these kernels the same summed usage changes, so every decision
+— and therefore the code table — is the same (docs/krimp.md#exact-sizes-and-decisions).
+
+Sizes. The documented size is L(D,CT) = fsum(u·l) + fsum(stdlen + l) over the elements with
+usage > 0 (l = −log2(u/U)). Recomputing it for every candidate costs O(|CT|); instead an
+incrementally kept approximation ``U·log2 U − Σ u·log2 u + Σ stdlen + K·log2 U − Σ log2 u``
+(K = number of used elements) is compared with the best size first, with a safety margin
+(1e-12·(K+64) relative to the magnitudes involved, ≥ 10^4 times any rounding error of either
+expression). Only within that margin of the boundary — accepted candidates and near ties — is
+the exact value computed: the same terms in the same floating-point operations as ``math.fsum``
+gets them, summed by :func:`exact_sum` (correctly rounded, so the term order is immaterial).
+``math.log2`` in numba calls the C library's ``log2``, as CPython's does.
+
+State arrays. ``istate``: 0 m (elements in the table), 1 U (total usage), 2 accepted, 3 pruned,
+4 K (used elements), 5 epoch, 6 exact evaluations, 7 evaluated candidates (usage > 0).
+``fstate``: 0 best size, 1 A = Σ u·log2 u, 2 B = Σ log2 u, 3 S = Σ stdlen (used elements),
+4 the largest |approximation − exact| / margin seen.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._kernels import exact_sum
+
+__all__ = ["exact_size", "refresh_accumulators", "decide", "sort_pending", "pending_after_insert", "pending_after_remove"]
+
+
+@numba.njit(cache=True, nogil=True)
+def exact_size(order, m, extra, usage_ns, cst, usage_s, st_s, U, tld, tlct):
+    """L(D|CT) + L(CT|D) over the elements ``order[:m]`` (+ ``extra`` if ≥ 0) and the singletons."""
+    k = 0
+    Uf = np.float64(U)
+    for j in range(m + 1):
+        if j < m:
+            c = order[j]
+        else:
+            c = extra
+            if c < 0:
+                break
+        u = usage_ns[c]
+        if u > 0:
+            lg = math.log2(np.float64(u) / Uf)
+            tld[k] = -np.float64(u) * lg
+            tlct[k] = cst[c] - lg
+            k += 1
+    for i in range(usage_s.size):
+        u = usage_s[i]
+        if u > 0:
+            lg = math.log2(np.float64(u) / Uf)
+            tld[k] = -np.float64(u) * lg
+            tlct[k] = st_s[i] - lg
+            k += 1
+    return exact_sum(tld, k) + exact_sum(tlct, k)
+
+
+@numba.njit(cache=True, nogil=True)
+def refresh_accumulators(order, m, usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate):
+    """Recompute A, B, S and K from the current usages (after every change of the table)."""
+    A = 0.0
+    B = 0.0
+    S = 0.0
+    K = 0
+    for j in range(m):
+        c = order[j]
+        u = usage_ns[c]
+        if u > 0:
+            A += flog[u]
+            B += lg[u]
+            S += cst[c]
+            K += 1
+    for i in range(usage_s.size):
+        u = usage_s[i]
+        if u > 0:
+            A += flog[u]
+            B += lg[u]
+            S += st_s[i]
+            K += 1
+    fstate[1] = A
+    fstate[2] = B
+    fstate[3] = S
+    istate[4] = K
+
+
+@numba.njit(cache=True, nogil=True)
+def _approx_size(istate, fstate, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s, flog, lg):
+    """Approximate total size after the pending change, its safety margin and the new U."""
+    A = fstate[1]
+    B = fstate[2]
+    S = fstate[3]
+    K = istate[4]
+    U = istate[1]
+    for a in range(nt_ns):
+        c = t_ns[a]
+        u0 = usage_ns[c]
+        u1 = u0 + d_ns[c]
+        U += d_ns[c]
+        A += flog[u1] - flog[u0]
+        B += lg[u1] - lg[u0]
+        if u0 > 0 and u1 == 0:
+            S -= cst[c]
+            K -= 1
+        elif u0 == 0 and u1 > 0:
+            S += cst[c]
+            K += 1
+    for a in range(nt_s):
+        i = t_s[a]
+        u0 = usage_s[i]
+        u1 = u0 + d_s[i]
+        U += d_s[i]
+        A += flog[u1] - flog[u0]
+        B += lg[u1] - lg[u0]
+        if u0 > 0 and u1 == 0:
+            S -= st_s[i]
+            K -= 1
+        elif u0 == 0 and u1 > 0:
+            S += st_s[i]
+            K += 1
+    lU = math.log2(np.float64(U))
+    approx = U * lU - A + S + K * lU - B
+    mag = U * lU + A + S + K * lU + B
+    margin = mag * 1e-12 * (K + 64) + 1e-9
+    return approx, margin, U
+
+
+@numba.njit(cache=True, nogil=True)
+def _apply_delta(usage_ns, d_ns, t_ns, nt_ns, usage_s, d_s, t_s, nt_s, sign):
+    for a in range(nt_ns):
+        c = t_ns[a]
+        usage_ns[c] += sign * d_ns[c]
+    for a in range(nt_s):
+        i = t_s[a]
+        usage_s[i] += sign * d_s[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def decide(accept_equal, istate, fstate, order, m, extra, usage_ns, d_ns, t_ns, nt_ns, cst,
+           usage_s, d_s, t_s, nt_s, st_s, flog, lg, tld, tlct):
+    """True (usages updated, best size set) if the pending change makes the table smaller
+    (``accept_equal``: or equal — pruning's non-strict test)."""
+    best = fstate[0]
+    approx, margin, U2 = _approx_size(istate, fstate, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s,
+                                      st_s, flog, lg)
+    if approx > best + margin:
+        return False
+    _apply_delta(usage_ns, d_ns, t_ns, nt_ns, usage_s, d_s, t_s, nt_s, 1)
+    exact = exact_size(order, m, extra, usage_ns, cst, usage_s, st_s, U2, tld, tlct)
+    istate[6] += 1
+    r = abs(approx - exact) / margin
+    if r > fstate[4]:
+        fstate[4] = r
+    ok = exact <= best if accept_equal else exact < best
+    if not ok:
+        _apply_delta(usage_ns, d_ns, t_ns, nt_ns, usage_s, d_s, t_s, nt_s, -1)
+        return False
+    fstate[0] = exact
+    istate[1] = U2
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def sort_pending(plist, npl, usage):
+    """The authors' sort of the pending pruning list by usage, ascending, reproduced as it is.
+
+    Pass ``a`` bubbles from position ``a`` to the end and the sort stops after a pass without a
+    swap; position ``a`` is never revisited after pass ``a``, so the result is not always sorted
+    (usages 3, 2, 1 become 2, 1, 3). Equal code tables need exactly this order.
+    """
+    for a in range(npl - 1):
+        changed = False
+        for b in range(a, npl - 1):
+            if usage[plist[b]] > usage[plist[b + 1]]:
+                t = plist[b]
+                plist[b] = plist[b + 1]
+                plist[b + 1] = t
+                changed = True
+        if not changed:
+            break
+
+
+@numba.njit(cache=True, nogil=True)
+def pending_after_insert(x, t_ns, d_ns, nt_ns, pos_of, plist):
+    """The pending list after X was accepted: the elements whose usage X decreased, in cover
+    order. Returns its length."""
+    npl = 0
+    for a in range(nt_ns):
+        c = t_ns[a]
+        if c != x and d_ns[c] < 0:
+            q = npl
+            while q > 0 and pos_of[plist[q - 1]] > pos_of[c]:
+                plist[q] = plist[q - 1]
+                q -= 1
+            plist[q] = c
+            npl += 1
+    return npl
+
+
+@numba.njit(cache=True, nogil=True)
+def pending_after_remove(y, plist, npl, usage, t_ns, d_ns, nt_ns, pos_of, pdec):
+    """The authors' list update after the removal of ``y``: the pending elements re-sorted by
+    usage (:func:`sort_pending`), then every element whose usage the removal decreased, taken in
+    cover order, inserted before the first pending element of larger usage unless it is pending
+    already. Returns the new length."""
+    sort_pending(plist, npl, usage)
+    nd = 0
+    for a in range(nt_ns):
+        c = t_ns[a]
+        if c == y or d_ns[c] >= 0:
+            continue
+        q = nd
+        while q > 0 and pos_of[pdec[q - 1]] > pos_of[c]:
+            pdec[q] = pdec[q - 1]
+            q -= 1
+        pdec[q] = c
+        nd += 1
+    for a in range(nd):
+        c = pdec[a]
+        present = False
+        for q in range(npl):
+            if plist[q] == c:
+                present = True
+                break
+        if present:
+            continue
+        uc = usage[c]
+        q = 0
+        while q < npl and usage[plist[q]] <= uc:
+            q += 1
+        for j in range(npl, q, -1):
+            plist[j] = plist[j - 1]
+        plist[q] = c
+        npl += 1
+    return npl
+
+
+@numba.njit(cache=True, nogil=True)
+def place(order, m, skey, s, pos_of):
+    """Insert slot ``s`` into the cover order ``order[:m]`` by its key; returns the new m."""
+    kx = skey[s]
+    lo_ = 0
+    hi_ = m
+    while lo_ < hi_:
+        mid = (lo_ + hi_) >> 1
+        if skey[order[mid]] < kx:
+            lo_ = mid + 1
+        else:
+            hi_ = mid
+    for j in range(m, lo_, -1):
+        order[j] = order[j - 1]
+    order[lo_] = s
+    m += 1
+    for j in range(lo_, m):
+        pos_of[order[j]] = j
+    return m
+
+
+@numba.njit(cache=True, nogil=True)
+def unplace(order, m, s, pos_of):
+    """Remove slot ``s`` from the cover order; returns the new m."""
+    q = pos_of[s]
+    for j in range(q, m - 1):
+        order[j] = order[j + 1]
+        pos_of[order[j]] = j
+    return m - 1
