@@ -42,7 +42,7 @@ from ._kernels import fits, take
 
 __all__ = ["KEY_SHIFT", "cover_key", "rebuild_index"]
 
-#: Largest ``blocked`` index a block keeps (bytes); beyond it evaluation scans the rows holding X.
+#: Largest ``blocked``/``urows`` index a block keeps (bytes); beyond it evaluation scans the rows holding X.
 BLOCKED_MEMORY = 1 << 28
 
 #: Cover-order keys: (n_items + 1 - length) << KEY_SHIFT | rank (ranks stay below 2^40).
@@ -444,4 +444,76 @@ def grow_usage_rows(urows: np.ndarray, cap: int, n_rows: int, budget: int) -> np
     if out.shape[1] == 0:
         return out
     out[: urows.shape[0]] = urows
+    return out
+
+
+# ----------------------------------------------------------------------------- batches (distributed search)
+@numba.njit(cache=True, nogil=True)
+def _grow(a, need):
+    if need <= a.size:
+        return a
+    cap = 2 * a.size
+    while cap < need:
+        cap *= 2
+    b = np.empty(cap, a.dtype)
+    b[: a.size] = a
+    return b
+
+
+@numba.njit(cache=True, nogil=True)
+def evaluate_batch(kind, cbits, keys, slots, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
+                   acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch0):
+    """The usage changes of every proposal of a batch, each against the same (current) state.
+
+    ``kind`` 0: insert ``cbits[b]`` with key ``keys[b]``; 1: remove slot ``slots[b]``. Returns
+    ``(own, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s)``: ``own[b]`` the usage of the inserted
+    itemset (or the rows that used the removed one) in this block, and per proposal the nonzero
+    changes of element slots and of singleton items (CSR by proposal).
+    """
+    nb = keys.size if kind == 0 else slots.size
+    own = np.zeros(nb, np.int64)
+    ptr_ns = np.zeros(nb + 1, np.int64)
+    ptr_s = np.zeros(nb + 1, np.int64)
+    ids_ns = np.empty(256, np.int64)
+    val_ns = np.empty(256, np.int64)
+    ids_s = np.empty(256, np.int64)
+    val_s = np.empty(256, np.int64)
+    n_ns = 0
+    n_s = 0
+    for b in range(nb):
+        epoch = epoch0 + b
+        if kind == 0:
+            o, nt_ns, nt_s = insert_change(False, cbits[b], keys[b], -1, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx,
+                                           idx_off, lkey, lbits, acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
+        else:
+            o, nt_ns, nt_s = remove_change(False, slots[b], rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off,
+                                           lkey, lbits, acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
+        own[b] = o
+        ids_ns = _grow(ids_ns, n_ns + nt_ns)
+        val_ns = _grow(val_ns, n_ns + nt_ns)
+        for a in range(nt_ns):
+            c = t_ns[a]
+            if d_ns[c] != 0:
+                ids_ns[n_ns] = c
+                val_ns[n_ns] = d_ns[c]
+                n_ns += 1
+        ptr_ns[b + 1] = n_ns
+        ids_s = _grow(ids_s, n_s + nt_s)
+        val_s = _grow(val_s, n_s + nt_s)
+        for a in range(nt_s):
+            i = t_s[a]
+            if d_s[i] != 0:
+                ids_s[n_s] = i
+                val_s[n_s] = d_s[i]
+                n_s += 1
+        ptr_s[b + 1] = n_s
+    return own, ptr_ns, ids_ns[:n_ns].copy(), val_ns[:n_ns].copy(), ptr_s, ids_s[:n_s].copy(), val_s[:n_s].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def keys_of(cbits, rank0, n_items):
+    """Cover-order keys of candidates ``cbits`` with ranks ``rank0, rank0 + 1, ...``."""
+    out = np.empty(cbits.shape[0], np.int64)
+    for x in range(cbits.shape[0]):
+        out[x] = cover_key(cbits[x], rank0 + x, n_items)
     return out

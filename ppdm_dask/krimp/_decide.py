@@ -27,6 +27,7 @@ import math
 import numba
 import numpy as np
 
+from ._cover import canonical_item, std_length, touch
 from ._kernels import exact_sum
 
 __all__ = ["exact_size", "refresh_accumulators", "decide", "sort_pending", "pending_after_insert", "pending_after_remove"]
@@ -268,3 +269,127 @@ def unplace(order, m, s, pos_of):
         order[j] = order[j + 1]
         pos_of[order[j]] = j
     return m - 1
+
+
+# ----------------------------------------------------------------------------- batches (distributed search)
+@numba.njit(cache=True, nogil=True)
+def _load(b, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch):
+    """Summed usage changes of proposal ``b`` into the stamped scratch vectors."""
+    nt_ns = 0
+    for a in range(ptr_ns[b], ptr_ns[b + 1]):
+        nt_ns = touch(ids_ns[a], val_ns[a], d_ns, stamp_ns, t_ns, nt_ns, epoch)
+    nt_s = 0
+    for a in range(ptr_s[b], ptr_s[b + 1]):
+        nt_s = touch(ids_s[a], val_s[a], d_s, stamp_s, t_s, nt_s, epoch)
+    return nt_ns, nt_s
+
+
+@numba.njit(cache=True, nogil=True)
+def decide_inserts(cbits, csup, keys, own, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, n_items, st_s, flog, lg,
+                   sbits, skey, scanon, ssup, cst, order, pos_of, usage_ns, usage_s, free, plist,
+                   d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, tld, tlct, istate, fstate):
+    """Decide the candidates of an evaluated batch in order, as :func:`..search._search_chunk`
+    does; stop at the first acceptance (the rest was evaluated against the old table).
+
+    Returns ``(status, b, npl, s)``: status 0 = all rejected; 1 = candidate ``b`` accepted into
+    slot ``s`` (bookkeeping done; its pending pruning list, of length ``npl``, in ``plist``);
+    2 = candidate ``b`` needs a free slot (grow the state and decide again from ``b``).
+    """
+    cap = sbits.shape[0]
+    for b in range(own.size):
+        if own[b] == 0:
+            continue
+        istate[5] += 1
+        epoch = istate[5]
+        nt_ns, nt_s = _load(b, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
+        istate[7] += 1
+        nfree = istate[8]
+        if nfree > 0:
+            s = free[nfree - 1]
+        elif istate[9] < cap:
+            s = istate[9]
+        else:
+            istate[7] -= 1
+            return 2, b, 0, -1
+        xb = cbits[b]
+        cst[s] = std_length(xb, st_s)
+        nt_ns = touch(s, own[b], d_ns, stamp_ns, t_ns, nt_ns, epoch)
+        m = istate[0]
+        if not decide(False, istate, fstate, order, m, s, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s,
+                      flog, lg, tld, tlct):
+            continue
+        if nfree > 0:
+            istate[8] = nfree - 1
+        else:
+            istate[9] += 1
+        for k in range(xb.size):
+            sbits[s, k] = xb[k]
+        skey[s] = keys[b]
+        scanon[s] = canonical_item(xb)
+        ssup[s] = csup[b]
+        istate[0] = place(order, m, skey, s, pos_of)
+        istate[2] += 1
+        refresh_accumulators(order, istate[0], usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
+        return 1, b, pending_after_insert(s, t_ns, d_ns, nt_ns, pos_of, plist), s
+    return 0, -1, 0, -1
+
+
+@numba.njit(cache=True, nogil=True)
+def decide_removals(plist, npl, slot_row, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, st_s, flog, lg, cst,
+                    order, pos_of, usage_ns, usage_s, free, pdec, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, tld, tlct,
+                    istate, fstate, events):
+    """Work through the pending pruning list with the removal deltas of one evaluated batch.
+
+    ``slot_row[s]`` is the batch row of slot ``s`` (−1: not evaluated). Zero-usage elements are
+    zapped (event −1−s); the others are decided with their delta unless it touches an element
+    zapped since the batch was evaluated, or was not evaluated — then the loop stops so that the
+    rest is evaluated again. A deletion (event s) ends the batch too: the table changed. Returns
+    ``(npl, n_events)``; ``plist`` holds what is still pending.
+    """
+    ne = 0
+    while npl > 0:
+        y = plist[0]
+        if usage_ns[y] == 0:
+            for a in range(1, npl):
+                plist[a - 1] = plist[a]
+            npl -= 1
+            istate[0] = unplace(order, istate[0], y, pos_of)
+            istate[3] += 1
+            free[istate[8]] = y
+            istate[8] += 1
+            events[ne] = -1 - y
+            ne += 1
+            continue
+        b = slot_row[y] if y < slot_row.size else -1
+        if b < 0:
+            break
+        stale = False
+        for a in range(ptr_ns[b], ptr_ns[b + 1]):
+            c = ids_ns[a]
+            for q in range(ne):
+                if events[q] == -1 - c:
+                    stale = True
+        if stale:
+            break
+        for a in range(1, npl):
+            plist[a - 1] = plist[a]
+        npl -= 1
+        istate[5] += 1
+        istate[10] += 1
+        epoch = istate[5]
+        nt_ns, nt_s = _load(b, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
+        m = istate[0]
+        if not decide(True, istate, fstate, order, m, -1, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s,
+                      flog, lg, tld, tlct):
+            continue
+        m = unplace(order, m, y, pos_of)
+        istate[0] = m
+        istate[3] += 1
+        free[istate[8]] = y
+        istate[8] += 1
+        refresh_accumulators(order, m, usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
+        npl = pending_after_remove(y, plist, npl, usage_ns, t_ns, d_ns, nt_ns, pos_of, pdec)
+        events[ne] = y
+        ne += 1
+        break
+    return npl, ne

@@ -720,7 +720,7 @@ class _Spiller:
 
     def __init__(self, w: int, budget: int, spill_dir: str | None) -> None:
         self.w = w
-        self.run_cap = max(1 << 16, budget // _bytes_per_candidate(w))
+        self.run_cap = max(1024, budget // _bytes_per_candidate(w))
         self.spill_dir = spill_dir
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.held = 0

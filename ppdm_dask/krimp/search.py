@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numba
 import numpy as np
@@ -394,6 +394,9 @@ def krimp(
     max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
     memory: int | None = None,
     spill_dir: str | None = None,
+    distributed: bool = False,
+    client: Any = None,
+    batch_size: int | None = None,
 ) -> KrimpResult:
     """Run KRIMP (docs/krimp.md#krimp-code-tables-and-the-search) and return the code table.
 
@@ -419,7 +422,20 @@ def krimp(
         :data:`~ppdm_dask.krimp.candidates.DEFAULT_CANDIDATE_MEMORY`); beyond it they are
         written to sorted runs in ``spill_dir`` (default: the system's temporary folder) and
         merged back in the standard order (docs/krimp.md#memory).
+    distributed : bool
+        Keep the cover on the cluster's workers, one block per partition of the TransactionArray
+        ``db``, and decide on the driver (:func:`~ppdm_dask.krimp.distributed.krimp_distributed`,
+        docs/krimp.md#distributed-search): the same code table, for data whose rows do not fit
+        one machine. ``client`` (default: the active one; without a distributed client the
+        blocks stay in this process) and ``batch_size`` (default: chosen by a cost model) go to
+        it.
     """
+    if distributed:
+        from .distributed import krimp_distributed
+
+        return krimp_distributed(db, candidates, min_support=min_support, closed=closed, prune=prune, max_len=max_len,
+                                 exclude=exclude, client=client, batch_size=batch_size, progress=progress,
+                                 max_candidates=max_candidates, memory=memory, spill_dir=spill_dir)
     d = as_database(db)
     if min_support is not None:
         min_support = _check_int("min_support", min_support, 1)

@@ -600,6 +600,27 @@ def _read_reference_ct(path: Path) -> list[tuple[tuple[int, ...], int, int]]:
     return out
 
 
+HERE = Path(__file__).resolve().parent
+
+
+def _reference_case(request, name: str, closed: bool) -> tuple[list, list[list[int]]]:
+    """(the authors' code table, the rows): led7 and pima from the copies bundled with the tests
+    (tests/krimp/data, ppdm_dask samples), anneal from the shared folder."""
+    from ppdm_dask.data.datasets import sample_path
+
+    kind = "closed" if closed else "all"
+    bundled = HERE / "data" / f"ct_{name}_{kind}_1.txt"
+    if bundled.exists():
+        import gzip
+
+        with gzip.open(sample_path(name), "rt") as f:
+            rows = [list(map(int, line.split())) for line in f if line.strip()]
+        return _read_reference_ct(bundled), rows
+    shared = request.getfixturevalue("shared_data")
+    return (_read_reference_ct(shared / "krimp_reference" / f"ct_{name}_{kind}_1.txt"),
+            _load(shared / "lucs" / f"{name}.dat"))
+
+
 @pytest.mark.parametrize(
     "name, closed, n_elements, n_singletons, usage_sum, l_d, l_ct, total",
     [
@@ -609,13 +630,10 @@ def _read_reference_ct(path: Path) -> list[tuple[tuple[int, ...], int, int]]:
         ("led7", False, 152, 19, 3_816, 24_784, 5_841, 30_625),
     ],
 )
-def test_krimp_equals_authors_code_table(shared_data, name, closed, n_elements, n_singletons, usage_sum, l_d, l_ct,
-                                         total):
+def test_krimp_equals_authors_code_table(request, name, closed, n_elements, n_singletons, usage_sum, l_d, l_ct, total):
     """The final code table (elements in cover order, usages, supports, sizes) of the authors'
-    implementation, kept in the shared folder's krimp_reference (prune on, min support 1)."""
-    kind = "closed" if closed else "all"
-    ref = _read_reference_ct(shared_data / "krimp_reference" / f"ct_{name}_{kind}_1.txt")
-    rows = _load(shared_data / "lucs" / f"{name}.dat")
+    implementation (prune on, min support 1)."""
+    ref, rows = _reference_case(request, name, closed)
     ct = krimp(rows, min_support=1, closed=closed).code_table
     got = [(tuple(int(i) for i in x), int(u), int(s)) for x, u, s in zip(ct.itemsets, ct.usages, ct.supports)]
     want_ns = [e for e in ref if len(e[0]) > 1]
