@@ -61,3 +61,17 @@ def mushroom_replicated(copies: int, *, npartitions: int | None = None, noise: f
                      shape=(n, labels.size))
     m.sort_indices()
     return TransactionArray.from_scipy(m, vocabulary=labels.tolist(), npartitions=npartitions)
+
+
+def write_mushroom_replicated(copies: int, folder: str, *, npartitions: int, noise: float = 0.001, key: int = 17) -> str:
+    """Write the data as a ppdm Parquet dataset of ``npartitions`` parts (in this process, with
+    the synchronous scheduler: nothing large travels to workers) and return its path; read it
+    back with :func:`ppdm_dask.read` so that each partition is loaded where it is needed."""
+    import os
+
+    import dask
+
+    path = os.path.join(folder, f"mushroom-x{copies}")
+    with dask.config.set(scheduler="sync"):
+        mushroom_replicated(copies, noise=noise, key=key, npartitions=npartitions).to_parquet(path)
+    return path

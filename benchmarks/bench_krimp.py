@@ -1,4 +1,13 @@
-"""KRIMP code tables and the KRIMP data generator (issue 8).
+"""KRIMP code tables and the KRIMP data generator (issues 8 and 17).
+
+* Scale on one machine (issue 17): closed candidates at min-support 1 on pendigits, letrecog and
+  chessBig, time and peak memory (each case in a fresh process), against the authors' KRIMP on
+  this machine kind: pendigits 4.19 M candidates in 641 s, letrecog 6.17 M candidates did not
+  finish in 455 s, chessBig 23.5 s. Targets: pendigits <= 64 s, letrecog <= 120 s, chessBig
+  >= 10x faster.
+* Distributed search (issue 17): mushroom replicated x10 / x100 / x1,000 (keyed 0.1 % cell
+  perturbation, benchmarks/_krimp_data.py), closed candidates at 20 % support, on a 2-worker
+  LocalCluster against the single-machine search; the crossover in rows.
 
 * Exactness and speed: mushroom (lucs), closed candidates at min-support 1 — 238,709 candidates,
   206 non-singleton elements, L% 24.63 (274,219.8 of 1,113,311.6 bits); the reference
@@ -149,8 +158,135 @@ def _generator_rows(quick: bool) -> list[dict]:
     return rows
 
 
+# ----------------------------------------------------------------------------- scale (issue 17)
+#: The authors' KRIMP on this machine kind (closed candidates, min-support 1): seconds, or None
+#: when it did not finish (letrecog: stopped after 455 s).
+REFERENCE = {"pendigits": (4_190_000, 641.0, 64.0), "letrecog": (6_170_000, None, 120.0), "chessBig": (180_809, 23.5, 2.35)}
+
+_CASE = """
+import json, resource, sys, time
+sys.path.insert(0, {here!r})
+from ppdm_dask.krimp import krimp
+{setup}
+krimp(db_warm, min_support=1, closed=True)  # loads the compiled kernels
+t = time.perf_counter()
+r = krimp(db, **{kw!r})
+secs = time.perf_counter() - t
+print(json.dumps({{"seconds": secs, "mining": r.seconds_mining, "search": r.seconds_search, "n_candidates": r.n_candidates,
+                  "elements": r.code_table.n_nontrivial, "total": r.code_table.sizes()["total"], "stats": {{k: v for k, v in r.stats.items() if not isinstance(v, dict)}},
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def _subprocess_case(setup: str, kw: dict) -> dict:
+    """Run one KRIMP case in a fresh Python process (its peak memory is the case's alone)."""
+    import json
+    import subprocess
+    import sys
+
+    code = _CASE.format(here=str(HERE), setup=setup, kw=kw)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _lucs_setup(name: str) -> str:
+    return (f"from _sketch_data import shared_data_dir\n"
+            f"from ppdm_dask.krimp import as_database\n"
+            f"rows = [list(map(int, l.split())) for l in open(shared_data_dir() / 'lucs' / '{name}.dat') if l.strip()]\n"
+            f"db = as_database(rows)\ndb_warm = rows[:200]")
+
+
+def _scale_rows(quick: bool) -> list[dict]:
+    rows = []
+    for name in (("chessBig",) if quick else ("chessBig", "pendigits", "letrecog")):
+        res = _subprocess_case(_lucs_setup(name), {"min_support": 1, "closed": True})
+        n_ref, t_ref, target = REFERENCE[name]
+        ref = "reference did not finish in 455 s" if t_ref is None else f"reference {t_ref:g} s"
+        note = (f"{res['n_candidates']:,} candidates (reference {n_ref / 1e6:.2f} M incl. singletons), |CT\\I| {res['elements']}, "
+                f"{res['total']:,.1f} bits; mining {res['mining']:.1f} s + search {res['search']:.1f} s; peak {res['peak_mb']:,.0f} MB; "
+                f"{ref}; target <= {target:g} s")
+        print(f"  {name} closed@1: {res['seconds']:.1f} s, {note}", flush=True)
+        rows.append({"name": f"KRIMP {name} closed@1 (time)", "ours_s": res["seconds"], "anchor": "authors' KRIMP" if t_ref else "target",
+                     "anchor_s": t_ref or target, "note": note, "extra": res})
+    return rows
+
+
+def _distributed_rows(quick: bool) -> list[dict]:
+    """Single machine (fresh process) against the distributed search on a 2-worker LocalCluster,
+    on the same Parquet dataset (written to a temporary folder, read by the workers)."""
+    import tempfile
+
+    import dask
+    from distributed import Client, LocalCluster
+
+    from _krimp_data import write_mushroom_replicated
+    from ppdm_dask import read
+    from ppdm_dask.cluster import worker_environment
+    from ppdm_dask.krimp.distributed import krimp_distributed
+
+    rows, points = [], []
+    sizes = (10,) if quick else (10, 100, 300, 1000)
+    tmp = tempfile.mkdtemp(prefix="ppdm-krimp-bench-")
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environment()}):
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(cluster, set_as_default=False)
+    try:
+        for copies in sizes:
+            n = 8124 * copies
+            parts = max(2, n // 500_000)
+            path = write_mushroom_replicated(copies, tmp, npartitions=parts)
+            ms = int(0.2 * n)
+            setup = (f"import dask\nfrom ppdm_dask import read\nfrom ppdm_dask.krimp import as_database\n"
+                     f"with dask.config.set(scheduler='sync'):\n    db = as_database(read({path!r}))\ndb_warm = [[1, 2], [1, 3]]")
+            single = _subprocess_case(setup, {"min_support": ms, "closed": True})
+            with client.as_current():
+                tx = read(path)
+                t = time.perf_counter()
+                # candidates by the distributed Apriori: no row leaves the workers
+                r = krimp_distributed(tx, min_support=ms, closed=True, client=client, miner="apriori")
+                secs = time.perf_counter() - t
+            same = r.code_table.sizes()["total"] == single["total"] and r.code_table.n_nontrivial == single["elements"]
+            pl = r.stats["planner"]
+            speed = single["search"] / r.seconds_search
+            note = (f"{n:,} rows, {parts} blocks, {r.n_candidates:,} candidates; search {r.seconds_search:.1f} s vs single "
+                    f"{single['search']:.1f} s ({speed:.2f}x); {r.stats['round_trips']:,} round trips of "
+                    f"{pl['round_trip_seconds'] * 1e3:.1f} ms, final batch {pl['batch_size']}, p {pl['acceptance_rate']:.3f}; "
+                    f"end to end {secs:.1f} s vs single {single['seconds']:.1f} s; single peak {single['peak_mb']:,.0f} MB; "
+                    f"same table {same}")
+            print(f"  mushroom x{copies}: {note}", flush=True)
+            rows.append({"name": f"KRIMP distributed search, mushroom x{copies}", "ours_s": r.seconds_search,
+                         "anchor": "single-machine search", "anchor_s": single["search"], "note": note,
+                         "extra": {"rows": n, "single": single, "distributed_seconds": secs,
+                                   "stats": {k: v for k, v in r.stats.items()}}})
+            points.append((n, speed))
+    finally:
+        client.close()
+        cluster.close()
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    cross = _crossover(points)
+    print(f"  crossover (distributed search faster than the single machine): {cross}", flush=True)
+    if rows:
+        rows[-1]["note"] += f"; crossover: {cross}"
+    return rows
+
+
+def _crossover(points: list[tuple[int, float]]) -> str:
+    """Rows at which the speed-up (single / distributed) crosses 1, interpolated in log-log."""
+    import math
+
+    for (n0, s0), (n1, s1) in zip(points, points[1:]):
+        if s0 < 1 <= s1:
+            f = (0 - math.log(s0)) / (math.log(s1) - math.log(s0))
+            return f"about {math.exp(math.log(n0) + f * (math.log(n1) - math.log(n0))):,.0f} rows"
+    if points and all(s >= 1 for _, s in points):
+        return f"at or below {points[0][0]:,} rows"
+    return f"above {points[-1][0]:,} rows (not reached)" if points else "not measured"
+
+
 def run(quick: bool = False) -> list[dict]:
     import sys
 
     sys.path.insert(0, str(HERE))
-    return _oracle_rows(quick) + _generator_rows(quick)
+    return _scale_rows(quick) + _distributed_rows(quick) + _oracle_rows(quick) + _generator_rows(quick)

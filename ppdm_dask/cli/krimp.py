@@ -17,6 +17,9 @@ def krimp() -> None:
 #: ``--max-candidates``: the guard against candidate explosion (low min-support on dense data)
 max_candidates = click.option("--max-candidates", type=click.IntRange(min=1), default=20_000_000, show_default=True,
                               help="Stop with an error before more candidate itemsets than this are mined.")
+#: ``--distributed``: the cover on the workers (one block per partition), the same code table
+distributed = click.option("--distributed", is_flag=True,
+                           help="Keep the cover on the cluster's workers, one block per input partition (the same code table).")
 #: ``--prune/--no-prune`` of the DS computations: the same default in ``generate`` and ``ds``
 ds_prune = click.option("--prune/--no-prune", default=False, show_default=True,
                         help="Post-acceptance pruning of the code tables (off: the generator paper's DS).")
@@ -39,11 +42,12 @@ def _exclude_arg(values: tuple[str, ...]) -> list[list[int]]:
 @click.option("--no-prune", is_flag=True, help="No post-acceptance pruning (as the generator paper).")
 @click.option("--max-len", type=click.IntRange(min=2), default=None, help="Longest candidate itemsets.")
 @max_candidates
+@distributed
 @input_format
 @click.option("--out", default=None, metavar="CT.json", help="Save the code table (JSON, with its public parameters) here.")
 @overwrite
 @click.pass_obj
-def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, max_candidates, fmt, out, overwrite) -> None:
+def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, max_candidates, distributed, fmt, out, overwrite) -> None:
     """Find the KRIMP code table of SRC and report its compression."""
     from ..krimp import krimp as run
     from ..mining import min_count_of
@@ -51,7 +55,7 @@ def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, ma
     with job(obj, outputs=[out], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         res = run(tx, min_support=min_count_of(support_value(min_support), tx.n_transactions), closed=closed, prune=not no_prune,
-                  max_len=max_len, progress=obj.progress, max_candidates=max_candidates)
+                  max_len=max_len, progress=obj.progress, max_candidates=max_candidates, distributed=distributed)
     ct = res.code_table
     if out:
         ct.save(out, storage_options=obj.storage_options, overwrite=overwrite)
@@ -60,12 +64,18 @@ def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, ma
                "n_accepted": res.n_accepted, "n_pruned": res.n_pruned, "code_table_itemsets": ct.n_nontrivial,
                "seconds_mining": res.seconds_mining, "seconds_search": res.seconds_search, "sizes": s, "out": out,
                "seconds": j.seconds, "scheduler": j.where}
+    if distributed:
+        summary["distributed"] = {k: res.stats[k] for k in ("blocks", "round_trips", "proposals", "planner")}
     lines = [f"{src}: {tx.n_transactions:,} transactions, {tx.n_items:,} items ({'closed' if closed else 'all'} candidates, "
              f"min-support {min_support}, on {j.where})",
              f"  candidates         {res.n_candidates:,} (mining {res.seconds_mining:.2f} s, search {res.seconds_search:.2f} s)",
              f"  code table         {ct.n_nontrivial:,} itemsets + {len(ct.itemsets) - ct.n_nontrivial:,} singletons",
              f"  compressed size    L(D|CT) {s['L_D_CT']:,.1f} + L(CT|D) {s['L_CT_D']:,.1f} = {s['total']:,.1f} bits "
              f"(standard code table {s['total_ST']:,.1f}); L% = {s['L_percent']:.2f}"]
+    if distributed:
+        pl = res.stats["planner"]
+        lines.append(f"  distributed        {res.stats['blocks']}; {res.stats['round_trips']:,} round trips, batches of "
+                     f"{pl['batch_size']} candidates (cost model)")
     if out:
         lines.append(f"  code table written to {out}")
     lines.append(f"  done in {j.seconds:.1f} s")
@@ -83,14 +93,15 @@ def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, ma
 @ds_prune
 @click.option("--max-len", type=click.IntRange(min=2), default=None, help="Longest pattern in the code table.")
 @max_candidates
+@distributed
 @click.option("--exclude", multiple=True, metavar="I,J,...", help="Sensitive item combination: no pattern may contain all of them. Repeatable.")
 @click.option("--domain-order", type=click.Choice(["random", "columns"]), default="random", show_default=True)
 @click.option("--scores/--no-scores", default=True, show_default=True, help="Report NAS and DS(generated, original).")
 @input_format
 @release_output
 @click.pass_obj
-def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, prune, max_len, max_candidates, exclude, domain_order,
-                   scores, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
+def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, prune, max_len, max_candidates, distributed, exclude,
+                   domain_order, scores, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Release a synthetic categorical database generated from the KRIMP code table of SRC
     (with its public patterns in _patterns.parquet); refused below min-support 2 unless --allow-weak."""
     from ..krimp import KrimpGenerator, avg_patterns_per_row, dissimilarity, normalized_anonymity_score
@@ -101,7 +112,8 @@ def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, p
         tx = obj.read_transactions(src, fmt)
         ms = min_count_of(support_value(min_support), tx.n_transactions)
         gen = KrimpGenerator(ms, laplace, closed=closed, prune=prune, max_len=max_len, exclude=excluded, domain_order=domain_order,
-                             key=obj.key(), n_rows=rows, allow_weak=allow_weak, max_candidates=max_candidates).fit(tx, progress=obj.progress)
+                             key=obj.key(), n_rows=rows, allow_weak=allow_weak, max_candidates=max_candidates,
+                             distributed=distributed).fit(tx, progress=obj.progress)
         release = gen.transform(tx)
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)

@@ -42,8 +42,9 @@ from ._kernels import fits, take
 
 __all__ = ["KEY_SHIFT", "cover_key", "rebuild_index"]
 
-#: Largest ``blocked``/``urows`` index a block keeps (bytes); beyond it evaluation scans the rows holding X.
-BLOCKED_MEMORY = 1 << 28
+#: Share of the memory where the cover lives (the machine, or a worker's limit) that its row
+#: indexes (``blocked``, ``urows``) may take when no budget is given.
+INDEX_SHARE = 0.25
 
 #: Cover-order keys: (n_items + 1 - length) << KEY_SHIFT | rank (ranks stay below 2^40).
 KEY_SHIFT = 40
@@ -282,6 +283,40 @@ def mark(row32, o32, j0, sbits, blocked, urows, t, on):
                         blocked[i, q, word] &= ~bit
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _commit_row(row, row32, o32, kk, head, r, kthr, idx, idx_off, lkey, lbits, surv, sfx, sbits, blocked, urows, t):
+    """Write row ``t``'s new cover: the prefix up to ``kk`` kept, then ``head`` (the inserted
+    slot, or −1), then the greedy cover of ``r`` by the elements of key > ``kthr``."""
+    ns = recover(r, kthr, idx, idx_off, lkey, lbits, surv, sfx)
+    mark(row32, o32, kk, sbits, blocked, urows, t, False)
+    j0 = kk
+    if head >= 0:
+        row32[o32 + kk] = head
+        j0 = kk + 1
+    for j in range(ns):
+        row32[o32 + j0 + j] = sfx[j]
+    row32[o32 - 1] = j0 + ns
+    mark(row32, o32, kk, sbits, blocked, urows, t, True)
+    w = r.size
+    for k in range(w):
+        row[w + k] = r[k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row_changes(row, row32, o32, kk, r, kthr, idx, idx_off, lkey, lbits, surv, sfx,
+                 d_ns, stamp_ns, t_ns, nt_ns, d_s, stamp_s, t_s, nt_s, epoch):
+    """The usage changes of one row whose cover from ``kk`` on is replaced by the greedy cover
+    of ``r`` (modified) by the elements of key > ``kthr``."""
+    for j in range(kk, row32[o32 - 1]):
+        nt_ns = touch(row32[o32 + j], -1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
+    ns = recover(r, kthr, idx, idx_off, lkey, lbits, surv, sfx)
+    for j in range(ns):
+        nt_ns = touch(sfx[j], 1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
+    w = r.size
+    nt_s = touch_singletons(r, row[w: 2 * w], d_s, stamp_s, t_s, nt_s, epoch)
+    return nt_ns, nt_s
+
+
 @numba.njit(cache=True, nogil=True)
 def insert_change(commit, xbits, kx, slot, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
                   acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch):
@@ -327,22 +362,10 @@ def insert_change(commit, xbits, kx, slot, rec, rec32, tid_bits, blocked, urows,
             take(xbits, r)
             nx += 1
             if commit:
-                ns = recover(r, kx, idx, idx_off, lkey, lbits, surv, sfx)
-                mark(row32, o32, kk, sbits, blocked, urows, t, False)
-                row32[o32 + kk] = slot
-                for j in range(ns):
-                    row32[o32 + kk + 1 + j] = sfx[j]
-                row32[o32 - 1] = kk + 1 + ns
-                mark(row32, o32, kk, sbits, blocked, urows, t, True)
-                for k in range(w):
-                    row[w + k] = r[k]
-                continue
-            for j in range(kk, cn):
-                nt_ns = touch(row32[o32 + j], -1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
-            ns = recover(r, kx, idx, idx_off, lkey, lbits, surv, sfx)
-            for j in range(ns):
-                nt_ns = touch(sfx[j], 1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
-            nt_s = touch_singletons(r, row[w:], d_s, stamp_s, t_s, nt_s, epoch)
+                _commit_row(row, row32, o32, kk, slot, r, kx, idx, idx_off, lkey, lbits, surv, sfx, sbits, blocked, urows, t)
+            else:
+                nt_ns, nt_s = _row_changes(row, row32, o32, kk, r, kx, idx, idx_off, lkey, lbits, surv, sfx,
+                                           d_ns, stamp_ns, t_ns, nt_ns, d_s, stamp_s, t_s, nt_s, epoch)
     return nx, nt_ns, nt_s
 
 
@@ -386,21 +409,10 @@ def remove_change(commit, y, rec, rec32, tid_bits, blocked, urows, sbits, skey, 
             for j in range(kk):
                 take(sbits[row32[o32 + j]], r)
             if commit:
-                ns = recover(r, ky, idx, idx_off, lkey, lbits, surv, sfx)
-                mark(row32, o32, kk, sbits, blocked, urows, t, False)
-                for j in range(ns):
-                    row32[o32 + kk + j] = sfx[j]
-                row32[o32 - 1] = kk + ns
-                mark(row32, o32, kk, sbits, blocked, urows, t, True)
-                for k in range(w):
-                    row[w + k] = r[k]
-                continue
-            for j in range(kk, cn):
-                nt_ns = touch(row32[o32 + j], -1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
-            ns = recover(r, ky, idx, idx_off, lkey, lbits, surv, sfx)
-            for j in range(ns):
-                nt_ns = touch(sfx[j], 1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
-            nt_s = touch_singletons(r, row[w:], d_s, stamp_s, t_s, nt_s, epoch)
+                _commit_row(row, row32, o32, kk, -1, r, ky, idx, idx_off, lkey, lbits, surv, sfx, sbits, blocked, urows, t)
+            else:
+                nt_ns, nt_s = _row_changes(row, row32, o32, kk, r, ky, idx, idx_off, lkey, lbits, surv, sfx,
+                                           d_ns, stamp_ns, t_ns, nt_ns, d_s, stamp_s, t_s, nt_s, epoch)
     return na, nt_ns, nt_s
 
 
@@ -418,6 +430,42 @@ def initial_state(row_bits: np.ndarray, n_cover: int) -> tuple[np.ndarray, np.nd
 def cover_slots(rec32: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
     """(number of elements, slots) of every row's cover, for tests and inspection."""
     return rec32[:, 4 * w].copy(), rec32[:, 4 * w + 1 :].copy()
+
+
+def resize_slots(obj: object, cap: int, old: int, words: int, names: tuple[str, ...], float_names: tuple[str, ...] = ()) -> None:
+    """Give ``obj`` per-slot arrays for ``cap`` slots, keeping the first ``old``: the int64
+    vectors ``names`` (float64 for ``float_names``), the bitsets ``sbits``/``lbits`` (``words``
+    per slot) and the gather scratch ``surv`` (2 × cap)."""
+    for name in names + float_names:
+        a = np.zeros(cap, np.float64 if name in float_names else np.int64)
+        if old:
+            a[:old] = getattr(obj, name)
+        setattr(obj, name, a)
+    for name in ("sbits", "lbits"):
+        b = np.zeros((cap, words), np.uint64)
+        if old:
+            b[:old] = getattr(obj, name)
+        setattr(obj, name, b)
+    obj.surv = np.zeros((2, cap), np.int64)
+
+
+def index_budget(budget: int | None, memory_limit: int | None) -> int:
+    """Bytes for the row indexes: ``budget`` if given, else :data:`INDEX_SHARE` of
+    ``memory_limit`` (the machine's memory when that is unknown or unlimited)."""
+    if budget is not None:
+        return int(budget)
+    if not memory_limit:
+        from distributed.system import MEMORY_LIMIT
+
+        memory_limit = MEMORY_LIMIT
+    return int(INDEX_SHARE * memory_limit)
+
+
+def cover_bytes(n_rows: int, n_items: int, longest_row: int) -> int:
+    """Bytes a block of ``n_rows`` needs without indexes: row records and item row bitsets."""
+    w = max(1, (n_items + 63) // 64)
+    words = 2 * w + (1 + max(int(longest_row) // 2, 1) + 1) // 2
+    return int(n_rows) * words * 8 + n_items * ((int(n_rows) + 63) // 64) * 8
 
 
 def blocked_index(n_items: int, longest_row: int, n_rows: int, budget: int) -> np.ndarray:

@@ -89,6 +89,20 @@ def refresh_accumulators(order, m, usage_ns, cst, usage_s, st_s, flog, lg, istat
     istate[4] = K
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _account(u0, u1, cost, A, B, S, K, flog, lg):
+    """One element's usage u0 → u1 in the accumulators (its stdlen ``cost`` counts while used)."""
+    A += flog[u1] - flog[u0]
+    B += lg[u1] - lg[u0]
+    if u0 > 0 and u1 == 0:
+        S -= cost
+        K -= 1
+    elif u0 == 0 and u1 > 0:
+        S += cost
+        K += 1
+    return A, B, S, K
+
+
 @numba.njit(cache=True, nogil=True)
 def _approx_size(istate, fstate, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s, flog, lg):
     """Approximate total size after the pending change, its safety margin and the new U."""
@@ -99,30 +113,12 @@ def _approx_size(istate, fstate, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s,
     U = istate[1]
     for a in range(nt_ns):
         c = t_ns[a]
-        u0 = usage_ns[c]
-        u1 = u0 + d_ns[c]
         U += d_ns[c]
-        A += flog[u1] - flog[u0]
-        B += lg[u1] - lg[u0]
-        if u0 > 0 and u1 == 0:
-            S -= cst[c]
-            K -= 1
-        elif u0 == 0 and u1 > 0:
-            S += cst[c]
-            K += 1
+        A, B, S, K = _account(usage_ns[c], usage_ns[c] + d_ns[c], cst[c], A, B, S, K, flog, lg)
     for a in range(nt_s):
         i = t_s[a]
-        u0 = usage_s[i]
-        u1 = u0 + d_s[i]
         U += d_s[i]
-        A += flog[u1] - flog[u0]
-        B += lg[u1] - lg[u0]
-        if u0 > 0 and u1 == 0:
-            S -= st_s[i]
-            K -= 1
-        elif u0 == 0 and u1 > 0:
-            S += st_s[i]
-            K += 1
+        A, B, S, K = _account(usage_s[i], usage_s[i] + d_s[i], st_s[i], A, B, S, K, flog, lg)
     lU = math.log2(np.float64(U))
     approx = U * lU - A + S + K * lU - B
     mag = U * lU + A + S + K * lU + B
@@ -240,6 +236,40 @@ def pending_after_remove(y, plist, npl, usage, t_ns, d_ns, nt_ns, pos_of, pdec):
     return npl
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def free_slot(istate, free, cap):
+    """The slot the next accepted element would take (the last freed one, else a new one), or −1."""
+    if istate[8] > 0:
+        return free[istate[8] - 1]
+    if istate[9] < cap:
+        return istate[9]
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def occupy(s, xb, key, sup, sbits, skey, scanon, ssup, istate, free):
+    """Put an accepted itemset into slot ``s`` (the one :func:`free_slot` gave)."""
+    if istate[8] > 0 and free[istate[8] - 1] == s:
+        istate[8] -= 1
+    else:
+        istate[9] += 1
+    for k in range(xb.size):
+        sbits[s, k] = xb[k]
+    skey[s] = key
+    scanon[s] = canonical_item(xb)
+    ssup[s] = sup
+    istate[2] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def release(y, order, pos_of, free, istate):
+    """Take slot ``y`` out of the cover order and onto the free stack (a deletion by pruning)."""
+    istate[0] = unplace(order, istate[0], y, pos_of)
+    istate[3] += 1
+    free[istate[8]] = y
+    istate[8] += 1
+
+
 @numba.njit(cache=True, nogil=True)
 def place(order, m, skey, s, pos_of):
     """Insert slot ``s`` into the cover order ``order[:m]`` by its key; returns the new m."""
@@ -303,12 +333,8 @@ def decide_inserts(cbits, csup, keys, own, ptr_ns, ids_ns, val_ns, ptr_s, ids_s,
         epoch = istate[5]
         nt_ns, nt_s = _load(b, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
         istate[7] += 1
-        nfree = istate[8]
-        if nfree > 0:
-            s = free[nfree - 1]
-        elif istate[9] < cap:
-            s = istate[9]
-        else:
+        s = free_slot(istate, free, cap)
+        if s < 0:
             istate[7] -= 1
             return 2, b, 0, -1
         xb = cbits[b]
@@ -318,17 +344,8 @@ def decide_inserts(cbits, csup, keys, own, ptr_ns, ids_ns, val_ns, ptr_s, ids_s,
         if not decide(False, istate, fstate, order, m, s, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s,
                       flog, lg, tld, tlct):
             continue
-        if nfree > 0:
-            istate[8] = nfree - 1
-        else:
-            istate[9] += 1
-        for k in range(xb.size):
-            sbits[s, k] = xb[k]
-        skey[s] = keys[b]
-        scanon[s] = canonical_item(xb)
-        ssup[s] = csup[b]
+        occupy(s, xb, keys[b], csup[b], sbits, skey, scanon, ssup, istate, free)
         istate[0] = place(order, m, skey, s, pos_of)
-        istate[2] += 1
         refresh_accumulators(order, istate[0], usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
         return 1, b, pending_after_insert(s, t_ns, d_ns, nt_ns, pos_of, plist), s
     return 0, -1, 0, -1
@@ -353,10 +370,7 @@ def decide_removals(plist, npl, slot_row, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, 
             for a in range(1, npl):
                 plist[a - 1] = plist[a]
             npl -= 1
-            istate[0] = unplace(order, istate[0], y, pos_of)
-            istate[3] += 1
-            free[istate[8]] = y
-            istate[8] += 1
+            release(y, order, pos_of, free, istate)
             events[ne] = -1 - y
             ne += 1
             continue
@@ -382,12 +396,8 @@ def decide_removals(plist, npl, slot_row, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, 
         if not decide(True, istate, fstate, order, m, -1, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s,
                       flog, lg, tld, tlct):
             continue
-        m = unplace(order, m, y, pos_of)
-        istate[0] = m
-        istate[3] += 1
-        free[istate[8]] = y
-        istate[8] += 1
-        refresh_accumulators(order, m, usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
+        release(y, order, pos_of, free, istate)
+        refresh_accumulators(order, istate[0], usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
         npl = pending_after_remove(y, plist, npl, usage_ns, t_ns, d_ns, nt_ns, pos_of, pdec)
         events[ne] = y
         ne += 1

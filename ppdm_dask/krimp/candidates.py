@@ -584,6 +584,15 @@ def _exclusion_bits(d: Database, exclude: Sequence[Sequence[int]]) -> np.ndarray
     return np.stack(rows)
 
 
+def _too_many(cap: int, closed: bool, minsup: int) -> ResultTooLargeError:
+    kind = "closed" if closed else "frequent"
+    return ResultTooLargeError(
+        f"more than {cap:,} {kind} itemsets at min-support {minsup}: too many KRIMP candidates (the search over them would run "
+        "for very long)",
+        python="raise min_support, closed=True, max_len=..., or max_candidates=None",
+        cli="raise --min-support, or add --closed, --max-len or --max-candidates")
+
+
 def _check_int(name: str, v: Any, lo: int) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise InvalidParameter(f"{name} must be an integer, got {v!r}")
@@ -635,11 +644,7 @@ def mine_candidates(
     max_depth = int(np.diff(d.indptr).max())
     bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap, 0)
     if cap and sup.size > cap:
-        kind = "closed" if closed else "frequent"
-        raise ResultTooLargeError(
-            f"more than {cap:,} {kind} itemsets at min-support {minsup}: the candidates would not fit in memory",
-            python="raise min_support, closed=True, max_len=..., or max_candidates=None",
-            cli="raise --min-support, or add --closed or --max-len")
+        raise _too_many(cap, closed, minsup)
     perm = standard_order(bits, sup, d.n_items)
     bits = bits[perm]
     sup = sup[perm]
@@ -762,6 +767,15 @@ class _Spiller:
         self.file.write(rec.tobytes())
         self.runs.append((start, start + sup.size))
 
+    def stream(self, t0: float) -> "CandidateStream":
+        """Everything added, as a stream: sorted in memory, or (after a spill) merged from runs."""
+        if not self.runs:
+            bits, sup = self.take()
+            return CandidateStream(bits, sup, seconds=time.perf_counter() - t0)
+        self.spill()
+        self.file.close()
+        return CandidateStream(None, None, self, seconds=time.perf_counter() - t0)
+
     def close(self) -> None:
         if self.file is not None and not self.file.closed:
             self.file.close()
@@ -863,18 +877,8 @@ def candidate_stream(
         bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap, flush)
         spiller.add(bits, sup)
         if cap and spiller.total > cap:
-            spiller.close()
-            kind = "closed" if closed else "frequent"
-            raise ResultTooLargeError(
-                f"more than {cap:,} {kind} itemsets at min-support {minsup}: the KRIMP search over them would run for very long",
-                python="raise min_support, closed=True, max_len=..., or max_candidates=None",
-                cli="raise --min-support, or add --closed, --max-len or --max-candidates")
-        if not spiller.runs:
-            bits, sup = spiller.take()
-            return CandidateStream(bits, sup, seconds=time.perf_counter() - t)
-        spiller.spill()
-        spiller.file.close()
-        return CandidateStream(None, None, spiller, seconds=time.perf_counter() - t)
+            raise _too_many(cap, closed, minsup)
+        return spiller.stream(t)
     except BaseException:
         spiller.close()
         raise

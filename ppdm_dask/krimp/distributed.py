@@ -22,10 +22,16 @@ the batch ends at the first acceptance, so with an acceptance rate ``p`` it cons
 time per candidate and ``p`` as the search goes and picks the ``B`` that maximises candidates
 consumed per second.
 
-Blocks are mutable state on the workers: each round trip is pinned to the block's worker, and
-carries the version (number of table changes) the driver expects the block to have; a block that
-was lost and rebuilt from its partition reports its version and the driver replays the missing
-changes (:class:`StaleBlock`).
+Blocks are mutable state on the workers: the blocks of one worker live in one Dask actor
+(:class:`BlockHost`; calls reach it directly, about 2 ms a round trip on a local cluster against
+13 ms for tasks through the scheduler), which sums its blocks' changes (the first level of the
+reduction; the driver adds the hosts'). Every call carries the version (number of table changes)
+the driver expects; a host lost with its worker is rebuilt on a live worker from the partitions
+and the driver replays its log of changes (:class:`StaleBlock`).
+
+Memory: per row, the record of :mod:`._cover` (2·⌈items/64⌉ + ⌈(longest/2 + 1)/2⌉ words) and
+⌈items/8⌉ bytes of item row bitsets; the two row indexes take what the budget gives
+(``index_memory``, default a quarter of each worker's memory limit, split over its blocks by rows).
 """
 
 from __future__ import annotations
@@ -132,7 +138,8 @@ class CoverBlock:
         self.tid_bits = _pack_columns(indptr, new, ident, self.n_items)
         self.rec, self.rec32 = C.initial_state(row_bits, max(1, int(longest) // 2))
         self.blocked = C.blocked_index(self.n_items, longest, self.n_rows, index_memory)
-        self.index_memory = index_memory
+        # the usage rows get what the blocked index leaves of the budget
+        self.index_memory = max(0, int(index_memory) - self.blocked.nbytes)
         self.acc = np.zeros(self.tid_bits.shape[1], np.uint64)
         self.r = np.zeros(self.w, np.uint64)
         self.d_s = np.zeros(self.n_items, np.int64)
@@ -149,18 +156,7 @@ class CoverBlock:
 
     def _alloc(self, cap: int) -> None:
         old = self.cap
-        for name in ("skey", "scanon", "lkey", "order", "pos_of", "idx", "d_ns", "stamp_ns", "t_ns", "sfx"):
-            a = np.zeros(cap, np.int64)
-            if old:
-                a[:old] = getattr(self, name)
-            setattr(self, name, a)
-        for name in ("sbits", "lbits"):
-            b = np.zeros((cap, self.w), np.uint64)
-            if old:
-                b[:old] = getattr(self, name)
-            setattr(self, name, b)
-        sv = np.zeros((2, cap), np.int64)
-        self.surv = sv
+        C.resize_slots(self, cap, old, self.w, ("skey", "scanon", "lkey", "order", "pos_of", "idx", "d_ns", "stamp_ns", "t_ns", "sfx"))
         self.urows = C.usage_rows(cap, self.n_rows, self.index_memory) if not old else C.grow_usage_rows(
             self.urows, cap, self.n_rows, self.index_memory)
         self.cap = cap
@@ -222,14 +218,25 @@ class CoverBlock:
         return out + (time.perf_counter() - t, self.seconds_apply)
 
 
-def _step(block: CoverBlock, base: int, events: list, request: tuple | None) -> tuple | None:
-    """One round trip on a block: check its version, apply the changes, evaluate the batch."""
+def _shares(parts: Sequence[Any], budget: int) -> list[int]:
+    """The index budget split over blocks in proportion to their rows."""
+    rows = [int(p.shape[0]) for p in parts]
+    total = max(sum(rows), 1)
+    return [budget * r // total for r in rows]
+
+
+def _step(block: CoverBlock, base: int, events: list, requests: Sequence[tuple]) -> list[tuple]:
+    """One round trip on a block: check its version, apply the changes, evaluate the batches
+    (each against the same table)."""
     if block.version != base:
         raise StaleBlock(block.version)
     block.apply(events)
-    if request is None:
-        return None
-    return block.evaluate(*request)
+    return [block.evaluate(*r) for r in requests]
+
+
+def _combine_all(parts: list[list[tuple]], sizes: Sequence[tuple[int, int, int]]) -> list[tuple]:
+    """Per request, the sum over blocks."""
+    return [combine([p[j] for p in parts], *sizes[j]) for j in range(len(sizes))]
 
 
 def combine(parts: list[tuple], nb: int, n_slots: int, n_items: int) -> tuple:
@@ -267,21 +274,22 @@ class LocalBlocks:
 
     def __init__(self, parts: Sequence[Any], column_new: np.ndarray, n_items: int, longest: int, index_memory: int,
                  threads: int | None = None) -> None:
-        self.blocks = [CoverBlock(p, column_new, n_items, longest, index_memory) for p in parts]
-        self._column_new, self._longest, self._index_memory = column_new, longest, index_memory
+        budget = C.index_budget(index_memory, None)
+        self.blocks = [CoverBlock(p, column_new, n_items, longest, share) for p, share in zip(parts, _shares(parts, budget))]
+        self._column_new, self._longest, self._index_memory = column_new, longest, budget // max(len(parts), 1)
         self.pool = ThreadPoolExecutor(max_workers=threads or min(len(self.blocks), 4) or 1)
         self.where = f"{len(self.blocks)} cover block(s) in this process"
         self.rebuilt = 0
 
-    def round_trip(self, log: list, base: int, n_new: int, request: tuple | None, sizes: tuple[int, int, int]) -> tuple | None:
+    def round_trip(self, log: list, base: int, n_new: int, requests: Sequence[tuple], sizes: Sequence[tuple]) -> list[tuple]:
         parts = []
-        for i, f in enumerate([self.pool.submit(_step, b, base, log[base: base + n_new], request) for b in self.blocks]):
+        for i, f in enumerate([self.pool.submit(_step, b, base, log[base: base + n_new], requests) for b in self.blocks]):
             try:
                 parts.append(f.result())
             except StaleBlock as exc:  # a block replaced by a fresh one: replay what it misses
                 self.rebuilt += 1
-                parts.append(_step(self.blocks[i], exc.version, log[exc.version: base + n_new], request))
-        return None if request is None else combine(parts, *sizes)
+                parts.append(_step(self.blocks[i], exc.version, log[exc.version: base + n_new], requests))
+        return _combine_all(parts, sizes)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -292,22 +300,27 @@ class BlockHost:
     directly (about 2 ms a round trip on a local cluster, against 13 ms for tasks through the
     scheduler) and its state stays in the worker's memory between calls."""
 
-    def __init__(self, parts: list, column_new: np.ndarray, n_items: int, longest: int, index_memory: int) -> None:
-        self.blocks = [CoverBlock(p, column_new, n_items, longest, index_memory) for p in parts]
+    def __init__(self, parts: list, column_new: np.ndarray, n_items: int, longest: int, index_memory: int | None) -> None:
+        from distributed import get_worker
+
+        try:
+            limit = get_worker().memory_manager.memory_limit
+        except Exception:  # pragma: no cover - not on a worker
+            limit = None
+        budget = C.index_budget(index_memory, limit)
+        self.blocks = [CoverBlock(p, column_new, n_items, longest, share) for p, share in zip(parts, _shares(parts, budget))]
         self.n_rows = sum(b.n_rows for b in self.blocks)
 
-    def step(self, base: int, events: list, request: tuple | None, sizes: tuple[int, int, int]) -> tuple | None:
+    def step(self, base: int, events: list, requests: Sequence[tuple], sizes: Sequence[tuple]) -> list[tuple]:
         """Apply the changes and evaluate the batch on every block, and sum the blocks' changes
         (the first level of the reduction)."""
         versions = {b.version for b in self.blocks}
         if versions != {base}:
             raise StaleBlock(min(versions))
-        parts = [_step(b, base, events, request) for b in self.blocks]
-        if request is None:
-            return None
-        out = combine(parts, *sizes)
+        parts = [_step(b, base, events, requests) for b in self.blocks]
         # the blocks of one host run one after the other: their seconds add up
-        return out[:7] + (sum(p[7] for p in parts), sum(p[8] for p in parts))
+        return [out[:7] + (sum(p[j][7] for p in parts), sum(p[j][8] for p in parts))
+                for j, out in enumerate(_combine_all(parts, sizes))]
 
     def memory(self) -> int:
         """Bytes held by the blocks' arrays."""
@@ -342,17 +355,17 @@ class ClusterBlocks:
         del parts  # the blocks hold their own copy; a rebuild recomputes the partitions
         return host
 
-    def round_trip(self, log: list, base: int, n_new: int, request: tuple | None, sizes: tuple[int, int, int]) -> tuple | None:
+    def round_trip(self, log: list, base: int, n_new: int, requests: Sequence[tuple], sizes: Sequence[tuple]) -> list[tuple]:
         # actor handles find their client through the current one (the client may not be the default)
         with self.client.as_current():
-            return self._round_trip(log, base, n_new, request, sizes)
+            return self._round_trip(log, base, n_new, requests, sizes)
 
-    def _round_trip(self, log: list, base: int, n_new: int, request: tuple | None, sizes: tuple[int, int, int]) -> tuple | None:
+    def _round_trip(self, log: list, base: int, n_new: int, requests: Sequence[tuple], sizes: Sequence[tuple]) -> list[tuple]:
         events = log[base: base + n_new]
         futs: list = []
         for h in self.hosts:
             try:
-                futs.append(h.step(base, events, request, sizes))
+                futs.append(h.step(base, events, requests, sizes))
             except Exception as exc:  # the handle knows its worker is gone
                 futs.append(exc)
         parts = []
@@ -362,14 +375,14 @@ class ClusterBlocks:
                     raise f
                 parts.append(f.result())
             except StaleBlock as exc:
-                parts.append(self.hosts[i].step(exc.version, log[exc.version: base + n_new], request, sizes).result())
+                parts.append(self.hosts[i].step(exc.version, log[exc.version: base + n_new], requests, sizes).result())
             except Exception:
                 # the host is gone with its worker: rebuild it on a live worker and replay the whole log
                 live = sorted(self.client.scheduler_info()["workers"])
                 self.hosts[i] = self._build(i, live[i % len(live)] if live else None)
                 self.rebuilt += 1
-                parts.append(self.hosts[i].step(0, log[: base + n_new], request, sizes).result())
-        return None if request is None else combine(parts, *sizes)
+                parts.append(self.hosts[i].step(0, log[: base + n_new], requests, sizes).result())
+        return [combine([p[j] for p in parts], *sizes[j]) for j in range(len(sizes))]
 
     def memory(self) -> list[int]:
         """Bytes held by the cover blocks, per worker."""
@@ -452,18 +465,20 @@ class _Driver:
         self.seconds_trips = 0.0
         self._events = np.zeros(64, np.int64)
 
-    def trip(self, request: tuple | None) -> tuple | None:
-        nb = 0 if request is None else (request[1].shape[0] if request[0] == 0 else request[3].size)
+    def trip(self, requests: Sequence[tuple]) -> list[tuple]:
+        """One round trip: ship the changes decided since the last one, evaluate ``requests``
+        ((kind, bitsets, keys, slots); kind 0 = insert candidates, 1 = remove slots)."""
+        sizes = [((r[1].shape[0] if r[0] == 0 else r[3].size), self.state.cap, self.d.n_items) for r in requests]
         n_new = len(self.log) - self.shipped
         t = time.perf_counter()
-        out = self.blocks.round_trip(self.log, self.shipped, n_new, request, (nb, self.state.cap, self.d.n_items))
+        out = self.blocks.round_trip(self.log, self.shipped, n_new, requests, sizes)
         self.seconds_trips += time.perf_counter() - t
         self.shipped += n_new
         self.trips += 1
-        self.proposals += nb
-        if out is not None:
-            self.seconds_blocks += out[7]
-            self.seconds_apply = out[8]
+        self.proposals += sum(z[0] for z in sizes)
+        for o in out:
+            self.seconds_blocks += o[7]
+            self.seconds_apply = o[8]
         return out
 
     def search(self, cbits: np.ndarray, csup: np.ndarray, rank0: int) -> None:
@@ -471,11 +486,16 @@ class _Driver:
         keys = C.keys_of(cbits, rank0, self.d.n_items)
         pos = 0
         n = cbits.shape[0]
+        ahead = None  # (position, batch size, result, seconds): a batch evaluated with the last pruning round
         while pos < n:
-            bsize = max(1, min(self.planner.size, n - pos))
-            t = time.perf_counter()
-            res = self.trip((0, cbits[pos: pos + bsize], keys[pos: pos + bsize], np.zeros(0, np.int64)))
-            wall = time.perf_counter() - t
+            if ahead is not None and ahead[0] == pos:
+                _, bsize, res, wall = ahead
+            else:
+                bsize = max(1, min(self.planner.size, n - pos))
+                t = time.perf_counter()
+                (res,) = self.trip([(0, cbits[pos: pos + bsize], keys[pos: pos + bsize], _NO_SLOTS)])
+                wall = time.perf_counter() - t
+            ahead = None
             off = 0
             while True:
                 status, b, npl, s = X.decide_inserts(
@@ -490,25 +510,35 @@ class _Driver:
                 off += b
             consumed = bsize if status == 0 else off + b + 1
             self.planner.update(bsize, consumed, status == 1, wall, res[7])
+            pos += consumed
             if status == 1:
                 self.log.append((INSERT, int(s), st.sbits[s].copy(), int(st.skey[s])))
-                if self.prune:
-                    self._prune(npl)
-            pos += consumed
+                if self.prune and npl:
+                    nxt = max(1, min(self.planner.size, n - pos)) if pos < n else 0
+                    ahead = self._prune(npl, (cbits[pos: pos + nxt], keys[pos: pos + nxt]) if nxt else None)
+                    if ahead is not None:
+                        ahead = (pos, nxt) + ahead
 
-    def _prune(self, npl: int) -> None:
+    def _prune(self, npl: int, following: tuple | None) -> tuple | None:
         """Post-acceptance pruning through round trips: every pending removal is evaluated at
-        once and decided in order; the rest is evaluated again whenever the table changed."""
+        once and decided in order; the rest is evaluated again whenever the table changed.
+
+        Each round also evaluates the ``following`` candidates against the same table: if the
+        round changes nothing (every pending removal rejected) that evaluation is still valid
+        and is returned as ``(result, seconds)``, which saves the next round trip."""
         st = self.state
         while npl > 0:
             pend = st.plist[:npl].copy()
             live = pend[st.usage_ns[pend] > 0].astype(np.int64)
             slot_row = np.full(st.cap, -1, np.int64)
-            if live.size:
-                res = self.trip((1, np.zeros((0, st.w), np.uint64), np.zeros(0, np.int64), live))
-                slot_row[live] = np.arange(live.size)
-            else:
-                res = _EMPTY
+            requests = [(1, _NO_BITS, _NO_SLOTS, live)] if live.size else []
+            if following is not None:
+                requests.append((0, following[0], following[1], _NO_SLOTS))
+            t = time.perf_counter()
+            out = self.trip(requests) if requests else []
+            wall = time.perf_counter() - t
+            res = out[0] if live.size else _EMPTY
+            slot_row[live] = np.arange(live.size)
             if self._events.size < npl + 1:
                 self._events = np.zeros(2 * npl + 1, np.int64)
             before = npl
@@ -517,10 +547,15 @@ class _Driver:
                                         st.stamp_s, st.t_s, st.tld, st.tlct, st.istate, st.fstate, self._events)
             for e in self._events[:ne].tolist():
                 self.log.append((ZAP, -1 - e, None, 0) if e < 0 else (REMOVE, e, None, 0))
+            if ne == 0 and npl == 0 and following is not None:
+                return out[-1], wall
             if npl == before and ne == 0:  # pragma: no cover - every round decides at least one element
                 raise PPDMError("internal error: a pruning round decided nothing")
+        return None
 
 
+_NO_SLOTS = np.zeros(0, np.int64)
+_NO_BITS = np.zeros((0, 1), np.uint64)
 _EMPTY = (np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64),
           np.zeros(0, np.int64), np.zeros(0, np.int64), 0.0, 0.0)
 
@@ -593,15 +628,7 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
         off = np.arange(0, new.size + 1, max(k, 1), dtype=np.int64)[: ids.shape[0] + 1]
         levels[k] = (pack_rows(off, new.ravel(), ident, alphabet.n_items), counts.astype(np.int64))
     keep = _closed_mask(levels) if closed else {k: np.ones(c.size, bool) for k, (_, c) in levels.items()}
-    ex_bits = []
-    for combo in exclude or ():
-        a = np.unique(np.asarray(list(combo), np.int64))
-        pos = np.searchsorted(alphabet.labels, a)
-        if np.all(pos < alphabet.n_items) and np.all(alphabet.labels[np.minimum(pos, alphabet.n_items - 1)] == a):
-            eb = np.zeros(w, np.uint64)
-            for r in alphabet.new_ids[pos].tolist():
-                eb[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
-            ex_bits.append(eb)
+    ex_bits = _exclusion_words(alphabet, exclude)
     spiller = _Spiller(w, DEFAULT_CANDIDATE_MEMORY if memory is None else int(memory), spill_dir)
     t = time.perf_counter()
     try:
@@ -613,15 +640,25 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
             for eb in ex_bits:
                 m &= ~np.all((bits & eb) == eb, axis=1)
             spiller.add(bits[m], cnt[m])
-        if not spiller.runs:
-            b, s = spiller.take()
-            return CandidateStream(b, s, seconds=time.perf_counter() - t)
-        spiller.spill()
-        spiller.file.close()
-        return CandidateStream(None, None, spiller, seconds=time.perf_counter() - t)
+        return spiller.stream(t)
     except BaseException:
         spiller.close()
         raise
+
+
+def _exclusion_words(alphabet: Alphabet, exclude: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """Bitsets (new ids) of the excluded combinations whose items all occur (the others exclude nothing)."""
+    out = []
+    w = max(1, (alphabet.n_items + 63) // 64)
+    for combo in exclude or ():
+        a = np.unique(np.asarray(list(combo), np.int64))
+        pos = np.searchsorted(alphabet.labels, a)
+        if np.all(pos < alphabet.n_items) and np.all(alphabet.labels[np.minimum(pos, alphabet.n_items - 1)] == a):
+            eb = np.zeros(w, np.uint64)
+            for r in alphabet.new_ids[pos].tolist():
+                eb[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+            out.append(eb)
+    return out
 
 
 def _partitions(tx: Any) -> list:
@@ -644,7 +681,7 @@ def krimp_distributed(
     max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
     memory: int | None = None,
     spill_dir: str | None = None,
-    index_memory: int = C.BLOCKED_MEMORY,
+    index_memory: int | None = None,
 ) -> Any:
     """KRIMP with the cover kept on the workers (see the module docstring); the same code table
     as :func:`ppdm_dask.krimp.krimp` for any partitioning.
@@ -668,8 +705,10 @@ def krimp_distributed(
         search); ``"auto"``: the driver miner when those bitsets take at most 1 GiB.
     batch_size : int, optional
         Candidates per round trip (default: chosen by :class:`BatchPlanner`'s cost model).
-    index_memory : int
-        Bytes each block may spend on its ``blocked``/``urows`` indexes (:mod:`._cover`).
+    index_memory : int, optional
+        Bytes the blocks of one worker may spend on their row indexes (:mod:`._cover`), split
+        over the blocks by rows; default a quarter of the worker's memory limit (of this
+        machine's memory for blocks in this process).
 
     Returns
     -------
@@ -819,14 +858,8 @@ def _given_stream(db: Any, alphabet: Alphabet, column_new: np.ndarray, candidate
         keep &= sup >= ms
     if max_len is not None:
         keep &= lens <= max_len
-    for combo in exclude:
-        a = np.unique(np.asarray(list(combo), np.int64))
-        pos = np.searchsorted(alphabet.labels, a)
-        if np.all(pos < alphabet.n_items) and np.all(alphabet.labels[np.minimum(pos, alphabet.n_items - 1)] == a):
-            eb = np.zeros(w, np.uint64)
-            for r in alphabet.new_ids[pos].tolist():
-                eb[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
-            keep &= ~np.all((bits & eb) == eb, axis=1)
+    for eb in _exclusion_words(alphabet, exclude):
+        keep &= ~np.all((bits & eb) == eb, axis=1)
     perm = np.nonzero(keep)[0] if keep_order else standard_order(bits, sup)
     if not keep_order:
         perm = perm[keep[perm]]

@@ -758,6 +758,10 @@ class KrimpGenerator(Estimator):
         Refuse (:class:`~ppdm_dask.errors.ResultTooLargeError`) as soon as the candidate miner
         finds more itemsets: low min-support on dense data explodes (all itemsets of mushroom at
         min-support 1 do not fit in memory); None for no bound.
+    distributed : bool, default False
+        Find the code table with the cover kept on the cluster's workers (one block per
+        partition of the data, docs/krimp.md#distributed-search): the same table, for data whose
+        rows do not fit the driver.
 
     Attributes
     ----------
@@ -794,6 +798,7 @@ class KrimpGenerator(Estimator):
         n_rows: int | None = None,
         allow_weak: bool | Sequence[str] = False,
         max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
+        distributed: bool = False,
     ) -> None:
         self.min_support = min_support
         self.laplace = laplace
@@ -808,6 +813,7 @@ class KrimpGenerator(Estimator):
         self.n_rows = n_rows
         self.allow_weak = allow_weak
         self.max_candidates = max_candidates
+        self.distributed = distributed
 
     # ------------------------------------------------------------------ fitting
     def _check_params(self) -> None:
@@ -860,7 +866,7 @@ class KrimpGenerator(Estimator):
             check_domains(tx, domains, **ckw)
         exclude = tuple(tuple(x) for x in self.exclude)
         result = krimp(tx, min_support=min_support, closed=self.closed, prune=self.prune, max_len=self.max_len, exclude=exclude,
-                       progress=progress, max_candidates=self.max_candidates)
+                       progress=progress, max_candidates=self.max_candidates, distributed=bool(self.distributed), client=client)
         self.krimp_result_ = result
         self._set_table(result.code_table, domains, tx.n_transactions)
         self.min_support_ = min_support

@@ -92,25 +92,10 @@ class TableState:
         X.refresh_accumulators(self.order, 0, self.usage_ns, self.cst, self.usage_s, self.st_s, self.flog, self.lg, self.istate,
                                self.fstate)
 
-    _SLOT_ARRAYS = ("skey", "scanon", "lkey", "ssup", "cst", "usage_ns", "order", "pos_of", "free", "idx", "plist", "pdec", "d_ns", "stamp_ns", "t_ns", "sfx")
+    _SLOT_ARRAYS = ("skey", "scanon", "lkey", "ssup", "usage_ns", "order", "pos_of", "free", "idx", "plist", "pdec", "d_ns", "stamp_ns", "t_ns", "sfx")
 
     def _alloc(self, cap: int) -> None:
-        old = self.cap
-        for name in self._SLOT_ARRAYS:
-            dtype = np.float64 if name == "cst" else np.int64
-            a = np.zeros(cap, dtype)
-            if old:
-                a[:old] = getattr(self, name)
-            setattr(self, name, a)
-        for name in ("sbits", "lbits"):
-            b = np.zeros((cap, self.w), np.uint64)
-            if old:
-                b[:old] = getattr(self, name)
-            setattr(self, name, b)
-        sv = np.zeros((2, cap), np.int64)
-        if old:
-            sv[:, :old] = self.surv
-        self.surv = sv
+        C.resize_slots(self, cap, self.cap, self.w, self._SLOT_ARRAYS, ("cst",))
         self.tld = np.empty(cap + self.n_items + 1)
         self.tlct = np.empty(cap + self.n_items + 1)
         self.cap = cap
@@ -172,12 +157,8 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
         if nx == 0:
             continue  # usage 0: nothing changes, equal size -> reject
         istate[7] += 1
-        nfree = istate[8]
-        if nfree > 0:
-            s = free[nfree - 1]
-        elif istate[9] < cap:
-            s = istate[9]
-        else:
+        s = X.free_slot(istate, free, cap)
+        if s < 0:
             return x
         cst[s] = C.std_length(xb, st_s)
         nt_ns = C.touch(s, nx, d_ns, stamp_ns, t_ns, nt_ns, epoch)
@@ -186,20 +167,11 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
                         flog, lg, tld, tlct):
             continue
         # ---- accept X into slot s
-        if nfree > 0:
-            istate[8] = nfree - 1
-        else:
-            istate[9] += 1
-        for k in range(xb.size):
-            sbits[s, k] = xb[k]
-        skey[s] = kx
-        scanon[s] = C.canonical_item(xb)
-        ssup[s] = csup[x]
+        X.occupy(s, xb, kx, csup[x], sbits, skey, scanon, ssup, istate, free)
         C.insert_change(True, xb, kx, s, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
                         acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
         m = X.place(order, m, skey, s, pos_of)
         istate[0] = m
-        istate[2] += 1
         C.rebuild_index(order, m, scanon, sbits, skey, n_items, idx, idx_off, icnt, lkey, lbits)
         X.refresh_accumulators(order, m, usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
         if not prune:
@@ -213,10 +185,7 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
             npl -= 1
             m = istate[0]
             if usage_ns[y] == 0:
-                istate[0] = X.unplace(order, m, y, pos_of)
-                istate[3] += 1
-                free[istate[8]] = y
-                istate[8] += 1
+                X.release(y, order, pos_of, free, istate)
                 C.rebuild_index(order, istate[0], scanon, sbits, skey, n_items, idx, idx_off, icnt, lkey, lbits)
                 continue
             istate[5] += 1
@@ -229,11 +198,8 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
                 continue
             C.remove_change(True, y, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
                             acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
-            m = X.unplace(order, m, y, pos_of)
-            istate[0] = m
-            istate[3] += 1
-            free[istate[8]] = y
-            istate[8] += 1
+            X.release(y, order, pos_of, free, istate)
+            m = istate[0]
             C.rebuild_index(order, m, scanon, sbits, skey, n_items, idx, idx_off, icnt, lkey, lbits)
             X.refresh_accumulators(order, m, usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)
             npl = X.pending_after_remove(y, plist, npl, usage_ns, t_ns, d_ns, nt_ns, pos_of, pdec)
@@ -362,15 +328,16 @@ def _given_chunks(d: Database, candidates: Any, min_support: int | None, max_len
 class SingleBlock:
     """The whole database as one block of the cover (:mod:`._cover`), with its scratch."""
 
-    def __init__(self, d: Database, blocked_memory: int, cap: int) -> None:
+    def __init__(self, d: Database, index_memory: int, cap: int) -> None:
         self.tid_bits = d.tid_bits
         row_len = np.diff(d.indptr)
         longest = int(row_len.max())
         self.rec, self.rec32 = C.initial_state(d.row_bits, max(1, longest // 2))
-        self.blocked = C.blocked_index(d.n_items, longest, d.n_rows, blocked_memory)
+        self.blocked = C.blocked_index(d.n_items, longest, d.n_rows, index_memory)
         self.n_rows = d.n_rows
-        self.budget = blocked_memory
-        self.urows = C.usage_rows(cap, d.n_rows, blocked_memory)
+        # the usage rows get what the blocked index leaves of the budget
+        self.budget = max(0, index_memory - self.blocked.nbytes)
+        self.urows = C.usage_rows(cap, d.n_rows, self.budget)
         self.acc = np.zeros(d.tid_bits.shape[1], np.uint64)
         self.r = np.zeros(d.n_words, np.uint64)
 
@@ -394,6 +361,7 @@ def krimp(
     max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
     memory: int | None = None,
     spill_dir: str | None = None,
+    index_memory: int | None = None,
     distributed: bool = False,
     client: Any = None,
     batch_size: int | None = None,
@@ -422,6 +390,11 @@ def krimp(
         :data:`~ppdm_dask.krimp.candidates.DEFAULT_CANDIDATE_MEMORY`); beyond it they are
         written to sorted runs in ``spill_dir`` (default: the system's temporary folder) and
         merged back in the standard order (docs/krimp.md#memory).
+    index_memory : int, optional
+        Bytes the two row indexes of the cover may take together (with the distributed search: on
+        each worker); default a quarter of the memory where the cover lives (this machine, or each
+        worker's memory limit). An index that does not fit is not built and the search looks at
+        more rows instead — the same code table (docs/krimp.md#memory).
     distributed : bool
         Keep the cover on the cluster's workers, one block per partition of the TransactionArray
         ``db``, and decide on the driver (:func:`~ppdm_dask.krimp.distributed.krimp_distributed`,
@@ -435,7 +408,7 @@ def krimp(
 
         return krimp_distributed(db, candidates, min_support=min_support, closed=closed, prune=prune, max_len=max_len,
                                  exclude=exclude, client=client, batch_size=batch_size, progress=progress,
-                                 max_candidates=max_candidates, memory=memory, spill_dir=spill_dir)
+                                 max_candidates=max_candidates, memory=memory, spill_dir=spill_dir, index_memory=index_memory)
     d = as_database(db)
     if min_support is not None:
         min_support = _check_int("min_support", min_support, 1)
@@ -453,7 +426,8 @@ def krimp(
     with stream:
         nc = stream.n_candidates
         state = TableState(d.n_items, d.n_rows, d.std_lengths[d.order], d.new_frequencies)
-        block = SingleBlock(d, C.BLOCKED_MEMORY, state.cap)
+        budget = C.index_budget(None if index_memory is None else _check_int("index_memory", index_memory, 0), None)
+        block = SingleBlock(d, budget, state.cap)
         callback = _progress_callback(progress, state)
         searched = 0.0
         done = 0

@@ -89,3 +89,42 @@ def test_krimp_errors(shared_data, tmp_path):
     assert r.exit_code != 0 and "exclude" in r.output
     r = run("krimp", "compress", str(tmp_path / "missing.dat"), "--min-support", "1", ok=False)
     assert r.exit_code != 0 and "missing.dat" in r.output and "Traceback" not in r.output
+
+
+def test_compress_distributed_gives_the_same_table(tmp_path):
+    from ppdm_dask.data.datasets import sample_path
+
+    src = str(sample_path("led7"))
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    s = json.loads(run("--json", "krimp", "compress", src, "--min-support", "2", "--out", str(a)).stdout)
+    d = json.loads(run("--json", "krimp", "compress", src, "--min-support", "2", "--out", str(b), "--distributed").stdout)
+    assert d["distributed"]["round_trips"] > 0 and "distributed" not in s
+    ca, cb = CodeTable.load(a), CodeTable.load(b)
+    assert [x.tolist() for x in ca.itemsets] == [x.tolist() for x in cb.itemsets]
+    assert ca.usages.tolist() == cb.usages.tolist() and d["sizes"] == s["sizes"]
+    assert "round trips" in run("krimp", "compress", src, "--min-support", "2", "--distributed").stdout
+
+
+def test_generate_and_ds_report_the_same_ds(tmp_path):
+    """`krimp generate` and `krimp ds` on the same pair report the same DS unless the pruning
+    option differs, and both say which pruning they used."""
+    from ppdm_dask.data.datasets import sample_path
+
+    src = str(sample_path("led7"))
+    key = tmp_path / "key"
+    for flag, word in ((None, "off"), ("--prune", "on")):
+        out = tmp_path / f"gen-{word}"
+        extra = [flag] if flag else []
+        g = run("--key-file", str(key), "krimp", "generate", src, str(out), "--min-support", "2", *extra)
+        gj = json.loads(run("--json", "--key-file", str(key), "krimp", "generate", src, str(tmp_path / f"j-{word}"), "--min-support",
+                            "2", *extra).stdout)
+        assert f"DS with pruning {word}" in g.stdout
+        d = json.loads(run("--json", "krimp", "ds", str(tmp_path / f"j-{word}"), src, "--min-support", "2", *extra).stdout)
+        assert d["prune"] is (flag is not None)
+        assert d["ds"] == gj["ds"]
+        text = run("krimp", "ds", str(tmp_path / f"j-{word}"), src, "--min-support", "2", *extra).stdout
+        assert f"pruning {word}" in text
+    # the other pruning option gives another DS (both outputs say which one they used)
+    other = json.loads(run("--json", "krimp", "ds", str(tmp_path / "j-off"), src, "--min-support", "2", "--prune").stdout)
+    first = json.loads(run("--json", "krimp", "ds", str(tmp_path / "j-off"), src, "--min-support", "2").stdout)
+    assert other["prune"] is True and first["prune"] is False
