@@ -206,3 +206,22 @@ def test_candidate_explosion_is_refused_before_memory_runs_out():
     assert "closed" in str(e.value)
     with pytest.raises(ResultTooLargeError):
         krimp(mush, min_support=1, max_candidates=100_000)
+
+
+def test_generator_on_the_distributed_cover(led7):
+    """The generator fitted with the distributed search has the same code table, so the same
+    rows for the same key."""
+    a = KrimpGenerator(min_support=20, key=Key(3)).fit(led7)
+    b = KrimpGenerator(min_support=20, key=Key(3), distributed=True).fit(led7.repartition(npartitions=3))
+    ta, tb = a.code_table_, b.code_table_
+    assert [x.tolist() for x in ta.itemsets] == [x.tolist() for x in tb.itemsets] and ta.usages.tolist() == tb.usages.tolist()
+    assert a.sample_lists(500) == b.sample_lists(500)
+
+
+def test_indexes_are_accelerators_only(led7):
+    """Without the row indexes (no memory for them) the search takes the same decisions."""
+    mush = load_sample("mushroom")
+    for db, ms, closed in ((led7, 1, False), (mush, 300, True)):
+        want = krimp(db, min_support=ms, closed=closed)
+        assert _table(krimp(db, min_support=ms, closed=closed, index_memory=0)) == _table(want)
+        assert _table(D.krimp_distributed(db.repartition(npartitions=2), min_support=ms, closed=closed, index_memory=0)) == _table(want)
