@@ -45,7 +45,7 @@ def test_same_code_table_for_1_2_8_blocks(name, closed, ms, prune):
         assert got.stats["round_trips"] > 0 and "block" in got.stats["blocks"]
 
 
-@pytest.mark.parametrize("batch_size", [1, 7, 2000])
+@pytest.mark.parametrize("batch_size", [1, 7, 300])
 def test_any_batch_size_gives_the_same_table(led7, batch_size):
     want = krimp(led7, min_support=2)
     got = D.krimp_distributed(led7.repartition(npartitions=3), min_support=2, batch_size=batch_size)
@@ -124,9 +124,9 @@ def _rows_of(block: D.CoverBlock):
 
 @pytest.mark.cluster
 def test_on_a_two_worker_local_cluster(cluster_client, led7):
-    want = krimp(led7, min_support=2)
+    want = krimp(led7, min_support=20)  # 285 acceptances, 170 prunings: every kind of round trip
     for parts in (2, 8):
-        got = D.krimp_distributed(led7.repartition(npartitions=parts), min_support=2, client=cluster_client)
+        got = D.krimp_distributed(led7.repartition(npartitions=parts), min_support=20, client=cluster_client)
         assert _table(got) == _table(want)
         assert got.stats["blocks"] == f"{parts} cover blocks on 2 worker(s)"
 
