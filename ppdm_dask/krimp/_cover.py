@@ -468,6 +468,14 @@ def cover_bytes(n_rows: int, n_items: int, longest_row: int) -> int:
     return int(n_rows) * words * 8 + n_items * ((int(n_rows) + 63) // 64) * 8
 
 
+def block_state(row_bits: np.ndarray, n_items: int, longest_row: int, budget: int) -> tuple:
+    """A block's starting state: its row records (every row covered by singletons), the
+    ``blocked`` index if it fits ``budget``, and the bytes that leaves for the usage rows."""
+    rec, rec32 = initial_state(row_bits, max(1, int(longest_row) // 2))
+    blocked = blocked_index(n_items, longest_row, row_bits.shape[0], budget)
+    return rec, rec32, blocked, max(0, int(budget) - blocked.nbytes)
+
+
 def blocked_index(n_items: int, longest_row: int, n_rows: int, budget: int) -> np.ndarray:
     """The ``blocked`` index (all clear: the singleton-only table), or a (n_items, 0, ·) stand-in
     when it would take more than ``budget`` bytes (evaluation then looks at every row holding X)."""

@@ -40,7 +40,7 @@ from ..errors import InvalidParameter, ResultTooLargeError
 
 # the miner hands full buffers to Python in object mode (rarely, between long compiled stretches)
 warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel execution", category=numba.NumbaWarning)
-from ._kernels import Database, as_database, fits
+from ._kernels import Database, as_database, fits, n_words
 
 _DEBRUIJN = np.array(
     [0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61, 54, 58, 35, 52, 50, 42, 21, 44,
@@ -565,8 +565,11 @@ class Candidates:
         return f"Candidates({len(self)} {kind}itemsets, min_support={self.min_support})"
 
 
-def _exclusion_bits(d: Database, exclude: Sequence[Sequence[int]]) -> np.ndarray:
-    w = d.n_words
+def _exclusion_bits(d: Any, exclude: Sequence[Sequence[int]]) -> np.ndarray:
+    """Bitsets (new ids) of the excluded combinations whose items all occur in ``d`` (a
+    :class:`Database` or anything with its sorted ``labels`` and ``new_ids``); a combination
+    with an item that does not occur excludes nothing."""
+    w = n_words(d.labels.size)
     rows = []
     for combo in exclude:
         a = np.unique(np.asarray(list(combo), dtype=np.int64).ravel())
@@ -576,7 +579,7 @@ def _exclusion_bits(d: Database, exclude: Sequence[Sequence[int]]) -> np.ndarray
         if not np.all(known):
             continue  # no itemset of this database can contain it
         b = np.zeros(w, np.uint64)
-        for r in d.to_new(a).tolist():
+        for r in d.new_ids[np.searchsorted(d.labels, a)].tolist():
             b[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
         rows.append(b)
     if not rows:

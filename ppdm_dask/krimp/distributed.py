@@ -47,7 +47,7 @@ from ..errors import DataFormatError, InvalidParameter, PPDMError
 from . import _cover as C
 from . import _decide as X
 from ._kernels import pack_rows, renumber
-from .candidates import DEFAULT_MAX_CANDIDATES, CandidateStream, _check_int
+from .candidates import DEFAULT_MAX_CANDIDATES, CandidateStream, _check_int, _exclusion_bits
 from .codetable import std_lengths_from_frequencies
 
 __all__ = ["CoverBlock", "StaleBlock", "BatchPlanner", "krimp_distributed", "Alphabet"]
@@ -136,10 +136,7 @@ class CoverBlock:
         from ._kernels import _pack_columns
 
         self.tid_bits = _pack_columns(indptr, new, ident, self.n_items)
-        self.rec, self.rec32 = C.initial_state(row_bits, max(1, int(longest) // 2))
-        self.blocked = C.blocked_index(self.n_items, longest, self.n_rows, index_memory)
-        # the usage rows get what the blocked index leaves of the budget
-        self.index_memory = max(0, int(index_memory) - self.blocked.nbytes)
+        self.rec, self.rec32, self.blocked, self.index_memory = C.block_state(row_bits, self.n_items, longest, index_memory)
         self.acc = np.zeros(self.tid_bits.shape[1], np.uint64)
         self.r = np.zeros(self.w, np.uint64)
         self.d_s = np.zeros(self.n_items, np.int64)
@@ -382,7 +379,7 @@ class ClusterBlocks:
                 self.hosts[i] = self._build(i, live[i % len(live)] if live else None)
                 self.rebuilt += 1
                 parts.append(self.hosts[i].step(0, log[: base + n_new], requests, sizes).result())
-        return [combine([p[j] for p in parts], *sizes[j]) for j in range(len(sizes))]
+        return _combine_all(parts, sizes)
 
     def memory(self) -> list[int]:
         """Bytes held by the cover blocks, per worker."""
@@ -628,7 +625,7 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
         off = np.arange(0, new.size + 1, max(k, 1), dtype=np.int64)[: ids.shape[0] + 1]
         levels[k] = (pack_rows(off, new.ravel(), ident, alphabet.n_items), counts.astype(np.int64))
     keep = _closed_mask(levels) if closed else {k: np.ones(c.size, bool) for k, (_, c) in levels.items()}
-    ex_bits = _exclusion_words(alphabet, exclude)
+    ex_bits = _exclusion_bits(alphabet, exclude)
     spiller = _Spiller(w, DEFAULT_CANDIDATE_MEMORY if memory is None else int(memory), spill_dir)
     t = time.perf_counter()
     try:
@@ -644,21 +641,6 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
     except BaseException:
         spiller.close()
         raise
-
-
-def _exclusion_words(alphabet: Alphabet, exclude: Sequence[Sequence[int]]) -> list[np.ndarray]:
-    """Bitsets (new ids) of the excluded combinations whose items all occur (the others exclude nothing)."""
-    out = []
-    w = max(1, (alphabet.n_items + 63) // 64)
-    for combo in exclude or ():
-        a = np.unique(np.asarray(list(combo), np.int64))
-        pos = np.searchsorted(alphabet.labels, a)
-        if np.all(pos < alphabet.n_items) and np.all(alphabet.labels[np.minimum(pos, alphabet.n_items - 1)] == a):
-            eb = np.zeros(w, np.uint64)
-            for r in alphabet.new_ids[pos].tolist():
-                eb[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
-            out.append(eb)
-    return out
 
 
 def _partitions(tx: Any) -> list:
@@ -858,7 +840,7 @@ def _given_stream(db: Any, alphabet: Alphabet, column_new: np.ndarray, candidate
         keep &= sup >= ms
     if max_len is not None:
         keep &= lens <= max_len
-    for eb in _exclusion_words(alphabet, exclude):
+    for eb in _exclusion_bits(alphabet, exclude):
         keep &= ~np.all((bits & eb) == eb, axis=1)
     perm = np.nonzero(keep)[0] if keep_order else standard_order(bits, sup)
     if not keep_order:

@@ -332,11 +332,8 @@ class SingleBlock:
         self.tid_bits = d.tid_bits
         row_len = np.diff(d.indptr)
         longest = int(row_len.max())
-        self.rec, self.rec32 = C.initial_state(d.row_bits, max(1, longest // 2))
-        self.blocked = C.blocked_index(d.n_items, longest, d.n_rows, index_memory)
+        self.rec, self.rec32, self.blocked, self.budget = C.block_state(d.row_bits, d.n_items, longest, index_memory)
         self.n_rows = d.n_rows
-        # the usage rows get what the blocked index leaves of the budget
-        self.budget = max(0, index_memory - self.blocked.nbytes)
         self.urows = C.usage_rows(cap, d.n_rows, self.budget)
         self.acc = np.zeros(d.tid_bits.shape[1], np.uint64)
         self.r = np.zeros(d.n_words, np.uint64)
