@@ -10,7 +10,7 @@ import numpy as np
 
 from . import cli
 from ._core import Context, emit_release, job, usage_error, write_release
-from ._options import input_format, release_output, stack
+from ._options import input_format, release_output, split_list, stack
 
 
 class DefaultCommandGroup(click.Group):
@@ -56,6 +56,8 @@ def sketch() -> None:
     ppdm sketch IN OUT --delta 0.2     δ-anonymous sketches (per record, collection time)
     ppdm sketch IN OUT --k 5           k-variance anonymous sketches (k nearest neighbours)
     ppdm sketch evaluate IN --k 5      utility vs the original data (the paper's protocol)
+    ppdm sketch evaluate IN --sweep delta=0.1,0.2,0.5,1,2 --plot frontier.svg
+                                       the privacy-utility frontier
     """
 
 
@@ -84,25 +86,62 @@ def sketch_anonymize(obj: Context, src, dst, delta, k, m_max, metric, knn_scope,
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra, report=rep)
 
 
+def sweep_levels(text: str | None) -> tuple[str, list[float]] | None:
+    """``"delta=0.1,0.2,0.5"`` -> ``("delta", [0.1, 0.2, 0.5])``; ``"k=2,5"`` -> ``("k", [2, 5])``."""
+    if text is None:
+        return None
+    name, sep, values = text.partition("=")
+    name = name.strip().lower().replace("δ", "delta")
+    if not sep or name not in ("delta", "k"):
+        raise click.BadParameter(f"expected delta=V1,V2,... or k=V1,V2,..., got {text!r}", param_hint="--sweep")
+    try:
+        levels = [int(v) if name == "k" else float(v) for v in split_list(values)]
+    except ValueError:
+        raise click.BadParameter(f"{name} levels must be {'integers' if name == 'k' else 'numbers'}: {values!r}",
+                                 param_hint="--sweep") from None
+    if not levels:
+        raise click.BadParameter("no levels given", param_hint="--sweep")
+    if any(v <= 0 for v in levels) or (name == "k" and any(v < 1 for v in levels)):
+        raise click.BadParameter(f"{name} levels must be positive: {values!r}", param_hint="--sweep")
+    return name, levels
+
+
 @sketch.command("evaluate")
 @click.argument("src")
 @method_options
 @input_format
+@click.option("--sweep", default=None, metavar="delta=V,V,...|k=V,V,...",
+              help="The privacy-utility frontier: evaluate at every level (e.g. delta=0.1,0.2,0.5,1,2 or k=2,5,10,20) "
+                   "instead of one --delta / --k.")
+@click.option("--plot", "plot_path", default=None, metavar="FILE",
+              help="With --sweep: draw the frontier to FILE (.svg or .png).")
+@click.option("--similarity", type=click.Choice(["shrunk", "cosine", "euclidean"]), default="shrunk", show_default=True,
+              help="Similarity of the miners on sketches (shrunk: the estimated cosine shrunk by its variance).")
 @click.option("--label-column", default="label", show_default=True, help="Class labels for the classification task.")
 @click.option("--neighbors", type=click.IntRange(min=1), default=1, show_default=True, help="k of the k-NN classifier.")
 @click.option("--clusters", type=click.IntRange(min=2), default=10, show_default=True, help="K of k-means.")
 @click.option("--task", type=click.Choice(["both", "classify", "cluster"]), default="both", show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace an existing --plot file.")
 @click.pass_obj
-def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, approximate, fmt, label_column, neighbors,
-                    clusters, task) -> None:
+def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, approximate, fmt, sweep, plot_path, similarity,
+                    label_column, neighbors, clusters, task, overwrite) -> None:
     """Utility of anonymized sketches of SRC against the original (classification accuracy and
-    clustering similarity, the paper's protocol); nothing is written."""
+    clustering similarity, the paper's protocol) at one level, or with --sweep at several
+    (the privacy-utility frontier); nothing is published."""
     from ..progress import compute
-    from ..sketch.evaluation import evaluate
+    from ..sketch.evaluation import evaluate, frontier
 
-    anonymizer(delta, k, m_max, metric, knn_scope, approximate)  # the method options are checked before any work
+    levels = sweep_levels(sweep)
+    if levels is not None and (delta is not None or k is not None):
+        raise usage_error("--sweep sets the levels itself: leave out --delta and --k")
+    if plot_path is not None and levels is None:
+        raise usage_error("--plot draws the frontier of a sweep", "--sweep delta=0.1,0.2,0.5,1,2")
+    if plot_path is not None and not plot_path.lower().endswith((".svg", ".png")):
+        raise click.BadParameter(f"{plot_path}: the plot is written as .svg or .png", param_hint="--plot")
+    if levels is None:
+        anonymizer(delta, k, m_max, metric, knn_scope, approximate)  # the method options are checked before any work
     tasks = ("classify", "cluster") if task == "both" else (task,)
-    with job(obj) as j:
+    with job(obj, outputs=[plot_path], overwrite=overwrite) as j:
         key = obj.key()
         tx = obj.read_transactions(src, fmt)
         if "classify" in tasks and label_column not in tx.columns:
@@ -110,18 +149,94 @@ def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, appro
         (X,) = compute(tx.weights if tx.weights is not None else tx.blocks, progress=obj.progress)
         labels = tx.columns[label_column].compute() if label_column in tx.columns else np.zeros(X.shape[0], np.int64)
 
-        def anonymize(part: Any, generator: Any) -> Any:
-            an = anonymizer(delta, k, m_max, metric, knn_scope, approximate, generator=generator, allow_weak=True,
-                            key=key if approximate else None)
-            return an.fit_transform(part)
+        def make(level_delta: float | None, level_k: int | None, generator: Any) -> Any:
+            return anonymizer(level_delta, level_k, m_max, metric, knn_scope, approximate, generator=generator,
+                              allow_weak=True, key=key if approximate else None)
 
-        r = evaluate(X, labels, anonymize, key=key, n_neighbors=neighbors, n_clusters=clusters, tasks=tasks)
+        common = {"key": key, "n_neighbors": neighbors, "n_clusters": clusters, "tasks": tasks, "similarity": similarity}
+        if levels is not None:
+            name, values = levels
+
+            def said(row: dict[str, Any]) -> None:
+                if obj.progress and not obj.as_json:
+                    click.echo(f"  {name} = {row['level']}: done ({row['seconds']:.1f} s)", err=True)
+
+            rows = frontier(X, labels, name, values, on_level=said,
+                            make=lambda v, g: make(v if name == "delta" else None, v if name == "k" else None, g), **common)
+            if plot_path is not None:
+                write_frontier_plot(rows, plot_path, overwrite=overwrite, storage_options=obj.storage_options)
+        else:
+            r = evaluate(X, labels, lambda part, g: make(delta, k, g).fit_transform(part), **common)
+    if levels is not None:
+        emit_frontier(obj, src, rows, m_max=m_max, similarity=similarity, neighbors=neighbors, plot_path=plot_path, where=j.where,
+                      seconds=j.seconds)
+        return
     r.pop("baseline", None)
-    lines = [f"{src}: " + (f"δ = {delta}" if delta is not None else f"k = {k}") + f" (m_max {m_max}), {j.seconds:.1f} s"]
+    lines = [f"{src}: " + (f"δ = {delta}" if delta is not None else f"k = {k}") + f" (m_max {m_max}, similarity {similarity}), {j.seconds:.1f} s"]
     if "accuracy" in r:
         lines.append(f"  {neighbors}-NN accuracy     {r['accuracy']:.4f}  original {r['baseline_accuracy']:.4f}  ratio "
-                     f"{r['accuracy_ratio']:.3f}  (suppressed test records {100 * r['suppressed_test']:.1f} %)")
+                     f"{r['accuracy_ratio']:.3f}  chance {r['chance_accuracy']:.4f}  (suppressed test records {100 * r['suppressed_test']:.1f} %)")
     if "similarity" in r:
         lines.append(f"  k-means similarity  {r['similarity']:.4f}  original {r['baseline_similarity']:.4f}  ratio "
                      f"{r['similarity_ratio']:.3f}  (suppressed {100 * r['suppressed']:.1f} %, mean components {r['mean_components']:.1f})")
-    obj.emit({**r, "src": src, "scheduler": j.where}, "\n".join(lines))
+    obj.emit({**r, "src": src, "similarity_measure": similarity, "scheduler": j.where}, "\n".join(lines))
+
+
+def write_frontier_plot(rows: list[dict[str, Any]], path: str, *, overwrite: bool, storage_options: Any = None) -> None:
+    """Draw the frontier (matplotlib, off-screen) to ``path`` (.svg or .png), atomically."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    from ..data.atomic import atomic_file
+    from ..sketch.evaluation import frontier_figures
+
+    plot, _ = frontier_figures(rows)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    try:
+        for s in plot.series:
+            ax.plot(s.x, s.y, marker="o", label=s.name)
+        if plot.log_x:
+            ax.set_xscale("log")
+        ax.set_ylim(0, max(1.05, max(max(s.y) for s in plot.series if len(s.y)) * 1.05))
+        ax.set_xlabel(plot.x_label)
+        ax.set_ylabel(plot.y_label)
+        ax.set_title(plot.title)
+        ax.legend(frameon=False)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg" if path.lower().endswith(".svg") else "png", dpi=120,
+                    metadata={"Date": None} if path.lower().endswith(".svg") else None)
+    finally:
+        plt.close(fig)
+    with atomic_file(path, storage_options=storage_options, overwrite=overwrite) as f:
+        f.write(buf.getvalue())
+
+
+def emit_frontier(obj: Context, src: str, rows: list[dict[str, Any]], *, m_max: int, similarity: str, neighbors: int,
+                  plot_path: str | None, where: str, seconds: float) -> None:
+    """The frontier as a table (text) or JSON (--json)."""
+    from ..sketch.evaluation import frontier_figures
+
+    _, table = frontier_figures(rows)
+    name = table.columns[0]
+    lines = [f"{src}: privacy-utility frontier ({len(rows)} levels of {name}, m_max {m_max}, {neighbors}-NN and k-means "
+             f"on {similarity} similarity), {seconds:.1f} s"]
+    header = ["level", "accuracy", "acc. ratio", "chance", "similarity", "sim. ratio", "mean m", "suppressed"]
+    lines.append("  " + "  ".join(f"{h:>10}" for h in header))
+
+    def cell(v: Any, fmt: str) -> str:
+        return f"{'-':>10}" if v is None else f"{v:>10{fmt}}"
+
+    for r in table.rows:
+        lines.append("  " + "  ".join([f"{r[0]:>10g}", cell(r[1], ".4f"), cell(r[2], ".3f"), cell(r[3], ".4f"), cell(r[4], ".4f"),
+                                       cell(r[5], ".3f"), cell(r[6], ".1f"), cell(r[7], ".1f") + ("" if r[7] is None else "%")]))
+    if plot_path is not None:
+        lines.append(f"  plot: {plot_path}")
+    for r in rows:
+        r.pop("baseline", None)
+    obj.emit({"src": src, "method": rows[0]["method"], "similarity_measure": similarity, "levels": rows, "plot": plot_path,
+              "scheduler": where}, "\n".join(lines))

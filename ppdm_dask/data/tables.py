@@ -17,9 +17,8 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -27,6 +26,9 @@ import pyarrow as pa
 from ..errors import DataFormatError, DatasetNotFoundError, InvalidParameter
 from .folder import MANIFEST, check_listing, open_fs, read_manifest, read_part
 from .sources import remember_url
+
+if TYPE_CHECKING:  # dask.dataframe costs ~0.4 s to import: only the table readers need it
+    import dask.dataframe as dd
 
 __all__ = ["read_table", "parse_dtypes", "load_schema", "sniff_separator", "table_from_manifest", "parse_numbers", "TYPES",
            "TABLE_FORMATS", "is_csv"]
@@ -168,6 +170,8 @@ def _convert(part: pd.DataFrame, types: dict[str, str], url: str) -> pd.DataFram
 def table_from_manifest(fs: Any, path: str, manifest: Mapping[str, Any], url: str, *, verify: bool = False) -> dd.DataFrame:
     """The lazy table of a ppdm folder whose manifest lists its part files; every part is checked
     against its entry when read (rows; SHA-256 with ``verify``)."""
+    import dask.dataframe as dd
+
     parts = list(manifest.get("partitions", []))
     check_listing(fs, path, parts, url)
     if not parts:
@@ -209,6 +213,8 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
     DataFormatError
         Unknown column in ``dtype``, a value that does not parse, an unreadable file.
     """
+    import dask.dataframe as dd
+
     opts = dict(storage_options or {})
     types = {**(load_schema(schema, storage_options=opts) if schema else {}), **parse_dtypes(dtype)}
     fs, path = open_fs(url, opts)

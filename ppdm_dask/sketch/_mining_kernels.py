@@ -9,7 +9,10 @@ suppressed record.
 Every similarity between two sketches ``a`` and ``b`` uses the same ``m = min(m_a, m_b)``
 components for all its terms (docs/sketches.md#clarification-pairwise-estimates-use-the-same-components):
 
-* ``"cosine"``: ``dot_m / sqrt(sq_a,m * sq_b,m)`` (0 when the denominator is 0),
+* ``"cosine"``: ``c_m = dot_m / sqrt(sq_a,m * sq_b,m)`` (0 when the denominator is 0),
+* ``"shrunk"``: ``c_m * m / (m + lam)``, the posterior mean of the cosine under a prior
+  ``N(0, 1/lam)`` when ``c_m`` has noise variance ``1/m``
+  (docs/sketches.md#the-variance-aware-similarity); ``lam`` from :func:`estimate_shrinkage`,
 * ``"euclidean"``: ``-(sq_a,m + sq_b,m - 2 dot_m) / m`` (minus the estimated squared distance),
 
 where ``sq_x,m`` is the sum of squares of the first ``m`` components, looked up in the per-row
@@ -32,6 +35,8 @@ __all__ = [
     "clean_block",
     "prefix_sqnorms",
     "pair_similarity",
+    "estimate_shrinkage",
+    "shrinkage_sample",
     "topk_select",
     "merge_topk",
     "knn_block_topk",
@@ -43,7 +48,14 @@ __all__ = [
     "pick_reseeds",
 ]
 
-SIMILARITIES = ("cosine", "euclidean")
+SIMILARITIES = ("shrunk", "cosine", "euclidean")
+_MODE = {"cosine": 0, "euclidean": 1, "shrunk": 2}
+#: Empirical-Bayes shrinkage: pairs with fewer common components do not enter the estimate of
+#: the prior (the noise model 1/m is only accurate for larger m), bounds of lam, and the
+#: sample of records it is estimated from.
+SHRINKAGE_MIN_COMPONENTS = 8
+SHRINKAGE_BOUNDS = (1.0, 4096.0)
+SHRINKAGE_SAMPLE = 2000
 #: Index of an empty top-k slot: sorts after every real index.
 NO_INDEX = np.iinfo(np.int64).max
 #: Elements of one (test rows x train rows) similarity tile; bounds the temporaries (~16 MB each).
@@ -73,7 +85,7 @@ def prefix_sqnorms(S: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _similarity_from_dots(dots, ma, Pa, mb, Pb, cosine):  # pragma: no cover - compiled
+def _similarity_from_dots(dots, ma, Pa, mb, Pb, mode, lam):  # pragma: no cover - compiled
     # one fused pass instead of numpy's two (na x nb) gathers; same IEEE operations in the
     # same order as the formulas in the module docstring (no fastmath: bit-reproducible)
     na, nb = dots.shape
@@ -86,11 +98,12 @@ def _similarity_from_dots(dots, ma, Pa, mb, Pb, cosine):  # pragma: no cover - c
                 continue
             a = Pa[i, q]
             b = Pb[j, q]
-            if cosine:
-                den = np.sqrt(a * b)
-                out[i, j] = dots[i, j] / den if den > 0 else 0.0
-            else:
+            if mode == 1:
                 out[i, j] = -(a + b - 2.0 * dots[i, j]) / q
+                continue
+            den = np.sqrt(a * b)
+            c = dots[i, j] / den if den > 0 else 0.0
+            out[i, j] = c if mode == 0 else c * (q / (q + lam))
     return out
 
 
@@ -102,11 +115,13 @@ def pair_similarity(
     mb: np.ndarray,
     Pb: np.ndarray,
     similarity: str = "cosine",
+    shrinkage: float = 0.0,
 ) -> np.ndarray:
     """Estimated similarity of every pair (row of ``a``, row of ``b``), shape ``(na, nb)``.
 
     Inputs are cleaned blocks (:func:`clean_block`) with their prefix sums ``P``. Pairs with
-    ``min(m_a, m_b) = 0`` (a suppressed side) get ``-inf``.
+    ``min(m_a, m_b) = 0`` (a suppressed side) get ``-inf``. ``shrinkage`` is ``lam`` of
+    ``"shrunk"`` (ignored otherwise).
     """
     if similarity not in SIMILARITIES:
         raise ValueError(f"unknown similarity {similarity!r}; use one of {SIMILARITIES}")
@@ -118,8 +133,48 @@ def pair_similarity(
         np.ascontiguousarray(Pa),
         np.ascontiguousarray(mb, dtype=np.int64),
         np.ascontiguousarray(Pb),
-        similarity == "cosine",
+        _MODE[similarity],
+        float(shrinkage),
     )
+
+
+def shrinkage_sample(m: np.ndarray) -> np.ndarray:
+    """Rows the empirical-Bayes shrinkage is estimated from: at most :data:`SHRINKAGE_SAMPLE`
+    unsuppressed rows evenly spaced by row number (by global row: independent of the blocks)."""
+    live = np.flatnonzero(np.asarray(m) > 0)
+    return live[np.unique(np.linspace(0, live.size - 1, min(live.size, SHRINKAGE_SAMPLE)).astype(np.int64))]
+
+
+def estimate_shrinkage(S: np.ndarray, m: np.ndarray) -> tuple[float, int]:
+    """Empirical-Bayes ``lam = 1 / tau^2`` of the ``"shrunk"`` similarity from a sample of records.
+
+    Over all pairs ``i < j`` of the unsuppressed rows with ``q = min(m_i, m_j) >=``
+    :data:`SHRINKAGE_MIN_COMPONENTS`, the same-component cosine ``c_q`` has
+    ``E[c_q^2] = E[c^2] + E[noise]`` with noise variance ``1/q``, so
+    ``tau^2 = mean(c_q^2) - mean(1/q)`` estimates the spread of the true cosines around 0.
+    ``lam`` is clipped to :data:`SHRINKAGE_BOUNDS`; with fewer than 50 such pairs (or
+    ``tau^2 <= 0``: the estimates are all noise) it is the upper bound (the strongest shrinkage).
+
+    Returns
+    -------
+    (lam, n_pairs) : float, int
+    """
+    S, m = clean_block(S, m)
+    live = np.flatnonzero(m > 0)
+    S, m = S[live], m[live]
+    lo, hi = SHRINKAGE_BOUNDS
+    if m.size < 2:
+        return hi, 0
+    P = prefix_sqnorms(S)
+    cos = pair_similarity(S, m, P, S, m, P, "cosine")
+    q = np.minimum.outer(m, m)
+    use = np.triu(q >= SHRINKAGE_MIN_COMPONENTS, k=1)
+    n_pairs = int(use.sum())
+    if n_pairs < 50:
+        return hi, n_pairs
+    tau2 = float(np.mean(cos[use] ** 2) - np.mean(1.0 / q[use]))
+    lam = hi if tau2 <= 1.0 / hi else min(hi, max(lo, 1.0 / tau2))
+    return float(lam), n_pairs
 
 
 def _sort_topk(sim: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -184,6 +239,7 @@ def knn_block_topk(
     offset_b: int,
     k: int,
     similarity: str = "cosine",
+    shrinkage: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-k of every row of block ``a`` among the unsuppressed rows of block ``b``.
 
@@ -204,7 +260,7 @@ def knn_block_topk(
     tile = max(1, TILE_ELEMENTS // live.size)
     for lo in range(0, na, tile):
         hi = min(na, lo + tile)
-        sim = pair_similarity(Sa[lo:hi], ma[lo:hi], Pa[lo:hi], Sb, mb, Pb, similarity)
+        sim = pair_similarity(Sa[lo:hi], ma[lo:hi], Pa[lo:hi], Sb, mb, Pb, similarity, shrinkage)
         out_sim[lo:hi], out_idx[lo:hi] = topk_select(sim, index, k)
     return out_sim, out_idx
 
@@ -248,6 +304,7 @@ def assign_block(
     C: np.ndarray,
     mc: np.ndarray,
     similarity: str = "cosine",
+    shrinkage: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Nearest centroid of every row by estimated similarity (ties: the smaller cluster index).
 
@@ -267,7 +324,7 @@ def assign_block(
     for lo in range(0, live.size, tile):
         rows = live[lo : lo + tile]
         Sr = S[rows]
-        sim = pair_similarity(Sr, m[rows], prefix_sqnorms(Sr), C, mc, Pc, similarity)
+        sim = pair_similarity(Sr, m[rows], prefix_sqnorms(Sr), C, mc, Pc, similarity, shrinkage)
         lab = np.argmax(sim, axis=1)  # first maximum: smaller cluster index on ties
         labels[rows] = lab
         best[rows] = sim[np.arange(rows.size), lab]

@@ -112,13 +112,11 @@ class DeltaAnonymizer(Estimator):
         """Validate the parameters, fix ``generator_`` and count the suppressed records of ``X``
         (``X=None``: only the generator, e.g. for :func:`anonymize_record` at collection time)."""
         from ..data.sources import collection_name
-        from ..release.base import overrides_for
         from .release import SketchRelease
 
         params = self._parameters()
         floors = SketchRelease(None, method="delta", parameters=params)
-        floors.overrides = overrides_for(self.allow_weak, [c.name for c in floors.floor_checks()])
-        floors.check_floors()  # refuse before any pass over the data
+        floors.apply_overrides(self.allow_weak)  # refuse before any pass over the data
         self.generator_ = _resolve_generator(self.key, self.generator)
         self._key = as_key(self.key) if self.key is not None else Key.generate()
         self._overrides = floors.overrides

@@ -28,7 +28,11 @@ from ._mining_kernels import vote
 from .generator import SketchGenerator
 from .mining import SketchKMeans, SketchKNNClassifier, average_cosine_similarity
 
-__all__ = ["train_test_split", "exact_knn_predict", "spherical_kmeans", "evaluate"]
+__all__ = ["train_test_split", "exact_knn_predict", "spherical_kmeans", "evaluate", "frontier", "frontier_figures",
+           "SWEEP_METHODS"]
+
+#: The privacy parameter of each method, as the sweep names it.
+SWEEP_METHODS = ("delta", "k")
 
 
 def train_test_split(n: int, *, key: KeyLike, test_fraction: float = 1 / 3) -> tuple[np.ndarray, np.ndarray]:
@@ -122,6 +126,7 @@ def evaluate(
     npartitions: int | None = None,
     client: Any = None,
     baseline: dict[str, float] | None = None,
+    similarity: str = "shrunk",
 ) -> dict[str, Any]:
     """Utility of anonymized sketches relative to the original data (the paper's Figs. 3-12).
 
@@ -139,13 +144,16 @@ def evaluate(
     baseline : dict, optional
         ``{"accuracy": ..., "similarity": ...}`` already computed for this X, labels and key
         (they do not depend on the anonymization) — saves recomputing them in a sweep.
+    similarity : {"shrunk", "cosine", "euclidean"}, default "shrunk"
+        The similarity of the miners on sketches (docs/sketches.md#the-variance-aware-similarity).
 
     Returns
     -------
     dict
-        ``accuracy``, ``baseline_accuracy``, ``accuracy_ratio``, ``suppressed_test``,
+        ``accuracy``, ``baseline_accuracy``, ``accuracy_ratio``, ``chance_accuracy`` (labels drawn
+        from the training prior: ``sum_c p_train(c) p_test(c)``), ``suppressed_test``,
         ``similarity``, ``baseline_similarity``, ``similarity_ratio``, ``suppressed``,
-        ``mean_components``, ``seconds``.
+        ``mean_components`` (of the published records), ``seconds``.
     """
     from ..data.transactions import TransactionArray
     from ..progress import compute
@@ -171,18 +179,26 @@ def evaluate(
         train, test = train_test_split(X.shape[0], key=key)
         s_train = sketches(tx_of(train))
         s_test = sketches(tx_of(test))
-        clf = SketchKNNClassifier(k=n_neighbors, key=key).fit(s_train, labels[train], client=client)
+        clf = SketchKNNClassifier(k=n_neighbors, key=key, similarity=similarity).fit(s_train, labels[train], client=client)
         pred = clf.predict(s_test, client=client)
         out["accuracy"] = float(np.mean(pred == labels[test]))
         if "accuracy" not in baseline:
             baseline["accuracy"] = float(np.mean(exact_knn_predict(X[train], labels[train], X[test], k=n_neighbors) == labels[test]))
         out["baseline_accuracy"] = baseline["accuracy"]
         out["accuracy_ratio"] = out["accuracy"] / baseline["accuracy"] if baseline["accuracy"] > 0 else float("nan")
-        (m_test,) = compute(s_test.m, progress=False, client=client)
+        classes, codes = np.unique(labels, return_inverse=True)
+        p_train = np.bincount(codes[train], minlength=classes.size) / max(1, train.size)
+        p_test = np.bincount(codes[test], minlength=classes.size) / max(1, test.size)
+        out["chance_accuracy"] = float(p_train @ p_test)
+        m_train, m_test = compute(s_train.m, s_test.m, progress=False, client=client)
         out["suppressed_test"] = float(np.mean(m_test == 0))
+        if "cluster" not in tasks:  # otherwise from the sketches of all records, below
+            m_all = np.concatenate([m_train, m_test])
+            out["suppressed"] = float(np.mean(m_all == 0))
+            out["mean_components"] = float(m_all[m_all > 0].mean()) if (m_all > 0).any() else 0.0
     if "cluster" in tasks:
         s_all = sketches(tx_of(None))
-        km = SketchKMeans(n_clusters=n_clusters, key=key).fit(s_all, client=client)
+        km = SketchKMeans(n_clusters=n_clusters, key=key, similarity=similarity).fit(s_all, client=client)
         out["similarity"] = average_cosine_similarity(X, km.assigned_labels_)
         if "similarity" not in baseline:
             baseline["similarity"] = average_cosine_similarity(X, spherical_kmeans(X, n_clusters, key=key))
@@ -195,3 +211,97 @@ def evaluate(
     out["seconds"] = time.perf_counter() - t0
     out["baseline"] = baseline
     return out
+
+
+def _default_anonymizer(method: str, level: float, generator: SketchGenerator) -> Any:
+    from .delta import DeltaAnonymizer
+    from .kvariance import KVarianceAnonymizer
+
+    if method == "delta":
+        return DeltaAnonymizer(float(level), generator=generator, allow_weak=True)
+    return KVarianceAnonymizer(int(level), generator=generator, allow_weak=True)
+
+
+def frontier(
+    X: Any,
+    labels: np.ndarray,
+    method: str,
+    levels: Any,
+    *,
+    key: KeyLike = None,
+    make: Callable[[float, SketchGenerator], Any] | None = None,
+    n_neighbors: int = 10,
+    n_clusters: int = 10,
+    tasks: tuple[str, ...] = ("classify", "cluster"),
+    similarity: str = "shrunk",
+    npartitions: int | None = None,
+    client: Any = None,
+    on_level: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """The privacy-utility frontier of a data set: :func:`evaluate` at every privacy level.
+
+    Parameters
+    ----------
+    method : {"delta", "k"}
+        δ-anonymity (``levels`` are values of δ) or k-variance anonymity (numbers of neighbours).
+    levels : sequence of numbers
+        In the order given (sorted by the caller if wanted).
+    make : callable (level, generator) -> anonymizer, optional
+        Builds the anonymizer of one level (default: ``DeltaAnonymizer(level)`` or
+        ``KVarianceAnonymizer(level)`` with the shared generator, weak levels allowed: the sweep
+        measures, it publishes nothing).
+    on_level : callable, optional
+        Called with every finished row (progress).
+
+    Returns
+    -------
+    list of dict
+        One row per level: ``method``, ``level`` and the measures of :func:`evaluate`
+        (``accuracy``, ``accuracy_ratio``, ``chance_accuracy``, ``similarity``,
+        ``similarity_ratio``, ``mean_components``, ``suppressed``, ...). The baselines on the
+        original are computed once.
+    """
+    if method not in SWEEP_METHODS:
+        raise InvalidParameter(f"the sweep's method must be one of {SWEEP_METHODS}, got {method!r}")
+    levels = list(levels)
+    if not levels:
+        raise InvalidParameter("the sweep needs at least one level")
+    make = make or (lambda level, g: _default_anonymizer(method, level, g))
+    rows: list[dict[str, Any]] = []
+    baseline: dict[str, float] | None = None
+    for level in levels:
+        r = evaluate(X, labels, lambda tx, g: make(level, g).fit_transform(tx), key=key, n_neighbors=n_neighbors,
+                     n_clusters=n_clusters, tasks=tasks, npartitions=npartitions, client=client, baseline=baseline,
+                     similarity=similarity)
+        baseline = r.pop("baseline")
+        rows.append({"method": method, "level": level, **r})
+        if on_level is not None:
+            on_level(rows[-1])
+    return rows
+
+
+def frontier_figures(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """The frontier as a report plot (utility ratios and published share against the level) and
+    a table (:class:`ppdm_dask.release.figures.Plot`, :class:`~ppdm_dask.release.figures.Table`)."""
+    from ..release.figures import Plot, Series, Table
+
+    method = rows[0]["method"]
+    name = "δ" if method == "delta" else "k"
+    x = [r["level"] for r in rows]
+    series = []
+    if "accuracy_ratio" in rows[0]:
+        series.append(Series("k-NN accuracy / original", x, [r["accuracy_ratio"] for r in rows]))
+    if "similarity_ratio" in rows[0]:
+        series.append(Series("k-means similarity / original", x, [r["similarity_ratio"] for r in rows]))
+    series.append(Series("published share", x, [1.0 - r["suppressed"] for r in rows]))
+    positive = all(v > 0 for v in x)
+    plot = Plot("utility_frontier", f"Privacy-utility frontier ({'δ-anonymity' if method == 'delta' else 'k-variance anonymity'})",
+                "line", series, x_label=f"privacy level {name} (larger: more private)", y_label="ratio to the original",
+                about="comparison", log_x=positive and max(x) / min(x) >= 10,
+                note="utility of mining on the sketches divided by the same mining on the original records")
+    cols = [name, "accuracy", "accuracy ratio", "chance", "similarity", "similarity ratio", "mean components", "suppressed %"]
+    table_rows = [[r["level"], r.get("accuracy"), r.get("accuracy_ratio"), r.get("chance_accuracy"), r.get("similarity"),
+                   r.get("similarity_ratio"), r.get("mean_components"), None if "suppressed" not in r else 100 * r["suppressed"]]
+                  for r in rows]
+    table = Table("utility_frontier_table", "Privacy-utility frontier", cols, table_rows, about="comparison")
+    return plot, table

@@ -79,7 +79,7 @@ def kvariance_components(
     threshold : {"corrected", "paper"}
         The sd threshold of Def. 3: the corrected Cauchy-Schwarz gap (default,
         docs/sketches.md#correction-the-k-variance-threshold-is-the-cauchy-schwarz-gap) or the
-        paper's printed square root of it (reproduction studies only; see
+        paper's printed square root of it (reproduction studies only: not scale-invariant; see
         :func:`~ppdm_dask.sketch._kvariance_kernels.edge_bounds`).
 
     Returns
@@ -164,7 +164,9 @@ class KVarianceAnonymizer(Estimator):
     threshold : {"corrected", "paper"}
         ``"paper"`` uses the printed, dimensionally inconsistent threshold of Def. 3
         (docs/sketches.md#correction-the-k-variance-threshold-is-the-cauchy-schwarz-gap) —
-        for reproducing the paper's figures only; its privacy guarantee is not scale-invariant.
+        for reproducing the paper's figures only; its privacy guarantee is not scale-invariant,
+        so it is a weak parameter: refused unless ``allow_weak=["threshold = corrected"]``
+        (recorded in the manifest).
     keep_suppressed, keep_record_ids : bool, default False
         Write suppressed records as empty rows; publish a ``record_id`` column (see
         :class:`~.delta.DeltaAnonymizer`).
@@ -241,14 +243,12 @@ class KVarianceAnonymizer(Estimator):
             ``k < 2`` without ``allow_weak`` (checked before any pass over the data).
         """
         from ..neighbors import approximate_knn, knn
-        from ..release.base import overrides_for
         from .release import SketchRelease
 
         tx = X
         self._validate(tx.n_transactions)
         floors = SketchRelease(None, method="k-variance", parameters=self._parameters())
-        floors.overrides = overrides_for(self.allow_weak, [c.name for c in floors.floor_checks()])
-        floors.check_floors()
+        floors.apply_overrides(self.allow_weak)  # refuse before any pass over the data
         self._overrides = floors.overrides
         self.generator_ = _resolve_generator(None if self.generator is not None else self.key, self.generator)
         self._key = as_key(self.key) if self.key is not None else Key.generate()

@@ -5,7 +5,10 @@ Both miners see only the published sketches: per record ``i`` the first ``m_i`` 
 its sketch (``m_i = 0``: suppressed, nothing published). Every similarity between two sketches
 uses the same ``m = min(m_i, m_j)`` components for all its terms (see
 :mod:`ppdm_dask.sketch._mining_kernels`), the estimated cosine being
-``dot_m / sqrt(sqnorm_i,m * sqnorm_j,m)``.
+``c_m = dot_m / sqrt(sqnorm_i,m * sqnorm_j,m)``. The default similarity ``"shrunk"`` ranks by
+``c_m * m / (m + lam)`` (docs/sketches.md#the-variance-aware-similarity): an estimate from few
+components is pulled toward 0 by its variance, so records with one or two components no longer
+look identical to everything.
 
 Inputs are "SketchArray-like": any object with ``values`` (dask or numpy float array
 ``(N, m_max)``, zero padded beyond each ``m_i``), ``m`` (``(N,)`` ints, same row chunks) and
@@ -161,9 +164,29 @@ def _check_block_rows(block_rows: Any) -> None:
         raise InvalidParameter(f"block_rows must be a positive integer or None, got {block_rows!r}")
 
 
-def _check_similarity(similarity: Any) -> None:
+def _check_similarity(similarity: Any, shrinkage: Any = "auto") -> None:
     if similarity not in K.SIMILARITIES:
         raise InvalidParameter(f"similarity must be one of {K.SIMILARITIES}, got {similarity!r}")
+    if isinstance(shrinkage, str):
+        if shrinkage != "auto":
+            raise InvalidParameter(f"shrinkage must be 'auto' or a number >= 0, got {shrinkage!r}")
+    elif isinstance(shrinkage, bool) or not isinstance(shrinkage, (int, float, np.number)) or not 0 <= shrinkage < np.inf:
+        raise InvalidParameter(f"shrinkage must be 'auto' or a finite number >= 0, got {shrinkage!r}")
+
+
+def _resolve_shrinkage(similarity: str, shrinkage: Any, blocks: "_Blocks", m: np.ndarray, **ckw: Any) -> float:
+    """``lam`` of the ``"shrunk"`` similarity (0 for the others): the given number, or for
+    ``"auto"`` the empirical-Bayes estimate (:func:`_mining_kernels.estimate_shrinkage`) on
+    :data:`_mining_kernels.SHRINKAGE_SAMPLE` unsuppressed records evenly spaced by global row,
+    so that it does not depend on the partitioning."""
+    if similarity != "shrunk":
+        return 0.0
+    if shrinkage != "auto":
+        return float(shrinkage)
+    rows = K.shrinkage_sample(m)
+    (S,) = compute(blocks.values[rows], **ckw) if rows.size else (np.zeros((0, blocks.values.shape[1])),)
+    lam, _ = K.estimate_shrinkage(np.asarray(S), np.asarray(m)[rows])
+    return lam
 
 
 def row_uniforms(key: Key, tag: Tag, start: int, stop: int) -> np.ndarray:
@@ -208,9 +231,14 @@ class SketchKNNClassifier:
     ----------
     k : int, default 1
         Number of neighbours.
-    similarity : {"cosine", "euclidean"}, default "cosine"
-        Estimated cosine ``dot / sqrt(sqnorm_i * sqnorm_j)``, or minus the estimated squared
-        distance; both on the same first ``min(m_i, m_j)`` components.
+    similarity : {"shrunk", "cosine", "euclidean"}, default "shrunk"
+        ``"shrunk"``: the estimated cosine times ``m / (m + lam)``, ``m = min(m_i, m_j)``
+        (docs/sketches.md#the-variance-aware-similarity); ``"cosine"``: the estimated cosine
+        ``dot / sqrt(sqnorm_i * sqnorm_j)``; ``"euclidean"``: minus the estimated squared
+        distance. All on the same first ``min(m_i, m_j)`` components.
+    shrinkage : "auto" or float >= 0, default "auto"
+        ``lam`` of ``"shrunk"``: ``"auto"`` estimates it from the training sketches (empirical
+        Bayes, ``shrinkage_``); 0 gives the plain cosine.
     key : Key, int or bytes, optional
         Secret key of the random labels of suppressed test records; ``None`` draws a fresh one
         at :meth:`fit` (predictions of one fitted model are then reproducible, runs are not).
@@ -226,6 +254,8 @@ class SketchKNNClassifier:
         Number of unsuppressed training records per class (the class prior).
     n_train_ : int
         Number of unsuppressed training records (the only ones used).
+    shrinkage_ : float
+        ``lam`` used by ``"shrunk"`` (0 for the other similarities).
 
     Notes
     -----
@@ -243,12 +273,14 @@ class SketchKNNClassifier:
     def __init__(
         self,
         k: int = 1,
-        similarity: str = "cosine",
+        similarity: str = "shrunk",
         key: KeyLike = None,
         block_rows: int | None = None,
+        shrinkage: Any = "auto",
     ) -> None:
         self.k = k
         self.similarity = similarity
+        self.shrinkage = shrinkage
         self.key = key
         self.block_rows = block_rows
 
@@ -274,7 +306,7 @@ class SketchKNNClassifier:
         """
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
             raise InvalidParameter(f"k must be a positive integer, got {self.k!r}")
-        _check_similarity(self.similarity)
+        _check_similarity(self.similarity, self.shrinkage)
         _check_block_rows(self.block_rows)
         ckw = {"client": client, "progress": progress}
         train = _as_blocks(sketches, self.block_rows)
@@ -288,6 +320,7 @@ class SketchKNNClassifier:
         self.classes_ = classes
         self.class_counts_ = np.bincount(codes[live], minlength=classes.size).astype(np.int64)
         self.n_train_ = int(live.sum())
+        self.shrinkage_ = _resolve_shrinkage(self.similarity, self.shrinkage, train, m, **ckw)
         self._codes = codes.astype(np.int64)
         self._train = train
         self._key = as_key(self.key)
@@ -306,7 +339,7 @@ class SketchKNNClassifier:
         out = []
         for Sa, ma, start in test.delayed_blocks():
             parts = [
-                dask.delayed(K.knn_block_topk, pure=True)(Sa, ma, Sb, mb, off, k, self.similarity)
+                dask.delayed(K.knn_block_topk, pure=True)(Sa, ma, Sb, mb, off, k, self.similarity, self.shrinkage_)
                 for Sb, mb, off in train_blocks
             ]
             out.append((tree_reduce(parts, merge), ma, start))
@@ -351,8 +384,9 @@ class SketchKNNClassifier:
 
 
 # ------------------------------------------------------------------------------ k-means
-def _assign_partial(S: np.ndarray, m: np.ndarray, C: np.ndarray, mc: np.ndarray, n_clusters: int, similarity: str):
-    labels, best = K.assign_block(S, m, C, mc, similarity)
+def _assign_partial(S: np.ndarray, m: np.ndarray, C: np.ndarray, mc: np.ndarray, n_clusters: int, similarity: str,
+                    shrinkage: float):
+    labels, best = K.assign_block(S, m, C, mc, similarity, shrinkage)
     sums, hist = K.cluster_partials(S, m, labels, n_clusters)
     return labels, best, (sums, hist)
 
@@ -398,9 +432,14 @@ class SketchKMeans:
         ``"random"``: K distinct unsuppressed records drawn uniformly. An array: the global
         indices of K distinct unsuppressed records. Draws use the key's stream
         ``(Tag.KMEANS_INIT, 0)`` on the client, in global row order.
-    similarity : {"cosine", "euclidean"}, default "cosine"
-        Assignment by estimated cosine (the paper) or by estimated squared distance, on the first
-        ``min(m_i, m_c)`` components.
+    similarity : {"shrunk", "cosine", "euclidean"}, default "shrunk"
+        Assignment by the shrunk estimated cosine (docs/sketches.md#the-variance-aware-similarity),
+        the estimated cosine (the paper) or the estimated squared distance, on the first
+        ``min(m_i, m_c)`` components. A record's shrinkage factor is the same for every
+        centroid with at least ``m_i`` components, so ``"shrunk"`` changes the k-means++ seeds
+        (records with few components no longer look maximally far) more than the assignments.
+    shrinkage : "auto" or float >= 0, default "auto"
+        ``lam`` of ``"shrunk"`` (``"auto"``: estimated from the sketches, ``shrinkage_``).
     key : Key, int or bytes, optional
         Secret key (initialisation, random clusters of suppressed records); ``None``: fresh.
     block_rows : int, optional
@@ -423,6 +462,8 @@ class SketchKMeans:
         Assignment passes run.
     init_indices_ : ndarray of int64 (K,)
         Records that seeded the centroids.
+    shrinkage_ : float
+        ``lam`` used by ``"shrunk"`` (0 for the other similarities).
 
     Notes
     -----
@@ -442,8 +483,9 @@ class SketchKMeans:
         key: KeyLike = None,
         *,
         init: Any = "k-means++",
-        similarity: str = "cosine",
+        similarity: str = "shrunk",
         block_rows: int | None = None,
+        shrinkage: Any = "auto",
     ) -> None:
         self.n_clusters = n_clusters
         self.max_iter = max_iter
@@ -452,6 +494,7 @@ class SketchKMeans:
         self.key = key
         self.init = init
         self.similarity = similarity
+        self.shrinkage = shrinkage
         self.block_rows = block_rows
 
     def _validate(self) -> None:
@@ -463,7 +506,7 @@ class SketchKMeans:
             raise InvalidParameter(f"tol must be a number in [0, 1], got {self.tol!r}")
         if self.centroid_mode not in ("available", "common"):
             raise InvalidParameter(f"centroid_mode must be 'available' or 'common', got {self.centroid_mode!r}")
-        _check_similarity(self.similarity)
+        _check_similarity(self.similarity, self.shrinkage)
         _check_block_rows(self.block_rows)
 
     # -- passes over the data
@@ -479,7 +522,7 @@ class SketchKMeans:
         n_clusters = int(C.shape[0])
         Cd, mcd = dask.delayed(C), dask.delayed(mc)
         outs = [
-            dask.delayed(_assign_partial, pure=True)(S, m, Cd, mcd, n_clusters, self.similarity)
+            dask.delayed(_assign_partial, pure=True)(S, m, Cd, mcd, n_clusters, self.similarity, self.shrinkage_)
             for S, m, _ in blocks.delayed_blocks()
         ]
         labels = dask.delayed(_concat, pure=True)([dask.delayed(_item, pure=True)(o, 0) for o in outs])
@@ -509,7 +552,7 @@ class SketchKMeans:
                 i = seeds[-1]
                 row = self._fetch_rows(blocks, [i], **ckw)[0]
                 sim = self._similarity_to(blocks, row, int(m[i]), **ckw)[live]
-                d = 1.0 - sim if self.similarity == "cosine" else -sim
+                d = -sim if self.similarity == "euclidean" else 1.0 - sim
                 dist = np.minimum(dist, np.maximum(d, 0.0))
                 w = dist.copy()
                 w[np.isin(live, seeds)] = 0.0
@@ -567,6 +610,7 @@ class SketchKMeans:
                 f"{n_active} unsuppressed records cannot form {n_clusters} clusters"
             )
         key = as_key(self.key)
+        self.shrinkage_ = _resolve_shrinkage(self.similarity, self.shrinkage, blocks, m, **ckw)
         seeds = self._choose_init(blocks, m, key, **ckw)
         rows, _ = K.clean_block(self._fetch_rows(blocks, seeds, **ckw), m[seeds])
         width = blocks.values.shape[1]

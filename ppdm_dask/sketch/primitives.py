@@ -33,6 +33,9 @@ __all__ = [
     "component_sums",
     "dot_matrix",
     "cosine_matrix",
+    "similarity_matrix",
+    "shrunk_cosine",
+    "estimate_shrinkage",
     "attribute_variance",
     "dot_variance",
     "sqnorm_variance",
@@ -239,6 +242,68 @@ def cosine_matrix(SA: Any, mA: Any, SB: Any, mB: Any) -> tuple[np.ndarray, np.nd
     with np.errstate(divide="ignore", invalid="ignore"):
         cos = np.where(mins > 0, raw / np.sqrt(na * nb), np.nan)
     return cos, mins
+
+
+def shrunk_cosine(S1: Any, m1: Any, S2: Any, m2: Any, shrinkage: float) -> np.ndarray:
+    """The variance-aware similarity ``cos_m * m / (m + lam)``, ``m = min(m1, m2)``, ``lam =
+    shrinkage`` (docs/sketches.md#the-variance-aware-similarity): the posterior mean of the cosine
+    under a prior ``N(0, 1/lam)`` when the same-component cosine :func:`cosine` has noise
+    variance ``1/m``. Its absolute value is at most ``m / (m + lam)``."""
+    lam = _check_shrinkage(shrinkage)
+    A, B, k, single = _pair(S1, m1, S2, m2)
+    cos = cosine(A, k, B, k)
+    return _out(single, cos * (k / (k + lam)))
+
+
+def estimate_shrinkage(S: Any, m: Any) -> float:
+    """Empirical-Bayes ``lam`` of :func:`shrunk_cosine` from a sample of sketches:
+    ``1 / (mean c_q^2 - mean 1/q)`` over the pairs with ``q = min(m_i, m_j) >= 8`` common
+    components, clipped to ``[1, 4096]`` (4096 when the estimates are all noise or there are
+    fewer than 50 such pairs). Use a few thousand records: the cost is quadratic."""
+    from ._mining_kernels import estimate_shrinkage as _estimate
+
+    S, m, _ = _rows(S, m)
+    return _estimate(S, m)[0]
+
+
+def similarity_matrix(
+    SA: Any, mA: Any, SB: Any, mB: Any, similarity: str = "shrunk", shrinkage: Any = "auto"
+) -> tuple[np.ndarray, np.ndarray]:
+    """All-pairs estimated similarities between two blocks ``(sim (nA, nB), mins (nA, nB))``, the
+    measure the miners rank by (docs/sketches.md#the-variance-aware-similarity).
+
+    Parameters
+    ----------
+    similarity : {"shrunk", "cosine", "euclidean"}, default "shrunk"
+        Shrunk cosine, same-component cosine, or minus the estimated squared distance.
+    shrinkage : "auto" or float >= 0, default "auto"
+        ``lam`` of ``"shrunk"``; ``"auto"``: :func:`estimate_shrinkage` on at most 2,000
+        unsuppressed rows of ``SB`` evenly spaced (as the miners do).
+
+    Pairs with a suppressed side get NaN.
+    """
+    from . import _mining_kernels as MK
+
+    if similarity not in MK.SIMILARITIES:
+        raise ValueError(f"similarity must be one of {MK.SIMILARITIES}, got {similarity!r}")
+    A, ma = _masked(SA, mA)
+    B, mb = _masked(SB, mB)
+    if similarity == "shrunk" and isinstance(shrinkage, str) and shrinkage == "auto":
+        rows = MK.shrinkage_sample(mb)
+        lam = MK.estimate_shrinkage(B[rows], mb[rows])[0]
+    else:
+        lam = _check_shrinkage(shrinkage) if similarity == "shrunk" else 0.0
+    w = min(A.shape[1], B.shape[1])
+    A, B = np.ascontiguousarray(A[:, :w]), np.ascontiguousarray(B[:, :w])
+    sim = MK.pair_similarity(A, ma, MK.prefix_sqnorms(A), B, mb, MK.prefix_sqnorms(B), similarity, lam)
+    mins = np.minimum.outer(ma, mb)
+    return np.where(mins > 0, sim, np.nan), mins
+
+
+def _check_shrinkage(shrinkage: Any) -> float:
+    if isinstance(shrinkage, bool) or not isinstance(shrinkage, (int, float, np.number)) or not 0 <= shrinkage < np.inf:
+        raise ValueError(f"shrinkage must be a finite number >= 0, got {shrinkage!r}")
+    return float(shrinkage)
 
 
 # ---------------------------------------------------------------------- exact variances

@@ -220,8 +220,12 @@ class SketchRelease(Release):
         p = self.parameters
         if self.method == "k-variance":
             k = p.get("k")
+            threshold = p.get("threshold", "corrected")
             return [self.floor("k >= 2", isinstance(k, int) and k >= 2, k, 2,
-                               "k = 1 only hides each record's similarity to its single nearest neighbour")]
+                               "k = 1 only hides each record's similarity to its single nearest neighbour"),
+                    self.floor("threshold = corrected", threshold == "corrected", threshold, "corrected",
+                               "the paper's printed threshold is not scale-invariant: rescaling the data changes "
+                               "the guarantee (reproduction studies only)")]
         delta = p.get("delta")
         ok = isinstance(delta, (int, float)) and not isinstance(delta, bool) and np.isfinite(delta) and delta > 0
         return [self.floor("delta > 0", bool(ok), delta, 0, "δ <= 0 allows exact reconstruction of attributes")]

@@ -22,8 +22,13 @@ Utility (``about="comparison"``, with the original):
     Estimated against exact cosine similarity on a fixed sample of pairs of published records,
     and the errors of the estimated dot products.
 ``knn_accuracy_sketches``, ``knn_accuracy_original``, ``knn_accuracy_ratio``
-    1-NN classification accuracy (cosine) on the sketches and on the original records, on a
-    fixed sample split 2:1 (when the data carry a ``label`` column).
+    1-NN classification accuracy on the sketches (the miners' default, shrunk cosine) and on the
+    original records (cosine), on a fixed sample split 2:1 (when the data carry a ``label`` column).
+``utility_frontier``, ``utility_frontier_table``
+    The privacy-utility frontier around the release's level: the release's method re-run on a
+    fixed sample of FRONTIER_SAMPLE original records at a few levels (δ/4 .. 4δ, or k = 2, 5,
+    10, 20 and the release's k), with 10-NN accuracy and k-means similarity ratios, components
+    and suppression per level (docs/sketches.md#the-privacy-utility-frontier).
 
 Every pass is distributed (one task per row block; margins are binned on the workers) and
 every sample is drawn from a fixed public seed by global row, so the figures do not depend on
@@ -32,6 +37,7 @@ the partitioning.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import dask
@@ -45,16 +51,18 @@ from . import _figure_kernels as FK
 if TYPE_CHECKING:
     from .release import SketchRelease
 
-__all__ = ["sketch_report_figures", "PAIR_SAMPLE", "KNN_SAMPLE", "LABEL_COLUMN"]
+__all__ = ["sketch_report_figures", "frontier_levels", "PAIR_SAMPLE", "KNN_SAMPLE", "FRONTIER_SAMPLE", "LABEL_COLUMN"]
 
 #: record pairs of the similarity figures
 PAIR_SAMPLE = 1000
 #: records (train + test) of the kNN accuracy figures
 KNN_SAMPLE = 3000
+#: Records of the original the frontier of the report is measured on (a fixed public sample)
+FRONTIER_SAMPLE = 1500
 #: the class column the kNN figures use
 LABEL_COLUMN = "label"
 #: public seeds of the samples (the samples are not secret: they only choose what to measure)
-_PAIR_SEED, _KNN_SEED = 0x5EED_0001, 0x5EED_0002
+_PAIR_SEED, _KNN_SEED, _FRONTIER_SEED = 0x5EED_0001, 0x5EED_0002, 0x5EED_0003
 
 
 class _Alignment(NamedTuple):
@@ -281,13 +289,13 @@ def _knn_figures(rel: "SketchRelease", original: Any, al: _Alignment | None, **c
         S, m = _gather_sketches(rel.data, np.maximum(rows, 0), **ckw)
         m = np.where(rows >= 0, m, 0)
         acc = _sketch_accuracy(S, m, y, train, test, **ckw)
-        note = f"1-NN (cosine) on {sample.size} records split 2:1, the same records on both sides"
+        note = f"1-NN on {sample.size} records split 2:1, the same records on both sides"
     elif LABEL_COLUMN in rel.data.columns:  # the release's own rows: only the published records
         s_sample, s_train, s_test = _split(int(rel.data.n_records), _KNN_SEED)
         S, m = _gather_sketches(rel.data, s_sample, **ckw)
         (y_rel,) = compute(rel.data.columns[LABEL_COLUMN], **ckw)
         acc = _sketch_accuracy(S, m, np.asarray(y_rel)[s_sample], s_train, s_test, **ckw) if s_test.size else float("nan")
-        note = ("1-NN (cosine) on samples split 2:1: the published records of the release (suppressed ones are not "
+        note = ("1-NN on samples split 2:1: the published records of the release (suppressed ones are not "
                 "in it) and the original's records")
     else:
         return [], [f"kNN accuracy: the release publishes no {LABEL_COLUMN!r} column"]
@@ -297,6 +305,58 @@ def _knn_figures(rel: "SketchRelease", original: Any, al: _Alignment | None, **c
         Value("knn_accuracy_original", "1-NN accuracy on the original records", base, about="comparison", note=note),
         Value("knn_accuracy_ratio", "1-NN accuracy, sketches / original", ratio, about="comparison"),
     ], []
+
+
+def frontier_levels(method: str, level: float) -> list[float]:
+    """The levels of the report's frontier around a release's level: δ/4, δ/2, δ, 2δ, 4δ, or
+    k = 2, 5, 10, 20 and the release's k."""
+    if method == "delta":
+        return [level * f for f in (0.25, 0.5, 1.0, 2.0, 4.0)]
+    return sorted({2, 5, 10, 20, int(level)})
+
+
+def _frontier_figures(rel: "SketchRelease", original: Any, **ckw: Any) -> tuple[list[Any], list[str]]:
+    """The frontier of the release's method on a fixed sample of the original (driver side: a
+    sample of FRONTIER_SAMPLE records is small, so it runs on the local scheduler)."""
+    from ..progress import compute
+    from ..random import Key
+    from .delta import DeltaAnonymizer
+    from .evaluation import frontier, frontier_figures
+    from .kvariance import KVarianceAnonymizer
+
+    p = rel.parameters
+    method = "delta" if rel.method == "delta" else "k"
+    level = p.get("delta") if method == "delta" else p.get("k")
+    if level is None:
+        return [], ["utility frontier: the release records no privacy level"]
+    n = int(original.n_transactions)
+    sample = np.sort(np.random.default_rng(_FRONTIER_SEED).permutation(n)[:FRONTIER_SAMPLE])
+    if sample.size < 30:
+        return [], ["utility frontier: too few records"]
+    X = _gather_original(original, sample, **ckw)
+    labelled = LABEL_COLUMN in original.columns
+    y = np.asarray(compute(original.columns[LABEL_COLUMN], **ckw)[0])[sample] if labelled else np.zeros(sample.size, np.int64)
+    m_max = int(p.get("m_max", 256))
+
+    def make(v: float, g: Any) -> Any:
+        if method == "delta":
+            return DeltaAnonymizer(float(v), m_max=m_max, generator=g, allow_weak=True)
+        return KVarianceAnonymizer(int(v), m_max=m_max, metric=p.get("metric", "cosine"), generator=g, allow_weak=True)
+
+    tasks = ("classify", "cluster") if labelled else ("cluster",)
+    levels = frontier_levels(method, level)
+    if method == "k":  # the split's test third is anonymized on its own: k below its size
+        levels = [v for v in levels if v < sample.size // 3 - 1]
+        if not levels:
+            return [], ["utility frontier: too few records for k-variance at these levels"]
+    with dask.config.set(scheduler="sync"):
+        rows = frontier(X, y, method, levels, key=Key(_FRONTIER_SEED), make=make, n_neighbors=10,
+                        n_clusters=min(10, max(2, sample.size // 50)), tasks=tasks)
+    plot, table = frontier_figures(rows)
+    note = (f"the release's method re-run at each level on a fixed sample of {sample.size} original records "
+            f"(the release's level: {level}); 10-NN accuracy and k-means similarity on the sketches over the same on the originals")
+    plot = dataclasses.replace(plot, note=note)
+    return [plot, table], ([] if labelled else [f"utility frontier: no {LABEL_COLUMN!r} column, so k-means similarity only"])
 
 
 # ---------------------------------------------------------------------- entry point
@@ -335,6 +395,9 @@ def sketch_report_figures(rel: "SketchRelease", original: Any = None, **ckw: Any
         fig.utility += items
         fig.notes += notes
     items, notes = _knn_figures(src, original, al, **ckw)
+    fig.utility += items
+    fig.notes += notes
+    items, notes = _frontier_figures(src, original, **ckw)
     fig.utility += items
     fig.notes += notes
     return fig

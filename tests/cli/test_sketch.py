@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from ppdm_dask import TransactionArray
 from ppdm_dask.cli import cli
+from ppdm_dask.io import read
 from tests.release.helpers import flip_byte, manifest_of
 
 BASE = ["--scheduler", "sync", "--no-progress"]
@@ -73,3 +74,38 @@ def test_evaluate_and_usage_errors(tmp_path, src):
     assert r.exit_code == 2 and "smaller than the number of records" in r.output
     r = run("sketch", src, str(tmp_path / "z"), "--delta", "-1")
     assert r.exit_code == 2 and "delta must be a positive" in r.output and "Traceback" not in r.output
+
+
+def test_evaluate_sweep_table_json_plot_and_recount(tmp_path, src):
+    plot = tmp_path / "frontier.svg"
+    r = run("--json", "--key-file", str(tmp_path / "key"), "sketch", "evaluate", src, "--sweep", "delta=0.1,0.5,2",
+            "--neighbors", "3", "--clusters", "2", "--plot", str(plot))
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["method"] == "delta" and [row["level"] for row in out["levels"]] == [0.1, 0.5, 2.0]
+    assert out["similarity_measure"] == "shrunk" and out["plot"] == str(plot)
+    assert plot.read_text().lstrip().startswith("<?xml") and "<svg" in plot.read_text()
+    # independent recount of the δ rule on the input: m = min(floor((|x|^2 - max x_t^2) / δ), 256)
+    x = read(src).compute(progress=False).toarray()
+    v = (x**2).sum(1) - (x**2).max(1)
+    for row in out["levels"]:
+        m = np.minimum(np.floor(v / row["level"] + 1e-9), 256)
+        assert row["suppressed"] == pytest.approx(np.mean(m < 1))
+        assert row["mean_components"] == pytest.approx(m[m >= 1].mean())
+        assert row["accuracy_ratio"] == pytest.approx(row["accuracy"] / row["baseline_accuracy"])
+        assert abs(row["chance_accuracy"] - 0.5) < 0.02  # two balanced classes
+    # the text table: one line per level, and the plot is refused if it exists (before any work)
+    text = run("--key-file", str(tmp_path / "key"), "sketch", "evaluate", src, "--sweep", "k=2,3", "--task", "classify",
+               "--neighbors", "3")
+    assert text.exit_code == 0, text.output
+    lines = [ln.split() for ln in text.stdout.splitlines()]
+    assert [ln[0] for ln in lines if ln and ln[0] in ("2", "3")] == ["2", "3"]
+    again = run("sketch", "evaluate", src, "--sweep", "delta=1", "--plot", str(plot))
+    assert again.exit_code == 2 and "already exists" in again.output and "--overwrite" in again.output
+    for args, msg in ((["--sweep", "delta=1", "--delta", "1"], "leave out --delta"), (["--sweep", "x=1"], "delta=V1"),
+                      (["--sweep", "k=2.5"], "integers"), (["--sweep", "delta=0,1"], "positive"),
+                      (["--delta", "1", "--plot", str(tmp_path / "p.svg")], "--plot draws the frontier of a sweep"),
+                      (["--sweep", "delta=1", "--plot", str(tmp_path / "p.pdf")], ".svg or .png")):
+        bad = run("sketch", "evaluate", src, *args)
+        assert bad.exit_code == 2 and msg in bad.output and "Traceback" not in bad.output, (args, bad.output)
+    assert not (tmp_path / "p.svg").exists()

@@ -203,3 +203,16 @@ def test_paper_threshold_is_the_printed_square_root():
     assert KV.edge_bounds(*scaled).tolist() == [[4], [4]]
     with pytest.raises(InvalidParameter):
         KVarianceAnonymizer(k=2, threshold="loose").fit(TransactionArray.from_scipy(sp.csr_array(random_sparse(n=10, d=8))), progress=False)
+
+
+def test_paper_threshold_is_a_weak_parameter_overridden_on_record():
+    from ppdm_dask.errors import WeakParameterError
+
+    rng = np.random.default_rng(2)
+    tx = TransactionArray.from_scipy(sp.csr_array((rng.random((40, 30)) < 0.3).astype(float)), npartitions=2)
+    with pytest.raises(WeakParameterError, match="threshold = corrected"):
+        KVarianceAnonymizer(3, key=1, threshold="paper").fit(tx)
+    rel = KVarianceAnonymizer(3, key=1, threshold="paper", allow_weak=["threshold = corrected"]).fit_transform(tx)
+    assert rel.overrides == ("threshold = corrected",) and rel.parameters["threshold"] == "paper"
+    # allow_weak=True records only the floors that actually fail
+    assert KVarianceAnonymizer(3, key=1, allow_weak=True).fit_transform(tx).overrides == ()

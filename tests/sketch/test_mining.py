@@ -53,14 +53,33 @@ def make_data(seed, n, d, m_max, density=0.2, p_supp=0.15, maxval=3, n_classes=3
     return X.astype(float), R, m, y
 
 
-def brute_sim(a, ma, b, mb):
+def brute_sim(a, ma, b, mb, lam=None):
+    """Same-component cosine; with ``lam`` the shrunk one, ``cos * q / (q + lam)``."""
     q = min(ma, mb)
     dot = float(a[:q] @ b[:q])
     den = np.sqrt(float(a[:q] @ a[:q]) * float(b[:q] @ b[:q]))
-    return dot / den if den > 0 else 0.0
+    cos = dot / den if den > 0 else 0.0
+    return cos if lam is None else cos * (q / (q + lam))
 
 
-def brute_knn(S_tr, m_tr, y_tr, S_te, m_te, k):
+def brute_shrinkage(S, m, min_q=8, bounds=(1.0, 4096.0)):
+    """Loop oracle of the empirical-Bayes lam: 1 / (mean c_q^2 - mean 1/q) over pairs with q >= min_q."""
+    live = [i for i in range(len(m)) if m[i] > 0]
+    c2, inv = [], []
+    for a in range(len(live)):
+        for b in range(a + 1, len(live)):
+            i, j = live[a], live[b]
+            q = min(m[i], m[j])
+            if q >= min_q:
+                c2.append(brute_sim(S[i], m[i], S[j], m[j]) ** 2)
+                inv.append(1.0 / q)
+    if len(c2) < 50:
+        return bounds[1]
+    tau2 = float(np.mean(c2) - np.mean(inv))
+    return bounds[1] if tau2 <= 1 / bounds[1] else min(bounds[1], max(bounds[0], 1 / tau2))
+
+
+def brute_knn(S_tr, m_tr, y_tr, S_te, m_te, k, lam=None):
     """Loop oracle: neighbours by (sim desc, index asc); vote, ties -> nearest tied label."""
     out, neigh = [], []
     for i in range(S_te.shape[0]):
@@ -69,7 +88,7 @@ def brute_knn(S_tr, m_tr, y_tr, S_te, m_te, k):
             neigh.append(None)
             continue
         cand = sorted(
-            ((-brute_sim(S_te[i], m_te[i], S_tr[j], m_tr[j]), j) for j in range(S_tr.shape[0]) if m_tr[j] > 0)
+            ((-brute_sim(S_te[i], m_te[i], S_tr[j], m_tr[j], lam), j) for j in range(S_tr.shape[0]) if m_tr[j] > 0)
         )[:k]
         labs = [y_tr[j] for _, j in cand]
         counts = {lab: labs.count(lab) for lab in labs}
@@ -94,7 +113,7 @@ def ari(a, b):
     return (s_ij - expected) / (0.5 * (s_a + s_b) - expected)
 
 
-def brute_kmeans(S, m, n_clusters, init, mode, max_iter, tol=0.0):
+def brute_kmeans(S, m, n_clusters, init, mode, max_iter, tol=0.0, lam=None):
     """Loop oracle of the documented algorithm (same init indices, same re-seeding rule)."""
     n, w = S.shape
     live = np.flatnonzero(m > 0)
@@ -121,7 +140,7 @@ def brute_kmeans(S, m, n_clusters, init, mode, max_iter, tol=0.0):
         labels = np.full(n, -1)
         best = np.full(n, np.nan)
         for i in live:
-            sims = [brute_sim(S[i], m[i], c, mc) if mc > 0 else -np.inf for c, mc in cents]
+            sims = [brute_sim(S[i], m[i], c, mc, lam) if mc > 0 else -np.inf for c, mc in cents]
             labels[i] = int(np.argmax(sims))
             best[i] = max(sims)
         sizes = np.bincount(labels[live], minlength=n_clusters)
@@ -176,15 +195,17 @@ def test_draw_by_counts():
 
 
 # ---------------------------------------------------------------------------------- kNN
-@pytest.mark.parametrize("k", [1, 4])
-def test_knn_equals_bruteforce(k):
-    X, R, m, y = make_data(3, 150, 12, 10, density=0.3, maxval=1)  # binary: many exact ties
+@pytest.mark.parametrize("k, similarity, shrinkage", [(1, "cosine", 0), (4, "cosine", 0), (4, "shrunk", 3.0), (1, "shrunk", "auto")])
+def test_knn_equals_bruteforce(k, similarity, shrinkage):
+    X, R, m, y = make_data(3, 150, 12, 16, density=0.3, maxval=1)  # binary: many exact ties
     S = sketch(X, R, m)
     tr, te = slice(0, 100), slice(100, 150)
-    ref, neigh = brute_knn(S[tr], m[tr], y[tr], S[te], m[te], k)
+    lam = None if similarity == "cosine" else brute_shrinkage(S[tr], m[tr]) if shrinkage == "auto" else shrinkage
+    ref, neigh = brute_knn(S[tr], m[tr], y[tr], S[te], m[te], k, lam)
     results = []
     for rows in (None, 17):
-        clf = SketchKNNClassifier(k=k, key=5).fit(StandIn(S[tr], m[tr], rows), y[tr])
+        clf = SketchKNNClassifier(k=k, key=5, similarity=similarity, shrinkage=shrinkage).fit(StandIn(S[tr], m[tr], rows), y[tr])
+        assert clf.shrinkage_ == (lam or 0.0)
         test = StandIn(S[te], m[te], rows and 13)
         pred = clf.predict(test)
         _, idx = clf.kneighbors(test)
@@ -263,16 +284,18 @@ def test_knn_label_column_score_and_errors():
 
 
 # ---------------------------------------------------------------------------------- k-means
-@pytest.mark.parametrize("mode", ["available", "common"])
-def test_kmeans_equals_bruteforce(mode):
+@pytest.mark.parametrize("mode, similarity", [("available", "cosine"), ("common", "cosine"), ("available", "shrunk"), ("common", "shrunk")])
+def test_kmeans_equals_bruteforce(mode, similarity):
     X, R, m, _ = make_data(21, 120, 15, 12, density=0.25, maxval=4)
     X[7] = X[3]  # a duplicate seed: its cluster is empty after the first pass (re-seeding)
     init = [3, 7, 20, 50, 90]
     m[init] = [9, 9, 4, 12, 1]
     S = sketch(X, R, m)
-    ref_labels, ref_c, ref_mc, ref_iter = brute_kmeans(S, m, 5, init, mode, 15)
+    lam = brute_shrinkage(S, m) if similarity == "shrunk" else None
+    ref_labels, ref_c, ref_mc, ref_iter = brute_kmeans(S, m, 5, init, mode, 15, lam=lam)
     for rows in (None, 23):
-        km = SketchKMeans(5, max_iter=15, centroid_mode=mode, init=init, key=1).fit(StandIn(S, m, rows))
+        km = SketchKMeans(5, max_iter=15, centroid_mode=mode, init=init, key=1, similarity=similarity).fit(StandIn(S, m, rows))
+        assert km.shrinkage_ == (lam or 0.0)
         np.testing.assert_array_equal(km.labels_, ref_labels)
         np.testing.assert_allclose(km.centroids_, ref_c, rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(km.centroid_m_, ref_mc)
@@ -281,9 +304,9 @@ def test_kmeans_equals_bruteforce(mode):
         np.testing.assert_array_equal(km.predict(StandIn(S, m, 31))[m > 0] >= 0, True)
     assert ref_iter > 1
     # after one pass the duplicate's cluster was empty and got re-seeded with one record
-    one = SketchKMeans(5, max_iter=1, centroid_mode=mode, init=init, key=1).fit((S, m))
+    one = SketchKMeans(5, max_iter=1, centroid_mode=mode, init=init, key=1, similarity=similarity).fit((S, m))
     assert one.cluster_sizes_[1] == 1 and one.labels_[7] == 0
-    np.testing.assert_array_equal(one.labels_, brute_kmeans(S, m, 5, init, mode, 1)[0])
+    np.testing.assert_array_equal(one.labels_, brute_kmeans(S, m, 5, init, mode, 1, lam=lam)[0])
 
 
 def test_kmeans_recovers_separated_clusters_and_is_partition_independent():
