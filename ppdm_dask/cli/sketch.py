@@ -129,7 +129,7 @@ def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, appro
     clustering similarity, the paper's protocol) at one level, or with --sweep at several
     (the privacy-utility frontier); nothing is published."""
     from ..progress import compute
-    from ..sketch.evaluation import evaluate, frontier
+    from ..sketch.evaluation import draw_frontier, evaluate, frontier
 
     levels = sweep_levels(sweep)
     if levels is not None and (delta is not None or k is not None):
@@ -164,7 +164,7 @@ def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, appro
             rows = frontier(X, labels, name, values, on_level=said,
                             make=lambda v, g: make(v if name == "delta" else None, v if name == "k" else None, g), **common)
             if plot_path is not None:
-                write_frontier_plot(rows, plot_path, overwrite=overwrite, storage_options=obj.storage_options)
+                draw_frontier(rows, plot_path, overwrite=overwrite, storage_options=obj.storage_options)
         else:
             r = evaluate(X, labels, lambda part, g: make(delta, k, g).fit_transform(part), **common)
     if levels is not None:
@@ -180,40 +180,6 @@ def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, appro
         lines.append(f"  k-means similarity  {r['similarity']:.4f}  original {r['baseline_similarity']:.4f}  ratio "
                      f"{r['similarity_ratio']:.3f}  (suppressed {100 * r['suppressed']:.1f} %, mean components {r['mean_components']:.1f})")
     obj.emit({**r, "src": src, "similarity_measure": similarity, "scheduler": j.where}, "\n".join(lines))
-
-
-def write_frontier_plot(rows: list[dict[str, Any]], path: str, *, overwrite: bool, storage_options: Any = None) -> None:
-    """Draw the frontier (matplotlib, off-screen) to ``path`` (.svg or .png), atomically."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    from ..data.atomic import atomic_file
-    from ..sketch.evaluation import frontier_figures
-
-    plot, _ = frontier_figures(rows)
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    try:
-        for s in plot.series:
-            ax.plot(s.x, s.y, marker="o", label=s.name)
-        if plot.log_x:
-            ax.set_xscale("log")
-        ax.set_ylim(0, max(1.05, max(max(s.y) for s in plot.series if len(s.y)) * 1.05))
-        ax.set_xlabel(plot.x_label)
-        ax.set_ylabel(plot.y_label)
-        ax.set_title(plot.title)
-        ax.legend(frameon=False)
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="svg" if path.lower().endswith(".svg") else "png", dpi=120,
-                    metadata={"Date": None} if path.lower().endswith(".svg") else None)
-    finally:
-        plt.close(fig)
-    with atomic_file(path, storage_options=storage_options, overwrite=overwrite) as f:
-        f.write(buf.getvalue())
 
 
 def emit_frontier(obj: Context, src: str, rows: list[dict[str, Any]], *, m_max: int, similarity: str, neighbors: int,

@@ -29,7 +29,7 @@ from .generator import SketchGenerator
 from .mining import SketchKMeans, SketchKNNClassifier, average_cosine_similarity
 
 __all__ = ["train_test_split", "exact_knn_predict", "spherical_kmeans", "evaluate", "frontier", "frontier_figures",
-           "SWEEP_METHODS"]
+           "draw_frontier", "SWEEP_METHODS"]
 
 #: The privacy parameter of each method, as the sweep names it.
 SWEEP_METHODS = ("delta", "k")
@@ -305,3 +305,38 @@ def frontier_figures(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
                   for r in rows]
     table = Table("utility_frontier_table", "Privacy-utility frontier", cols, table_rows, about="comparison")
     return plot, table
+
+
+def draw_frontier(rows: list[dict[str, Any]], path: str, *, overwrite: bool = False, storage_options: Any = None) -> None:
+    """Draw the frontier of :func:`frontier` (matplotlib, off-screen) to ``path`` (any fsspec URL
+    ending in .svg or .png), atomically; an existing file is refused unless ``overwrite``."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    from ..data.atomic import atomic_file
+
+    plot, _ = frontier_figures(rows)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    try:
+        for s in plot.series:
+            ax.plot(s.x, s.y, marker="o", label=s.name)
+        if plot.log_x:
+            ax.set_xscale("log")
+        finite = [v for s in plot.series for v in s.y if v is not None and np.isfinite(v)]
+        ax.set_ylim(0, max(1.05, 1.05 * max(finite, default=1.0)))
+        ax.set_xlabel(plot.x_label)
+        ax.set_ylabel(plot.y_label)
+        ax.set_title(plot.title)
+        ax.legend(frameon=False)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg" if path.lower().endswith(".svg") else "png", dpi=120,
+                    metadata={"Date": None} if path.lower().endswith(".svg") else None)
+    finally:
+        plt.close(fig)
+    with atomic_file(path, storage_options=storage_options, overwrite=overwrite) as f:
+        f.write(buf.getvalue())

@@ -9,9 +9,10 @@ import pytest
 import scipy.sparse as sp
 from click.testing import CliRunner
 
-from ppdm_dask import TransactionArray
+from ppdm_dask import Key, TransactionArray
 from ppdm_dask.cli import cli
 from ppdm_dask.io import read
+from ppdm_dask.sketch.evaluation import train_test_split
 from tests.release.helpers import flip_byte, manifest_of
 
 BASE = ["--scheduler", "sync", "--no-progress"]
@@ -88,12 +89,16 @@ def test_evaluate_sweep_table_json_plot_and_recount(tmp_path, src):
     # independent recount of the δ rule on the input: m = min(floor((|x|^2 - max x_t^2) / δ), 256)
     x = read(src).compute(progress=False).toarray()
     v = (x**2).sum(1) - (x**2).max(1)
+    # chance accuracy: labels drawn from the training prior, recounted on the key's 2:1 split
+    train, test = train_test_split(120, key=Key.from_file(tmp_path / "key"))
+    y = np.repeat([0, 1], 60)
+    p_train, p_test = np.bincount(y[train]) / train.size, np.bincount(y[test]) / test.size
     for row in out["levels"]:
         m = np.minimum(np.floor(v / row["level"] + 1e-9), 256)
         assert row["suppressed"] == pytest.approx(np.mean(m < 1))
         assert row["mean_components"] == pytest.approx(m[m >= 1].mean())
         assert row["accuracy_ratio"] == pytest.approx(row["accuracy"] / row["baseline_accuracy"])
-        assert abs(row["chance_accuracy"] - 0.5) < 0.02  # two balanced classes
+        assert row["chance_accuracy"] == pytest.approx(float(p_train @ p_test))
     # the text table: one line per level, and the plot is refused if it exists (before any work)
     text = run("--key-file", str(tmp_path / "key"), "sketch", "evaluate", src, "--sweep", "k=2,3", "--task", "classify",
                "--neighbors", "3")
