@@ -79,6 +79,7 @@ def mine(
     progress: bool = False,
     on_level: Callable[[dict[str, Any]], None] | None = None,
     client: Any = None,
+    memory_plan: str = "auto",
 ) -> EstimatedItemsets:
     """EMASK-Apriori: frequent itemsets of the *original* data, mined from its distortion.
 
@@ -99,6 +100,9 @@ def mine(
         Also estimate the variance of every reconstructed support (``variances``).
     max_itemsets : int
         Guard against output explosion, as in :func:`ppdm_dask.mining.apriori`.
+    memory_plan : {"auto", "persist", "stream"}
+        The bitsets' memory plan of :class:`~ppdm_dask.mining.counting.SupportCounter` (the
+        levels' statistics say which plan ran and why).
 
     Returns
     -------
@@ -112,7 +116,7 @@ def mine(
     min_count = min_count_of(min_support, n)  # validates
     threshold = float(min_support) * n if isinstance(min_support, float) else float(min_support)
     keep_thr = threshold * (1.0 - prune_margin)
-    counter = SupportCounter(distorted, client=client, progress=progress)
+    counter = SupportCounter(distorted, client=client, progress=progress, memory_plan=memory_plan)
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     variances: dict[int, np.ndarray] = {}
     stats: list[dict[str, Any]] = []
@@ -127,6 +131,8 @@ def mine(
         if return_se:
             variances[k] = K.closed_form_variance(sigma, k, p, q, est)[report]
         st = {"length": k, "candidates": int(n_cand), "frequent": int(report.sum()), "seconds": time.perf_counter() - t0}
+        if k >= 2 and counter.plan is not None:  # the bitsets' memory plan, and why
+            st["memory_plan"], st["memory"] = counter.plan["plan"], counter.plan["reason"]
         stats.append(st)
         if on_level is not None:
             on_level(st)

@@ -66,6 +66,7 @@ def apriori(
     split_every: int = 8,
     on_level: Callable[[dict[str, Any]], None] | None = None,
     client: Any = None,
+    memory_plan: str = "auto",
 ) -> FrequentItemsets:
     """All frequent itemsets of ``tx`` with their exact support counts.
 
@@ -89,11 +90,17 @@ def apriori(
         Called with each level's statistics (``length``, ``candidates``, ``frequent``, ``seconds``).
     client : distributed.Client, optional
         Run on this client (default: the active one, else the configured local scheduler).
+    memory_plan : {"auto", "persist", "stream"}
+        Keep the per-block bitsets of levels >= 2 on the workers, or rebuild them in every
+        counting task; ``"auto"`` persists only what fits the workers' memory
+        (:mod:`ppdm_dask.mining.counting`). The levels' statistics say which plan ran and why.
 
     Returns
     -------
     FrequentItemsets
     """
+    if memory_plan not in ("auto", "persist", "stream"):
+        raise InvalidParameter(f"memory_plan must be 'auto', 'persist' or 'stream', got {memory_plan!r}")
     if max_length is not None and max_length < 1:
         raise InvalidParameter("max_length must be >= 1")
     if max_itemsets < 1:
@@ -106,6 +113,8 @@ def apriori(
     def record(k: int, n_cand: int, ids: np.ndarray, counts: np.ndarray, t0: float) -> None:
         levels[k] = (ids.astype(np.int32, copy=False), counts.astype(np.int64, copy=False))
         st = {"length": k, "candidates": int(n_cand), "frequent": int(counts.size), "seconds": time.perf_counter() - t0}
+        if k >= 2 and counter.plan is not None:  # the bitsets' memory plan, and why
+            st["memory_plan"], st["memory"] = counter.plan["plan"], counter.plan["reason"]
         stats.append(st)
         if on_level is not None:
             on_level(st)
@@ -120,7 +129,7 @@ def apriori(
         if n_next > max_itemsets // 10:
             warnings.warn(f"level {k} has {n_next:,} candidates; the output may explode", ItemsetExplosionWarning, stacklevel=3)
 
-    counter = SupportCounter(tx, client=client, progress=progress, split_every=split_every)
+    counter = SupportCounter(tx, client=client, progress=progress, split_every=split_every, memory_plan=memory_plan)
     # ---- level 1
     t0 = time.perf_counter()
     counts1 = counter.item_counts()

@@ -1,0 +1,97 @@
+"""The memory plans of the support counter (ppdm_dask.mining.counting): persisted or streamed
+bitsets give the same counts (against numpy counts), ``"auto"`` follows the workers' memory,
+and a streamed plan leaves nothing persisted on the cluster."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from ppdm_dask import Key, TransactionArray
+from ppdm_dask.data.quest import quest
+from ppdm_dask.emask import distort
+from ppdm_dask.emask import mine as emask_mine
+from ppdm_dask.mining import apriori
+from ppdm_dask.mining import counting as C
+
+
+def _data(seed=3, n=700, d=25, nparts=4):
+    rng = np.random.default_rng(seed)
+    X = (rng.random((n, d)) < rng.uniform(0.05, 0.5, d)).astype(np.int8)
+    return X, TransactionArray.from_scipy(sp.csr_array(X), npartitions=nparts)
+
+
+@pytest.mark.parametrize("plan", ["persist", "stream"])
+def test_each_plan_counts_exactly(plan):
+    X, tx = _data()
+    counter = C.SupportCounter(tx, memory_plan=plan)
+    counter.item_counts()
+    items = np.arange(0, 25, 2, dtype=np.int32)
+    pairs = counter.pair_counts(items, method="bitsets")
+    ia, ib = np.triu_indices(items.size, 1)
+    np.testing.assert_array_equal(pairs, (X[:, items[ia]] & X[:, items[ib]]).sum(axis=0))
+    triples = np.array(list(itertools.combinations(range(0, 25, 3), 3)))
+    want = X[:, triples[:, 0]] & X[:, triples[:, 1]] & X[:, triples[:, 2]]
+    np.testing.assert_array_equal(counter.itemset_counts(triples), want.sum(axis=0))
+    assert counter.plan["plan"] == plan and "asked for" in counter.plan["reason"]
+    assert counter.plan["bytes"] == int(C.bitset_bytes(tx.partition_rows, counter.bit_items.size).sum())
+
+
+def test_auto_plan_follows_the_budget(monkeypatch):
+    _, tx = _data()
+    n_items = 10
+    total = int(C.bitset_bytes(tx.partition_rows, n_items).sum())
+    monkeypatch.setattr(C, "bitset_budget", lambda client: (float(10 * total), "test"))
+    big = C.SupportCounter(tx)
+    big.use_bitsets(np.arange(n_items, dtype=np.int32))
+    assert big.plan["plan"] == "persist" and "fit in" in big.plan["reason"]
+    monkeypatch.setattr(C, "bitset_budget", lambda client: (float(total), "test"))  # no room for the largest block
+    small = C.SupportCounter(tx)
+    small.use_bitsets(np.arange(n_items, dtype=np.int32))
+    assert small.plan["plan"] == "stream" and "instead of being spilled" in small.plan["reason"]
+    with pytest.raises(ValueError, match="memory_plan"):
+        C.SupportCounter(tx, memory_plan="spill")
+
+
+def test_apriori_and_emask_are_identical_across_plans():
+    tx = quest("T10.I4.D3K.N200", key=Key(4)).persist(progress=False)
+    runs = {plan: apriori(tx, 0.01, memory_plan=plan) for plan in ("auto", "persist", "stream")}
+    ref = runs["persist"]
+    assert ref.max_length >= 3
+    for plan, fi in runs.items():
+        assert fi.levels.keys() == ref.levels.keys()
+        for k in ref.levels:
+            np.testing.assert_array_equal(fi.levels[k][0], ref.levels[k][0])
+            np.testing.assert_array_equal(fi.levels[k][1], ref.levels[k][1])
+        used = [st for st in fi.level_stats if st["length"] >= 3]
+        assert used and all(st["memory_plan"] == ("persist" if plan == "auto" else plan) for st in used)
+    dist = distort(tx, 0.5, 0.97, key=Key(5)).persist(progress=False)
+    a = emask_mine(dist, 0.5, 0.97, 0.01, memory_plan="persist")
+    b = emask_mine(dist, 0.5, 0.97, 0.01, memory_plan="stream")
+    assert max(a.levels) >= 3
+    assert a.levels.keys() == b.levels.keys()
+    for k in a.levels:
+        np.testing.assert_array_equal(a.levels[k][0], b.levels[k][0])
+        np.testing.assert_array_equal(a.levels[k][1], b.levels[k][1])
+
+
+@pytest.mark.cluster
+def test_budget_from_the_workers_and_nothing_persisted_when_streaming(on_cluster):
+    info = on_cluster.scheduler_info()["workers"].values()
+    limits = [w["memory_limit"] for w in info]
+    budget, where = C.bitset_budget(on_cluster)
+    assert budget == pytest.approx(C.BITSET_MEMORY_SHARE * min(limits) * len(limits)) and f"{len(limits)} workers" in where
+    X, tx = _data(nparts=4)
+    tx = tx.persist(progress=False)
+    items = np.arange(12, dtype=np.int32)
+    counts = {}
+    for plan in ("persist", "stream"):
+        counter = C.SupportCounter(tx, client=on_cluster, memory_plan=plan)
+        counts[plan] = counter.pair_counts(items, method="bitsets")
+        held = [k for keys in on_cluster.has_what().values() for k in keys if "build_bitsets" in str(k)]
+        assert (len(held) > 0) == (plan == "persist"), (plan, held)
+        counter.release()
+    np.testing.assert_array_equal(counts["persist"], counts["stream"])
