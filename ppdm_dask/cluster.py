@@ -263,7 +263,45 @@ def current_client() -> distributed.Client | None:
     return client
 
 
+def memory_budget(share: float, client: distributed.Client | None = None, *, local: float) -> tuple[float, str]:
+    """Bytes that ``share`` of the workers' memory holds (the smallest worker's limit times the
+    number of workers), and a description; ``local`` bytes without a cluster (or without limits).
+
+    Parameters
+    ----------
+    share : float
+        Fraction of the memory that one kind of persisted state may take.
+    client : distributed.Client, optional
+        Default: the active one.
+    local : float
+        The budget on the local schedulers.
+    """
+    client = client if client is not None else current_client()
+    if client is not None:
+        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()]
+        if limits and min(limits) > 0:
+            return share * min(limits) * len(limits), f"{len(limits)} workers of {min(limits) / 2**20:,.0f} MiB"
+    return float(local), "local scheduler"
+
+
+def memory_plan(nbytes: float, share: float, client: distributed.Client | None = None, *, local: float,
+                what: str = "state") -> tuple[str, str]:
+    """``("persist", why)`` when ``nbytes`` fit in ``share`` of the workers' memory, else
+    ``("stream", why)``: state that does not fit is recomputed or re-read, never left to the
+    Dask workers to spill."""
+    budget, where = memory_budget(share, client, local=local)
+    mib = 2**20
+    within = (f"the local budget of {budget / mib:,.0f} MiB" if where == "local scheduler"
+              else f"{share:.0%} of the memory of {where}: {budget / mib:,.0f} MiB")
+    head = f"{what}, {nbytes / mib:,.1f} MiB"
+    if nbytes <= budget:
+        return "persist", f"{head}: persist (within {within})"
+    return "stream", f"{head}: stream (over {within}; recomputed or re-read at every pass instead of being spilled)"
+
+
 __all__ = [
+    "memory_budget",
+    "memory_plan",
     "MALLOC_TRIM_THRESHOLD",
     "PRE_SPAWN_ENVIRON_KEY",
     "CONNECT_TIMEOUT",

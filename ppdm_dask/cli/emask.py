@@ -96,14 +96,15 @@ def emask_mine(obj: Context, url, p, q, min_support, max_length, prune_margin, f
 
     ms = support_value(min_support)
     with job(obj, outputs=[out], overwrite=overwrite) as j:
-        d = obj.read_transactions(url, fmt).persist(progress=obj.progress)
+        d, input_plan = obj.transactions_for_passes(url, fmt)
         p, q = _pq(obj, url, d, p, q)
         r = mine(d, p, q, ms, max_length=max_length, prune_margin=prune_margin, progress=obj.progress, on_level=level_line("emask"))
     if out:
         r.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
-    summary = {"url": url, "p": p, "q": q, "itemsets": len(r), "levels": r.level_stats, "seconds": j.seconds, "scheduler": j.where}
+    summary = {"url": url, "p": p, "q": q, "itemsets": len(r), "levels": r.level_stats, "input_plan": input_plan, "seconds": j.seconds,
+               "scheduler": j.where}
     lines = [f"{url}: {len(r):,} itemsets with reconstructed support >= threshold (p={p}, q={q}) in {j.seconds:.2f} s",
-             *levels_text(r.level_stats)]
+             *levels_text(r.level_stats), f"  memory plan: {input_plan}"]
     obj.emit(summary, "\n".join(lines))
 
 

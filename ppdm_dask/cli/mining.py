@@ -44,7 +44,7 @@ def mine(obj: Context, url, min_support, max_length, max_itemsets, with_rules, m
 
     ms = support_value(min_support)
     with job(obj, outputs=[out, rules_out], overwrite=overwrite) as j:
-        tx = obj.read_transactions(url, fmt).persist(progress=obj.progress)
+        tx, input_plan = obj.transactions_for_passes(url, fmt)
         fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, progress=obj.progress, on_level=level_line("mine"))
     rules = association_rules(fi, min_confidence) if with_rules or rules_out else None
     if out:
@@ -52,9 +52,9 @@ def mine(obj: Context, url, min_support, max_length, max_itemsets, with_rules, m
     if rules is not None and rules_out:
         rules.to_parquet(rules_out, storage_options=obj.storage_options, overwrite=overwrite)
     summary = {"url": url, "n_transactions": fi.n_transactions, "min_count": fi.min_count, "itemsets": len(fi), "levels": fi.level_stats,
-               "rules": len(rules) if rules is not None else None, "seconds": j.seconds, "scheduler": j.where}
+               "rules": len(rules) if rules is not None else None, "input_plan": input_plan, "seconds": j.seconds, "scheduler": j.where}
     lines = [f"{url}: {len(fi):,} frequent itemsets (support >= {fi.min_count:,} of {fi.n_transactions:,} transactions) in {j.seconds:.2f} s",
-             *levels_text(fi.level_stats)]
+             *levels_text(fi.level_stats), f"  memory plan: {input_plan}"]
     if rules is not None:
         lines.append(f"  {len(rules):,} association rules with confidence >= {min_confidence}")
         top = rules.to_pandas().sort_values(["confidence", "lift"], ascending=False).head(5)

@@ -36,6 +36,7 @@ from ..errors import (
     IncompleteDatasetError,
     InvalidParameter,
     ItemIdError,
+    PPDMError,
 )
 from ..graph import blocks_from_tasks, concat_rows, unique_name
 from . import _kernels as K
@@ -45,6 +46,7 @@ from .vocabulary import Vocabulary
 __all__ = [
     "write_parquet",
     "read_parquet",
+    "stored_nbytes",
     "arrow_list_to_csr",
     "arrow_list_to_labels",
     "csr_to_arrow_list",
@@ -328,6 +330,23 @@ def read_parquet(
         if _is_ppdm_file(fs, path):
             raise IncompleteDatasetError(f"{url} is one part of a ppdm dataset; read its folder")
     return _read_foreign(fs, files, column, url, progress)
+
+
+def stored_nbytes(url: str, storage_options: Mapping[str, Any] | None = None) -> int | None:
+    """Bytes of the CSR blocks (int32 indices and values, row pointers) and the weights that a
+    committed ppdm transaction dataset takes in memory, from its manifest (no pass over the
+    data); ``None`` for anything else (a foreign Parquet file, another format)."""
+    try:
+        fs, path = open_fs(url, storage_options)
+        manifest_path = posixpath.join(path, MANIFEST)
+        if not fs.isdir(path) or not fs.exists(manifest_path):
+            return None
+        manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
+    except (OSError, ValueError, PPDMError):
+        return None
+    nnz, rows = int(manifest.get("nnz", 0)), int(manifest.get("n_transactions", 0))
+    per_entry = 8 + (8 if manifest.get("weights") else 0)
+    return nnz * per_entry + 8 * (rows + len(manifest.get("partitions", [])))
 
 
 def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool, verify: bool = False):

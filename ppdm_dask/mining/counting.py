@@ -45,22 +45,6 @@ def bitset_bytes(partition_rows: Any, n_items: int) -> np.ndarray:
     return n_items * np.maximum(1, (rows + 63) // 64) * 8
 
 
-def bitset_budget(client: Any) -> tuple[float, str]:
-    """Bytes of bitsets the workers may hold, and where the figure comes from."""
-    if client is None:
-        try:
-            from distributed import get_client
-
-            client = get_client()
-        except (ImportError, ValueError):
-            client = None
-    if client is not None:
-        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()]
-        if limits and min(limits) > 0:
-            return BITSET_MEMORY_SHARE * min(limits) * len(limits), f"{len(limits)} workers of {min(limits) / 2**20:,.0f} MiB"
-    return float(MAX_BITSET_BYTES), "local scheduler"
-
-
 def _sum_arrays(parts: list[np.ndarray]) -> np.ndarray:
     out = parts[0].copy()
     for p in parts[1:]:
@@ -183,20 +167,19 @@ class SupportCounter:
         self.bit_items = items
 
     def _choose_plan(self, n_items: int) -> dict[str, Any]:
+        from ..cluster import memory_budget, memory_plan
+
         per_block = bitset_bytes(self.tx.partition_rows, n_items)
         total = float(per_block.sum())
-        budget, where = bitset_budget(self._ckw["client"])
         need = total + float(per_block.max(initial=0))  # room for an uneven spread of the blocks
-        if self.memory_plan != "auto":
-            plan, why = self.memory_plan, "asked for"
-        elif need <= budget:
-            plan, why = "persist", f"fit in {BITSET_MEMORY_SHARE:.0%} of the memory of {where}"
+        what = f"bitsets of {n_items:,} items"
+        if self.memory_plan == "auto":
+            plan, reason = memory_plan(need, BITSET_MEMORY_SHARE, self._ckw["client"], local=MAX_BITSET_BYTES, what=what)
         else:
-            plan, why = "stream", (f"would exceed {BITSET_MEMORY_SHARE:.0%} of the memory of {where}: rebuilt from the "
-                                   "blocks in every counting task instead of being spilled")
-        mib = 2**20
-        return {"plan": plan, "bytes": int(total), "budget": int(budget),
-                "reason": f"bitsets of {n_items:,} items, {total / mib:,.1f} MiB: {plan} ({why}; budget {budget / mib:,.0f} MiB)"}
+            plan = self.memory_plan
+            reason = f"{what}, {total / 2**20:,.1f} MiB: {plan} (asked for)"
+        budget, _ = memory_budget(BITSET_MEMORY_SHARE, self._ckw["client"], local=MAX_BITSET_BYTES)
+        return {"plan": plan, "bytes": int(total), "budget": int(budget), "reason": reason}
 
     def release(self) -> None:
         """Drop the persisted bitsets."""

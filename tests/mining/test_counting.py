@@ -5,12 +5,13 @@ and a streamed plan leaves nothing persisted on the cluster."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ppdm_dask import Key, TransactionArray
+from ppdm_dask import Key, TransactionArray, cluster
 from ppdm_dask.data.quest import quest
 from ppdm_dask.emask import distort
 from ppdm_dask.emask import mine as emask_mine
@@ -44,11 +45,11 @@ def test_auto_plan_follows_the_budget(monkeypatch):
     _, tx = _data()
     n_items = 10
     total = int(C.bitset_bytes(tx.partition_rows, n_items).sum())
-    monkeypatch.setattr(C, "bitset_budget", lambda client: (float(10 * total), "test"))
+    monkeypatch.setattr(cluster, "memory_budget", lambda share, client=None, *, local: (float(10 * total), "test"))
     big = C.SupportCounter(tx)
     big.use_bitsets(np.arange(n_items, dtype=np.int32))
-    assert big.plan["plan"] == "persist" and "fit in" in big.plan["reason"]
-    monkeypatch.setattr(C, "bitset_budget", lambda client: (float(total), "test"))  # no room for the largest block
+    assert big.plan["plan"] == "persist" and ": persist (within" in big.plan["reason"]
+    monkeypatch.setattr(cluster, "memory_budget", lambda share, client=None, *, local: (float(total), "test"))  # no room for the largest block
     small = C.SupportCounter(tx)
     small.use_bitsets(np.arange(n_items, dtype=np.int32))
     assert small.plan["plan"] == "stream" and "instead of being spilled" in small.plan["reason"]
@@ -82,7 +83,7 @@ def test_apriori_and_emask_are_identical_across_plans():
 def test_budget_from_the_workers_and_nothing_persisted_when_streaming(on_cluster):
     info = on_cluster.scheduler_info()["workers"].values()
     limits = [w["memory_limit"] for w in info]
-    budget, where = C.bitset_budget(on_cluster)
+    budget, where = cluster.memory_budget(C.BITSET_MEMORY_SHARE, on_cluster, local=0)
     assert budget == pytest.approx(C.BITSET_MEMORY_SHARE * min(limits) * len(limits)) and f"{len(limits)} workers" in where
     X, tx = _data(nparts=4)
     tx = tx.persist(progress=False)
@@ -95,3 +96,26 @@ def test_budget_from_the_workers_and_nothing_persisted_when_streaming(on_cluster
         assert (len(held) > 0) == (plan == "persist"), (plan, held)
         counter.release()
     np.testing.assert_array_equal(counts["persist"], counts["stream"])
+
+
+def test_mine_reads_the_input_again_when_it_does_not_fit(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from ppdm_dask.cli import cli
+    from ppdm_dask.data.parquet import stored_nbytes
+
+    src = str(tmp_path / "q")
+    quest("T10.I4.D3K.N200", key=Key(4)).to_parquet(src, progress=False)
+    tx = quest("T10.I4.D3K.N200", key=Key(4))
+    blocks = tx.compute(progress=False)
+    assert stored_nbytes(src) == 8 * blocks.nnz + 8 * (blocks.shape[0] + len(tx.partition_rows))  # int32 indices and values, pointers
+    runs = {}
+    for budget in (1e12, 1.0):  # ample, then nothing fits: input and bitsets streamed
+        monkeypatch.setattr(cluster, "memory_budget", lambda share, client=None, *, local, b=budget: (b, "test"))
+        r = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "--json", "mine", src, "--min-support", "0.01"])
+        assert r.exit_code == 0, r.output
+        runs[budget] = json.loads(r.stdout)
+    assert runs[1e12]["input_plan"].startswith("input, ") and ": persist (" in runs[1e12]["input_plan"]
+    assert ": stream (" in runs[1.0]["input_plan"]
+    assert {st.get("memory_plan") for st in runs[1.0]["levels"] if st["length"] >= 3} == {"stream"}
+    assert runs[1.0]["itemsets"] == runs[1e12]["itemsets"] and runs[1.0]["itemsets"] > 300
