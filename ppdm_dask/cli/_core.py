@@ -25,11 +25,6 @@ from ..errors import PPDMError
 LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
 
 
-#: Share of the workers' memory that a job's persisted input may take (the rest: per-pass state
-#: such as bitsets, and the tasks' temporaries).
-INPUT_MEMORY_SHARE = 0.4
-
-
 class Context:
     """Global options shared by the sub-commands (``ctx.obj``)."""
 
@@ -83,22 +78,12 @@ class Context:
         return read(url, format=fmt, storage_options=self.storage_options, progress=self.progress, **kw)
 
     def transactions_for_passes(self, url: str, fmt: str | None = None) -> tuple[Any, str]:
-        """Transactions that a job reads several times (mining levels): persisted when they fit
-        in :data:`INPUT_MEMORY_SHARE` of the workers' memory, else left lazy so that every pass
-        reads the files again instead of the workers spilling them; and the reason, for the job
-        summary. The size of a ppdm dataset comes from its manifest; text formats (FIMI, CSV)
-        are parsed once and persisted."""
-        from distributed.system import MEMORY_LIMIT
+        """Transactions a job reads several times, persisted only if they fit (see
+        :func:`ppdm_dask.io.persist_if_fits`), and the reason for the job summary."""
+        from ..io import persist_if_fits
 
-        from ..cluster import memory_plan
-        from ..data.parquet import stored_nbytes
-
-        tx = self.read_transactions(url, fmt)
-        nbytes = stored_nbytes(url, self.storage_options) if (fmt or "parquet") == "parquet" else None
-        if nbytes is None:
-            return tx.persist(progress=self.progress), "input persisted (its size is known only once parsed)"
-        plan, why = memory_plan(nbytes, INPUT_MEMORY_SHARE, local=INPUT_MEMORY_SHARE * MEMORY_LIMIT, what="input")
-        return (tx.persist(progress=self.progress) if plan == "persist" else tx), why
+        return persist_if_fits(self.read_transactions(url, fmt), url, format=fmt, storage_options=self.storage_options,
+                               progress=self.progress)
 
     def read_table(self, url: str, *, sep: str | None = None, dtype: Sequence[str] = (), schema: str | None = None) -> Any:
         """A typed table from CSV or Parquet (see :func:`ppdm_dask.data.tables.read_table`)."""
