@@ -285,18 +285,18 @@ def memory_budget(share: float, client: distributed.Client | None = None, *, loc
 
 
 def memory_plan(nbytes: float, share: float, client: distributed.Client | None = None, *, local: float,
-                what: str = "state") -> tuple[str, str]:
-    """``("persist", why)`` when ``nbytes`` fit in ``share`` of the workers' memory, else
-    ``("stream", why)``: state that does not fit is recomputed or re-read, never left to the
-    Dask workers to spill."""
+                what: str = "state") -> tuple[str, str, float]:
+    """``("persist", why, budget)`` when ``nbytes`` fit in ``share`` of the workers' memory
+    (``budget`` bytes, :func:`memory_budget`), else ``("stream", why, budget)``: state that does
+    not fit is recomputed or re-read, never left to the Dask workers to spill."""
     budget, where = memory_budget(share, client, local=local)
     mib = 2**20
     within = (f"the local budget of {budget / mib:,.0f} MiB" if where == "local scheduler"
               else f"{share:.0%} of the memory of {where}: {budget / mib:,.0f} MiB")
     head = f"{what}, {nbytes / mib:,.1f} MiB"
     if nbytes <= budget:
-        return "persist", f"{head}: persist (within {within})"
-    return "stream", f"{head}: stream (over {within}; recomputed or re-read at every pass instead of being spilled)"
+        return "persist", f"{head}: persist (within {within})", budget
+    return "stream", f"{head}: stream (over {within}; recomputed or re-read at every pass instead of being spilled)", budget
 
 
 __all__ = [

@@ -76,5 +76,5 @@ def persist_if_fits(tx: Any, url: str, *, format: str | None = None, storage_opt
     nbytes = stored_nbytes(url, storage_options) if (format or detect_format(url)) == "parquet" else None
     if nbytes is None:
         return tx.persist(progress=progress, client=client), "input persisted (its size is known only once parsed)"
-    plan, why = memory_plan(nbytes, INPUT_MEMORY_SHARE, client, local=INPUT_MEMORY_SHARE * MEMORY_LIMIT, what="input")
+    plan, why, _ = memory_plan(nbytes, INPUT_MEMORY_SHARE, client, local=INPUT_MEMORY_SHARE * MEMORY_LIMIT, what="input")
     return (tx.persist(progress=progress, client=client) if plan == "persist" else tx), why

@@ -101,7 +101,7 @@ def sweep_levels(text: str | None) -> tuple[str, list[float]] | None:
                                  param_hint="--sweep") from None
     if not levels:
         raise click.BadParameter("no levels given", param_hint="--sweep")
-    if any(v <= 0 for v in levels) or (name == "k" and any(v < 1 for v in levels)):
+    if any(v <= 0 for v in levels):
         raise click.BadParameter(f"{name} levels must be positive: {values!r}", param_hint="--sweep")
     return name, levels
 

@@ -131,8 +131,8 @@ def mine(
         if return_se:
             variances[k] = K.closed_form_variance(sigma, k, p, q, est)[report]
         st = {"length": k, "candidates": int(n_cand), "frequent": int(report.sum()), "seconds": time.perf_counter() - t0}
-        if k >= 2 and counter.plan is not None:  # the bitsets' memory plan, and why
-            st["memory_plan"], st["memory"] = counter.plan["plan"], counter.plan["reason"]
+        if k >= 2:  # the bitsets' memory plan, and why
+            st.update(counter.plan_fields())
         stats.append(st)
         if on_level is not None:
             on_level(st)

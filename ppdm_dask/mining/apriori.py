@@ -99,8 +99,6 @@ def apriori(
     -------
     FrequentItemsets
     """
-    if memory_plan not in ("auto", "persist", "stream"):
-        raise InvalidParameter(f"memory_plan must be 'auto', 'persist' or 'stream', got {memory_plan!r}")
     if max_length is not None and max_length < 1:
         raise InvalidParameter("max_length must be >= 1")
     if max_itemsets < 1:
@@ -113,8 +111,8 @@ def apriori(
     def record(k: int, n_cand: int, ids: np.ndarray, counts: np.ndarray, t0: float) -> None:
         levels[k] = (ids.astype(np.int32, copy=False), counts.astype(np.int64, copy=False))
         st = {"length": k, "candidates": int(n_cand), "frequent": int(counts.size), "seconds": time.perf_counter() - t0}
-        if k >= 2 and counter.plan is not None:  # the bitsets' memory plan, and why
-            st["memory_plan"], st["memory"] = counter.plan["plan"], counter.plan["reason"]
+        if k >= 2:  # the bitsets' memory plan, and why
+            st.update(counter.plan_fields())
         stats.append(st)
         if on_level is not None:
             on_level(st)

@@ -82,7 +82,9 @@ class SupportCounter:
     def __init__(self, tx: Any, *, client: Any = None, progress: bool = False, split_every: int = 8,
                  memory_plan: str = "auto") -> None:
         if memory_plan not in MEMORY_PLANS:
-            raise ValueError(f"memory_plan must be one of {MEMORY_PLANS}, got {memory_plan!r}")
+            from ..errors import InvalidParameter
+
+            raise InvalidParameter(f"memory_plan must be one of {MEMORY_PLANS}, got {memory_plan!r}")
         self.tx = tx
         self._ckw = {"client": client, "progress": progress}
         self.split_every = split_every
@@ -167,19 +169,21 @@ class SupportCounter:
         self.bit_items = items
 
     def _choose_plan(self, n_items: int) -> dict[str, Any]:
-        from ..cluster import memory_budget, memory_plan
+        from ..cluster import memory_plan
 
         per_block = bitset_bytes(self.tx.partition_rows, n_items)
         total = float(per_block.sum())
         need = total + float(per_block.max(initial=0))  # room for an uneven spread of the blocks
         what = f"bitsets of {n_items:,} items"
-        if self.memory_plan == "auto":
-            plan, reason = memory_plan(need, BITSET_MEMORY_SHARE, self._ckw["client"], local=MAX_BITSET_BYTES, what=what)
-        else:
-            plan = self.memory_plan
-            reason = f"{what}, {total / 2**20:,.1f} MiB: {plan} (asked for)"
-        budget, _ = memory_budget(BITSET_MEMORY_SHARE, self._ckw["client"], local=MAX_BITSET_BYTES)
+        plan, reason, budget = memory_plan(need, BITSET_MEMORY_SHARE, self._ckw["client"], local=MAX_BITSET_BYTES, what=what)
+        if self.memory_plan != "auto":
+            plan, reason = self.memory_plan, f"{what}, {total / 2**20:,.1f} MiB: {self.memory_plan} (asked for)"
         return {"plan": plan, "bytes": int(total), "budget": int(budget), "reason": reason}
+
+    def plan_fields(self) -> dict[str, Any]:
+        """``memory_plan`` and ``memory`` (the reason) for a level's statistics, once bitsets are
+        in use (empty before)."""
+        return {} if self.plan is None else {"memory_plan": self.plan["plan"], "memory": self.plan["reason"]}
 
     def release(self) -> None:
         """Drop the persisted bitsets."""

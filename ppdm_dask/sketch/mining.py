@@ -50,6 +50,7 @@ from ..errors import InvalidParameter
 from ..progress import compute, persist
 from ..random import BLOCK_ROWS, Key, KeyLike, Tag, as_key
 from . import _mining_kernels as K
+from .primitives import check_shrinkage
 
 __all__ = [
     "SketchKNNClassifier",
@@ -167,11 +168,7 @@ def _check_block_rows(block_rows: Any) -> None:
 def _check_similarity(similarity: Any, shrinkage: Any = "auto") -> None:
     if similarity not in K.SIMILARITIES:
         raise InvalidParameter(f"similarity must be one of {K.SIMILARITIES}, got {similarity!r}")
-    if isinstance(shrinkage, str):
-        if shrinkage != "auto":
-            raise InvalidParameter(f"shrinkage must be 'auto' or a number >= 0, got {shrinkage!r}")
-    elif isinstance(shrinkage, bool) or not isinstance(shrinkage, (int, float, np.number)) or not 0 <= shrinkage < np.inf:
-        raise InvalidParameter(f"shrinkage must be 'auto' or a finite number >= 0, got {shrinkage!r}")
+    check_shrinkage(shrinkage, auto=True)
 
 
 def _resolve_shrinkage(similarity: str, shrinkage: Any, blocks: "_Blocks", m: np.ndarray, **ckw: Any) -> float:

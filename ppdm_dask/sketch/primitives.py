@@ -249,7 +249,7 @@ def shrunk_cosine(S1: Any, m1: Any, S2: Any, m2: Any, shrinkage: float) -> np.nd
     shrinkage`` (docs/sketches.md#the-variance-aware-similarity): the posterior mean of the cosine
     under a prior ``N(0, 1/lam)`` when the same-component cosine :func:`cosine` has noise
     variance ``1/m``. Its absolute value is at most ``m / (m + lam)``."""
-    lam = _check_shrinkage(shrinkage)
+    lam = check_shrinkage(shrinkage)
     A, B, k, single = _pair(S1, m1, S2, m2)
     cos = cosine(A, k, B, k)
     return _out(single, cos * (k / (k + lam)))
@@ -292,7 +292,7 @@ def similarity_matrix(
         rows = MK.shrinkage_sample(mb)
         lam = MK.estimate_shrinkage(B[rows], mb[rows])[0]
     else:
-        lam = _check_shrinkage(shrinkage) if similarity == "shrunk" else 0.0
+        lam = check_shrinkage(shrinkage) if similarity == "shrunk" else 0.0
     w = min(A.shape[1], B.shape[1])
     A, B = np.ascontiguousarray(A[:, :w]), np.ascontiguousarray(B[:, :w])
     sim = MK.pair_similarity(A, ma, MK.prefix_sqnorms(A), B, mb, MK.prefix_sqnorms(B), similarity, lam)
@@ -300,9 +300,15 @@ def similarity_matrix(
     return np.where(mins > 0, sim, np.nan), mins
 
 
-def _check_shrinkage(shrinkage: Any) -> float:
+def check_shrinkage(shrinkage: Any, *, auto: bool = False) -> float | str:
+    """``shrinkage`` as a float (a finite number >= 0), or ``"auto"`` where ``auto`` allows it."""
+    from ..errors import InvalidParameter
+
+    if auto and isinstance(shrinkage, str) and shrinkage == "auto":
+        return shrinkage
     if isinstance(shrinkage, bool) or not isinstance(shrinkage, (int, float, np.number)) or not 0 <= shrinkage < np.inf:
-        raise ValueError(f"shrinkage must be a finite number >= 0, got {shrinkage!r}")
+        allowed = "'auto' or a finite number >= 0" if auto else "a finite number >= 0"
+        raise InvalidParameter(f"shrinkage must be {allowed}, got {shrinkage!r}")
     return float(shrinkage)
 
 
