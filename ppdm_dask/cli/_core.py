@@ -78,12 +78,11 @@ class Context:
         return read(url, format=fmt, storage_options=self.storage_options, progress=self.progress, **kw)
 
     def transactions_for_passes(self, url: str, fmt: str | None = None) -> tuple[Any, str]:
-        """Transactions a job reads several times, persisted only if they fit (see
-        :func:`ppdm_dask.io.persist_if_fits`), and the reason for the job summary."""
-        from ..io import persist_if_fits
+        """Transactions a job reads several times (see :func:`ppdm_dask.io.input_for_passes`),
+        and the reason for the job summary."""
+        from ..io import input_for_passes
 
-        return persist_if_fits(self.read_transactions(url, fmt), url, format=fmt, storage_options=self.storage_options,
-                               progress=self.progress)
+        return input_for_passes(self.read_transactions(url, fmt), url, format=fmt, progress=self.progress)
 
     def read_table(self, url: str, *, sep: str | None = None, dtype: Sequence[str] = (), schema: str | None = None) -> Any:
         """A typed table from CSV or Parquet (see :func:`ppdm_dask.data.tables.read_table`)."""

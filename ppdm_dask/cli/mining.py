@@ -21,8 +21,8 @@ def level_line(prefix: str):
 def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
     lines = ["  length  candidates    frequent   seconds"]
     lines += [f"  {st['length']:>6}  {st['candidates']:>10,}  {st['frequent']:>10,}  {st['seconds']:8.3f}" for st in level_stats]
-    plans = list(dict.fromkeys(st["memory"] for st in level_stats if st.get("memory")))
-    lines += [f"  memory plan: {p}" for p in plans]  # which plan ran for the bitsets, and why
+    plans = list(dict.fromkeys(st[f] for st in level_stats for f in ("rows", "memory") if st.get(f)))
+    lines += [f"  memory plan: {p}" for p in plans]  # which plans ran for the rows and bitsets, and why
     return lines
 
 

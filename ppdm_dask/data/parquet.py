@@ -46,7 +46,6 @@ from .vocabulary import Vocabulary
 __all__ = [
     "write_parquet",
     "read_parquet",
-    "stored_nbytes",
     "arrow_list_to_csr",
     "arrow_list_to_labels",
     "csr_to_arrow_list",
@@ -332,23 +331,6 @@ def read_parquet(
     return _read_foreign(fs, files, column, url, progress)
 
 
-def stored_nbytes(url: str, storage_options: Mapping[str, Any] | None = None) -> int | None:
-    """Bytes of the CSR blocks (int32 indices and values, row pointers) and the weights that a
-    committed ppdm transaction dataset takes in memory, from its manifest (no pass over the
-    data); ``None`` for anything else (a foreign Parquet file, another format)."""
-    try:
-        fs, path = open_fs(url, storage_options)
-        manifest_path = posixpath.join(path, MANIFEST)
-        if not fs.isdir(path) or not fs.exists(manifest_path):
-            return None
-        manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
-    except (OSError, ValueError, PPDMError):
-        return None
-    nnz, rows = int(manifest.get("nnz", 0)), int(manifest.get("n_transactions", 0))
-    per_entry = 8 + (8 if manifest.get("weights") else 0)
-    return nnz * per_entry + 8 * (rows + len(manifest.get("partitions", [])))
-
-
 def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool, verify: bool = False):
     manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
     return transactions_from_manifest(fs, path, manifest, url, validate=validate, verify=verify)
@@ -387,7 +369,9 @@ def transactions_from_manifest(fs, path: str, manifest: Mapping[str, Any], url: 
         arrs = [da.from_delayed(dask.delayed(read_column, pure=True)(fs, path, e, name, verify, url), shape=(r,), dtype=dtype)
                 for e, r in zip(parts, rows)]
         columns[name] = concat_rows(arrs, rows, dtype=dtype)
-    return TransactionArray(blocks, vocab, metadata=manifest.get("metadata", {}), columns=columns, weights=weights)
+    nnz = [p.get("nnz") for p in parts]
+    return TransactionArray(blocks, vocab, metadata=manifest.get("metadata", {}), columns=columns, weights=weights,
+                            partition_nnz=None if None in nnz else nnz)
 
 
 def _read_foreign(fs, files: list[str], column: str, url: str, progress: bool = False):

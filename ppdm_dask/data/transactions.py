@@ -65,6 +65,10 @@ class TransactionArray:
         1-D row-aligned arrays (same row chunks as ``blocks``).
     weights : dask.array.Array, optional
         float32 CSR blocks with exactly the structure of ``blocks``.
+    partition_nnz : sequence of int, optional
+        Entries in each block when known without a pass (from a dataset's manifest); memory
+        plans use it (:class:`~ppdm_dask.mining.counting.SupportCounter`). Dropped by every
+        operation that changes the blocks.
 
     Notes
     -----
@@ -80,6 +84,7 @@ class TransactionArray:
         metadata: Mapping[str, Any] | None = None,
         columns: Mapping[str, da.Array] | None = None,
         weights: da.Array | None = None,
+        partition_nnz: Sequence[int] | None = None,
     ) -> None:
         if blocks.ndim != 2 or len(blocks.chunks[1]) != 1:
             raise DataFormatError("blocks must be 2-D with a single chunk along the item axis")
@@ -100,6 +105,9 @@ class TransactionArray:
         if weights is not None and weights.chunks != blocks.chunks:
             raise DataFormatError("weights must have the same chunks as the transactions")
         self.weights = weights
+        if partition_nnz is not None and len(partition_nnz) != len(blocks.chunks[0]):
+            raise DataFormatError("partition_nnz needs one entry per row block")
+        self.partition_nnz = None if partition_nnz is None else tuple(int(v) for v in partition_nnz)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -138,6 +146,8 @@ class TransactionArray:
             metadata=self.metadata,
             columns=self.columns,
             weights=self.weights,
+            # the entry counts describe these blocks only
+            partition_nnz=self.partition_nnz if "blocks" not in changes else None,
         )
         kw.update(changes)
         blocks = kw.pop("blocks")
@@ -233,7 +243,7 @@ class TransactionArray:
         blocks = out[0]
         columns = {name: out[1 + i] for i, (name, _) in enumerate(cols)}
         weights = out[-1] if extra else None
-        return self._replace(blocks=blocks, columns=columns, weights=weights)
+        return self._replace(blocks=blocks, columns=columns, weights=weights, partition_nnz=self.partition_nnz)
 
     # ------------------------------------------------------------------ partitioning
     def repartition(

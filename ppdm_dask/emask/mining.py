@@ -131,8 +131,7 @@ def mine(
         if return_se:
             variances[k] = K.closed_form_variance(sigma, k, p, q, est)[report]
         st = {"length": k, "candidates": int(n_cand), "frequent": int(report.sum()), "seconds": time.perf_counter() - t0}
-        if k >= 2:  # the bitsets' memory plan, and why
-            st.update(counter.plan_fields())
+        st.update(counter.plan_fields())  # the memory plans of the rows and bitsets, and why
         stats.append(st)
         if on_level is not None:
             on_level(st)

@@ -111,8 +111,7 @@ def apriori(
     def record(k: int, n_cand: int, ids: np.ndarray, counts: np.ndarray, t0: float) -> None:
         levels[k] = (ids.astype(np.int32, copy=False), counts.astype(np.int64, copy=False))
         st = {"length": k, "candidates": int(n_cand), "frequent": int(counts.size), "seconds": time.perf_counter() - t0}
-        if k >= 2:  # the bitsets' memory plan, and why
-            st.update(counter.plan_fields())
+        st.update(counter.plan_fields())  # the memory plans of the rows and bitsets, and why
         stats.append(st)
         if on_level is not None:
             on_level(st)

@@ -5,14 +5,24 @@ reductions over the partitions: all items (``bincount``), all pairs of chosen it
 enumeration per block), and arbitrary itemsets on per-block packed bitsets. Only queries and
 count vectors travel.
 
-Memory plan of the bitsets (``memory_plan``): ``"persist"`` builds them once and keeps them on
-the workers for every later query; ``"stream"`` keeps nothing and rebuilds each block's
-bitsets inside every counting task from the block (re-read from its source when the data are
-not persisted), so a worker holds one block's bitsets per running task. ``"auto"`` persists
-when the bitsets fit in :data:`BITSET_MEMORY_SHARE` of the workers' memory (the smallest
-worker's limit times the number of workers, less the largest block's share for imbalance;
-without a cluster :data:`MAX_BITSET_BYTES`), and streams otherwise — never leaving it to the
-Dask worker to spill them. :attr:`SupportCounter.plan` says which plan ran and why.
+Memory plan (``memory_plan``). Two kinds of state may be kept on the workers: the rows,
+*packed* (the column ids of each row as varint gaps, about 1.3 bytes per entry instead of the 8
+of a CSR block; :mod:`._packed`), and the per-block *bitsets* of the counted items.
+
+- ``"persist"``: the bitsets are built once and kept for every later query; rows are read from
+  the TransactionArray as given.
+- ``"packed"``: the first pass packs the rows and keeps them; every counting task decodes its
+  block's bitsets straight from them (only the items of the query), nothing else is kept.
+- ``"stream"``: nothing is kept; every counting task re-reads its block from the source (or
+  from memory when the TransactionArray is persisted) and builds what it needs.
+- ``"auto"``: rows are packed when they fit in :data:`ROWS_MEMORY_SHARE` of the workers'
+  memory, bitsets are persisted when they fit in :data:`BITSET_MEMORY_SHARE`; otherwise
+  counting runs as ``"packed"`` or ``"stream"``. Shares are of the smallest worker's limit times
+  the number of workers (without a cluster: :data:`MAX_BITSET_BYTES` for the bitsets, and
+  :data:`ROWS_LOCAL_BYTES` for the rows), less the largest block for an uneven spread, so that
+  the Dask workers never have to spill either.
+
+:attr:`SupportCounter.plan` and :attr:`SupportCounter.rows_plan` say which plan ran and why.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import numpy as np
 
 from ..graph import tree_reduce, tree_sum
 from . import _kernels as K
+from ._packed import PackedRows, pack_rows, packed_bitsets, packed_bytes_estimate, unpack_rows
 
 __all__ = ["SupportCounter"]
 
@@ -36,7 +47,10 @@ MAX_BITSET_BYTES = 4 * 2**30
 #: Share of the workers' memory that persisted bitsets may take (Dask spills from 60 % by
 #: default; the data blocks and every task's temporaries need the rest).
 BITSET_MEMORY_SHARE = 0.25
-MEMORY_PLANS = ("auto", "persist", "stream")
+#: Share of the workers' memory that packed rows may take, and their budget without a cluster.
+ROWS_MEMORY_SHARE = 0.3
+ROWS_LOCAL_BYTES = 2 * 2**30
+MEMORY_PLANS = ("auto", "persist", "packed", "stream")
 
 
 def bitset_bytes(partition_rows: Any, n_items: int) -> np.ndarray:
@@ -57,6 +71,31 @@ def _count_on_bits(bits: np.ndarray, query: tuple[np.ndarray, np.ndarray, np.nda
     return K.count_extensions(bits, parents, parent_of, last)
 
 
+def _build_bitsets(block: Any, items: np.ndarray) -> np.ndarray:
+    """Bitsets of ``items`` from a CSR block or, decoded directly, a packed one."""
+    return packed_bitsets(block, items) if isinstance(block, PackedRows) else K.build_bitsets(block, items)
+
+
+def _count_on_block(block: Any, items: np.ndarray, query: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    return _count_on_bits(_build_bitsets(block, items), query)
+
+
+def _nbytes(packed: PackedRows) -> int:
+    return int(packed.data.nbytes)
+
+
+def _as_csr(block: Any) -> Any:
+    return unpack_rows(block) if isinstance(block, PackedRows) else block
+
+
+def _item_counts(block: Any) -> np.ndarray:
+    return K.item_counts_and_work(_as_csr(block))
+
+
+def _pair_counts(block: Any, items: np.ndarray) -> np.ndarray:
+    return K.pair_counts(_as_csr(block), items)
+
+
 class SupportCounter:
     """Support counts of items and itemsets of ``tx``, exact and partition-independent.
 
@@ -69,14 +108,16 @@ class SupportCounter:
         Progress bars on stderr.
     split_every : int
         Fan-in of the tree reductions.
-    memory_plan : {"auto", "persist", "stream"}
-        Persist the bitsets or rebuild them in every counting task (see the module docstring).
+    memory_plan : {"auto", "persist", "packed", "stream"}
+        What is kept on the workers between queries (see the module docstring).
 
     Attributes
     ----------
     plan : dict or None
-        After bitsets were first used: ``plan`` (``"persist"`` or ``"stream"``), ``bytes`` (all
-        blocks' bitsets), ``budget`` and ``reason``.
+        After bitsets were first used: ``plan`` (``"persist"``, ``"packed"`` or ``"stream"``),
+        ``bytes`` (all blocks' bitsets), ``budget`` and ``reason``.
+    rows_plan : dict or None
+        After the first pass: ``packed`` (bool), ``bytes`` (planned), ``budget``, ``reason``.
     """
 
     def __init__(self, tx: Any, *, client: Any = None, progress: bool = False, split_every: int = 8,
@@ -90,8 +131,10 @@ class SupportCounter:
         self.split_every = split_every
         self.memory_plan = memory_plan
         self.plan: dict[str, Any] | None = None
+        self.rows_plan: dict[str, Any] | None = None
         self.bit_items: np.ndarray | None = None
         self._bits: list[Any] = []
+        self._packed: list[Any] | None = None
         self._item_counts: np.ndarray | None = None
         self._sum_sq_lengths = 0
 
@@ -101,16 +144,73 @@ class SupportCounter:
         (out,) = compute(lazy, **self._ckw)
         return out
 
+    # ------------------------------------------------------------------ the rows
+    def _plan_rows(self, nnz: int | None) -> None:
+        """Decide once whether to pack the rows (needs their number of entries)."""
+        if self.rows_plan is not None or nnz is None:
+            return
+        from ..cluster import memory_plan
+
+        rows = np.asarray(self.tx.partition_rows, dtype=np.int64)
+        planned = packed_bytes_estimate(nnz, int(rows.sum()), self.tx.n_items)
+        largest = planned * float(rows.max(initial=0)) / max(1, int(rows.sum()))
+        what = f"packed rows of {nnz:,} entries"
+        plan, reason, budget = memory_plan(planned + largest, ROWS_MEMORY_SHARE, self._ckw["client"],
+                                           local=ROWS_LOCAL_BYTES, what=what)
+        if self.memory_plan != "auto":
+            plan = "persist" if self.memory_plan == "packed" else "stream"
+            reason = f"{what}: {'kept' if plan == 'persist' else 'not kept'} ({self.memory_plan} plan asked for)"
+        self.rows_plan = {"packed": plan == "persist", "bytes": int(planned), "budget": int(budget), "reason": reason}
+
+    def _blocks(self) -> list[Any]:
+        """One delayed block per partition: packed rows when kept, else the TransactionArray's."""
+        return list(self._packed) if self._packed is not None else list(self.tx.blocks.to_delayed().ravel())
+
+    def _pack(self, *also: Any) -> list[Any]:
+        """Pack and keep the rows (one read of the source), computing ``also`` (graphs on the
+        source blocks) in the same pass; returns the results of ``also``."""
+        from ..progress import persist
+
+        source = list(self.tx.blocks.to_delayed().ravel())
+        packed = [dask.delayed(pack_rows, pure=True)(b) for b in source]
+        out = persist(*packed, *[also_fn(source) for also_fn in also], **self._ckw)
+        self._packed = list(out[: len(packed)])
+        return [self._compute(o) for o in out[len(packed):]]
+
+    def packed_nbytes(self) -> int:
+        """Bytes of the packed rows kept on the workers (0 when not packed; one small pass)."""
+        if self._packed is None:
+            return 0
+        sizes = [dask.delayed(_nbytes, pure=True)(p) for p in self._packed]
+        return int(sum(self._compute(dask.delayed(list)(sizes))))
+
+    # ------------------------------------------------------------------ counting
+    def _item_counts_graph(self, blocks: list[Any]) -> Any:
+        parts = [dask.delayed(_item_counts, pure=True)(b) for b in blocks]
+        return tree_reduce(parts, _sum_arrays, split_every=self.split_every)
+
     def item_counts(self) -> np.ndarray:
         """Support count of every column id (int64, length ``n_items``).
 
         The same pass records the sum of squared row lengths, which prices pair enumeration for
-        :meth:`pair_counts`.
+        :meth:`pair_counts`, and packs the rows when the plan says so and their number of
+        entries is known beforehand (``tx.partition_nnz``, from a dataset's manifest).
         """
-        n = self.tx.n_items
-        out = self._compute(tree_sum(self.tx.blocks, K.item_counts_and_work, (n + 1,), np.int64, split_every=self.split_every))
+        known = getattr(self.tx, "partition_nnz", None)
+        self._plan_rows(None if known is None else int(sum(known)))
+        if self._packed is None and self.rows_plan is not None and self.rows_plan["packed"]:
+            (out,) = self._pack(self._item_counts_graph)
+        else:
+            out = self._compute(self._item_counts_graph(self._blocks()))
         self._item_counts, self._sum_sq_lengths = out[:-1], int(out[-1])
         return out[:-1].copy()
+
+    def _ensure_rows(self) -> None:
+        """Pack the rows before a later pass when the plan asks for it (entries now counted)."""
+        if self._item_counts is not None:
+            self._plan_rows(int(self._item_counts.sum()))
+        if self._packed is None and self.rows_plan is not None and self.rows_plan["packed"]:
+            self._pack()
 
     def pair_method(self, items: np.ndarray) -> str:
         """``"bitsets"`` or ``"rows"``: the cheaper way to count all pairs of ``items``.
@@ -135,10 +235,9 @@ class SupportCounter:
         """Counts of all pairs of the sorted column ids ``items``, in ``np.triu_indices`` order.
 
         ``method="auto"`` picks pair enumeration in rows or bitsets (see :meth:`pair_method`);
-        with bitsets, they stay persisted for the next levels (:meth:`use_bitsets`).
+        with bitsets, they are kept for the next levels when the plan allows (:meth:`use_bitsets`).
         """
         items = np.asarray(items, dtype=np.int32)
-        n_pairs = items.size * (items.size - 1) // 2
         if method == "auto":
             method = self.pair_method(items)
         if method == "bitsets":
@@ -148,11 +247,13 @@ class SupportCounter:
             return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
         if method != "rows":
             raise ValueError(f"unknown method {method!r}")
-        return self._compute(tree_sum(self.tx.blocks, K.pair_counts, (n_pairs,), np.int64, items, split_every=self.split_every))
+        self._ensure_rows()
+        parts = [dask.delayed(_pair_counts, pure=True)(b, items) for b in self._blocks()]
+        return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
 
     def use_bitsets(self, items: np.ndarray) -> None:
         """Have per-block bitsets of (at least) the sorted column ids ``items`` ready: persisted,
-        or (plan ``"stream"``) built again inside every counting task.
+        or (plans ``"packed"``, ``"stream"``) built again inside every counting task.
 
         Bitsets already prepared for a superset are kept; address them by positions into
         :attr:`bit_items`, which may then hold more items than asked for.
@@ -163,8 +264,9 @@ class SupportCounter:
         if self.bit_items is not None and np.all(np.isin(items, self.bit_items)):
             return
         self.release()
+        self._ensure_rows()
         self.plan = self._choose_plan(items.size)
-        parts = [dask.delayed(K.build_bitsets, pure=True)(b, items) for b in self.tx.blocks.to_delayed().ravel()]
+        parts = [dask.delayed(_build_bitsets, pure=True)(b, items) for b in self._blocks()]
         self._bits = list(persist(*parts, **self._ckw)) if self.plan["plan"] == "persist" else parts
         self.bit_items = items
 
@@ -178,27 +280,43 @@ class SupportCounter:
         plan, reason, budget = memory_plan(need, BITSET_MEMORY_SHARE, self._ckw["client"], local=MAX_BITSET_BYTES, what=what)
         if self.memory_plan != "auto":
             plan, reason = self.memory_plan, f"{what}, {total / 2**20:,.1f} MiB: {self.memory_plan} (asked for)"
+        elif plan == "stream" and self._packed is not None:
+            plan, reason = "packed", reason.replace("recomputed or re-read at every pass", "decoded from the packed rows in every counting task")
         return {"plan": plan, "bytes": int(total), "budget": int(budget), "reason": reason}
 
     def plan_fields(self) -> dict[str, Any]:
-        """``memory_plan`` and ``memory`` (the reason) for a level's statistics, once bitsets are
-        in use (empty before)."""
-        return {} if self.plan is None else {"memory_plan": self.plan["plan"], "memory": self.plan["reason"]}
+        """For a level's statistics: ``rows`` (the rows' plan and why) once decided, and
+        ``memory_plan`` and ``memory`` (the bitsets' plan and why) once bitsets are in use."""
+        out: dict[str, Any] = {} if self.rows_plan is None else {"rows": self.rows_plan["reason"]}
+        if self.plan is not None:
+            out.update(memory_plan=self.plan["plan"], memory=self.plan["reason"])
+        return out
 
     def release(self) -> None:
-        """Drop the persisted bitsets."""
+        """Drop the persisted bitsets (the packed rows stay until the counter goes)."""
         self._bits = []
         self.bit_items = None
 
     def extension_counts(self, parents: np.ndarray, parent_of: np.ndarray, last: np.ndarray) -> np.ndarray:
         """Counts of ``parents[parent_of[c]] + (last[c],)``; all entries are *positions* into
-        :attr:`bit_items` (see :meth:`use_bitsets`), ``parent_of`` non-decreasing."""
+        :attr:`bit_items` (see :meth:`use_bitsets`), ``parent_of`` non-decreasing.
+
+        When the bitsets are not kept, each task builds those of the query's items only.
+        """
         if self.bit_items is None:
             raise RuntimeError("call use_bitsets() first")
-        payload = dask.delayed((np.asarray(parents), np.asarray(parent_of, np.int64), np.asarray(last)), pure=True)
-        parts = [dask.delayed(_count_on_bits, pure=True)(b, payload) for b in self._bits]
+        parents, last = np.asarray(parents), np.asarray(last)
+        parent_of = np.asarray(parent_of, np.int64)
+        if self.plan is not None and self.plan["plan"] != "persist":
+            used = np.unique(np.concatenate([parents.ravel(), last]))
+            parents, last = np.searchsorted(used, parents), np.searchsorted(used, last)
+            payload = dask.delayed((parents, parent_of, last), pure=True)
+            items = self.bit_items[used]
+            parts = [dask.delayed(_count_on_block, pure=True)(b, items, payload) for b in self._blocks()]
+        else:
+            payload = dask.delayed((parents, parent_of, last), pure=True)
+            parts = [dask.delayed(_count_on_bits, pure=True)(b, payload) for b in self._bits]
         return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
-
     def itemset_counts(self, itemsets: np.ndarray) -> np.ndarray:
         """Counts of arbitrary itemsets given as an ``(m, k)`` array of column ids, k >= 2.
 
