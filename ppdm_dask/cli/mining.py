@@ -20,7 +20,8 @@ def level_line(prefix: str):
 
 def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
     lines = ["  length  candidates    frequent   seconds"]
-    lines += [f"  {st['length']:>6}  {st['candidates']:>10,}  {st['frequent']:>10,}  {st['seconds']:8.3f}" for st in level_stats]
+    lines += [f"  {st['length']:>6}  {st['candidates']:>10,}  {st['frequent']:>10,}  {st['seconds']:8.3f}"
+              + (f"  (counted in the pass of length {st['counted_with']})" if "counted_with" in st else "") for st in level_stats]
     plans = list(dict.fromkeys(st[f] for st in level_stats for f in ("rows", "memory") if st.get(f)))
     lines += [f"  memory plan: {p}" for p in plans]  # which plans ran for the rows and bitsets, and why
     return lines

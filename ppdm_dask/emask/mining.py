@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import InvalidParameter
 from ..mining.apriori import DEFAULT_MAX_ITEMSETS, ResultTooLargeError, min_count_of
 from ..mining.candidates import RowIndex, apriori_gen
+from ..mining.ahead import CountAhead
 from ..mining.counting import SupportCounter
 from ..mining.results import FrequentItemsets
 from . import _kernels as K
@@ -123,7 +124,7 @@ def mine(
     # distorted counts of everything counted so far: level -> (index of column-id rows, counts)
     store: dict[int, tuple[RowIndex, np.ndarray]] = {}
 
-    def finish(k: int, n_cand: int, ids: np.ndarray, sigma: list[np.ndarray], t0: float) -> np.ndarray:
+    def finish(k: int, n_cand: int, ids: np.ndarray, sigma: list[np.ndarray], t0: float, counted_with: int | None = None) -> np.ndarray:
         est = K.closed_form_estimate(sigma, k, p, q)
         pipeline = est >= keep_thr
         report = est >= threshold
@@ -131,6 +132,8 @@ def mine(
         if return_se:
             variances[k] = K.closed_form_variance(sigma, k, p, q, est)[report]
         st = {"length": k, "candidates": int(n_cand), "frequent": int(report.sum()), "seconds": time.perf_counter() - t0}
+        if counted_with is not None:  # no pass of its own (see ppdm_dask.mining.ahead)
+            st["counted_with"] = counted_with
         st.update(counter.plan_fields())  # the memory plans of the rows and bitsets, and why
         stats.append(st)
         if on_level is not None:
@@ -172,6 +175,7 @@ def mine(
     counter.use_bitsets(items)
     items = counter.bit_items  # may be a superset (bitsets kept from level 2)
     frequent = np.searchsorted(items, frequent_ids).astype(np.int32)
+    ahead = CountAhead(counter, max_length)
     k = 3
     while max_length is None or k <= max_length:
         t0 = time.perf_counter()
@@ -180,8 +184,7 @@ def mine(
             break
         if cands.shape[0] + sum(lv[1].size for lv in levels.values()) > max_itemsets:
             raise ResultTooLargeError(f"level {k}: {cands.shape[0]:,} candidates exceed max_itemsets={max_itemsets:,}")
-        uniq_left, parent_of = np.unique(left, return_inverse=True)
-        ck = counter.extension_counts(frequent[uniq_left], parent_of, cands[:, -1].copy())
+        ck, counted_with = ahead.counts(frequent, cands, left, k)
         cand_ids = items[cands]
         store[k] = (RowIndex(cand_ids), ck)
         sigma = [np.full(ck.size, float(n)), c1[cand_ids].sum(axis=1)]
@@ -192,7 +195,7 @@ def mine(
                 total += lookup_rows(cand_ids[:, combo], index, counts)
             sigma.append(total)
         sigma.append(ck)
-        keep = finish(k, cands.shape[0], cand_ids, sigma, t0)
+        keep = finish(k, cands.shape[0], cand_ids, sigma, t0, counted_with)
         frequent = cands[keep]
         if frequent.shape[0] < k + 1:
             break

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import InvalidParameter
+from ..errors import InvalidParameter, PPDMError
 from ..release import Check, Figures, Plot, Release, Series, TransactionRelease, Value
 from .distortion import check_pq
 from .privacy import basic_privacy, ldp_epsilon
@@ -136,6 +136,15 @@ class DistortedRelease(TransactionRelease):
     report_epsilon_points: ClassVar[int] = 1000
 
     # ------------------------------------------------------------------ parameters
+    def mean_row_length(self) -> float | None:
+        """Expected length of a distorted row: p·s0·n + (1 - q)·(1 - s0)·n over n items."""
+        try:
+            p, q = self._pq()
+            s0, n = float(self.parameters["s0"]), float(self.data.n_items)
+        except (KeyError, TypeError, ValueError, PPDMError):
+            return None
+        return p * s0 * n + (1.0 - q) * (1.0 - s0) * n
+
     def _pq(self) -> tuple[float, float]:
         return check_pq(self.parameters.get("p"), self.parameters.get("q"))
 

@@ -184,14 +184,13 @@ def packed_bitsets(packed: PackedRows, items: np.ndarray) -> np.ndarray:
 def pack_rows(block: sp.csr_array, *, engine: str = "auto") -> PackedRows:
     """The column ids of every row of ``block`` as a varint byte stream (values are dropped:
     0/1 data). Rows must have sorted, distinct column ids (canonical CSR)."""
-    indptr = np.asarray(block.indptr, dtype=np.int64)
-    indices = np.asarray(block.indices, dtype=np.int64)
+    indptr, indices = block.indptr, block.indices  # no wider copies: blocks can be large
     if _numba is not None and engine != "numpy":
         size = _pack_loop(indptr, indices, np.zeros(0, np.uint8))
         data = np.empty(size, dtype=np.uint8)
         _pack_loop(indptr, indices, data)
     else:
-        data = _encode_numpy(_row_values(indptr, indices))
+        data = _encode_numpy(_row_values(indptr.astype(np.int64), indices.astype(np.int64)))
     return PackedRows(data, int(block.shape[0]), int(block.shape[1]))
 
 
@@ -200,15 +199,15 @@ def unpack_rows(packed: PackedRows, *, engine: str = "auto") -> sp.csr_array:
     n_rows, n_cols = packed.n_rows, packed.n_cols
     idx_dtype = np.int32 if n_cols < 2**31 and packed.data.size < 2**31 else np.int64
     if _numba is not None and engine != "numpy":
-        indptr = np.empty(n_rows + 1, dtype=np.int64)
-        _unpack_loop(packed.data, n_rows, indptr, np.zeros(0, np.int64))
-        indices = np.empty(int(indptr[-1]), dtype=np.int64)
+        indptr = np.empty(n_rows + 1, dtype=idx_dtype)
+        _unpack_loop(packed.data, n_rows, indptr, np.zeros(0, idx_dtype))
+        indices = np.empty(int(indptr[-1]), dtype=idx_dtype)
         _unpack_loop(packed.data, n_rows, indptr, indices)
     else:
         vals = _decode_numpy(packed.data)
         indptr, indices = _split_values(vals, n_rows)
-    nnz = indices.size
-    return sp.csr_array((np.ones(nnz, np.int32), indices.astype(idx_dtype), indptr.astype(idx_dtype)), shape=(n_rows, n_cols))
+        indptr, indices = indptr.astype(idx_dtype), indices.astype(idx_dtype)
+    return sp.csr_array((np.ones(indices.size, np.int32), indices, indptr), shape=(n_rows, n_cols))
 
 
 def _split_values(vals: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:

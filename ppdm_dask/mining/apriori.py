@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import DataFormatError, InvalidParameter, ResultTooLargeError
+from .ahead import CountAhead
 from .candidates import apriori_gen
 from .counting import SupportCounter
 from .results import FrequentItemsets
@@ -108,9 +109,11 @@ def apriori(
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     stats: list[dict[str, Any]] = []
 
-    def record(k: int, n_cand: int, ids: np.ndarray, counts: np.ndarray, t0: float) -> None:
+    def record(k: int, n_cand: int, ids: np.ndarray, counts: np.ndarray, t0: float, ahead_of: int | None = None) -> None:
         levels[k] = (ids.astype(np.int32, copy=False), counts.astype(np.int64, copy=False))
         st = {"length": k, "candidates": int(n_cand), "frequent": int(counts.size), "seconds": time.perf_counter() - t0}
+        if ahead_of is not None:  # no pass of its own: counted by the pass of that level
+            st["counted_with"] = ahead_of
         st.update(counter.plan_fields())  # the memory plans of the rows and bitsets, and why
         stats.append(st)
         if on_level is not None:
@@ -153,18 +156,17 @@ def apriori(
     items = counter.bit_items  # may be a superset (bitsets kept from level 2)
     frequent = np.searchsorted(items, l2).astype(np.int32)  # positions into ``items``
     k = 3
+    ahead = CountAhead(counter, max_length)
     while max_length is None or k <= max_length:
         t0 = time.perf_counter()
         cands, left = apriori_gen(frequent)
         if cands.shape[0] == 0:
             break
         guard(cands.shape[0], k)
-        # distinct prefixes and, per candidate, its prefix index and last item
-        uniq_left, parent_of = np.unique(left, return_inverse=True)
-        ck = counter.extension_counts(frequent[uniq_left], parent_of, cands[:, -1].copy())
+        ck, counted_with = ahead.counts(frequent, cands, left, k)
         keep = ck >= min_count
         frequent = cands[keep]
-        record(k, cands.shape[0], items[frequent], ck[keep], t0)
+        record(k, cands.shape[0], items[frequent], ck[keep], t0, counted_with)
         if frequent.shape[0] < k + 1:
             break
         k += 1

@@ -32,7 +32,7 @@ from typing import Any
 import dask
 import numpy as np
 
-from ..graph import tree_reduce, tree_sum
+from ..graph import tree_reduce
 from . import _kernels as K
 from ._packed import PackedRows, pack_rows, packed_bitsets, packed_bytes_estimate, unpack_rows
 
@@ -66,9 +66,12 @@ def _sum_arrays(parts: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _count_on_bits(bits: np.ndarray, query: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    parents, parent_of, last = query
-    return K.count_extensions(bits, parents, parent_of, last)
+Query = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _count_on_bits(bits: np.ndarray, queries: list[Query]) -> np.ndarray:
+    """The counts of every query (parents, parent_of, last), concatenated."""
+    return np.concatenate([K.count_extensions(bits, *q) for q in queries])
 
 
 def _build_bitsets(block: Any, items: np.ndarray) -> np.ndarray:
@@ -76,8 +79,8 @@ def _build_bitsets(block: Any, items: np.ndarray) -> np.ndarray:
     return packed_bitsets(block, items) if isinstance(block, PackedRows) else K.build_bitsets(block, items)
 
 
-def _count_on_block(block: Any, items: np.ndarray, query: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    return _count_on_bits(_build_bitsets(block, items), query)
+def _count_on_block(block: Any, items: np.ndarray, queries: list[Query]) -> np.ndarray:
+    return _count_on_bits(_build_bitsets(block, items), queries)
 
 
 def _nbytes(packed: PackedRows) -> int:
@@ -299,24 +302,32 @@ class SupportCounter:
 
     def extension_counts(self, parents: np.ndarray, parent_of: np.ndarray, last: np.ndarray) -> np.ndarray:
         """Counts of ``parents[parent_of[c]] + (last[c],)``; all entries are *positions* into
-        :attr:`bit_items` (see :meth:`use_bitsets`), ``parent_of`` non-decreasing.
+        :attr:`bit_items` (see :meth:`use_bitsets`), ``parent_of`` non-decreasing."""
+        return self.extension_counts_many([(parents, parent_of, last)])[0]
 
-        When the bitsets are not kept, each task builds those of the query's items only.
+    def extension_counts_many(self, queries: list[Query]) -> list[np.ndarray]:
+        """:meth:`extension_counts` of several queries (itemsets of different lengths, say) in
+        one pass over the blocks: each block's bitsets serve them all.
+
+        When the bitsets are not kept, each task builds those of the queries' items only.
         """
         if self.bit_items is None:
             raise RuntimeError("call use_bitsets() first")
-        parents, last = np.asarray(parents), np.asarray(last)
-        parent_of = np.asarray(parent_of, np.int64)
+        queries = [(np.asarray(p), np.asarray(po, np.int64), np.asarray(la)) for p, po, la in queries]
+        sizes = [q[1].size for q in queries]
+        if sum(sizes) == 0:
+            return [np.zeros(0, np.int64) for _ in queries]
         if self.plan is not None and self.plan["plan"] != "persist":
-            used = np.unique(np.concatenate([parents.ravel(), last]))
-            parents, last = np.searchsorted(used, parents), np.searchsorted(used, last)
-            payload = dask.delayed((parents, parent_of, last), pure=True)
-            items = self.bit_items[used]
+            used = np.unique(np.concatenate([np.concatenate([p.ravel(), la]) for p, _, la in queries]))
+            queries = [(np.searchsorted(used, p), po, np.searchsorted(used, la)) for p, po, la in queries]
+            payload, items = dask.delayed(queries, pure=True), self.bit_items[used]
             parts = [dask.delayed(_count_on_block, pure=True)(b, items, payload) for b in self._blocks()]
         else:
-            payload = dask.delayed((parents, parent_of, last), pure=True)
+            payload = dask.delayed(queries, pure=True)
             parts = [dask.delayed(_count_on_bits, pure=True)(b, payload) for b in self._bits]
-        return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
+        counts = self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
+        return np.split(counts, np.cumsum(sizes)[:-1])
+
     def itemset_counts(self, itemsets: np.ndarray) -> np.ndarray:
         """Counts of arbitrary itemsets given as an ``(m, k)`` array of column ids, k >= 2.
 

@@ -22,6 +22,11 @@ __all__ = ["TransactionRelease", "TRANSACTION_OPS"]
 
 #: row-aligned columns that identify records: never published unless asked for
 RECORD_ID_COLUMNS = ("record_id",)
+#: In-memory bytes planned for one output block (as CSR: 8 bytes per entry, 16 with weights):
+#: workers with 1 GB read, shuffle and write several such blocks at once.
+BLOCK_BYTES = 64 * 2**20
+#: Rows per output file when the rows' length is not known beforehand, and the most in any case.
+MAX_ROWS_PER_FILE = 1_000_000
 
 
 def _n_rows(block: tuple) -> int:
@@ -65,8 +70,23 @@ class TransactionRelease(Release):
 
     data_format: ClassVar[str] = FORMAT_NAME
     ops: ClassVar[BlockOps] = TRANSACTION_OPS
-    default_rows_per_file: ClassVar[int] = 1_000_000
     csv_output: ClassVar[bool] = True
+
+    @property
+    def default_rows_per_file(self) -> int:  # type: ignore[override]
+        """Rows per part file so that a block stays about :data:`BLOCK_BYTES` in memory (at
+        most :data:`MAX_ROWS_PER_FILE`, at least 1,024)."""
+        length = self.mean_row_length()
+        if length is None:
+            return MAX_ROWS_PER_FILE
+        per_row = 8.0 * max(1.0, length) * (2 if self.data.weights is not None else 1) + 8
+        return int(min(MAX_ROWS_PER_FILE, max(1024, BLOCK_BYTES // per_row)))
+
+    def mean_row_length(self) -> float | None:
+        """Expected entries per released row, when known without a pass (here: from the
+        entry counts of a dataset read from its manifest); families that know better override."""
+        nnz = getattr(self.data, "partition_nnz", None)
+        return None if nnz is None else sum(nnz) / max(1, self.data.n_transactions)
 
     def _columns(self) -> dict[str, Any]:
         keep_ids = bool(self.parameters.get("keep_record_ids", False))

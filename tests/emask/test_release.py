@@ -86,6 +86,35 @@ def test_estimator_contract(quest_tx):
     assert Distorter(0.9, 0.9).fit_transform(quest_tx).method == "mask"
 
 
+def test_files_are_sized_by_the_expected_row_length(quest_tx, tmp_path, monkeypatch):
+    # a distorted row holds p·s0·n + (1 - q)(1 - s0)·n items in expectation: the release plans
+    # its part files from that, so that a block stays near BLOCK_BYTES in memory
+    from ppdm_dask.release import transactions as T
+
+    rel = Distorter(0.4, 0.98, key=Key(4)).fit_transform(quest_tx)
+    measured = rel.data.describe(progress=False)["mean_length"]
+    assert rel.mean_row_length() == pytest.approx(measured, rel=0.02)
+    monkeypatch.setattr(T, "BLOCK_BYTES", 300_000)
+    want = int(300_000 // (8 * rel.mean_row_length() + 8))
+    assert rel.default_rows_per_file == max(1024, want)
+    manifest = rel.write(str(tmp_path / "d"), progress=False)
+    assert len(manifest["partitions"]) == -(-quest_tx.n_transactions // max(1024, want))
+    # a plain transaction release knows the length from the manifest's entry counts, else falls back
+    src = str(tmp_path / "q")
+    quest_tx.to_parquet(src, progress=False)
+    from ppdm_dask.release import TransactionRelease
+
+    class Copy(TransactionRelease):
+        family = "copy"
+
+        def guarantee_checks(self, **compute_kwargs):
+            return []
+
+    known = Copy(read(src), method="copy", parameters={})
+    assert known.mean_row_length() == pytest.approx(quest_tx.describe(progress=False)["mean_length"])
+    assert Copy(quest_tx, method="copy", parameters={}).default_rows_per_file == T.MAX_ROWS_PER_FILE
+
+
 def test_floor_refused_before_distorting_and_overrides():
     tx = quest("T10.I4.D2K.N200", key=Key(2))  # s0 ≈ 0.05: BP(0.5, 0.97) ≈ 75 %
     with pytest.raises(WeakParameterError, match="basic privacy 7[0-9].[0-9]+% .* below the floor 90%") as err:

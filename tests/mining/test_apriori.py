@@ -45,6 +45,47 @@ def test_apriori_equals_brute_force(rows, min_count, nparts):
     assert fi.as_dict() == brute_force(rows, min_count)
 
 
+@pytest.mark.parametrize("bound", [0, 1500, 10**6])
+def test_counting_later_levels_ahead_changes_nothing(monkeypatch, bound):
+    # bound 0: one pass per level; 1500: level 4 counted with level 3; 10**6: all levels >= 3 in one pass
+    import importlib
+
+    A = importlib.import_module("ppdm_dask.mining.ahead")
+
+    rng = np.random.default_rng(8)
+    rows = [list(np.flatnonzero(rng.random(14) < 0.55)) for _ in range(150)]
+    want = brute_force(rows, 12)
+    tx = TransactionArray.from_lists(rows, npartitions=3)
+    monkeypatch.setattr(A, "COMBINE_MAX_CANDIDATES", bound)
+    fi = apriori(tx, 12, progress=False)
+    assert fi.as_dict() == want and max(len(s) for s in want) >= 5
+    ahead = [st for st in fi.level_stats if "counted_with" in st]
+    assert (len(ahead) > 0) == (bound > 0)
+    if bound == 10**6:
+        assert {st["counted_with"] for st in ahead} == {3} and max(st["length"] for st in ahead) == max(len(s) for s in want)
+    # the statistics still count each level's real candidates (grown from the frequent sets)
+    by_len = {st["length"]: st["candidates"] for st in fi.level_stats}
+    for k in range(3, max(by_len) + 1):
+        prev = np.array(sorted(sorted(s) for s in want if len(s) == k - 1))
+        assert by_len[k] == apriori_gen(prev)[0].shape[0]
+    maxlen = apriori(tx, 12, max_length=4, progress=False)
+    assert maxlen.as_dict() == {s: c for s, c in want.items() if len(s) <= 4}
+    # EMASK mining counts ahead the same way: its estimates do not change
+    from ppdm_dask import Key
+    from ppdm_dask.emask import distort
+    from ppdm_dask.emask import mine as emask_mine
+
+    d = distort(tx, 0.8, 0.9, key=Key(3))
+    got = emask_mine(d, 0.8, 0.9, 12)
+    monkeypatch.setattr(A, "COMBINE_MAX_CANDIDATES", 0)
+    ref = emask_mine(d, 0.8, 0.9, 12)
+    assert max(ref.levels) >= 4 and got.levels.keys() == ref.levels.keys()
+    for k in ref.levels:
+        np.testing.assert_array_equal(got.levels[k][0], ref.levels[k][0])
+        np.testing.assert_array_equal(got.levels[k][1], ref.levels[k][1])
+    assert any("counted_with" in st for st in got.level_stats) == (bound > 0)
+
+
 def test_max_length_and_fraction_threshold():
     rows = [[1, 2, 3], [1, 2, 3], [1, 2], [3]]
     tx = TransactionArray.from_lists(rows)
