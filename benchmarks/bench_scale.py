@@ -53,9 +53,11 @@ def fingerprint(*arrays: Any) -> str:
 
 
 def spilled_bytes(client) -> int:
+    """Bytes the workers wrote to disk since they started (their cumulative spill counter; what
+    is on disk at the end is usually 0 again)."""
     def on_worker(dask_worker):
-        total = getattr(dask_worker.data, "spilled_total", None)
-        return int(getattr(total, "disk", 0) or 0) if total is not None else 0
+        metrics = getattr(dask_worker.data, "cumulative_metrics", None) or {}
+        return int(metrics.get(("disk-write", "bytes"), 0))
 
     return int(sum(client.run(on_worker).values()))
 

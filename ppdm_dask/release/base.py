@@ -37,7 +37,7 @@ from ..data.folder import MANIFEST, open_fs, read_manifest, refuse_existing, wri
 from ..errors import DataFormatError, DatasetNotFoundError, PrivacyViolation, WeakParameterError
 from ..random import Key
 from .manifest import MANIFEST_VERSION, created, public_parameters, versions
-from .order import BlockOps, n_files, shuffle
+from .order import BlockOps, n_files, shuffle, staged_shuffle
 from .roles import Roles
 from .figures import Figures
 from .verdict import Check, Verdict
@@ -136,6 +136,9 @@ class Release(abc.ABC):
     default_rows_per_file: ClassVar[int] = 1_000_000
     #: family hook: whether a ``.csv`` destination is supported
     csv_output: ClassVar[bool] = False
+    #: Share of the workers' memory that the release may take in flight (the keyed shuffle holds
+    #: all of it at once); beyond it, the shuffle is staged through files (see ``order``).
+    SHUFFLE_MEMORY_SHARE: ClassVar[float] = 0.25
 
     registry: ClassVar[dict[str, type["Release"]]] = {}
 
@@ -306,6 +309,30 @@ class Release(abc.ABC):
             original = type(self).read_original(original, storage_options=storage_options)
         return Verdict([*self.floor_checks(), *self.guarantee_checks(original, **compute_kwargs)])
 
+    def row_bytes(self) -> float | None:
+        """Family hook: planned in-memory bytes of one released row in a block (``None``:
+        unknown, and the shuffle is staged on a cluster with memory limits)."""
+        return None
+
+    def shuffle_plan(self, n_rows: int, client: Any = None) -> tuple[str, str]:
+        """``("memory", why)`` when the release fits in :attr:`SHUFFLE_MEMORY_SHARE` of the
+        workers' memory (or, without a cluster, the rows' size is unknown or within
+        ``SHUFFLE_MEMORY_SHARE`` of this machine's memory), else ``("staged", why)``."""
+        from distributed.system import MEMORY_LIMIT
+
+        from ..cluster import memory_budget, memory_plan
+
+        per_row = self.row_bytes()
+        if per_row is None:
+            _, where = memory_budget(self.SHUFFLE_MEMORY_SHARE, client, local=0)
+            if where == "local scheduler":
+                return "memory", "rows of unknown size, local scheduler: shuffled in memory"
+            return "staged", f"rows of unknown size on {where}: shuffled through staging files"
+        plan, why, _ = memory_plan(per_row * n_rows, self.SHUFFLE_MEMORY_SHARE, client,
+                                   local=self.SHUFFLE_MEMORY_SHARE * MEMORY_LIMIT, what=f"release of {n_rows:,} rows in flight")
+        why = why.replace("recomputed or re-read at every pass", "shuffled through staging files")
+        return ("memory" if plan == "persist" else "staged"), why
+
     def _manifest_release(self, key: Key, n_out: int, rows_per_file: int, output: str) -> dict[str, Any]:
         return {
             "family": self.family,
@@ -361,22 +388,32 @@ class Release(abc.ABC):
         blocks, rows = self._row_blocks()
         rpf = int(rows_per_file or self.default_rows_per_file)
         n_out = n_files(sum(rows), rpf)
-        out_blocks = shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}")
         head = {"format": self.data_format, "version": MANIFEST_VERSION}
 
         if csv_out:
+            out_blocks = shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}")
             return self._write_csv_release(url, opts, out_blocks, head, key, n_out, rpf, check, ckw)
 
         encode = self._encoder()
+        plan, why = self.shuffle_plan(sum(rows), client)
 
         def write(fs: Any, tmp: str) -> dict[str, Any]:
             names = [f"part-{j:05d}.parquet" for j in range(n_out)]
+            stage = posixpath.join(tmp, "_staging")
+            if plan == "staged":
+                fs.makedirs(stage, exist_ok=True)
+                out_blocks = staged_shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}", fs=fs, folder=stage)
+            else:
+                out_blocks = shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}")
             tasks = [dask.delayed(_write_block, pure=False)(fs, posixpath.join(tmp, n), b, encode)
                      for n, b in zip(names, out_blocks)]
             (parts,) = compute(tasks, **ckw)
+            if plan == "staged":
+                fs.rm(stage, recursive=True)  # before anything is read back or committed
             files = [write_part(fs, posixpath.join(tmp, name), table) for name, table in self._extra_tables().items()]
             manifest = {**head, **self._layout(list(parts)), "partitions": list(parts), "files": files}
             manifest["release"] = self._manifest_release(key, n_out, rpf, "parquet")
+            manifest["release"]["row_order"].update(shuffle=plan, shuffle_reason=why)
             manifest["input"] = dict(self.input_info)  # rows and schema, for the checks; files hashed below
             manifest["guarantees"] = self._check_written(fs, tmp, manifest, url, check, ckw)
             manifest["input"] = self._input_fields(**ckw)

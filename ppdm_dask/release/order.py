@@ -13,11 +13,20 @@ Every release is therefore written in a random order derived from the key:
 Kernels (:func:`row_keys`, :func:`split_rows`, :func:`merge_rows`) work on one block and know
 nothing of Dask; :func:`shuffle` wires them (one split task per input block, one merge task per
 output file). A block is any object the given :class:`BlockOps` can count, slice and concatenate.
+
+Every output file takes rows from every input block, so all the pieces exist at once: the whole
+release is in flight. When that does not fit in the workers' memory, :func:`staged_shuffle`
+writes each split task's pieces to a staging folder of the output's storage instead (one file
+per piece, :func:`split_to_files`) and each merge task reads its own (:func:`merge_from_files`):
+a worker then holds one block per running task, and nothing is left to the Dask workers to
+spill. Both give the same blocks.
 """
 
 from __future__ import annotations
 
 import math
+import pickle
+import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -25,7 +34,8 @@ import numpy as np
 
 from ..random import BLOCK_ROWS, Key, Tag
 
-__all__ = ["BlockOps", "row_keys", "bucket_of", "n_files", "split_rows", "merge_rows", "shuffle", "output_positions"]
+__all__ = ["BlockOps", "row_keys", "bucket_of", "n_files", "split_rows", "merge_rows", "shuffle", "staged_shuffle",
+           "split_to_files", "merge_from_files", "output_positions"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,46 @@ def shuffle(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, op
              for i, b in enumerate(blocks)]
     merge = dask.delayed(merge_rows, pure=True)
     return [merge([p[j] for p in parts], ops, dask_key_name=f"row-order-merge-{token}-{j}") for j in range(n_out)]
+
+
+def _piece_path(folder: str, j: int, i: int) -> str:
+    return posixpath.join(folder, f"piece-{j:05d}-{i:05d}.pkl")
+
+
+def split_to_files(block: Any, start: int, key: Key, n_out: int, ops: BlockOps, fs: Any, folder: str, i: int) -> int:
+    """Kernel: :func:`split_rows` of input block ``i``, each piece written to ``folder`` (a
+    scratch folder of ours, deleted after the merge); returns the block's number of rows."""
+    pieces = split_rows(block, start, key, n_out, ops)
+    for j, piece in enumerate(pieces):
+        with fs.open(_piece_path(folder, j, i), "wb") as fh:
+            pickle.dump(piece, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return int(ops.n_rows(block))
+
+
+def merge_from_files(done: Sequence[int], j: int, ops: BlockOps, fs: Any, folder: str) -> Any:
+    """Kernel: :func:`merge_rows` of output file ``j`` from the pieces that the ``len(done)``
+    split tasks wrote (the files stay until the whole release is written, so that a retried
+    task finds them again)."""
+    pieces = []
+    for i in range(len(done)):
+        with fs.open(_piece_path(folder, j, i), "rb") as fh:
+            pieces.append(pickle.load(fh))  # our own scratch files, written just above
+    return merge_rows(pieces, ops)
+
+
+def staged_shuffle(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str,
+                   fs: Any, folder: str) -> list[Any]:
+    """Graph: as :func:`shuffle`, the pieces passing through files in ``folder`` on ``fs``."""
+    import dask
+    from dask.base import tokenize
+
+    starts = np.concatenate([[0], np.cumsum([int(r) for r in rows])]).astype(np.int64)
+    token = tokenize(name, key.digest("row-order"), [getattr(b, "key", b) for b in blocks], list(rows), n_out, folder)
+    split = dask.delayed(split_to_files, pure=True)
+    done = [split(b, int(starts[i]), key, n_out, ops, fs, folder, i, dask_key_name=f"row-order-stage-{token}-{i}")
+            for i, b in enumerate(blocks)]
+    merge = dask.delayed(merge_from_files, pure=True)
+    return [merge(done, j, ops, fs, folder, dask_key_name=f"row-order-unstage-{token}-{j}") for j in range(n_out)]
 
 
 def output_positions(key: Key, n_rows: int, n_out: int) -> np.ndarray:

@@ -82,6 +82,11 @@ class TransactionRelease(Release):
         per_row = 8.0 * max(1.0, length) * (2 if self.data.weights is not None else 1) + 8
         return int(min(MAX_ROWS_PER_FILE, max(1024, BLOCK_BYTES // per_row)))
 
+    def row_bytes(self) -> float | None:
+        """A row as CSR (8 bytes per entry, 16 with weights) plus its sort key and row id."""
+        length = self.mean_row_length()
+        return None if length is None else 8.0 * length * (2 if self.data.weights is not None else 1) + 24
+
     def mean_row_length(self) -> float | None:
         """Expected entries per released row, when known without a pass (here: from the
         entry counts of a dataset read from its manifest); families that know better override."""

@@ -155,6 +155,10 @@ class SketchRelease(Release):
         """Rows per part file so that an output block stays about 100 MB in memory."""
         return max(1024, _BLOCK_BYTES // (8 * max(1, self.m_max)))
 
+    def row_bytes(self) -> float | None:
+        """A row of the dense n x m_max float64 block plus its sort key and row id."""
+        return 8.0 * max(1, self.m_max) + 24
+
     @property
     def m_max(self) -> int:
         return int(self.parameters.get("m_max", self.data.m_max if self.data is not None else 1))

@@ -73,6 +73,30 @@ def test_write_open_verify_and_partition_independence(tmp_path):
     assert isinstance(opened, MinLengthRelease) and opened.parameters == {"min_len": 2}
 
 
+def test_staged_shuffle_writes_the_same_bytes(tmp_path, monkeypatch):
+    # the whole release in flight, or its pieces through staging files: the same files, and the
+    # staging folder is gone before the commit
+    from ppdm_dask import cluster
+
+    key, outs, plans = Key(77), [], []
+    monkeypatch.setattr(MinLengthRelease, "row_bytes", lambda self: 64.0)
+    for budget in (1e12, 1.0):
+        monkeypatch.setattr(cluster, "memory_budget", lambda share, client=None, *, local, b=budget: (b, "test"))
+        rel = MinLengthRelease(_tx(parts=3), method="toy", parameters={"min_len": 2}, key=key)
+        m = rel.write(str(tmp_path / f"r{budget:g}"), rows_per_file=450)
+        outs.append(data_bytes(tmp_path / f"r{budget:g}"))
+        plans.append(m["release"]["row_order"]["shuffle"])
+        assert not list(tmp_path.glob(f"r{budget:g}/_staging*")) and not list(tmp_path.glob(f"r{budget:g}/**/*.pkl"))
+        assert "release of 2,000 rows in flight" in m["release"]["row_order"]["shuffle_reason"]
+    assert plans == ["memory", "staged"] and outs[0] == outs[1] and len(outs[0]) == 6  # 5 parts, the vocabulary
+    # rows of unknown size: staged on a cluster with memory limits, in memory on a local scheduler
+    monkeypatch.setattr(MinLengthRelease, "row_bytes", lambda self: None)
+    monkeypatch.setattr(cluster, "memory_budget", lambda share, client=None, *, local: (local, "local scheduler"))
+    assert rel.shuffle_plan(10)[0] == "memory"
+    monkeypatch.setattr(cluster, "memory_budget", lambda share, client=None, *, local: (1e9, "2 workers of 954 MiB"))
+    assert rel.shuffle_plan(10) == ("staged", "rows of unknown size on 2 workers of 954 MiB: shuffled through staging files")
+
+
 def test_other_key_other_order(tmp_path):
     a = MinLengthRelease(_tx(), method="toy", parameters={"min_len": 2}, key=Key(1)).write(str(tmp_path / "a"))
     b = MinLengthRelease(_tx(), method="toy", parameters={"min_len": 2}, key=Key(2)).write(str(tmp_path / "b"))
