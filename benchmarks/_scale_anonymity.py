@@ -35,6 +35,18 @@ FAN_OUT = 5
 RELEASE_KEY = 20240611  # fixed: the same released rows give the same bytes
 
 
+def disk_writes(client) -> int:
+    """Bytes the workers have spilled to disk so far (cumulative: ``bench_scale.spilled_bytes``
+    reads ``spilled_total``, the bytes on disk *now*, which is back to 0 once the job's keys
+    are released)."""
+
+    def on_worker(dask_worker):
+        metrics = getattr(dask_worker.data, "cumulative_metrics", None) or {}
+        return int(metrics.get(("disk-write", "bytes"), 0))
+
+    return int(sum(client.run(on_worker).values()))
+
+
 # ----------------------------------------------------------------------------- k-anonymity
 def _adult():
     from ppdm_dask.data.uci import ADULT_QI, load_adult
@@ -77,6 +89,7 @@ def _kanon_job(inputs: dict, client, method: str) -> dict:
     t_fit = time.perf_counter() - t0
     manifest = release.write(str(out), client=client)  # default: read back and recount k before the commit
     t_write = time.perf_counter() - t0 - t_fit
+    spilled = disk_writes(client)
     shutil.rmtree(out, ignore_errors=True)
     s = res.summary()
     parts = manifest["partitions"]
@@ -88,7 +101,7 @@ def _kanon_job(inputs: dict, client, method: str) -> dict:
     note = (f"{res.n_records:,} rows, {s['n_distinct_tuples']:,} distinct QI tuples; {what}; DM {res.dm:,}, GCP {res.gcp:.4f}, "
             f"{s['n_classes']:,} classes; fit {t_fit:.1f} s (driver decision {res.seconds:.1f} s, frequency-set pass "
             f"{t_fit - res.seconds:.1f} s), write+check {t_write:.1f} s ({len(parts)} files, "
-            f"{sum(p['bytes'] for p in parts) / 2**20:,.0f} MiB)")
+            f"{sum(p['bytes'] for p in parts) / 2**20:,.0f} MiB); spilled during the job {spilled / 2**20:,.0f} MiB")
     plans = ("no memory plan: frequency set by a groupby tree reduction, publish by map_partitions, "
              "keyed shuffle into the written files; input re-read per pass")
     return {"fingerprint": fp, "plans": plans, "note": note}
@@ -150,6 +163,7 @@ def km_job(inputs: dict, client) -> dict:
     t_fit = time.perf_counter() - t0
     manifest = release.write(str(out), client=client)  # default: read back and recount k^m before the commit
     t_write = time.perf_counter() - t0 - t_fit
+    spilled = disk_writes(client)
     shutil.rmtree(out, ignore_errors=True)
     parts = manifest["partitions"]
     fp = fingerprint(res.method, "|".join(res.cut), f"{res.ncp:.12f}", str(res.n_generalized_items),
@@ -160,7 +174,7 @@ def km_job(inputs: dict, client) -> dict:
                        for r in res.rounds)
     note = (f"{inputs['rows']:,} transactions; {res.method}: cut {len(res.cut)} nodes, {res.n_generalized_items} items generalised, "
             f"NCP {res.ncp:.4f}; fit {t_fit:.1f} s (count-tree passes {count_s:.1f} s, driver DA {da_s:.2f} s; {rounds}), "
-            f"write+check {t_write:.1f} s ({len(parts)} files)")
+            f"write+check {t_write:.1f} s ({len(parts)} files); spilled during the job {spilled / 2**20:,.0f} MiB")
     plans = "no memory plan: count trees by tree reduction, recode per block, keyed shuffle into the files; input re-read per pass"
     return {"fingerprint": fp, "plans": plans, "note": note}
 

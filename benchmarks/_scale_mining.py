@@ -5,6 +5,7 @@ them (the input persisted only when it fits, the counter's memory plans)."""
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 import time
@@ -13,8 +14,12 @@ from pathlib import Path
 MIN_SUPPORT = 0.003
 P, Q = 0.4, 0.98  # the paper's recommended EMASK setting
 _CACHE: dict[int, str] = {}
-_CACHE_DIR = Path(tempfile.mkdtemp(prefix="ppdm-scale-quest-"))
-atexit.register(shutil.rmtree, _CACHE_DIR, True)
+#: $PPDM_SCALE_DATA keeps the generated data between runs (never committed); else a temporary
+#: folder removed at exit.
+_KEEP = os.environ.get("PPDM_SCALE_DATA")
+_CACHE_DIR = Path(_KEEP) if _KEEP else Path(tempfile.mkdtemp(prefix="ppdm-scale-quest-"))
+if not _KEEP:
+    atexit.register(shutil.rmtree, _CACHE_DIR, True)
 
 
 def quest_spec(scale: int) -> str:
@@ -30,6 +35,9 @@ def quest_folder(scale: int) -> str:
         from ppdm_dask.data.quest import quest
 
         folder = str(_CACHE_DIR / quest_spec(scale))
+        if os.path.exists(os.path.join(folder, "_SUCCESS")):
+            _CACHE[scale] = folder
+            return folder
         with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="6GB", dashboard_address=None) as c, Client(c):
             quest(quest_spec(scale), key=Key(1)).to_parquet(folder, progress=False)
         _CACHE[scale] = folder

@@ -172,7 +172,7 @@ class _WorkerRSS:
         import psutil
 
         rss = self.client.run(lambda: psutil.Process().memory_info().rss)
-        self.max_worker = max(self.max_worker, *rss.values())
+        self.max_worker = max([self.max_worker, *rss.values()])  # no worker alive: nothing to add
         self.max_total = max(self.max_total, sum(rss.values()))
 
     def _run(self):
