@@ -45,7 +45,7 @@ def quest_folder(scale: int) -> str:
 
 
 def _plans(fi, input_plan: str) -> str:
-    memory = sorted({st["memory"] for st in fi.level_stats if st.get("memory")})
+    memory = list(dict.fromkeys(st[f] for st in fi.level_stats for f in ("rows", "memory") if st.get(f)))
     return " | ".join([input_plan, *memory])
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import numbers
 import posixpath
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import dask
 import dask.array as da
@@ -205,7 +205,11 @@ def _check_m_block(m: np.ndarray, m_max: int) -> np.ndarray:
     return m.astype(np.int32, copy=False)
 
 
-def _sketch_task(block: Any, weights: Any, m: Any, generator: SketchGenerator, m_max: int) -> np.ndarray:
+def _sketch_task(block: Any, weights: Any, m: Any, generator: SketchGenerator, m_max: int, start: int = 0,
+                 stop: int | None = None) -> np.ndarray:
+    if stop is not None and (start, stop) != (0, block.shape[0]):  # a row range of the block
+        block = block[start:stop]
+        weights = weights[start:stop] if weights is not None else None
     if weights is not None:  # same structure as block; its data are the x values (e.g. counts)
         src, data = weights, weights.data
     else:
@@ -304,14 +308,42 @@ def sketch(
     meta["m_max"] = m_max
 
     w = tx.weights
+    # dense values take 8 * m_max bytes per row: cut every input block into row ranges whose
+    # values stay within SKETCH_BLOCK_BYTES (values do not depend on the blocks)
+    ranges = sub_block_ranges(rows, 8 * max(1, m_max), SKETCH_BLOCK_BYTES)
+    out_rows = tuple(b - a for _, a, b in ranges)
+    columns = dict(tx.columns)
+    if out_rows != tuple(rows):
+        m_da = m_da.rechunk({0: out_rows})
+        columns = {k: c.rechunk({0: out_rows}) for k, c in columns.items()}
+        if not isinstance(n_components, numbers.Integral):
+            m_args = [(m_da.name, j) for j in range(len(out_rows))]
+        else:
+            m_args = [m_args[0]] * len(out_rows)
     deps = [tx.blocks, m_da] + ([w] if w is not None else [])
     name = unique_name("sketch", tx.blocks.name, w.name if w is not None else None, m_da.name, gen, m_max)
     tasks = [
-        (_sketch_task, (tx.blocks.name, i, 0), (w.name, i, 0) if w is not None else None, m_args[i], gen, m_max)
-        for i in range(len(rows))
+        (_sketch_task, (tx.blocks.name, i, 0), (w.name, i, 0) if w is not None else None, m_args[j], gen, m_max, a, b)
+        for j, (i, a, b) in enumerate(ranges)
     ]
-    values = blocks_from_tasks(name, tasks, rows, m_max, meta=_VALUES_META, dtype=np.float64, dependencies=deps)
-    return SketchArray(values, m_da, gen, tx.n_items, columns=tx.columns, metadata=meta)
+    values = blocks_from_tasks(name, tasks, out_rows, m_max, meta=_VALUES_META, dtype=np.float64, dependencies=deps)
+    return SketchArray(values, m_da, gen, tx.n_items, columns=columns, metadata=meta)
+
+
+#: Bytes of one block of dense sketch values (8 * m_max per row); larger input blocks are cut.
+SKETCH_BLOCK_BYTES = 32 * 2**20
+
+
+def sub_block_ranges(rows: Sequence[int], row_bytes: int, block_bytes: int) -> list[tuple[int, int, int]]:
+    """``(input block, first row, end row)`` of every output block: each input block cut into
+    the fewest equal row ranges of at most ``block_bytes`` (at least one row each)."""
+    per = max(1, block_bytes // max(1, row_bytes))
+    out = []
+    for i, r in enumerate(rows):
+        pieces = max(1, -(-int(r) // per))
+        bounds = np.linspace(0, int(r), pieces + 1).astype(np.int64)
+        out += [(i, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return out
 
 
 # ---------------------------------------------------------------------- part files
