@@ -37,7 +37,7 @@ from ..data.folder import MANIFEST, open_fs, read_manifest, refuse_existing, wri
 from ..errors import DataFormatError, DatasetNotFoundError, PrivacyViolation, WeakParameterError
 from ..random import Key
 from .manifest import MANIFEST_VERSION, created, public_parameters, versions
-from .order import BlockOps, n_files, shuffle, staged_shuffle
+from .order import BlockOps, merge_from_files, n_files, shuffle, stage_pieces
 from .roles import Roles
 from .figures import Figures
 from .verdict import Check, Verdict
@@ -97,6 +97,13 @@ def _write_block(fs: Any, path: str, block: Any, encode: Callable[[Any], tuple[p
     """Task: encode one output block and write it as one hashed part file."""
     table, stats = encode(block)
     return {**write_part(fs, path, table), **stats}
+
+
+def _write_staged(fs: Any, path: str, done: list[int], j: int, ops: BlockOps, folder: str,
+                  encode: Callable[[Any], tuple[pa.Table, dict]]) -> dict[str, Any]:
+    """Task: merge output block ``j`` from its staged pieces and write it (one task, so the
+    merged block is never held as a result between the two)."""
+    return _write_block(fs, path, merge_from_files(done, j, ops, fs, folder), encode)
 
 
 class Release(abc.ABC):
@@ -402,11 +409,13 @@ class Release(abc.ABC):
             stage = posixpath.join(tmp, "_staging")
             if plan == "staged":
                 fs.makedirs(stage, exist_ok=True)
-                out_blocks = staged_shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}", fs=fs, folder=stage)
+                done = stage_pieces(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}", fs=fs, folder=stage)
+                tasks = [dask.delayed(_write_staged, pure=False)(fs, posixpath.join(tmp, n), done, j, self.ops, stage, encode)
+                         for j, n in enumerate(names)]
             else:
                 out_blocks = shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}")
-            tasks = [dask.delayed(_write_block, pure=False)(fs, posixpath.join(tmp, n), b, encode)
-                     for n, b in zip(names, out_blocks)]
+                tasks = [dask.delayed(_write_block, pure=False)(fs, posixpath.join(tmp, n), b, encode)
+                         for n, b in zip(names, out_blocks)]
             (parts,) = compute(tasks, **ckw)
             if plan == "staged":
                 fs.rm(stage, recursive=True)  # before anything is read back or committed

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..random import BLOCK_ROWS, Key, Tag
 
-__all__ = ["BlockOps", "row_keys", "bucket_of", "n_files", "split_rows", "merge_rows", "shuffle", "staged_shuffle",
+__all__ = ["BlockOps", "row_keys", "bucket_of", "n_files", "split_rows", "merge_rows", "shuffle", "staged_shuffle", "stage_pieces",
            "split_to_files", "merge_from_files", "output_positions"]
 
 
@@ -135,19 +135,28 @@ def merge_from_files(done: Sequence[int], j: int, ops: BlockOps, fs: Any, folder
     return merge_rows(pieces, ops)
 
 
-def staged_shuffle(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str,
-                   fs: Any, folder: str) -> list[Any]:
-    """Graph: as :func:`shuffle`, the pieces passing through files in ``folder`` on ``fs``."""
+def stage_pieces(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str,
+                 fs: Any, folder: str) -> list[Any]:
+    """Graph: one :func:`split_to_files` task per input block (delayed row counts); a consumer
+    of output file ``j`` calls :func:`merge_from_files` with all of them."""
     import dask
     from dask.base import tokenize
 
     starts = np.concatenate([[0], np.cumsum([int(r) for r in rows])]).astype(np.int64)
     token = tokenize(name, key.digest("row-order"), [getattr(b, "key", b) for b in blocks], list(rows), n_out, folder)
     split = dask.delayed(split_to_files, pure=True)
-    done = [split(b, int(starts[i]), key, n_out, ops, fs, folder, i, dask_key_name=f"row-order-stage-{token}-{i}")
+    return [split(b, int(starts[i]), key, n_out, ops, fs, folder, i, dask_key_name=f"row-order-stage-{token}-{i}")
             for i, b in enumerate(blocks)]
+
+
+def staged_shuffle(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str,
+                   fs: Any, folder: str) -> list[Any]:
+    """Graph: as :func:`shuffle`, the pieces passing through files in ``folder`` on ``fs``."""
+    import dask
+
+    done = stage_pieces(blocks, rows, key, n_out, ops, name=name, fs=fs, folder=folder)
     merge = dask.delayed(merge_from_files, pure=True)
-    return [merge(done, j, ops, fs, folder, dask_key_name=f"row-order-unstage-{token}-{j}") for j in range(n_out)]
+    return [merge(done, j, ops, fs, folder) for j in range(n_out)]
 
 
 def output_positions(key: Key, n_rows: int, n_out: int) -> np.ndarray:

@@ -36,7 +36,7 @@ __all__ = ["SketchRelease", "SKETCH_OPS", "RECORD_ID_COLUMNS", "sketch_figures"]
 #: row-aligned columns that identify records: never published unless asked for
 RECORD_ID_COLUMNS = ("record_id",)
 #: in-memory bytes of one output block (values are dense n x m_max float64)
-_BLOCK_BYTES = 100 * 2**20
+_BLOCK_BYTES = 64 * 2**20
 
 
 # ---------------------------------------------------------------------- row blocks
@@ -152,7 +152,7 @@ class SketchRelease(Release):
     # ------------------------------------------------------------------ parameters
     @property
     def default_rows_per_file(self) -> int:  # type: ignore[override]
-        """Rows per part file so that an output block stays about 100 MB in memory."""
+        """Rows per part file so that an output block stays about 64 MiB in memory."""
         return max(1024, _BLOCK_BYTES // (8 * max(1, self.m_max)))
 
     def row_bytes(self) -> float | None:
