@@ -245,11 +245,10 @@ class Condenser(Estimator):
             idx = np.sort(rng.choice(N, size=min(N, SAMPLE_PER_CELL * n_cells), replace=False))
             (sample,) = compute(X[idx], progress=False, client=client)
             tree = kd_cells(sample, n_cells)
-            buckets = [
-                dask.delayed(bucket_block, pure=True)(xb, pb, int(o), tree)
-                for xb, pb, o in zip(X.to_delayed().ravel(), p_da.to_delayed().ravel(), offsets[:-1])
-            ]
-            cells = [dask.delayed(gather_cell, pure=True)(buckets, c, d) for c in range(tree.n_cells)]
+            # one output per cell, so that each cell's task fetches its own pieces only (not the data set)
+            bucket = dask.delayed(bucket_block, pure=True, nout=tree.n_cells)
+            buckets = [bucket(xb, pb, int(o), tree) for xb, pb, o in zip(X.to_delayed().ravel(), p_da.to_delayed().ravel(), offsets[:-1])]
+            cells = [dask.delayed(gather_cell, pure=True)([b[c] for b in buckets], d) for c in range(tree.n_cells)]
         parts = [dask.delayed(_condense_cell, pure=True)(c, self._key, i) for i, c in enumerate(cells)]
         results = compute(*parts, progress=progress, client=client)
         tables = [r[0] for r in results]

@@ -94,18 +94,17 @@ def route(X: np.ndarray, cells: KDCells) -> np.ndarray:
     return out
 
 
-def bucket_block(X: np.ndarray, privacy: np.ndarray, offset: int, cells: KDCells) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def bucket_block(X: np.ndarray, privacy: np.ndarray, offset: int, cells: KDCells) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
     """Split one input block into per-cell pieces ``(X_c, privacy_c, global_rows_c)``."""
     cell = route(X, cells)
     order = np.argsort(cell, kind="stable")
     bounds = np.searchsorted(cell[order], np.arange(cells.n_cells + 1))
     rows = offset + order
-    return [(X[order[a:b]], privacy[order[a:b]], rows[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    return tuple((X[order[a:b]], privacy[order[a:b]], rows[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
-def gather_cell(buckets: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]], cell: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Concatenate cell ``cell``'s pieces of every input block, in block order."""
-    parts = [b[cell] for b in buckets]
+def gather_cell(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Concatenate one cell's pieces of every input block (given in block order)."""
     if not parts:
         return np.empty((0, d)), np.empty(0, np.int64), np.empty(0, np.int64)
     return (

@@ -48,7 +48,7 @@ def test_bucket_and_gather_lose_nothing():
     p = np.arange(1000) % 7 + 1
     tree = kd_cells(X, 4)
     buckets = [bucket_block(X[a:a + 250], p[a:a + 250], a, tree) for a in range(0, 1000, 250)]
-    cells = [gather_cell(buckets, c, 3) for c in range(4)]
+    cells = [gather_cell([b[c] for b in buckets], 3) for c in range(4)]
     rows = np.concatenate([c[2] for c in cells])
     assert np.array_equal(np.sort(rows), np.arange(1000))
     for Xc, pc, rc in cells:
