@@ -137,16 +137,19 @@ def merge_from_files(done: Sequence[int], j: int, ops: BlockOps, fs: Any, folder
 
 def stage_pieces(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str,
                  fs: Any, folder: str) -> list[Any]:
-    """Graph: one :func:`split_to_files` task per input block (delayed row counts); a consumer
-    of output file ``j`` calls :func:`merge_from_files` with all of them."""
+    """Graph: one :func:`split_to_files` task per input block, and a barrier task (the list of
+    their row counts) that a consumer of output file ``j`` passes to :func:`merge_from_files`."""
     import dask
     from dask.base import tokenize
 
     starts = np.concatenate([[0], np.cumsum([int(r) for r in rows])]).astype(np.int64)
     token = tokenize(name, key.digest("row-order"), [getattr(b, "key", b) for b in blocks], list(rows), n_out, folder)
     split = dask.delayed(split_to_files, pure=True)
-    return [split(b, int(starts[i]), key, n_out, ops, fs, folder, i, dask_key_name=f"row-order-stage-{token}-{i}")
+    done = [split(b, int(starts[i]), key, n_out, ops, fs, folder, i, dask_key_name=f"row-order-stage-{token}-{i}")
             for i, b in enumerate(blocks)]
+    # one barrier: every consumer depends on it alone, so the graph grows with blocks + files,
+    # not with blocks x files
+    return dask.delayed(list, pure=True)(done, dask_key_name=f"row-order-staged-{token}")
 
 
 def staged_shuffle(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str,
