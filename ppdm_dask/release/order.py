@@ -41,11 +41,14 @@ __all__ = ["BlockOps", "row_keys", "bucket_of", "n_files", "split_rows", "merge_
 @dataclass(frozen=True)
 class BlockOps:
     """How to count, take rows of and concatenate one kind of block (module-level functions,
-    so that tasks pickle)."""
+    so that tasks pickle); optionally how to store a piece compactly while it is staged
+    (``stage``/``unstage``: the unstaged block must write the same bytes)."""
 
     n_rows: Callable[[Any], int]
     take: Callable[[Any, np.ndarray], Any]
     concat: Callable[[list], Any]
+    stage: Callable[[Any], Any] | None = None
+    unstage: Callable[[Any], Any] | None = None
 
 
 def row_keys(key: Key, start: int, stop: int) -> np.ndarray:
@@ -119,6 +122,8 @@ def split_to_files(block: Any, start: int, key: Key, n_out: int, ops: BlockOps, 
     scratch folder of ours, deleted after the merge); returns the block's number of rows."""
     pieces = split_rows(block, start, key, n_out, ops)
     for j, piece in enumerate(pieces):
+        if ops.stage is not None:
+            piece = (ops.stage(piece[0]), *piece[1:])
         with fs.open(_piece_path(folder, j, i), "wb") as fh:
             pickle.dump(piece, fh, protocol=pickle.HIGHEST_PROTOCOL)
     return int(ops.n_rows(block))
@@ -131,7 +136,8 @@ def merge_from_files(done: Sequence[int], j: int, ops: BlockOps, fs: Any, folder
     pieces = []
     for i in range(len(done)):
         with fs.open(_piece_path(folder, j, i), "rb") as fh:
-            pieces.append(pickle.load(fh))  # our own scratch files, written just above
+            piece = pickle.load(fh)  # our own scratch files, written just above
+        pieces.append((ops.unstage(piece[0]), *piece[1:]) if ops.unstage is not None else piece)
     return merge_rows(pieces, ops)
 
 

@@ -58,7 +58,21 @@ def _concat(blocks: list[tuple]) -> tuple:
     return values, m, cols
 
 
-SKETCH_OPS = BlockOps(_n_rows, _take, _concat)
+def _stage(block: tuple) -> tuple:
+    """A staged piece keeps what the part file keeps: each row's first m_i values, as float32."""
+    values, m, cols = block
+    mask = np.arange(values.shape[1])[None, :] < m[:, None]
+    return values[mask].astype(np.float32), m, cols, values.shape[1]
+
+
+def _unstage(staged: tuple) -> tuple:
+    flat, m, cols, width = staged
+    values = np.zeros((m.size, width), dtype=np.float64)
+    values[np.arange(width)[None, :] < m[:, None]] = flat
+    return values, m, cols
+
+
+SKETCH_OPS = BlockOps(_n_rows, _take, _concat, _stage, _unstage)
 
 
 def _block(values: np.ndarray, m: np.ndarray, cols: dict[str, Any]) -> tuple:

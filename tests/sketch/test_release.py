@@ -77,6 +77,12 @@ def test_delta_same_key_same_bytes_for_1_and_4_partitions(tmp_path, monkeypatch)
     assert max(rel.data.values.chunks[0]) <= 7 and rel.data.m.chunks == (rel.data.values.chunks[0],)
     rel.write(str(tmp_path / "cut"), rows_per_file=100)
     assert data_bytes(tmp_path / "cut") == a
+    # staged through files, each piece kept as its rows' first m_i float32 values: the same bytes
+    from ppdm_dask import cluster
+
+    monkeypatch.setattr(cluster, "memory_budget", lambda share, client=None, *, local: (1.0, "test"))
+    m = rel.write(str(tmp_path / "staged"), rows_per_file=100)
+    assert m["release"]["row_order"]["shuffle"] == "staged" and data_bytes(tmp_path / "staged") == a
     tx, _ = _tx()
     DeltaAnonymizer(delta=2.0, m_max=16, key=Key(6)).fit_transform(tx).write(str(tmp_path / "other"), rows_per_file=100)
     assert data_bytes(tmp_path / "other") != a
