@@ -17,7 +17,8 @@ output file). A block is any object the given :class:`BlockOps` can count, slice
 Every output file takes rows from every input block, so all the pieces exist at once: the whole
 release is in flight. When that does not fit in the workers' memory, :func:`staged_shuffle`
 writes each split task's pieces to a staging folder of the output's storage instead (one file
-per piece, :func:`split_to_files`) and each merge task reads its own (:func:`merge_from_files`):
+per input block with an index of its pieces, :func:`split_to_files`) and each merge task reads
+its own piece of every file (:func:`merge_from_files`):
 a worker then holds one block per running task, and nothing is left to the Dask workers to
 spill. Both give the same blocks.
 """
@@ -113,30 +114,40 @@ def shuffle(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, op
     return [merge([p[j] for p in parts], ops, dask_key_name=f"row-order-merge-{token}-{j}") for j in range(n_out)]
 
 
-def _piece_path(folder: str, j: int, i: int) -> str:
-    return posixpath.join(folder, f"piece-{j:05d}-{i:05d}.pkl")
+def _stage_path(folder: str, i: int) -> str:
+    return posixpath.join(folder, f"pieces-{i:05d}.bin")
 
 
 def split_to_files(block: Any, start: int, key: Key, n_out: int, ops: BlockOps, fs: Any, folder: str, i: int) -> int:
-    """Kernel: :func:`split_rows` of input block ``i``, each piece written to ``folder`` (a
-    scratch folder of ours, deleted after the merge); returns the block's number of rows."""
-    pieces = split_rows(block, start, key, n_out, ops)
-    for j, piece in enumerate(pieces):
+    """Kernel: :func:`split_rows` of input block ``i``, its pieces written to one file of
+    ``folder`` (a scratch folder of ours, deleted after the merge): a header of ``n_out + 1``
+    little-endian int64 offsets, then piece ``j`` pickled at ``[offsets[j], offsets[j+1])``.
+    One file per input block, not per piece. Returns the block's number of rows."""
+    blobs = []
+    for piece in split_rows(block, start, key, n_out, ops):
         if ops.stage is not None:
             piece = (ops.stage(piece[0]), *piece[1:])
-        with fs.open(_piece_path(folder, j, i), "wb") as fh:
-            pickle.dump(piece, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        blobs.append(pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL))
+    header = 8 * (n_out + 1)
+    offsets = header + np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype("<i8")
+    with fs.open(_stage_path(folder, i), "wb") as fh:
+        fh.write(offsets.tobytes())
+        for blob in blobs:
+            fh.write(blob)
     return int(ops.n_rows(block))
 
 
 def merge_from_files(done: Sequence[int], j: int, ops: BlockOps, fs: Any, folder: str) -> Any:
-    """Kernel: :func:`merge_rows` of output file ``j`` from the pieces that the ``len(done)``
-    split tasks wrote (the files stay until the whole release is written, so that a retried
+    """Kernel: :func:`merge_rows` of output file ``j`` from piece ``j`` of each of the
+    ``len(done)`` staged files (they stay until the whole release is written, so that a retried
     task finds them again)."""
     pieces = []
     for i in range(len(done)):
-        with fs.open(_piece_path(folder, j, i), "rb") as fh:
-            piece = pickle.load(fh)  # our own scratch files, written just above
+        with fs.open(_stage_path(folder, i), "rb") as fh:
+            fh.seek(8 * j)
+            lo, hi = np.frombuffer(fh.read(16), dtype="<i8")
+            fh.seek(int(lo))
+            piece = pickle.loads(fh.read(int(hi - lo)))  # our own scratch file, written above
         pieces.append((ops.unstage(piece[0]), *piece[1:]) if ops.unstage is not None else piece)
     return merge_rows(pieces, ops)
 

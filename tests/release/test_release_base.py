@@ -86,7 +86,7 @@ def test_staged_shuffle_writes_the_same_bytes(tmp_path, monkeypatch):
         m = rel.write(str(tmp_path / f"r{budget:g}"), rows_per_file=450)
         outs.append(data_bytes(tmp_path / f"r{budget:g}"))
         plans.append(m["release"]["row_order"]["shuffle"])
-        assert not list(tmp_path.glob(f"r{budget:g}/_staging*")) and not list(tmp_path.glob(f"r{budget:g}/**/*.pkl"))
+        assert not list(tmp_path.glob(f"r{budget:g}/_staging*")) and not list(tmp_path.glob(f"r{budget:g}/**/pieces-*"))
         assert "release of 2,000 rows in flight" in m["release"]["row_order"]["shuffle_reason"]
     assert plans == ["memory", "staged"] and outs[0] == outs[1] and len(outs[0]) == 6  # 5 parts, the vocabulary
     # rows of unknown size: staged on a cluster with memory limits, in memory on a local scheduler
