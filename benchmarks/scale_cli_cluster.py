@@ -69,7 +69,10 @@ class CommandLineCluster:
         for p in reversed(self.procs):
             p.terminate()
         for p in self.procs:
-            p.wait(timeout=60)
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
 
 
 def ppdm(scheduler: list[str], key: Path, *args: str) -> dict:
@@ -120,7 +123,7 @@ def jobs(scale: int, tmp: Path, scheduler: list[str], tag: str, which: list[str]
         src = tmp / "adult.parquet"
         if not src.exists():
             df, _ = load_adult(full=True)
-            write_copies(df, 33 * scale, max(1, scale), src)
+            write_copies(df, 33 * scale, 3 * scale, src)  # files of 11 copies (331,782 rows)
         a = ppdm(scheduler, key, "anonymize", str(src), str(tmp / f"adult-{tag}"), "--qi", QI, "--sensitive", "salary-class",
                  "--hierarchies", str(_shared() / "adult"), "--k", "10", "--no-report")
         out["anonymize"] = {"seconds": a["wall_seconds"], "digest": json.dumps({k: a.get(k) for k in ("node", "discernibility", "dm") if k in a}),
