@@ -98,7 +98,7 @@ def itemsets_digest(folder: Path) -> str:
     return hashlib.sha256(repr(keyed).encode()).hexdigest()[:16]
 
 
-def jobs(scale: int, tmp: Path, scheduler: list[str], tag: str, which: list[str]) -> dict:
+def jobs(scale: int, tmp: Path, scheduler: list[str], tag: str, which: list[str], spilled=lambda: 0) -> dict:
     from _scale_mining import P, Q, quest_folder
 
     key = tmp / "job.key"
@@ -109,12 +109,14 @@ def jobs(scale: int, tmp: Path, scheduler: list[str], tag: str, which: list[str]
         s = ppdm(scheduler, key, "mine", src, "--min-support", "0.003", "--out", str(tmp / f"fi-{tag}"))
         out["mine"] = {"seconds": s["wall_seconds"], "itemsets": s["itemsets"], "digest": itemsets_digest(tmp / f"fi-{tag}"),
                        "plans": sorted({st.get("rows", "") + " | " + st.get("memory", "") for st in s["levels"] if st.get("memory")})}
+        out = _with_spill(out, spilled)
     if "emask" in which:
         d = ppdm(scheduler, key, "emask", "distort", src, str(tmp / f"dist-{tag}"), "--p", str(P), "--q", str(Q), "--no-report")
         m = ppdm(scheduler, key, "emask", "mine", str(tmp / f"dist-{tag}"), "--p", str(P), "--q", str(Q), "--min-support", "0.003",
                  "--out", str(tmp / f"efi-{tag}"))
         out["emask"] = {"seconds": d["wall_seconds"] + m["wall_seconds"], "itemsets": m["itemsets"],
                         "digest": itemsets_digest(tmp / f"efi-{tag}")}
+    out = _with_spill(out, spilled)
     if "anonymize" in which:
         from _adult import write_copies
 
@@ -128,6 +130,17 @@ def jobs(scale: int, tmp: Path, scheduler: list[str], tag: str, which: list[str]
                  "--hierarchies", str(_shared() / "adult"), "--k", "10", "--no-report")
         out["anonymize"] = {"seconds": a["wall_seconds"], "digest": json.dumps({k: a.get(k) for k in ("node", "discernibility", "dm") if k in a}),
                             "summary": {k: v for k, v in a.items() if k in ("node", "discernibility", "dm", "k_achieved", "rows")}}
+        out = _with_spill(out, spilled)
+    return out
+
+
+def _with_spill(out: dict, spilled) -> dict:
+    """Give the job finished since the last call the bytes the workers spilled meanwhile."""
+    now = spilled()
+    for name, job in out.items():
+        if name != "_spill_mark" and "spilled" not in job:
+            job["spilled"] = now - out.get("_spill_mark", {}).get("bytes", 0)
+    out["_spill_mark"] = {"bytes": now}
     return out
 
 
@@ -136,21 +149,23 @@ def main() -> int:
     ap.add_argument("--scale", type=int, default=30)
     ap.add_argument("--jobs", default="mine,emask,anonymize")
     ap.add_argument("--json", default="")
+    ap.add_argument("--cli-only", action="store_true", help="skip the LocalCluster comparison")
     a = ap.parse_args()
     which = a.jobs.split(",")
     tmp = Path(tempfile.mkdtemp(prefix="ppdm-cli-cluster-"))
     try:
         cl = CommandLineCluster(tmp)
         try:
-            cli_runs = jobs(a.scale, tmp, ["--scheduler", cl.address], "cli", which)
+            cli_runs = jobs(a.scale, tmp, ["--scheduler", cl.address], "cli", which, cl.spilled)
             spilled = cl.spilled()
         finally:
             cl.close()
-        local_runs = jobs(a.scale, tmp, ["--workers", "2"], "local", which)
+        local_runs = cli_runs if a.cli_only else jobs(a.scale, tmp, ["--workers", "2"], "local", which)
         print(f"{'job':10} {'dask scheduler + 2 dask worker --memory-limit 1GB':>50} {'LocalCluster(2)':>16}  same result")
         for j in which:
             c, l = cli_runs[j], local_runs[j]
-            print(f"{j:10} {c['seconds']:>48.1f} s {l['seconds']:>14.1f} s  {c['digest'] == l['digest']}")
+            print(f"{j:10} {c['seconds']:>48.1f} s {l['seconds']:>14.1f} s  {c['digest'] == l['digest']}"
+                  f"  (command-line workers spilled {c.get('spilled', 0) / 2**20:,.0f} MiB)")
         print(f"bytes spilled by the command-line workers: {spilled:,}")
         if a.json:
             Path(a.json).write_text(json.dumps({"scale": a.scale, "cli": cli_runs, "local": local_runs, "spilled": spilled}, indent=1))
