@@ -36,7 +36,6 @@ from ..errors import (
     IncompleteDatasetError,
     InvalidParameter,
     ItemIdError,
-    PPDMError,
 )
 from ..graph import blocks_from_tasks, concat_rows, unique_name
 from . import _kernels as K

@@ -135,10 +135,9 @@ if _numba is not None:
 
     @_numba.njit(cache=True, nogil=True)
     def _unpack_loop(data, n_rows, indptr, indices):  # pragma: no cover - compiled
-        # with indices.size == 0 only the row pointers are filled (the first call sizes indices)
+        # one pass: ``indices`` only needs room for as many entries as there are bytes
         i = 0
         e = 0
-        fill = indices.size > 0
         for r in range(n_rows):
             indptr[r] = e
             length, i = _read_varint(data, i)
@@ -146,8 +145,7 @@ if _numba is not None:
             for _ in range(length):
                 gap, i = _read_varint(data, i)
                 prev += gap + 1
-                if fill:
-                    indices[e] = prev
+                indices[e] = prev
                 e += 1
         indptr[n_rows] = e
 
@@ -200,9 +198,10 @@ def unpack_rows(packed: PackedRows, *, engine: str = "auto") -> sp.csr_array:
     idx_dtype = np.int32 if n_cols < 2**31 and packed.data.size < 2**31 else np.int64
     if _numba is not None and engine != "numpy":
         indptr = np.empty(n_rows + 1, dtype=idx_dtype)
-        _unpack_loop(packed.data, n_rows, indptr, np.zeros(0, idx_dtype))
-        indices = np.empty(int(indptr[-1]), dtype=idx_dtype)
-        _unpack_loop(packed.data, n_rows, indptr, indices)
+        # every entry takes at least one byte and every row one more: an upper bound, no sizing pass
+        room = np.empty(max(0, packed.data.size - n_rows), dtype=idx_dtype)
+        _unpack_loop(packed.data, n_rows, indptr, room)
+        indices = room[: int(indptr[-1])]
     else:
         vals = _decode_numpy(packed.data)
         indptr, indices = _split_values(vals, n_rows)

@@ -15,7 +15,7 @@ nothing of Dask; :func:`shuffle` wires them (one split task per input block, one
 output file). A block is any object the given :class:`BlockOps` can count, slice and concatenate.
 
 Every output file takes rows from every input block, so all the pieces exist at once: the whole
-release is in flight. When that does not fit in the workers' memory, :func:`staged_shuffle`
+release is in flight. When that does not fit in the workers' memory, :func:`stage_pieces`
 writes each split task's pieces to a staging folder of the output's storage instead (one file
 per input block with an index of its pieces, :func:`split_to_files`) and each merge task reads
 its own piece of every file (:func:`merge_from_files`):
@@ -35,7 +35,7 @@ import numpy as np
 
 from ..random import BLOCK_ROWS, Key, Tag
 
-__all__ = ["BlockOps", "row_keys", "bucket_of", "n_files", "split_rows", "merge_rows", "shuffle", "staged_shuffle", "stage_pieces",
+__all__ = ["BlockOps", "row_keys", "bucket_of", "n_files", "split_rows", "merge_rows", "shuffle", "stage_pieces",
            "split_to_files", "merge_from_files", "output_positions"]
 
 
@@ -167,16 +167,6 @@ def stage_pieces(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: in
     # one barrier: every consumer depends on it alone, so the graph grows with blocks + files,
     # not with blocks x files
     return dask.delayed(list, pure=True)(done, dask_key_name=f"row-order-staged-{token}")
-
-
-def staged_shuffle(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str,
-                   fs: Any, folder: str) -> list[Any]:
-    """Graph: as :func:`shuffle`, the pieces passing through files in ``folder`` on ``fs``."""
-    import dask
-
-    done = stage_pieces(blocks, rows, key, n_out, ops, name=name, fs=fs, folder=folder)
-    merge = dask.delayed(merge_from_files, pure=True)
-    return [merge(done, j, ops, fs, folder) for j in range(n_out)]
 
 
 def output_positions(key: Key, n_rows: int, n_out: int) -> np.ndarray:
