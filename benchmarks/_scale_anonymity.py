@@ -102,9 +102,14 @@ def _kanon_job(inputs: dict, client, method: str) -> dict:
             f"{s['n_classes']:,} classes; fit {t_fit:.1f} s (driver decision {res.seconds:.1f} s, frequency-set pass "
             f"{t_fit - res.seconds:.1f} s), write+check {t_write:.1f} s ({len(parts)} files, "
             f"{sum(p['bytes'] for p in parts) / 2**20:,.0f} MiB); spilled during the job {spilled / 2**20:,.0f} MiB")
-    plans = ("no memory plan: frequency set by a groupby tree reduction, publish by map_partitions, "
-             "keyed shuffle into the written files; input re-read per pass")
+    plans = ("frequency set by a groupby tree reduction, publish by map_partitions, input re-read per pass; "
+             f"release: {_shuffle_plan(manifest)}")
     return {"fingerprint": fp, "plans": plans, "note": note}
+
+
+def _shuffle_plan(manifest: dict) -> str:
+    order = manifest.get("release", {}).get("row_order", {})
+    return f"{order.get('shuffle', '?')} keyed shuffle ({order.get('shuffle_reason', 'no reason recorded')})"
 
 
 def lattice_job(inputs: dict, client) -> dict:

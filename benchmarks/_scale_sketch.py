@@ -25,6 +25,7 @@ the duration of the job (nothing in the library is changed).
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,7 +112,14 @@ def _write(release, out: str, client) -> tuple[dict, float]:
 
 
 def _generate_quest(spec: str, folder: str) -> str:
+    """Quest data of ``spec`` in ``folder`` (or, with ``PPDM_SCALE_DATA``, kept there between runs)."""
+    import _scale_mining
     from distributed import Client, LocalCluster
+
+    if _scale_mining._KEEP:
+        folder = str(_scale_mining._CACHE_DIR / spec)
+        if os.path.exists(os.path.join(folder, "_SUCCESS")):
+            return folder
 
     from ppdm_dask import Key
     from ppdm_dask.data.quest import quest
@@ -208,13 +216,12 @@ def kv_job(inputs: dict, client) -> dict:
     import ppdm_dask.neighbors.approximate as approx_mod
     from ppdm_dask import Key, read
     from ppdm_dask.neighbors import KNNGraph, recall
-    from ppdm_dask.neighbors.exact import default_block_rows
     from ppdm_dask.sketch import KVarianceAnonymizer
 
     out = str(inputs["tmp"] / f"kv-release-{time.monotonic_ns()}")
     clock = _Clock()
     t0 = time.perf_counter()
-    with _timing(clock, (approx_mod, "_windows", "windows"), (approx_mod, "_assemble", "assemble")):
+    with _timing(clock, (approx_mod, "_windows", "windows"), (approx_mod.K, "merge_topk_unique", "assemble")):
         tx = read(inputs["folder"])
         an = KVarianceAnonymizer(K, m_max=M_MAX, approximate=True, key=Key(21))
         release = an.fit_transform(tx, client=client)
@@ -228,13 +235,10 @@ def kv_job(inputs: dict, client) -> dict:
         return KNNGraph(indices, distances, nan, nan, np.zeros(indices.shape[0]), K, "cosine", "sample")
 
     rec = recall(sub(g.indices[rows], g.distances[rows]), sub(inputs["exact_indices"], inputs["exact_distances"]))
-    n = tx.n_transactions
-    group_rows = default_block_rows(n, K)
     driver = clock.get("windows") + clock.get("assemble") + r["sweep_seconds"]
-    plans = (f"approximate_knn: input repartitioned into {-(-n // group_rows)} blocks of {group_rows:,} rows and persisted, "
-             f"top-{K} lists persisted between stages; m on the driver; release shuffle into {len(manifest['partitions'])} files")
+    plans = f"approximate_knn: {g.plan}; m on the driver; release shuffle into {len(manifest['partitions'])} files"
     note = (f"recall {rec:.3f} on {rows.size:,} sampled records (exact by brute force); k-NN {r['knn_seconds']:.1f} s "
-            f"(driver: window sort {clock.get('windows'):.1f} s, graph assembly {clock.get('assemble'):.1f} s), "
+            f"(driver: window sort {clock.get('windows'):.1f} s, merging the stages' lists {clock.get('assemble'):.1f} s), "
             f"sweeps {r['sweep_seconds']:.1f} s ({r['n_iter']} iterations, converged {r['converged']}), "
             f"fit {t_fit:.1f} s, write+check {t_write:.1f} s, driver steps {driver:.1f} s = {100 * driver / (t_fit + t_write):.0f}%; "
             f"suppressed {r['n_suppressed']:,}, mean m {r['mean_components']:.1f}")

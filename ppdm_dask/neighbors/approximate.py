@@ -18,11 +18,19 @@ the returned distances, dot products and ``sum x_t^2 y_t^2`` are exactly those o
 graph; only some true neighbours may be missing (see :func:`recall`). The lists of all rounds
 are merged per record (k smallest ``(distance, index)``, repeated candidates removed).
 
-Cost per round: O(nnz) for the keys, a sort of N keys on the client (8 bytes per record; the
-window ids, 4 bytes per record, travel in the task graph), one shuffle of the rows, and about
-``N * n_candidates / 2`` exact pair evaluations instead of ``N^2 / 2``. Rounds run in stages
-whose k-th distances cap the next stage (fewer exact comparisons, same result). The result
-depends on the key but not on the partitioning, the grouping or the workers. Measured (2-worker
+Cost per round: O(nnz) for the keys (one pass over the input's own blocks), a sort of N keys
+on the driver (8 bytes per record; the window ids, 4 bytes per record, travel in the task
+graph), one all-to-all of the rows into window groups, and about ``N * n_candidates / 2`` exact
+pair evaluations instead of ``N^2 / 2``. Rounds run in stages whose k-th distances cap the next
+stage (fewer exact comparisons, same result). The result depends on the key but not on the
+partitioning, the grouping or the workers.
+
+Memory: a group (one window task, one result block) holds about :data:`GROUP_BYTES` of rows,
+so the all-to-all has (N / group rows)^2 edges per round, whatever the input's partitioning.
+The input is kept in the workers' memory between the stages only when it fits in
+:data:`INPUT_MEMORY_SHARE` of it; otherwise every stage re-reads it. The k-NN graph itself
+(N x k x 32 bytes) is merged on the driver after each stage, where the caller receives it; the
+workers get back only each row's k-th distance (8 bytes per record). Measured (2-worker
 LocalCluster, k = 10): Quest C20.I6.D200K 8 x 512 -> recall 0.81 in ~11 s (exact: ~20 s);
 20 Newsgroups counts 8 x 1024 -> recall 0.78 (exact is faster there: N is small).
 
@@ -44,13 +52,22 @@ from numba import njit
 from ..errors import InvalidParameter
 from ..random import KeyLike, Tag, as_key
 from . import _kernels as K
-from .exact import KNNGraph, _assemble, _check, _delayed_blocks, default_block_rows
+from .exact import KNNGraph, _check, _delayed_blocks
 
 __all__ = ["approximate_knn", "recall"]
 
 _RACES = 3
 _LABEL_BITS = 21
 _INVALID = np.uint64(np.iinfo(np.uint64).max)
+
+#: Rows of one window task (and of one result block) in memory: column ids and float64 values.
+GROUP_BYTES = 32 * 2**20
+#: Rounds per stage at most (a stage's window tasks hold that many copies of the rows).
+MAX_STAGE_ROUNDS = 2
+#: Share of the workers' memory the input rows may take when kept between the stages.
+INPUT_MEMORY_SHARE = 0.3
+#: The same budget on the local schedulers.
+LOCAL_INPUT_BYTES = 2 * 2**30
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -88,8 +105,9 @@ def _values(block: sp.csr_array, weights: sp.csr_array | None) -> np.ndarray:
     return np.asarray(weights.data, dtype=np.float64)
 
 
-def _block_keys(block, weights, round_params: list) -> tuple[np.ndarray, np.ndarray]:
-    """Sort keys of one block for every round, ``(n_rounds, n)`` uint64, and ``|x|^2``."""
+def _block_keys(block, weights, round_params: list) -> tuple[np.ndarray, np.ndarray, int]:
+    """Sort keys of one block for every round, ``(n_rounds, n)`` uint64, ``|x|^2`` and the
+    block's number of entries (to size the window tasks)."""
     vals = _values(block, weights)
     indptr = np.asarray(block.indptr, np.int64)
     keys = np.zeros((len(round_params), block.shape[0]), np.uint64)
@@ -97,38 +115,50 @@ def _block_keys(block, weights, round_params: list) -> tuple[np.ndarray, np.ndar
         keys[r] = _minhash_keys(indptr, block.indices, vals, expo, labels)
     sq = K._row_sq(indptr, vals)
     keys[:, sq == 0] = _INVALID  # |x| = 0 (explicit zeros): no neighbours
-    return keys, sq
+    return keys, sq, int(block.indices.size)
 
 
-def _split(block, weights, start: int, windows: np.ndarray, per_group: int) -> dict:
-    """Rows of one block routed to the window groups of every round of a stage:
-    ``{(round position, group): (csr with values, gidx, window)}``."""
-    vals = _values(block, weights)
-    m = sp.csr_array((vals, block.indices, block.indptr), shape=block.shape)
+def _split(block, weights, start: int, window: np.ndarray, per_group: int, cap: np.ndarray | None) -> dict:
+    """Rows of one block routed to the window groups of one round:
+    ``{group: (column ids, row lengths, values or None, gidx, window, cap)}``. Binary rows carry
+    no values (the window task makes them); a row's cap (its k-th distance after the earlier
+    stages) travels with it."""
+    cap = np.full(block.shape[0], np.inf) if cap is None else cap
+    dest = np.where(window >= 0, window // per_group, -1)
+    order = np.argsort(dest, kind="stable")  # rows of one group together, in block order
+    cuts = np.flatnonzero(np.r_[True, dest[order][1:] != dest[order][:-1], True])
     out = {}
-    for r in range(windows.shape[0]):
-        window = windows[r]
-        dest = np.where(window >= 0, window // per_group, -1)
-        for g in np.unique(dest[dest >= 0]):
-            rows = np.flatnonzero(dest == g)
-            out[(r, int(g))] = (sp.csr_array(m[rows]), rows.astype(np.int64) + start, window[rows])
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        rows = order[a:b]
+        g = int(dest[rows[0]])
+        if g < 0:
+            continue
+        sub = sp.csr_array(block[rows])
+        vals = None if weights is None else np.asarray(sp.csr_array(weights[rows]).data, dtype=np.float32)
+        out[g] = (np.asarray(sub.indices, np.int32), np.diff(sub.indptr), vals,
+                  rows.astype(np.int64) + start, window[rows], cap[rows])
     return out
 
 
-def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool, caps: list | None):
+def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool, n_items: int):
     """Exact top-k inside every window of one group, as ``(gidx, dist, index, dot, cross)``
-    sorted by ``gidx``; with ``caps`` (per-block k-th distances known so far) candidates farther
-    than a row's cap are skipped (they cannot enter its final list)."""
-    pieces = [p for p in pieces if p[1].size]
+    sorted by ``gidx``; candidates farther than a row's cap (its k-th distance after the earlier
+    stages) are skipped: they cannot enter its final list."""
+    pieces = [p for p in pieces if p[3].size]
     if not pieces:
         return (np.zeros(0, np.int64), *K.empty_topk(0, k))
-    m = sp.csr_array(sp.vstack([p[0] for p in pieces], format="csr"))
-    gidx = np.concatenate([p[1] for p in pieces])
-    win = np.concatenate([p[2] for p in pieces])
+    lengths = np.concatenate([p[1] for p in pieces])
+    indices = np.concatenate([p[0] for p in pieces])
+    data = (np.ones(indices.size) if pieces[0][2] is None
+            else np.concatenate([p[2] for p in pieces]).astype(np.float64))
+    m = sp.csr_array((data, indices, np.r_[0, np.cumsum(lengths)]), shape=(lengths.size, n_items))
+    del indices, data
+    gidx = np.concatenate([p[3] for p in pieces])
+    win = np.concatenate([p[4] for p in pieces])
+    cap = np.concatenate([p[5] for p in pieces])
     order = np.lexsort((gidx, win))  # by window, then global index (the kernel's tie order)
-    m, gidx, win = sp.csr_array(m[order]), gidx[order], win[order]
+    m, gidx, win, cap = sp.csr_array(m[order]), gidx[order], win[order], cap[order]
     m.sort_indices()
-    cap = np.concatenate(caps)[gidx] if caps is not None else None
     bounds = np.flatnonzero(np.r_[True, win[1:] != win[:-1], True])
     res = K.windows_topk(m, gidx, bounds, k, cosine=cosine, exclude_self=exclude_self, cap=cap)
     order = np.argsort(gidx, kind="stable")
@@ -140,16 +170,8 @@ def _select(res, lo: int, hi: int):
     return tuple(x[a:b] for x in res)
 
 
-def _as_piece(res, lo: int):
-    return (np.arange(lo, lo + res[0].shape[0], dtype=np.int64), *res)
-
-
 def _merge_block(lo: int, hi: int, k: int, *pieces):
     return K.merge_topk_unique(np.arange(lo, hi, dtype=np.int64), list(pieces), k)
-
-
-def _kth(res) -> np.ndarray:
-    return np.ascontiguousarray(res[0][:, -1])
 
 
 def _windows(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
@@ -162,28 +184,49 @@ def _windows(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
     return window
 
 
-def _stage_pieces(blocks, weights, starts, windows, per_group, k, cosine, exclude_self, caps) -> list[list]:
-    """Delayed ``(gidx, dist, index, dot, cross)`` pieces per result block for the rounds whose
-    window ids are the rows of ``windows``: one split task per block, one task per window group."""
+def _stage_blocks(blocks, weights, starts, windows, per_group, k, cosine, exclude_self, caps, n_items) -> list:
+    """Delayed top-k lists of one stage per block (``(dist, index, dot, cross)``, rows
+    ``starts[b]:starts[b + 1]``) for the rounds whose window ids are the rows of ``windows``:
+    per round one split task per block and one task per window group; one merge task per block.
+    Splits are per round so that a round's pieces can be freed before the next round's exist."""
     nb = len(blocks)
     dl = functools.partial(dask.delayed, pure=True)
     group = np.where(windows >= 0, windows // per_group, -1)
-    splits = []
-    for b in range(nb):
-        g_b = group[:, starts[b]:starts[b + 1]]
-        present = {(r, int(g)) for r in range(windows.shape[0]) for g in np.unique(g_b[r][g_b[r] >= 0])}
-        splits.append((dl(_split)(blocks[b], weights[b], int(starts[b]), windows[:, starts[b]:starts[b + 1]], per_group), present))
     row_block = np.repeat(np.arange(nb), np.diff(starts))
-    out: list[list] = [[] for _ in range(nb)]
+    pieces: list[list] = [[] for _ in range(nb)]
     for r in range(windows.shape[0]):
+        splits = []
+        for b in range(nb):
+            g_b = group[r, starts[b]:starts[b + 1]]
+            cap = None if caps is None else caps[b]
+            task = dl(_split)(blocks[b], weights[b], int(starts[b]), windows[r, starts[b]:starts[b + 1]], per_group, cap)
+            splits.append((task, set(np.unique(g_b[g_b >= 0]).tolist())))
         for g in range(int(group[r].max(initial=-1)) + 1):
-            pieces = [s[(r, g)] for s, present in splits if (r, g) in present]
-            if not pieces:
+            parts = [s[g] for s, present in splits if g in present]
+            if not parts:
                 continue
-            res = dl(_window_knn)(pieces, k, cosine, exclude_self, caps)
+            res = dl(_window_knn)(parts, k, cosine, exclude_self, n_items)
             for b in np.unique(row_block[group[r] == g]):
-                out[b].append(dl(_select)(res, int(starts[b]), int(starts[b + 1])))
-    return out
+                pieces[b].append(dl(_select)(res, int(starts[b]), int(starts[b + 1])))
+    return [dl(_merge_block)(int(starts[b]), int(starts[b + 1]), k, *pieces[b]) for b in range(nb)]
+
+
+def group_plan(n: int, nnz: int, n_candidates: int, weighted: bool, client: Any = None) -> dict:
+    """Rows per window task and result block, and whether the input is kept in memory.
+
+    A window task holds its group's rows about three times (the pieces, their concatenation,
+    the sorted copy), so a group is sized to :data:`GROUP_BYTES` of rows in memory (int32 column
+    ids and float64 values per entry, 8 bytes per row): fewer, larger groups keep the task graph
+    small (its all-to-all edges grow with the square of the number of groups).
+    """
+    from ..cluster import memory_plan
+
+    row_bytes = 12.0 * nnz / max(n, 1) + 8.0
+    rows = max(n_candidates, int(GROUP_BYTES // row_bytes))
+    # the input as persisted blocks: column ids (+ float32 weights) and indptr
+    stored = nnz * (8 if weighted else 4) + 8 * n
+    plan, why, _ = memory_plan(stored, INPUT_MEMORY_SHARE, client, local=LOCAL_INPUT_BYTES, what="input rows")
+    return {"group_rows": rows, "input": plan, "input_reason": why, "row_bytes": row_bytes}
 
 
 # ----------------------------------------------------------------------------- public
@@ -214,14 +257,15 @@ def approximate_knn(
         Window size: each record is compared exactly with ``n_candidates - 1`` others per round.
     n_rounds : int, default 8
         Independent rounds (more rounds: higher recall, linear cost). They run in stages of
-        1, 1, 2, 4, ... rounds; the k-th distances found by earlier stages cap the later ones,
+        1, 1, 2, 2, ... rounds; the k-th distances found by earlier stages cap the later ones,
         which then skip most exact comparisons (without changing the result).
     key : Key, int or bytes, optional
         Randomness (default: a fresh secret key). Same key, same result, for any partitioning.
     exclude_self : bool
         Neighbours are other records.
     group_rows : int, optional
-        Rows per window task and per result block (default as ``knn``'s ``block_rows``).
+        Rows per window task and per result block (default: :data:`GROUP_BYTES` of rows in
+        memory, from the input's mean row length; the result does not depend on it).
     client, progress
         As in :func:`~ppdm_dask.neighbors.knn`.
 
@@ -232,7 +276,7 @@ def approximate_knn(
         product and cross term; rows may miss some true neighbours and may have fewer than k
         (padding ``-1``/``inf``).
     """
-    from ..progress import compute, persist
+    from ..progress import compute
 
     k = _check(tx, k, metric, exclude_self)
     for name, value, low in (("n_candidates", n_candidates, 2), ("n_rounds", n_rounds, 1)):
@@ -253,40 +297,52 @@ def approximate_knn(
     del rng_key
     params = dask.delayed([(e, lab) for e, lab, _ in rounds], pure=True, traverse=False)
 
-    group_rows = default_block_rows(n, k) if group_rows is None else int(group_rows)
-    per_group = max(1, group_rows // n_candidates)  # windows per window task
-    # Result blocks of ~group_rows rows, held in memory: every stage reads them again.
-    tx = tx.repartition(npartitions=max(1, math.ceil(n / group_rows))).persist(client=client, progress=False)
-    blocks, weights = _delayed_blocks(tx)
-    starts = np.r_[0, np.cumsum(tx.partition_rows)].astype(np.int64)
-    nb = len(blocks)
     dl = functools.partial(dask.delayed, pure=True)
-    key_tasks = [dl(_block_keys, nout=2)(blocks[b], weights[b], params) for b in range(nb)]
-    out = compute([t[0] for t in key_tasks], [t[1] for t in key_tasks], client=client, progress=progress)
+    # Pass 1 on the input's own blocks: sort keys, |x|^2 and entries (to size the groups).
+    blocks, weights = _delayed_blocks(tx)
+    key_tasks = [dl(_block_keys, nout=3)(b, w, params) for b, w in zip(blocks, weights)]
+    out = compute([t[0] for t in key_tasks], [t[1] for t in key_tasks], [t[2] for t in key_tasks],
+                  client=client, progress=progress)
     keys = np.concatenate([np.asarray(x).reshape(n_rounds, -1) for x in out[0]], axis=1)
-    sqs = list(out[1])
+    sq = np.concatenate(out[1])
+    plan = group_plan(n, int(sum(out[2])), n_candidates, tx.weights is not None, client)
+    del out
+    group_rows = plan["group_rows"] if group_rows is None else int(group_rows)
+    per_group = max(1, group_rows // n_candidates)  # windows per window task
+    # Result blocks of ~group_rows rows; kept in memory only when they fit (else every stage
+    # re-reads the input instead of leaving it to the workers to spill).
+    txr = tx.repartition(npartitions=max(1, math.ceil(n / group_rows)))
+    if plan["input"] == "persist":
+        txr = txr.persist(client=client, progress=False)
+    blocks, weights = _delayed_blocks(txr)
+    starts = np.r_[0, np.cumsum(txr.partition_rows)].astype(np.int64)
     windows = np.stack([_windows(keys[r], rounds[r][2], n_candidates) for r in range(n_rounds)])
     del keys
 
-    def stage(rs: slice, prev: list | None, caps: list | None) -> list:
-        pieces = _stage_pieces(blocks, weights, starts, windows[rs], per_group, k, cosine, exclude_self, caps)
-        if prev is not None:
-            for b in range(nb):
-                pieces[b].insert(0, dl(_as_piece)(prev[b], int(starts[b])))
-        return [dl(_merge_block)(int(starts[b]), int(starts[b + 1]), k, *pieces[b]) for b in range(nb)]
-
-    # Stages of 1, 1, 2, 4, ... rounds: the k-th distances found so far cap the next stage,
-    # which then skips most exact comparisons (a cap only removes candidates that cannot enter).
-    merged, caps, lo, size = None, None, 0, 1
+    # The graph lives on the driver (the caller gets it there anyway); each stage's lists are
+    # merged into it, and its k-th distances go back to the workers as the next stage's caps.
+    # Stages of 1, 1, 2, 2, ... rounds: a cap only removes candidates that cannot enter a list.
+    graph = K.empty_topk(n, k)
+    caps, lo, size = None, 0, 1
     while lo < n_rounds:
         hi = min(n_rounds, lo + size)
-        merged = stage(slice(lo, hi), merged, caps)
+        stage = _stage_blocks(blocks, weights, starts, windows[lo:hi], per_group, k, cosine, exclude_self, caps, n_items)
+        (res,) = compute(stage, client=client, progress=progress)
+        for b, part in enumerate(res):
+            a, z = int(starts[b]), int(starts[b + 1])
+            if lo > 0:
+                rows = np.arange(a, z, dtype=np.int64)
+                part = K.merge_topk_unique(rows, [(rows, *(f[a:z] for f in graph)), (rows, *part)], k)
+            for f, v in zip(graph, part):
+                f[a:z] = v
+        del res, stage
         if hi < n_rounds:
-            merged = list(persist(*merged, client=client, progress=progress))
-            caps = [dl(_kth)(m) for m in merged]
-        lo, size = hi, (size if lo == 0 else 2 * size)
-    (res,) = compute(merged, client=client, progress=progress)
-    return _assemble(list(res), sqs, k, metric, "approximate")
+            caps = [np.ascontiguousarray(graph[0][starts[b]:starts[b + 1], -1]) for b in range(len(blocks))]
+        lo, size = hi, (size if lo == 0 else min(2 * size, MAX_STAGE_ROUNDS))
+    how = (f"{len(blocks)} groups of <= {group_rows:,} rows ({per_group} windows each), lists merged on the "
+           f"driver after each stage; {plan['input_reason']}")
+    return KNNGraph(indices=graph[1], distances=graph[0], dots=graph[2], cross=graph[3], sqnorms=sq, k=k,
+                    metric=metric, scope="approximate", plan=how)
 
 
 def recall(approx: KNNGraph, exact: KNNGraph, *, rtol: float = 1e-12) -> float:

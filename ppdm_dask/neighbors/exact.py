@@ -62,6 +62,9 @@ class KNNGraph:
     metric : str
     scope : str
         ``"global"``, ``"partition"`` or ``"approximate"``.
+    plan : str
+        How the search used memory (the approximate search: group size, whether the input was
+        kept between its stages, and why); empty for the exact search.
     """
 
     indices: np.ndarray
@@ -72,6 +75,7 @@ class KNNGraph:
     k: int
     metric: str
     scope: str
+    plan: str = ""
 
     @property
     def n_rows(self) -> int:

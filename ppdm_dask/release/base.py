@@ -337,7 +337,7 @@ class Release(abc.ABC):
             return "staged", f"rows of unknown size on {where}: shuffled through staging files"
         plan, why, _ = memory_plan(per_row * n_rows, self.SHUFFLE_MEMORY_SHARE, client,
                                    local=self.SHUFFLE_MEMORY_SHARE * MEMORY_LIMIT, what=f"release of {n_rows:,} rows in flight")
-        why = why.replace("recomputed or re-read at every pass", "shuffled through staging files")
+        why = why.replace("recomputed or re-read at every pass", "shuffled through staging files").replace(": persist (", ": in memory (")
         return ("memory" if plan == "persist" else "staged"), why
 
     def _manifest_release(self, key: Key, n_out: int, rows_per_file: int, output: str) -> dict[str, Any]:
