@@ -332,3 +332,19 @@ def test_on_local_cluster(on_cluster):
     with dask.config.set(scheduler="sync"):
         b = approximate_knn(tx, 4, n_candidates=64, n_rounds=3, key=5, group_rows=128, progress=False)
     np.testing.assert_array_equal(a.indices, b.indices)
+
+
+def test_approximate_memory_plans_give_the_same_graph(monkeypatch):
+    """Input kept between the stages or re-read at every stage: the same graph, and the plan says which."""
+    import ppdm_dask.neighbors.approximate as approx
+
+    rng = np.random.default_rng(11)
+    M = clustered(rng, n_clusters=6, per=40)
+    tx = TransactionArray.from_scipy(sp.csr_array(M), npartitions=3)
+    kept = approximate_knn(tx, 4, n_candidates=32, n_rounds=5, key=9, group_rows=96, progress=False)
+    assert "persist" in kept.plan and "groups of <= 96 rows (3 windows each)" in kept.plan
+    monkeypatch.setattr(approx, "LOCAL_INPUT_BYTES", 0)
+    streamed = approximate_knn(tx, 4, n_candidates=32, n_rounds=5, key=9, progress=False)
+    assert "stream" in streamed.plan
+    for f in ("indices", "distances", "dots", "cross", "sqnorms"):
+        np.testing.assert_array_equal(getattr(kept, f), getattr(streamed, f))
