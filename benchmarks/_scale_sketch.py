@@ -297,7 +297,7 @@ def condense_job(inputs: dict, client) -> dict:
     t_gen = time.perf_counter() - t1
     r, gt = cond.report_, cond.groups_
     driver = t_fit - clock.get("distributed")
-    plans = (f"nothing persisted; {r['n_cells']} k-d cells of ~200,000 rows (bucket/gather all-to-all); every cell's "
+    plans = (f"{r['n_cells']} k-d cells of ~200,000 rows (bucket/gather all-to-all), {r['memory']}; every cell's "
              f"group table, rows and labels gathered to the driver; repair on the driver")
     note = (f"{r['n_groups']:,} groups (mean size {r['mean_group_size']:.1f}, min {r['min_group_size']}), "
             f"{r['repaired_groups']:,} repaired; fit {t_fit:.1f} s (cells on the workers {clock.get('distributed'):.1f} s, "

@@ -45,6 +45,11 @@ __all__ = ["Condenser", "privacy_levels", "repair_groups", "check_condensation"]
 #: (200K x 10: ~7 s on one core), while every cut separates near neighbours: SSQ vs one cell
 #: measured 1.025-1.06 with 2 cells, 1.14-1.2 with 4 small ones (see the benchmark).
 DEFAULT_ROWS_PER_PARTITION = 200_000
+#: Share of the workers' memory the rows of the cells condensed at once may take.
+CELL_MEMORY_SHARE = 0.25
+#: The same budget on the local schedulers.
+LOCAL_CELL_BYTES = 2 * 2**30
+
 #: Sample rows per cell used to cut the k-d tree.
 SAMPLE_PER_CELL = 200
 
@@ -205,6 +210,26 @@ class Condenser(Estimator):
         self.columns = columns
         self.allow_weak = allow_weak
 
+    def _waves(self, n_cells: int, n: int, d: int, client: Any) -> list[tuple[int, int]]:
+        """Ranges of cells condensed together. The all-to-all holds every row of a wave's cells
+        at once (``8 d + 16`` bytes per row); when the data do not fit in
+        :data:`CELL_MEMORY_SHARE` of the workers' memory the cells go in waves that do, each
+        wave reading the input again instead of leaving the rows to the workers to spill."""
+        from ..cluster import memory_plan
+
+        nbytes = float(n) * (8 * d + 16)
+        plan, why, budget = memory_plan(nbytes, CELL_MEMORY_SHARE, client, local=LOCAL_CELL_BYTES, what="rows in flight")
+        n_waves = 1 if plan == "persist" else min(n_cells, math.ceil(nbytes / max(budget, 1.0)))
+        size = math.ceil(n_cells / n_waves)
+        waves = [(lo, min(n_cells, lo + size)) for lo in range(0, n_cells, size)]
+        if plan == "persist":
+            self._memory = ("one wave", f"{why.replace(': persist (', ': all cells at once (')}")
+        else:
+            self._memory = ("waves", f"{why.split(': stream')[0]}: {len(waves)} waves of <= {size} cells "
+                                     f"(over {CELL_MEMORY_SHARE:.0%} of the workers' memory, {budget / 2**20:,.0f} MiB; "
+                                     "the input is read once per wave)")
+        return waves
+
     def fit(self, X: Any, privacy: Any = None, *, client: Any = None, progress: bool = False) -> "Condenser":
         """Condense ``X`` — a numpy / dask array (N, d) or a table (pandas / dask DataFrame,
         attributes by name); ``privacy`` as ``privacy_levels`` (default: the estimator's).
@@ -239,18 +264,23 @@ class Condenser(Estimator):
         n_cells = 1 if self.rows_per_partition is None else max(1, math.ceil(N / self.rows_per_partition))
         p_da = da.from_array(p, chunks=(X.chunks[0],))
         if n_cells == 1:
-            cells = [dask.delayed(lambda x, q: (x, q, np.arange(x.shape[0])))(X, p_da)]
+            self._memory = ("one cell", "one cell: the whole data in one task (rows_per_partition=None or N small)")
+            cell = dask.delayed(lambda x, q: (x, q, np.arange(x.shape[0])))(X, p_da)
+            results = compute(dask.delayed(_condense_cell, pure=True)(cell, self._key, 0), progress=progress, client=client)
         else:
             rng = self._key.generator(Tag.CONDENSE_CELLS, 0)
             idx = np.sort(rng.choice(N, size=min(N, SAMPLE_PER_CELL * n_cells), replace=False))
             (sample,) = compute(X[idx], progress=False, client=client)
             tree = kd_cells(sample, n_cells)
-            # one output per cell, so that each cell's task fetches its own pieces only (not the data set)
-            bucket = dask.delayed(bucket_block, pure=True, nout=tree.n_cells)
-            buckets = [bucket(xb, pb, int(o), tree) for xb, pb, o in zip(X.to_delayed().ravel(), p_da.to_delayed().ravel(), offsets[:-1])]
-            cells = [dask.delayed(gather_cell, pure=True)([b[c] for b in buckets], d) for c in range(tree.n_cells)]
-        parts = [dask.delayed(_condense_cell, pure=True)(c, self._key, i) for i, c in enumerate(cells)]
-        results = compute(*parts, progress=progress, client=client)
+            results = []
+            for lo, hi in self._waves(tree.n_cells, N, d, client):
+                # one output per cell, so that each cell's task fetches its own pieces only
+                bucket = dask.delayed(bucket_block, pure=True, nout=hi - lo)
+                buckets = [bucket(xb, pb, int(o), tree, lo, hi)
+                           for xb, pb, o in zip(X.to_delayed().ravel(), p_da.to_delayed().ravel(), offsets[:-1])]
+                cells = [dask.delayed(gather_cell, pure=True)([b[c] for b in buckets], d) for c in range(hi - lo)]
+                parts = [dask.delayed(_condense_cell, pure=True)(c, self._key, lo + i) for i, c in enumerate(cells)]
+                results.extend(compute(*parts, progress=progress, client=client))
         tables = [r[0] for r in results]
         table = GroupTable.concat(tables) if tables else GroupTable.empty(d)
         first = np.concatenate([[0], np.cumsum([len(t) for t in tables])])
@@ -268,7 +298,9 @@ class Condenser(Estimator):
         self.report_ = {
             "n_records": N,
             "n_groups": len(table),
-            "n_cells": len(parts),
+            "n_cells": len(results),
+            "memory_plan": self._memory[0],
+            "memory": self._memory[1],
             "repaired_groups": n_infeasible,
             "ssq": float(table.total_ssq),
             "min_group_size": int(table.n.min()),

@@ -94,11 +94,14 @@ def route(X: np.ndarray, cells: KDCells) -> np.ndarray:
     return out
 
 
-def bucket_block(X: np.ndarray, privacy: np.ndarray, offset: int, cells: KDCells) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
-    """Split one input block into per-cell pieces ``(X_c, privacy_c, global_rows_c)``."""
+def bucket_block(X: np.ndarray, privacy: np.ndarray, offset: int, cells: KDCells, lo: int = 0,
+                 hi: int | None = None) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+    """Split one input block into per-cell pieces ``(X_c, privacy_c, global_rows_c)`` for the
+    cells ``lo..hi-1`` (default: every cell); rows of other cells are dropped."""
+    hi = cells.n_cells if hi is None else hi
     cell = route(X, cells)
     order = np.argsort(cell, kind="stable")
-    bounds = np.searchsorted(cell[order], np.arange(cells.n_cells + 1))
+    bounds = np.searchsorted(cell[order], np.arange(lo, hi + 1))
     rows = offset + order
     return tuple((X[order[a:b]], privacy[order[a:b]], rows[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
 

@@ -109,6 +109,23 @@ def test_partition_then_merge_invariants(chunks):
     np.testing.assert_allclose(np.sort(c2.groups_.ssq), np.sort(g.ssq))
 
 
+def test_cells_in_waves_give_the_same_groups(monkeypatch):
+    """When the rows in flight would not fit, cells are condensed in waves: same groups, same labels."""
+    import ppdm_dask.condensation.condenser as cond
+
+    X = _mixture(1500, seed=4)
+    p = privacy_levels(1500, 2, 12, key=2)
+    once = Condenser(rows_per_partition=300, key=Key(6)).fit(da.from_array(X, chunks=(400, 3)), p)
+    assert once.report_["memory_plan"] == "one wave"
+    monkeypatch.setattr(cond, "LOCAL_CELL_BYTES", 1500 * (8 * 3 + 16) // 3)  # a third of the rows
+    waves = Condenser(rows_per_partition=300, key=Key(6)).fit(da.from_array(X, chunks=(400, 3)), p)
+    assert waves.report_["memory_plan"] == "waves" and "3 waves of <= 2 cells" in waves.report_["memory"]
+    assert waves.report_["n_cells"] == once.report_["n_cells"] == 5
+    np.testing.assert_array_equal(waves._labels, once._labels)
+    for f in ("n", "Fs", "Sc", "req"):
+        np.testing.assert_array_equal(getattr(waves.groups_, f), getattr(once.groups_, f))
+
+
 def test_ptm_ssq_close_to_single_machine():
     # Segment's random samples alone move SSQ by +-10% at this size, so compare means over keys
     X = _mixture(8000, d=3, seed=5)
