@@ -18,7 +18,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from ..data.hierarchy import ROOT, as_keys
+from ..data.hierarchy import ROOT, key_codes
 from ..errors import DataFormatError, InvalidParameter
 from .frequency import FrequencySet
 
@@ -33,11 +33,11 @@ def _tuple_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
 
 
 def _publish_partition(part: pd.DataFrame, qi: list[str], leaf_keys: list[pd.Index], radices: list[int],
-                       sorted_keys: np.ndarray, order: np.ndarray, labels: np.ndarray, suppressed: np.ndarray,
+                       sorted_keys: np.ndarray, order: np.ndarray, published: list[tuple[np.ndarray, pd.api.extensions.ExtensionArray]],
                        extra: list[str]) -> pd.DataFrame:
     codes = np.empty((len(part), len(qi)), dtype=np.int64)
     for j, a in enumerate(qi):
-        c = leaf_keys[j].get_indexer(as_keys(part[a]))
+        c = key_codes(part[a], leaf_keys[j])
         if (c < 0).any():
             bad = pd.unique(part[a][c < 0].astype(str))[:10]
             raise DataFormatError(f"column {a!r} has values not seen when the anonymisation was computed: {list(bad)}")
@@ -48,7 +48,8 @@ def _publish_partition(part: pd.DataFrame, qi: list[str], leaf_keys: list[pd.Ind
     if len(key) and not np.array_equal(sorted_keys[pos], key):
         raise DataFormatError("the table changed while it was being anonymised (unknown QI combination)")
     t = order[pos]
-    out = {a: pd.array(np.where(suppressed[t], ROOT, labels[t, j]), dtype="string") for j, a in enumerate(qi)}
+    # each tuple's published label as a code into the column's distinct labels: one take
+    out = {a: published[j][1].take(published[j][0][t]) for j, a in enumerate(qi)}
     res = pd.DataFrame(out, index=part.index)
     for col in extra:
         res[col] = part[col]
@@ -97,7 +98,12 @@ def publish(df: dd.DataFrame, fs: FrequencySet, tuple_codes: np.ndarray, labels:
     for col in extra:
         meta[col] = df._meta[col]
     # one copy of the lookup per worker rather than one per task
-    args = dask.delayed((leaf_keys, radices, key[order], order, np.asarray(labels, dtype=object), np.asarray(suppressed, bool)), pure=True)
+    shown = np.where(np.asarray(suppressed, bool)[:, None], ROOT, np.asarray(labels, dtype=object))
+    published = []
+    for j in range(len(fs.qi)):
+        distinct, at = np.unique(shown[:, j].astype(str), return_inverse=True)
+        published.append((at.astype(np.int64).ravel(), pd.array(distinct, dtype="string")))
+    args = dask.delayed((leaf_keys, radices, key[order], order, published), pure=True)
     qi = list(fs.qi)  # not the whole frequency set: it would travel with every task
     return df.map_partitions(lambda part, a: _publish_partition(part, qi, *a, extra), args, meta=meta,
                              enforce_metadata=False)

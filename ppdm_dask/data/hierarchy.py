@@ -49,6 +49,16 @@ def as_keys(values: Any) -> np.ndarray:
     return out
 
 
+def key_codes(values: pd.Series, index: pd.Index) -> np.ndarray:
+    """Positions in ``index`` (an index of keys) of the keys of ``values`` (-1 where absent),
+    as ``index.get_indexer(as_keys(values))``: the distinct values are looked up once, so a
+    column of millions of rows costs one factorization."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    keys = _distinct_keys(pd.Series(uniques, dtype=values.dtype if len(uniques) else object))
+    at = np.append(index.get_indexer(keys), index.get_indexer(np.array([None], dtype=object)))
+    return at[codes]  # code -1 (missing) takes the last entry: the position of None
+
+
 def _distinct_keys(s: pd.Series) -> np.ndarray:
     """:func:`as_keys` of values without missing ones (a loop: call it on distinct values)."""
     out = np.empty(len(s), dtype=object)

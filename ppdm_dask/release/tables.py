@@ -36,7 +36,14 @@ def _suppressed(block: pd.DataFrame, qi: tuple[str, ...]) -> np.ndarray:
     """Rows whose every quasi-identifier is ``'*'`` (suppressed records)."""
     if not qi or not len(block):
         return np.zeros(len(block), dtype=bool)
-    return np.logical_and.reduce([block[c].astype(str).to_numpy() == "*" for c in qi])
+    return np.logical_and.reduce([_is_star(block[c]) for c in qi])
+
+
+def _is_star(col: pd.Series) -> np.ndarray:
+    """``col == '*'`` as a bool array (vectorised for string columns; never true for numbers)."""
+    if pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+        return np.zeros(len(col), dtype=bool)
+    return np.asarray((col == "*").fillna(False), dtype=bool)
 
 
 def _finish(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> tuple[pd.DataFrame, int]:
