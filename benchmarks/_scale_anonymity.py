@@ -180,7 +180,7 @@ def km_job(inputs: dict, client) -> dict:
     note = (f"{inputs['rows']:,} transactions; {res.method}: cut {len(res.cut)} nodes, {res.n_generalized_items} items generalised, "
             f"NCP {res.ncp:.4f}; fit {t_fit:.1f} s (count-tree passes {count_s:.1f} s, driver DA {da_s:.2f} s; {rounds}), "
             f"write+check {t_write:.1f} s ({len(parts)} files); spilled during the job {spilled / 2**20:,.0f} MiB")
-    plans = "no memory plan: count trees by tree reduction, recode per block, keyed shuffle into the files; input re-read per pass"
+    plans = f"count trees by tree reduction, recode per block, input re-read per pass; release: {_shuffle_plan(manifest)}"
     return {"fingerprint": fp, "plans": plans, "note": note}
 
 
