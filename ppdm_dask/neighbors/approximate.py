@@ -21,15 +21,16 @@ are merged per record (k smallest ``(distance, index)``, repeated candidates rem
 Cost per round: O(nnz) for the keys (one pass over the input's own blocks), a sort of N keys
 on the driver (8 bytes per record; the window ids, 4 bytes per record, travel in the task
 graph), one all-to-all of the rows into window groups, and about ``N * n_candidates / 2`` exact
-pair evaluations instead of ``N^2 / 2``. Rounds run in stages whose k-th distances cap the next
-stage (fewer exact comparisons, same result). The result depends on the key but not on the
+pair evaluations instead of ``N^2 / 2``. Rounds run in waves whose k-th distances cap the next
+waves (fewer exact comparisons, same result). The result depends on the key but not on the
 partitioning, the grouping or the workers.
 
 Memory: a group (one window task, one result block) holds about :data:`GROUP_BYTES` of rows,
 so the all-to-all has (N / group rows)^2 edges per round, whatever the input's partitioning.
-The input is kept in the workers' memory between the stages only when it fits in
-:data:`INPUT_MEMORY_SHARE` of it; otherwise every stage re-reads it. The k-NN graph itself
-(N x k x 32 bytes) is merged on the driver after each stage, where the caller receives it; the
+A wave routes at most what fits in :data:`WAVE_MEMORY_SHARE` of the workers' memory (rows and
+their lists); a larger round runs in several waves. The input is kept in the workers' memory
+between the waves only when it fits in :data:`INPUT_MEMORY_SHARE` of it; otherwise every wave
+re-reads it. The k-NN graph itself (N x k x 32 bytes) is merged on the driver after each wave, where the caller receives it; the
 workers get back only each row's k-th distance (8 bytes per record). Measured (2-worker
 LocalCluster, k = 10): Quest C20.I6.D200K 8 x 512 -> recall 0.81 in ~11 s (exact: ~20 s);
 20 Newsgroups counts 8 x 1024 -> recall 0.78 (exact is faster there: N is small).
@@ -62,9 +63,13 @@ _INVALID = np.uint64(np.iinfo(np.uint64).max)
 
 #: Rows of one window task (and of one result block) in memory: column ids and float64 values.
 GROUP_BYTES = 32 * 2**20
-#: Rounds per stage at most (a stage's window tasks hold that many copies of the rows).
+#: Rounds per wave at most (a wave's window tasks hold that many copies of the rows).
 MAX_STAGE_ROUNDS = 2
-#: Share of the workers' memory the input rows may take when kept between the stages.
+#: Share of the workers' memory the rows routed at once (one wave) may take with their lists.
+WAVE_MEMORY_SHARE = 0.25
+#: The same budget on the local schedulers.
+LOCAL_WAVE_BYTES = 2 * 2**30
+#: Share of the workers' memory the input rows may take when kept between the waves.
 INPUT_MEMORY_SHARE = 0.3
 #: The same budget on the local schedulers.
 LOCAL_INPUT_BYTES = 2 * 2**30
@@ -118,13 +123,15 @@ def _block_keys(block, weights, round_params: list) -> tuple[np.ndarray, np.ndar
     return keys, sq, int(block.indices.size)
 
 
-def _split(block, weights, start: int, window: np.ndarray, per_group: int, cap: np.ndarray | None) -> dict:
-    """Rows of one block routed to the window groups of one round:
+def _split(block, weights, start: int, window: np.ndarray, per_group: int, cap: np.ndarray | None,
+           g_lo: int, g_hi: int) -> dict:
+    """Rows of one block routed to the window groups ``g_lo..g_hi-1`` of one round:
     ``{group: (column ids, row lengths, values or None, gidx, window, cap)}``. Binary rows carry
     no values (the window task makes them); a row's cap (its k-th distance after the earlier
-    stages) travels with it."""
+    waves) travels with it."""
     cap = np.full(block.shape[0], np.inf) if cap is None else cap
     dest = np.where(window >= 0, window // per_group, -1)
+    dest[(dest < g_lo) | (dest >= g_hi)] = -1
     order = np.argsort(dest, kind="stable")  # rows of one group together, in block order
     cuts = np.flatnonzero(np.r_[True, dest[order][1:] != dest[order][:-1], True])
     out = {}
@@ -143,7 +150,7 @@ def _split(block, weights, start: int, window: np.ndarray, per_group: int, cap: 
 def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool, n_items: int):
     """Exact top-k inside every window of one group, as ``(gidx, dist, index, dot, cross)``
     sorted by ``gidx``; candidates farther than a row's cap (its k-th distance after the earlier
-    stages) are skipped: they cannot enter its final list."""
+    waves) are skipped: they cannot enter its final list."""
     pieces = [p for p in pieces if p[3].size]
     if not pieces:
         return (np.zeros(0, np.int64), *K.empty_topk(0, k))
@@ -170,8 +177,10 @@ def _select(res, lo: int, hi: int):
     return tuple(x[a:b] for x in res)
 
 
-def _merge_block(lo: int, hi: int, k: int, *pieces):
-    return K.merge_topk_unique(np.arange(lo, hi, dtype=np.int64), list(pieces), k)
+def _merge_rows(k: int, *pieces):
+    """``(rows, (dist, index, dot, cross))``: the top-k of the rows that appear in ``pieces``."""
+    rows = np.unique(np.concatenate([p[0] for p in pieces]))
+    return rows, K.merge_topk_unique(rows, list(pieces), k)
 
 
 def _windows(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
@@ -184,49 +193,99 @@ def _windows(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
     return window
 
 
-def _stage_blocks(blocks, weights, starts, windows, per_group, k, cosine, exclude_self, caps, n_items) -> list:
-    """Delayed top-k lists of one stage per block (``(dist, index, dot, cross)``, rows
-    ``starts[b]:starts[b + 1]``) for the rounds whose window ids are the rows of ``windows``:
-    per round one split task per block and one task per window group; one merge task per block.
-    Splits are per round so that a round's pieces can be freed before the next round's exist."""
+def _ship(arrays: list[np.ndarray], client: Any) -> list:
+    """Per-block arrays for the tasks: scattered to a distributed cluster (so the graph stays
+    small), or embedded in the graph on the local schedulers."""
+    from ..progress import _pick_client
+
+    active = _pick_client(client, {})
+    return list(active.scatter(arrays, hash=False)) if active is not None else arrays
+
+
+def _wave_tasks(blocks, weights, starts, windows, shipped, wave, per_group, k, cosine, exclude_self, caps, n_items) -> list:
+    """Delayed ``(rows, lists)`` per block for one wave: ``wave`` lists ``(round, g_lo, g_hi)``;
+    ``windows`` are the window ids on the driver, ``shipped[r][b]`` the same for block ``b`` as
+    the tasks get them, ``caps[b]`` each row's k-th distance so far (or None);
+    per round one split task per block (only the wave's groups) and one task per window group,
+    then one merge task per block that has rows in the wave."""
     nb = len(blocks)
     dl = functools.partial(dask.delayed, pure=True)
-    group = np.where(windows >= 0, windows // per_group, -1)
     row_block = np.repeat(np.arange(nb), np.diff(starts))
     pieces: list[list] = [[] for _ in range(nb)]
-    for r in range(windows.shape[0]):
+    for r, g_lo, g_hi in wave:
+        group = np.where(windows[r] >= 0, windows[r] // per_group, -1)
         splits = []
         for b in range(nb):
-            g_b = group[r, starts[b]:starts[b + 1]]
-            cap = None if caps is None else caps[b]
-            task = dl(_split)(blocks[b], weights[b], int(starts[b]), windows[r, starts[b]:starts[b + 1]], per_group, cap)
-            splits.append((task, set(np.unique(g_b[g_b >= 0]).tolist())))
-        for g in range(int(group[r].max(initial=-1)) + 1):
+            g_b = group[starts[b]:starts[b + 1]]
+            present = set(np.unique(g_b[(g_b >= g_lo) & (g_b < g_hi)]).tolist())
+            if present:
+                cap = None if caps is None else caps[b]
+                task = dl(_split)(blocks[b], weights[b], int(starts[b]), shipped[r][b], per_group, cap, g_lo, g_hi)
+                splits.append((task, present))
+        for g in range(g_lo, g_hi):
             parts = [s[g] for s, present in splits if g in present]
             if not parts:
                 continue
             res = dl(_window_knn)(parts, k, cosine, exclude_self, n_items)
-            for b in np.unique(row_block[group[r] == g]):
+            for b in np.unique(row_block[group == g]):
                 pieces[b].append(dl(_select)(res, int(starts[b]), int(starts[b + 1])))
-    return [dl(_merge_block)(int(starts[b]), int(starts[b + 1]), k, *pieces[b]) for b in range(nb)]
+    return [dl(_merge_rows)(k, *p) for p in pieces if p]
 
 
-def group_plan(n: int, nnz: int, n_candidates: int, weighted: bool, client: Any = None) -> dict:
-    """Rows per window task and result block, and whether the input is kept in memory.
+def _waves(windows: np.ndarray, per_group: int, wave_rows: int) -> list[list[tuple[int, int, int]]]:
+    """Consecutive ``(round, first group, end group)`` ranges whose rows stay within
+    ``wave_rows``; rounds 0 and 1 alone, later waves at most :data:`MAX_STAGE_ROUNDS` rounds
+    (each wave's k-th distances cap the next ones' comparisons)."""
+    waves: list[list[tuple[int, int, int]]] = []
+    cur: list[tuple[int, int, int]] = []
+    rows = 0
+    for r in range(windows.shape[0]):
+        valid = windows[r][windows[r] >= 0]
+        sizes = np.bincount(valid // per_group) if valid.size else np.zeros(0, np.int64)
+        if cur and (r <= 2 or len({w[0] for w in cur}) >= MAX_STAGE_ROUNDS):
+            waves.append(cur)
+            cur, rows = [], 0
+        g_lo = 0
+        for g, size in enumerate(sizes):
+            if rows + size > wave_rows and (rows > 0 or g > g_lo):
+                if g > g_lo:
+                    cur.append((r, g_lo, g))
+                waves.append(cur)
+                cur, rows, g_lo = [], 0, g
+            rows += int(size)
+        if sizes.size > g_lo:
+            cur.append((r, g_lo, int(sizes.size)))
+    if cur:
+        waves.append(cur)
+    return [w for w in waves if w]
+
+
+def group_plan(n: int, nnz: int, n_candidates: int, k: int, weighted: bool, client: Any = None) -> dict:
+    """Rows per window task and result block, whether the input is kept in memory, and the
+    rows routed at once (a wave).
 
     A window task holds its group's rows about three times (the pieces, their concatenation,
     the sorted copy), so a group is sized to :data:`GROUP_BYTES` of rows in memory (int32 column
     ids and float64 values per entry, 8 bytes per row): fewer, larger groups keep the task graph
     small (its all-to-all edges grow with the square of the number of groups).
     """
-    from ..cluster import memory_plan
+    from ..cluster import memory_budget, memory_plan
 
-    row_bytes = 12.0 * nnz / max(n, 1) + 8.0
+    mean = nnz / max(n, 1)
+    row_bytes = 12.0 * mean + 8.0
     rows = max(n_candidates, int(GROUP_BYTES // row_bytes))
-    # the input as persisted blocks: column ids (+ float32 weights) and indptr
-    stored = nnz * (8 if weighted else 4) + 8 * n
+    # the input as persisted blocks: int32 values and column ids, int32 indptr (twice with weights)
+    stored = (8 * nnz + 4 * n) * (2 if weighted else 1)
     plan, why, _ = memory_plan(stored, INPUT_MEMORY_SHARE, client, local=LOCAL_INPUT_BYTES, what="input rows")
-    return {"group_rows": rows, "input": plan, "input_reason": why, "row_bytes": row_bytes}
+    # a routed row: its piece (column ids, float32 values, length, gidx, window id, cap) and its
+    # top-k list three times (window task, selection, merge)
+    in_flight = (8 if weighted else 4) * mean + 28 + 3 * (32 * k + 8)
+    budget, where = memory_budget(WAVE_MEMORY_SHARE, client, local=LOCAL_WAVE_BYTES)
+    wave_rows = max(n_candidates, int(budget // in_flight))
+    wave_why = (f"{wave_rows:,} routed rows ({in_flight:,.0f} bytes each in flight: "
+                + (f"the local budget of {budget / 2**20:,.0f} MiB)" if where == "local scheduler"
+                   else f"{WAVE_MEMORY_SHARE:.0%} of the memory of {where}, {budget / 2**20:,.0f} MiB)"))
+    return {"group_rows": rows, "input": plan, "input_reason": why, "wave_rows": wave_rows, "wave_reason": wave_why}
 
 
 # ----------------------------------------------------------------------------- public
@@ -240,6 +299,7 @@ def approximate_knn(
     key: KeyLike = None,
     exclude_self: bool = True,
     group_rows: int | None = None,
+    wave_rows: int | None = None,
     client: Any = None,
     progress: bool = False,
 ) -> KNNGraph:
@@ -256,8 +316,8 @@ def approximate_knn(
     n_candidates : int, default 512
         Window size: each record is compared exactly with ``n_candidates - 1`` others per round.
     n_rounds : int, default 8
-        Independent rounds (more rounds: higher recall, linear cost). They run in stages of
-        1, 1, 2, 2, ... rounds; the k-th distances found by earlier stages cap the later ones,
+        Independent rounds (more rounds: higher recall, linear cost). They run in waves of
+        1, 1, 2, 2, ... rounds; the k-th distances found by earlier waves cap the later ones,
         which then skip most exact comparisons (without changing the result).
     key : Key, int or bytes, optional
         Randomness (default: a fresh secret key). Same key, same result, for any partitioning.
@@ -266,6 +326,10 @@ def approximate_knn(
     group_rows : int, optional
         Rows per window task and per result block (default: :data:`GROUP_BYTES` of rows in
         memory, from the input's mean row length; the result does not depend on it).
+    wave_rows : int, optional
+        Rows routed to window groups at once (default: what fits in :data:`WAVE_MEMORY_SHARE`
+        of the workers' memory); a round larger than this runs in several waves, each reading
+        the input again. The result does not depend on it.
     client, progress
         As in :func:`~ppdm_dask.neighbors.knn`.
 
@@ -282,8 +346,9 @@ def approximate_knn(
     for name, value, low in (("n_candidates", n_candidates, 2), ("n_rounds", n_rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise InvalidParameter(f"{name} must be an integer >= {low}, got {value!r}")
-    if group_rows is not None and (isinstance(group_rows, bool) or not isinstance(group_rows, (int, np.integer)) or group_rows < 1):
-        raise InvalidParameter(f"group_rows must be a positive integer, got {group_rows!r}")
+    for name, value in (("group_rows", group_rows), ("wave_rows", wave_rows)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise InvalidParameter(f"{name} must be a positive integer, got {value!r}")
     n_candidates, n_rounds = int(n_candidates), int(n_rounds)
     cosine = metric == "cosine"
     n, n_items = tx.n_transactions, tx.n_items
@@ -305,11 +370,11 @@ def approximate_knn(
                   client=client, progress=progress)
     keys = np.concatenate([np.asarray(x).reshape(n_rounds, -1) for x in out[0]], axis=1)
     sq = np.concatenate(out[1])
-    plan = group_plan(n, int(sum(out[2])), n_candidates, tx.weights is not None, client)
+    plan = group_plan(n, int(sum(out[2])), n_candidates, k, tx.weights is not None, client)
     del out
     group_rows = plan["group_rows"] if group_rows is None else int(group_rows)
     per_group = max(1, group_rows // n_candidates)  # windows per window task
-    # Result blocks of ~group_rows rows; kept in memory only when they fit (else every stage
+    # Result blocks of ~group_rows rows; kept in memory only when they fit (else every wave
     # re-reads the input instead of leaving it to the workers to spill).
     txr = tx.repartition(npartitions=max(1, math.ceil(n / group_rows)))
     if plan["input"] == "persist":
@@ -319,28 +384,28 @@ def approximate_knn(
     windows = np.stack([_windows(keys[r], rounds[r][2], n_candidates) for r in range(n_rounds)])
     del keys
 
-    # The graph lives on the driver (the caller gets it there anyway); each stage's lists are
-    # merged into it, and its k-th distances go back to the workers as the next stage's caps.
-    # Stages of 1, 1, 2, 2, ... rounds: a cap only removes candidates that cannot enter a list.
+    # The graph lives on the driver (the caller gets it there anyway); each wave's lists are
+    # merged into it, and its k-th distances go back to the workers as the next wave's caps (a
+    # cap only removes candidates that cannot enter a list: the result does not depend on the
+    # waves). A wave holds at most wave_rows routed rows, so the all-to-all never holds more
+    # than its memory share, however large the data.
+    waves = _waves(windows, per_group, plan["wave_rows"] if wave_rows is None else int(wave_rows))
+    shipped = [_ship([windows[r, starts[b]:starts[b + 1]] for b in range(len(blocks))], client) for r in range(n_rounds)]
     graph = K.empty_topk(n, k)
-    caps, lo, size = None, 0, 1
-    while lo < n_rounds:
-        hi = min(n_rounds, lo + size)
-        stage = _stage_blocks(blocks, weights, starts, windows[lo:hi], per_group, k, cosine, exclude_self, caps, n_items)
-        (res,) = compute(stage, client=client, progress=progress)
-        for b, part in enumerate(res):
-            a, z = int(starts[b]), int(starts[b + 1])
-            if lo > 0:
-                rows = np.arange(a, z, dtype=np.int64)
-                part = K.merge_topk_unique(rows, [(rows, *(f[a:z] for f in graph)), (rows, *part)], k)
-            for f, v in zip(graph, part):
-                f[a:z] = v
-        del res, stage
-        if hi < n_rounds:
-            caps = [np.ascontiguousarray(graph[0][starts[b]:starts[b + 1], -1]) for b in range(len(blocks))]
-        lo, size = hi, (size if lo == 0 else min(2 * size, MAX_STAGE_ROUNDS))
-    how = (f"{len(blocks)} groups of <= {group_rows:,} rows ({per_group} windows each), lists merged on the "
-           f"driver after each stage; {plan['input_reason']}")
+    caps = None
+    for i, wave in enumerate(waves):
+        tasks = _wave_tasks(blocks, weights, starts, windows, shipped, wave, per_group, k, cosine, exclude_self, caps, n_items)
+        (res,) = compute(tasks, client=client, progress=progress)
+        for rows, lists in res:
+            merged = K.merge_topk_unique(rows, [(rows, *(f[rows] for f in graph)), (rows, *lists)], k)
+            for f, v in zip(graph, merged):
+                f[rows] = v
+        del res, tasks
+        if i + 1 < len(waves):
+            caps = _ship([np.ascontiguousarray(graph[0][starts[b]:starts[b + 1], -1]) for b in range(len(blocks))], client)
+    how = (f"{len(blocks)} groups of <= {group_rows:,} rows ({per_group} windows each); {len(waves)} waves over "
+           f"{n_rounds} rounds, each within {plan['wave_reason']}; lists merged on the driver after each wave; "
+           f"{plan['input_reason']}")
     return KNNGraph(indices=graph[1], distances=graph[0], dots=graph[2], cross=graph[3], sqnorms=sq, k=k,
                     metric=metric, scope="approximate", plan=how)
 

@@ -346,5 +346,31 @@ def test_approximate_memory_plans_give_the_same_graph(monkeypatch):
     monkeypatch.setattr(approx, "LOCAL_INPUT_BYTES", 0)
     streamed = approximate_knn(tx, 4, n_candidates=32, n_rounds=5, key=9, progress=False)
     assert "stream" in streamed.plan
-    for f in ("indices", "distances", "dots", "cross", "sqnorms"):
-        np.testing.assert_array_equal(getattr(kept, f), getattr(streamed, f))
+    # a round routed in several waves (each re-reading the input): the same graph
+    waved = approximate_knn(tx, 4, n_candidates=32, n_rounds=5, key=9, group_rows=64, wave_rows=70, progress=False)
+    assert "waves over 5 rounds" in waved.plan and int(waved.plan.split(" waves")[0].split("; ")[-1]) > 5
+    for other in (streamed, waved):
+        for f in ("indices", "distances", "dots", "cross", "sqnorms"):
+            np.testing.assert_array_equal(getattr(kept, f), getattr(other, f))
+
+
+def test_waves_cover_every_group_once_within_the_budget():
+    from ppdm_dask.neighbors.approximate import MAX_STAGE_ROUNDS, _waves
+
+    rng = np.random.default_rng(3)
+    windows = np.stack([rng.permutation(1000) // 10 for _ in range(6)]).astype(np.int32)
+    windows[2, :50] = -1  # rows without neighbours are routed nowhere
+    for budget in (35, 100, 333, 10_000):
+        waves = _waves(windows, 3, budget)  # groups of 3 windows = 30 rows
+        seen = {r: [] for r in range(6)}
+        for wave in waves:
+            rounds = {r for r, _, _ in wave}
+            assert len(rounds) <= MAX_STAGE_ROUNDS
+            rows = sum(int(((windows[r] >= 0) & (windows[r] // 3 >= lo) & (windows[r] // 3 < hi)).sum()) for r, lo, hi in wave)
+            assert rows <= max(budget, 30)  # one group alone may exceed a tiny budget
+            for r, lo, hi in wave:
+                seen[r].extend(range(lo, hi))
+        for r in range(6):
+            groups = np.unique(windows[r][windows[r] >= 0] // 3)
+            assert seen[r] == groups.tolist()
+        assert all({r for r, _, _ in w} <= {0} or {r for r, _, _ in w} <= {1} or min(r for r, _, _ in w) >= 2 for w in waves)
