@@ -197,9 +197,16 @@ def exact_sample_knn(X, rows: np.ndarray, k: int, *, data_block: int = 100_000, 
 
 
 def kv_prepare(scale: int, tmp: Path) -> dict:
+    import _scale_mining
+
     from ppdm_dask import read
 
     folder = _generate_quest(kv_spec(scale), str(tmp / kv_spec(scale)))
+    cache = _scale_mining._CACHE_DIR / f"{kv_spec(scale)}-exact-{RECALL_SAMPLE}-k{K}.npz" if _scale_mining._KEEP else None
+    if cache is not None and cache.exists():  # the brute-force oracle of a kept data set
+        saved = np.load(cache)
+        return {"folder": folder, "tmp": tmp, "rows": saved["rows"], "exact_indices": saved["idx"],
+                "exact_distances": saved["dist"]}
     X = read(folder).compute(progress=False)
     nonzero = np.flatnonzero(np.diff(X.indptr) > 0)
     rows = np.sort(np.random.default_rng(2024).choice(nonzero, size=min(RECALL_SAMPLE, nonzero.size), replace=False))
@@ -207,6 +214,8 @@ def kv_prepare(scale: int, tmp: Path) -> dict:
     idx, dist = exact_sample_knn(X, rows, K)
     print(f"  [sketch-kvariance {scale}x] exact neighbours of {rows.size:,} sample records by brute force in "
           f"{time.perf_counter() - t0:.1f} s (untimed)", flush=True)
+    if cache is not None:
+        np.savez(cache, rows=rows, idx=idx, dist=dist)
     return {"folder": folder, "tmp": tmp, "rows": rows, "exact_indices": idx, "exact_distances": dist}
 
 
@@ -238,7 +247,7 @@ def kv_job(inputs: dict, client) -> dict:
     driver = clock.get("windows") + clock.get("assemble") + r["sweep_seconds"]
     plans = f"approximate_knn: {g.plan}; m on the driver; release shuffle into {len(manifest['partitions'])} files"
     note = (f"recall {rec:.3f} on {rows.size:,} sampled records (exact by brute force); k-NN {r['knn_seconds']:.1f} s "
-            f"(driver: window sort {clock.get('windows'):.1f} s, merging the stages' lists {clock.get('assemble'):.1f} s), "
+            f"(driver: window sort {clock.get('windows'):.1f} s, merging the waves' lists {clock.get('assemble'):.1f} s), "
             f"sweeps {r['sweep_seconds']:.1f} s ({r['n_iter']} iterations, converged {r['converged']}), "
             f"fit {t_fit:.1f} s, write+check {t_write:.1f} s, driver steps {driver:.1f} s = {100 * driver / (t_fit + t_write):.0f}%; "
             f"suppressed {r['n_suppressed']:,}, mean m {r['mean_components']:.1f}")

@@ -60,4 +60,7 @@ def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_leve
         release = cond.fit(table, progress=obj.progress).transform(table)
         manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)
-    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, report=rep)
+    memory = getattr(cond, "report_", {}).get("memory")
+    extra = [f"  {'memory plan':<12} {memory}"] if memory else []
+    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra,
+                 extra_json={"memory_plan": memory} if memory else None, report=rep)

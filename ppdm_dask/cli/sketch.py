@@ -79,11 +79,14 @@ def sketch_anonymize(obj: Context, src, dst, delta, k, m_max, metric, knn_scope,
         release = an.set_params(key=obj.key()).fit_transform(tx, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)
-    extra = []
+    extra, extra_json = [], None
     if k is not None:
         r = an.report_
         extra.append(f"  {'sweeps':<12} {r['n_iter']} (converged: {r['converged']}); k-NN in {r['knn_seconds']:.1f} s")
-    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra, report=rep)
+        if r.get("knn_plan"):
+            extra.append(f"  {'memory plan':<12} {r['knn_plan']}")
+            extra_json = {"memory_plan": r["knn_plan"]}
+    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra, extra_json=extra_json, report=rep)
 
 
 def sweep_levels(text: str | None) -> tuple[str, list[float]] | None:

@@ -182,7 +182,8 @@ class KVarianceAnonymizer(Estimator):
     report_ : dict
         ``n_records``, ``n_suppressed``, ``mean_components`` (kept records), ``k``, ``m_max``,
         ``n_iter``, ``changes``, ``converged``, ``violations`` (recounted; 0), ``knn_seconds``,
-        ``sweep_seconds``, ``metric``, ``knn_scope``, ``approximate``.
+        ``sweep_seconds``, ``metric``, ``knn_scope``, ``approximate``, ``knn_plan`` (how the
+        approximate search used memory; empty for the exact one).
     """
 
     def __init__(
@@ -275,6 +276,7 @@ class KVarianceAnonymizer(Estimator):
             "threshold": self.threshold,
             **info,
             "knn_seconds": t1 - t0,
+            "knn_plan": graph.plan,
             "sweep_seconds": t2 - t1,
         }
         return self

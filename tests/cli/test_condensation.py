@@ -45,6 +45,7 @@ def test_condense_parquet_verify_and_tampering(tmp_path, parquet_src):
     summary = json.loads(r.stdout)
     assert summary["family"] == "condensation" and summary["method"] == "static" and summary["verdict"]["ok"]
     assert summary["records"]["input"] == 400 and summary["parameters"]["columns"] == ["a0", "a1", "a2"]
+    assert summary["memory_plan"].startswith("one cell")  # 400 rows: one k-d cell
     manifest = manifest_of(out)
     assert manifest["columns"] == ["a0", "a1", "a2"] and manifest["n_records"] == 400
     groups, cols = read_groups(out)
