@@ -7,7 +7,7 @@ count vectors travel.
 
 Memory plan (``memory_plan``). Two kinds of state may be kept on the workers: the rows,
 *packed* (the column ids of each row as varint gaps, about 1.3 bytes per entry instead of the 8
-of a CSR block; :mod:`._packed`), and the per-block *bitsets* of the counted items.
+of a CSR block; :mod:`ppdm_dask.data.packed`), and the per-block *bitsets* of the counted items.
 
 - ``"persist"``: the bitsets are built once and kept for every later query; rows are read from
   the TransactionArray as given.
@@ -34,7 +34,7 @@ import numpy as np
 
 from ..graph import tree_reduce
 from . import _kernels as K
-from ._packed import PackedRows, pack_rows, packed_bitsets, packed_bytes_estimate, unpack_rows
+from ..data.packed import PackedRows, pack_rows, packed_bitsets, packed_bytes_estimate, unpack_rows
 
 __all__ = ["SupportCounter"]
 

@@ -52,6 +52,7 @@ from numba import njit
 
 from ..errors import InvalidParameter
 from ..random import KeyLike, Tag, as_key
+from ..data.packed import PackedRows, pack_rows, packed_bytes_estimate, unpack_rows
 from . import _kernels as K
 from .exact import KNNGraph, _check, _delayed_blocks
 
@@ -64,13 +65,13 @@ _INVALID = np.uint64(np.iinfo(np.uint64).max)
 #: Rows of one window task (and of one result block) in memory: column ids and float64 values.
 GROUP_BYTES = 32 * 2**20
 #: Rounds per wave at most (a wave's window tasks hold that many copies of the rows).
-MAX_STAGE_ROUNDS = 2
+MAX_WAVE_ROUNDS = 2
 #: Share of the workers' memory the rows routed at once (one wave) may take with their lists.
-WAVE_MEMORY_SHARE = 0.25
+WAVE_MEMORY_SHARE = 0.15
 #: The same budget on the local schedulers.
 LOCAL_WAVE_BYTES = 2 * 2**30
 #: Share of the workers' memory the input rows may take when kept between the waves.
-INPUT_MEMORY_SHARE = 0.3
+INPUT_MEMORY_SHARE = 0.15
 #: The same budget on the local schedulers.
 LOCAL_INPUT_BYTES = 2 * 2**30
 
@@ -129,6 +130,8 @@ def _split(block, weights, start: int, window: np.ndarray, per_group: int, cap: 
     ``{group: (column ids, row lengths, values or None, gidx, window, cap)}``. Binary rows carry
     no values (the window task makes them); a row's cap (its k-th distance after the earlier
     waves) travels with it."""
+    if isinstance(block, PackedRows):
+        block = unpack_rows(block)
     cap = np.full(block.shape[0], np.inf) if cap is None else cap
     dest = np.where(window >= 0, window // per_group, -1)
     dest[(dest < g_lo) | (dest >= g_hi)] = -1
@@ -149,7 +152,7 @@ def _split(block, weights, start: int, window: np.ndarray, per_group: int, cap: 
 
 def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool, n_items: int):
     """Exact top-k inside every window of one group, as ``(gidx, dist, index, dot, cross)``
-    sorted by ``gidx``; candidates farther than a row's cap (its k-th distance after the earlier
+    sorted by ``gidx``, for the rows that found at least one candidate; candidates farther than a row's cap (its k-th distance after the earlier
     waves) are skipped: they cannot enter its final list."""
     pieces = [p for p in pieces if p[3].size]
     if not pieces:
@@ -168,19 +171,10 @@ def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool, n_items:
     m.sort_indices()
     bounds = np.flatnonzero(np.r_[True, win[1:] != win[:-1], True])
     res = K.windows_topk(m, gidx, bounds, k, cosine=cosine, exclude_self=exclude_self, cap=cap)
-    order = np.argsort(gidx, kind="stable")
+    # only rows that found a candidate under their cap travel back (after the first waves: few)
+    found = np.flatnonzero(res[1][:, 0] >= 0)
+    order = found[np.argsort(gidx[found], kind="stable")]
     return (gidx[order], *(x[order] for x in res))
-
-
-def _select(res, lo: int, hi: int):
-    a, b = np.searchsorted(res[0], lo), np.searchsorted(res[0], hi)
-    return tuple(x[a:b] for x in res)
-
-
-def _merge_rows(k: int, *pieces):
-    """``(rows, (dist, index, dot, cross))``: the top-k of the rows that appear in ``pieces``."""
-    rows = np.unique(np.concatenate([p[0] for p in pieces]))
-    return rows, K.merge_topk_unique(rows, list(pieces), k)
 
 
 def _windows(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
@@ -203,15 +197,15 @@ def _ship(arrays: list[np.ndarray], client: Any) -> list:
 
 
 def _wave_tasks(blocks, weights, starts, windows, shipped, wave, per_group, k, cosine, exclude_self, caps, n_items) -> list:
-    """Delayed ``(rows, lists)`` per block for one wave: ``wave`` lists ``(round, g_lo, g_hi)``;
+    """Delayed window-task results of one wave (``wave`` lists ``(round, g_lo, g_hi)``): per
+    round one split task per block (only the wave's groups) and one task per window group.
     ``windows`` are the window ids on the driver, ``shipped[r][b]`` the same for block ``b`` as
-    the tasks get them, ``caps[b]`` each row's k-th distance so far (or None);
-    per round one split task per block (only the wave's groups) and one task per window group,
-    then one merge task per block that has rows in the wave."""
+    the tasks get them, ``caps[b]`` each row's k-th distance so far (or None). The results go
+    straight to the driver, which merges them into the graph: no per-block tasks, so the graph
+    has (blocks + groups) tasks per round plus one edge per (block, group) piece."""
     nb = len(blocks)
     dl = functools.partial(dask.delayed, pure=True)
-    row_block = np.repeat(np.arange(nb), np.diff(starts))
-    pieces: list[list] = [[] for _ in range(nb)]
+    out = []
     for r, g_lo, g_hi in wave:
         group = np.where(windows[r] >= 0, windows[r] // per_group, -1)
         splits = []
@@ -224,17 +218,14 @@ def _wave_tasks(blocks, weights, starts, windows, shipped, wave, per_group, k, c
                 splits.append((task, present))
         for g in range(g_lo, g_hi):
             parts = [s[g] for s, present in splits if g in present]
-            if not parts:
-                continue
-            res = dl(_window_knn)(parts, k, cosine, exclude_self, n_items)
-            for b in np.unique(row_block[group == g]):
-                pieces[b].append(dl(_select)(res, int(starts[b]), int(starts[b + 1])))
-    return [dl(_merge_rows)(k, *p) for p in pieces if p]
+            if parts:
+                out.append(dl(_window_knn)(parts, k, cosine, exclude_self, n_items))
+    return out
 
 
 def _waves(windows: np.ndarray, per_group: int, wave_rows: int) -> list[list[tuple[int, int, int]]]:
     """Consecutive ``(round, first group, end group)`` ranges whose rows stay within
-    ``wave_rows``; rounds 0 and 1 alone, later waves at most :data:`MAX_STAGE_ROUNDS` rounds
+    ``wave_rows``; rounds 0 and 1 alone, later waves at most :data:`MAX_WAVE_ROUNDS` rounds
     (each wave's k-th distances cap the next ones' comparisons)."""
     waves: list[list[tuple[int, int, int]]] = []
     cur: list[tuple[int, int, int]] = []
@@ -242,7 +233,7 @@ def _waves(windows: np.ndarray, per_group: int, wave_rows: int) -> list[list[tup
     for r in range(windows.shape[0]):
         valid = windows[r][windows[r] >= 0]
         sizes = np.bincount(valid // per_group) if valid.size else np.zeros(0, np.int64)
-        if cur and (r <= 2 or len({w[0] for w in cur}) >= MAX_STAGE_ROUNDS):
+        if cur and (r <= 2 or len({w[0] for w in cur}) >= MAX_WAVE_ROUNDS):
             waves.append(cur)
             cur, rows = [], 0
         g_lo = 0
@@ -260,7 +251,7 @@ def _waves(windows: np.ndarray, per_group: int, wave_rows: int) -> list[list[tup
     return [w for w in waves if w]
 
 
-def group_plan(n: int, nnz: int, n_candidates: int, k: int, weighted: bool, client: Any = None) -> dict:
+def group_plan(n: int, nnz: int, n_items: int, n_candidates: int, k: int, weighted: bool, client: Any = None) -> dict:
     """Rows per window task and result block, whether the input is kept in memory, and the
     rows routed at once (a wave).
 
@@ -274,12 +265,13 @@ def group_plan(n: int, nnz: int, n_candidates: int, k: int, weighted: bool, clie
     mean = nnz / max(n, 1)
     row_bytes = 12.0 * mean + 8.0
     rows = max(n_candidates, int(GROUP_BYTES // row_bytes))
-    # the input as persisted blocks: int32 values and column ids, int32 indptr (twice with weights)
-    stored = (8 * nnz + 4 * n) * (2 if weighted else 1)
+    # the input as persisted blocks: binary rows packed, weighted ones as CSR (int32 ids and
+    # values, float32 weights with their own ids)
+    stored = (16 * nnz + 8 * n) if weighted else packed_bytes_estimate(nnz, n, n_items)
     plan, why, _ = memory_plan(stored, INPUT_MEMORY_SHARE, client, local=LOCAL_INPUT_BYTES, what="input rows")
     # a routed row: its piece (column ids, float32 values, length, gidx, window id, cap) and its
-    # top-k list three times (window task, selection, merge)
-    in_flight = (8 if weighted else 4) * mean + 28 + 3 * (32 * k + 8)
+    # top-k list until the driver gathers it
+    in_flight = (8 if weighted else 4) * mean + 28 + (32 * k + 8)
     budget, where = memory_budget(WAVE_MEMORY_SHARE, client, local=LOCAL_WAVE_BYTES)
     wave_rows = max(n_candidates, int(budget // in_flight))
     wave_why = (f"{wave_rows:,} routed rows ({in_flight:,.0f} bytes each in flight: "
@@ -340,7 +332,7 @@ def approximate_knn(
         product and cross term; rows may miss some true neighbours and may have fewer than k
         (padding ``-1``/``inf``).
     """
-    from ..progress import compute
+    from ..progress import compute, persist
 
     k = _check(tx, k, metric, exclude_self)
     for name, value, low in (("n_candidates", n_candidates, 2), ("n_rounds", n_rounds, 1)):
@@ -370,16 +362,19 @@ def approximate_knn(
                   client=client, progress=progress)
     keys = np.concatenate([np.asarray(x).reshape(n_rounds, -1) for x in out[0]], axis=1)
     sq = np.concatenate(out[1])
-    plan = group_plan(n, int(sum(out[2])), n_candidates, k, tx.weights is not None, client)
+    plan = group_plan(n, int(sum(out[2])), n_items, n_candidates, k, tx.weights is not None, client)
     del out
     group_rows = plan["group_rows"] if group_rows is None else int(group_rows)
     per_group = max(1, group_rows // n_candidates)  # windows per window task
     # Result blocks of ~group_rows rows; kept in memory only when they fit (else every wave
     # re-reads the input instead of leaving it to the workers to spill).
     txr = tx.repartition(npartitions=max(1, math.ceil(n / group_rows)))
-    if plan["input"] == "persist":
-        txr = txr.persist(client=client, progress=False)
     blocks, weights = _delayed_blocks(txr)
+    if plan["input"] == "persist":  # binary rows kept as varint byte streams (~1.3 bytes per entry)
+        blocks = [b if tx.weights is not None else dl(pack_rows)(b) for b in blocks]
+        kept = persist(*blocks, *(w for w in weights if w is not None), client=client, progress=False)
+        blocks = list(kept[:len(blocks)])
+        weights = list(kept[len(blocks):]) if tx.weights is not None else weights
     starts = np.r_[0, np.cumsum(txr.partition_rows)].astype(np.int64)
     windows = np.stack([_windows(keys[r], rounds[r][2], n_candidates) for r in range(n_rounds)])
     del keys
@@ -396,10 +391,11 @@ def approximate_knn(
     for i, wave in enumerate(waves):
         tasks = _wave_tasks(blocks, weights, starts, windows, shipped, wave, per_group, k, cosine, exclude_self, caps, n_items)
         (res,) = compute(tasks, client=client, progress=progress)
-        for rows, lists in res:
-            merged = K.merge_topk_unique(rows, [(rows, *(f[rows] for f in graph)), (rows, *lists)], k)
-            for f, v in zip(graph, merged):
-                f[rows] = v
+        for rows, *lists in res:
+            if rows.size:
+                merged = K.merge_topk_unique(rows, [(rows, *(f[rows] for f in graph)), (rows, *lists)], k)
+                for f, v in zip(graph, merged):
+                    f[rows] = v
         del res, tasks
         if i + 1 < len(waves):
             caps = _ship([np.ascontiguousarray(graph[0][starts[b]:starts[b + 1], -1]) for b in range(len(blocks))], client)

@@ -355,7 +355,7 @@ def test_approximate_memory_plans_give_the_same_graph(monkeypatch):
 
 
 def test_waves_cover_every_group_once_within_the_budget():
-    from ppdm_dask.neighbors.approximate import MAX_STAGE_ROUNDS, _waves
+    from ppdm_dask.neighbors.approximate import MAX_WAVE_ROUNDS, _waves
 
     rng = np.random.default_rng(3)
     windows = np.stack([rng.permutation(1000) // 10 for _ in range(6)]).astype(np.int32)
@@ -365,7 +365,7 @@ def test_waves_cover_every_group_once_within_the_budget():
         seen = {r: [] for r in range(6)}
         for wave in waves:
             rounds = {r for r, _, _ in wave}
-            assert len(rounds) <= MAX_STAGE_ROUNDS
+            assert len(rounds) <= MAX_WAVE_ROUNDS
             rows = sum(int(((windows[r] >= 0) & (windows[r] // 3 >= lo) & (windows[r] // 3 < hi)).sum()) for r, lo, hi in wave)
             assert rows <= max(budget, 30)  # one group alone may exceed a tiny budget
             for r, lo, hi in wave:

@@ -1,4 +1,4 @@
-"""Packed rows (ppdm_dask.mining._packed): the varint byte stream gives back every block
+"""Packed rows (ppdm_dask.data.packed): the varint byte stream gives back every block
 exactly (compiled and numpy coders agree byte for byte), decodes straight into the same bitsets
 as the CSR route, and the planned size bounds the real one on sparse baskets."""
 
@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from ppdm_dask import Key
 from ppdm_dask.data.quest import quest
 from ppdm_dask.mining import _kernels as K
-from ppdm_dask.mining import _packed as P
+from ppdm_dask.data import packed as P
 
 
 def _block(seed, n_rows, n_cols, per_row):

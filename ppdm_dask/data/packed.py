@@ -168,14 +168,21 @@ if _numba is not None:
 
 def packed_bitsets(packed: PackedRows, items: np.ndarray) -> np.ndarray:
     """The packed row masks of the sorted column ids ``items`` straight from a packed block:
-    the same array as ``_kernels.build_bitsets(unpack_rows(packed), items)``."""
-    from ._kernels import _positions, build_bitsets
-
-    if _numba is None:  # pragma: no cover
-        return build_bitsets(unpack_rows(packed), items)
+    ``bits[i, r >> 6]`` has bit ``r & 63`` set when row ``r`` holds ``items[i]`` (the layout
+    of the miners' bitsets)."""
     n_words = max(1, (packed.n_rows + 63) // 64)
     bits = np.zeros(items.size * n_words, dtype=np.uint64)
-    _bitset_packed_loop(packed.data, packed.n_rows, _positions(packed.n_cols, items), n_words, bits)
+    pos = np.full(packed.n_cols, -1, dtype=np.int32)  # column id -> position in items
+    pos[items] = np.arange(items.size, dtype=np.int32)
+    if _numba is None:  # pragma: no cover
+        csr = unpack_rows(packed)
+        rows = np.repeat(np.arange(packed.n_rows, dtype=np.int64), np.diff(csr.indptr))
+        p = pos[csr.indices]
+        keep = p >= 0
+        np.bitwise_or.at(bits, p[keep].astype(np.int64) * n_words + (rows[keep] >> 6),
+                         np.left_shift(np.uint64(1), (rows[keep] & 63).astype(np.uint64)))
+    else:
+        _bitset_packed_loop(packed.data, packed.n_rows, pos, n_words, bits)
     return bits.reshape(items.size, n_words)
 
 
