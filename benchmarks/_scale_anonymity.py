@@ -35,18 +35,6 @@ FAN_OUT = 5
 RELEASE_KEY = 20240611  # fixed: the same released rows give the same bytes
 
 
-def disk_writes(client) -> int:
-    """Bytes the workers have spilled to disk so far (cumulative: ``bench_scale.spilled_bytes``
-    reads ``spilled_total``, the bytes on disk *now*, which is back to 0 once the job's keys
-    are released)."""
-
-    def on_worker(dask_worker):
-        metrics = getattr(dask_worker.data, "cumulative_metrics", None) or {}
-        return int(metrics.get(("disk-write", "bytes"), 0))
-
-    return int(sum(client.run(on_worker).values()))
-
-
 # ----------------------------------------------------------------------------- k-anonymity
 def _adult():
     from ppdm_dask.data.uci import ADULT_QI, load_adult
@@ -74,7 +62,7 @@ def prepare_adult(scale: int, tmp: Path) -> dict:
 
 def _kanon_job(inputs: dict, client, method: str) -> dict:
     import dask.dataframe as dd
-    from bench_scale import fingerprint
+    from bench_scale import fingerprint, spilled_bytes
 
     from ppdm_dask import Key
     from ppdm_dask.anonymity import KAnonymizer
@@ -89,7 +77,7 @@ def _kanon_job(inputs: dict, client, method: str) -> dict:
     t_fit = time.perf_counter() - t0
     manifest = release.write(str(out), client=client)  # default: read back and recount k before the commit
     t_write = time.perf_counter() - t0 - t_fit
-    spilled = disk_writes(client)
+    spilled = spilled_bytes(client)
     shutil.rmtree(out, ignore_errors=True)
     s = res.summary()
     parts = manifest["partitions"]
@@ -154,7 +142,7 @@ def prepare_bms(scale: int, tmp: Path) -> dict:
 
 
 def km_job(inputs: dict, client) -> dict:
-    from bench_scale import fingerprint
+    from bench_scale import fingerprint, spilled_bytes
 
     from ppdm_dask import Key, read
     from ppdm_dask.anonymity import KmAnonymizer
@@ -168,7 +156,7 @@ def km_job(inputs: dict, client) -> dict:
     t_fit = time.perf_counter() - t0
     manifest = release.write(str(out), client=client)  # default: read back and recount k^m before the commit
     t_write = time.perf_counter() - t0 - t_fit
-    spilled = disk_writes(client)
+    spilled = spilled_bytes(client)
     shutil.rmtree(out, ignore_errors=True)
     parts = manifest["partitions"]
     fp = fingerprint(res.method, "|".join(res.cut), f"{res.ncp:.12f}", str(res.n_generalized_items),
