@@ -207,6 +207,29 @@ def compute(
         raise
 
 
+def compute_each(tasks: Sequence[Any], consume: Callable[[Any], None], *, client: distributed.Client | None = None) -> None:
+    """Compute the delayed ``tasks`` and hand each result to ``consume`` as soon as it is ready.
+
+    On a distributed client every result is released from the cluster once consumed, so the
+    results never pile up in the workers' memory (as they do until the last task finishes with
+    :func:`compute`); on the local schedulers they are computed together, then consumed.
+    """
+    active = _pick_client(client, {})
+    if active is None:
+        for result in dask.compute(*tasks):
+            consume(result)
+        return
+    futures = active.compute(list(tasks))
+    try:
+        for future in distributed.as_completed(futures):
+            consume(future.result())
+            future.release()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            active.cancel(futures)
+        raise
+
+
 def persist(
     *collections: Any,
     progress: bool = False,
@@ -257,7 +280,7 @@ def persist(
     return tuple(persisted)
 
 
-__all__ = ["compute", "persist", "step_reporter", "log_interval"]
+__all__ = ["compute", "compute_each", "persist", "step_reporter", "log_interval"]
 
 
 def step_reporter(label: str) -> Callable[[int, int, str], None]:

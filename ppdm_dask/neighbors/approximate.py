@@ -269,9 +269,9 @@ def group_plan(n: int, nnz: int, n_items: int, n_candidates: int, k: int, weight
     # values, float32 weights with their own ids)
     stored = (16 * nnz + 8 * n) if weighted else packed_bytes_estimate(nnz, n, n_items)
     plan, why, _ = memory_plan(stored, INPUT_MEMORY_SHARE, client, local=LOCAL_INPUT_BYTES, what="input rows")
-    # a routed row: its piece (column ids, float32 values, length, gidx, window id, cap) and its
-    # top-k list until the driver gathers it
-    in_flight = (8 if weighted else 4) * mean + 28 + (32 * k + 8)
+    # a routed row: its piece (column ids, float32 values, length, gidx, window id, cap); its
+    # top-k list leaves the workers as soon as its group is done
+    in_flight = (8 if weighted else 4) * mean + 28
     budget, where = memory_budget(WAVE_MEMORY_SHARE, client, local=LOCAL_WAVE_BYTES)
     wave_rows = max(n_candidates, int(budget // in_flight))
     wave_why = (f"{wave_rows:,} routed rows ({in_flight:,.0f} bytes each in flight: "
@@ -332,7 +332,7 @@ def approximate_knn(
         product and cross term; rows may miss some true neighbours and may have fewer than k
         (padding ``-1``/``inf``).
     """
-    from ..progress import compute, persist
+    from ..progress import compute, compute_each, persist, step_reporter
 
     k = _check(tx, k, metric, exclude_self)
     for name, value, low in (("n_candidates", n_candidates, 2), ("n_rounds", n_rounds, 1)):
@@ -387,20 +387,26 @@ def approximate_knn(
     waves = _waves(windows, per_group, plan["wave_rows"] if wave_rows is None else int(wave_rows))
     shipped = [_ship([windows[r, starts[b]:starts[b + 1]] for b in range(len(blocks))], client) for r in range(n_rounds)]
     graph = K.empty_topk(n, k)
+
+    def merge(result) -> None:
+        rows, *lists = result
+        if rows.size:
+            merged = K.merge_topk_unique(rows, [(rows, *(f[rows] for f in graph)), (rows, *lists)], k)
+            for f, v in zip(graph, merged):
+                f[rows] = v
+
+    report = step_reporter("approximate k-NN waves") if progress else None
     caps = None
     for i, wave in enumerate(waves):
         tasks = _wave_tasks(blocks, weights, starts, windows, shipped, wave, per_group, k, cosine, exclude_self, caps, n_items)
-        (res,) = compute(tasks, client=client, progress=progress)
-        for rows, *lists in res:
-            if rows.size:
-                merged = K.merge_topk_unique(rows, [(rows, *(f[rows] for f in graph)), (rows, *lists)], k)
-                for f, v in zip(graph, merged):
-                    f[rows] = v
-        del res, tasks
+        compute_each(tasks, merge, client=client)  # each group's lists leave the workers when ready
+        del tasks
+        if report is not None:
+            report(i + 1, len(waves), f"{sum(hi - lo for _, lo, hi in wave)} groups")
         if i + 1 < len(waves):
             caps = _ship([np.ascontiguousarray(graph[0][starts[b]:starts[b + 1], -1]) for b in range(len(blocks))], client)
     how = (f"{len(blocks)} groups of <= {group_rows:,} rows ({per_group} windows each); {len(waves)} waves over "
-           f"{n_rounds} rounds, each within {plan['wave_reason']}; lists merged on the driver after each wave; "
+           f"{n_rounds} rounds, each within {plan['wave_reason']}; each group's lists merged on the driver as they arrive; "
            f"{plan['input_reason']}")
     return KNNGraph(indices=graph[1], distances=graph[0], dots=graph[2], cross=graph[3], sqnorms=sq, k=k,
                     metric=metric, scope="approximate", plan=how)

@@ -58,7 +58,7 @@ def test_kvariance_and_floor(tmp_path, src):
     assert run("verify", str(tmp_path / "k"), "--original", src).exit_code == 0
     r = run("sketch", "anonymize", src, str(tmp_path / "a"), "--k", "3", "--m-max", "64", "--approximate")
     assert r.exit_code == 0, r.output
-    assert "memory plan" in r.output and "waves over 8 rounds" in r.output and "input rows" in r.output
+    assert "memory plan" in r.output and "waves over 8 rounds" in r.output and "as they arrive" in r.output and "input rows" in r.output
     weak = run("sketch", src, str(tmp_path / "w"), "--k", "1")
     assert weak.exit_code == 2 and "k >= 2" in weak.output and "--allow-weak" in weak.output
     assert not (tmp_path / "w").exists()

@@ -1,0 +1,37 @@
+"""ppdm_dask.progress.compute_each: every result reaches the consumer once, and on a cluster
+nothing stays held once consumed."""
+
+from __future__ import annotations
+
+import time
+
+import dask
+import numpy as np
+import pytest
+
+from ppdm_dask.progress import compute_each
+
+
+def _square(i: int) -> np.ndarray:
+    return np.full(1000, i * i)
+
+
+def test_compute_each_locally():
+    got = []
+    compute_each([dask.delayed(_square)(i) for i in range(7)], lambda r: got.append(int(r[0])))
+    assert sorted(got) == [i * i for i in range(7)]
+
+
+@pytest.mark.cluster
+def test_compute_each_on_a_cluster_releases_results(on_cluster):
+    got = []
+    tasks = [dask.delayed(_square, pure=True)(i) for i in range(12)]
+    compute_each(tasks, lambda r: got.append(int(r[0])), client=on_cluster)
+    assert sorted(got) == [i * i for i in range(12)]
+    keys = {t.key for t in tasks}
+    deadline = time.monotonic() + 10
+    while keys & set(on_cluster.who_has()) and time.monotonic() < deadline:
+        time.sleep(0.05)  # releases reach the scheduler asynchronously
+    assert not keys & set(on_cluster.who_has())
+    with pytest.raises(ZeroDivisionError):
+        compute_each([dask.delayed(lambda: 1 / 0)()], got.append, client=on_cluster)
