@@ -46,7 +46,7 @@ __all__ = ["Condenser", "privacy_levels", "repair_groups", "check_condensation"]
 #: measured 1.025-1.06 with 2 cells, 1.14-1.2 with 4 small ones (see the benchmark).
 DEFAULT_ROWS_PER_PARTITION = 200_000
 #: Share of the workers' memory the rows of the cells condensed at once may take.
-CELL_MEMORY_SHARE = 0.25
+CELL_MEMORY_SHARE = 0.15
 #: The same budget on the local schedulers.
 LOCAL_CELL_BYTES = 2 * 2**30
 
