@@ -221,9 +221,10 @@ def compute_each(tasks: Sequence[Any], consume: Callable[[Any], None], *, client
         return
     futures = active.compute(list(tasks))
     try:
-        for future in distributed.as_completed(futures):
-            consume(future.result())
-            future.release()
+        with active.as_current():  # as_completed looks up the current client
+            for future in distributed.as_completed(futures):
+                consume(future.result())
+                future.release()
     except BaseException:
         with contextlib.suppress(Exception):
             active.cancel(futures)

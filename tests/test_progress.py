@@ -23,7 +23,8 @@ def test_compute_each_locally():
 
 
 @pytest.mark.cluster
-def test_compute_each_on_a_cluster_releases_results(on_cluster):
+def test_compute_each_on_a_cluster_releases_results(cluster_client):
+    on_cluster = cluster_client  # passed explicitly, not the current client
     got = []
     tasks = [dask.delayed(_square, pure=True)(i) for i in range(12)]
     compute_each(tasks, lambda r: got.append(int(r[0])), client=on_cluster)

@@ -29,7 +29,7 @@ import numpy as np
 from ..base import Estimator, check_is_fitted
 from ..data.sources import source_of
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter, PrivacyViolation
-from ..progress import compute
+from ..progress import compute, compute_each, step_reporter
 from ..random import Key, KeyLike, Tag, as_key
 from .groups import GroupTable
 from ..release import Check, Verdict
@@ -146,6 +146,10 @@ def _condense_cell(cell: tuple[np.ndarray, np.ndarray, np.ndarray], key: Key, un
     return GroupTable.from_points(X, p, labels), rows, labels
 
 
+def _numbered_cell(cell: tuple[np.ndarray, np.ndarray, np.ndarray], key: Key, unit: int) -> tuple[int, tuple]:
+    return unit, _condense_cell(cell, key, unit)
+
+
 def _checked_block(X: np.ndarray, block_info: dict | None = None) -> np.ndarray:
     # runs inside the condensation graph itself, so the input is read once, not once more to check
     bad = ~np.isfinite(X).all(axis=1)
@@ -217,7 +221,7 @@ class Condenser(Estimator):
         wave reading the input again instead of leaving the rows to the workers to spill."""
         from ..cluster import memory_plan
 
-        nbytes = float(n) * (8 * d + 16)
+        nbytes = float(n) * (8 * d + 16)  # the routed rows; each cell's groups leave at once
         plan, why, budget = memory_plan(nbytes, CELL_MEMORY_SHARE, client, local=LOCAL_CELL_BYTES, what="rows in flight")
         n_waves = 1 if plan == "persist" else min(n_cells, math.ceil(nbytes / max(budget, 1.0)))
         size = math.ceil(n_cells / n_waves)
@@ -272,15 +276,24 @@ class Condenser(Estimator):
             idx = np.sort(rng.choice(N, size=min(N, SAMPLE_PER_CELL * n_cells), replace=False))
             (sample,) = compute(X[idx], progress=False, client=client)
             tree = kd_cells(sample, n_cells)
-            results = []
+            done: dict[int, Any] = {}
+            report = step_reporter("condensation cells") if progress else None
+
+            def keep(result: tuple[int, Any]) -> None:
+                done[result[0]] = result[1]
+                if report is not None:
+                    report(len(done), tree.n_cells)
+
             for lo, hi in self._waves(tree.n_cells, N, d, client):
                 # one output per cell, so that each cell's task fetches its own pieces only
                 bucket = dask.delayed(bucket_block, pure=True, nout=hi - lo)
                 buckets = [bucket(xb, pb, int(o), tree, lo, hi)
                            for xb, pb, o in zip(X.to_delayed().ravel(), p_da.to_delayed().ravel(), offsets[:-1])]
                 cells = [dask.delayed(gather_cell, pure=True)([b[c] for b in buckets], d) for c in range(hi - lo)]
-                parts = [dask.delayed(_condense_cell, pure=True)(c, self._key, lo + i) for i, c in enumerate(cells)]
-                results.extend(compute(*parts, progress=progress, client=client))
+                parts = [dask.delayed(_numbered_cell, pure=True)(c, self._key, lo + i) for i, c in enumerate(cells)]
+                # each cell's groups leave the workers as soon as they are ready (not at the wave's end)
+                compute_each(parts, keep, client=client)
+            results = [done[c] for c in sorted(done)]
         tables = [r[0] for r in results]
         table = GroupTable.concat(tables) if tables else GroupTable.empty(d)
         first = np.concatenate([[0], np.cumsum([len(t) for t in tables])])
