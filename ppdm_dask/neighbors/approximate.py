@@ -67,7 +67,7 @@ GROUP_BYTES = 32 * 2**20
 #: Rounds per wave at most (a wave's window tasks hold that many copies of the rows).
 MAX_WAVE_ROUNDS = 2
 #: Share of the workers' memory the rows routed at once (one wave) may take with their lists.
-WAVE_MEMORY_SHARE = 0.15
+WAVE_MEMORY_SHARE = 0.1
 #: The same budget on the local schedulers.
 LOCAL_WAVE_BYTES = 2 * 2**30
 #: Share of the workers' memory the input rows may take when kept between the waves.
@@ -269,9 +269,10 @@ def group_plan(n: int, nnz: int, n_items: int, n_candidates: int, k: int, weight
     # values, float32 weights with their own ids)
     stored = (16 * nnz + 8 * n) if weighted else packed_bytes_estimate(nnz, n, n_items)
     plan, why, _ = memory_plan(stored, INPUT_MEMORY_SHARE, client, local=LOCAL_INPUT_BYTES, what="input rows")
-    # a routed row: its piece (column ids, float32 values, length, gidx, window id, cap); its
-    # top-k list leaves the workers as soon as its group is done
-    in_flight = (8 if weighted else 4) * mean + 28
+    # a routed row: its piece (column ids, float32 values, length, gidx, window id, cap), which
+    # the workers hold (and count) twice: in its split's output and as its window task's input;
+    # its top-k list leaves the workers as soon as its group is done
+    in_flight = 2 * ((8 if weighted else 4) * mean + 28)
     budget, where = memory_budget(WAVE_MEMORY_SHARE, client, local=LOCAL_WAVE_BYTES)
     wave_rows = max(n_candidates, int(budget // in_flight))
     wave_why = (f"{wave_rows:,} routed rows ({in_flight:,.0f} bytes each in flight: "
