@@ -177,6 +177,10 @@ def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool, n_items:
     return (gidx[order], *(x[order] for x in res))
 
 
+def _numbered(i: int, fn, *args) -> tuple[int, Any]:
+    return i, fn(*args)
+
+
 def _windows(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
     """Window id of every row (-1: no neighbours) from its sort key; ties by global index."""
     n = keys.size
@@ -333,7 +337,7 @@ def approximate_knn(
         product and cross term; rows may miss some true neighbours and may have fewer than k
         (padding ``-1``/``inf``).
     """
-    from ..progress import compute, compute_each, persist, step_reporter
+    from ..progress import compute_each, persist, step_reporter
 
     k = _check(tx, k, metric, exclude_self)
     for name, value, low in (("n_candidates", n_candidates, 2), ("n_rounds", n_rounds, 1)):
@@ -358,13 +362,16 @@ def approximate_knn(
     dl = functools.partial(dask.delayed, pure=True)
     # Pass 1 on the input's own blocks: sort keys, |x|^2 and entries (to size the groups).
     blocks, weights = _delayed_blocks(tx)
-    key_tasks = [dl(_block_keys, nout=3)(b, w, params) for b, w in zip(blocks, weights)]
-    out = compute([t[0] for t in key_tasks], [t[1] for t in key_tasks], [t[2] for t in key_tasks],
-                  client=client, progress=progress)
-    keys = np.concatenate([np.asarray(x).reshape(n_rounds, -1) for x in out[0]], axis=1)
-    sq = np.concatenate(out[1])
-    plan = group_plan(n, int(sum(out[2])), n_items, n_candidates, k, tx.weights is not None, client)
-    del out
+    # each block's keys go straight to the driver (8 bytes per record and round: gathered by one
+    # task they would not fit in a worker at 10 M records)
+    got: dict[int, tuple] = {}
+    compute_each([dl(_numbered)(i, _block_keys, b, w, params) for i, (b, w) in enumerate(zip(blocks, weights))],
+                 lambda r: got.__setitem__(r[0], r[1]), client=client)
+    parts = [got.pop(i) for i in range(len(blocks))]
+    keys = np.concatenate([np.asarray(p[0]).reshape(n_rounds, -1) for p in parts], axis=1)
+    sq = np.concatenate([p[1] for p in parts])
+    plan = group_plan(n, int(sum(p[2] for p in parts)), n_items, n_candidates, k, tx.weights is not None, client)
+    del parts
     group_rows = plan["group_rows"] if group_rows is None else int(group_rows)
     per_group = max(1, group_rows // n_candidates)  # windows per window task
     # Result blocks of ~group_rows rows; kept in memory only when they fit (else every wave
