@@ -207,8 +207,8 @@ def compute(
         raise
 
 
-def compute_each(tasks: Sequence[Any], consume: Callable[[Any], None], *, client: distributed.Client | None = None) -> None:
-    """Compute the delayed ``tasks`` and hand each result to ``consume`` as soon as it is ready.
+def compute_each(tasks: Sequence[Any], consume: Callable[[int, Any], None], *, client: distributed.Client | None = None) -> None:
+    """Compute the delayed ``tasks`` and call ``consume(i, result)`` as soon as task ``i`` is ready.
 
     On a distributed client every result is released from the cluster once consumed, so the
     results never pile up in the workers' memory (as they do until the last task finishes with
@@ -216,14 +216,15 @@ def compute_each(tasks: Sequence[Any], consume: Callable[[Any], None], *, client
     """
     active = _pick_client(client, {})
     if active is None:
-        for result in dask.compute(*tasks):
-            consume(result)
+        for i, result in enumerate(dask.compute(*tasks)):
+            consume(i, result)
         return
     futures = active.compute(list(tasks))
+    index = {f.key: i for i, f in enumerate(futures)}
     try:
         with active.as_current():  # as_completed looks up the current client
             for future in distributed.as_completed(futures):
-                consume(future.result())
+                consume(index[future.key], future.result())
                 future.release()
     except BaseException:
         with contextlib.suppress(Exception):

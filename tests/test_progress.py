@@ -18,8 +18,8 @@ def _square(i: int) -> np.ndarray:
 
 def test_compute_each_locally():
     got = []
-    compute_each([dask.delayed(_square)(i) for i in range(7)], lambda r: got.append(int(r[0])))
-    assert sorted(got) == [i * i for i in range(7)]
+    compute_each([dask.delayed(_square)(i) for i in range(7)], lambda i, r: got.append((i, int(r[0]))))
+    assert sorted(got) == [(i, i * i) for i in range(7)]
 
 
 @pytest.mark.cluster
@@ -27,12 +27,12 @@ def test_compute_each_on_a_cluster_releases_results(cluster_client):
     on_cluster = cluster_client  # passed explicitly, not the current client
     got = []
     tasks = [dask.delayed(_square, pure=True)(i) for i in range(12)]
-    compute_each(tasks, lambda r: got.append(int(r[0])), client=on_cluster)
-    assert sorted(got) == [i * i for i in range(12)]
+    compute_each(tasks, lambda i, r: got.append((i, int(r[0]))), client=on_cluster)
+    assert sorted(got) == [(i, i * i) for i in range(12)]
     keys = {t.key for t in tasks}
     deadline = time.monotonic() + 10
     while keys & set(on_cluster.who_has()) and time.monotonic() < deadline:
         time.sleep(0.05)  # releases reach the scheduler asynchronously
     assert not keys & set(on_cluster.who_has())
     with pytest.raises(ZeroDivisionError):
-        compute_each([dask.delayed(lambda: 1 / 0)()], got.append, client=on_cluster)
+        compute_each([dask.delayed(lambda: 1 / 0)()], lambda i, r: got.append(r), client=on_cluster)

@@ -146,10 +146,6 @@ def _condense_cell(cell: tuple[np.ndarray, np.ndarray, np.ndarray], key: Key, un
     return GroupTable.from_points(X, p, labels), rows, labels
 
 
-def _numbered_cell(cell: tuple[np.ndarray, np.ndarray, np.ndarray], key: Key, unit: int) -> tuple[int, tuple]:
-    return unit, _condense_cell(cell, key, unit)
-
-
 def _checked_block(X: np.ndarray, block_info: dict | None = None) -> np.ndarray:
     # runs inside the condensation graph itself, so the input is read once, not once more to check
     bad = ~np.isfinite(X).all(axis=1)
@@ -279,8 +275,8 @@ class Condenser(Estimator):
             done: dict[int, Any] = {}
             report = step_reporter("condensation cells") if progress else None
 
-            def keep(result: tuple[int, Any]) -> None:
-                done[result[0]] = result[1]
+            def keep(i: int, result: tuple) -> None:
+                done[lo + i] = result
                 if report is not None:
                     report(len(done), tree.n_cells)
 
@@ -290,7 +286,7 @@ class Condenser(Estimator):
                 buckets = [bucket(xb, pb, int(o), tree, lo, hi)
                            for xb, pb, o in zip(X.to_delayed().ravel(), p_da.to_delayed().ravel(), offsets[:-1])]
                 cells = [dask.delayed(gather_cell, pure=True)([b[c] for b in buckets], d) for c in range(hi - lo)]
-                parts = [dask.delayed(_numbered_cell, pure=True)(c, self._key, lo + i) for i, c in enumerate(cells)]
+                parts = [dask.delayed(_condense_cell, pure=True)(c, self._key, lo + i) for i, c in enumerate(cells)]
                 # each cell's groups leave the workers as soon as they are ready (not at the wave's end)
                 compute_each(parts, keep, client=client)
             results = [done[c] for c in sorted(done)]

@@ -25,14 +25,17 @@ pair evaluations instead of ``N^2 / 2``. Rounds run in waves whose k-th distance
 waves (fewer exact comparisons, same result). The result depends on the key but not on the
 partitioning, the grouping or the workers.
 
-Memory: a group (one window task, one result block) holds about :data:`GROUP_BYTES` of rows,
-so the all-to-all has (N / group rows)^2 edges per round, whatever the input's partitioning.
-A wave routes at most what fits in :data:`WAVE_MEMORY_SHARE` of the workers' memory (rows and
-their lists); a larger round runs in several waves. The input is kept in the workers' memory
-between the waves only when it fits in :data:`INPUT_MEMORY_SHARE` of it; otherwise every wave
-re-reads it. The k-NN graph itself (N x k x 32 bytes) is merged on the driver after each wave, where the caller receives it; the
-workers get back only each row's k-th distance (8 bytes per record). Measured (2-worker
-LocalCluster, k = 10): Quest C20.I6.D200K 8 x 512 -> recall 0.81 in ~11 s (exact: ~20 s);
+Memory: a group (one window task) holds about :data:`GROUP_BYTES` of rows, so the all-to-all
+has (N / group rows)^2 edges per round, whatever the input's partitioning. A wave routes at
+most what fits in :data:`WAVE_MEMORY_SHARE` of the workers' memory, counting every routed row
+twice (its piece and its copy in the window task) with its list; a larger round runs in several
+waves. The input is kept in the workers' memory between the waves only when it fits in
+:data:`INPUT_MEMORY_SHARE` of it (binary rows packed); otherwise every wave re-reads it. Each
+group's lists leave the workers as soon as they are ready and are merged into the k-NN graph
+(N x k x 32 bytes) on the driver, where the caller receives it; the workers get back only each
+row's k-th distance (8 bytes per record).
+
+Measured (2-worker LocalCluster, k = 10): Quest C20.I6.D200K 8 x 512 -> recall 0.81 in ~11 s (exact: ~20 s);
 20 Newsgroups counts 8 x 1024 -> recall 0.78 (exact is faster there: N is small).
 
 Randomness: stream ``key.generator(Tag.KNN_MINHASH, round)``; the key itself never enters
@@ -175,10 +178,6 @@ def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool, n_items:
     found = np.flatnonzero(res[1][:, 0] >= 0)
     order = found[np.argsort(gidx[found], kind="stable")]
     return (gidx[order], *(x[order] for x in res))
-
-
-def _numbered(i: int, fn, *args) -> tuple[int, Any]:
-    return i, fn(*args)
 
 
 def _windows(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
@@ -365,8 +364,7 @@ def approximate_knn(
     # each block's keys go straight to the driver (8 bytes per record and round: gathered by one
     # task they would not fit in a worker at 10 M records)
     got: dict[int, tuple] = {}
-    compute_each([dl(_numbered)(i, _block_keys, b, w, params) for i, (b, w) in enumerate(zip(blocks, weights))],
-                 lambda r: got.__setitem__(r[0], r[1]), client=client)
+    compute_each([dl(_block_keys)(b, w, params) for b, w in zip(blocks, weights)], got.__setitem__, client=client)
     parts = [got.pop(i) for i in range(len(blocks))]
     keys = np.concatenate([np.asarray(p[0]).reshape(n_rounds, -1) for p in parts], axis=1)
     sq = np.concatenate([p[1] for p in parts])
@@ -396,7 +394,7 @@ def approximate_knn(
     shipped = [_ship([windows[r, starts[b]:starts[b + 1]] for b in range(len(blocks))], client) for r in range(n_rounds)]
     graph = K.empty_topk(n, k)
 
-    def merge(result) -> None:
+    def merge(_: int, result) -> None:
         rows, *lists = result
         if rows.size:
             merged = K.merge_topk_unique(rows, [(rows, *(f[rows] for f in graph)), (rows, *lists)], k)
