@@ -232,6 +232,14 @@ def compute_each(tasks: Sequence[Any], consume: Callable[[int, Any], None], *, c
         raise
 
 
+def ship(payloads: Sequence[Any], client: distributed.Client | None = None) -> list:
+    """Driver-side payloads (arrays, tuples of arrays) for tasks: scattered to the workers of a
+    distributed client, so the task graph stays small and each payload travels once; on the local
+    schedulers they are returned as they are (embedded in the graph, where nothing travels)."""
+    active = _pick_client(client, {})
+    return list(active.scatter(list(payloads), hash=False)) if active is not None else list(payloads)
+
+
 def persist(
     *collections: Any,
     progress: bool = False,

@@ -9,7 +9,7 @@ import dask
 import numpy as np
 import pytest
 
-from ppdm_dask.progress import compute_each
+from ppdm_dask.progress import compute_each, ship
 
 
 def _square(i: int) -> np.ndarray:
@@ -36,3 +36,17 @@ def test_compute_each_on_a_cluster_releases_results(cluster_client):
     assert not keys & set(on_cluster.who_has())
     with pytest.raises(ZeroDivisionError):
         compute_each([dask.delayed(lambda: 1 / 0)()], lambda i, r: got.append(r), client=on_cluster)
+
+
+def test_ship_locally_hands_back_the_payloads():
+    payloads = [np.arange(3), (np.ones(2), None)]
+    out = ship(payloads)
+    assert len(out) == 2 and all(a is b for a, b in zip(out, payloads))
+
+
+@pytest.mark.cluster
+def test_ship_scatters_to_a_cluster(cluster_client):
+    futures = ship([np.arange(5), np.arange(7)], cluster_client)
+    assert all(type(f).__name__ == "Future" for f in futures)
+    got = dask.compute(*[dask.delayed(np.sum)(f) for f in futures], scheduler=cluster_client)
+    assert list(got) == [10, 21]

@@ -29,7 +29,7 @@ import numpy as np
 from ..base import Estimator, check_is_fitted
 from ..data.sources import source_of
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter, PrivacyViolation
-from ..progress import compute, compute_each, step_reporter
+from ..progress import compute, compute_each, ship, step_reporter
 from ..random import Key, KeyLike, Tag, as_key
 from .groups import GroupTable
 from ..release import Check, Verdict
@@ -262,10 +262,9 @@ class Condenser(Estimator):
             sd = np.where(var > 0, np.sqrt(var), 1.0)
             X = (X - mu) / sd
         n_cells = 1 if self.rows_per_partition is None else max(1, math.ceil(N / self.rows_per_partition))
-        p_da = da.from_array(p, chunks=(X.chunks[0],))
         if n_cells == 1:
             self._memory = ("one cell", "one cell: the whole data in one task (rows_per_partition=None or N small)")
-            cell = dask.delayed(lambda x, q: (x, q, np.arange(x.shape[0])))(X, p_da)
+            cell = dask.delayed(lambda x, q: (x, q, np.arange(x.shape[0])))(X, p)
             results = compute(dask.delayed(_condense_cell, pure=True)(cell, self._key, 0), progress=progress, client=client)
         else:
             rng = self._key.generator(Tag.CONDENSE_CELLS, 0)
@@ -280,11 +279,13 @@ class Condenser(Estimator):
                 if report is not None:
                     report(len(done), tree.n_cells)
 
+            # the levels travel to the workers once (chunk by chunk), not in every wave's graph
+            p_parts = ship([p[a:b] for a, b in zip(offsets[:-1], offsets[1:])], client)
             for lo, hi in self._waves(tree.n_cells, N, d, client):
                 # one output per cell, so that each cell's task fetches its own pieces only
                 bucket = dask.delayed(bucket_block, pure=True, nout=hi - lo)
                 buckets = [bucket(xb, pb, int(o), tree, lo, hi)
-                           for xb, pb, o in zip(X.to_delayed().ravel(), p_da.to_delayed().ravel(), offsets[:-1])]
+                           for xb, pb, o in zip(X.to_delayed().ravel(), p_parts, offsets[:-1])]
                 cells = [dask.delayed(gather_cell, pure=True)([b[c] for b in buckets], d) for c in range(hi - lo)]
                 parts = [dask.delayed(_condense_cell, pure=True)(c, self._key, lo + i) for i, c in enumerate(cells)]
                 # each cell's groups leave the workers as soon as they are ready (not at the wave's end)

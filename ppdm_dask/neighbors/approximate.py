@@ -55,7 +55,7 @@ from numba import njit
 
 from ..errors import InvalidParameter
 from ..random import KeyLike, Tag, as_key
-from ..data.packed import PackedRows, pack_rows, packed_bytes_estimate, unpack_rows
+from ..data.packed import PackedRows, pack_rows, packed_nbytes, unpack_rows
 from . import _kernels as K
 from .exact import KNNGraph, _check, _delayed_blocks
 
@@ -114,9 +114,10 @@ def _values(block: sp.csr_array, weights: sp.csr_array | None) -> np.ndarray:
     return np.asarray(weights.data, dtype=np.float64)
 
 
-def _block_keys(block, weights, round_params: list) -> tuple[np.ndarray, np.ndarray, int]:
-    """Sort keys of one block for every round, ``(n_rounds, n)`` uint64, ``|x|^2`` and the
-    block's number of entries (to size the window tasks)."""
+def _block_keys(block, weights, round_params: list) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Sort keys of one block for every round, ``(n_rounds, n)`` uint64, ``|x|^2``, the
+    block's number of entries (to size the window tasks) and, for binary rows, the exact bytes
+    the block takes packed (to decide whether the input is kept)."""
     vals = _values(block, weights)
     indptr = np.asarray(block.indptr, np.int64)
     keys = np.zeros((len(round_params), block.shape[0]), np.uint64)
@@ -124,32 +125,30 @@ def _block_keys(block, weights, round_params: list) -> tuple[np.ndarray, np.ndar
         keys[r] = _minhash_keys(indptr, block.indices, vals, expo, labels)
     sq = K._row_sq(indptr, vals)
     keys[:, sq == 0] = _INVALID  # |x| = 0 (explicit zeros): no neighbours
-    return keys, sq, int(block.indices.size)
+    packed = packed_nbytes(sp.csr_array(block)) if weights is None else 0
+    return keys, sq, int(block.indices.size), packed
 
 
-def _split(block, weights, start: int, window: np.ndarray, per_group: int, cap: np.ndarray | None,
-           g_lo: int, g_hi: int) -> dict:
-    """Rows of one block routed to the window groups ``g_lo..g_hi-1`` of one round:
-    ``{group: (column ids, row lengths, values or None, gidx, window, cap)}``. Binary rows carry
-    no values (the window task makes them); a row's cap (its k-th distance after the earlier
-    waves) travels with it."""
+def _split(block, weights, start: int, routed: tuple, per_group: int) -> dict:
+    """The block's rows routed in one round of a wave: ``routed`` = (their local positions,
+    ascending, int32; their window ids; their caps or None). Returns ``{group: (column ids, row
+    lengths, values or None, gidx, window, cap)}``. Binary rows carry no values (the window task
+    makes them); a row's cap (its k-th distance after the earlier waves) travels with it."""
+    local, window, cap = routed
     if isinstance(block, PackedRows):
         block = unpack_rows(block)
-    cap = np.full(block.shape[0], np.inf) if cap is None else cap
-    dest = np.where(window >= 0, window // per_group, -1)
-    dest[(dest < g_lo) | (dest >= g_hi)] = -1
+    cap = np.full(local.size, np.inf) if cap is None else cap
+    dest = window // per_group
     order = np.argsort(dest, kind="stable")  # rows of one group together, in block order
     cuts = np.flatnonzero(np.r_[True, dest[order][1:] != dest[order][:-1], True])
     out = {}
     for a, b in zip(cuts[:-1], cuts[1:]):
-        rows = order[a:b]
-        g = int(dest[rows[0]])
-        if g < 0:
-            continue
+        pick = order[a:b]
+        rows = local[pick]
         sub = sp.csr_array(block[rows])
         vals = None if weights is None else np.asarray(sp.csr_array(weights[rows]).data, dtype=np.float32)
-        out[g] = (np.asarray(sub.indices, np.int32), np.diff(sub.indptr), vals,
-                  rows.astype(np.int64) + start, window[rows], cap[rows])
+        out[int(dest[pick[0]])] = (np.asarray(sub.indices, np.int32), np.diff(sub.indptr), vals,
+                                   rows.astype(np.int64) + start, window[pick], cap[pick])
     return out
 
 
@@ -190,37 +189,33 @@ def _windows(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
     return window
 
 
-def _ship(arrays: list[np.ndarray], client: Any) -> list:
-    """Per-block arrays for the tasks: scattered to a distributed cluster (so the graph stays
-    small), or embedded in the graph on the local schedulers."""
-    from ..progress import _pick_client
-
-    active = _pick_client(client, {})
-    return list(active.scatter(arrays, hash=False)) if active is not None else arrays
-
-
-def _wave_tasks(blocks, weights, starts, windows, shipped, wave, per_group, k, cosine, exclude_self, caps, n_items) -> list:
+def _wave_tasks(blocks, weights, starts, windows, wave, per_group, k, cosine, exclude_self, kth, n_items, client) -> list:
     """Delayed window-task results of one wave (``wave`` lists ``(round, g_lo, g_hi)``): per
-    round one split task per block (only the wave's groups) and one task per window group.
-    ``windows`` are the window ids on the driver, ``shipped[r][b]`` the same for block ``b`` as
-    the tasks get them, ``caps[b]`` each row's k-th distance so far (or None). The results go
-    straight to the driver, which merges them into the graph: no per-block tasks, so the graph
+    round one split task per block holding routed rows and one task per window group.
+    ``windows`` are the window ids on the driver and ``kth`` each row's k-th distance so far (or
+    None). Each split gets only its routed rows' positions, window ids and caps (16 bytes per
+    routed row, released with the wave), so the workers hold no per-record state besides the
+    input. The results go straight to the driver, which merges them into the graph: the graph
     has (blocks + groups) tasks per round plus one edge per (block, group) piece."""
-    nb = len(blocks)
+    from ..progress import ship
+
     dl = functools.partial(dask.delayed, pure=True)
     out = []
     for r, g_lo, g_hi in wave:
-        group = np.where(windows[r] >= 0, windows[r] // per_group, -1)
-        splits = []
-        for b in range(nb):
-            g_b = group[starts[b]:starts[b + 1]]
-            present = set(np.unique(g_b[(g_b >= g_lo) & (g_b < g_hi)]).tolist())
-            if present:
-                cap = None if caps is None else caps[b]
-                task = dl(_split)(blocks[b], weights[b], int(starts[b]), shipped[r][b], per_group, cap, g_lo, g_hi)
-                splits.append((task, present))
+        group = windows[r] // per_group  # -1 (no window) stays -1
+        sel = np.flatnonzero((group >= g_lo) & (group < g_hi))
+        cut = np.searchsorted(sel, starts)
+        used = [b for b in range(len(blocks)) if cut[b + 1] > cut[b]]
+        routed = []
+        for b in used:
+            rows = sel[cut[b]:cut[b + 1]]
+            routed.append(((rows - starts[b]).astype(np.int32), windows[r, rows],
+                           None if kth is None else kth[rows]))
+        present = [set(np.unique(group[sel[cut[b]:cut[b + 1]]]).tolist()) for b in used]
+        splits = [(dl(_split)(blocks[b], weights[b], int(starts[b]), payload, per_group), there)
+                  for b, payload, there in zip(used, ship(routed, client), present)]
         for g in range(g_lo, g_hi):
-            parts = [s[g] for s, present in splits if g in present]
+            parts = [s[g] for s, there in splits if g in there]
             if parts:
                 out.append(dl(_window_knn)(parts, k, cosine, exclude_self, n_items))
     return out
@@ -254,7 +249,7 @@ def _waves(windows: np.ndarray, per_group: int, wave_rows: int) -> list[list[tup
     return [w for w in waves if w]
 
 
-def group_plan(n: int, nnz: int, n_items: int, n_candidates: int, k: int, weighted: bool, client: Any = None) -> dict:
+def group_plan(n: int, nnz: int, packed: int, n_candidates: int, k: int, weighted: bool, client: Any = None) -> dict:
     """Rows per window task and result block, whether the input is kept in memory, and the
     rows routed at once (a wave).
 
@@ -268,14 +263,15 @@ def group_plan(n: int, nnz: int, n_items: int, n_candidates: int, k: int, weight
     mean = nnz / max(n, 1)
     row_bytes = 12.0 * mean + 8.0
     rows = max(n_candidates, int(GROUP_BYTES // row_bytes))
-    # the input as persisted blocks: binary rows packed, weighted ones as CSR (int32 ids and
-    # values, float32 weights with their own ids)
-    stored = (16 * nnz + 8 * n) if weighted else packed_bytes_estimate(nnz, n, n_items)
+    # the input as persisted blocks: binary rows packed (``packed``: their exact bytes), weighted
+    # ones as CSR (int32 ids and values, float32 weights with their own ids)
+    stored = (16 * nnz + 8 * n) if weighted else packed
     plan, why, _ = memory_plan(stored, INPUT_MEMORY_SHARE, client, local=LOCAL_INPUT_BYTES, what="input rows")
     # a routed row: its piece (column ids, float32 values, length, gidx, window id, cap), which
-    # the workers hold (and count) twice: in its split's output and as its window task's input;
-    # its top-k list leaves the workers as soon as its group is done
-    in_flight = 2 * ((8 if weighted else 4) * mean + 28)
+    # the workers hold (and count) twice: in its split's output and as its window task's input,
+    # plus its routing (position, window id, cap: 16 bytes); its top-k list leaves the workers
+    # as soon as its group is done
+    in_flight = 2 * ((8 if weighted else 4) * mean + 28) + 16
     budget, where = memory_budget(WAVE_MEMORY_SHARE, client, local=LOCAL_WAVE_BYTES)
     wave_rows = max(n_candidates, int(budget // in_flight))
     wave_why = (f"{wave_rows:,} routed rows ({in_flight:,.0f} bytes each in flight: "
@@ -368,7 +364,8 @@ def approximate_knn(
     parts = [got.pop(i) for i in range(len(blocks))]
     keys = np.concatenate([np.asarray(p[0]).reshape(n_rounds, -1) for p in parts], axis=1)
     sq = np.concatenate([p[1] for p in parts])
-    plan = group_plan(n, int(sum(p[2] for p in parts)), n_items, n_candidates, k, tx.weights is not None, client)
+    plan = group_plan(n, int(sum(p[2] for p in parts)), int(sum(p[3] for p in parts)), n_candidates, k,
+                      tx.weights is not None, client)
     del parts
     group_rows = plan["group_rows"] if group_rows is None else int(group_rows)
     per_group = max(1, group_rows // n_candidates)  # windows per window task
@@ -386,12 +383,11 @@ def approximate_knn(
     del keys
 
     # The graph lives on the driver (the caller gets it there anyway); each wave's lists are
-    # merged into it, and its k-th distances go back to the workers as the next wave's caps (a
-    # cap only removes candidates that cannot enter a list: the result does not depend on the
-    # waves). A wave holds at most wave_rows routed rows, so the all-to-all never holds more
+    # merged into it, and its k-th distances go with the next wave's routed rows as their caps
+    # (a cap only removes candidates that cannot enter a list: the result does not depend on
+    # the waves). A wave holds at most wave_rows routed rows, so the all-to-all never holds more
     # than its memory share, however large the data.
     waves = _waves(windows, per_group, plan["wave_rows"] if wave_rows is None else int(wave_rows))
-    shipped = [_ship([windows[r, starts[b]:starts[b + 1]] for b in range(len(blocks))], client) for r in range(n_rounds)]
     graph = K.empty_topk(n, k)
 
     def merge(_: int, result) -> None:
@@ -402,15 +398,13 @@ def approximate_knn(
                 f[rows] = v
 
     report = step_reporter("approximate k-NN waves") if progress else None
-    caps = None
     for i, wave in enumerate(waves):
-        tasks = _wave_tasks(blocks, weights, starts, windows, shipped, wave, per_group, k, cosine, exclude_self, caps, n_items)
+        kth = None if i == 0 else graph[0][:, -1]  # read when the wave is made (merge updates the graph)
+        tasks = _wave_tasks(blocks, weights, starts, windows, wave, per_group, k, cosine, exclude_self, kth, n_items, client)
         compute_each(tasks, merge, client=client)  # each group's lists leave the workers when ready
         del tasks
         if report is not None:
             report(i + 1, len(waves), f"{sum(hi - lo for _, lo, hi in wave)} groups")
-        if i + 1 < len(waves):
-            caps = _ship([np.ascontiguousarray(graph[0][starts[b]:starts[b + 1], -1]) for b in range(len(blocks))], client)
     how = (f"{len(blocks)} groups of <= {group_rows:,} rows ({per_group} windows each); {len(waves)} waves over "
            f"{n_rounds} rounds, each within {plan['wave_reason']}; each group's lists merged on the driver as they arrive; "
            f"{plan['input_reason']}")

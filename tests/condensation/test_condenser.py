@@ -189,6 +189,10 @@ def test_condenser_on_local_cluster(cluster_client):
     got = Condenser(rows_per_partition=750, key=Key(3)).fit(da.from_array(X, chunks=(500, 3)), p, client=cluster_client)
     assert got.check(X).ok
     np.testing.assert_allclose(np.sort(got.groups_.ssq), np.sort(ref.groups_.ssq))
+    with cluster_client.as_current():  # the group tables are scattered to this client's workers
+        pseudo = got.generate(key=5, rows_per_block=400)
+        Y = pseudo.compute()
+    np.testing.assert_array_equal(Y, generate(got.groups_, key=5))
 
 
 # ---------------------------------------------------------------- evaluation

@@ -33,6 +33,8 @@ def test_round_trip_and_coders_agree(seed, n_rows, n_cols, per_row):
     fast, slow = P.pack_rows(x), P.pack_rows(x, engine="numpy")
     np.testing.assert_array_equal(fast.data, slow.data)
     assert (fast.n_rows, fast.n_cols) == x.shape
+    for engine in ("auto", "numpy"):  # the size a plan uses, before packing
+        assert P.packed_nbytes(x, engine=engine) == fast.data.nbytes
     for engine in ("auto", "numpy"):
         y = P.unpack_rows(fast, engine=engine)
         assert y.shape == x.shape
