@@ -284,20 +284,6 @@ def memory_budget(share: float, client: distributed.Client | None = None, *, loc
     return float(local), "local scheduler"
 
 
-def task_budget(share: float, client: distributed.Client | None = None, *, local: float) -> tuple[float, str]:
-    """Bytes that one task may take: ``share`` of the smallest worker's limit divided by the
-    most threads a worker runs at once (tasks of one worker share its memory), and a
-    description; ``local`` bytes without a cluster (or without limits)."""
-    client = client if client is not None else current_client()
-    if client is not None:
-        workers = list(client.scheduler_info().get("workers", {}).values())
-        limits = [w.get("memory_limit") or 0 for w in workers]
-        if limits and min(limits) > 0:
-            threads = max(1, max(int(w.get("nthreads") or 1) for w in workers))
-            return share * min(limits) / threads, f"workers of {min(limits) / 2**20:,.0f} MiB, {threads} thread(s) each"
-    return float(local), "local scheduler"
-
-
 def memory_plan(nbytes: float, share: float, client: distributed.Client | None = None, *, local: float,
                 what: str = "state") -> tuple[str, str, float]:
     """``("persist", why, budget)`` when ``nbytes`` fit in ``share`` of the workers' memory
@@ -316,7 +302,6 @@ def memory_plan(nbytes: float, share: float, client: distributed.Client | None =
 __all__ = [
     "memory_budget",
     "memory_plan",
-    "task_budget",
     "MALLOC_TRIM_THRESHOLD",
     "PRE_SPAWN_ENVIRON_KEY",
     "CONNECT_TIMEOUT",

@@ -421,14 +421,12 @@ class _FakeClient:
         return {"workers": self._workers}
 
 
-def test_memory_and_task_budgets_from_the_workers_limits() -> None:
-    from ppdm_dask.cluster import memory_budget, task_budget
+def test_memory_budget_from_the_workers_limits() -> None:
+    from ppdm_dask.cluster import memory_budget
 
     gib = 2**30
     client = _FakeClient({"a": {"memory_limit": gib, "nthreads": 2}, "b": {"memory_limit": 2 * gib, "nthreads": 1}})
-    # the smallest limit counts for every worker; one task shares its worker with its threads
+    # the smallest limit counts for every worker
     assert memory_budget(0.1, client, local=5)[0] == pytest.approx(0.1 * gib * 2)
-    assert task_budget(0.1, client, local=5)[0] == pytest.approx(0.1 * gib / 2)
     unlimited = _FakeClient({"a": {"memory_limit": 0, "nthreads": 1}})
     assert memory_budget(0.1, unlimited, local=5) == (5.0, "local scheduler")
-    assert task_budget(0.1, unlimited, local=7) == (7.0, "local scheduler")

@@ -16,6 +16,15 @@ from .order import BlockOps
 
 __all__ = ["TableRelease", "TABLE_OPS"]
 
+#: In-memory bytes planned for one output block: an output file's task holds its rows about
+#: five times (the staged pieces, their concatenation, the keyed order, the suppression filter,
+#: the Arrow table), so workers with 1 GB keep a few such blocks at once.
+BLOCK_BYTES = 64 * 2**20
+#: Planned bytes of one text cell (a short label: its Arrow offset and bytes, or a Python str).
+TEXT_CELL_BYTES = 48
+#: Rows per output file at most.
+MAX_ROWS_PER_FILE = 500_000
+
 
 def _n_rows(block: pd.DataFrame) -> int:
     return len(block)
@@ -67,11 +76,19 @@ class TableRelease(Release):
     """
 
     ops: ClassVar[BlockOps] = TABLE_OPS
-    default_rows_per_file: ClassVar[int] = 500_000
     csv_output: ClassVar[bool] = True
 
     #: rows of each partition of ``data`` when the estimator knows them (saves a pass)
     partition_rows: list[int] | None = None
+
+    @property
+    def default_rows_per_file(self) -> int:  # type: ignore[override]
+        """Rows per part file so that a block stays about :data:`BLOCK_BYTES` in memory, from
+        the columns' types (numbers their width, text :data:`TEXT_CELL_BYTES`); at most
+        :data:`MAX_ROWS_PER_FILE`, at least 1,024."""
+        per_row = 8.0 + sum(float(t.itemsize) if pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t)
+                            else TEXT_CELL_BYTES for t in self.data.dtypes)
+        return int(min(MAX_ROWS_PER_FILE, max(1024, BLOCK_BYTES // per_row)))
 
     @property
     def qi(self) -> tuple[str, ...]:

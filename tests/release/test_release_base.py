@@ -205,3 +205,26 @@ def test_input_fingerprint_of_files(tmp_path):
     assert m["input"]["rows"] == 50 and m["input"]["format"] == "fimi"
     assert m["input"]["files"] == [{"file": "in.dat", "bytes": src.stat().st_size, "sha256": hashlib.sha256(src.read_bytes()).hexdigest()}]
     assert json.loads((tmp_path / "r" / "_SUCCESS").read_text())["input"] == m["input"]
+
+
+def test_table_part_files_are_sized_from_the_column_types(monkeypatch):
+    """A table's rows per part file: BLOCK_BYTES over 8 bytes plus each column's width (numbers
+    their itemsize, text TEXT_CELL_BYTES); capped at MAX_ROWS_PER_FILE, at least 1,024."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    import ppdm_dask.release.tables as T
+
+    df = pd.DataFrame({"zip": ["123", "456"] * 50, "sex": ["f", "m"] * 50, "age": np.arange(100, dtype=np.int64),
+                       "w": np.ones(100, dtype=np.float32)})
+    class Toy(T.TableRelease):
+        def guarantee_checks(self, original=None, **kw):
+            return []
+
+    rel = Toy(dd.from_pandas(df, npartitions=2), method="toy", parameters={})
+    monkeypatch.setattr(T, "BLOCK_BYTES", 116 * 10_000)  # 8 + 48 + 48 + 8 + 4 = 116 bytes per row
+    assert rel.default_rows_per_file == 10_000
+    monkeypatch.setattr(T, "BLOCK_BYTES", 116 * 10**7)
+    assert rel.default_rows_per_file == T.MAX_ROWS_PER_FILE
+    monkeypatch.setattr(T, "BLOCK_BYTES", 116)
+    assert rel.default_rows_per_file == 1024
