@@ -42,6 +42,12 @@ from .errors import InvalidParameter, PPDMError
 #: ``malloc_trim`` calls when a worker approaches its memory limit.
 MALLOC_TRIM_THRESHOLD: int = 1 << 30
 
+#: PyArrow memory pool of worker processes. Arrow's default (mimalloc) keeps the memory freed
+#: after reading Parquet in the process: measured on 1 GB workers, a read of 10 M baskets left
+#: 315 MiB resident per worker against 225 MiB with the system allocator, and k-variance at
+#: 10 M records spilled 20 GiB with mimalloc against 3 GiB with the system pool.
+ARROW_MEMORY_POOL: str = "system"
+
 #: Dask config key holding the environment set by nannies *before* spawning a worker process
 #: (glibc reads ``MALLOC_*`` variables once, at process start-up, so ``distributed.nanny.environ``
 #: would be too late).
@@ -66,6 +72,7 @@ def _pre_spawn_config() -> dict[str, Any]:
     # ``None`` means "unset" in dask config and is respected like any explicit value.
     if current is not None and str(current) == str(_DISTRIBUTED_DEFAULT_TRIM):
         env["MALLOC_TRIM_THRESHOLD_"] = MALLOC_TRIM_THRESHOLD
+    env.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_MEMORY_POOL)
     return env
 
 
@@ -74,7 +81,8 @@ def worker_environment() -> dict[str, str]:
 
     This is distributed's ``distributed.nanny.pre-spawn-environ`` mapping (thread-count limits
     such as ``OMP_NUM_THREADS=1`` are kept) with ``MALLOC_TRIM_THRESHOLD_`` raised to
-    :data:`MALLOC_TRIM_THRESHOLD` unless it was configured explicitly. As in distributed,
+    :data:`MALLOC_TRIM_THRESHOLD` unless it was configured explicitly, and PyArrow's memory
+    pool set to :data:`ARROW_MEMORY_POOL` unless configured. As in distributed,
     variables already present in ``os.environ`` take precedence over the config.
 
     Returns
@@ -303,6 +311,7 @@ __all__ = [
     "memory_budget",
     "memory_plan",
     "MALLOC_TRIM_THRESHOLD",
+    "ARROW_MEMORY_POOL",
     "PRE_SPAWN_ENVIRON_KEY",
     "CONNECT_TIMEOUT",
     "SchedulerUnreachable",

@@ -44,6 +44,7 @@ RECIPES = REPO / "cluster"
 def test_local_cluster_processes_and_malloc_env(monkeypatch: pytest.MonkeyPatch) -> None:
     # An inherited value would override the config (distributed's rule): test the config path.
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     assert worker_environment()["MALLOC_TRIM_THRESHOLD_"] == str(MALLOC_TRIM_THRESHOLD)
 
     with get_client(n_workers=2) as client:
@@ -62,6 +63,9 @@ def test_local_cluster_processes_and_malloc_env(monkeypatch: pytest.MonkeyPatch)
         assert set(seen.values()) == {str(MALLOC_TRIM_THRESHOLD)}
         # distributed's other pre-spawn defaults are kept
         assert set(client.run(os.getenv, "OMP_NUM_THREADS").values()) == {"1"}
+        # Arrow frees what it allocates back to the system allocator (not kept by mimalloc)
+        pools = client.run(lambda: __import__("pyarrow").default_memory_pool().backend_name)
+        assert set(pools.values()) == {"system"}
 
         x = da.arange(1000, chunks=100)
         assert int(client.compute(x.sum()).result()) == 499500

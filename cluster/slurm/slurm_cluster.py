@@ -21,6 +21,8 @@ import sys
 # slower with glibc's/distributed's small default). Exported in the job script *before* the
 # worker starts because glibc reads it only at process start-up.
 MALLOC_TRIM_THRESHOLD = 1 << 30
+# see ppdm_dask.cluster.ARROW_MEMORY_POOL: Arrow's mimalloc keeps freed Parquet buffers resident
+ARROW_MEMORY_POOL = "system"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -55,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         local_directory=os.environ.get("PPDM_LOCAL_DIR", "/tmp"),
         job_script_prologue=[
             f"export MALLOC_TRIM_THRESHOLD_={MALLOC_TRIM_THRESHOLD}",
+            f"export ARROW_DEFAULT_MEMORY_POOL={ARROW_MEMORY_POOL}",
             "export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1",
             # Optional: the repository's worker config (memory thresholds, timeouts).
             # "export DASK_CONFIG=/shared/ppdm-dask/cluster/dask.yaml",
