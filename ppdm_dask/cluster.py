@@ -292,6 +292,25 @@ def memory_budget(share: float, client: distributed.Client | None = None, *, loc
     return float(local), "local scheduler"
 
 
+def memory_headroom(client: distributed.Client | None = None) -> tuple[float, int] | None:
+    """``(bytes, threads)``: the memory the workers have left below Dask's spill target
+    (``distributed.worker.memory.target`` of each limit, less the process memory each worker
+    reports: its libraries, caches and whatever it holds now) summed over the workers, and
+    their threads; ``None`` without a cluster or without limits. A plan made after a first pass
+    sees the footprint the workers really have, which fixed shares of the limit do not."""
+    client = client if client is not None else current_client()
+    if client is None:
+        return None
+    workers = list(client.scheduler_info().get("workers", {}).values())
+    limits = [w.get("memory_limit") or 0 for w in workers]
+    if not limits or min(limits) <= 0:
+        return None
+    target = float(dask.config.get("distributed.worker.memory.target", 0.6) or 0.6)
+    left = sum(max(0.0, target * lim - float((w.get("metrics") or {}).get("memory") or 0))
+               for w, lim in zip(workers, limits))
+    return left, sum(max(1, int(w.get("nthreads") or 1)) for w in workers)
+
+
 def memory_plan(nbytes: float, share: float, client: distributed.Client | None = None, *, local: float,
                 what: str = "state") -> tuple[str, str, float]:
     """``("persist", why, budget)`` when ``nbytes`` fit in ``share`` of the workers' memory
@@ -309,6 +328,7 @@ def memory_plan(nbytes: float, share: float, client: distributed.Client | None =
 
 __all__ = [
     "memory_budget",
+    "memory_headroom",
     "memory_plan",
     "MALLOC_TRIM_THRESHOLD",
     "ARROW_MEMORY_POOL",

@@ -434,3 +434,15 @@ def test_memory_budget_from_the_workers_limits() -> None:
     assert memory_budget(0.1, client, local=5)[0] == pytest.approx(0.1 * gib * 2)
     unlimited = _FakeClient({"a": {"memory_limit": 0, "nthreads": 1}})
     assert memory_budget(0.1, unlimited, local=5) == (5.0, "local scheduler")
+
+
+def test_memory_headroom_is_what_is_left_below_the_spill_target() -> None:
+    from ppdm_dask.cluster import memory_headroom
+
+    mib = 2**20
+    client = _FakeClient({"a": {"memory_limit": 1000 * mib, "nthreads": 1, "metrics": {"memory": 300 * mib}},
+                          "b": {"memory_limit": 1000 * mib, "nthreads": 2, "metrics": {"memory": 700 * mib}}})
+    with dask.config.set({"distributed.worker.memory.target": 0.6}):
+        left, threads = memory_headroom(client)
+    assert left == pytest.approx(300 * mib) and threads == 3  # 600 - 300, and nothing below 0 for b
+    assert memory_headroom(_FakeClient({"a": {"memory_limit": 0, "nthreads": 1}})) is None

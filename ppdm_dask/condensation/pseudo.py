@@ -167,8 +167,6 @@ def generate_dask(groups: GroupTable, *, key: KeyLike = None, rows_per_block: in
     import dask.array as da
     from dask.base import tokenize
 
-    from ..progress import ship
-
     groups = _check_table(groups)
     if isinstance(rows_per_block, bool) or not isinstance(rows_per_block, numbers.Integral) or rows_per_block < 1:
         raise InvalidParameter(f"rows_per_block must be a positive integer, got {rows_per_block!r}")
@@ -178,13 +176,12 @@ def generate_dask(groups: GroupTable, *, key: KeyLike = None, rows_per_block: in
         return da.from_array(np.empty((0, d)), chunks=((0,), (d,)))
     # graph names must not reveal the key: use its one-way digest, never the key itself
     token = tokenize(key.digest("pseudo-data"), groups.n, groups.mean, groups.m2, int(rows_per_block))
-    bounds = _block_bounds(groups.n, int(rows_per_block))
-    # each block's groups (d^2 floats per group: 300 MB for 370,000 groups of 10 attributes)
-    # go to the workers once, not inside the task graph
-    tables = ship([groups.take(slice(lo, hi)) for lo, hi in bounds])
     blocks = []
-    for i, ((lo, hi), table) in enumerate(zip(bounds, tables)):
+    # each block's groups travel inside its task (d^2 floats per group: about 1 GB for 1.1 M
+    # groups of 10 attributes), so a worker receives only the groups of the blocks it runs;
+    # scattered up front they did not fit in 1 GB workers
+    for i, (lo, hi) in enumerate(_block_bounds(groups.n, int(rows_per_block))):
         rows = int(groups.n[lo:hi].sum())
-        task = dask.delayed(_generate_block)(table, key, lo, dask_key_name=f"pseudo-data-task-{token}-{i}")
+        task = dask.delayed(_generate_block)(groups.take(slice(lo, hi)), key, lo, dask_key_name=f"pseudo-data-task-{token}-{i}")
         blocks.append(da.from_delayed(task, shape=(rows, d), dtype=np.float64, meta=np.empty((0, d)), name=f"pseudo-data-{token}-{i}"))
     return blocks[0] if len(blocks) == 1 else da.concatenate(blocks, axis=0)

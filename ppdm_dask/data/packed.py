@@ -149,6 +149,34 @@ if _numba is not None:
                 e += 1
         indptr[n_rows] = e
 
+    @_numba.njit(cache=True, nogil=True)
+    def _unpack_some_loop(data, n_rows, rows, indptr, indices):  # pragma: no cover - compiled
+        # rows ascending: decode those, skip the others by their bytes (a value's last byte has
+        # its high bit clear), stop after the last one wanted
+        i = 0
+        e = 0
+        k = 0
+        for r in range(n_rows):
+            if k == rows.size:
+                break
+            length, i = _read_varint(data, i)
+            if rows[k] == r:
+                indptr[k] = e
+                prev = -1
+                for _ in range(length):
+                    gap, i = _read_varint(data, i)
+                    prev += gap + 1
+                    indices[e] = prev
+                    e += 1
+                k += 1
+            else:
+                c = 0
+                while c < length:
+                    if data[i] < 0x80:
+                        c += 1
+                    i += 1
+        indptr[k] = e
+
 
     @_numba.njit(cache=True, nogil=True)
     def _bitset_packed_loop(data, n_rows, pos, n_words, bits):  # pragma: no cover - compiled
@@ -208,10 +236,22 @@ def pack_rows(block: sp.csr_array, *, engine: str = "auto") -> PackedRows:
     return PackedRows(data, int(block.shape[0]), int(block.shape[1]))
 
 
-def unpack_rows(packed: PackedRows, *, engine: str = "auto") -> sp.csr_array:
-    """The CSR block (int32 ones as data) that :func:`pack_rows` packed."""
+def unpack_rows(packed: PackedRows, rows: np.ndarray | None = None, *, engine: str = "auto") -> sp.csr_array:
+    """The CSR block (int32 ones as data) that :func:`pack_rows` packed, or only its ``rows``
+    (ascending positions, distinct), in that order: the others are skipped, not decoded."""
     n_rows, n_cols = packed.n_rows, packed.n_cols
     idx_dtype = np.int32 if n_cols < 2**31 and packed.data.size < 2**31 else np.int64
+    if rows is not None:
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size and (rows[0] < 0 or rows[-1] >= n_rows or np.any(np.diff(rows) <= 0)):
+            raise ValueError("rows must be distinct positions in ascending order within the block")
+        if _numba is None or engine == "numpy":
+            return sp.csr_array(unpack_rows(packed, engine=engine)[rows])
+        indptr = np.empty(rows.size + 1, dtype=idx_dtype)
+        room = np.empty(max(0, packed.data.size - n_rows), dtype=idx_dtype)
+        _unpack_some_loop(packed.data, n_rows, rows, indptr, room)
+        indices = room[: int(indptr[-1])].copy()  # not a view of the (larger) room
+        return sp.csr_array((np.ones(indices.size, np.int32), indices, indptr), shape=(rows.size, n_cols))
     if _numba is not None and engine != "numpy":
         indptr = np.empty(n_rows + 1, dtype=idx_dtype)
         # every entry takes at least one byte and every row one more: an upper bound, no sizing pass

@@ -27,9 +27,11 @@ partitioning, the grouping or the workers.
 
 Memory: a group (one window task) holds about :data:`GROUP_BYTES` of rows, so the all-to-all
 has (N / group rows)^2 edges per round, whatever the input's partitioning. A wave routes at
-most what fits in :data:`WAVE_MEMORY_SHARE` of the workers' memory, counting every routed row
-twice (its piece and its copy in the window task) with its list; a larger round runs in several
-waves. The input is kept in the workers' memory between the waves only when it fits in
+most what fits in :data:`WAVE_MEMORY_SHARE` of the workers' memory (or in what they have left
+below their spill target after the key pass, the kept input and one window task per thread,
+when that is less), counting every routed row twice (its piece and its copy in the window task)
+with its routing; a larger round runs in several waves, and each split decodes only the rows
+its wave routes. The input is kept in the workers' memory between the waves only when it fits in
 :data:`INPUT_MEMORY_SHARE` of it (binary rows packed); otherwise every wave re-reads it. Each
 group's lists leave the workers as soon as they are ready and are merged into the k-NN graph
 (N x k x 32 bytes) on the driver, where the caller receives it; the workers get back only each
@@ -73,6 +75,9 @@ MAX_WAVE_ROUNDS = 2
 WAVE_MEMORY_SHARE = 0.1
 #: The same budget on the local schedulers.
 LOCAL_WAVE_BYTES = 2 * 2**30
+#: A wave keeps at least this fraction of its share when the workers have less left (below it,
+#: the waves' fixed costs would dominate; the workers then spill a little instead).
+WAVE_FLOOR = 0.25
 #: Share of the workers' memory the input rows may take when kept between the waves.
 INPUT_MEMORY_SHARE = 0.15
 #: The same budget on the local schedulers.
@@ -132,23 +137,27 @@ def _block_keys(block, weights, round_params: list) -> tuple[np.ndarray, np.ndar
 def _split(block, weights, start: int, routed: tuple, per_group: int) -> dict:
     """The block's rows routed in one round of a wave: ``routed`` = (their local positions,
     ascending, int32; their window ids; their caps or None). Returns ``{group: (column ids, row
-    lengths, values or None, gidx, window, cap)}``. Binary rows carry no values (the window task
-    makes them); a row's cap (its k-th distance after the earlier waves) travels with it."""
+    lengths, values or None, gidx, window, cap)}``. Only the routed rows are decoded (a wave
+    routes a small part of each block); binary rows carry no values (the window task makes
+    them); a row's cap (its k-th distance after the earlier waves) travels with it."""
     local, window, cap = routed
     if isinstance(block, PackedRows):
-        block = unpack_rows(block)
+        sub = unpack_rows(block, local)
+    else:
+        sub = sp.csr_array(block[local])
     cap = np.full(local.size, np.inf) if cap is None else cap
     dest = window // per_group
     order = np.argsort(dest, kind="stable")  # rows of one group together, in block order
-    cuts = np.flatnonzero(np.r_[True, dest[order][1:] != dest[order][:-1], True])
+    sub = sp.csr_array(sub[order])
+    vals = None if weights is None else np.asarray(sp.csr_array(weights[local[order]]).data, dtype=np.float32)
+    dest, gidx, window, cap = dest[order], local[order].astype(np.int64) + start, window[order], cap[order]
+    indptr = sub.indptr
+    cuts = np.flatnonzero(np.r_[True, dest[1:] != dest[:-1], True])
     out = {}
     for a, b in zip(cuts[:-1], cuts[1:]):
-        pick = order[a:b]
-        rows = local[pick]
-        sub = sp.csr_array(block[rows])
-        vals = None if weights is None else np.asarray(sp.csr_array(weights[rows]).data, dtype=np.float32)
-        out[int(dest[pick[0]])] = (np.asarray(sub.indices, np.int32), np.diff(sub.indptr), vals,
-                                   rows.astype(np.int64) + start, window[pick], cap[pick])
+        lo, hi = int(indptr[a]), int(indptr[b])
+        out[int(dest[a])] = (np.asarray(sub.indices[lo:hi], np.int32), np.diff(indptr[a:b + 1]),
+                             None if vals is None else vals[lo:hi], gidx[a:b], window[a:b], cap[a:b])
     return out
 
 
@@ -259,7 +268,7 @@ def group_plan(n: int, nnz: int, packed: int, n_candidates: int, k: int, weighte
     small (its all-to-all edges grow with the square of the number of groups; measured at 10 M
     records on 1 GB workers, groups of 19 MiB spilled more than groups of 32 MiB).
     """
-    from ..cluster import memory_budget, memory_plan
+    from ..cluster import memory_budget, memory_headroom, memory_plan
 
     mean = nnz / max(n, 1)
     row_bytes = 12.0 * mean + 8.0
@@ -274,10 +283,19 @@ def group_plan(n: int, nnz: int, packed: int, n_candidates: int, k: int, weighte
     # as soon as its group is done
     in_flight = 2 * ((8 if weighted else 4) * mean + 28) + 16
     budget, where = memory_budget(WAVE_MEMORY_SHARE, client, local=LOCAL_WAVE_BYTES)
+    wave_why = (f"the local budget of {budget / 2**20:,.0f} MiB" if where == "local scheduler"
+                else f"{WAVE_MEMORY_SHARE:.0%} of the memory of {where}, {budget / 2**20:,.0f} MiB")
+    room = memory_headroom(client)
+    if room is not None:
+        # what the workers have left below their spill target after the key pass, less the
+        # kept input and one window task per thread (its group about three times)
+        left = room[0] - (stored if plan == "persist" else 0) - room[1] * 3 * GROUP_BYTES
+        if left < budget:
+            budget = max(left, WAVE_FLOOR * budget)
+            wave_why = (f"what the workers have left below their spill target after the input and one window "
+                        f"task per thread, {budget / 2**20:,.0f} MiB")
     wave_rows = max(n_candidates, int(budget // in_flight))
-    wave_why = (f"{wave_rows:,} routed rows ({in_flight:,.0f} bytes each in flight: "
-                + (f"the local budget of {budget / 2**20:,.0f} MiB)" if where == "local scheduler"
-                   else f"{WAVE_MEMORY_SHARE:.0%} of the memory of {where}, {budget / 2**20:,.0f} MiB)"))
+    wave_why = f"{wave_rows:,} routed rows ({in_flight:,.0f} bytes each in flight: {wave_why})"
     return {"group_rows": rows, "input": plan, "input_reason": why, "wave_rows": wave_rows, "wave_reason": wave_why}
 
 

@@ -43,6 +43,24 @@ def test_round_trip_and_coders_agree(seed, n_rows, n_cols, per_row):
         np.testing.assert_array_equal(y.data, 1)
 
 
+@pytest.mark.parametrize("seed,n_rows,n_cols,per_row", CASES)
+def test_selected_rows_equal_the_rows_of_the_whole_block(seed, n_rows, n_cols, per_row):
+    x = _block(seed, n_rows, n_cols, per_row)
+    packed = P.pack_rows(x)
+    rng = np.random.default_rng(seed)
+    for rows in (np.arange(n_rows), np.sort(rng.choice(n_rows, size=n_rows // 3, replace=False)),
+                 np.array([], dtype=np.int64), np.array([n_rows - 1]) if n_rows else np.array([], dtype=np.int64)):
+        want = sp.csr_array(x[rows]) if rows.size else sp.csr_array((0, n_cols), dtype=np.int32)
+        for engine in ("auto", "numpy"):
+            got = P.unpack_rows(packed, rows, engine=engine)
+            assert got.shape == (rows.size, n_cols)
+            np.testing.assert_array_equal(got.indptr, want.indptr)
+            np.testing.assert_array_equal(got.indices, want.indices)
+    if n_rows > 1:
+        with pytest.raises(ValueError, match="ascending"):
+            P.unpack_rows(packed, np.array([1, 0]))
+
+
 def test_hand_coded_bytes():
     # rows {0, 2, 130} and {}: length 3, gaps 0, 1, 127 (one byte each); then length 0
     x = sp.csr_array((np.ones(3, np.int32), np.array([0, 2, 130], np.int32), np.array([0, 3, 3], np.int32)), shape=(2, 200))

@@ -354,6 +354,41 @@ def test_approximate_memory_plans_give_the_same_graph(monkeypatch):
             np.testing.assert_array_equal(getattr(kept, f), getattr(other, f))
 
 
+class _Workers:
+    """A client as the planners see it: the scheduler's view of the workers."""
+
+    def __init__(self, limit: int, rss: int, n: int = 2) -> None:
+        self._info = {"workers": {str(i): {"memory_limit": limit, "nthreads": 1, "metrics": {"memory": rss}}
+                                  for i in range(n)}}
+
+    def scheduler_info(self) -> dict:
+        return self._info
+
+
+def test_wave_budget_is_what_the_workers_have_left():
+    """With room to spare the wave gets WAVE_MEMORY_SHARE of the memory; when the workers'
+    footprint, the kept input and one window task per thread leave less below the spill target,
+    the wave gets what is left (never below WAVE_FLOOR of its share)."""
+    import ppdm_dask.neighbors.approximate as A
+
+    mib = 2**20
+    n, nnz, packed = 1_000_000, 20_000_000, 100 * mib
+    roomy = A.group_plan(n, nnz, packed, 512, 5, False, _Workers(10_000 * mib, 300 * mib))
+    in_flight = 2 * (4 * 20 + 28) + 16
+    assert roomy["wave_rows"] == int(A.WAVE_MEMORY_SHARE * 2 * 10_000 * mib // in_flight)
+    assert roomy["input"] == "persist"
+    # 1,000 MiB workers holding 300 MiB: 2 x (600 - 300) - 100 (input) - 2 x 3 x 32 (tasks) = 308 MiB,
+    # over the 10 % share (200 MiB): the share holds
+    assert A.group_plan(n, nnz, packed, 512, 5, False, _Workers(1000 * mib, 300 * mib))["wave_rows"] == int(
+        0.1 * 2000 * mib // in_flight)
+    # holding 400 MiB: 2 x 200 - 100 - 192 = 108 MiB left
+    tight = A.group_plan(n, nnz, packed, 512, 5, False, _Workers(1000 * mib, 400 * mib))
+    assert tight["wave_rows"] == int(108 * mib // in_flight) and "left below their spill target" in tight["wave_reason"]
+    # nothing left: the floor
+    full = A.group_plan(n, nnz, packed, 512, 5, False, _Workers(1000 * mib, 590 * mib))
+    assert full["wave_rows"] == int(A.WAVE_FLOOR * 0.1 * 2000 * mib // in_flight)
+
+
 def test_waves_cover_every_group_once_within_the_budget():
     from ppdm_dask.neighbors.approximate import MAX_WAVE_ROUNDS, _waves
 
