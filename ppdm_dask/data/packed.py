@@ -134,6 +134,17 @@ if _numba is not None:
                 return v, i
 
     @_numba.njit(cache=True, nogil=True)
+    def _decode_row(data, i, length, indices, e):  # pragma: no cover - compiled
+        # a row's ``length`` gaps from byte i into indices[e:]; returns the next byte and entry
+        prev = -1
+        for _ in range(length):
+            gap, i = _read_varint(data, i)
+            prev += gap + 1
+            indices[e] = prev
+            e += 1
+        return i, e
+
+    @_numba.njit(cache=True, nogil=True)
     def _unpack_loop(data, n_rows, indptr, indices):  # pragma: no cover - compiled
         # one pass: ``indices`` only needs room for as many entries as there are bytes
         i = 0
@@ -141,12 +152,7 @@ if _numba is not None:
         for r in range(n_rows):
             indptr[r] = e
             length, i = _read_varint(data, i)
-            prev = -1
-            for _ in range(length):
-                gap, i = _read_varint(data, i)
-                prev += gap + 1
-                indices[e] = prev
-                e += 1
+            i, e = _decode_row(data, i, length, indices, e)
         indptr[n_rows] = e
 
     @_numba.njit(cache=True, nogil=True)
@@ -162,12 +168,7 @@ if _numba is not None:
             length, i = _read_varint(data, i)
             if rows[k] == r:
                 indptr[k] = e
-                prev = -1
-                for _ in range(length):
-                    gap, i = _read_varint(data, i)
-                    prev += gap + 1
-                    indices[e] = prev
-                    e += 1
+                i, e = _decode_row(data, i, length, indices, e)
                 k += 1
             else:
                 c = 0
