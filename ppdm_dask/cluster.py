@@ -284,12 +284,24 @@ def memory_budget(share: float, client: distributed.Client | None = None, *, loc
     local : float
         The budget on the local schedulers.
     """
-    client = client if client is not None else current_client()
-    if client is not None:
-        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()]
-        if limits and min(limits) > 0:
-            return share * min(limits) * len(limits), f"{len(limits)} workers of {min(limits) / 2**20:,.0f} MiB"
+    workers = _limited_workers(client)
+    if workers:
+        limits = [lim for _, lim in workers]
+        return share * min(limits) * len(limits), f"{len(limits)} workers of {min(limits) / 2**20:,.0f} MiB"
     return float(local), "local scheduler"
+
+
+def _limited_workers(client: distributed.Client | None) -> list[tuple[dict, float]]:
+    """``(scheduler's record, memory limit)`` of every worker of ``client`` (default: the active
+    one); empty without a cluster or when any worker has no limit (nothing to plan against)."""
+    client = client if client is not None else current_client()
+    if client is None:
+        return []
+    workers = list(client.scheduler_info().get("workers", {}).values())
+    limits = [float(w.get("memory_limit") or 0) for w in workers]
+    if not limits or min(limits) <= 0:
+        return []
+    return list(zip(workers, limits))
 
 
 def memory_headroom(client: distributed.Client | None = None) -> tuple[float, int] | None:
@@ -298,17 +310,12 @@ def memory_headroom(client: distributed.Client | None = None) -> tuple[float, in
     reports: its libraries, caches and whatever it holds now) summed over the workers, and
     their threads; ``None`` without a cluster or without limits. A plan made after a first pass
     sees the footprint the workers really have, which fixed shares of the limit do not."""
-    client = client if client is not None else current_client()
-    if client is None:
-        return None
-    workers = list(client.scheduler_info().get("workers", {}).values())
-    limits = [w.get("memory_limit") or 0 for w in workers]
-    if not limits or min(limits) <= 0:
+    workers = _limited_workers(client)
+    if not workers:
         return None
     target = float(dask.config.get("distributed.worker.memory.target", 0.6) or 0.6)
-    left = sum(max(0.0, target * lim - float((w.get("metrics") or {}).get("memory") or 0))
-               for w, lim in zip(workers, limits))
-    return left, sum(max(1, int(w.get("nthreads") or 1)) for w in workers)
+    left = sum(max(0.0, target * lim - float((w.get("metrics") or {}).get("memory") or 0)) for w, lim in workers)
+    return left, sum(max(1, int(w.get("nthreads") or 1)) for w, _ in workers)
 
 
 def memory_plan(nbytes: float, share: float, client: distributed.Client | None = None, *, local: float,
