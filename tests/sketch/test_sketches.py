@@ -581,3 +581,18 @@ def test_two_worker_cluster_identical(on_cluster):
     assert np.array_equal(v, ref_v) and np.array_equal(m, ref_m)
     assert anon.report(out.persist(progress=False))["n_suppressed"] == int((ref_m == 0).sum())
     assert len(on_cluster.scheduler_info()["workers"]) == 2
+
+
+def test_per_record_components_travel_outside_the_graph(on_cluster):
+    """A driver-side m array is scattered once, not embedded in the task graph; same sketches."""
+    import cloudpickle
+
+    tx, _ = _weighted_tx(n=30_000, d=300, seed=4, npartitions=3)
+    m = np.random.default_rng(2).integers(0, 17, size=30_000)
+    gen = SketchGenerator(5)
+    ref_v, ref_m = sketch(tx, m, generator=gen, m_max=16).compute(progress=False, scheduler="sync")
+    out = sketch(tx, m, generator=gen, m_max=16, client=on_cluster)
+    graph = dict(out.m.__dask_graph__())
+    assert len(cloudpickle.dumps(graph)) < m.astype(np.int32).nbytes // 4  # 120 kB of m: futures instead
+    v, got_m = out.compute(progress=False)
+    assert np.array_equal(got_m, m) and np.array_equal(v, ref_v) and np.array_equal(ref_m, m)
