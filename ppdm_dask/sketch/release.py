@@ -1,9 +1,11 @@
 """Releases of anonymized sketches (family ``sketch``): :class:`SketchRelease`.
 
-The row blocks are ``(values, m, columns)`` (dense zero-padded float64 sketches, int32 numbers
-of components, row-aligned columns); the folder is a sketch dataset of format
-``ppdm-sketches`` version 2 (:mod:`.sketches`), so :func:`~.sketches.read_sketches` reads a
-release like any sketch dataset. Suppressed records (m = 0) are left out unless the parameter
+The row blocks are ``(flat, m, columns)``: each row's first m_i values as float32, one after the
+other (what a part file stores), int32 numbers of components and row-aligned columns. Compact
+blocks keep the keyed shuffle's pieces small (mean m is far below ``m_max``), so several sketch
+blocks are shuffled as one and the number of pieces (input blocks × output files) stays small.
+The folder is a sketch dataset of format ``ppdm-sketches`` version 2 (:mod:`.sketches`), so
+:func:`~.sketches.read_sketches` reads a release like any sketch dataset. Suppressed records (m = 0) are left out unless the parameter
 ``keep_suppressed`` is true; record ids are dropped unless ``keep_record_ids`` is.
 
 What :meth:`SketchRelease.verify` recounts, from the released rows alone: every published record
@@ -29,14 +31,16 @@ from ..data.folder import read_part
 from ..release import Check, Figures, Release
 from ..release.order import BlockOps
 from . import _kernels as K
-from .sketches import FORMAT_NAME, SketchArray, layout_fields, part_metadata, sketch_table, sketches_from_manifest
+from .sketches import FORMAT_NAME, SketchArray, compact_table, layout_fields, part_metadata, sketches_from_manifest
 
 __all__ = ["SketchRelease", "SKETCH_OPS", "RECORD_ID_COLUMNS", "sketch_figures"]
 
 #: row-aligned columns that identify records: never published unless asked for
 RECORD_ID_COLUMNS = ("record_id",)
-#: in-memory bytes of one output block (values are dense n x m_max float64)
+#: in-memory bytes of one output block (values are dense n x m_max float64 while encoded)
 _BLOCK_BYTES = 64 * 2**20
+#: in-memory bytes of one shuffle input (compact rows, counted at m_max components each)
+_SHUFFLE_IN_BYTES = 64 * 2**20
 
 
 # ---------------------------------------------------------------------- row blocks
@@ -45,42 +49,37 @@ def _n_rows(block: tuple) -> int:
 
 
 def _take(block: tuple, idx: np.ndarray) -> tuple:
-    values, m, cols = block
-    return values[idx], m[idx], {k: np.asarray(v)[idx] for k, v in cols.items()}
+    flat, m, cols = block
+    idx = np.asarray(idx, dtype=np.int64)
+    lens = m[idx].astype(np.int64)
+    starts = (np.cumsum(m, dtype=np.int64) - m)[idx]
+    # positions of the chosen rows' values: each row's start, then its next lens - 1 values
+    pos = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()), dtype=np.int64)
+    return flat[pos], m[idx], {k: np.asarray(v)[idx] for k, v in cols.items()}
 
 
 def _concat(blocks: list[tuple]) -> tuple:
     if len(blocks) == 1:
         return blocks[0]
-    values = np.concatenate([b[0] for b in blocks], axis=0)
+    flat = np.concatenate([b[0] for b in blocks])
     m = np.concatenate([b[1] for b in blocks])
     cols = {k: np.concatenate([np.asarray(b[2][k]) for b in blocks]) for k in blocks[0][2]}
-    return values, m, cols
+    return flat, m, cols
 
 
-def _stage(block: tuple) -> tuple:
-    """A staged piece keeps what the part file keeps: each row's first m_i values, as float32."""
-    values, m, cols = block
-    mask = np.arange(values.shape[1])[None, :] < m[:, None]
-    return values[mask].astype(np.float32), m, cols, values.shape[1]
-
-
-def _unstage(staged: tuple) -> tuple:
-    flat, m, cols, width = staged
-    values = np.zeros((m.size, width), dtype=np.float64)
-    values[np.arange(width)[None, :] < m[:, None]] = flat
-    return values, m, cols
-
-
-SKETCH_OPS = BlockOps(_n_rows, _take, _concat, _stage, _unstage)
+SKETCH_OPS = BlockOps(_n_rows, _take, _concat)
 
 
 def _block(values: np.ndarray, m: np.ndarray, cols: dict[str, Any]) -> tuple:
-    return np.asarray(values, dtype=np.float64), np.asarray(m, dtype=np.int32), {k: np.asarray(v) for k, v in cols.items()}
+    """Kernel: a compact release block from a dense sketch block."""
+    m = np.asarray(m, dtype=np.int32)
+    values = np.asarray(values)
+    flat = values[np.arange(values.shape[1])[None, :] < m[:, None]].astype(np.float32)
+    return flat, m, {k: np.asarray(v) for k, v in cols.items()}
 
 
 def _encode(block: tuple, kv: bytes, keep_suppressed: bool) -> tuple[pa.Table, dict[str, Any]]:
-    return sketch_table(block[0], block[1], block[2], kv, keep_suppressed)
+    return compact_table(block[0], block[1], block[2], kv, keep_suppressed)
 
 
 # ---------------------------------------------------------------------- recount kernels
@@ -170,8 +169,8 @@ class SketchRelease(Release):
         return max(1024, _BLOCK_BYTES // (8 * max(1, self.m_max)))
 
     def row_bytes(self) -> float | None:
-        """A row of the dense n x m_max float64 block plus its sort key and row id."""
-        return 8.0 * max(1, self.m_max) + 24
+        """A compact row at m_max float32 values, its m, plus its sort key and row id."""
+        return 4.0 * max(1, self.m_max) + 28
 
     @property
     def m_max(self) -> int:
@@ -190,9 +189,24 @@ class SketchRelease(Release):
         sk = self.data
         values, ms = sk.values.to_delayed().ravel(), sk.m.to_delayed().ravel()
         cols = {k: v.to_delayed().ravel() for k, v in self._columns().items()}
-        blocks = [dask.delayed(_block, pure=True)(values[i], ms[i], {k: c[i] for k, c in cols.items()})
-                  for i in range(len(ms))]
-        return blocks, list(sk.partition_rows)
+        compact = [dask.delayed(_block, pure=True)(values[i], ms[i], {k: c[i] for k, c in cols.items()})
+                   for i in range(len(ms))]
+        # consecutive compact blocks are shuffled together, within _SHUFFLE_IN_BYTES at m_max
+        # values per row: fewer, larger pieces (the shuffle's cost grows with inputs x outputs)
+        rows = [int(r) for r in sk.partition_rows]
+        limit = max(1, int(_SHUFFLE_IN_BYTES // self.row_bytes()))
+        blocks, out_rows, group, n = [], [], [], 0
+        for b, r in zip(compact, rows):
+            if group and n + r > limit:
+                blocks.append(group[0] if len(group) == 1 else dask.delayed(_concat, pure=True)(group))
+                out_rows.append(n)
+                group, n = [], 0
+            group.append(b)
+            n += r
+        if group:
+            blocks.append(group[0] if len(group) == 1 else dask.delayed(_concat, pure=True)(group))
+            out_rows.append(n)
+        return blocks, out_rows
 
     def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
         return partial(_encode, kv=part_metadata(self.data), keep_suppressed=self.keep_suppressed)

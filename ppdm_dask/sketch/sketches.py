@@ -43,7 +43,7 @@ from ..graph import blocks_from_tasks, concat_rows, unique_name
 from ..random import KeyLike
 from .generator import SketchGenerator
 
-__all__ = ["SketchArray", "sketch", "read_sketches", "sketches_from_manifest", "sketch_table", "FORMAT_NAME"]
+__all__ = ["SketchArray", "sketch", "read_sketches", "sketches_from_manifest", "sketch_table", "compact_table", "FORMAT_NAME"]
 
 FORMAT_NAME = "ppdm-sketches"
 #: 2: every part hashed in the manifest (rows, bytes, SHA-256), ``n_published``; version 1
@@ -380,14 +380,23 @@ def sketch_table(values: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarra
     """
     m = np.asarray(m, dtype=np.int32)
     values = np.asarray(values)
+    flat = values[np.arange(values.shape[1])[None, :] < m[:, None]].astype(np.float32)
+    return compact_table(flat, m, cols, kv, keep_suppressed)
+
+
+def compact_table(flat: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarray], kv: bytes | None,
+                  keep_suppressed: bool = False) -> tuple[pa.Table, dict[str, Any]]:
+    """:func:`sketch_table` from compact rows: ``flat`` holds each row's m_i float32 values, one
+    row after the other (suppressed rows hold none, so leaving them out leaves ``flat`` as is)."""
+    m = np.asarray(m, dtype=np.int32)
+    flat = np.asarray(flat, dtype=np.float32)
     n_supp = int(np.count_nonzero(m == 0))
     if not keep_suppressed and n_supp:
         keep = m > 0
-        values, m = values[keep], m[keep]
+        m = m[keep]
         cols = {c: np.asarray(v)[keep] for c, v in cols.items()}
     offsets = np.zeros(m.size + 1, dtype=np.int32)
     np.cumsum(m, out=offsets[1:])
-    flat = values[np.arange(values.shape[1])[None, :] < m[:, None]].astype(np.float32)
     arrays = {
         "sketch": pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.float32()), type=pa.list_(pa.float32())),
         "m": pa.array(m, type=pa.int32()),

@@ -88,6 +88,40 @@ def test_delta_same_key_same_bytes_for_1_and_4_partitions(tmp_path, monkeypatch)
     assert data_bytes(tmp_path / "other") != a
 
 
+def test_compact_blocks_take_concat_and_grouping(tmp_path, monkeypatch):
+    """Release blocks hold each row's first m_i values (float32): taking rows equals taking
+    them from the dense block and compacting (oracle); consecutive blocks are shuffled together
+    and the bytes do not depend on the grouping."""
+    from ppdm_dask.sketch import release as srel
+
+    rng = np.random.default_rng(3)
+    m = rng.integers(0, 7, size=50).astype(np.int32)
+    dense = rng.standard_normal((50, 6)) * (np.arange(6)[None, :] < m[:, None])
+    block = srel._block(dense, m, {"label": np.arange(50)})
+
+    def compact_of(rows):
+        return np.concatenate([dense[i, : m[i]] for i in rows]).astype(np.float32) if len(rows) else np.zeros(0, np.float32)
+
+    assert np.array_equal(block[0], compact_of(range(50)))
+    idx = rng.permutation(50)[:23]
+    flat, mm, cols = srel._take(block, idx)
+    assert np.array_equal(flat, compact_of(idx)) and np.array_equal(mm, m[idx]) and np.array_equal(cols["label"], idx)
+    assert srel._take(block, np.zeros(0, np.int64))[0].size == 0
+    both = srel._concat([srel._take(block, idx[:10]), srel._take(block, idx[10:])])
+    assert all(np.array_equal(u, v) for u, v in zip(both[:2], (flat, mm)))
+
+    tx, _ = _tx(npartitions=6)
+    rel = DeltaAnonymizer(delta=2.0, m_max=16, key=Key(5)).fit_transform(tx)
+    blocks, rows = rel._row_blocks()
+    assert len(blocks) == 1 and rows == [240]  # 240 compact rows fit in one shuffle input
+    rel.write(str(tmp_path / "grouped"), rows_per_file=100)
+    monkeypatch.setattr(srel, "_SHUFFLE_IN_BYTES", 50 * rel.row_bytes())  # at most 50 rows per input
+    blocks, rows = rel._row_blocks()
+    assert len(blocks) == 6 and sum(rows) == 240 and max(rows) <= 50
+    rel.write(str(tmp_path / "single"), rows_per_file=100)
+    assert data_bytes(tmp_path / "grouped") == data_bytes(tmp_path / "single")
+
+
 def test_flipped_byte_is_named(tmp_path):
     tx, _ = _tx()
     out = tmp_path / "d"
