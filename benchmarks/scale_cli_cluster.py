@@ -42,15 +42,18 @@ class CommandLineCluster:
     def __init__(self, tmp: Path, n: int = 2, memory_limit: str = "1GB") -> None:
         self.file = tmp / "scheduler.json"
         log = open(tmp / "cluster.log", "w")
+        # as cluster/README.md says: every process reads the project's recipe (memory thresholds,
+        # the environment the nannies give the workers: malloc trim threshold, Arrow's pool)
+        env = {**os.environ, "DASK_CONFIG": str(HERE.parent / "cluster" / "dask.yaml")}
         self.procs = [subprocess.Popen(["dask", "scheduler", "--port", "0", "--dashboard-address", ":0", "--scheduler-file", str(self.file)],
-                                       stdout=log, stderr=subprocess.STDOUT)]
+                                       stdout=log, stderr=subprocess.STDOUT, env=env)]
         deadline = time.time() + 60
         while not self.file.exists() and time.time() < deadline:
             time.sleep(0.2)
         for _ in range(n):
             self.procs.append(subprocess.Popen(["dask", "worker", "--scheduler-file", str(self.file), "--nthreads", "1",
                                                 "--memory-limit", memory_limit, "--no-dashboard", "--local-directory", str(tmp / "workers")],
-                                               stdout=log, stderr=subprocess.STDOUT))
+                                               stdout=log, stderr=subprocess.STDOUT, env=env))
         from distributed import Client
 
         with Client(scheduler_file=str(self.file)) as c:

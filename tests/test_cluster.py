@@ -24,6 +24,7 @@ import yaml
 
 from ppdm_dask import progress as progress_mod
 from ppdm_dask.cluster import (
+    ARROW_MEMORY_POOL,
     MALLOC_TRIM_THRESHOLD,
     PRE_SPAWN_ENVIRON_KEY,
     SchedulerUnreachable,
@@ -213,6 +214,7 @@ def test_dask_cli_scheduler_and_workers(dask_cli_cluster: Path) -> None:
             # workers started with DASK_CONFIG=cluster/dask.yaml got the pre-spawn environment
             seen = client.run(os.getenv, "MALLOC_TRIM_THRESHOLD_")
             assert set(seen.values()) == {str(MALLOC_TRIM_THRESHOLD)}
+            assert set(client.run(os.getenv, "ARROW_DEFAULT_MEMORY_POOL").values()) == {ARROW_MEMORY_POOL}
             assert set(client.run(lambda: dask.config.get("distributed.worker.memory.pause")).values()) == {0.8}
         assert client.status == "closed"
     # a real ppdm job through the CLI's --scheduler option (the installed console script)
@@ -363,6 +365,7 @@ def test_dask_yaml_is_valid_config() -> None:
     assert 0 < mem["target"] <= mem["spill"] < mem["pause"] < mem["terminate"] < 1
     env = cfg["distributed"]["nanny"]["pre-spawn-environ"]
     assert int(env["MALLOC_TRIM_THRESHOLD_"]) == MALLOC_TRIM_THRESHOLD
+    assert env["ARROW_DEFAULT_MEMORY_POOL"] == ARROW_MEMORY_POOL
     assert "OMP_NUM_THREADS" in env  # distributed's other defaults kept
     for key in ("connect", "tcp"):
         dask.utils.parse_timedelta(cfg["distributed"]["comm"]["timeouts"][key])
