@@ -1,7 +1,8 @@
 """Releases of anonymized sketches (family ``sketch``): :class:`SketchRelease`.
 
-The row blocks are ``(flat, m, columns)``: each row's first m_i values as float32, one after the
-other (what a part file stores), int32 numbers of components and row-aligned columns. Compact
+The row blocks are ``(flat, m, columns, starts)``: each row's first m_i values as float32, one
+after the other (what a part file stores), int32 numbers of components, row-aligned columns and
+where each row's values start in ``flat`` (so that cutting a block into pieces is linear). Compact
 blocks keep the keyed shuffle's pieces small (mean m is far below ``m_max``), so several sketch
 blocks are shuffled as one and the number of pieces (input blocks × output files) stays small.
 The folder is a sketch dataset of format ``ppdm-sketches`` version 2 (:mod:`.sketches`), so
@@ -48,14 +49,19 @@ def _n_rows(block: tuple) -> int:
     return int(block[1].shape[0])
 
 
+def _starts(m: np.ndarray) -> np.ndarray:
+    """Where each row's values start in the block's ``flat``."""
+    return np.cumsum(m, dtype=np.int64) - m
+
+
 def _take(block: tuple, idx: np.ndarray) -> tuple:
-    flat, m, cols = block
+    flat, m, cols, starts = block
     idx = np.asarray(idx, dtype=np.int64)
     lens = m[idx].astype(np.int64)
-    starts = (np.cumsum(m, dtype=np.int64) - m)[idx]
+    new_starts = np.cumsum(lens) - lens
     # positions of the chosen rows' values: each row's start, then its next lens - 1 values
-    pos = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()), dtype=np.int64)
-    return flat[pos], m[idx], {k: np.asarray(v)[idx] for k, v in cols.items()}
+    pos = np.repeat(starts[idx] - new_starts, lens) + np.arange(int(lens.sum()), dtype=np.int64)
+    return flat[pos], m[idx], {k: np.asarray(v)[idx] for k, v in cols.items()}, new_starts
 
 
 def _concat(blocks: list[tuple]) -> tuple:
@@ -64,7 +70,7 @@ def _concat(blocks: list[tuple]) -> tuple:
     flat = np.concatenate([b[0] for b in blocks])
     m = np.concatenate([b[1] for b in blocks])
     cols = {k: np.concatenate([np.asarray(b[2][k]) for b in blocks]) for k in blocks[0][2]}
-    return flat, m, cols
+    return flat, m, cols, _starts(m)
 
 
 SKETCH_OPS = BlockOps(_n_rows, _take, _concat)
@@ -75,7 +81,7 @@ def _block(values: np.ndarray, m: np.ndarray, cols: dict[str, Any]) -> tuple:
     m = np.asarray(m, dtype=np.int32)
     values = np.asarray(values)
     flat = values[np.arange(values.shape[1])[None, :] < m[:, None]].astype(np.float32)
-    return flat, m, {k: np.asarray(v) for k, v in cols.items()}
+    return flat, m, {k: np.asarray(v) for k, v in cols.items()}, _starts(m)
 
 
 def _encode(block: tuple, kv: bytes, keep_suppressed: bool) -> tuple[pa.Table, dict[str, Any]]:

@@ -104,11 +104,12 @@ def test_compact_blocks_take_concat_and_grouping(tmp_path, monkeypatch):
 
     assert np.array_equal(block[0], compact_of(range(50)))
     idx = rng.permutation(50)[:23]
-    flat, mm, cols = srel._take(block, idx)
+    flat, mm, cols, starts = srel._take(block, idx)
     assert np.array_equal(flat, compact_of(idx)) and np.array_equal(mm, m[idx]) and np.array_equal(cols["label"], idx)
+    assert np.array_equal(starts, np.concatenate([[0], np.cumsum(m[idx])[:-1]]))
     assert srel._take(block, np.zeros(0, np.int64))[0].size == 0
     both = srel._concat([srel._take(block, idx[:10]), srel._take(block, idx[10:])])
-    assert all(np.array_equal(u, v) for u, v in zip(both[:2], (flat, mm)))
+    assert all(np.array_equal(u, v) for u, v in zip(both[:2], (flat, mm))) and np.array_equal(both[3], starts)
 
     tx, _ = _tx(npartitions=6)
     rel = DeltaAnonymizer(delta=2.0, m_max=16, key=Key(5)).fit_transform(tx)
