@@ -25,6 +25,7 @@ from typing import Any
 import dask
 import distributed
 from dask.callbacks import Callback
+from dask.delayed import Delayed
 from dask.diagnostics import ProgressBar
 from dask.utils import format_time
 
@@ -161,6 +162,19 @@ def _local_progress() -> contextlib.AbstractContextManager[Any]:
     return _LocalLines()
 
 
+def _one_graph(obj: Any) -> Any:
+    """A list or tuple of delayed objects as one delayed object of the same type.
+
+    dask optimizes (culls) every delayed object of a list separately, each against the whole
+    graph it shares with the others: the write tasks of a release, which all depend on one
+    shuffle, took O(files x tasks) to submit (51 s of a 150 s write at 30 M rows, against 3 s
+    at 10 M). As one collection the graph is optimized once; the result is the same.
+    """
+    if type(obj) in (list, tuple) and len(obj) > 1 and all(isinstance(o, Delayed) for o in obj):
+        return dask.delayed(type(obj), pure=True)(list(obj))
+    return obj
+
+
 def compute(
     *collections: Any,
     progress: bool = False,
@@ -187,6 +201,7 @@ def compute(
     tuple
         One result per input collection, as :func:`dask.compute` returns them.
     """
+    collections = tuple(_one_graph(c) for c in collections)
     active = _pick_client(client, kwargs)
     if active is None:
         with _local_progress() if progress else contextlib.nullcontext():

@@ -50,3 +50,22 @@ def test_ship_scatters_to_a_cluster(cluster_client):
     assert all(type(f).__name__ == "Future" for f in futures)
     got = dask.compute(*[dask.delayed(np.sum)(f) for f in futures], scheduler=cluster_client)
     assert list(got) == [10, 21]
+
+
+def test_lists_of_delayed_are_computed_as_one_graph():
+    """A list (or tuple) of delayed objects becomes one delayed object of the same type, so
+    dask optimizes their shared graph once; results are unchanged."""
+    import dask
+
+    from dask.delayed import Delayed
+
+    from ppdm_dask import progress as P
+
+    base = dask.delayed(lambda: 10)()
+    items = [dask.delayed(lambda b, i: b + i)(base, i) for i in range(4)]
+    one = P._one_graph(items)
+    assert isinstance(one, Delayed)
+    assert P.compute(items, scheduler="sync") == ([10, 11, 12, 13],)
+    assert P.compute(tuple(items), scheduler="sync") == ((10, 11, 12, 13),)
+    mixed = [items[0], 5]
+    assert P._one_graph(mixed) is mixed and P.compute(mixed, scheduler="sync") == ([10, 5],)
