@@ -6,8 +6,9 @@ where each row's values start in ``flat`` (so that cutting a block into pieces i
 blocks keep the keyed shuffle's pieces small (mean m is far below ``m_max``), so several sketch
 blocks are shuffled as one and the number of pieces (input blocks × output files) stays small.
 The folder is a sketch dataset of format ``ppdm-sketches`` version 2 (:mod:`.sketches`), so
-:func:`~.sketches.read_sketches` reads a release like any sketch dataset. Suppressed records (m = 0) are left out unless the parameter
-``keep_suppressed`` is true; record ids are dropped unless ``keep_record_ids`` is.
+:func:`~.sketches.read_sketches` reads a release like any sketch dataset. Suppressed records
+(m = 0) are left out unless the parameter ``keep_suppressed`` is true; record ids are dropped
+unless ``keep_record_ids`` is.
 
 What :meth:`SketchRelease.verify` recounts, from the released rows alone: every published record
 has ``1 <= m <= m_max``, its stored sketch has exactly m values, all finite, no suppressed record
@@ -38,7 +39,7 @@ __all__ = ["SketchRelease", "SKETCH_OPS", "RECORD_ID_COLUMNS", "sketch_figures"]
 
 #: row-aligned columns that identify records: never published unless asked for
 RECORD_ID_COLUMNS = ("record_id",)
-#: in-memory bytes of one output block (values are dense n x m_max float64 while encoded)
+#: in-memory bytes of one part file once read back (readers make it a dense n x m_max float64 block)
 _BLOCK_BYTES = 64 * 2**20
 #: in-memory bytes of one shuffle input (compact rows, counted at m_max components each)
 _SHUFFLE_IN_BYTES = 64 * 2**20
