@@ -33,7 +33,8 @@ from ..data.folder import read_part
 from ..release import Check, Figures, Release
 from ..release.order import BlockOps
 from . import _kernels as K
-from .sketches import FORMAT_NAME, SketchArray, compact_table, layout_fields, part_metadata, sketches_from_manifest
+from .sketches import (FORMAT_NAME, SketchArray, compact_table, compact_values, layout_fields, part_metadata,
+                       sketches_from_manifest)
 
 __all__ = ["SketchRelease", "SKETCH_OPS", "RECORD_ID_COLUMNS", "sketch_figures"]
 
@@ -59,7 +60,7 @@ def _take(block: tuple, idx: np.ndarray) -> tuple:
     flat, m, cols, starts = block
     idx = np.asarray(idx, dtype=np.int64)
     lens = m[idx].astype(np.int64)
-    new_starts = np.cumsum(lens) - lens
+    new_starts = _starts(lens)
     # positions of the chosen rows' values: each row's start, then its next lens - 1 values
     pos = np.repeat(starts[idx] - new_starts, lens) + np.arange(int(lens.sum()), dtype=np.int64)
     return flat[pos], m[idx], {k: np.asarray(v)[idx] for k, v in cols.items()}, new_starts
@@ -77,12 +78,24 @@ def _concat(blocks: list[tuple]) -> tuple:
 SKETCH_OPS = BlockOps(_n_rows, _take, _concat)
 
 
+def _consecutive_groups(rows: list[int], limit: int) -> list[tuple[int, int]]:
+    """``[a, b)`` ranges of consecutive blocks holding at most ``limit`` rows each (a larger
+    block stays alone)."""
+    groups, a, n = [], 0, 0
+    for i, r in enumerate(rows):
+        if i > a and n + r > limit:
+            groups.append((a, i))
+            a, n = i, 0
+        n += r
+    if rows:
+        groups.append((a, len(rows)))
+    return groups
+
+
 def _block(values: np.ndarray, m: np.ndarray, cols: dict[str, Any]) -> tuple:
     """Kernel: a compact release block from a dense sketch block."""
     m = np.asarray(m, dtype=np.int32)
-    values = np.asarray(values)
-    flat = values[np.arange(values.shape[1])[None, :] < m[:, None]].astype(np.float32)
-    return flat, m, {k: np.asarray(v) for k, v in cols.items()}, _starts(m)
+    return compact_values(values, m), m, {k: np.asarray(v) for k, v in cols.items()}, _starts(m)
 
 
 def _encode(block: tuple, kv: bytes, keep_suppressed: bool) -> tuple[pa.Table, dict[str, Any]]:
@@ -201,19 +214,9 @@ class SketchRelease(Release):
         # consecutive compact blocks are shuffled together, within _SHUFFLE_IN_BYTES at m_max
         # values per row: fewer, larger pieces (the shuffle's cost grows with inputs x outputs)
         rows = [int(r) for r in sk.partition_rows]
-        limit = max(1, int(_SHUFFLE_IN_BYTES // self.row_bytes()))
-        blocks, out_rows, group, n = [], [], [], 0
-        for b, r in zip(compact, rows):
-            if group and n + r > limit:
-                blocks.append(group[0] if len(group) == 1 else dask.delayed(_concat, pure=True)(group))
-                out_rows.append(n)
-                group, n = [], 0
-            group.append(b)
-            n += r
-        if group:
-            blocks.append(group[0] if len(group) == 1 else dask.delayed(_concat, pure=True)(group))
-            out_rows.append(n)
-        return blocks, out_rows
+        groups = _consecutive_groups(rows, max(1, int(_SHUFFLE_IN_BYTES // self.row_bytes())))
+        blocks = [compact[a] if b - a == 1 else dask.delayed(_concat, pure=True)(compact[a:b]) for a, b in groups]
+        return blocks, [sum(rows[a:b]) for a, b in groups]
 
     def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
         return partial(_encode, kv=part_metadata(self.data), keep_suppressed=self.keep_suppressed)

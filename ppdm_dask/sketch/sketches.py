@@ -43,7 +43,8 @@ from ..graph import blocks_from_tasks, concat_rows, unique_name
 from ..random import KeyLike
 from .generator import SketchGenerator
 
-__all__ = ["SketchArray", "sketch", "read_sketches", "sketches_from_manifest", "sketch_table", "compact_table", "FORMAT_NAME"]
+__all__ = ["SketchArray", "sketch", "read_sketches", "sketches_from_manifest", "sketch_table", "compact_table",
+           "compact_values", "FORMAT_NAME"]
 
 FORMAT_NAME = "ppdm-sketches"
 #: 2: every part hashed in the manifest (rows, bytes, SHA-256), ``n_published``; version 1
@@ -379,9 +380,13 @@ def sketch_table(values: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarra
     publishes nothing, not even its row (label, record id).
     """
     m = np.asarray(m, dtype=np.int32)
+    return compact_table(compact_values(values, m), m, cols, kv, keep_suppressed)
+
+
+def compact_values(values: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Each row's first m_i values of a dense block, as float32, one row after the other."""
     values = np.asarray(values)
-    flat = values[np.arange(values.shape[1])[None, :] < m[:, None]].astype(np.float32)
-    return compact_table(flat, m, cols, kv, keep_suppressed)
+    return values[np.arange(values.shape[1])[None, :] < np.asarray(m)[:, None]].astype(np.float32)
 
 
 def compact_table(flat: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarray], kv: bytes | None,
