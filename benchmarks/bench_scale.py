@@ -136,16 +136,19 @@ def run_family(name: str, fam: Family, scales: list[int], log: Callable[[str], N
                 r = runs[label]
                 log(f"[{name} {scale}x {label}] {r['seconds']:.1f} s, peak worker RSS {r['peak_worker_rss'] / 2**20:,.0f} MiB, "
                     f"spilled {r['spilled'] / 2**20:,.0f} MiB; {r.get('note', '')}; plans: {r.get('plans', '-')}")
-                times[label].append(r["seconds"])
+                if not r.get("failed"):  # a failed run has no time to fit a slope to
+                    times[label].append(r["seconds"])
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         lim, unl = runs["1GB"], runs["unlimited"]
-        same = lim["fingerprint"] == unl["fingerprint"]
+        failed = "; ".join(f"{label} run FAILED: {r['failed']}" for label, r in runs.items() if r.get("failed"))
+        same = not failed and lim["fingerprint"] == unl["fingerprint"]
         rows.append({
             "name": f"{name} {scale}x: {fam.size(scale)}", "ours_s": lim["seconds"], "anchor": "no memory limit",
             "anchor_s": unl["seconds"],
             "note": (f"1 GB/worker: peak {lim['peak_worker_rss'] / 2**20:,.0f} MiB, spilled {lim['spilled'] / 2**20:,.0f} MiB | "
-                     f"unlimited: peak {unl['peak_worker_rss'] / 2**20:,.0f} MiB | same result {same}"),
+                     f"unlimited: peak {unl['peak_worker_rss'] / 2**20:,.0f} MiB | same result {same}"
+                     + (f" | {failed}" if failed else "")),
             "extra": {"scale": scale, "1GB": lim, "unlimited": unl, "same_result": same}})
     sizes = [float(s) for s in scales]
     for label in ("1GB", "unlimited"):

@@ -165,6 +165,68 @@ def _sqv(a, b):
     return s
 
 
+# Candidate lists are ordered by their distance to the group's centroid in this many bins, so that a
+# record stops at the first bin beyond its own threshold. In 10 dimensions the candidates within a
+# radius grow like its 10th power, so most records need only the first bins (a 200,000-row cell
+# inside one cluster of the scale benchmark: Attrition 7.6 s -> see docs/condensation.md#cost).
+_BINS = 32
+
+
+@numba.njit(cache=True, nogil=True)
+def _bin_candidates(dist, ids, n, lim, out_dist, out_ids, starts):
+    """Counting sort of candidates ``ids[:n]`` (distances ``dist[:n]`` in [0, lim]) into ``_BINS`` bins.
+
+    Writes the reordered candidates into ``out_dist``/``out_ids``; bin ``b`` is
+    ``out_*[starts[b]:starts[b + 1]]`` and holds distances of at least about ``b * lim / _BINS``
+    (callers compare with a relative margin, so rounding in the bin index never drops a candidate).
+    """
+    for b in range(_BINS + 1):
+        starts[b] = 0
+    scale = _BINS / lim
+    for c in range(n):
+        b = int(dist[c] * scale)
+        if b >= _BINS:
+            b = _BINS - 1
+        starts[b + 1] += 1
+    for b in range(_BINS):
+        starts[b + 1] += starts[b]
+    fill = starts[:_BINS].copy()
+    for c in range(n):
+        b = int(dist[c] * scale)
+        if b >= _BINS:
+            b = _BINS - 1
+        out_dist[fill[b]] = dist[c]
+        out_ids[fill[b]] = ids[c]
+        fill[b] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _bin_floor(b, lim):
+    """A lower bound, with margin, of the distances in bin ``b`` of ``_bin_candidates``."""
+    return b * lim / _BINS * (1.0 - 1e-6)
+
+
+@numba.njit(cache=True, nogil=True)
+def _dist_to_all(mu, CT, n, out):
+    """``out[j] = sqrt(_sqv(mu, C[j]))`` for ``j < n``, from the transposed centroids ``CT`` (d × n).
+
+    The same terms added in the same order as ``_sqv`` (bit-identical), but the inner loop runs
+    over contiguous centroids, which the compiler vectorizes (1.6 times faster than one ``_sqv``
+    per centroid): Cannibalize and Attrition compare every group with every group of the other
+    side.
+    """
+    for j in range(n):
+        out[j] = 0.0
+    for kk in range(CT.shape[0]):
+        m = mu[kk]
+        row = CT[kk]
+        for j in range(n):
+            t = m - row[j]
+            out[j] += t * t
+    for j in range(n):
+        out[j] = math.sqrt(out[j])
+
+
 @numba.njit(cache=True, nogil=True)
 def _add(X, p, g, x, gn, gfs, greq, head, nxt, lab):
     """Put record x into group g (prepended to g's member list)."""
@@ -515,15 +577,21 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
     d = X.shape[1]
     k = ng - g0
     cents = np.empty((k, d))
+    centsT = np.empty((d, k))
     for j in range(k):
         for kk in range(d):
             cents[j, kk] = gfs[g0 + j, kk] / gn[g0 + j]
+            centsT[kk, j] = cents[j, kk]
     slot = np.full(k, -1, np.int64)
     tlist = np.empty(k, np.int64)
     ssum = np.empty((k, d))
     scnt = np.empty(k, np.int64)
     dc = np.empty(k)
     cidx = np.empty(k, np.int64)
+    cval = np.empty(k)
+    sval = np.empty(k)
+    sidx = np.empty(k, np.int64)
+    starts = np.empty(_BINS + 1, np.int64)
     muG = np.empty(d)
     for G in range(g0):
         if not galive[G]:
@@ -543,8 +611,8 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
                 r2 = dd
         dmin = np.inf
         jmin = 0
+        _dist_to_all(muG, centsT, k, dc)
         for j in range(k):
-            dc[j] = math.sqrt(_sqv(muG, cents[j]))
             if dc[j] < dmin:
                 dmin = dc[j]
                 jmin = j
@@ -553,7 +621,9 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
         for j in range(k):
             if dc[j] <= lim:
                 cidx[nc] = j
+                cval[nc] = dc[j]
                 nc += 1
+        _bin_candidates(cval, cidx, nc, lim, sval, sidx, starts)
         # temporary assignment t(x): nearest current centroid, ties earliest
         for a in range(nG):
             x = buf[a]
@@ -561,15 +631,22 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
             best = jmin  # a good first guess makes the per-record filter effective
             bdist = _sq(X, x, cents[jmin])
             thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
-            for c in range(nc):
-                j = cidx[c]
-                if dc[j] > thr or j == jmin:
-                    continue
-                dd = _sq(X, x, cents[j])
-                if dd < bdist or (dd == bdist and j < best):
-                    bdist = dd
-                    best = j
-                    thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
+            # the nearest centroid is the lexicographic minimum of (distance, index), whatever the
+            # visiting order, so candidates can be visited bin by bin and the rest skipped
+            for b in range(_BINS):
+                if _bin_floor(b, lim) > thr:
+                    break
+                for c in range(starts[b], starts[b + 1]):
+                    if sval[c] > thr:
+                        continue
+                    j = sidx[c]
+                    if j == jmin:
+                        continue
+                    dd = _sq(X, x, cents[j])
+                    if dd < bdist or (dd == bdist and j < best):
+                        bdist = dd
+                        best = j
+                        thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
             tbuf[a] = best
         take = gn[G] < greq[G]  # deficient groups are forced (docs/condensation.md#correction-the-forced-cannibalization-test-is-per-group)
         if not take:
@@ -621,6 +698,7 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
                 j = tbuf[a]
                 for kk in range(d):
                     cents[j, kk] = gfs[g0 + j, kk] / gn[g0 + j]
+                    centsT[kk, j] = cents[j, kk]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -635,6 +713,8 @@ def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
         return
     hid = np.empty(nh, np.int64)
     hc = np.empty((nh, d))
+    hcT = np.empty((d, nh))
+    dall = np.empty(nh)
     hn = np.empty(nh, np.int64)
     hreq = np.empty(nh, np.int64)
     c = 0
@@ -645,6 +725,7 @@ def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
             hreq[c] = greq[g]
             for kk in range(d):
                 hc[c, kk] = gfs[g, kk] / gn[g]
+                hcT[kk, c] = hc[c, kk]
             c += 1
     # moves (record, destination group, source group)
     nmoves = 0
@@ -657,6 +738,9 @@ def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
     muB = np.empty(d)
     dcent = np.empty(nh)
     cand = np.empty(nh, np.int64)
+    sdc = np.empty(nh)
+    scand = np.empty(nh, np.int64)
+    starts = np.empty(_BINS + 1, np.int64)
     for B in range(g0, ng):
         if gn[B] <= P:
             continue
@@ -673,14 +757,16 @@ def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
                 r2 = dd
         lim = 2.0 * math.sqrt(r2) * (1.0 + _SLACK) + _TINY
         nc = 0
+        _dist_to_all(muB, hcT, nh, dall)
         for h in range(nh):
-            dd = math.sqrt(_sqv(muB, hc[h]))
+            dd = dall[h]
             if dd <= lim:
                 cand[nc] = h
                 dcent[nc] = dd
                 nc += 1
         if nc == 0:
             continue
+        _bin_candidates(dcent, cand, nc, lim, sdc, scand, starts)
         imp = np.empty(nB)
         dst = np.empty(nB, np.int64)
         npos = 0
@@ -692,18 +778,21 @@ def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
             best = -1
             bdist = dB  # only strictly closer viable groups can give Improve > 0
             thr = 2.0 * dx * (1.0 + _SLACK) + _TINY
-            for c2 in range(nc):
-                if dcent[c2] > thr:
-                    continue
-                h = cand[c2]
-                need = hreq[h] if hreq[h] > px else px
-                if hn[h] + 1 < need:  # not viable after the move (docs/condensation.md#correction-sampling-and-viability-in-attrition)
-                    continue
-                dd = _sq(X, x, hc[h])
-                if dd < bdist or (dd == bdist and best >= 0 and h < best):
-                    bdist = dd
-                    best = h
-                    thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
+            for b in range(_BINS):  # (distance, index) minimum: any visiting order gives it
+                if _bin_floor(b, lim) > thr:
+                    break
+                for c2 in range(starts[b], starts[b + 1]):
+                    if sdc[c2] > thr:
+                        continue
+                    h = scand[c2]
+                    need = hreq[h] if hreq[h] > px else px
+                    if hn[h] + 1 < need:  # not viable after the move (docs/condensation.md#correction-sampling-and-viability-in-attrition)
+                        continue
+                    dd = _sq(X, x, hc[h])
+                    if dd < bdist or (dd == bdist and best >= 0 and h < best):
+                        bdist = dd
+                        best = h
+                        thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
             if best >= 0:
                 v = dx - math.sqrt(bdist)
                 if v > 0.0:

@@ -264,6 +264,55 @@ def test_matches_reference_two_adjacent_levels() -> None:
     assert REF_EVENTS["cannibalized"] >= 20, dict(REF_EVENTS)
 
 
+def test_matches_reference_in_ten_dimensions() -> None:
+    # Dense clusters in 10 dimensions, as in the scale benchmark: candidate centroids spread over
+    # many distance bins, and most records stop scanning after the first bins (and integer
+    # coordinates give exact distance ties across bins).
+    r = np.random.default_rng(12)
+    REF_EVENTS.clear()
+    for case in range(4):
+        n = 240
+        centres = r.normal(0.0, 3.0, size=(3, 10))
+        X = centres[r.integers(3, size=n)] + r.normal(size=(n, 10))
+        if case % 2:
+            X = np.round(X)
+        p = r.integers(2, 9, size=n)
+        got = construct_groups(X, p, np.random.default_rng(case))
+        want = ref_construct_groups(X, p, np.random.default_rng(case))
+        assert np.array_equal(got, want), case
+    assert REF_EVENTS["cannibalized"] >= 5 and REF_EVENTS["attrition_moves"] >= 5, dict(REF_EVENTS)
+
+
+def test_bin_candidates_is_a_bucket_sort() -> None:
+    r = np.random.default_rng(13)
+    for n in (0, 1, 7, 500):
+        lim = float(r.uniform(0.5, 3.0))
+        dist = r.uniform(0.0, lim, size=n)
+        if n:
+            dist[0], dist[-1] = 0.0, lim  # both ends of the range
+        ids = r.permutation(n).astype(np.int64)
+        out_d, out_i = np.empty(n), np.empty(n, np.int64)
+        starts = np.empty(static._BINS + 1, np.int64)
+        static._bin_candidates(dist, ids, n, lim, out_d, out_i, starts)
+        assert starts[0] == 0 and starts[-1] == n and np.all(np.diff(starts) >= 0)
+        # the same (distance, id) pairs, each in the bin its distance falls into
+        assert sorted(zip(out_d.tolist(), out_i.tolist())) == sorted(zip(dist.tolist(), ids.tolist()))
+        for b in range(static._BINS):
+            inside = out_d[starts[b] : starts[b + 1]]
+            assert np.all(inside >= static._bin_floor(b, lim))
+            assert np.all(inside <= (b + 1) * lim / static._BINS * (1 + 1e-12)) or b == static._BINS - 1
+
+
+def test_dist_to_all_is_the_one_distance_formula() -> None:
+    r = np.random.default_rng(14)
+    C = r.normal(size=(300, 10)) * 10 ** r.uniform(-3, 3, size=(300, 1))
+    mu = r.normal(size=10)
+    out = np.empty(300)
+    static._dist_to_all(mu, np.ascontiguousarray(C.T), 300, out)
+    want = np.array([math.sqrt(static._sqv(mu, c)) for c in C])
+    assert np.array_equal(out, want)  # bit for bit: decisions compare these with _sq distances
+
+
 def test_cannibalize_updates_centroids_sequentially() -> None:
     # Found by search: freezing the level-3 centroids during Cannibalize changes the result.
     X = np.array([-2.1, 4.4, 3.1, -2.0, 1.4, -11.7, 2.0, -0.3, -4.4, 1.6, -5.5])[:, None]
