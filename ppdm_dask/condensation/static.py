@@ -228,6 +228,36 @@ def _dist_to_all(mu, CT, n, out):
         out[j] = math.sqrt(out[j])
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _nearest_binned(X, x, C, ids, dist, starts, lim, dx, best, bdist, room, req, px):
+    """Nearest centroid of record ``x`` among binned candidates, as the smallest (distance, index)
+    pair strictly below ``bdist`` (or ``best`` itself when none is); returns ``(best, bdist)``.
+
+    ``ids``/``dist``/``starts``: the candidates (rows of ``C``) and their distances to the
+    centroid of ``x``'s group, as ``_bin_candidates`` orders them; ``dx``: the distance of ``x`` to
+    that centroid. A candidate ``h`` can only beat ``b`` if its distance is at most ``dx + b``
+    (triangle inequality), so the visit stops at the first bin beyond that bound; the minimum does
+    not depend on the visiting order. Only candidates with ``room[h] >= max(req[h], px)`` count
+    (Attrition's viability; Cannibalize passes arrays that admit every candidate).
+    """
+    thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
+    for b in range(_BINS):
+        if _bin_floor(b, lim) > thr:
+            break
+        for c in range(starts[b], starts[b + 1]):
+            if dist[c] > thr:
+                continue
+            h = ids[c]
+            if room[h] < req[h] or room[h] < px:
+                continue
+            dd = _sq(X, x, C[h])
+            if dd < bdist or (dd == bdist and h < best):
+                bdist = dd
+                best = h
+                thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
+    return best, bdist
+
+
 @numba.njit(cache=True, nogil=True)
 def _add(X, p, g, x, gn, gfs, greq, head, nxt, lab):
     """Put record x into group g (prepended to g's member list)."""
@@ -593,6 +623,8 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
     sval = np.empty(k)
     sidx = np.empty(k, np.int64)
     starts = np.empty(_BINS + 1, np.int64)
+    any_room = np.ones(k, np.int64)  # every new group may receive (no viability test here)
+    no_req = np.zeros(k, np.int64)
     muG = np.empty(d)
     for G in range(g0):
         if not galive[G]:
@@ -629,25 +661,9 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
         for a in range(nG):
             x = buf[a]
             dx = math.sqrt(_sq(X, x, muG))
-            best = jmin  # a good first guess makes the per-record filter effective
-            bdist = _sq(X, x, cents[jmin])
-            thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
-            # the nearest centroid is the lexicographic minimum of (distance, index), whatever the
-            # visiting order, so candidates can be visited bin by bin and the rest skipped
-            for b in range(_BINS):
-                if _bin_floor(b, lim) > thr:
-                    break
-                for c in range(starts[b], starts[b + 1]):
-                    if sval[c] > thr:
-                        continue
-                    j = sidx[c]
-                    if j == jmin:
-                        continue
-                    dd = _sq(X, x, cents[j])
-                    if dd < bdist or (dd == bdist and j < best):
-                        bdist = dd
-                        best = j
-                        thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
+            # jmin is a good first guess: it makes the per-record filter effective
+            best, _ = _nearest_binned(X, x, cents, sidx, sval, starts, lim, dx, jmin, _sq(X, x, cents[jmin]),
+                                      any_room, no_req, 0)
             tbuf[a] = best
         take = gn[G] < greq[G]  # deficient groups are forced (docs/condensation.md#correction-the-forced-cannibalization-test-is-per-group)
         if not take:
@@ -716,13 +732,13 @@ def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
     hc = np.empty((nh, d))
     hcT = np.empty((d, nh))
     dall = np.empty(nh)
-    hn = np.empty(nh, np.int64)
+    room = np.empty(nh, np.int64)  # size after receiving one more record
     hreq = np.empty(nh, np.int64)
     c = 0
     for g in range(g0):
         if galive[g]:
             hid[c] = g
-            hn[c] = gn[g]
+            room[c] = gn[g] + 1
             hreq[c] = greq[g]
             for kk in range(d):
                 hc[c, kk] = gfs[g, kk] / gn[g]
@@ -776,24 +792,9 @@ def _attrition(X, p, P, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf):
             px = p[x]
             dB = _sq(X, x, muB)
             dx = math.sqrt(dB)
-            best = -1
-            bdist = dB  # only strictly closer viable groups can give Improve > 0
-            thr = 2.0 * dx * (1.0 + _SLACK) + _TINY
-            for b in range(_BINS):  # (distance, index) minimum: any visiting order gives it
-                if _bin_floor(b, lim) > thr:
-                    break
-                for c2 in range(starts[b], starts[b + 1]):
-                    if sdc[c2] > thr:
-                        continue
-                    h = scand[c2]
-                    need = hreq[h] if hreq[h] > px else px
-                    if hn[h] + 1 < need:  # not viable after the move (docs/condensation.md#correction-sampling-and-viability-in-attrition)
-                        continue
-                    dd = _sq(X, x, hc[h])
-                    if dd < bdist or (dd == bdist and best >= 0 and h < best):
-                        bdist = dd
-                        best = h
-                        thr = (dx + math.sqrt(bdist)) * (1.0 + _SLACK) + _TINY
+            # only strictly closer viable groups can give Improve > 0 (viable after the move:
+            # docs/condensation.md#correction-sampling-and-viability-in-attrition)
+            best, bdist = _nearest_binned(X, x, hc, scand, sdc, starts, lim, dx, -1, dB, room, hreq, px)
             if best >= 0:
                 v = dx - math.sqrt(bdist)
                 if v > 0.0:
