@@ -52,7 +52,7 @@ def test_killed_worker_mid_job_gives_identical_bytes(tmp_path):
         n_parts = 240_000 // BLOCK + 1
         written = 0
         while time.time() < deadline:
-            written = len(glob.glob(str(tmp_path / "disturbed.__ppdm_tmp-*" / "part-*.parquet")))
+            written = len(glob.glob(str(tmp_path / ".disturbed.__ppdm_tmp-*" / "part-*.parquet")))
             if written >= 2:
                 break
             time.sleep(0.02)

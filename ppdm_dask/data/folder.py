@@ -2,10 +2,10 @@
 
 A dataset is a folder of part files plus ``_SUCCESS``, a JSON manifest written **last**:
 
-* writing goes to a sibling temporary folder ``URL.__ppdm_tmp-<random>`` that is committed
-  (one rename locally; copy then delete on object stores) only when every file is written, and
-  the manifest is written after the commit, so a failed or running job never leaves a readable
-  dataset;
+* writing goes to a hidden temporary sibling folder ``.NAME.__ppdm_tmp-...`` that every reader
+  ignores; the manifest is written into it last, and it is committed in one step that never
+  replaces another job's output (:mod:`ppdm_dask.data.commit`), so a failed, killed or
+  racing job never leaves a readable half dataset;
 * the manifest lists every part file with its rows, bytes and SHA-256 (format version 2), so a
   reader can tell a complete dataset from one whose files were lost, truncated, swapped or
   altered: :func:`check_listing` (cheap: one listing, sizes) always, :func:`read_part` checks
@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import secrets
 from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
@@ -34,7 +33,6 @@ __all__ = [
     "MANIFEST",
     "open_fs",
     "write_folder",
-    "commit_folder",
     "read_manifest",
     "write_part",
     "write_file",
@@ -56,17 +54,30 @@ def open_fs(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple
         fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     except (ValueError, ImportError) as exc:
         raise DataFormatError(f"cannot open {url}: {exc}") from None
-    return fs, path.rstrip("/") or path
+    path = path.rstrip("/") or path
+    from .commit import restore_interrupted
+
+    restore_interrupted(fs, path)  # an --overwrite killed between its two renames (no atomic swap here)
+    return fs, path
 
 
-def refuse_existing(url: str, storage_options: Mapping[str, Any] | None = None, *, overwrite: bool = False) -> None:
-    """Raise :class:`DatasetExistsError` when ``url`` exists and ``overwrite`` is false; called
-    before any work so that a long job never ends in "already exists"."""
-    if overwrite:
-        return
+def refuse_existing(url: str, storage_options: Mapping[str, Any] | None = None, *, overwrite: bool = False,
+                    folder: bool | None = None) -> None:
+    """Check an output before any work: without ``overwrite`` it must not exist; with
+    ``overwrite`` it must be replaceable (:func:`~ppdm_dask.data.commit.check_replaceable`: a
+    folder only when it is a ppdm dataset holding nothing else). ``folder`` says what will be
+    written there (``None``: either, a folder in the way is still checked)."""
+    from .commit import check_replaceable, refuse_bad_destination
+
     fs, path = open_fs(url, storage_options)
-    if fs.exists(path):
-        raise DatasetExistsError(f"{url} already exists", python="overwrite=True", cli="--overwrite")
+    refuse_bad_destination(fs, path, url)
+    if not overwrite:
+        if fs.exists(path):
+            raise DatasetExistsError(f"{url} already exists", python="overwrite=True", cli="--overwrite")
+        return
+    if folder is None:
+        folder = fs.isdir(path) if fs.exists(path) else True
+    check_replaceable(fs, path, url, folder=folder)
 
 
 # ---------------------------------------------------------------------- writing
@@ -76,20 +87,23 @@ def write_folder(
     overwrite: bool,
     write: Callable[[Any, str], dict[str, Any]],
 ) -> dict[str, Any]:
-    """Run ``write(fs, tmp) -> manifest`` in a sibling temporary folder, commit it to ``url``
-    (:func:`commit_folder`), then write the manifest ``_SUCCESS`` last; on any failure the
-    temporary folder is removed and an existing dataset is left untouched."""
+    """Run ``write(fs, tmp) -> manifest`` in a hidden temporary sibling folder, write the manifest
+    ``_SUCCESS`` into it last, then commit it to ``url`` in one step
+    (:func:`~ppdm_dask.data.commit.commit_path`: a no-replace rename, or an atomic swap with
+    ``overwrite``). On any failure the temporary folder is removed and an existing dataset is
+    left untouched; temporaries of dead writers of ``url`` are removed first."""
+    from .commit import clean_stale, commit_path, temp_sibling
+
     fs, path = open_fs(url, storage_options)
-    refuse_existing(url, storage_options, overwrite=overwrite)
-    tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
+    refuse_existing(url, storage_options, overwrite=overwrite, folder=True)
+    clean_stale(fs, path)
+    tmp = temp_sibling(path)
     fs.makedirs(tmp, exist_ok=True)
     try:
         manifest = write(fs, tmp)
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
-        commit_folder(fs, tmp, path)
-        with fs.open(posixpath.join(path, MANIFEST), "w") as fh:
+        with fs.open(posixpath.join(tmp, MANIFEST), "w") as fh:
             fh.write(json.dumps(manifest, indent=1))
+        commit_path(fs, tmp, path, url, overwrite=overwrite, folder=True)
     except BaseException:
         try:
             fs.rm(tmp, recursive=True)
@@ -97,27 +111,6 @@ def write_folder(
             pass
         raise
     return manifest
-
-
-def _is_local(fs: Any) -> bool:
-    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
-    return bool({"file", "local"} & set(protocols))
-
-
-def commit_folder(fs: Any, tmp: str, path: str) -> None:
-    """Move the finished temporary folder ``tmp`` to ``path``.
-
-    Local file systems: one atomic rename. Object stores have no rename: each object is
-    copied to its final key, then the temporary prefix is deleted; readers still see nothing
-    until the manifest is written after this returns.
-    """
-    if _is_local(fs):
-        fs.mv(tmp, path, recursive=True)
-        return
-    files = [f for f in fs.find(tmp) if not f.endswith("/")]
-    for f in files:
-        fs.copy(f, posixpath.join(path, posixpath.relpath(f, tmp)))
-    fs.rm(tmp, recursive=True)
 
 
 def write_file(fs: Any, path: str, data: bytes | pa.Buffer) -> dict[str, Any]:
@@ -147,7 +140,11 @@ def read_manifest(fs: Any, manifest_path: str, url: str, format_name: str | Sequ
     except FileNotFoundError:
         raise DatasetNotFoundError(f"{url}: no {MANIFEST} manifest (not a committed ppdm dataset)") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
-        raise CorruptDatasetError(f"{url}: unreadable {MANIFEST} manifest") from None
+        raise CorruptDatasetError(f"{url}: unreadable {MANIFEST} manifest (not JSON)") from None
+    except IsADirectoryError:
+        raise CorruptDatasetError(f"{url}: {MANIFEST} is a folder, not a manifest file") from None
+    except OSError as exc:
+        raise CorruptDatasetError(f"{url}: cannot read its {MANIFEST} manifest ({exc.strerror or exc})") from None
     names = (format_name,) if isinstance(format_name, str) else tuple(format_name)
     if not isinstance(manifest, dict) or manifest.get("format") not in names:
         raise DataFormatError(f"{url}: not a {' or '.join(names)} dataset (format {manifest.get('format') if isinstance(manifest, dict) else None!r})")

@@ -318,7 +318,7 @@ def read_parquet(
         manifest_path = posixpath.join(path, MANIFEST)
         if fs.exists(manifest_path):
             return _read_ppdm(fs, path, manifest_path, url, validate, verify)
-        files = sorted(p for p in fs.ls(path, detail=False) if p.endswith(".parquet") and not posixpath.basename(p).startswith("_"))
+        files = sorted(p for p in fs.ls(path, detail=False) if p.endswith(".parquet") and not posixpath.basename(p).startswith(("_", ".")))
         if not files:
             raise DatasetNotFoundError(f"no Parquet files in {url}")
         if any(_is_ppdm_file(fs, f) for f in files[:1]):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import abc
 import json
 import posixpath
-import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, ClassVar
 
@@ -386,9 +385,9 @@ class Release(abc.ABC):
         if csv_out and not self.csv_output:
             raise DataFormatError(f"{self.family} releases are written as Parquet folders, not CSV: {url}",
                                   cli="an output path without .csv")
-        refuse_existing(url, opts, overwrite=overwrite)
+        refuse_existing(url, opts, overwrite=overwrite, folder=not csv_out)
         if csv_out:
-            refuse_existing(sidecar_manifest(url), opts, overwrite=overwrite)
+            refuse_existing(sidecar_manifest(url), opts, overwrite=overwrite, folder=False)
         self.check_floors()
         ckw = {"progress": progress, "client": client}
         key = self._key if self._key is not None else Key.generate()
@@ -399,7 +398,7 @@ class Release(abc.ABC):
 
         if csv_out:
             out_blocks = shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}")
-            return self._write_csv_release(url, opts, out_blocks, head, key, n_out, rpf, check, ckw)
+            return self._write_csv_release(url, opts, out_blocks, head, key, n_out, rpf, check, ckw, overwrite)
 
         encode = self._encoder()
         plan, why = self.shuffle_plan(sum(rows), client)
@@ -448,15 +447,18 @@ class Release(abc.ABC):
         return verdict.to_dict()
 
     def _write_csv_release(self, url: str, opts: dict[str, Any], out_blocks: list[Any], head: dict[str, Any], key: Key,
-                           n_out: int, rpf: int, check: bool, ckw: Mapping[str, Any]) -> dict[str, Any]:
+                           n_out: int, rpf: int, check: bool, ckw: Mapping[str, Any], overwrite: bool = False) -> dict[str, Any]:
         from ..data.folder import sha256_file
         from ..progress import compute
+
+        from ..data.commit import clean_stale, commit_path, temp_sibling
 
         fs, path = open_fs(url, opts)
         parent = posixpath.dirname(path)
         if parent:
             fs.makedirs(parent, exist_ok=True)
-        tmp = f"{path}.__ppdm_tmp-{secrets.token_hex(6)}"
+        clean_stale(fs, path)
+        tmp = temp_sibling(path)
         try:
             with fs.open(tmp, "wb") as fh:
                 layout = self._csv_write(fh, out_blocks, lambda *c: compute(*c, **ckw))
@@ -469,9 +471,7 @@ class Release(abc.ABC):
             manifest["guarantees"] = self._check_written(fs, parent or ".", check_manifest, url, check, ckw)
             manifest["input"] = self._input_fields(**ckw)
             manifest["summary"] = self.summary()
-            if fs.exists(path):
-                fs.rm(path)
-            fs.mv(tmp, path)
+            commit_path(fs, tmp, path, url, overwrite=overwrite, folder=False)
         except BaseException:
             try:
                 fs.rm(tmp)
