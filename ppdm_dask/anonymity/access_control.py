@@ -228,6 +228,13 @@ def parse_query(where: Mapping[str, Any], schema: QISchema) -> Query:
         j = schema.index(attr)
         if schema.categorical[j]:
             vals = list(cond) if isinstance(cond, (list, tuple, set, frozenset)) else [cond]
+            numbers = [v for v in vals if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)]
+            if numbers and schema.categories.get(schema.columns[j]) is not None:
+                # [17, 19] on a text column would silently mean the set {"17", "19"}, not the range 17..19
+                raise InvalidParameter(
+                    f"attribute {attr!r} is read as text (categorical), so {cond!r} would be a set of labels, not a range; "
+                    f"type the column as numbers for a range, or write its labels as strings for a set",
+                    cli=f"--dtype {attr}=int")
             schema.codes(j, vals)  # unknown labels are an error here, not a silent empty match
             preds.append(Predicate(attr, values=tuple(vals)))
         else:
@@ -286,7 +293,8 @@ def parse_permissions(spec: Any, schema: QISchema) -> list[Permission]:
             query = parse_query(entry["where"], schema)
             out.append(Permission(entry["role"], query, entry["bound"], entry.get("name")))
         except InvalidParameter as e:
-            raise InvalidParameter(f"permission {i}: {e}") from None
+            label = f"permission {i}" + (f" ({entry['name']!r})" if entry.get("name") else "")
+            raise InvalidParameter(f"{label}: {e.message}", python=e.python, cli=e.cli) from None
     return out
 
 

@@ -232,3 +232,20 @@ def test_cli_modules_stay_small(cmd):
     for mod in (a, k):
         assert len(Path(mod.__file__).read_text().splitlines()) <= 250
     assert run(cmd, "--help").exit_code == 0
+
+
+def test_access_control_range_on_a_text_column_is_refused(tmp_path):
+    """A numeric range on a column read as text would silently become the set {17, 19} (on main:
+    |Q_T| 86 instead of 140, exit 0); it is refused, naming the column and the --dtype fix."""
+    src = sample_path("adult")
+    perms = tmp_path / "perms.json"
+    perms.write_text(json.dumps([{"role": "census", "name": "teenagers", "bound": 20, "where": {"age": [17, 19]}}]))
+    qi = "sex,age,race,marital-status,education,native-country,workclass,occupation"
+    r = run("access-control", str(src), "--permissions", str(perms), "--qi", qi, "--sensitive", "salary-class", "--k", "5",
+            ok=False)
+    assert r.exit_code == 2 and "'age' is read as text" in r.stderr and "--dtype age=int" in r.stderr
+    s = json.loads(run("--json", "access-control", str(src), "--permissions", str(perms), "--qi", qi, "--sensitive",
+                       "salary-class", "--k", "5", "--dtype", "age=int").stdout)
+    (p,) = s["report"]["permission_report"]
+    ages = pd.read_csv(src, sep=";")["age"]
+    assert p["true_count"] == int(ages.between(17, 19).sum()) != int(ages.isin([17, 19]).sum())

@@ -88,12 +88,12 @@ def test_lowered_levels_are_caught_against_the_original(tmp_path):
 
 
 @pytest.mark.parametrize("method", ["static", "dynamic"])
-def test_same_key_same_bytes_for_1_and_4_partitions(tmp_path, method):
+def test_same_key_same_bytes_for_1_3_and_19_partitions(tmp_path, method):
     X, p = _data(n=800)
-    for parts, data in ((1, X), (4, da.from_array(X, chunks=200))):
+    for parts, data in ((1, X), (3, da.from_array(X, chunks=267)), (19, da.from_array(X, chunks=43))):
         ESTIMATORS[method]().fit(data, p).transform().write(str(tmp_path / f"{method}{parts}"), rows_per_file=300)
-    a, b = data_bytes(tmp_path / f"{method}1"), data_bytes(tmp_path / f"{method}4")
-    assert sorted(a) == sorted(b) and all(a[k] == b[k] for k in a)
+    a, b, c = (data_bytes(tmp_path / f"{method}{n}") for n in (1, 3, 19))
+    assert sorted(a) == sorted(b) == sorted(c) and all(a[k] == b[k] == c[k] for k in a)
 
 
 def test_level_floor_refused_then_accepted_and_recorded(tmp_path):

@@ -62,14 +62,14 @@ def test_delta_release_written_verified_and_readable(tmp_path):
     assert rel.verify(original=tx)["δ rule"].ok
 
 
-def test_delta_same_key_same_bytes_for_1_and_4_partitions(tmp_path, monkeypatch):
+def test_delta_same_key_same_bytes_for_1_3_and_19_partitions(tmp_path, monkeypatch):
     from ppdm_dask.sketch import sketches
 
-    for parts in (1, 4):
+    for parts in (1, 3, 19):
         tx, _ = _tx(npartitions=parts)
         DeltaAnonymizer(delta=2.0, m_max=16, key=Key(5)).fit_transform(tx).write(str(tmp_path / f"p{parts}"), rows_per_file=100)
-    a, b = data_bytes(tmp_path / "p1"), data_bytes(tmp_path / "p4")
-    assert sorted(a) == sorted(b) and len(a) == 3 and all(a[k] == b[k] for k in a)
+    a, b, c = data_bytes(tmp_path / "p1"), data_bytes(tmp_path / "p3"), data_bytes(tmp_path / "p19")
+    assert sorted(a) == sorted(b) == sorted(c) and len(a) == 3 and all(a[k] == b[k] == c[k] for k in a)
     # input blocks cut into row ranges of dense values (at most 7 rows here): the same bytes
     monkeypatch.setattr(sketches, "SKETCH_BLOCK_BYTES", 7 * 8 * 16)
     tx, _ = _tx(npartitions=1)
