@@ -24,14 +24,75 @@ def split_list(text: str | None) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()] if text else []
 
 
-def support_value(text: str, flag: str = "--min-support") -> float | int:
-    """``'0.003'`` or ``'3e-3'`` -> a fraction; ``'250'`` -> an absolute count."""
+def support_value(text: str, flag: str = "--min-support") -> float:
+    """``--min-support``: a fraction of the transactions in (0, 1] (``'1'`` is 100 %, every
+    transaction). An absolute count is given with ``--min-count`` (:func:`support_from`).
+
+    Raises :class:`~ppdm_dask.errors.InvalidParameter` (one ``ppdm: error:`` line naming the
+    flag, whichever way the command line is entered)."""
+    from ..errors import InvalidParameter
+
     t = str(text).strip()
     try:
-        return int(t) if t.isdigit() else float(t)
+        value = float(t)
     except ValueError:
-        raise click.BadParameter(f"not a number: {text!r}", param_hint=flag) from None
+        raise InvalidParameter(f"{flag} {text!r} is not a number", cli=f"{flag} takes a fraction of the transactions in (0, 1], "
+                               "--min-count an absolute count") from None
+    if not 0.0 < value <= 1.0:  # also NaN
+        hint = (f"for an absolute count of {t} transactions give --min-count {t}" if t.isdigit() and int(t) >= 2
+                else f"{flag} takes a fraction of the transactions in (0, 1], --min-count an absolute count")
+        raise InvalidParameter(f"{flag} {t} is not a fraction of the transactions in (0, 1]", cli=hint)
+    return value
 
+
+#: ``--min-support FRACTION`` and ``--min-count N`` (mutually exclusive; see :func:`support_from`)
+def support_options(default: float | None = None, *, what: str = "Minimum support", note: str = "") -> Callable:
+    """The two spellings of a minimum support; ``default`` applies when neither is given (else
+    one of them is required). ``note`` ends both helps."""
+    tail = f" [default: {default:g}]" if default is not None else " Or give --min-count."
+    note = f" {note}" if note else ""
+    return stack(
+        click.option("--min-support", default=None, metavar="FRACTION",
+                     help=f"{what} as a fraction of the transactions in (0, 1] (e.g. 0.003; 1 = every transaction).{note}{tail}"),
+        click.option("--min-count", type=click.IntRange(min=1), default=None, metavar="N",
+                     help=f"{what} as an absolute number of transactions (integer >= 1), instead of --min-support.{note}"),
+    )
+
+
+def support_from(min_support: str | None, min_count: int | None, default: float | None = None) -> float | int:
+    """The miner's ``min_support`` from the two options: a float fraction from ``--min-support``,
+    an int count from ``--min-count``; one usage error if both are given, or neither without a
+    default."""
+    if min_support is not None and min_count is not None:
+        raise click.UsageError(f"give either --min-support (a fraction in (0, 1]) or --min-count (a number of transactions), "
+                               f"not both (got --min-support {min_support} and --min-count {min_count})")
+    if min_count is not None:
+        return int(min_count)
+    if min_support is not None:
+        return support_value(min_support)
+    if default is None:
+        raise click.UsageError("Missing option '--min-support' (a fraction in (0, 1]) or '--min-count' (a number of transactions)")
+    return float(default)
+
+
+def check_count(min_support: float | int, n_transactions: int, where: str = "the input") -> None:
+    """A ``--min-count`` above the number of transactions: one error naming the flag."""
+    from ..errors import InvalidParameter
+
+    if isinstance(min_support, int) and min_support > n_transactions:
+        raise InvalidParameter(f"--min-count {min_support} exceeds the {n_transactions:,} transactions of {where}",
+                               cli=f"--min-count at most {n_transactions:,}, or a --min-support fraction")
+
+
+def support_text(min_support: float | int) -> str:
+    """How a summary line shows the support asked for."""
+    return f"min-count {min_support}" if isinstance(min_support, int) else f"min-support {min_support:g}"
+
+
+#: ``--max-candidates`` of the Apriori miners (``mine``, ``emask mine``): checked before a level is built
+apriori_max_candidates = click.option(
+    "--max-candidates", type=click.IntRange(min=1), default=20_000_000, show_default=True,
+    help="Stop with an error (saying how many and how much memory) before a level builds more candidate itemsets than this.")
 
 #: ``--format``: input format of transaction data
 input_format = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,

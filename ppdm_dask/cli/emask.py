@@ -8,13 +8,27 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job, usage_error, write_release
-from ._options import input_format, overwrite, release_output, support_value
+from ._options import apriori_max_candidates, check_count, input_format, overwrite, release_output, support_from, support_options
 from .mining import level_line, levels_text
 
 
 @cli.group()
 def emask() -> None:
     """EMASK/MASK: choose (p, q), release a distorted copy, mine it, audit its privacy."""
+
+
+def _check_pq(p: float | None, q: float | None) -> None:
+    """Given --p/--q: probabilities, and p + q != 1 (the distorted data would be independent of
+    the original: the reconstruction's matrix is singular). Checked before any work."""
+    from ..emask.distortion import DELTA_MIN
+    from ..errors import InvalidParameter
+
+    for flag, v in (("--p", p), ("--q", q)):
+        if v is not None and not 0.0 <= v <= 1.0:  # also NaN
+            raise InvalidParameter(f"{flag} {v} is not a probability in [0, 1]", cli=f"give {flag} in [0, 1]")
+    if p is not None and q is not None and abs(p + q - 1.0) < DELTA_MIN:
+        raise InvalidParameter(f"--p {p} and --q {q} add up to 1: the distorted data would be independent of the original and "
+                               "nothing can be reconstructed", cli="give --p and --q with p + q != 1")
 
 
 def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tuple[float, float]:
@@ -32,7 +46,8 @@ def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tu
 @emask.command("choose")
 @click.option("--s0", type=float, default=None, help="Average item support (fraction). Or give --data to estimate it.")
 @click.option("--data", default=None, help="Estimate s0 (mean transaction length / items) from this dataset.")
-@click.option("--min-support", type=float, default=0.003, show_default=True, help="Mining support at which accuracy is screened (Eq. 6).")
+@click.option("--min-support", type=click.FloatRange(0, 1, min_open=True), default=0.003, show_default=True, metavar="FRACTION",
+              help="Mining support (a fraction of the transactions in (0, 1]) at which accuracy is screened (Eq. 6).")
 @click.option("--privacy-floor", "--privacy-min", "privacy_floor", type=float, default=90.0, show_default=True,
               help="Minimum basic privacy (percent).")
 @click.option("--q-min", type=float, default=0.95, show_default=True, help="Keep only q > this.")
@@ -82,23 +97,30 @@ def emask_distort(obj: Context, src, dst, p, q, privacy_floor, fmt, overwrite, r
 @click.argument("url")
 @click.option("--p", "p", type=float, default=None, help="Distortion p (default: from the release).")
 @click.option("--q", "q", type=float, default=None, help="Distortion q (default: from the release).")
-@click.option("--min-support", required=True, help="A fraction in (0, 1] or an absolute count.")
-@click.option("--max-length", type=click.IntRange(min=1), default=None)
+@support_options()
+@click.option("--max-length", type=click.IntRange(min=1), default=None, help="Longest itemsets to mine.")
+@apriori_max_candidates
 @click.option("--prune-margin", type=click.FloatRange(0, 1, max_open=True), default=0.0, show_default=True,
               help="Keep candidates down to (1 - margin) x threshold (fewer misses, more work).")
 @input_format
 @click.option("--out", default=None, help="Write the itemsets with reconstructed supports to this Parquet file.")
 @overwrite
 @click.pass_obj
-def emask_mine(obj: Context, url, p, q, min_support, max_length, prune_margin, fmt, out, overwrite) -> None:
-    """EMASK-Apriori: frequent itemsets of the original data from its distorted release."""
+def emask_mine(obj: Context, url, p, q, min_support, min_count, max_length, max_candidates, prune_margin, fmt, out, overwrite) -> None:
+    """EMASK-Apriori: frequent itemsets of the original data from its distorted release.
+
+    The support threshold is --min-support (a fraction of the transactions in (0, 1]) or
+    --min-count (a number of transactions)."""
     from ..emask import mine
 
-    ms = support_value(min_support)
+    ms = support_from(min_support, min_count)
+    _check_pq(p, q)
     with job(obj, outputs=[out], overwrite=overwrite) as j:
         d, input_plan = obj.transactions_for_passes(url, fmt)
+        check_count(ms, d.n_transactions, url)
         p, q = _pq(obj, url, d, p, q)
-        r = mine(d, p, q, ms, max_length=max_length, prune_margin=prune_margin, progress=obj.progress, on_level=level_line("emask"))
+        r = mine(d, p, q, ms, max_length=max_length, max_candidates=max_candidates, prune_margin=prune_margin, progress=obj.progress,
+                 on_level=level_line("emask"))
     if out:
         r.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
     summary = {"url": url, "p": p, "q": q, "itemsets": len(r), "levels": r.level_stats, "input_plan": input_plan, "seconds": j.seconds,
@@ -111,20 +133,22 @@ def emask_mine(obj: Context, url, p, q, min_support, max_length, prune_margin, f
 @emask.command("audit")
 @click.argument("original")
 @click.argument("distorted")
-@click.option("--min-support", default="0.003", show_default=True, help="Mining support (fraction or count).")
+@support_options(0.003, what="Mining support")
 @click.option("--p", "p", type=float, default=None, help="Default: from the release.")
 @click.option("--q", "q", type=float, default=None, help="Default: from the release.")
 @click.pass_obj
-def emask_audit(obj: Context, original, distorted, min_support, p, q) -> None:
+def emask_audit(obj: Context, original, distorted, min_support, min_count, p, q) -> None:
     """Owner-side audit: BP, re-interrogated privacy RP (needs the release's --key-file to
     re-align its keyed row order), local-DP epsilon, accuracy (rho, sigma+/-), slowdown."""
     from ..emask import audit
     from ..emask.release import pq_from_manifest
     from ..verification import open_release
 
-    ms = support_value(min_support)
+    ms = support_from(min_support, min_count, default=0.003)
+    _check_pq(p, q)
     with job(obj) as j:
         t = obj.read_transactions(original).persist(progress=obj.progress)
+        check_count(ms, t.n_transactions, original)
         is_release = pq_from_manifest(distorted, storage_options=obj.storage_options) is not None
         d = open_release(distorted, storage_options=obj.storage_options) if is_release else obj.read_transactions(distorted)
         key = obj.key() if obj.key_file else None

@@ -6,7 +6,7 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job, write_release
-from ._options import input_format, overwrite, release_output, support_value
+from ._options import check_count, input_format, overwrite, release_output, support_from, support_options, support_text
 
 
 @cli.group()
@@ -26,18 +26,55 @@ ds_prune = click.option("--prune/--no-prune", default=False, show_default=True,
 
 
 def _exclude_arg(values: tuple[str, ...]) -> list[list[int]]:
-    out = []
+    """``--exclude I,J,...`` (repeatable) -> combinations of item ids: at least 2 distinct items
+    each, no combination twice. A single item is refused: singletons are always in the code
+    table, so the item would still be generated (only no pattern would hold it)."""
+    from ..errors import InvalidParameter
+
+    out: list[list[int]] = []
+    seen: dict[frozenset, str] = {}
     for v in values:
         try:
-            out.append([int(x) for x in v.replace(" ", ",").split(",") if x])
+            combo = [int(x) for x in v.replace(" ", ",").split(",") if x]
         except ValueError:
-            raise click.BadParameter(f"expected comma-separated item ids, got {v!r}", param_hint="--exclude") from None
+            raise InvalidParameter(f"--exclude {v!r}: expected comma-separated item ids", cli="--exclude I,J,... with integer item ids") from None
+        if len(set(combo)) != len(combo):
+            dup = sorted({i for i in combo if combo.count(i) > 1})
+            raise InvalidParameter(f"--exclude {v!r} names item {', '.join(map(str, dup))} more than once",
+                                   cli="list each item of an --exclude combination once")
+        if len(combo) < 2:
+            raise InvalidParameter(
+                f"--exclude {v!r}: a combination needs at least 2 items; a single item is still generated through its singleton "
+                "code", cli="--exclude I,J,... with 2 or more items; remove an item from the source data to suppress it")
+        key = frozenset(combo)
+        if key in seen:
+            raise InvalidParameter(f"--exclude {v!r} repeats the combination {seen[key]!r}", cli="give each --exclude combination once")
+        seen[key] = v
+        out.append(combo)
     return out
+
+
+def _check_exclude(excluded: list[list[int]], tx, src: str) -> None:
+    """Every item of an --exclude combination must be an item of SRC (else it excludes nothing)."""
+    if not excluded:
+        return
+    import numpy as np
+
+    from ..errors import InvalidParameter
+
+    labels = np.asarray(tx.vocabulary.labels)
+    asked = np.unique(np.concatenate([np.asarray(c, dtype=np.int64) for c in excluded]))
+    known = np.isin(asked, labels.astype(np.int64)) if labels.dtype.kind in "iu" else np.zeros(asked.size, bool)
+    if not known.all():
+        missing = asked[~known].tolist()
+        shown = ", ".join(map(str, missing[:10])) + (f" and {len(missing) - 10:,} more" if len(missing) > 10 else "")
+        raise InvalidParameter(f"--exclude: item{'s' if len(missing) > 1 else ''} {shown} {'are' if len(missing) > 1 else 'is'} not "
+                               f"in {src}, so the combination would exclude nothing", cli=f"--exclude with items of {src}")
 
 
 @krimp.command("compress")
 @click.argument("src")
-@click.option("--min-support", required=True, help="Candidate min-support: an absolute count (e.g. 1, 20) or a fraction in (0, 1).")
+@support_options(what="Candidate min-support")
 @click.option("--closed", is_flag=True, help="Closed frequent itemsets as candidates (else all frequent itemsets).")
 @click.option("--no-prune", is_flag=True, help="No post-acceptance pruning (as the generator paper).")
 @click.option("--max-len", type=click.IntRange(min=2), default=None, help="Longest candidate itemsets.")
@@ -47,14 +84,19 @@ def _exclude_arg(values: tuple[str, ...]) -> list[list[int]]:
 @click.option("--out", default=None, metavar="CT.json", help="Save the code table (JSON, with its public parameters) here.")
 @overwrite
 @click.pass_obj
-def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, max_candidates, distributed, fmt, out, overwrite) -> None:
-    """Find the KRIMP code table of SRC and report its compression."""
+def krimp_compress(obj: Context, src, min_support, min_count, closed, no_prune, max_len, max_candidates, distributed, fmt, out,
+                   overwrite) -> None:
+    """Find the KRIMP code table of SRC and report its compression (candidates: the itemsets of
+    --min-count transactions, or of a --min-support fraction of them; the papers' "min-support 1"
+    is --min-count 1)."""
     from ..krimp import krimp as run
     from ..mining import min_count_of
 
+    ms = support_from(min_support, min_count)
     with job(obj, outputs=[out], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
-        res = run(tx, min_support=min_count_of(support_value(min_support), tx.n_transactions), closed=closed, prune=not no_prune,
+        check_count(ms, tx.n_transactions, src)
+        res = run(tx, min_support=min_count_of(ms, tx.n_transactions), closed=closed, prune=not no_prune,
                   max_len=max_len, progress=obj.progress, max_candidates=max_candidates, distributed=distributed)
     ct = res.code_table
     if out:
@@ -67,7 +109,7 @@ def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, ma
     if distributed:
         summary["distributed"] = {k: res.stats[k] for k in ("blocks", "round_trips", "proposals", "planner")}
     lines = [f"{src}: {tx.n_transactions:,} transactions, {tx.n_items:,} items ({'closed' if closed else 'all'} candidates, "
-             f"min-support {min_support}, on {j.where})",
+             f"{support_text(ms)}{'' if isinstance(ms, int) else f' = {res.min_support:,} rows'}, on {j.where})",
              f"  candidates         {res.n_candidates:,} (mining {res.seconds_mining:.2f} s, search {res.seconds_search:.2f} s)",
              f"  code table         {ct.n_nontrivial:,} itemsets + {len(ct.itemsets) - ct.n_nontrivial:,} singletons",
              f"  compressed size    L(D|CT) {s['L_D_CT']:,.1f} + L(CT|D) {s['L_CT_D']:,.1f} = {s['total']:,.1f} bits "
@@ -85,8 +127,7 @@ def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, ma
 @krimp.command("generate")
 @click.argument("src")
 @click.argument("dst")
-@click.option("--min-support", required=True,
-              help="Candidate min-support, count or fraction: patterns rarer than this are never used (floor: 2).")
+@support_options(what="Candidate min-support", note="Patterns rarer than this are never used (floor: 2 transactions).")
 @click.option("--laplace", type=click.FloatRange(min=0), default=0.001, show_default=True, help="Added to every usage (diversity).")
 @click.option("--rows", type=click.IntRange(min=1), default=None, help="Rows to generate (default: as many as SRC).")
 @click.option("--closed", is_flag=True, help="Closed candidates.")
@@ -94,23 +135,28 @@ def krimp_compress(obj: Context, src, min_support, closed, no_prune, max_len, ma
 @click.option("--max-len", type=click.IntRange(min=2), default=None, help="Longest pattern in the code table.")
 @max_candidates
 @distributed
-@click.option("--exclude", multiple=True, metavar="I,J,...", help="Sensitive item combination: no pattern may contain all of them. Repeatable.")
+@click.option("--exclude", multiple=True, metavar="I,J,...",
+              help="Sensitive combination of 2 or more items of SRC: no pattern may contain all of them. Repeatable.")
 @click.option("--domain-order", type=click.Choice(["random", "columns"]), default="random", show_default=True)
 @click.option("--scores/--no-scores", default=True, show_default=True, help="Report NAS and DS(generated, original).")
 @input_format
 @release_output
 @click.pass_obj
-def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, prune, max_len, max_candidates, distributed, exclude,
-                   domain_order, scores, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
+def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows, closed, prune, max_len, max_candidates, distributed,
+                   exclude, domain_order, scores, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Release a synthetic categorical database generated from the KRIMP code table of SRC
-    (with its public patterns in _patterns.parquet); refused below min-support 2 unless --allow-weak."""
+    (with its public patterns in _patterns.parquet); refused below a min-support of 2 transactions
+    (--min-count 2) unless --allow-weak."""
     from ..krimp import KrimpGenerator, avg_patterns_per_row, dissimilarity, normalized_anonymity_score
     from ..mining import min_count_of
 
+    support = support_from(min_support, min_count)
     excluded = _exclude_arg(exclude)
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
-        ms = min_count_of(support_value(min_support), tx.n_transactions)
+        check_count(support, tx.n_transactions, src)
+        _check_exclude(excluded, tx, src)
+        ms = min_count_of(support, tx.n_transactions)
         gen = KrimpGenerator(ms, laplace, closed=closed, prune=prune, max_len=max_len, exclude=excluded, domain_order=domain_order,
                              key=obj.key(), n_rows=rows, allow_weak=allow_weak, max_candidates=max_candidates,
                              distributed=distributed).fit(tx, progress=obj.progress)
@@ -132,21 +178,24 @@ def krimp_generate(obj: Context, src, dst, min_support, laplace, rows, closed, p
 @krimp.command("ds")
 @click.argument("a")
 @click.argument("b")
-@click.option("--min-support", required=True, help="Candidate min-support for both code tables.")
+@support_options(what="Candidate min-support of both code tables")
 @click.option("--closed", is_flag=True, help="Closed candidates.")
 @ds_prune
 @max_candidates
 @click.pass_obj
-def krimp_ds(obj: Context, a, b, min_support, closed, prune, max_candidates) -> None:
+def krimp_ds(obj: Context, a, b, min_support, min_count, closed, prune, max_candidates) -> None:
     """DS dissimilarity of two databases from their KRIMP code tables (0 = identical structure)."""
     from ..krimp.scores import dissimilarity
 
+    ms = support_from(min_support, min_count)
     with job(obj) as j:
         x, y = obj.read_transactions(a), obj.read_transactions(b)
-        d = dissimilarity(x, y, min_support=support_value(min_support), closed=closed, prune=prune, details=True,
+        check_count(ms, x.n_transactions, a)
+        check_count(ms, y.n_transactions, b)
+        d = dissimilarity(x, y, min_support=ms, closed=closed, prune=prune, details=True,
                           max_candidates=max_candidates)
     ds = d["ds"] if isinstance(d, dict) else float(d)
     summary = {"a": a, "b": b, "details": d, "ds": ds, "seconds": j.seconds, "scheduler": j.where}
     summary["prune"] = prune
-    obj.emit(summary, f"DS({a}, {b}) = {ds:.4f}  (min-support {min_support}, pruning {'on' if prune else 'off'}; "
+    obj.emit(summary, f"DS({a}, {b}) = {ds:.4f}  ({support_text(ms)}, pruning {'on' if prune else 'off'}; "
                       f"{j.seconds:.1f} s on {j.where})")

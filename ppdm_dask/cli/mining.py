@@ -8,7 +8,7 @@ import click
 
 from . import cli
 from ._core import Context, job
-from ._options import input_format, overwrite, support_value
+from ._options import apriori_max_candidates, check_count, input_format, overwrite, support_from, support_options
 
 
 def level_line(prefix: str):
@@ -29,9 +29,10 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
 
 @cli.command()
 @click.argument("url")
-@click.option("--min-support", required=True, help="A fraction in (0, 1] (e.g. 0.003) or an absolute count (e.g. 250).")
+@support_options()
 @click.option("--max-length", type=click.IntRange(min=1), default=None, help="Longest itemsets to mine.")
 @click.option("--max-itemsets", type=click.IntRange(min=1), default=50_000_000, show_default=True, help="Stop with an error before the result grows past this many itemsets.")
+@apriori_max_candidates
 @click.option("--rules", "with_rules", is_flag=True, help="Also derive association rules.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=0.6, show_default=True, help="Rule confidence threshold.")
 @input_format
@@ -39,14 +40,20 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
 @click.option("--rules-out", default=None, help="Write the rules to this Parquet file.")
 @overwrite
 @click.pass_obj
-def mine(obj: Context, url, min_support, max_length, max_itemsets, with_rules, min_confidence, fmt, out, rules_out, overwrite) -> None:
-    """Exact frequent itemsets (distributed Apriori) and, with --rules, association rules."""
+def mine(obj: Context, url, min_support, min_count, max_length, max_itemsets, max_candidates, with_rules, min_confidence, fmt, out,
+         rules_out, overwrite) -> None:
+    """Exact frequent itemsets (distributed Apriori) and, with --rules, association rules.
+
+    The support threshold is --min-support (a fraction of the transactions in (0, 1]) or
+    --min-count (a number of transactions)."""
     from ..mining import apriori, association_rules
 
-    ms = support_value(min_support)
+    ms = support_from(min_support, min_count)
     with job(obj, outputs=[out, rules_out], overwrite=overwrite) as j:
         tx, input_plan = obj.transactions_for_passes(url, fmt)
-        fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, progress=obj.progress, on_level=level_line("mine"))
+        check_count(ms, tx.n_transactions, url)
+        fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, max_candidates=max_candidates, progress=obj.progress,
+                     on_level=level_line("mine"))
     rules = association_rules(fi, min_confidence) if with_rules or rules_out else None
     if out:
         fi.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)

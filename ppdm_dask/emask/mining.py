@@ -17,8 +17,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InvalidParameter
-from ..mining.apriori import DEFAULT_MAX_ITEMSETS, ResultTooLargeError, min_count_of
-from ..mining.candidates import RowIndex, apriori_gen
+from ..mining.apriori import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_ITEMSETS, ResultTooLargeError, check_candidates, min_count_of
+from ..mining.candidates import RowIndex, apriori_gen, join_count
 from ..mining.ahead import CountAhead
 from ..mining.counting import SupportCounter
 from ..mining.results import FrequentItemsets
@@ -26,6 +26,13 @@ from . import _kernels as K
 from .distortion import check_pq
 
 __all__ = ["mine", "EstimatedItemsets", "lookup_rows"]
+
+
+def _store_bytes(k: int) -> int:
+    """Driver bytes per candidate of length k beyond plain Apriori's: its distorted count and
+    row index stay in the store until the end, and k + 1 subset sums are reconstructed (traced
+    peak of a level: 143 bytes per candidate at k = 4, mushroom with p = q = 0)."""
+    return 24 + 8 * k
 
 
 @dataclass(repr=False)  # keep FrequentItemsets' one-line summary
@@ -77,6 +84,7 @@ def mine(
     prune_margin: float = 0.0,
     return_se: bool = False,
     max_itemsets: int = DEFAULT_MAX_ITEMSETS,
+    max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
     progress: bool = False,
     on_level: Callable[[dict[str, Any]], None] | None = None,
     client: Any = None,
@@ -101,6 +109,9 @@ def mine(
         Also estimate the variance of every reconstructed support (``variances``).
     max_itemsets : int
         Guard against output explosion, as in :func:`ppdm_dask.mining.apriori`.
+    max_candidates : int or None
+        Guard against memory explosion, checked before a level's candidates are built, as in
+        :func:`ppdm_dask.mining.apriori`.
     memory_plan : {"auto", "persist", "stream"}
         The bitsets' memory plan of :class:`~ppdm_dask.mining.counting.SupportCounter` (the
         levels' statistics say which plan ran and why).
@@ -110,7 +121,13 @@ def mine(
     EstimatedItemsets
         Frequency is decided on the unclipped estimates.
     """
-    p, q = check_pq(p, q)
+    try:
+        p, q = check_pq(p, q)
+    except InvalidParameter as exc:
+        raise InvalidParameter(exc.message, python="p and q in [0, 1] with p + q != 1",
+                               cli="give --p and --q in [0, 1] with p + q != 1") from None
+    if max_candidates is not None and max_candidates < 1:
+        raise InvalidParameter("max_candidates must be >= 1 (or None)")
     if not 0.0 <= prune_margin < 1.0:
         raise InvalidParameter("prune_margin must be in [0, 1)")
     n = distorted.n_transactions
@@ -140,7 +157,7 @@ def mine(
             on_level(st)
         if sum(lv[1].size for lv in levels.values()) > max_itemsets:
             raise ResultTooLargeError(f"more than {max_itemsets:,} itemsets", python="raise min_support or set max_length",
-                                         cli="raise --min-support or set --max-length")
+                                         cli="raise --min-support or --min-count, or set --max-length")
         return pipeline
 
     def result() -> EstimatedItemsets:
@@ -159,8 +176,10 @@ def mine(
     # ---- level 2: all pairs of kept items
     t0 = time.perf_counter()
     n_pairs = f1.size * (f1.size - 1) // 2
+    check_candidates(n_pairs, 2, max_candidates, extra_per_candidate=_store_bytes(2))  # before counting them
     if n_pairs > max_itemsets:
-        raise ResultTooLargeError(f"{n_pairs:,} pair candidates exceed max_itemsets={max_itemsets:,}")
+        raise ResultTooLargeError(f"{n_pairs:,} pair candidates exceed max_itemsets={max_itemsets:,}",
+                                  python="raise min_support or set max_length", cli="raise --min-support or --min-count, or set --max-length")
     pc = counter.pair_counts(f1)
     ia, ib = np.triu_indices(f1.size, 1)
     pairs = np.stack([f1[ia], f1[ib]], axis=1)
@@ -179,11 +198,14 @@ def mine(
     k = 3
     while max_length is None or k <= max_length:
         t0 = time.perf_counter()
+        # before building them (the store keeps every level's counts: they add up)
+        check_candidates(join_count(frequent), k, max_candidates, extra_per_candidate=_store_bytes(k), upper_bound=True)
         cands, left = apriori_gen(frequent)
         if cands.shape[0] == 0:
             break
         if cands.shape[0] + sum(lv[1].size for lv in levels.values()) > max_itemsets:
-            raise ResultTooLargeError(f"level {k}: {cands.shape[0]:,} candidates exceed max_itemsets={max_itemsets:,}")
+            raise ResultTooLargeError(f"level {k}: {cands.shape[0]:,} candidates exceed max_itemsets={max_itemsets:,}",
+                                      python="raise min_support or set max_length", cli="raise --min-support or --min-count, or set --max-length")
         ck, counted_with = ahead.counts(frequent, cands, left, k)
         cand_ids = items[cands]
         store[k] = (RowIndex(cand_ids), ck)

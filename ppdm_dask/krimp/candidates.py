@@ -26,6 +26,7 @@ the bitmask read with new id 0 as the most significant bit; one ``np.lexsort`` d
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -128,7 +129,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
     maxd = max_depth + 2
     P = np.zeros((maxd, w), np.uint64)
     KF = np.zeros((maxd, w), np.uint64)  # known-failing extension items per level (closed)
-    wit = np.zeros((maxd, n_items), np.int64)  # their witnesses
+    wit = np.zeros((maxd if closed else 1, n_items if closed else 1), np.int64)  # their witnesses (closed mode only)
     lo = np.zeros(maxd, np.int64)
     hi = np.zeros(maxd, np.int64)
     cur = np.zeros(maxd, np.int64)
@@ -587,13 +588,139 @@ def _exclusion_bits(d: Any, exclude: Sequence[Sequence[int]]) -> np.ndarray:
     return np.stack(rows)
 
 
+def _frequent_lengths(d: Any, minsup: int) -> np.ndarray:
+    """Per row, the number of its items with frequency >= ``minsup`` (int64)."""
+    frequent = d.frequencies[d.indices] >= minsup
+    ends = np.zeros(frequent.size + 1, np.int32 if frequent.size < 2**31 else np.int64)
+    np.cumsum(frequent, out=ends[1:])
+    return (ends[d.indptr[1:]] - ends[d.indptr[:-1]]).astype(np.int64)
+
+
+def _max_depth(d: Any, minsup: int, closed: bool, max_len: int) -> int:
+    """Deepest level of :func:`_mine_kernel`'s search, which sizes its per-level tables.
+
+    A node at level j holds j items (all mode) or at least j (closed mode: each level adds an
+    item), all frequent and all in one row, so j <= the most frequent items of a row; it is only
+    extended while shorter than ``max_len``; in closed mode each level also lowers the support by
+    at least one (a closed set extended by an item outside it loses a row), from at most
+    ``n_rows`` down to ``minsup``.
+    """
+    depth = int(_frequent_lengths(d, minsup).max(initial=0))
+    if max_len:
+        depth = min(depth, int(max_len))
+    if closed:
+        depth = min(depth, d.n_rows - int(minsup) + 1)
+    return max(depth, 1)
+
+
+def _kernel_bytes(d: Any, closed: bool, max_depth: int) -> int:
+    """Bytes :func:`_mine_kernel` allocates before it finds its first itemset."""
+    n, w, m = d.n_rows, d.n_words, d.n_items
+    maxd = max_depth + 2
+    words = 2 * maxd * w + (maxd * m if closed else 1) + max(1024, 2 * n) * (w + 2) + 1024 * (w + 1) + 10 * m + 4 * n
+    return 8 * int(words)
+
+
+def _subsets(length: int, max_len: int, stop: int) -> int:
+    """Subsets of 2..max_len items (all sizes when 0) of ``length`` items: exact, or the first
+    partial sum above ``stop``."""
+    top = length if not max_len else min(length, max_len)
+    total = 0
+    for k in range(2, top + 1):
+        total += math.comb(length, k)
+        if total > stop:
+            break
+    return total
+
+
+def _magnitude(length: int, max_len: int) -> str:
+    """How many subsets of 2..max_len of ``length`` items, in words (exact up to 10^15)."""
+    top = length if not max_len else min(length, max_len)
+    exact = _subsets(length, max_len, 10**15)
+    if exact <= 10**15:
+        return f"{exact:,}"
+    if top == length:
+        return f"about 2^{length:,}"
+    k = min(top, length // 2)
+    log10 = (math.lgamma(length + 1) - math.lgamma(k + 1) - math.lgamma(length - k + 1)) / math.log(10)
+    return f"more than 10^{int(log10):,}"
+
+
+def _check_candidate_floor(d: Any, minsup: int, closed: bool, max_len: int, n_excluded: int, cap: int) -> None:
+    """Refuse, before the miner allocates anything, a database whose frequent itemsets surely
+    exceed ``cap``: items that occur together in at least ``minsup`` rows — a whole row at
+    min-support 1, the frequent items of a row repeated ``minsup`` times — make every subset of
+    2 or more of them a candidate (less one item per excluded combination). All mode only (the
+    closed sets of such items may be few)."""
+    if closed or not cap:
+        return
+    lengths = _frequent_lengths(d, minsup) - n_excluded
+    longest = int(lengths.max(initial=0))
+    if longest < 2 or _subsets(longest, max_len, cap) <= cap:
+        return  # even the longest row cannot reach the bound
+    if minsup == 1:
+        witness, seen = longest, 1
+    else:  # rows whose frequent items repeat in >= minsup rows
+        long_rows = np.flatnonzero(_subsets_over(lengths, max_len, cap))
+        mask = np.zeros(d.n_words, np.uint64)
+        for r in d.new_ids[d.frequencies >= minsup].tolist():
+            mask[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+        bits = d.row_bits[long_rows] & mask
+        uniq, inverse, counts = np.unique(bits, axis=0, return_inverse=True, return_counts=True)
+        ok = counts[inverse.ravel()] >= minsup
+        if not ok.any():
+            return
+        witness, seen = int(lengths[long_rows[ok]].max()), int(counts[inverse.ravel()][ok].max())
+    what = f"transaction of {witness + n_excluded:,} items" if seen == 1 else f"set of {witness + n_excluded:,} items found in {seen:,} transactions"
+    raise ResultTooLargeError(
+        f"a {what} at min-support {minsup} makes every {_sizes(max_len)} of its items a "
+        f"KRIMP candidate: {_magnitude(witness, max_len)} itemsets, over the bound of {cap:,} (refused before mining)",
+        python="raise min_support, closed=True, max_len=..., or max_candidates",
+        cli="raise --min-support or --min-count, or add --closed, --max-len or --max-candidates")
+
+
+def _sizes(max_len: int) -> str:
+    return "pair" if max_len == 2 else f"subset of 2 to {max_len}" if max_len else "subset of 2 or more"
+
+
+def _subsets_over(lengths: np.ndarray, max_len: int, cap: int) -> np.ndarray:
+    """Mask of the row lengths whose subsets of 2..max_len items exceed ``cap``."""
+    out = np.zeros(lengths.size, bool)
+    for v in np.unique(lengths[lengths >= 2]).tolist():
+        if _subsets(v, max_len, cap) > cap:
+            out |= lengths >= v
+            break
+    return out
+
+
+def _check_kernel_memory(d: Any, closed: bool, max_depth: int) -> None:
+    """Refuse a search whose per-level tables would not fit in half the available memory."""
+    from ..mining.apriori import MEMORY_SHARE, _available_bytes, _gib
+
+    need = _kernel_bytes(d, closed, max_depth)
+    avail = _available_bytes()
+    if avail is not None and need > MEMORY_SHARE * avail:
+        raise ResultTooLargeError(
+            f"the candidate miner's tables for {d.n_items:,} items, {d.n_rows:,} rows and {max_depth:,} levels would take "
+            f"{_gib(need)}, more than {MEMORY_SHARE:.0%} of the {_gib(avail)} of memory available",
+            python="set max_len=... (fewer levels) or raise min_support", cli="set --max-len (fewer levels) or raise --min-support or --min-count")
+
+
+def _before_mining(d: Any, minsup: int, closed: bool, ml: int, n_excluded: int, cap: int) -> int:
+    """The checks every miner entry makes before :func:`_mine_kernel` allocates; its depth."""
+    _check_candidate_floor(d, minsup, closed, ml, n_excluded, cap)
+    depth = _max_depth(d, minsup, closed, ml)
+    _check_kernel_memory(d, closed, depth)
+    return depth
+
+
 def _too_many(cap: int, closed: bool, minsup: int) -> ResultTooLargeError:
     kind = "closed" if closed else "frequent"
     return ResultTooLargeError(
         f"more than {cap:,} {kind} itemsets at min-support {minsup}: too many KRIMP candidates (the search over them would run "
         "for very long)",
         python="raise min_support, closed=True, max_len=..., or max_candidates=None",
-        cli="raise --min-support, or add --closed, --max-len or --max-candidates")
+        cli="raise --min-support or --min-count, or add --closed, --max-len or --max-candidates")
 
 
 def _check_int(name: str, v: Any, lo: int) -> int:
@@ -644,7 +771,7 @@ def mine_candidates(
     if exclude is None:
         exclude = ()
     ex = _exclusion_bits(d, exclude)
-    max_depth = int(np.diff(d.indptr).max())
+    max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
     bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap, 0)
     if cap and sup.size > cap:
         raise _too_many(cap, closed, minsup)
@@ -871,7 +998,7 @@ def candidate_stream(
     ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
     budget = DEFAULT_CANDIDATE_MEMORY if memory is None else _check_int("memory", memory, 1)
     ex = _exclusion_bits(d, exclude or ())
-    max_depth = int(np.diff(d.indptr).max())
+    max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
     spiller = _Spiller(d.n_words, budget, spill_dir)
     t = time.perf_counter()
     _sink.spiller = spiller

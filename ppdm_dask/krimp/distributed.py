@@ -616,7 +616,7 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
     cap = DEFAULT_MAX_ITEMSETS if max_candidates is None else int(max_candidates)
     # closed sets of length <= max_len need the level above to be recognised
     ml = None if max_len is None else int(max_len) + (1 if closed else 0)
-    fi = apriori(tx, int(min_support), max_length=ml, max_itemsets=cap, client=client, progress=progress)
+    fi = apriori(tx, int(min_support), max_length=ml, max_itemsets=cap, max_candidates=max_candidates, client=client, progress=progress)
     w = max(1, (alphabet.n_items + 63) // 64)
     ident = np.arange(alphabet.n_items, dtype=np.int64)
     levels = {}

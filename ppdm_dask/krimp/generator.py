@@ -839,7 +839,7 @@ class KrimpGenerator(Estimator):
                 f"min-support {min_support} is below the floor {MIN_SUPPORT_FLOOR}: a pattern seen in a single record can "
                 "copy that record into the generated data; refused",
                 python="min_support >= 2, or allow_weak=['min-support'] (recorded in the manifest)",
-                cli="--min-support 2 or more, or --allow-weak (recorded in the manifest)")
+                cli="--min-count 2 or more, or --allow-weak (recorded in the manifest)")
         return ("min-support",)
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KrimpGenerator":

@@ -19,14 +19,67 @@ import numpy as np
 
 from ..errors import DataFormatError, InvalidParameter, ResultTooLargeError
 from .ahead import CountAhead
-from .candidates import apriori_gen
+from .candidates import apriori_gen, join_count
 from .counting import SupportCounter
 from .results import FrequentItemsets
 
-__all__ = ["apriori", "min_count_of", "ResultTooLargeError", "ItemsetExplosionWarning", "frequent_items"]
+__all__ = ["apriori", "min_count_of", "ResultTooLargeError", "ItemsetExplosionWarning", "frequent_items", "check_candidates",
+           "candidate_bytes", "DEFAULT_MAX_CANDIDATES"]
 
 #: Default bound on the number of frequent itemsets + pending candidates.
 DEFAULT_MAX_ITEMSETS = 50_000_000
+#: Default bound on the candidates of one level, checked *before* they are built
+#: (:func:`check_candidates`).
+DEFAULT_MAX_CANDIDATES = 20_000_000
+#: Driver bytes per candidate of length k: ``BYTES_PER_CANDIDATE + BYTES_PER_CANDIDATE_ITEM * k``.
+#: The prefix join and subset pruning of :func:`~.candidates.apriori_gen` hold a few 8-byte arrays
+#: per joined pair at their peak, the candidates 4 bytes per item, then their counts and the
+#: frequent rows kept (traced peaks of a level: 96 bytes per candidate at k = 5 on 60-item rows,
+#: 119 and 124 at k = 5 and 6 on mushroom at min-count 1).
+BYTES_PER_CANDIDATE = 64
+BYTES_PER_CANDIDATE_ITEM = 10
+#: Never use more than this share of the driver's available memory for one level's candidates.
+MEMORY_SHARE = 0.5
+
+
+def candidate_bytes(n_candidates: int, k: int, extra_per_candidate: int = 0) -> int:
+    """Estimated driver memory to build and count ``n_candidates`` candidates of length ``k``."""
+    return int(n_candidates) * (BYTES_PER_CANDIDATE + BYTES_PER_CANDIDATE_ITEM * int(k) + int(extra_per_candidate))
+
+
+def _available_bytes() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # no psutil or no /proc: the count bound alone applies
+        return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.0f} MiB"
+
+
+def check_candidates(n_candidates: int, k: int, max_candidates: int | None, *, extra_per_candidate: int = 0,
+                     upper_bound: bool = False, memory: int | None = None) -> None:
+    """Refuse a level of ``n_candidates`` candidates of length ``k`` **before** it is built: more
+    than ``max_candidates`` (None: no bound), or an estimated memory over :data:`MEMORY_SHARE` of
+    the driver's available memory (``memory``: that figure, default measured now).
+
+    ``upper_bound``: ``n_candidates`` counts the joined pairs before subset pruning (what
+    :func:`~.candidates.apriori_gen` allocates; the candidates may be fewer).
+    """
+    need = candidate_bytes(n_candidates, k, extra_per_candidate)
+    what = (f"level {k} would build {'up to ' if upper_bound else ''}{n_candidates:,} candidate itemsets "
+            f"(about {_gib(need)} on the driver)")
+    fix_py = "raise min_support, set max_length, or raise max_candidates"
+    fix_cli = "raise --min-support or --min-count, set --max-length, or raise --max-candidates"
+    if max_candidates is not None and n_candidates > max_candidates:
+        raise ResultTooLargeError(f"{what}, over the bound of {max_candidates:,} candidates", python=fix_py, cli=fix_cli)
+    avail = _available_bytes() if memory is None else memory
+    if avail is not None and need > MEMORY_SHARE * avail:
+        raise ResultTooLargeError(f"{what}, more than {MEMORY_SHARE:.0%} of the {_gib(avail)} of memory available",
+                                  python="raise min_support or set max_length", cli="raise --min-support or --min-count, or set --max-length")
 
 
 class ItemsetExplosionWarning(UserWarning):
@@ -63,6 +116,7 @@ def apriori(
     *,
     max_length: int | None = None,
     max_itemsets: int = DEFAULT_MAX_ITEMSETS,
+    max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
     progress: bool = False,
     split_every: int = 8,
     on_level: Callable[[dict[str, Any]], None] | None = None,
@@ -83,6 +137,11 @@ def apriori(
         Guard against output explosion (low support on dense data): mining stops with
         :class:`ResultTooLargeError` before the frequent itemsets plus the next level's
         candidates exceed this number. A warning is issued past 1/10 of it.
+    max_candidates : int or None
+        Guard against memory explosion: before a level's candidates are built, their number is
+        bounded cheaply (the prefix-join pairs, :func:`~.candidates.join_count`) and mining stops
+        with :class:`ResultTooLargeError` (saying how many and how much memory) when it exceeds
+        this, or when their estimated memory exceeds half the driver's available memory.
     progress : bool
         Progress bars on stderr.
     split_every : int
@@ -104,6 +163,8 @@ def apriori(
         raise InvalidParameter("max_length must be >= 1")
     if max_itemsets < 1:
         raise InvalidParameter("max_itemsets must be >= 1")
+    if max_candidates is not None and max_candidates < 1:
+        raise InvalidParameter("max_candidates must be >= 1 (or None)")
     n = tx.n_transactions
     min_count = min_count_of(min_support, n)
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -125,7 +186,7 @@ def apriori(
             raise ResultTooLargeError(
                 f"level {k} would bring the result to {total:,} itemsets and candidates, over the bound of {max_itemsets:,}",
                 python="raise min_support, set max_length, or raise max_itemsets",
-                cli="raise --min-support, set --max-length, or raise --max-itemsets")
+                cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
         if n_next > max_itemsets // 10:
             warnings.warn(f"level {k} has {n_next:,} candidates; the output may explode", ItemsetExplosionWarning, stacklevel=3)
 
@@ -141,6 +202,7 @@ def apriori(
     # ---- level 2: every pair of frequent items
     t0 = time.perf_counter()
     n_pairs = f1.size * (f1.size - 1) // 2
+    check_candidates(n_pairs, 2, max_candidates)
     guard(n_pairs, 2)
     pc = counter.pair_counts(f1)
     ia, ib = np.triu_indices(f1.size, 1)
@@ -159,6 +221,7 @@ def apriori(
     ahead = CountAhead(counter, max_length)
     while max_length is None or k <= max_length:
         t0 = time.perf_counter()
+        check_candidates(join_count(frequent), k, max_candidates, upper_bound=True)  # before building them
         cands, left = apriori_gen(frequent)
         if cands.shape[0] == 0:
             break

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["apriori_gen", "rows_in", "RowIndex"]
+__all__ = ["apriori_gen", "join_count", "rows_in", "RowIndex"]
 
 
 def _pack(rows: np.ndarray, bits: int) -> np.ndarray:
@@ -54,6 +54,23 @@ class RowIndex:
 def rows_in(query: np.ndarray, table: np.ndarray) -> np.ndarray:
     """Boolean mask: which rows of ``query`` (m, w) occur as rows of ``table`` (n, w)."""
     return RowIndex(table).find(query)[1]
+
+
+def join_count(frequent: np.ndarray) -> int:
+    """Number of (k-1)-itemset pairs :func:`apriori_gen` joins for ``frequent`` (rows sorted, in
+    lexicographic order): the arrays it builds before subset pruning, and an upper bound on the
+    candidates it returns. O(n) and allocation-free beyond one boolean per row: the guard of the
+    miners checks it before any candidate is built."""
+    frequent = np.asarray(frequent)
+    n, km1 = frequent.shape
+    if n < 2:
+        return 0
+    if km1 == 1:
+        return n * (n - 1) // 2
+    same = np.all(frequent[1:, :-1] == frequent[:-1, :-1], axis=1)
+    starts = np.flatnonzero(np.r_[True, ~same])
+    sizes = np.diff(np.r_[starts, n]).astype(np.int64)
+    return int((sizes * (sizes - 1) // 2).sum())
 
 
 def apriori_gen(frequent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

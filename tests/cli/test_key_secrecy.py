@@ -64,7 +64,7 @@ JOBS = {
     "anonymize csv": ["anonymize", "{people}", "{out}/a.csv", "--identifier", "name", "--qi", "age,sex,zip",
                       "--sensitive", "diagnosis", "--k", "5", "--method", "mondrian", "--dtype", "age=int"],
     "km-anonymize": ["km-anonymize", "{bms}", "{out}/km", "--k", "5", "--m", "2", "--fan-out", "5"],
-    "krimp generate": ["krimp", "generate", "{iris}", "{out}/g", "--min-support", "2"],
+    "krimp generate": ["krimp", "generate", "{iris}", "{out}/g", "--min-count", "2"],
 }
 
 

@@ -19,18 +19,18 @@ from .test_cli import run
 def test_krimp_compress_generate_ds(shared_data, tmp_path):
     src = shared_data / "lucs" / "iris.dat"
     ct_file = tmp_path / "iris_ct.json"
-    s = json.loads(run("--json", "krimp", "compress", str(src), "--min-support", "1", "--out", str(ct_file)).stdout)
+    s = json.loads(run("--json", "krimp", "compress", str(src), "--min-count", "1", "--out", str(ct_file)).stdout)
     assert s["n_candidates"] > 0 and 0 < s["sizes"]["L_percent"] < 100
     ct = CodeTable.load(ct_file)
     assert ct.n_nontrivial == s["code_table_itemsets"] and ct.sizes()["total"] == s["sizes"]["total"]
     assert ct.parameters["min_support"] == 1 and ct.parameters["prune"] is True
-    r = run("krimp", "compress", str(src), "--min-support", "1", "--out", str(ct_file), ok=False)
+    r = run("krimp", "compress", str(src), "--min-count", "1", "--out", str(ct_file), ok=False)
     assert r.exit_code == 2 and "already exists" in r.output
-    run("krimp", "compress", str(src), "--min-support", "2", "--out", str(ct_file), "--overwrite")
+    run("krimp", "compress", str(src), "--min-count", "2", "--out", str(ct_file), "--overwrite")
     assert CodeTable.load(ct_file).parameters["min_support"] == 2
     out = tmp_path / "gen"
     key = tmp_path / "key"
-    g = json.loads(run("--json", "--key-file", str(key), "krimp", "generate", str(src), str(out), "--min-support", "2").stdout)
+    g = json.loads(run("--json", "--key-file", str(key), "krimp", "generate", str(src), str(out), "--min-count", "2").stdout)
     assert g["family"] == "krimp" and g["verdict"]["ok"] and g["records"]["rows"] == 150 and g["records"]["domains"] == 5
     assert 0 <= g["nas"] <= 1 and g["ds"] >= 0 and g["avg_patterns_per_row"] >= 1
     gen = read(str(out))
@@ -39,18 +39,18 @@ def test_krimp_compress_generate_ds(shared_data, tmp_path):
     assert all(key_hex.encode() not in f.read_bytes() for f in out.iterdir())
     # same key -> same release files
     out2 = tmp_path / "gen2"
-    run("--key-file", str(key), "krimp", "generate", str(src), str(out2), "--min-support", "2", "--no-scores")
+    run("--key-file", str(key), "krimp", "generate", str(src), str(out2), "--min-count", "2", "--no-scores")
     assert data_bytes(out2) == data_bytes(out)
-    d = json.loads(run("--json", "krimp", "ds", str(src), str(src), "--min-support", "1").stdout)
+    d = json.loads(run("--json", "krimp", "ds", str(src), str(src), "--min-count", "1").stdout)
     assert d["ds"] == 0.0
-    text = run("krimp", "ds", str(src), str(out), "--min-support", "1").stdout
+    text = run("krimp", "ds", str(src), str(out), "--min-count", "1").stdout
     assert text.startswith("DS(")
 
 
 def test_verify_krimp_release(shared_data, tmp_path):
     src = shared_data / "lucs" / "iris.dat"
     out = tmp_path / "gen"
-    run("krimp", "generate", str(src), str(out), "--min-support", "3", "--no-scores")
+    run("krimp", "generate", str(src), str(out), "--min-count", "3", "--no-scores")
     v = json.loads(run("--json", "verify", str(out), "--original", str(src)).stdout)
     assert v["ok"] and {c["name"] for c in v["checks"]} >= {"pattern support", "one item per domain", "pattern support in the original",
                                                           "normalized anonymity score"}
@@ -63,7 +63,7 @@ def test_verify_krimp_release(shared_data, tmp_path):
     assert r.exit_code == 2 and f"FAILED pattern support: 2 (needs 3) in {PATTERNS_FILE}" in r.output
     # one byte changed in a part file
     out2 = tmp_path / "gen2"
-    run("krimp", "generate", str(src), str(out2), "--min-support", "3", "--no-scores")
+    run("krimp", "generate", str(src), str(out2), "--min-count", "3", "--no-scores")
     flip_byte(out2 / "part-00000.parquet")
     r = run("verify", str(out2), ok=False)
     assert r.exit_code == 2 and "part-00000.parquet" in r.output
@@ -71,11 +71,11 @@ def test_verify_krimp_release(shared_data, tmp_path):
 
 def test_min_support_floor(shared_data, tmp_path):
     src = shared_data / "lucs" / "iris.dat"
-    r = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-support", "1", ok=False)
+    r = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-count", "1", ok=False)
     lines = [x for x in r.output.splitlines() if x.strip()]
     assert r.exit_code == 2 and len(lines) == 1 and "min-support 1 is below the floor 2" in lines[0] and "--allow-weak" in lines[0]
     assert not (tmp_path / "g").exists()
-    text = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-support", "1", "--allow-weak", "--no-scores").stdout
+    text = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-count", "1", "--allow-weak", "--no-scores").stdout
     assert "OVERRIDES" in text and "min-support" in text
     assert manifest_of(tmp_path / "g")["release"]["overrides"] == ["min-support"]
     assert "OVERRIDDEN min-support" in run("verify", str(tmp_path / "g")).stdout
@@ -85,9 +85,9 @@ def test_krimp_errors(shared_data, tmp_path):
     src = shared_data / "lucs" / "iris.dat"
     r = run("krimp", "compress", str(src), "--min-support", "abc", ok=False)
     assert r.exit_code != 0 and "min-support" in r.output
-    r = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-support", "2", "--exclude", "a,b", ok=False)
+    r = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-count", "2", "--exclude", "a,b", ok=False)
     assert r.exit_code != 0 and "exclude" in r.output
-    r = run("krimp", "compress", str(tmp_path / "missing.dat"), "--min-support", "1", ok=False)
+    r = run("krimp", "compress", str(tmp_path / "missing.dat"), "--min-count", "1", ok=False)
     assert r.exit_code != 0 and "missing.dat" in r.output and "Traceback" not in r.output
 
 
@@ -96,13 +96,13 @@ def test_compress_distributed_gives_the_same_table(tmp_path):
 
     src = str(sample_path("led7"))
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    s = json.loads(run("--json", "krimp", "compress", src, "--min-support", "2", "--out", str(a)).stdout)
-    d = json.loads(run("--json", "krimp", "compress", src, "--min-support", "2", "--out", str(b), "--distributed").stdout)
+    s = json.loads(run("--json", "krimp", "compress", src, "--min-count", "2", "--out", str(a)).stdout)
+    d = json.loads(run("--json", "krimp", "compress", src, "--min-count", "2", "--out", str(b), "--distributed").stdout)
     assert d["distributed"]["round_trips"] > 0 and "distributed" not in s
     ca, cb = CodeTable.load(a), CodeTable.load(b)
     assert [x.tolist() for x in ca.itemsets] == [x.tolist() for x in cb.itemsets]
     assert ca.usages.tolist() == cb.usages.tolist() and d["sizes"] == s["sizes"]
-    assert "round trips" in run("krimp", "compress", src, "--min-support", "2", "--distributed").stdout
+    assert "round trips" in run("krimp", "compress", src, "--min-count", "2", "--distributed").stdout
 
 
 def test_generate_and_ds_report_the_same_ds(tmp_path):
@@ -115,16 +115,16 @@ def test_generate_and_ds_report_the_same_ds(tmp_path):
     for flag, word in ((None, "off"), ("--prune", "on")):
         out = tmp_path / f"gen-{word}"
         extra = [flag] if flag else []
-        g = run("--key-file", str(key), "krimp", "generate", src, str(out), "--min-support", "2", *extra)
-        gj = json.loads(run("--json", "--key-file", str(key), "krimp", "generate", src, str(tmp_path / f"j-{word}"), "--min-support",
+        g = run("--key-file", str(key), "krimp", "generate", src, str(out), "--min-count", "2", *extra)
+        gj = json.loads(run("--json", "--key-file", str(key), "krimp", "generate", src, str(tmp_path / f"j-{word}"), "--min-count",
                             "2", *extra).stdout)
         assert f"DS with pruning {word}" in g.stdout
-        d = json.loads(run("--json", "krimp", "ds", str(tmp_path / f"j-{word}"), src, "--min-support", "2", *extra).stdout)
+        d = json.loads(run("--json", "krimp", "ds", str(tmp_path / f"j-{word}"), src, "--min-count", "2", *extra).stdout)
         assert d["prune"] is (flag is not None)
         assert d["ds"] == gj["ds"]
-        text = run("krimp", "ds", str(tmp_path / f"j-{word}"), src, "--min-support", "2", *extra).stdout
+        text = run("krimp", "ds", str(tmp_path / f"j-{word}"), src, "--min-count", "2", *extra).stdout
         assert f"pruning {word}" in text
     # the other pruning option gives another DS (both outputs say which one they used)
-    other = json.loads(run("--json", "krimp", "ds", str(tmp_path / "j-off"), src, "--min-support", "2", "--prune").stdout)
-    first = json.loads(run("--json", "krimp", "ds", str(tmp_path / "j-off"), src, "--min-support", "2").stdout)
+    other = json.loads(run("--json", "krimp", "ds", str(tmp_path / "j-off"), src, "--min-count", "2", "--prune").stdout)
+    first = json.loads(run("--json", "krimp", "ds", str(tmp_path / "j-off"), src, "--min-count", "2").stdout)
     assert other["prune"] is True and first["prune"] is False
