@@ -7,6 +7,8 @@ sorted, unique ids per row and int32 ones as data.
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,8 @@ __all__ = [
     "block_summary",
     "format_fimi_block",
     "format_csv_block",
+    "csv_field",
+    "CSVSyntaxError",
 ]
 
 _SPACE = np.zeros(256, dtype=bool)
@@ -87,28 +91,150 @@ def parse_fimi_bytes(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     return indptr, values
 
 
-def parse_csv_bytes(data: bytes, *, sep: str = ",", as_int: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+class CSVSyntaxError(DataFormatError):
+    """A malformed quoted field in basket CSV; ``line`` is its 1-based line number."""
+
+    def __init__(self, message: str, line: int, reason: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.reason = reason
+
+    def __reduce__(self):  # picklable (raised on Dask workers)
+        return type(self), (str(self), self.line, self.reason)
+
+
+def _check_sep(sep: str) -> None:
+    if not sep or '"' in sep or "\n" in sep or "\r" in sep:
+        raise ValueError(f"basket CSV separator {sep!r} must be non-empty, without a quote or a line break")
+
+
+@functools.lru_cache(maxsize=16)
+def _csv_field_re(sep: str) -> re.Pattern[str]:
+    """One basket-CSV field, matched in ``sep + line`` (a line without its newline).
+
+    Each match is the separator before a field and the field (the next separator is left for
+    the next match). Groups: 1 the inside of a quoted field (quotes still doubled), 2 an unquoted
+    field without its surrounding whitespace, 3 a separator where no well-formed field follows
+    (an unterminated quote, or text after a closing quote). An empty field matches none of them.
+    """
+    s = re.escape(sep)
+    if len(sep) == 1:
+        ws, text, first, last = rf"[^\S{s}]", rf"[^{s}]", rf'[^"\s{s}]', rf"[^\s{s}]"
+    else:
+        ws, text, first, last = rf"(?:(?!{s})\s)", rf"(?:(?!{s}).)", rf'(?!{s})[^"\s]', rf"(?!{s})\S"
+    return re.compile(
+        rf"{s}{ws}*"
+        rf'(?:"([^"]*(?:""[^"]*)*)"{ws}*'  # quoted: "" inside is a quote, whitespace around ignored
+        rf"|({first}(?:{text}*{last})?){ws}*"  # unquoted: a quote inside (not first) is literal
+        rf"|)(?={s}|$)"  # or empty
+        r"|(.)"
+    )
+
+
+def _csv_quoted_line(line: str, sep: str, lineno: int) -> list[str]:
+    """Fields of a line that contains a quote (RFC 4180 with lenient whitespace)."""
+    whole = line.strip()
+    if len(whole) > 1 and whole[0] == '"' == whole[-1]:  # every field quoted, as some writers do
+        fields = whole[1:-1].split(f'"{sep}"')
+        if whole.count('"') == 2 * len(fields):  # no other quote: no "" inside, no unquoted field
+            return [f for f in fields if f]
+    found = _csv_field_re(sep).findall(sep + line)
+    fields = [quoted.replace('""', '"') if quoted else plain for quoted, plain, _ in found]
+    if "" in fields:  # empty fields (no item), or a malformed quote
+        if any(bad for _, _, bad in found):
+            raise _csv_syntax_error(line, sep, lineno)
+        fields = [f for f in fields if f]
+    return fields
+
+
+def _csv_syntax_error(line: str, sep: str, lineno: int) -> CSVSyntaxError:
+    m = next(m for m in _csv_field_re(sep).finditer(sep + line) if m.group(3))
+    opened = line.index('"', m.start())  # the bad field starts at m.start() of ``line``
+    pos = opened + 1
+    while (pos := line.find('"', pos)) != -1 and line.startswith('""', pos):
+        pos += 2  # a doubled quote inside the field
+    if pos == -1:
+        reason = (f"unterminated quoted field (opened at column {opened + 1}); a quoted field must "
+                  "close on its line: basket CSV labels cannot contain line breaks")
+    else:
+        reason = f"text after the closing quote of a quoted field (column {pos + 2})"
+    return CSVSyntaxError(reason, lineno, reason)
+
+
+def _csv_int_block(data: bytes, sep: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Vectorised parse of a block made only of digits, ``sep`` and newlines (CRLF allowed).
+
+    Every field is then a decimal integer or empty, so the block is an integer block; ``None``
+    when the block has anything else (or an item of more than 18 digits).
+    """
+    if len(sep) != 1 or not sep.isascii() or sep.isdigit() or not data:
+        return None
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+    allowed = b"0123456789\n" + sep.encode()
+    if data[:4096].translate(None, allowed):  # cheap early exit for text blocks
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    is_digit = (buf >= 48) & (buf <= 57)
+    if np.count_nonzero(is_digit | (buf == ord(sep)) | (buf == 10)) != buf.size:
+        return None
+    edge = np.diff(is_digit.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    if starts.size and int((ends - starts).max()) > 18:
+        return None
+    newlines = np.flatnonzero(buf == 10)
+    line_ends = newlines if buf[-1] == 10 else np.r_[newlines, buf.size]
+    indptr = np.zeros(line_ends.size + 1, np.int64)
+    indptr[1:] = np.searchsorted(starts, line_ends)
+    tokens = [t for t in data.replace(b"\n", sep.encode()).split(sep.encode()) if t]
+    labels = np.array(tokens).astype(np.int64) if tokens else np.zeros(0, np.int64)
+    return indptr, labels
+
+
+def parse_csv_bytes(data: bytes, *, sep: str = ",", as_int: bool | None = None, source: str | None = None,
+                    first_line: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Parse basket CSV text: one transaction per line, items separated by ``sep``.
 
-    Items are stripped of surrounding whitespace and quotes; empty fields are ignored.
-    ``as_int=None`` keeps strings unless every item is a decimal integer.
+    The dialect is RFC 4180 with ``sep`` as separator: a field may be quoted (``"a,b"``), a
+    quote inside a quoted field is doubled (the field ``"5"" disk"`` is the label ``5" disk``)
+    and its text is kept verbatim, spaces included. Unquoted fields are stripped of surrounding
+    whitespace (a quote inside one, not first, is literal); whitespace around a quoted field is
+    ignored; empty fields, quoted or not, are no item. A quoted field must close on its own line
+    (labels cannot contain line breaks: lines are the unit of the parallel split), otherwise
+    :class:`CSVSyntaxError` (a :class:`DataFormatError`) names ``source`` and the line
+    (``first_line`` is the number of the block's first line). Lines without a quote take a
+    plain split, and a block of only digits, separators and newlines a vectorised integer parse.
+    ``as_int=None`` keeps strings unless every item is a decimal integer (quoted or not).
     """
+    _check_sep(sep)
+    if as_int is not False and b'"' not in data:
+        fast = _csv_int_block(data, sep)
+        if fast is not None and fast[1].size:
+            return fast
     text = data.decode("utf-8")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     counts = np.zeros(len(lines), np.int64)
     items: list[str] = []
-    for i, line in enumerate(lines):
-        fields = [f.strip().strip('"').strip() for f in line.split(sep)]
-        fields = [f for f in fields if f]
-        counts[i] = len(fields)
-        items.extend(fields)
+    quoted_block = '"' in text
+    try:
+        for i, line in enumerate(lines):
+            if quoted_block and '"' in line:
+                fields = _csv_quoted_line(line, sep, i + first_line)
+            else:
+                fields = [f.strip() for f in line.split(sep)]
+                fields = [f for f in fields if f]
+            counts[i] = len(fields)
+            items.extend(fields)
+    except CSVSyntaxError as exc:
+        where = f"{source} line {exc.line}" if source else f"basket CSV line {exc.line} of this block"
+        raise CSVSyntaxError(f"{where}: {exc.reason}", exc.line, exc.reason) from None
     indptr = np.zeros(len(lines) + 1, np.int64)
     np.cumsum(counts, out=indptr[1:])
     labels = np.array(items, dtype=str) if items else np.zeros(0, dtype="<U1")
     if as_int is None:
-        as_int = bool(labels.size) and all(s.isdigit() for s in items)
+        as_int = bool(labels.size) and all(s.isdigit() and s.isascii() for s in items)
     if as_int:
         try:
             labels = labels.astype(np.int64)
@@ -296,7 +422,26 @@ def format_fimi_block(block: sp.csr_array, labels: np.ndarray, sep: str = " ") -
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def format_csv_block(block: sp.csr_array, labels: np.ndarray) -> bytes:
-    """Basket CSV text of one block (labels containing commas are quoted)."""
-    lab = np.array([f'"{s}"' if "," in s else s for s in labels.astype(str).tolist()], dtype=object)
-    return format_fimi_block(block, lab, sep=",")
+def csv_field(label: str, sep: str = ",") -> str:
+    """One label as a basket-CSV field (RFC 4180 quoting, see :func:`parse_csv_bytes`).
+
+    Quoted (inner quotes doubled) when it contains ``sep``, a quote or a CR, or has leading or
+    trailing whitespace. Empty labels and labels with a line feed cannot be stored
+    (:class:`DataFormatError`): an empty field is no item, and lines are transactions.
+    """
+    if not label:
+        raise DataFormatError("basket CSV cannot store an empty item label (an empty field is no item); write Parquet")
+    if "\n" in label:
+        raise DataFormatError(f"basket CSV cannot store the item label {label!r} (it contains a line break); write Parquet")
+    if sep in label or '"' in label or "\r" in label or label[0].isspace() or label[-1].isspace():
+        return '"' + label.replace('"', '""') + '"'
+    return label
+
+
+def format_csv_block(block: sp.csr_array, labels: np.ndarray, sep: str = ",") -> bytes:
+    """Basket CSV text of one block: labels joined by ``sep``, quoted as :func:`csv_field` says."""
+    _check_sep(sep)
+    if labels.dtype.kind in "iu":
+        return format_fimi_block(block, labels, sep=sep)
+    lab = np.array([csv_field(s, sep) for s in labels.astype(str).tolist()], dtype=object)
+    return format_fimi_block(block, lab, sep=sep)

@@ -8,6 +8,7 @@ that is moved into place only when complete.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Mapping
 
 import dask
@@ -33,14 +34,18 @@ def detect_format(url: str) -> str:
     return "parquet"
 
 
-def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize: int | str | None) -> list:
+def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize: int | str | None, with_paths: bool = False) -> list:
+    """Delayed byte blocks of the file(s) at ``url``, split at newlines.
+
+    ``with_paths=True`` gives ``(path, block_index_in_its_file, block)`` triples instead.
+    """
     from fsspec.utils import infer_compression
 
     if infer_compression(url) is not None:
         blocksize = None  # compressed streams cannot be split by byte ranges
     try:
-        _, blocks = read_bytes(
-            url, delimiter=b"\n", blocksize=blocksize, sample=False, compression="infer",
+        _, blocks, paths = read_bytes(
+            url, delimiter=b"\n", blocksize=blocksize, sample=False, compression="infer", include_path=True,
             **dict(storage_options or {}),
         )
     except FileNotFoundError:
@@ -49,10 +54,10 @@ def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize:
         if "No such file" in str(exc) or "not found" in str(exc).lower():
             raise DatasetNotFoundError(f"no file at {url}") from None
         raise DataFormatError(f"cannot read {url}: {exc}") from None
-    flat = [b for file_blocks in blocks for b in file_blocks]
+    flat = [(path, i, b) for path, file_blocks in zip(paths, blocks) for i, b in enumerate(file_blocks)]
     if not flat:
         raise DatasetNotFoundError(f"no file at {url}")
-    return flat
+    return flat if with_paths else [b for _, _, b in flat]
 
 
 def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", progress: bool = False) -> Any:
@@ -71,20 +76,38 @@ def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blo
 def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", sep: str = ",", progress: bool = False) -> Any:
     """Read basket CSV: one transaction per line, item labels separated by ``sep``.
 
-    Labels are integers when every item in the file is a decimal integer, strings otherwise.
+    RFC 4180 quoting with ``sep`` as separator: ``"a,b"`` is one label, ``""`` inside quotes is
+    a quote, quoted text is kept verbatim; unquoted fields are stripped of whitespace; empty
+    fields are no item. A quoted field must close on its line (labels cannot contain line breaks),
+    otherwise :class:`DataFormatError` names the file and the line. Labels are integers when
+    every item in the file is a decimal integer, strings otherwise.
     """
     from .transactions import TransactionArray
 
-    raw = _text_blocks(url, storage_options, blocksize)
-    kinds = dask.compute(*[dask.delayed(_csv_all_int)(b, sep) for b in raw])
-    as_int = all(kinds)
-    sources = [dask.delayed(K.parse_csv_bytes, pure=True)(b, sep=sep, as_int=as_int) for b in raw]
+    raw = _text_blocks(url, storage_options, blocksize, with_paths=True)
+    scans = dask.compute(*[dask.delayed(_csv_scan)(b, sep) for _, _, b in raw])
+    one_file = len({path for path, _, _ in raw}) == 1 and not any(c in url for c in "*?[")  # errors name the URL
+    first_lines, line = [], 1
+    for (path, i, _), (_, n_newlines, error) in zip(raw, scans):
+        line = 1 if i == 0 else line
+        name = url if one_file else path
+        if error is not None:
+            raise DataFormatError(f"{name} line {line + error[0] - 1}: {error[1]}")
+        first_lines.append((name, line))
+        line += n_newlines
+    as_int = all(kind for kind, _, _ in scans)
+    sources = [dask.delayed(K.parse_csv_bytes, pure=True)(b, sep=sep, as_int=as_int, source=name, first_line=first)
+               for (_, _, b), (name, first) in zip(raw, first_lines)]
     return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)
 
 
-def _csv_all_int(data: bytes, sep: str) -> bool:
-    _, labels = K.parse_csv_bytes(data, sep=sep, as_int=None)
-    return labels.dtype.kind == "i" or labels.size == 0
+def _csv_scan(data: bytes, sep: str) -> tuple[bool, int, tuple[int, str] | None]:
+    """First pass over a block: all-integer labels?, its newline count, and its first syntax error."""
+    try:
+        _, labels = K.parse_csv_bytes(data, sep=sep, as_int=None)
+    except K.CSVSyntaxError as exc:
+        return False, data.count(b"\n"), (exc.line, exc.reason)
+    return labels.dtype.kind == "i" or labels.size == 0, data.count(b"\n"), None
 
 
 def _write_text(tx: Any, url: str, formatter: Callable, storage_options, overwrite: bool, batch: int, progress: bool) -> None:
@@ -106,11 +129,16 @@ def write_fimi(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None =
     _write_text(tx, url, K.format_fimi_block, storage_options, overwrite, batch, progress)
 
 
-def write_csv(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, progress: bool = False) -> None:
-    """Write basket CSV atomically (labels with commas are quoted)."""
-    _write_text(tx, url, K.format_csv_block, storage_options, overwrite, batch, progress)
+def write_csv(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, sep: str = ",", progress: bool = False) -> None:
+    """Write basket CSV atomically, RFC 4180 quoting (see :func:`read_csv`).
+
+    Labels with ``sep``, a quote, a CR or surrounding whitespace are quoted, inner quotes
+    doubled; an empty label or one with a line feed cannot be written (:class:`DataFormatError`).
+    """
+    formatter = K.format_csv_block if sep == "," else functools.partial(K.format_csv_block, sep=sep)
+    _write_text(tx, url, formatter, storage_options, overwrite, batch, progress)
 
 
 def basket_csv_text(block: Any, labels: Any) -> bytes:
-    """Basket CSV text of one CSR block (one line per transaction, labels with commas quoted)."""
+    """Basket CSV text of one CSR block (one line per transaction, RFC 4180 quoting)."""
     return K.format_csv_block(block, labels)
