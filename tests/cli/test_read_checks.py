@@ -113,3 +113,13 @@ def test_no_error_after_a_commit(tmp_path, monkeypatch):
         r = run(*argv, ok=False)
         assert r.exit_code == 2 and "fi.csv already exists" in r.stderr and r.stdout == ""
     assert (tmp_path / "fi.csv").read_text() == "theirs"
+
+
+def test_a_table_command_on_a_transaction_folder_names_the_format(datasets, tmp_path):
+    """On an earlier main, ``condense`` of a transaction folder died with a raw ``KeyError``."""
+    for argv in (["condense", str(datasets / "mushroom"), str(tmp_path / "c"), "--privacy-level", "5"],
+                 ["anonymize", str(datasets / "mushroom"), str(tmp_path / "a"), "--qi", "x", "--k", "5"]):
+        r = run(*argv, ok=False)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and "ppdm-transactions" in lines[0], r.stderr
+        assert not RAW.search(lines[0])
