@@ -19,7 +19,8 @@ The finished temporary is then committed in **one atomic step** (docs/data.md#co
   the same destination.
 
 Object stores have no rename: a commit copies the parts, then the manifest last, under a lock
-object; there the race check is best effort (see docs/data.md#commits).
+object created by a conditional put, so two writers never commit to one prefix at once; an
+``--overwrite`` killed during the copy is not protected there (see docs/data.md#commits).
 
 :func:`_step` is the fault-injection point between the steps: a no-op that tests replace with a
 function that kills the process.
@@ -297,24 +298,54 @@ def commit_path(fs: Any, tmp: str, path: str, url: str, *, overwrite: bool, fold
     _commit_remote(fs, tmp, path, url, overwrite=overwrite, folder=folder)
 
 
+@contextlib.contextmanager
+def _remote_lock(fs: Any, path: str, url: str) -> Iterator[None]:
+    """A lock object beside ``path`` created by a conditional put (``If-None-Match: *``), so
+    that one writer at a time commits to a prefix; stores without conditional puts get no lock
+    (best effort, see docs/data.md#commits)."""
+    parent, name = posixpath.split(path.rstrip("/"))
+    lock = posixpath.join(parent, f".{name}.__ppdm_lock")
+    owner = json.dumps({"host": _host_tag(), "pid": os.getpid(), "time": time.time()}).encode()
+    deadline = time.monotonic() + _LOCK_WAIT
+    held = False
+    while not held:
+        try:
+            fs.pipe_file(lock, owner, mode="create")
+            held = True
+        except FileExistsError:
+            if time.monotonic() > deadline:
+                raise DatasetExistsError(f"{url} is being committed by another job (lock object {lock}; remove it if no "
+                                         "job is running)") from None
+            time.sleep(0.2)
+        except (TypeError, NotImplementedError, ValueError):  # no conditional put on this store
+            break
+    try:
+        yield
+    finally:
+        if held:
+            with contextlib.suppress(Exception):
+                fs.rm(lock)
+
+
 def _commit_remote(fs: Any, tmp: str, path: str, url: str, *, overwrite: bool, folder: bool) -> None:
-    """Object stores: copy the objects to their final keys, the manifest last, then drop the
-    temporary prefix. Without ``overwrite`` an existing destination is refused just before."""
-    if not overwrite and fs.exists(path):
-        raise DatasetExistsError(f"{url} already exists (another job committed it while this one ran; nothing was replaced)",
-                                 python="overwrite=True", cli="--overwrite")
-    if not folder:
-        fs.mv(tmp, path)
-        return
-    files = sorted(f for f in fs.find(tmp) if not f.endswith("/"))
-    manifest = [f for f in files if posixpath.basename(f) == "_SUCCESS"]
-    if overwrite and fs.exists(path):
-        with contextlib.suppress(FileNotFoundError):
-            fs.rm(posixpath.join(path, "_SUCCESS"))  # the old dataset stops being readable first
-        fs.rm(path, recursive=True)
-    for f in [f for f in files if f not in manifest] + manifest:
-        fs.copy(f, posixpath.join(path, posixpath.relpath(f, tmp)))
-    fs.rm(tmp, recursive=True)
+    """Object stores: under a lock object, check the destination, copy the objects to their
+    final keys, the manifest last, then drop the temporary prefix."""
+    with _remote_lock(fs, path, url):
+        if not overwrite and fs.exists(path):
+            raise DatasetExistsError(f"{url} already exists (another job committed it while this one ran; nothing was "
+                                     "replaced)", python="overwrite=True", cli="--overwrite")
+        if not folder:
+            fs.mv(tmp, path)
+            return
+        files = sorted(f for f in fs.find(tmp) if not f.endswith("/"))
+        manifest = [f for f in files if posixpath.basename(f) == "_SUCCESS"]
+        if overwrite and fs.exists(path):
+            with contextlib.suppress(FileNotFoundError):
+                fs.rm(posixpath.join(path, "_SUCCESS"))  # the old dataset stops being readable first
+            fs.rm(path, recursive=True)
+        for f in [f for f in files if f not in manifest] + manifest:
+            fs.copy(f, posixpath.join(path, posixpath.relpath(f, tmp)))
+        fs.rm(tmp, recursive=True)
 
 
 def refuse_bad_destination(fs: Any, path: str, url: str) -> None:

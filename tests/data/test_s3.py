@@ -86,3 +86,51 @@ def test_cli_generate_and_info_on_s3(s3):
     d = json.loads(r.stdout)
     assert d["n_transactions"] == 20_000 and d["n_items"] == 1000
     assert abs(d["mean_length"] - 10) < 0.2
+
+
+def test_two_writers_to_one_prefix_exactly_one_commits(s3):
+    """Object stores: the commit runs under a lock object (conditional put) and re-checks the
+    destination, so a writer whose destination appeared meanwhile fails with "already exists"."""
+    from ppdm_dask.data import commit
+    from ppdm_dask.data.parquet import read_parquet, write_parquet
+    from ppdm_dask.errors import DatasetExistsError
+
+    opts = s3["storage_options"]
+    url = f"{s3['prefix']}/race"
+    tx = TransactionArray.from_lists([[1, 2], [2, 3]] * 10)
+    write_parquet(TransactionArray.from_lists([[7]] * 5), f"{s3['prefix']}/theirs", storage_options=opts)
+    real = commit._commit_remote
+
+    def other_commits_first(fs, tmp, path, u, **kw):  # the other job's dataset lands at the destination now
+        fs.copy(path.rsplit("/", 1)[0] + "/theirs", path, recursive=True)
+        return real(fs, tmp, path, u, **kw)
+
+    commit._commit_remote = other_commits_first
+    try:
+        with pytest.raises(DatasetExistsError, match="already exists"):
+            write_parquet(tx, url, storage_options=opts)
+    finally:
+        commit._commit_remote = real
+    assert read_parquet(url, storage_options=opts).n_transactions == 5
+    import fsspec
+
+    fs, _ = fsspec.core.url_to_fs(url, **opts)
+    assert not [p for p in fs.ls(s3["prefix"].removeprefix("s3://")) if "__ppdm_" in p]
+
+
+def test_a_held_commit_lock_stops_a_second_writer(s3, monkeypatch):
+    """While one writer holds the prefix's lock object, another cannot commit there."""
+    import fsspec
+
+    from ppdm_dask.data import commit
+    from ppdm_dask.data.parquet import write_parquet
+
+    opts = s3["storage_options"]
+    url = f"{s3['prefix']}/locked"
+    fs, path = fsspec.core.url_to_fs(url, **opts)
+    with commit._remote_lock(fs, path, url):
+        monkeypatch.setattr(commit, "_LOCK_WAIT", 0.5)
+        with pytest.raises(DatasetExistsError, match="being committed by another job"):
+            write_parquet(TransactionArray.from_lists([[1]] * 3), url, storage_options=opts)
+    write_parquet(TransactionArray.from_lists([[1]] * 3), url, storage_options=opts)  # lock released
+    assert read(url, storage_options=opts).n_transactions == 3
