@@ -150,7 +150,30 @@ def read_manifest(fs: Any, manifest_path: str, url: str, format_name: str | Sequ
         raise DataFormatError(f"{url}: not a {' or '.join(names)} dataset (format {manifest.get('format') if isinstance(manifest, dict) else None!r})")
     if manifest.get("version", 0) > max_version:
         raise DataFormatError(f"{url}: written by a newer ppdm-dask (format version {manifest['version']})")
+    _check_totals(manifest, url)
     return manifest
+
+
+#: the manifest field that counts the rows of the part files, per format
+_ROW_TOTALS = {"ppdm-transactions": "n_transactions", "ppdm-table": "n_records", "ppdm-anonymized": "n_records",
+               "ppdm-condensed": "n_records", "ppdm-sketches": "n_published"}
+
+
+def _check_totals(manifest: Mapping[str, Any], url: str) -> None:
+    """The manifest's row total must be the sum of its parts' rows (a manifest edited in one place
+    and not the other would otherwise report one figure and read another)."""
+    field = _ROW_TOTALS.get(str(manifest.get("format")))
+    parts = manifest.get("partitions")
+    if field is None or field not in manifest or not isinstance(parts, list):
+        return
+    try:
+        rows = sum(int(p["rows"]) for p in parts)
+        total = int(manifest[field])
+    except (KeyError, TypeError, ValueError):
+        raise CorruptDatasetError(f"{url}: {MANIFEST} has a part without a row count, or a non-numeric {field}") from None
+    if rows != total:
+        raise CorruptDatasetError(f"{url}: {MANIFEST} says {field} = {total:,} but its part files hold {rows:,} rows "
+                                  "(altered manifest)")
 
 
 def check_listing(fs: Any, path: str, entries: Sequence[Mapping[str, Any]], url: str) -> None:

@@ -36,7 +36,12 @@ def _corrupt(kind, src, other, dst):
     part = m["partitions"][1]["file"]
     if kind == "wrong rows":
         m["partitions"][1]["rows"] += 7
+        m["n_transactions"] += 7
         (dst / "_SUCCESS").write_text(json.dumps(m))
+    elif kind == "wrong total":
+        m["n_transactions"] += 7
+        (dst / "_SUCCESS").write_text(json.dumps(m))
+        return "_SUCCESS"
     elif kind == "swapped part":
         shutil.copy(other / part, dst / part)
     elif kind == "missing part":
@@ -64,7 +69,7 @@ COMMANDS = {
     "sketch": ["sketch", "{in}", "{out}", "--delta", "0.5", "--no-report"],
     "krimp compress": ["krimp", "compress", "{in}", "--min-support", "0.5"],
 }
-KINDS = ["wrong rows", "swapped part", "missing part", "truncated part", "manifest folder", "manifest not json"]
+KINDS = ["wrong rows", "wrong total", "swapped part", "missing part", "truncated part", "manifest folder", "manifest not json"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -60,6 +60,11 @@ def test_wrong_row_counts_in_the_manifest(dataset):
     m = json.loads((dataset / "_SUCCESS").read_text())
     m["partitions"][1]["rows"] += 5
     (dataset / "_SUCCESS").write_text(json.dumps(m))
+    # the total no longer matches the parts: refused when the manifest is read
+    with pytest.raises(CorruptDatasetError, match="n_transactions = .* but its part files hold"):
+        read(str(dataset))
+    m["n_transactions"] += 5  # a consistent manifest, a wrong part entry: refused as the part is read
+    (dataset / "_SUCCESS").write_text(json.dumps(m))
     with pytest.raises(CorruptDatasetError, match="part-00001.parquet holds .* rows, the manifest says"):
         read(str(dataset)).item_supports(progress=False)
 
@@ -71,6 +76,7 @@ def test_missing_and_truncated_parts_name_the_file(dataset):
     m = json.loads((dataset / "_SUCCESS").read_text())
     m["partitions"][0].pop("bytes")  # an old manifest without sizes: the reader still names the file
     m["partitions"] = m["partitions"][:2]
+    m["n_transactions"] = sum(p["rows"] for p in m["partitions"])
     (dataset / "_SUCCESS").write_text(json.dumps(m))
     p = dataset / "part-00000.parquet"
     p.write_bytes(p.read_bytes()[:-40])

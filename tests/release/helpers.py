@@ -39,6 +39,11 @@ def forge_part(folder: str | Path, name: str, table: pa.Table) -> None:
             entry.update(bytes=path.stat().st_size, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
             if "rows" in entry:
                 entry["rows"] = table.num_rows
+    from ppdm_dask.data.folder import _ROW_TOTALS
+
+    total = _ROW_TOTALS.get(manifest.get("format"))
+    if total in manifest:  # the row total too, or the reader refuses the manifest itself
+        manifest[total] = sum(int(e["rows"]) for e in manifest["partitions"])
     (folder / "_SUCCESS").write_text(json.dumps(manifest, indent=1))
 
 
