@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import DataFormatError, DatasetNotFoundError, InvalidParameter
+from ..errors import DataFormatError, DatasetNotFoundError, IncompleteDatasetError, InvalidParameter
 from .folder import MANIFEST, check_listing, open_fs, read_manifest, read_part
 from .sources import remember_url
 
@@ -186,6 +186,21 @@ def _read_frame(entry: Mapping[str, Any], *, fs: Any, folder: str, verify: bool,
     return read_part(fs, folder, entry, verify=verify, url=url).to_pandas(types_mapper=pd.ArrowDtype)
 
 
+def _refuse_uncommitted(fs: Any, path: str, url: str) -> None:
+    """A folder of ppdm part files (``part-00000.parquet`` ...) without its ``_SUCCESS`` is an
+    uncommitted or damaged ppdm output, not foreign data: reading it as Parquet would take
+    whatever parts happen to be there."""
+    import re
+
+    if not fs.isdir(path):
+        return
+    names = [n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(path, detail=False)]
+    parts = [n for n in names if n.endswith(".parquet") and not n.startswith(("_", "."))]
+    if parts and all(re.fullmatch(r"part-\d{5}\.parquet", n) for n in parts):
+        raise IncompleteDatasetError(f"{url} holds ppdm part files but no {MANIFEST} manifest: the job that wrote it "
+                                     "failed, is still running, or the manifest was removed")
+
+
 def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, sep: str | None = None,
                dtype: Mapping[str, str] | Sequence[str] | None = None, schema: str | None = None,
                blocksize: str | int | None = "64MB", verify: bool = False) -> dd.DataFrame:
@@ -242,6 +257,7 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
         if manifest is not None:
             df = table_from_manifest(fs, path, manifest, url, verify=verify)
         else:
+            _refuse_uncommitted(fs, path, url)
             try:
                 df = dd.read_parquet(url, storage_options=opts, dtype_backend="pyarrow")
             except (pa.ArrowException, OSError, ValueError) as exc:

@@ -128,3 +128,14 @@ def test_a_table_command_on_a_transaction_folder_names_the_format(datasets, tmp_
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert r.exit_code == 2 and len(lines) == 1 and "ppdm-transactions" in lines[0], r.stderr
         assert not RAW.search(lines[0])
+
+
+def test_a_table_folder_without_its_manifest_is_not_read_as_foreign_data(tmp_path):
+    """A ppdm table release whose ``_SUCCESS`` is gone was read as plain Parquet (exit 0)."""
+    out = tmp_path / "pk"
+    run("anonymize", str(sample_path("people")), str(out), "--identifier", "name", "--qi", "age,sex,zip", "--sensitive",
+        "diagnosis", "--k", "5", "--method", "mondrian", "--dtype", "age=int", "--no-report")
+    (out / "_SUCCESS").unlink()
+    r = run("anonymize", str(out), str(tmp_path / "again"), "--qi", "age,sex,zip", "--sensitive", "diagnosis", "--k", "5",
+            ok=False)
+    assert r.exit_code == 2 and "no _SUCCESS manifest" in r.stderr and not (tmp_path / "again").exists()
