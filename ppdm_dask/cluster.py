@@ -21,9 +21,13 @@ worker would try to start a cluster of its own.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +151,7 @@ def get_client(
     memory_limit: str | float | None = "auto",
     dashboard: bool = False,
     timeout: float = CONNECT_TIMEOUT,
+    quiet: bool = False,
     **cluster_kwargs: Any,
 ) -> distributed.Client:
     """Connect to a Dask scheduler, or start a local cluster of process workers.
@@ -180,6 +185,13 @@ def get_client(
         if that one is taken). Off by default to avoid port clashes.
     timeout : float, default 10
         Seconds to wait for an existing scheduler before raising.
+    quiet : bool, default False
+        Local cluster only: keep the workers' reports of failed tasks ("Compute Failed" with
+        the task and its traceback) off stderr (:class:`QuietTaskErrors`); the exception still
+        reaches the caller of ``compute``, which reports it (the ``ppdm`` command line prints
+        it as its one error line). The workers' other warnings (memory, spilling, pausing)
+        still show. Close such a client with ``close_client(client, quiet=True)`` to keep the
+        cluster's shutdown messages off stderr as well.
     **cluster_kwargs
         Local cluster only: further keyword arguments of ``distributed.LocalCluster``; they
         override the defaults chosen here (``processes=True``, ``host="127.0.0.1"``, ...).
@@ -239,20 +251,121 @@ def get_client(
     configure_worker_environment()
     # ``Client(**kwargs)`` without an address starts the LocalCluster itself and therefore
     # owns it: closing the client (or leaving its ``with`` block) closes the cluster too.
-    return distributed.Client(address=None, set_as_default=True, **options)
+    client = distributed.Client(address=None, set_as_default=True, **options)
+    if quiet:
+        try:
+            # on the workers that run now and on every worker started later (restarts)
+            client.register_plugin(QuietTaskErrors(), name=QuietTaskErrors.name)
+        except BaseException:
+            client.close()
+            raise
+    return client
 
 
-def close_client(client: distributed.Client | None) -> None:
+def _not_a_task_failure(record: logging.LogRecord) -> bool:
+    """Logging filter: false for a worker's "Compute Failed" report of a failed task."""
+    return not (isinstance(record.msg, str) and record.msg.startswith("Compute Failed"))
+
+
+class QuietTaskErrors(distributed.WorkerPlugin):
+    """Worker plugin: the worker does not log its "Compute Failed" reports (the failed task,
+    its exception and traceback, 7 to 9 lines on the stderr the local workers share with the
+    command). The exception itself still travels to the client, which raises it from
+    ``compute``; the worker's other messages (memory, spilling, pausing) are untouched."""
+
+    name = "ppdm-quiet-task-errors"
+
+    def setup(self, worker: Any) -> None:
+        logging.getLogger("distributed.worker").addFilter(_not_a_task_failure)  # idempotent
+
+    def teardown(self, worker: Any) -> None:
+        logging.getLogger("distributed.worker").removeFilter(_not_a_task_failure)
+
+
+@contextlib.contextmanager
+def quiet_distributed_logs(level: int = logging.CRITICAL) -> Iterator[None]:
+    """Raise the level of distributed's loggers (``distributed`` and every ``distributed.*``
+    logger that exists) to at least ``level`` in this process while the block runs; their
+    levels are restored when it ends."""
+    names = ["distributed"] + sorted(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))
+    loggers = [logging.getLogger(n) for n in names]
+    saved = [lg.level for lg in loggers]
+    for lg in loggers:
+        if lg.getEffectiveLevel() < level:
+            lg.setLevel(level)
+    try:
+        yield
+    finally:
+        for lg, old in zip(loggers, saved):
+            lg.setLevel(old)
+
+
+def close_client(client: distributed.Client | None, *, quiet: bool = False) -> None:
     """Close a client from :func:`get_client` (and the local cluster it started, if any).
 
     Parameters
     ----------
     client : distributed.Client or None
         The client; ``None`` is accepted and ignored.
+    quiet : bool, default False
+        Keep what distributed logs in this process while the cluster shuts down off stderr
+        (e.g. "Worker process still alive after 4.0 seconds, killing" when a failed job
+        closes a cluster whose workers are still busy): the job has ended, its outcome is
+        reported by the caller.
     """
     if client is not None:
+        if quiet and client.cluster is not None:
+            _quiet_workers(client)
         # get_client lets Client() start the LocalCluster, so the client owns it and closes it.
-        client.close()
+        with quiet_distributed_logs() if quiet else contextlib.nullcontext():
+            client.close()
+
+
+def _quiet_process_logs() -> None:
+    """Run on the workers of a local cluster about to close: what they log from now on (a
+    heartbeat that finds the scheduler gone, ...) is the shutdown's, not news for the user."""
+    for name in ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _quiet_workers(client: distributed.Client, timeout: float = 5.0) -> None:
+    """:func:`_quiet_process_logs` on every worker of ``client``, waiting at most ``timeout``
+    seconds (a worker busy in a task that holds the GIL answers late: the close goes on)."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            client.run(_quiet_process_logs, on_error="ignore")
+
+    thread = threading.Thread(target=run, name="ppdm-quiet-workers", daemon=True)
+    thread.start()
+    thread.join(timeout)
+
+
+@contextlib.contextmanager
+def job_thread_pool() -> Iterator[None]:
+    """Run a job on dask's ``threads`` scheduler; when it ends, wait for the tasks the pool still
+    runs, then retire the pool (dask starts a new one for the next job).
+
+    On an error dask's threads scheduler raises as soon as one task fails while the pool's
+    other threads go on with their tasks: without this the error would be reported, and the
+    process might begin to exit, while they still run (native code included). A
+    ``KeyboardInterrupt`` does not wait (queued tasks are cancelled either way).
+    """
+    try:
+        yield
+    except BaseException as exc:
+        _retire_default_pool(wait=not isinstance(exc, KeyboardInterrupt))
+        raise
+    _retire_default_pool(wait=True)
+
+
+def _retire_default_pool(wait: bool) -> None:
+    import dask.threaded
+
+    with dask.threaded.pools_lock:
+        pool, dask.threaded.default_pool = dask.threaded.default_pool, None
+    if pool is not None:
+        pool.shutdown(wait=wait, cancel_futures=True)
 
 
 def current_client() -> distributed.Client | None:
@@ -344,6 +457,9 @@ __all__ = [
     "SchedulerUnreachable",
     "get_client",
     "close_client",
+    "quiet_distributed_logs",
+    "QuietTaskErrors",
+    "job_thread_pool",
     "current_client",
     "worker_environment",
     "configure_worker_environment",

@@ -27,6 +27,7 @@ __all__ = [
     "NotFittedError",
     "ResultTooLargeError",
     "DuplicateItemsWarning",
+    "with_message",
 ]
 
 
@@ -121,3 +122,27 @@ class NotFittedError(PPDMError, AttributeError):
 
 class DuplicateItemsWarning(UserWarning):
     """Duplicate items inside a transaction were removed."""
+
+
+def with_message(exc: BaseException) -> BaseException:
+    """``exc`` itself, or the same exception rebuilt from its ``args`` when it lost its message
+    on the way from a Dask worker.
+
+    distributed pickles a task's exception with tblib, which rebuilds an exception whose class
+    has an ``__init__`` of its own but no ``__reduce__`` (``UnicodeDecodeError`` among the
+    built-in ones) without calling that ``__init__``: the client gets the right class and
+    ``args`` but an empty ``str()`` ("UnicodeDecodeError" and nothing else). Calling the class
+    on the ``args`` again restores the message; the traceback and cause are kept.
+    """
+    if not exc.args or str(exc).strip():
+        return exc
+    try:
+        rebuilt = type(exc)(*exc.args)
+        if not str(rebuilt).strip():
+            return exc
+    except Exception:  # a class that cannot be rebuilt from its args: keep what arrived
+        return exc
+    rebuilt.__cause__ = exc.__cause__
+    rebuilt.__context__ = exc.__context__
+    rebuilt.__suppress_context__ = exc.__suppress_context__
+    return rebuilt.with_traceback(exc.__traceback__)

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import dask
 import distributed
@@ -30,6 +30,7 @@ from dask.diagnostics import ProgressBar
 from dask.utils import format_time
 
 from .cluster import current_client
+from .errors import with_message
 
 _DEFAULT_INTERVAL = 10.0
 
@@ -162,6 +163,15 @@ def _local_progress() -> contextlib.AbstractContextManager[Any]:
     return _LocalLines()
 
 
+def _reraise(exc: BaseException) -> NoReturn:
+    """Raise a task's exception that came back from a worker, with its message restored when the
+    trip lost it (:func:`ppdm_dask.errors.with_message`)."""
+    fixed = with_message(exc)
+    if fixed is exc:
+        raise exc
+    raise fixed from exc.__cause__
+
+
 def _one_graph(obj: Any) -> Any:
     """A list or tuple of delayed objects as one delayed object of the same type.
 
@@ -215,11 +225,11 @@ def compute(
             with active.as_current():
                 _distributed_progress(distributed.futures_of(futures))
         return tuple(active.gather(futures))
-    except BaseException:
+    except BaseException as exc:
         # Ctrl-C or a failure: do not leave the rest of the graph running on the cluster.
         with contextlib.suppress(Exception):
             active.cancel(distributed.futures_of(futures))
-        raise
+        _reraise(exc)
 
 
 def compute_each(tasks: Sequence[Any], consume: Callable[[int, Any], None], *, client: distributed.Client | None = None) -> None:
@@ -241,10 +251,10 @@ def compute_each(tasks: Sequence[Any], consume: Callable[[int, Any], None], *, c
             for future in distributed.as_completed(futures):
                 consume(index[future.key], future.result())
                 future.release()
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(Exception):
             active.cancel(futures)
-        raise
+        _reraise(exc)
 
 
 def ship(payloads: Sequence[Any], client: distributed.Client | None = None) -> list:
@@ -298,10 +308,10 @@ def persist(
         for future in futures:
             if future.status == "error":
                 future.result()  # re-raise the task's exception, as dask.persist would
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(Exception):
             active.cancel(futures)
-        raise
+        _reraise(exc)
     return tuple(persisted)
 
 

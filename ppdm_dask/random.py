@@ -83,12 +83,38 @@ class Key:
 
     @classmethod
     def from_file(cls, path: Union[str, os.PathLike]) -> "Key":
-        """Read a key written by :meth:`to_file` (hex, optionally ``0x``-prefixed, or decimal)."""
-        text = Path(path).read_text().strip()
+        """Read a key written by :meth:`to_file` (hex, optionally ``0x``-prefixed, or decimal).
+
+        Raises
+        ------
+        InvalidParameter
+            The file is missing, a folder, unreadable, empty, binary, or does not hold one
+            integer below 2**128; the message names the file (and, on the command line, the
+            ``--key-file`` flag).
+        """
+        hint = {"python": "write one with Key.to_file(path)",
+                "cli": "--key-file: give a key file written by ppdm, or a new path to create one there"}
+        try:
+            raw = Path(path).read_bytes()
+        except FileNotFoundError:
+            raise InvalidParameter(f"no key file at {path}", **hint) from None
+        except IsADirectoryError:
+            raise InvalidParameter(f"key file {path} is a folder, not a file", **hint) from None
+        except OSError as exc:
+            raise InvalidParameter(f"cannot read key file {path}: {exc.strerror or exc}", **hint) from None
+        try:
+            text = raw.decode("ascii").strip()
+        except UnicodeDecodeError:
+            raise InvalidParameter(f"key file {path} holds binary data, not a key (a key file holds one "
+                                   "hexadecimal number)", **hint) from None
+        if not text:
+            raise InvalidParameter(f"key file {path} is empty", **hint)
         try:
             value = int(text, 16) if not text.isdigit() or text.startswith("0x") else int(text)
         except ValueError:
-            raise InvalidParameter(f"key file {path} does not hold an integer key") from None
+            raise InvalidParameter(f"key file {path} does not hold an integer key", **hint) from None
+        if not 0 <= value < 2**128:
+            raise InvalidParameter(f"key file {path} holds a number outside a 128-bit key (0 to 2**128 - 1)", **hint)
         return cls(value)
 
     def to_file(self, path: Union[str, os.PathLike]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import py_compile
 import signal
@@ -30,12 +31,33 @@ from ppdm_dask.cluster import (
     SchedulerUnreachable,
     current_client,
     get_client,
+    quiet_distributed_logs,
     worker_environment,
 )
 from ppdm_dask.errors import InvalidParameter, PPDMError
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = REPO / "cluster"
+
+
+
+@pytest.fixture(autouse=True)
+def _no_info_lines_of_other_clusters() -> Iterator[None]:
+    """Keep distributed's INFO lines out of every test's captured stderr, whichever cluster
+    logs them.
+
+    distributed's loggers log at INFO; a LocalCluster only hides that by setting the level of
+    the stderr *handlers* for its lifetime (``silence_logs``) and restoring the level it found
+    when it closes. With clusters that overlap (the session's ``cluster_client``, this file's
+    fixtures, a cluster another test closes late) the first to close restores INFO while the
+    others still run, and where the records go to the root logger's handlers (under pytest)
+    no cluster silences them at all: INFO lines of a cluster shutting down ("Scheduler closing
+    all comms") landed in the stderr of whatever test ran then
+    (``test_progress_in_a_log_is_plain_periodic_lines`` failed on them). The *loggers* are held
+    at WARNING instead, for each test, whatever the handlers do: warnings still show.
+    """
+    with quiet_distributed_logs(logging.WARNING):
+        yield
 
 
 # --------------------------------------------------------------------------- get_client
@@ -75,6 +97,53 @@ def test_local_cluster_processes_and_malloc_env(monkeypatch: pytest.MonkeyPatch)
     assert cluster.status.name == "closed"
     assert client.status == "closed"
     assert current_client() is None
+
+
+@pytest.mark.cluster
+def test_quiet_local_cluster_keeps_task_failures_off_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    """get_client(quiet=True): a failing task raises at the client, the workers (processes that
+    share this stderr) do not log "Compute Failed", and closing it quietly writes nothing."""
+    from ppdm_dask.cluster import QuietTaskErrors, close_client
+
+    def boom(_: int) -> None:
+        raise ValueError("bad input in task")
+
+    client = get_client(n_workers=1, quiet=True)
+    try:
+        assert QuietTaskErrors.name in client.run(lambda dask_worker: list(dask_worker.plugins)).popitem()[1]
+        with pytest.raises(ValueError, match="bad input in task"):
+            progress_mod.compute(dask.delayed(boom)(1), client=client)
+        time.sleep(0.5)  # a worker's log line would arrive asynchronously
+    finally:
+        close_client(client, quiet=True)
+    assert client.status == "closed"
+    _, err = capfd.readouterr()
+    assert "Compute Failed" not in err and "bad input in task" not in err, err
+
+
+def test_closing_clusters_leak_no_info_lines() -> None:
+    """The cause of the flaky progress test: clusters that close (a test's own, or one that
+    overlaps another: the first to close restores distributed's stderr handler to INFO while
+    the other runs) log INFO lines that reached the stderr of whatever test ran then. No INFO
+    record of distributed may reach a handler (a test's stderr) while a test runs."""
+    records: list[logging.LogRecord] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    collect = Collect(logging.DEBUG)
+    logging.getLogger("distributed").addHandler(collect)
+    try:
+        kw: dict[str, Any] = {"n_workers": 1, "threads_per_worker": 1, "processes": False, "dashboard_address": None}
+        first = distributed.LocalCluster(**kw)
+        second = distributed.LocalCluster(**kw)
+        first.close()
+        second.close()  # "Scheduler closing all comms", "Remove worker ..." are INFO
+    finally:
+        logging.getLogger("distributed").removeHandler(collect)
+    info = [f"{r.name}: {r.getMessage()}" for r in records if r.levelno < logging.WARNING]
+    assert info == [], info[:5]
 
 
 def test_worker_environment_keeps_explicit_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import click
 import numpy as np
 
-from ..errors import PPDMError
+from ..errors import PPDMError, with_message
 
 LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
 
@@ -42,20 +42,40 @@ class Context:
 
     @contextlib.contextmanager
     def runtime(self) -> Iterator[str]:
-        """Activate the scheduler for a job; yields a description of it."""
+        """Activate the scheduler for a job; yields a description of it.
+
+        A ``--key-file`` that exists is read first, so that a bad key file is refused before a
+        cluster starts. On ``threads`` a failing job leaves only once the pool's other running
+        tasks have ended (:func:`ppdm_dask.cluster.job_thread_pool`): none is left running while
+        the error is printed and the interpreter exits. The default LocalCluster keeps the
+        workers' reports of failed tasks off stderr (the error reaches the user as the
+        command's one error line) and is closed quietly (``quiet`` of
+        :func:`~ppdm_dask.cluster.get_client` and :func:`~ppdm_dask.cluster.close_client`; not
+        with ``--debug``).
+        """
         import dask
 
+        if self.key_file is not None and Path(self.key_file).exists():
+            self.key()
         if self.scheduler in LOCAL_SCHEDULERS:
-            with dask.config.set(scheduler=self.scheduler):
+            from ..cluster import job_thread_pool
+
+            with dask.config.set(scheduler=self.scheduler), \
+                    job_thread_pool() if self.scheduler == "threads" else contextlib.nullcontext():
                 yield f"local {self.scheduler} scheduler"
             return
-        from ..cluster import get_client
+        from ..cluster import close_client, get_client
 
-        with get_client(self.scheduler, n_workers=self.workers) as client:
+        quiet = self.scheduler is None and not self.debug  # the LocalCluster started for this job
+        client = get_client(self.scheduler, n_workers=self.workers, quiet=quiet)
+        try:
             yield self.scheduler or f"LocalCluster ({len(client.scheduler_info()['workers'])} process workers)"
+        finally:
+            close_client(client, quiet=quiet)
 
     def key(self):
         """The random key: read from --key-file, or created there, or a fresh secret one."""
+        from ..errors import InvalidParameter
         from ..random import Key
 
         if self.key_file is None:
@@ -64,7 +84,11 @@ class Context:
         if path.exists():
             return Key.from_file(path)
         key = Key.generate()
-        key.to_file(path)
+        try:
+            key.to_file(path)
+        except OSError as exc:
+            raise InvalidParameter(f"cannot create key file {path}: {exc.strerror or exc}",
+                                   cli="--key-file: give a path in an existing, writable folder") from None
         click.echo(f"new random key written to {path} (keep it secret; reuse it to reproduce this run)", err=True)
         return key
 
@@ -157,6 +181,7 @@ def fail(ctx: click.Context, exc: BaseException, code: int) -> None:
     if isinstance(exc, PPDMError):
         msg = _one_line(exc.message_for("cli"))
     else:
+        exc = with_message(exc)  # a worker's exception may arrive without its message
         msg = f"{type(exc).__name__}: {_one_line(str(exc))}" if str(exc).strip() else type(exc).__name__
     click.echo(f"ppdm: error: {msg}", err=True)
     ctx.exit(code)
@@ -167,10 +192,36 @@ def usage_error(message: str, hint: str | None = None) -> click.UsageError:
     return click.UsageError(f"{message} ({hint})" if hint else message)
 
 
+_EXIT_HANDLER: list[Any] = []
+
+
+def _settle_arrow_threads_at_exit() -> None:
+    """Register (once per process) :func:`ppdm_dask.io.settle_arrow_threads` as an exit handler.
+
+    Exit handlers run after the interpreter has joined its non-daemon threads (a job's
+    ``threads`` pool among them) and, last in first out, after those that the libraries a job
+    imported registered later: the wait is the last thing before finalization, when nothing
+    can start another read.
+    """
+    if not _EXIT_HANDLER:
+        import atexit
+
+        from ..io import settle_arrow_threads
+
+        atexit.register(settle_arrow_threads)
+        _EXIT_HANDLER.append(settle_arrow_threads)
+
+
 def main(args: Sequence[str] | None = None, prog_name: str = "ppdm") -> None:
-    """Run the ``ppdm`` group: click's usage errors become one ``ppdm: error:`` line too."""
+    """Run the ``ppdm`` group: click's usage errors become one ``ppdm: error:`` line too.
+
+    Before the interpreter finalizes, the process waits for Arrow's threads to finish the reads
+    they were still closing (:func:`ppdm_dask.io.settle_arrow_threads`, an exit handler): a read
+    that ended just before an error otherwise had the process abort at exit (status 134).
+    """
     from . import cli
 
+    _settle_arrow_threads_at_exit()
     try:
         # without standalone mode click returns the code of ctx.exit() instead of exiting
         rc = cli.main(args=list(args) if args is not None else None, prog_name=prog_name, standalone_mode=False)

@@ -54,10 +54,28 @@ def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize:
         if "No such file" in str(exc) or "not found" in str(exc).lower():
             raise DatasetNotFoundError(f"no file at {url}") from None
         raise DataFormatError(f"cannot read {url}: {exc}") from None
+    _refuse_folders(url, paths, storage_options)
     flat = [(path, i, b) for path, file_blocks in zip(paths, blocks) for i, b in enumerate(file_blocks)]
     if not flat:
+        if paths:  # the file (or every file the URL names) exists and holds nothing
+            raise DataFormatError(f"{url} is empty: no transactions to read")
         raise DatasetNotFoundError(f"no file at {url}")
     return flat if with_paths else [b for _, _, b in flat]
+
+
+def _refuse_folders(url: str, paths: list, storage_options: Mapping[str, Any] | None) -> None:
+    """A folder named like a text file (``x.dat``, ``x.csv``) would be read as a file of its
+    directory entry's size and fail inside a task: refuse it here, naming it."""
+    from fsspec.core import url_to_fs
+
+    try:
+        fs, _ = url_to_fs(url, **dict(storage_options or {}))
+        folders = [p for p in paths if fs.isdir(p)]
+    except (OSError, ValueError):  # the read itself will say what is wrong
+        return
+    if folders:
+        raise DataFormatError(f"{url} is a folder, not a FIMI or CSV file (a folder of Parquet parts is read with "
+                              "--format parquet)")
 
 
 def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", progress: bool = False) -> Any:
@@ -107,6 +125,10 @@ def _csv_scan(data: bytes, sep: str) -> tuple[bool, int, tuple[int, str] | None]
         _, labels = K.parse_csv_bytes(data, sep=sep, as_int=None)
     except K.CSVSyntaxError as exc:
         return False, data.count(b"\n"), (exc.line, exc.reason)
+    except UnicodeDecodeError as exc:  # binary data, or text in another encoding
+        bad = data[exc.start:exc.start + 1].hex()
+        return False, data.count(b"\n"), (data.count(b"\n", 0, exc.start) + 1,
+                                           f"not UTF-8 text (byte 0x{bad} cannot be decoded; save the file as UTF-8)")
     return labels.dtype.kind == "i" or labels.size == 0, data.count(b"\n"), None
 
 
