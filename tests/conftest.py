@@ -41,6 +41,29 @@ def _sync_scheduler_by_default():
         yield
 
 
+@pytest.fixture(autouse=True)
+def _no_info_lines_of_other_clusters():
+    """Keep distributed's INFO lines out of every test's captured stderr, whichever cluster
+    logs them.
+
+    distributed's loggers log at INFO; a LocalCluster only hides that by setting the level of
+    the stderr *handlers* for its lifetime (``silence_logs``) and restoring the level it found
+    when it closes. With clusters that overlap (the session's ``cluster_client``, this file's
+    fixtures, a cluster another test closes late) the first to close restores INFO while the
+    others still run, and where the records go to the root logger's handlers (under pytest)
+    no cluster silences them at all: INFO lines of a cluster shutting down ("Scheduler closing
+    all comms") landed in the stderr of whatever test ran then
+    (``test_progress_in_a_log_is_plain_periodic_lines`` failed on them). The *loggers* are held
+    at WARNING instead, for each test, whatever the handlers do: warnings still show.
+    """
+    import logging
+
+    from ppdm_dask.cluster import quiet_distributed_logs
+
+    with quiet_distributed_logs(logging.WARNING):
+        yield
+
+
 @pytest.fixture(scope="session")
 def cluster_client():
     """A LocalCluster with two worker processes for the whole session (not the default client)."""

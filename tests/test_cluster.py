@@ -31,7 +31,6 @@ from ppdm_dask.cluster import (
     SchedulerUnreachable,
     current_client,
     get_client,
-    quiet_distributed_logs,
     worker_environment,
 )
 from ppdm_dask.errors import InvalidParameter, PPDMError
@@ -39,25 +38,6 @@ from ppdm_dask.errors import InvalidParameter, PPDMError
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = REPO / "cluster"
 
-
-
-@pytest.fixture(autouse=True)
-def _no_info_lines_of_other_clusters() -> Iterator[None]:
-    """Keep distributed's INFO lines out of every test's captured stderr, whichever cluster
-    logs them.
-
-    distributed's loggers log at INFO; a LocalCluster only hides that by setting the level of
-    the stderr *handlers* for its lifetime (``silence_logs``) and restoring the level it found
-    when it closes. With clusters that overlap (the session's ``cluster_client``, this file's
-    fixtures, a cluster another test closes late) the first to close restores INFO while the
-    others still run, and where the records go to the root logger's handlers (under pytest)
-    no cluster silences them at all: INFO lines of a cluster shutting down ("Scheduler closing
-    all comms") landed in the stderr of whatever test ran then
-    (``test_progress_in_a_log_is_plain_periodic_lines`` failed on them). The *loggers* are held
-    at WARNING instead, for each test, whatever the handlers do: warnings still show.
-    """
-    with quiet_distributed_logs(logging.WARNING):
-        yield
 
 
 # --------------------------------------------------------------------------- get_client
