@@ -103,6 +103,10 @@ class DatasetExistsError(PPDMError, FileExistsError):
     """The output location already holds data and overwriting was not requested."""
 
 
+class OutputNotWritableError(PPDMError, PermissionError):
+    """The output location cannot be written (read-only, no permission, a file in the way)."""
+
+
 class PrivacyViolation(PPDMError):
     """A privacy requirement would be (or was found to be) violated."""
 

@@ -44,7 +44,7 @@ def _line_count(buf: np.ndarray) -> int:
     return n_nl + int(buf.size > 0 and buf[-1] != 10)
 
 
-def parse_fimi_bytes(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+def parse_fimi_bytes(data: bytes, source: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Parse FIMI text (one transaction per line, whitespace-separated item ids).
 
     Vectorised: digits are located with a byte mask, numbers assembled per token with
@@ -66,7 +66,9 @@ def parse_fimi_bytes(data: bytes) -> tuple[np.ndarray, np.ndarray]:
         line = int(np.count_nonzero(buf[:pos] == 10)) + 1
         char = bytes(buf[pos : pos + 1]).decode("latin-1")
         what = "negative item id" if char == "-" else f"non-integer item (character {char!r})"
-        raise DataFormatError(f"FIMI line {line} of this block: {what}")
+        where = f"{source} line {line}" if source else f"FIMI line {line} of this block"
+        raise DataFormatError(f"{where}: {what} (a FIMI file holds non-negative integer item ids; basket CSV is read "
+                              "with --format csv)")
     prev_digit = np.empty_like(is_digit)
     prev_digit[0] = False
     prev_digit[1:] = is_digit[:-1]

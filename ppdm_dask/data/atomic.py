@@ -7,6 +7,8 @@ import contextlib
 import posixpath
 from typing import IO, Any, Iterator, Mapping
 
+from ..errors import OutputNotWritableError
+
 __all__ = ["atomic_file"]
 
 
@@ -22,18 +24,23 @@ def atomic_file(url: str, *, storage_options: Mapping[str, Any] | None = None, o
         ``url`` exists and ``overwrite`` is false (checked before and again at the commit), or
         ``url`` is a folder.
     """
-    from .commit import clean_stale, commit_path, temp_sibling
+    from .commit import clean_stale, commit_path, make_temp_folder, temp_sibling
     from .folder import open_fs, refuse_existing
 
     fs, path = open_fs(url, storage_options)
     refuse_existing(url, storage_options, overwrite=overwrite, folder=False)
     parent = posixpath.dirname(path)
     if parent:
-        fs.makedirs(parent, exist_ok=True)
+        make_temp_folder(fs, parent, url)  # the parent folder: created if missing, or one clear error
     clean_stale(fs, path)
     tmp = temp_sibling(path)
     try:
-        with fs.open(tmp, mode) as fh:
+        try:
+            fh_ctx = fs.open(tmp, mode)
+        except OSError as exc:
+            raise OutputNotWritableError(f"cannot write {url}: {exc.strerror or exc}",
+                                         cli="choose an output path in a writable folder") from None
+        with fh_ctx as fh:
             yield fh
         commit_path(fs, tmp, path, url, overwrite=overwrite, folder=False)
     except BaseException:

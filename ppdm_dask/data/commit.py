@@ -40,7 +40,7 @@ import socket
 import time
 from typing import Any, Iterator
 
-from ..errors import DatasetExistsError, DataFormatError
+from ..errors import DatasetExistsError, DataFormatError, OutputNotWritableError
 
 __all__ = [
     "temp_sibling",
@@ -346,6 +346,16 @@ def _commit_remote(fs: Any, tmp: str, path: str, url: str, *, overwrite: bool, f
         for f in [f for f in files if f not in manifest] + manifest:
             fs.copy(f, posixpath.join(path, posixpath.relpath(f, tmp)))
         fs.rm(tmp, recursive=True)
+
+
+def make_temp_folder(fs: Any, tmp: str, url: str) -> None:
+    """Create the temporary folder of an output; a location that cannot be written is one error
+    naming the output, before any work."""
+    try:
+        fs.makedirs(tmp, exist_ok=True)
+    except OSError as exc:
+        raise OutputNotWritableError(f"cannot write {url}: {exc.strerror or exc}",
+                                     cli="choose an output path in a writable folder") from None
 
 
 def refuse_bad_destination(fs: Any, path: str, url: str) -> None:

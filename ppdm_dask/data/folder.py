@@ -92,13 +92,13 @@ def write_folder(
     (:func:`~ppdm_dask.data.commit.commit_path`: a no-replace rename, or an atomic swap with
     ``overwrite``). On any failure the temporary folder is removed and an existing dataset is
     left untouched; temporaries of dead writers of ``url`` are removed first."""
-    from .commit import clean_stale, commit_path, temp_sibling
+    from .commit import clean_stale, commit_path, make_temp_folder, temp_sibling
 
     fs, path = open_fs(url, storage_options)
     refuse_existing(url, storage_options, overwrite=overwrite, folder=True)
     clean_stale(fs, path)
     tmp = temp_sibling(path)
-    fs.makedirs(tmp, exist_ok=True)
+    make_temp_folder(fs, tmp, url)
     try:
         manifest = write(fs, tmp)
         with fs.open(posixpath.join(tmp, MANIFEST), "w") as fh:

@@ -86,8 +86,11 @@ def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blo
     """
     from .transactions import TransactionArray
 
-    raw = _text_blocks(url, storage_options, blocksize)
-    sources = [dask.delayed(K.parse_fimi_bytes, pure=True)(b) for b in raw]
+    raw = _text_blocks(url, storage_options, blocksize, with_paths=True)
+    one_file = len({path for path, _, _ in raw}) == 1 and not any(c in url for c in "*?[")
+    # errors name the file (and the byte block past the first: lines are counted per block)
+    names = [(url if one_file else path) + (f", block {i + 1}," if i else "") for path, i, _ in raw]
+    sources = [dask.delayed(K.parse_fimi_bytes, pure=True)(b, name) for (_, _, b), name in zip(raw, names)]
     return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)
 
 

@@ -249,3 +249,22 @@ def test_manifest_is_inside_the_temporary_before_the_commit(tmp_path, monkeypatc
     monkeypatch.setattr(commit, "_step", spy)
     write_parquet(_tx(10, 1), str(tmp_path / "ds"))
     assert seen == {"tmp": "ppdm-transactions", "dst": False}
+
+
+def test_a_read_only_destination_is_one_clear_error(tmp_path, monkeypatch):
+    """On main a read-only location surfaced as a raw ``OSError: Read-only file system``."""
+    import errno
+
+    import fsspec.implementations.local as local
+
+    from ppdm_dask.errors import OutputNotWritableError
+
+    def read_only(self, path, exist_ok=False):
+        raise OSError(errno.EROFS, "Read-only file system", path)
+
+    monkeypatch.setattr(local.LocalFileSystem, "makedirs", read_only)
+    with pytest.raises(OutputNotWritableError, match="cannot write .*ds: Read-only file system"):
+        write_parquet(_tx(10, 1), str(tmp_path / "ro" / "ds"))
+    with pytest.raises(OutputNotWritableError, match="Read-only file system"):
+        with atomic_file(str(tmp_path / "ro" / "x.txt"), mode="w") as fh:
+            fh.write("x")
