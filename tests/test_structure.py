@@ -13,7 +13,7 @@ PKG = Path(__file__).resolve().parents[1] / "ppdm_dask"
 #: floors from the ground up; a module may import its own floor or any floor below it
 FLOORS = [
     {"errors", "random"},
-    {"graph", "cluster", "progress", "base"},
+    {"graph", "cluster", "progress", "base", "arrow_threads"},
     {"data", "io"},
     {"release", "report"},
     {"mining", "metrics", "neighbors"},

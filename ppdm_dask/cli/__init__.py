@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import click
 
-from ._core import Context, PPDMGroup, main, parse_storage_options
+from ._core import Context, PPDMGroup, main
+from ._options import parse_storage_options
 
 
 @click.group(cls=PPDMGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -44,14 +44,10 @@ class Context:
     def runtime(self) -> Iterator[str]:
         """Activate the scheduler for a job; yields a description of it.
 
-        A ``--key-file`` that exists is read first, so that a bad key file is refused before a
-        cluster starts. On ``threads`` a failing job leaves only once the pool's other running
-        tasks have ended (:func:`ppdm_dask.cluster.job_thread_pool`): none is left running while
-        the error is printed and the interpreter exits. The default LocalCluster keeps the
-        workers' reports of failed tasks off stderr (the error reaches the user as the
-        command's one error line) and is closed quietly (``quiet`` of
-        :func:`~ppdm_dask.cluster.get_client` and :func:`~ppdm_dask.cluster.close_client`; not
-        with ``--debug``).
+        A bad ``--key-file`` is refused before a cluster starts. On ``threads`` a failing job
+        leaves only once the pool is idle (:func:`ppdm_dask.cluster.job_thread_pool`). The
+        default LocalCluster keeps the workers' reports of failed tasks off stderr (the error
+        is the command's one line) and closes quietly (``quiet``; not with ``--debug``).
         """
         import dask
 
@@ -134,23 +130,6 @@ def json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def parse_storage_options(values: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in values:
-        if "=" not in item:
-            raise click.BadParameter(f"expected k=v, got {item!r}", param_hint="--storage-option")
-        k, v = item.split("=", 1)
-        low = v.lower()
-        if low in ("true", "false"):
-            out[k] = low == "true"
-        else:
-            try:
-                out[k] = int(v)
-            except ValueError:
-                out[k] = v
-    return out
-
-
 # ---------------------------------------------------------------------- errors
 def _one_line(text: str) -> str:
     text = str(text).strip()
@@ -192,36 +171,17 @@ def usage_error(message: str, hint: str | None = None) -> click.UsageError:
     return click.UsageError(f"{message} ({hint})" if hint else message)
 
 
-_EXIT_HANDLER: list[Any] = []
-
-
-def _settle_arrow_threads_at_exit() -> None:
-    """Register (once per process) :func:`ppdm_dask.io.settle_arrow_threads` as an exit handler.
-
-    Exit handlers run after the interpreter has joined its non-daemon threads (a job's
-    ``threads`` pool among them) and, last in first out, after those that the libraries a job
-    imported registered later: the wait is the last thing before finalization, when nothing
-    can start another read.
-    """
-    if not _EXIT_HANDLER:
-        import atexit
-
-        from ..io import settle_arrow_threads
-
-        atexit.register(settle_arrow_threads)
-        _EXIT_HANDLER.append(settle_arrow_threads)
-
-
 def main(args: Sequence[str] | None = None, prog_name: str = "ppdm") -> None:
     """Run the ``ppdm`` group: click's usage errors become one ``ppdm: error:`` line too.
 
     Before the interpreter finalizes, the process waits for Arrow's threads to finish the reads
-    they were still closing (:func:`ppdm_dask.io.settle_arrow_threads`, an exit handler): a read
-    that ended just before an error otherwise had the process abort at exit (status 134).
+    they were still closing (:mod:`ppdm_dask.arrow_threads`, an exit handler): a read that ended
+    just before an error otherwise had the process abort at exit (status 134).
     """
+    from ..arrow_threads import register_exit_wait
     from . import cli
 
-    _settle_arrow_threads_at_exit()
+    register_exit_wait()
     try:
         # without standalone mode click returns the code of ctx.exit() instead of exiting
         rc = cli.main(args=list(args) if args is not None else None, prog_name=prog_name, standalone_mode=False)

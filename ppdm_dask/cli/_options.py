@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import click
 
@@ -141,3 +141,21 @@ def roles_from(identifiers: str | None, qi: str | None, sensitive: str | None, i
 
     return Roles(identifiers=split_list(identifiers), quasi_identifiers=split_list(qi), sensitive=split_list(sensitive),
                  insensitive=split_list(insensitive), allow_unique=split_list(allow_unique))
+
+
+def parse_storage_options(values: Sequence[str]) -> dict[str, Any]:
+    """``--storage-option K=V`` values as fsspec options (``true``/``false`` and integers typed)."""
+    out: dict[str, Any] = {}
+    for item in values:
+        if "=" not in item:
+            raise click.BadParameter(f"expected k=v, got {item!r}", param_hint="--storage-option")
+        k, v = item.split("=", 1)
+        low = v.lower()
+        if low in ("true", "false"):
+            out[k] = low == "true"
+        else:
+            try:
+                out[k] = int(v)
+            except ValueError:
+                out[k] = v
+    return out

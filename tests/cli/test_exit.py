@@ -3,7 +3,7 @@ code 2, never an abort at interpreter exit, never a Dask worker's log on the use
 
 * A read that Arrow was still closing on its own threads when the interpreter finalized made
   the process abort ("terminate called without an active exception", status 134): the exit now
-  waits for Arrow's thread pools (:func:`ppdm_dask.io.settle_arrow_threads`).
+  waits for Arrow's thread pools (:func:`ppdm_dask.arrow_threads.settle_arrow_threads`).
 * On the default LocalCluster the workers logged every failed task (7 to 9 lines) before the
   error line; some exceptions lost their message on the way to the client.
 * A ``--key-file`` of random bytes, empty, a folder, unreadable or in a missing folder; an
@@ -86,7 +86,7 @@ def test_exit_waits_for_a_read_arrow_is_still_running():
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ppdm_dask.io import _arrow_task_counters, settle_arrow_threads
+    from ppdm_dask.arrow_threads import _arrow_task_counters, settle_arrow_threads
 
     counters = _arrow_task_counters()
     assert len(counters) == 2  # the CPU and the I/O pool, through libarrow's exported API
@@ -146,11 +146,11 @@ def test_main_waits_for_arrow_at_exit(monkeypatch):
     """``main`` registers the wait for Arrow's threads as an exit handler, once per process."""
     import atexit
 
-    from ppdm_dask.cli import _core
-    from ppdm_dask.io import settle_arrow_threads
+    from ppdm_dask import arrow_threads
+    from ppdm_dask.arrow_threads import settle_arrow_threads
 
     called = []
-    monkeypatch.setattr(_core, "_settle_arrow_threads_at_exit", lambda: called.append(True))
+    monkeypatch.setattr(arrow_threads, "register_exit_wait", lambda: called.append(True))
     with pytest.raises(SystemExit):
         main(["--scheduler", "sync", "--no-progress", "info", "/no/such/input.dat"])
     assert called == [True]
@@ -158,9 +158,9 @@ def test_main_waits_for_arrow_at_exit(monkeypatch):
 
     registered = []
     monkeypatch.setattr(atexit, "register", lambda f, *a, **k: registered.append(f) or f)
-    monkeypatch.setattr(_core, "_EXIT_HANDLER", [])
-    _core._settle_arrow_threads_at_exit()
-    _core._settle_arrow_threads_at_exit()
+    monkeypatch.setattr(arrow_threads, "_REGISTERED", [])
+    arrow_threads.register_exit_wait()
+    arrow_threads.register_exit_wait()
     assert registered == [settle_arrow_threads]
 
 
