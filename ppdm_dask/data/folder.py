@@ -75,6 +75,12 @@ def refuse_existing(url: str, storage_options: Mapping[str, Any] | None = None, 
         if fs.exists(path):
             raise DatasetExistsError(f"{url} already exists", python="overwrite=True", cli="--overwrite")
         return
+    from .sources import read_from
+
+    source = read_from(path) if fs.exists(path) else None
+    if source is not None:  # the job's input is read lazily: replacing it first would destroy it
+        raise DatasetExistsError(f"{url} is the input of this job ({source}); --overwrite would replace it before it is "
+                                 "read", cli="write to another path")
     if folder is None:
         folder = fs.isdir(path) if fs.exists(path) else True
     check_replaceable(fs, path, url, folder=folder)

@@ -19,7 +19,7 @@ import dask
 
 from .folder import sha256_file
 
-__all__ = ["Source", "remember", "remember_url", "source_of", "fingerprint", "collection_name"]
+__all__ = ["Source", "remember", "remember_url", "source_of", "fingerprint", "collection_name", "read_from"]
 
 _MAX_REMEMBERED = 256
 _REGISTRY: "OrderedDict[str, Source]" = OrderedDict()
@@ -92,6 +92,16 @@ def remember_url(obj: Any, url: str, *, format: str, storage_options: Any = None
         return obj
     root = path if fs.isdir(path) else posixpath.dirname(path)
     return remember(obj, url=url, format=format, fs=fs, root=root, files=files)
+
+
+def read_from(path: str) -> str | None:
+    """The URL of a remembered input that lives at or under ``path`` (None if none does): an
+    output must not replace a collection that is still read lazily from there."""
+    prefix = path.rstrip("/") + "/"
+    for src in reversed(_REGISTRY.values()):
+        if src.root.rstrip("/") == path.rstrip("/") or any(f.startswith(prefix) or f == path for f in src.files):
+            return src.url
+    return None
 
 
 def source_of(obj: Any) -> Source | None:

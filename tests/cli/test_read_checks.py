@@ -139,3 +139,16 @@ def test_a_table_folder_without_its_manifest_is_not_read_as_foreign_data(tmp_pat
     r = run("anonymize", str(out), str(tmp_path / "again"), "--qi", "age,sex,zip", "--sensitive", "diagnosis", "--k", "5",
             ok=False)
     assert r.exit_code == 2 and "no _SUCCESS manifest" in r.stderr and not (tmp_path / "again").exists()
+
+
+def test_overwrite_of_the_input_itself_is_refused(datasets, tmp_path):
+    """``emask distort X X --overwrite`` replaced the input folder, then failed reading it: the
+    input was lost (found by the bad-input corpus)."""
+    src = tmp_path / "self"
+    shutil.copytree(datasets / "mushroom", src)
+    before = {p.name: p.read_bytes() for p in src.iterdir()}
+    for argv in (["emask", "distort", str(src), str(src), "--p", "0.5", "--q", "0.97", "--allow-weak", "--overwrite"],
+                 ["convert", str(src), str(src), "--overwrite"]):
+        r = run(*argv, ok=False)
+        assert r.exit_code == 2 and "is the input of this job" in r.stderr, r.stderr
+    assert {p.name: p.read_bytes() for p in src.iterdir()} == before
