@@ -120,7 +120,7 @@ def emask_mine(obj: Context, url, p, q, min_support, min_count, max_length, max_
         check_count(ms, d.n_transactions, url)
         p, q = _pq(obj, url, d, p, q)
         r = mine(d, p, q, ms, max_length=max_length, max_candidates=max_candidates, prune_margin=prune_margin, progress=obj.progress,
-                 on_level=level_line("emask"))
+                 on_level=level_line("emask") if obj.progress else None)
     if out:
         r.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
     summary = {"url": url, "p": p, "q": q, "itemsets": len(r), "levels": r.level_stats, "input_plan": input_plan, "seconds": j.seconds,

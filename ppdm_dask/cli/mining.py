@@ -53,7 +53,7 @@ def mine(obj: Context, url, min_support, min_count, max_length, max_itemsets, ma
         tx, input_plan = obj.transactions_for_passes(url, fmt)
         check_count(ms, tx.n_transactions, url)
         fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, max_candidates=max_candidates, progress=obj.progress,
-                     on_level=level_line("mine"))
+                     on_level=level_line("mine") if obj.progress else None)
     rules = association_rules(fi, min_confidence) if with_rules or rules_out else None
     if out:
         fi.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)

@@ -152,3 +152,10 @@ def test_overwrite_of_the_input_itself_is_refused(datasets, tmp_path):
         r = run(*argv, ok=False)
         assert r.exit_code == 2 and "is the input of this job" in r.stderr, r.stderr
     assert {p.name: p.read_bytes() for p in src.iterdir()} == before
+
+
+def test_no_progress_means_no_level_lines(tmp_path):
+    """``--no-progress`` silenced the bar but not the "[mine] level ..." lines: an error was then
+    not the only line on stderr."""
+    r = run("mine", str(sample_path("chess")), "--min-support", "0.9")
+    assert "level" not in r.stderr, r.stderr
