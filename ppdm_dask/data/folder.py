@@ -137,20 +137,27 @@ def write_part(fs: Any, path: str, table: pa.Table, *, compression: str = "zstd"
 
 
 # ---------------------------------------------------------------------- reading
+def load_manifest_json(fs: Any, manifest_path: str, url: str) -> Any:
+    """The parsed JSON of a manifest file; a missing, non-JSON or unreadable manifest (or a
+    folder in its place) is one error naming the dataset."""
+    name = posixpath.basename(manifest_path)
+    try:
+        with fs.open(manifest_path, "r") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise DatasetNotFoundError(f"{url}: no {name} manifest (not a committed ppdm dataset)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise CorruptDatasetError(f"{url}: unreadable {name} manifest (not JSON)") from None
+    except IsADirectoryError:
+        raise CorruptDatasetError(f"{url}: {name} is a folder, not a manifest file") from None
+    except OSError as exc:
+        raise CorruptDatasetError(f"{url}: cannot read its {name} manifest ({exc.strerror or exc})") from None
+
+
 def read_manifest(fs: Any, manifest_path: str, url: str, format_name: str | Sequence[str], max_version: int) -> dict[str, Any]:
     """The ``_SUCCESS`` manifest of a committed dataset, checked to be of ``format_name`` (one
     name or several) written by this or an older format version."""
-    try:
-        with fs.open(manifest_path, "r") as fh:
-            manifest = json.load(fh)
-    except FileNotFoundError:
-        raise DatasetNotFoundError(f"{url}: no {MANIFEST} manifest (not a committed ppdm dataset)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise CorruptDatasetError(f"{url}: unreadable {MANIFEST} manifest (not JSON)") from None
-    except IsADirectoryError:
-        raise CorruptDatasetError(f"{url}: {MANIFEST} is a folder, not a manifest file") from None
-    except OSError as exc:
-        raise CorruptDatasetError(f"{url}: cannot read its {MANIFEST} manifest ({exc.strerror or exc})") from None
+    manifest = load_manifest_json(fs, manifest_path, url)
     names = (format_name,) if isinstance(format_name, str) else tuple(format_name)
     if not isinstance(manifest, dict) or manifest.get("format") not in names:
         raise DataFormatError(f"{url}: not a {' or '.join(names)} dataset (format {manifest.get('format') if isinstance(manifest, dict) else None!r})")

@@ -55,12 +55,31 @@ def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize:
             raise DatasetNotFoundError(f"no file at {url}") from None
         raise DataFormatError(f"cannot read {url}: {exc}") from None
     _refuse_folders(url, paths, storage_options)
+    compression = infer_compression(url)
+    if compression is not None:  # one block per file, read by a task that names the file when the stream is damaged
+        from fsspec.core import url_to_fs
+
+        fs = url_to_fs(url, **dict(storage_options or {}))[0]
+        blocks = [[dask.delayed(_decompressed, pure=True)(fs, path, compression)] if file_blocks else []
+                  for path, file_blocks in zip(paths, blocks)]
     flat = [(path, i, b) for path, file_blocks in zip(paths, blocks) for i, b in enumerate(file_blocks)]
     if not flat:
         if paths:  # the file (or every file the URL names) exists and holds nothing
             raise DataFormatError(f"{url} is empty: no transactions to read")
         raise DatasetNotFoundError(f"no file at {url}")
     return flat if with_paths else [b for _, _, b in flat]
+
+
+def _decompressed(fs: Any, path: str, compression: str) -> bytes:
+    """The decompressed bytes of one file; a truncated or damaged stream is one error naming it."""
+    import lzma
+    import zlib
+
+    try:
+        with fs.open(path, "rb", compression=compression) as fh:
+            return fh.read()
+    except (EOFError, zlib.error, lzma.LZMAError, OSError, ValueError) as exc:  # gzip.BadGzipFile is an OSError
+        raise DataFormatError(f"{path}: damaged or truncated {compression} file ({exc})") from None
 
 
 def _refuse_folders(url: str, paths: list, storage_options: Mapping[str, Any] | None) -> None:

@@ -32,7 +32,7 @@ from typing import Any, Callable, ClassVar
 import dask
 import pyarrow as pa
 
-from ..data.folder import MANIFEST, open_fs, read_manifest, refuse_existing, write_folder, write_part
+from ..data.folder import MANIFEST, load_manifest_json, open_fs, read_manifest, refuse_existing, write_folder, write_part
 from ..errors import DataFormatError, DatasetNotFoundError, PrivacyViolation, WeakParameterError
 from ..random import Key
 from .manifest import MANIFEST_VERSION, created, public_parameters, versions
@@ -512,11 +512,7 @@ class Release(abc.ABC):
             manifest_path, folder = open_fs(sidecar_manifest(url), opts)[1], posixpath.dirname(path)
         if not fs.exists(manifest_path):
             raise DatasetNotFoundError(f"{url}: no manifest ({posixpath.basename(manifest_path)}); not a committed ppdm release")
-        with fs.open(manifest_path, "r") as fh:
-            try:
-                manifest = json.load(fh)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise DataFormatError(f"{url}: unreadable manifest {posixpath.basename(manifest_path)}") from None
+        manifest = load_manifest_json(fs, manifest_path, url)
         if not isinstance(manifest, dict) or "release" not in manifest:
             raise DataFormatError(f"{url}: not a ppdm release (its manifest has no release record; written by an older version?)")
         if int(manifest.get("version", 0)) > MANIFEST_VERSION:

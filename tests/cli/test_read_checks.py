@@ -159,3 +159,24 @@ def test_no_progress_means_no_level_lines(tmp_path):
     not the only line on stderr."""
     r = run("mine", str(sample_path("chess")), "--min-support", "0.9")
     assert "level" not in r.stderr, r.stderr
+
+
+def test_damaged_compressed_input_and_manifest_folder_of_a_release(tmp_path):
+    """A truncated or non-gzip ``.gz`` gave a raw ``EOFError`` / ``BadGzipFile``; ``verify`` and
+    ``report`` of a release whose ``_SUCCESS`` is a folder gave a raw ``IsADirectoryError``."""
+    import gzip
+
+    data = gzip.compress(sample_path("chess").read_bytes() if not str(sample_path("chess")).endswith(".gz")
+                         else gzip.decompress(sample_path("chess").read_bytes()))
+    (tmp_path / "cut.dat.gz").write_bytes(data[:5000])
+    (tmp_path / "not.dat.gz").write_bytes(b"\x00\xff\xfe plain bytes")
+    for name in ("cut.dat.gz", "not.dat.gz"):
+        r = run("info", str(tmp_path / name), ok=False)
+        assert r.exit_code == 2 and f"{name}: damaged or truncated gzip file" in r.stderr and not RAW.search(r.stderr)
+    rel = tmp_path / "rel"
+    run("emask", "distort", str(sample_path("chess")), str(rel), "--p", "0.5", "--q", "0.97", "--allow-weak", "--no-report")
+    (rel / "_SUCCESS").unlink()
+    (rel / "_SUCCESS").mkdir()
+    for argv in (["verify", str(rel)], ["report", str(rel)]):
+        r = run(*argv, ok=False)
+        assert r.exit_code == 2 and "_SUCCESS is a folder" in r.stderr and not RAW.search(r.stderr), r.stderr
