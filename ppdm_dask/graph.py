@@ -11,10 +11,24 @@ import scipy.sparse as sp
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-__all__ = ["CSR_META", "blocks_from_tasks", "concat_rows", "block_partials", "tree_sum", "tree_reduce"]
+__all__ = ["CSR_META", "MAX_PARTITIONS", "check_partition_count", "blocks_from_tasks", "concat_rows", "block_partials",
+           "tree_sum", "tree_reduce"]
 
 #: Meta of every transaction block: dask cannot infer it from scipy chunks.
 CSR_META = sp.csr_array((0, 0), dtype=np.int32)
+#: Most partitions one collection may have: each costs a task and scheduler memory (~KBs), and
+#: the graph is built on the driver, so a runaway row count fails here and not with MemoryError.
+MAX_PARTITIONS = 1_000_000
+
+
+def check_partition_count(n_partitions: int, what: str, *, python: str, cli: str) -> None:
+    """Refuse a plan of more than :data:`MAX_PARTITIONS` partitions (``what`` says whose),
+    with the fix in both spellings (see :class:`~ppdm_dask.errors.PPDMError`)."""
+    from .errors import InvalidParameter
+
+    if n_partitions > MAX_PARTITIONS:
+        raise InvalidParameter(f"{what} would take {n_partitions:,} partitions, more than the {MAX_PARTITIONS:,} one job "
+                               "can schedule", python=python, cli=cli)
 
 
 def blocks_from_tasks(

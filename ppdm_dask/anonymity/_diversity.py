@@ -28,10 +28,10 @@ def validate_diversity(l: float | None, kind: str = "distinct", c: float | None 
         raise InvalidParameter(f"l must be an integer for {kind} l-diversity, got {l!r}")
     if kind == "recursive":
         if c is None or isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not c > 0:
-            raise InvalidParameter(f"recursive (c, l)-diversity needs c > 0, got c={c!r}")
+            raise InvalidParameter(f"recursive (c, l)-diversity needs c > 0, got c={c!r}", cli="--c > 0")
         c = float(c)
     elif c is not None:
-        raise InvalidParameter(f"c is only used with kind='recursive' (got kind={kind!r})")
+        raise InvalidParameter(f"c is only used with kind='recursive' (got kind={kind!r})", cli="--c only with --l-kind recursive")
     return (float(l) if kind == "entropy" else int(l)), kind, c
 
 

@@ -32,6 +32,7 @@ from ._diversity import diverse_mask, validate_diversity
 from .mondrian import Regions, _as_2d_float, _as_counts, _check_categorical, _check_k, class_regions, mondrian_partition
 
 __all__ = [
+    "permission_entries",
     "QISchema",
     "Predicate",
     "Query",
@@ -256,6 +257,32 @@ def parse_query(where: Mapping[str, Any], schema: QISchema) -> Query:
 _PERMISSION_KEYS = {"role", "bound", "where", "name"}
 
 
+def permission_entries(spec: Any) -> list[Mapping]:
+    """The entries of a permission document, checked for shape only (no schema needed): a list
+    of mappings with the keys ``role``, ``bound``, ``where`` (and optionally ``name``), or
+    ``{"permissions": [...]}``.
+
+    Raises
+    ------
+    InvalidParameter
+        The document or an entry has the wrong shape.
+    """
+    if isinstance(spec, Mapping):
+        if set(spec) != {"permissions"}:
+            raise InvalidParameter("a permission file is a list of permissions or {'permissions': [...]}")
+        spec = spec["permissions"]
+    if not isinstance(spec, (list, tuple)):
+        raise InvalidParameter(f"permissions must be a list, got {type(spec).__name__}")
+    for i, entry in enumerate(spec):
+        if not isinstance(entry, Mapping):
+            raise InvalidParameter(f"permission {i} must be a mapping, got {type(entry).__name__}")
+        missing = {"role", "bound", "where"} - set(entry)
+        extra = set(entry) - _PERMISSION_KEYS
+        if missing or extra:
+            raise InvalidParameter(f"permission {i}: missing keys {sorted(missing)}, unknown keys {sorted(extra)}")
+    return list(spec)
+
+
 def parse_permissions(spec: Any, schema: QISchema) -> list[Permission]:
     """Permissions from plain dicts (as loaded from JSON/YAML).
 
@@ -275,20 +302,8 @@ def parse_permissions(spec: Any, schema: QISchema) -> list[Permission]:
     InvalidParameter
         Missing or unknown keys, unknown attribute or label, lo > hi, negative bound.
     """
-    if isinstance(spec, Mapping):
-        if set(spec) != {"permissions"}:
-            raise InvalidParameter("a permission file is a list of permissions or {'permissions': [...]}")
-        spec = spec["permissions"]
-    if not isinstance(spec, (list, tuple)):
-        raise InvalidParameter(f"permissions must be a list, got {type(spec).__name__}")
     out = []
-    for i, entry in enumerate(spec):
-        if not isinstance(entry, Mapping):
-            raise InvalidParameter(f"permission {i} must be a mapping, got {type(entry).__name__}")
-        missing = {"role", "bound", "where"} - set(entry)
-        extra = set(entry) - _PERMISSION_KEYS
-        if missing or extra:
-            raise InvalidParameter(f"permission {i}: missing keys {sorted(missing)}, unknown keys {sorted(extra)}")
+    for i, entry in enumerate(permission_entries(spec)):
         try:
             query = parse_query(entry["where"], schema)
             out.append(Permission(entry["role"], query, entry["bound"], entry.get("name")))

@@ -116,7 +116,7 @@ def _node_tree(hierarchy: Hierarchy, vocabulary: Vocabulary) -> _Nodes:
     row_of_item = pd.Index(leaves).get_indexer(item_keys)
     if np.any(row_of_item < 0):
         bad = pd.unique(item_keys[row_of_item < 0])
-        raise missing_error(hierarchy.name or "items", list(bad))
+        raise missing_error(hierarchy.name or "items", list(bad), getattr(hierarchy, "source", None))
     n_items = int(row_of_item.size)
     leaf_row = {str(lbl): r for r, lbl in enumerate(leaves)}
     item_of_row = np.full(n_rows, -1, np.int64)

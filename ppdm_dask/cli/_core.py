@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import click
 import numpy as np
 
-from ..errors import PPDMError, with_message
+from ..errors import PPDMError
 
 LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
 
@@ -130,73 +129,6 @@ def json_default(obj: Any) -> Any:
     return str(obj)
 
 
-# ---------------------------------------------------------------------- errors
-def _one_line(text: str) -> str:
-    text = str(text).strip()
-    return text.splitlines()[0] if text else ""
-
-
-class PPDMGroup(click.Group):
-    """A group that turns library errors into one clear line and a non-zero exit."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise
-        except KeyboardInterrupt:
-            click.echo("ppdm: interrupted", err=True)
-            ctx.exit(130)
-        except PPDMError as exc:
-            fail(ctx, exc, 2)
-        except Exception as exc:  # a bug or an environment failure: still one line unless --debug
-            fail(ctx, exc, 1)
-
-
-def fail(ctx: click.Context, exc: BaseException, code: int) -> None:
-    obj = ctx.find_object(Context)
-    if obj is not None and obj.debug:
-        raise exc
-    if isinstance(exc, PPDMError):
-        msg = _one_line(exc.message_for("cli"))
-    else:
-        exc = with_message(exc)  # a worker's exception may arrive without its message
-        msg = f"{type(exc).__name__}: {_one_line(str(exc))}" if str(exc).strip() else type(exc).__name__
-    click.echo(f"ppdm: error: {msg}", err=True)
-    ctx.exit(code)
-
-
-def usage_error(message: str, hint: str | None = None) -> click.UsageError:
-    """A usage error the command line prints as one line (with the flag that fixes it)."""
-    return click.UsageError(f"{message} ({hint})" if hint else message)
-
-
-def main(args: Sequence[str] | None = None, prog_name: str = "ppdm") -> None:
-    """Run the ``ppdm`` group: click's usage errors become one ``ppdm: error:`` line too.
-
-    Before the interpreter finalizes, the process waits for Arrow's threads to finish the reads
-    they were still closing (:mod:`ppdm_dask.arrow_threads`, an exit handler): a read that ended
-    just before an error otherwise had the process abort at exit (status 134).
-    """
-    from ..arrow_threads import register_exit_wait
-    from . import cli
-
-    register_exit_wait()
-    try:
-        # without standalone mode click returns the code of ctx.exit() instead of exiting
-        rc = cli.main(args=list(args) if args is not None else None, prog_name=prog_name, standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("ppdm: interrupted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        where = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
-        click.echo(f"ppdm: error: {_one_line(exc.format_message())}{where}", err=True)
-        sys.exit(exc.exit_code if exc.exit_code else 2)
-    sys.exit(rc if isinstance(rc, int) else 0)
-
-
 # ---------------------------------------------------------------------- jobs
 @dataclass
 class Job:
@@ -217,6 +149,11 @@ def job(obj: Context, *, outputs: Sequence[str | None] = (), overwrite: bool = F
     from ..data.folder import refuse_existing
     from ..release import is_csv_destination, sidecar_manifest
 
+    named = [u for u in outputs if u]
+    places = [u if "://" in u else str(Path(u).expanduser().resolve()) for u in named]
+    for i, place in enumerate(places):
+        if place in places[:i]:  # the second commit would replace (or be refused by) the first
+            raise usage_error(f"two outputs of this job name the same location {named[i]}", "give each output its own path")
     for url in outputs:
         if url:
             refuse_existing(url, obj.storage_options, overwrite=overwrite)
@@ -241,10 +178,16 @@ def write_release(obj: Context, release: Any, dst: str | None, *, original: Any 
     from ..verification import open_release
 
     written = open_release(dst, storage_options=obj.storage_options).adopt(release)
-    doc = written.report(original, storage_options=obj.storage_options, verify=False, overwrite=overwrite,
-                         progress=obj.progress)
+    try:
+        doc = written.report(original, storage_options=obj.storage_options, verify=False, overwrite=overwrite,
+                             progress=obj.progress)
+    except PPDMError as exc:  # the release is committed and verified: a report that cannot be made does not undo that
+        click.echo(f"ppdm: warning: {dst} is written and verified, but its report could not be made: "
+                   f"{exc.message_for('cli')} ('ppdm report {dst}' retries)", err=True)
+        return manifest, None
     return manifest, doc["paths"]
 
 
 # the uniform release summary lives beside the core; commands import it from here
 from ._summary import emit_release, release_text  # noqa: E402,F401
+from ._errors import PPDMGroup, fail, main, usage_error  # noqa: E402,F401

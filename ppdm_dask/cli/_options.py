@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import click
 
 FORMATS = ("parquet", "fimi", "csv")
+
+
+class Number(click.FloatRange):
+    """A float option that must be a finite number, optionally within a range.
+
+    click's ``float`` and ``FloatRange`` take ``nan`` (every comparison with NaN is false, so
+    it passes any range) and ``inf``; a NaN probability or threshold then runs a job on
+    nonsense or fails deep inside with a message about a Python parameter. Refusing them here
+    gives the usual one-line usage error naming the flag.
+    """
+
+    name = "number"
+
+    def __init__(self, min: float | None = None, max: float | None = None, min_open: bool = False, max_open: bool = False) -> None:
+        super().__init__(min, max, min_open=min_open, max_open=max_open, clamp=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
 
 
 def stack(*decorators: Callable) -> Callable:

@@ -9,7 +9,6 @@ order, verified on the written files before the commit) and prints its summary.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -17,7 +16,7 @@ import click
 from . import cli
 from ._core import Context, emit_release, job, write_release
 from ..anonymity import L_KINDS, METHODS
-from ._options import release_output, roles, roles_from, stack, table_input
+from ._options import Number, release_output, roles, roles_from, stack, table_input
 
 
 
@@ -28,9 +27,9 @@ privacy_options = stack(
     click.option("--hierarchies", "hierarchy_dir", default=None, metavar="DIR",
                  help="Folder with one <attr>.csv or <...>_<attr>.csv hierarchy per QI (as shared/data/adult)."),
     click.option("--k", "k", type=click.IntRange(min=1), required=True, help="Minimum equivalence class size (floor: 2)."),
-    click.option("--l", "l", type=float, default=None, help="l-diversity of --sensitive (floor: 2)."),
+    click.option("--l", "l", type=Number(min=1), default=None, help="l-diversity of --sensitive (floor: 2)."),
     click.option("--l-kind", type=click.Choice(L_KINDS), default="distinct", show_default=True),
-    click.option("--c", "c", type=float, default=None, help="c of recursive (c, l)-diversity."),
+    click.option("--c", "c", type=Number(min=0, min_open=True), default=None, help="c of recursive (c, l)-diversity."),
 )
 
 
@@ -58,7 +57,7 @@ def search_lines(report: dict[str, Any]) -> list[str]:
 @click.argument("dst")
 @roles
 @privacy_options
-@click.option("--max-suppression", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+@click.option("--max-suppression", type=Number(0, 1), default=0.0, show_default=True,
               help="Fraction of records that may be suppressed (lattice, datafly); suppressed records are left out of the release.")
 @click.option("--method", type=click.Choice(METHODS), default="lattice", show_default=True,
               help="lattice: optimal full-domain (min discernibility); datafly: greedy full-domain; mondrian: multidimensional partitioning; cluster: clustering l-diverse partition.")
@@ -87,17 +86,16 @@ def anonymize(obj: Context, src, dst, identifiers, qi, sensitive, insensitive, a
 
 
 def _permissions(obj: Context, url: str) -> Any:
-    import fsspec
+    from ..anonymity.access_control import permission_entries
+    from ..data.sidefiles import read_json_file
+    from ..errors import DataFormatError, InvalidParameter
 
-    from ..errors import DataFormatError, DatasetNotFoundError
-
-    try:
-        with fsspec.open(url, "r", **obj.storage_options) as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise DatasetNotFoundError(f"no permissions file at {url}", cli="--permissions FILE") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataFormatError(f"permissions file {url} is not valid JSON: {exc}", cli="--permissions FILE") from None
+    doc = read_json_file(url, what="permissions", flag="--permissions", storage_options=obj.storage_options)
+    try:  # the shape is checked here, where the file is known; the conditions need the table's schema
+        permission_entries(doc)
+    except InvalidParameter as exc:
+        raise DataFormatError(f"permissions file {url}: {exc.message}", cli="--permissions FILE") from None
+    return doc
 
 
 def permission_lines(report: dict[str, Any]) -> list[str]:

@@ -8,7 +8,7 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job, usage_error, write_release
-from ._options import apriori_max_candidates, check_count, input_format, overwrite, release_output, support_from, support_options
+from ._options import Number, apriori_max_candidates, check_count, input_format, overwrite, release_output, support_from, support_options
 from .mining import level_line, levels_text
 
 
@@ -44,13 +44,13 @@ def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tu
 
 
 @emask.command("choose")
-@click.option("--s0", type=float, default=None, help="Average item support (fraction). Or give --data to estimate it.")
+@click.option("--s0", type=Number(0, 1, min_open=True, max_open=True), default=None, help="Average item support (fraction). Or give --data to estimate it.")
 @click.option("--data", default=None, help="Estimate s0 (mean transaction length / items) from this dataset.")
-@click.option("--min-support", type=click.FloatRange(0, 1, min_open=True), default=0.003, show_default=True, metavar="FRACTION",
+@click.option("--min-support", type=Number(0, 1, min_open=True), default=0.003, show_default=True, metavar="FRACTION",
               help="Mining support (a fraction of the transactions in (0, 1]) at which accuracy is screened (Eq. 6).")
-@click.option("--privacy-floor", "--privacy-min", "privacy_floor", type=float, default=90.0, show_default=True,
+@click.option("--privacy-floor", "--privacy-min", "privacy_floor", type=Number(0, 100), default=90.0, show_default=True,
               help="Minimum basic privacy (percent).")
-@click.option("--q-min", type=float, default=0.95, show_default=True, help="Keep only q > this.")
+@click.option("--q-min", type=Number(0, 1), default=0.95, show_default=True, help="Keep only q > this.")
 @click.pass_obj
 def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> None:
     """Candidate (p, q): basic privacy >= the floor at s0, accuracy no worse than MASK (0.9, 0.9)."""
@@ -72,9 +72,9 @@ def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> N
 @emask.command("distort")
 @click.argument("src")
 @click.argument("dst")
-@click.option("--p", "p", type=float, required=True, help="Probability that a 1 stays 1.")
-@click.option("--q", "q", type=float, required=True, help="Probability that a 0 stays 0.")
-@click.option("--privacy-floor", type=float, default=90.0, show_default=True,
+@click.option("--p", "p", type=Number(0, 1), required=True, help="Probability that a 1 stays 1.")
+@click.option("--q", "q", type=Number(0, 1), required=True, help="Probability that a 0 stays 0.")
+@click.option("--privacy-floor", type=Number(0, 100), default=90.0, show_default=True,
               help="Refuse a basic privacy below this (percent; the floor of 'emask choose').")
 @input_format
 @release_output
@@ -95,12 +95,12 @@ def emask_distort(obj: Context, src, dst, p, q, privacy_floor, fmt, overwrite, r
 
 @emask.command("mine")
 @click.argument("url")
-@click.option("--p", "p", type=float, default=None, help="Distortion p (default: from the release).")
-@click.option("--q", "q", type=float, default=None, help="Distortion q (default: from the release).")
+@click.option("--p", "p", type=Number(0, 1), default=None, help="Distortion p (default: from the release).")
+@click.option("--q", "q", type=Number(0, 1), default=None, help="Distortion q (default: from the release).")
 @support_options()
 @click.option("--max-length", type=click.IntRange(min=1), default=None, help="Longest itemsets to mine.")
 @apriori_max_candidates
-@click.option("--prune-margin", type=click.FloatRange(0, 1, max_open=True), default=0.0, show_default=True,
+@click.option("--prune-margin", type=Number(0, 1, max_open=True), default=0.0, show_default=True,
               help="Keep candidates down to (1 - margin) x threshold (fewer misses, more work).")
 @input_format
 @click.option("--out", default=None, help="Write the itemsets with reconstructed supports to this Parquet file.")
@@ -134,8 +134,8 @@ def emask_mine(obj: Context, url, p, q, min_support, min_count, max_length, max_
 @click.argument("original")
 @click.argument("distorted")
 @support_options(0.003, what="Mining support")
-@click.option("--p", "p", type=float, default=None, help="Default: from the release.")
-@click.option("--q", "q", type=float, default=None, help="Default: from the release.")
+@click.option("--p", "p", type=Number(0, 1), default=None, help="Default: from the release.")
+@click.option("--q", "q", type=Number(0, 1), default=None, help="Default: from the release.")
 @click.pass_obj
 def emask_audit(obj: Context, original, distorted, min_support, min_count, p, q) -> None:
     """Owner-side audit: BP, re-interrogated privacy RP (needs the release's --key-file to
@@ -146,10 +146,12 @@ def emask_audit(obj: Context, original, distorted, min_support, min_count, p, q)
 
     ms = support_from(min_support, min_count, default=0.003)
     _check_pq(p, q)
+    is_release = pq_from_manifest(distorted, storage_options=obj.storage_options) is not None
+    if not is_release and (p is None or q is None):
+        raise usage_error(f"{distorted} is not an EMASK release, so it records no distortion parameters", "give --p and --q")
     with job(obj) as j:
         t = obj.read_transactions(original).persist(progress=obj.progress)
         check_count(ms, t.n_transactions, original)
-        is_release = pq_from_manifest(distorted, storage_options=obj.storage_options) is not None
         d = open_release(distorted, storage_options=obj.storage_options) if is_release else obj.read_transactions(distorted)
         key = obj.key() if obj.key_file else None
         a = audit(t, d, ms, p=p, q=q, key=key, progress=obj.progress)

@@ -6,7 +6,7 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job, write_release
-from ._options import check_count, input_format, overwrite, release_output, support_from, support_options, support_text
+from ._options import Number, check_count, input_format, overwrite, release_output, support_from, support_options, support_text
 
 
 @cli.group()
@@ -128,7 +128,7 @@ def krimp_compress(obj: Context, src, min_support, min_count, closed, no_prune, 
 @click.argument("src")
 @click.argument("dst")
 @support_options(what="Candidate min-support", note="Patterns rarer than this are never used (floor: 2 transactions).")
-@click.option("--laplace", type=click.FloatRange(min=0), default=0.001, show_default=True, help="Added to every usage (diversity).")
+@click.option("--laplace", type=Number(min=0), default=0.001, show_default=True, help="Added to every usage (diversity).")
 @click.option("--rows", type=click.IntRange(min=1), default=None, help="Rows to generate (default: as many as SRC).")
 @click.option("--closed", is_flag=True, help="Closed candidates.")
 @ds_prune

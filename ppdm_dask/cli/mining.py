@@ -8,7 +8,7 @@ import click
 
 from . import cli
 from ._core import Context, job
-from ._options import apriori_max_candidates, check_count, input_format, overwrite, support_from, support_options
+from ._options import Number, apriori_max_candidates, check_count, input_format, overwrite, support_from, support_options
 
 
 def level_line(prefix: str):
@@ -34,7 +34,7 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
 @click.option("--max-itemsets", type=click.IntRange(min=1), default=50_000_000, show_default=True, help="Stop with an error before the result grows past this many itemsets.")
 @apriori_max_candidates
 @click.option("--rules", "with_rules", is_flag=True, help="Also derive association rules.")
-@click.option("--min-confidence", type=click.FloatRange(0, 1), default=0.6, show_default=True, help="Rule confidence threshold.")
+@click.option("--min-confidence", type=Number(0, 1), default=0.6, show_default=True, help="Rule confidence threshold.")
 @input_format
 @click.option("--out", default=None, help="Write the frequent itemsets to this Parquet file.")
 @click.option("--rules-out", default=None, help="Write the rules to this Parquet file.")

@@ -45,5 +45,11 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
     obj.emit({"release": release, "audience": audience, "ok": doc["verdict"]["ok"], "paths": doc["paths"],
               "seconds": j.seconds}, "\n".join(text))
     if not doc["verdict"]["ok"]:
-        click.echo("ppdm: error: the release fails its independent check (see the privacy section of the report)", err=True)
+        from ..release.verdict import Verdict
+
+        failed = Verdict.from_dict(doc["verdict"]).failures()
+        first = failed[0].line() if failed else "FAILED"
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        click.echo(f"ppdm: error: {release} fails its independent check: {first}{more}; the report at {doc['paths']['html']} "
+                   "shows it", err=True)
         raise click.exceptions.Exit(2)

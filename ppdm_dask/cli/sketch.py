@@ -10,7 +10,7 @@ import numpy as np
 
 from . import cli
 from ._core import Context, emit_release, job, usage_error, write_release
-from ._options import input_format, release_output, split_list, stack
+from ._options import Number, input_format, release_output, split_list, stack
 
 
 class DefaultCommandGroup(click.Group):
@@ -26,7 +26,7 @@ class DefaultCommandGroup(click.Group):
 
 
 method_options = stack(
-    click.option("--delta", type=float, default=None, help="δ-anonymity: minimum variance of any attribute reconstruction (units of x²)."),
+    click.option("--delta", type=Number(min=0, min_open=True), default=None, help="δ-anonymity: minimum variance of any attribute reconstruction (units of x²)."),
     click.option("--k", "k", type=click.IntRange(min=1), default=None, help="k-variance anonymity: number of nearest neighbours."),
     click.option("--m-max", type=click.IntRange(min=1), default=256, show_default=True, help="Cap on sketch components per record."),
     click.option("--metric", type=click.Choice(["cosine", "euclidean"]), default="cosine", show_default=True, help="k-NN distance (k-variance)."),

@@ -99,5 +99,6 @@ def records_of(X: Any, privacy: Any, *, spec: Any, privacy_column: str | None, c
     big = np.flatnonzero(p > n)
     if big.size:
         raise InfeasiblePrivacyError(
-            f"records {big[:10].tolist()} ask for privacy level {int(p[big].max())} but there are only {n} records")
+            f"records {big[:10].tolist()} ask for privacy level {int(p[big].max())} but there are only {n} records",
+            python=f"privacy levels of at most {n}", cli=f"privacy levels of at most {n}: --privacy-level, --privacy-range or --privacy-column")
     return Records(arr.astype(np.float64), p, names, {**params, "columns": names})

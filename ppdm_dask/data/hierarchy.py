@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import DataFormatError, DatasetNotFoundError, InvalidParameter
+from ..errors import DataFormatError, InvalidParameter
 
 ROOT = "*"
 _SHOW = 10  # how many offending values an error message lists
@@ -78,10 +78,12 @@ def _distinct_keys(s: pd.Series) -> np.ndarray:
     return out
 
 
-def missing_error(name: str | None, bad: Sequence[Any]) -> DataFormatError:
+def missing_error(name: str | None, bad: Sequence[Any], source: str | None = None) -> DataFormatError:
+    """Values absent from a hierarchy, named with the hierarchy and, when read from a file, the file."""
     shown = ", ".join(repr(v) for v in list(bad)[:_SHOW])
     more = f" (and {len(bad) - _SHOW} more)" if len(bad) > _SHOW else ""
     where = f" of hierarchy {name!r}" if name else ""
+    where += f" ({source})" if source else ""
     return DataFormatError(f"{len(bad)} value(s) have no path to the root{where}: {shown}{more}")
 
 
@@ -109,6 +111,7 @@ class Hierarchy:
         self._table = table  # categorical: (n_leaves, levels) object array of str
         self._bounds = bounds  # interval: per level 1..levels-2 the sorted boundaries incl. low/high
         self.closed = closed
+        self.source: str | None = None  # the file it was read from (named in errors), if any
         if kind == "categorical":
             assert table is not None
             self._index = pd.Index(table[:, 0])
@@ -187,18 +190,16 @@ class Hierarchy:
         -------
         Hierarchy
         """
-        import fsspec
+        from .sidefiles import read_text_file
 
-        try:
-            with fsspec.open(path_or_url, "r", encoding="utf-8", **(storage_options or {})) as f:
-                text = f.read()
-        except FileNotFoundError as e:
-            raise DatasetNotFoundError(f"hierarchy file not found: {path_or_url}") from e
+        text = read_text_file(str(path_or_url), what="hierarchy", flag="--hierarchy", storage_options=storage_options)
         rows = [[c.strip() for c in r] for r in csv.reader(io.StringIO(text), delimiter=sep)]
         src = str(path_or_url)
         if name is None:
             name = src.rsplit("/", 1)[-1]
-        return cls.from_table(rows, name=name, source=src)
+        h = cls.from_table(rows, name=name, source=src)
+        h.source = src
+        return h
 
     @classmethod
     def from_intervals(cls, cut_points: Sequence[float] | Sequence[Sequence[float]] | None = None, *,
@@ -429,7 +430,7 @@ class Hierarchy:
             bad_mask = (pos < 0) & ~star
             if bad_mask.any():
                 bad = pd.unique(np.where(pd.isna(keys[bad_mask]), "<missing>", keys[bad_mask]).astype(object))
-                raise missing_error(self.name, list(bad))
+                raise missing_error(self.name, list(bad), self.source)
             return pos, star
         s = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object) if np.ndim(values) else [values])
         obj = s.to_numpy(dtype=object)
@@ -440,7 +441,7 @@ class Hierarchy:
         if bad_mask.any():
             bad = pd.unique(pd.Series(obj[bad_mask]).astype(str))
             where = "[low, high)" if self.closed == "left" else "(low, high]"
-            err = missing_error(self.name, list(bad))
+            err = missing_error(self.name, list(bad), self.source)
             raise DataFormatError(f"{err} (domain {where} = {_fmt_num(self.low)}, {_fmt_num(self.high)}; numbers only)")
         side = "right" if self.closed == "left" else "left"
         pos = [np.searchsorted(b, x, side=side) - 1 for b in self._bounds]

@@ -15,7 +15,6 @@ Tables are dask DataFrames with pyarrow-backed dtypes.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ import pyarrow as pa
 
 from ..errors import DataFormatError, DatasetNotFoundError, IncompleteDatasetError, InvalidParameter
 from .folder import MANIFEST, check_listing, open_fs, read_manifest, read_part
+from .sidefiles import read_json_file
 from .sources import remember_url
 
 if TYPE_CHECKING:  # dask.dataframe costs ~0.4 s to import: only the table readers need it
@@ -83,18 +83,10 @@ def parse_dtypes(spec: Mapping[str, str] | Sequence[str] | None) -> dict[str, st
 
 def load_schema(url: str, *, storage_options: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Column types from a JSON schema file: ``{"age": "int", ...}`` or ``{"columns": {...}}``."""
-    import fsspec
-
-    try:
-        with fsspec.open(url, "r", **dict(storage_options or {})) as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise DatasetNotFoundError(f"no schema file at {url}", cli="--schema FILE") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataFormatError(f"schema file {url} is not valid JSON: {exc}", cli="--schema FILE") from None
+    doc = read_json_file(url, what="schema", flag="--schema", storage_options=storage_options)
     cols = doc.get("columns", doc) if isinstance(doc, dict) else None
     if not isinstance(cols, dict):
-        raise DataFormatError(f"schema file {url}: expected an object mapping column names to types")
+        raise DataFormatError(f"schema file {url}: expected an object mapping column names to types", cli="--schema FILE")
     return parse_dtypes(cols)
 
 
@@ -117,6 +109,40 @@ def sniff_separator(url: str, *, storage_options: Mapping[str, Any] | None = Non
         counts = {d: lines[0].count(d) for d in ",;\t|"}
         best = max(counts, key=counts.get)
         return best if counts[best] else ","
+
+
+def _check_header(url: str, shown: str, sep: str, storage_options: Mapping[str, Any]) -> None:
+    """Refuse a CSV header that names a column twice (pandas would silently read the second as
+    ``name.1``, and ``--qi name`` would then pick one of the two)."""
+    import fsspec
+
+    with fsspec.open(url, "rb", compression="infer", **dict(storage_options)) as fh:
+        head = fh.read(_SNIFF_BYTES)
+    line = head.decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines()[:1]
+    names = next(csv.reader(line, delimiter=sep), []) if line else []
+    seen: set[str] = set()
+    dup = [n for n in names if n in seen or seen.add(n)]
+    if dup:
+        raise DataFormatError(f"{shown}: the header names column(s) {sorted(set(dup))} more than once; every column needs its own name")
+
+
+def _read_csv_block(source: Any, *args: Any, ppdm_url: str = "", **kwargs: Any) -> pd.DataFrame:
+    """Kernel: one block of a table CSV read by pandas' pyarrow engine, which (unlike the C
+    engine) refuses a row with fewer fields than the header instead of filling it with missing
+    values. A parse error names the file."""
+    try:
+        return pd.read_csv(source, *args, **kwargs)
+    except pd.errors.ParserError as exc:
+        why = str(exc).splitlines()[0].removeprefix("CSV parse error: ").removeprefix("Error tokenizing data. C error: ")
+        what = "a row does not match the header" if why.startswith("Expected") else "cannot read as CSV"
+        raise DataFormatError(f"{ppdm_url}: {what}: {why}", cli="--sep if the separator was guessed wrong") from None
+
+
+def _dask_read_csv() -> Any:
+    """dask's CSV reader over :func:`_read_csv_block` (dask passes ``ppdm_url`` through)."""
+    from dask.dataframe.io.csv import make_reader
+
+    return make_reader(_read_csv_block, "read_csv", "CSV")
 
 
 def parse_numbers(values: pd.Series, message: str, *, integer: bool = False, python: str | None = None,
@@ -237,15 +263,21 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
     if not globbed and not fs.exists(path):
         raise DatasetNotFoundError(f"no such file or folder: {url}")
     if is_csv(url):
+        if not globbed and fs.isdir(path):
+            raise DataFormatError(f"{url} is a folder, not a CSV file (a folder of CSV files is read with a glob: {url}/*.csv)")
+        first = sorted(fs.expand_path(path))[0] if globbed else path
+        first_url = fs.unstrip_protocol(first) if hasattr(fs, "unstrip_protocol") else first
         if sep is None:
-            first = sorted(fs.expand_path(path))[0] if globbed else path
-            sep = sniff_separator(fs.unstrip_protocol(first) if hasattr(fs, "unstrip_protocol") else first, storage_options=opts)
+            sep = sniff_separator(first_url, storage_options=opts)
+        _check_header(first_url, url if not globbed else first_url, sep, opts)
         from fsspec.utils import infer_compression
 
         bs = None if infer_compression(url) is not None else blocksize
         try:
-            df = dd.read_csv(url, sep=sep, dtype=str, keep_default_na=False, na_values=[""], blocksize=bs,
-                             storage_options=opts, dtype_backend="pyarrow")
+            df = _dask_read_csv()(url, sep=sep, dtype=str, keep_default_na=False, na_values=[""], blocksize=bs,
+                                  storage_options=opts, dtype_backend="pyarrow", engine="pyarrow", ppdm_url=url)
+        except DataFormatError:
+            raise
         except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
             raise DataFormatError(f"{url}: cannot read as CSV with separator {sep!r}: {str(exc).splitlines()[0]}",
                                   cli="--sep") from None

@@ -26,8 +26,8 @@ def check_pq(p: float, q: float) -> tuple[float, float]:
             raise InvalidParameter(f"{name} must be a probability in [0, 1], got {v!r}")
     if abs(float(p) + float(q) - 1.0) < DELTA_MIN:
         raise InvalidParameter(
-            f"p + q = 1 (p={p}, q={q}): the distorted data would be independent of the original, nothing can be reconstructed"
-        )
+            f"p + q = 1 (p={p}, q={q}): the distorted data would be independent of the original, nothing can be reconstructed",
+            python="p + q != 1", cli="--p and --q with p + q != 1")
     return float(p), float(q)
 
 

@@ -381,12 +381,12 @@ def _generate_block(tables: _Tables, weights: np.ndarray, mode: int, rng: np.ran
             continue
         if status == _ZERO_WEIGHT:
             raise GenerationError(
-                "all code-table elements admissible for a domain have weight 0 (usage 0 and laplace = 0); "
-                "use laplace > 0"
+                "all code-table elements admissible for a domain have weight 0 (usage 0 and laplace = 0)",
+                python="laplace > 0", cli="--laplace > 0",
             )
         raise GenerationError(
             f"domain_order='columns': no admissible element after {MAX_RESTARTS} restarts of one row "
-            "(zero weights); use laplace > 0"
+            "(zero weights)", python="laplace > 0", cli="--laplace > 0",
         )
 
 
@@ -1012,7 +1012,7 @@ class KrimpGenerator(Estimator):
         import dask.array as da
         from dask.base import tokenize
 
-        from ..graph import blocks_from_tasks, concat_rows
+        from ..graph import blocks_from_tasks, check_partition_count, concat_rows
         from ..data.transactions import TransactionArray
         from ..data.vocabulary import Vocabulary
 
@@ -1022,6 +1022,8 @@ class KrimpGenerator(Estimator):
         _check_count(block_rows, "block_rows", minimum=1)
         _check_count(blocks_per_partition, "blocks_per_partition", minimum=1)
         key = self._key(key)
+        check_partition_count(-(-(-(-n // int(block_rows))) // int(blocks_per_partition)), f"generating {n:,} rows",
+                              python="a smaller n", cli="a smaller --rows")
         layout = _block_layout(n, int(block_rows))
         groups = [list(range(i, min(i + blocks_per_partition, len(layout)))) for i in range(0, len(layout), blocks_per_partition)]
         # graph names must not reveal the key: only its one-way digest enters the token

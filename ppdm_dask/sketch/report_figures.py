@@ -45,6 +45,7 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import InvalidParameter
 from ..release.figures import Figures, Plot, Series, Value
 from . import _figure_kernels as FK
 
@@ -349,9 +350,12 @@ def _frontier_figures(rel: "SketchRelease", original: Any, **ckw: Any) -> tuple[
         levels = [v for v in levels if v < sample.size // 3 - 1]
         if not levels:
             return [], ["utility frontier: too few records for k-variance at these levels"]
-    with dask.config.set(scheduler="sync"):
-        rows = frontier(X, y, method, levels, key=Key(_FRONTIER_SEED), make=make, n_neighbors=10,
-                        n_clusters=min(10, max(2, sample.size // 50)), tasks=tasks)
+    try:
+        with dask.config.set(scheduler="sync"):
+            rows = frontier(X, y, method, levels, key=Key(_FRONTIER_SEED), make=make, n_neighbors=10,
+                            n_clusters=min(10, max(2, sample.size // 50)), tasks=tasks)
+    except InvalidParameter as exc:  # e.g. every sampled record suppressed at these levels: nothing to mine
+        return [], [f"utility frontier: not measured ({exc.message})"]
     plot, table = frontier_figures(rows)
     note = (f"the release's method re-run at each level on a fixed sample of {sample.size} original records "
             f"(the release's level: {level}); 10-NN accuracy and k-means similarity on the sketches over the same on the originals")

@@ -315,6 +315,8 @@ def sketch(
     if isinstance(m_max, bool) or not isinstance(m_max, numbers.Integral) or m_max < 0:
         raise InvalidParameter(f"m_max must be a non-negative integer, got {m_max!r}")
     m_max = int(m_max)
+    if m_max > M_MAX_LIMIT:  # the padded width: a record's values must fit one output block (and the coefficient table, memory)
+        raise InvalidParameter(f"m_max={m_max} components per record is more than a sketch block holds ({M_MAX_LIMIT:,})")
     if isinstance(n_components, numbers.Integral) and n_components > m_max:
         raise InvalidParameter(f"n_components={n_components} exceeds m_max={m_max}")
     if gen.max_components is not None and m_max > gen.max_components:
@@ -350,6 +352,8 @@ def sketch(
 
 #: Bytes of one block of dense sketch values (8 * m_max per row); larger input blocks are cut.
 SKETCH_BLOCK_BYTES = 32 * 2**20
+#: Largest ``m_max``: one record's padded values fill a sketch block.
+M_MAX_LIMIT = SKETCH_BLOCK_BYTES // 8
 
 
 def sub_block_ranges(rows: Sequence[int], row_bytes: int, block_bytes: int) -> list[tuple[int, int, int]]:

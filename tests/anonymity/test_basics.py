@@ -299,7 +299,7 @@ def test_from_csv_errors(tmp_path):
         Hierarchy.from_csv(write("a;A;*\na;B;*\n"))
     with pytest.raises(FileNotFoundError):
         Hierarchy.from_csv(str(tmp_path / "nope.csv"))
-    with pytest.raises(DataFormatError, match="no rows"):
+    with pytest.raises(DataFormatError, match="is empty"):
         Hierarchy.from_csv(write(""))
     # missing values: first 10 named plus the count
     with pytest.raises(DataFormatError, match=r"12 value\(s\).*'v0'.*and 2 more"):

@@ -169,7 +169,7 @@ def test_emask_p_plus_q_one_refused_up_front(capsys):
     line = _error_line(*_ppdm(capsys, "emask", "mine", "/no/such/release", "--p", "0.3", "--q", "0.7", "--min-support", "0.1"))
     assert "add up to 1" in line and "--p" in line and "--q" in line and "/no/such" not in line
     line = _error_line(*_ppdm(capsys, "emask", "mine", "/no/such/release", "--p", "1.5", "--q", "0.9", "--min-support", "0.1"))
-    assert "--p 1.5 is not a probability" in line
+    assert "'--p': 1.5 is not in the range 0<=x<=1" in line and "/no/such" not in line
 
 
 # ---------------------------------------------------------------------------- KRIMP guard

@@ -77,7 +77,7 @@ def test_evaluate_and_usage_errors(tmp_path, src):
     r = run("sketch", src, str(tmp_path / "y"), "--k", "500")
     assert r.exit_code == 2 and "smaller than the number of records" in r.output
     r = run("sketch", src, str(tmp_path / "z"), "--delta", "-1")
-    assert r.exit_code == 2 and "delta must be a positive" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "'--delta': -1.0 is not in the range x>0" in r.output and "Traceback" not in r.output
 
 
 def test_evaluate_sweep_table_json_plot_and_recount(tmp_path, src):

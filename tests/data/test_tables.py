@@ -80,3 +80,38 @@ def test_parquet_keeps_types_and_source_is_recorded(tmp_path, people):
     df = read_table(str(people))
     src = source_of(df)
     assert src is not None and src.format == "csv" and src.files == (str(people),)
+
+
+def test_a_row_with_a_missing_field_is_refused_in_any_block(tmp_path):
+    """pandas' C parser fills a short row with missing values; the table reader refuses it, naming
+    the file, also when the row sits in a later block than the one dask samples for its meta."""
+    rows = ["a,b,c"] + [f"{i},x,y" for i in range(5000)]
+    rows[4000] = "4000,x"
+    path = tmp_path / "ragged.csv"
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(DataFormatError, match=r"ragged\.csv: a row does not match the header: Expected 3 columns, got 2"):
+        read_table(str(path), blocksize=10_000).compute()
+    wide = tmp_path / "wide.csv"
+    wide.write_text("a,b\n1,2\n3,4,5\n")
+    with pytest.raises(DataFormatError, match=r"wide\.csv: a row does not match the header"):
+        read_table(str(wide)).compute()
+    # quoted separators and line breaks inside quotes are still one field; an empty field is missing
+    ok = tmp_path / "ok.csv"
+    ok.write_text('a,b,c\n1,"x,y",\n2,"line\nbreak",z\n')
+    got = read_table(str(ok)).compute()
+    assert got["b"].tolist() == ["x,y", "line\nbreak"] and pd.isna(got["c"].iloc[0]) and got["c"].iloc[1] == "z"
+
+
+def test_a_duplicate_column_name_or_a_folder_is_refused(tmp_path):
+    dup = tmp_path / "dup.csv"
+    dup.write_text("a;b;a\n1;2;3\n")
+    with pytest.raises(DataFormatError, match=r"dup\.csv: the header names column\(s\) \['a'\] more than once"):
+        read_table(str(dup))
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    with pytest.raises(DataFormatError, match=r"folder\.csv is a folder, not a CSV file"):
+        read_table(str(folder))
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"a,b\n" + b"".join(b"%d,x\n" % i for i in range(3000)) + b"1,caf\xe9\n")
+    with pytest.raises(DataFormatError, match=r"latin\.csv: cannot read as CSV"):
+        read_table(str(latin), blocksize=5_000).compute()
