@@ -112,14 +112,17 @@ def sniff_separator(url: str, *, storage_options: Mapping[str, Any] | None = Non
 
 
 def _check_header(url: str, shown: str, sep: str, storage_options: Mapping[str, Any]) -> None:
-    """Refuse a CSV header that names a column twice (pandas would silently read the second as
-    ``name.1``, and ``--qi name`` would then pick one of the two)."""
+    """Refuse a CSV with no rows below its header, or a header that names a column twice (pandas
+    would silently read the second as ``name.1``, and ``--qi name`` would then pick one of the
+    two)."""
     import fsspec
 
     with fsspec.open(url, "rb", compression="infer", **dict(storage_options)) as fh:
         head = fh.read(_SNIFF_BYTES)
-    line = head.decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines()[:1]
-    names = next(csv.reader(line, delimiter=sep), []) if line else []
+    lines = [ln for ln in head.decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines() if ln.strip()]
+    if len(head) < _SNIFF_BYTES and len(lines) <= 1:  # the whole file was read: nothing below the header
+        raise DataFormatError(f"{shown} has a header but no rows" if lines else f"{shown} is empty")
+    names = next(csv.reader(lines[:1], delimiter=sep), []) if lines else []
     seen: set[str] = set()
     dup = [n for n in names if n in seen or seen.add(n)]
     if dup:
@@ -132,6 +135,11 @@ def _read_csv_block(source: Any, *args: Any, ppdm_url: str = "", **kwargs: Any) 
     values. A parse error names the file."""
     try:
         return pd.read_csv(source, *args, **kwargs)
+    except pd.errors.EmptyDataError:  # the pyarrow engine refuses a header without rows; the C engine reads it as 0 rows
+        if not hasattr(source, "seek"):
+            raise
+        source.seek(0)
+        return pd.read_csv(source, *args, **{**kwargs, "engine": "c"})
     except pd.errors.ParserError as exc:
         why = str(exc).splitlines()[0].removeprefix("CSV parse error: ").removeprefix("Error tokenizing data. C error: ")
         what = "a row does not match the header" if why.startswith("Expected") else "cannot read as CSV"

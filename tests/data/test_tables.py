@@ -115,3 +115,19 @@ def test_a_duplicate_column_name_or_a_folder_is_refused(tmp_path):
     latin.write_bytes(b"a,b\n" + b"".join(b"%d,x\n" % i for i in range(3000)) + b"1,caf\xe9\n")
     with pytest.raises(DataFormatError, match=r"latin\.csv: cannot read as CSV"):
         read_table(str(latin), blocksize=5_000).compute()
+
+
+def test_a_csv_without_rows_is_refused_and_a_header_only_block_reads_as_no_rows(tmp_path):
+    header_only = tmp_path / "header_only.csv"
+    header_only.write_text("a,b,c")  # no newline either
+    with pytest.raises(DataFormatError, match=r"header_only\.csv has a header but no rows"):
+        read_table(str(header_only))
+    empty = tmp_path / "empty.csv"
+    empty.write_text("\n")
+    with pytest.raises(DataFormatError, match=r"empty\.csv is empty"):
+        read_table(str(empty))
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "a.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "parts" / "b.csv").write_text("a,b\n")  # a later file of a glob: zero rows, not an error
+    got = read_table(str(tmp_path / "parts" / "*.csv")).compute()
+    assert got.to_dict("records") == [{"a": "1", "b": "2"}]
