@@ -21,7 +21,9 @@ from ..errors import DataFormatError, InvalidParameter, ResultTooLargeError
 from .ahead import CountAhead
 from .candidates import apriori_gen, join_count
 from .counting import SupportCounter
+from .partition import LOCAL_MAX_ITEMSETS, mine_levels
 from .results import FrequentItemsets
+from .strategy import choose_strategy
 
 __all__ = ["apriori", "min_count_of", "ResultTooLargeError", "ItemsetExplosionWarning", "frequent_items", "check_candidates",
            "candidate_bytes", "DEFAULT_MAX_CANDIDATES"]
@@ -122,6 +124,7 @@ def apriori(
     on_level: Callable[[dict[str, Any]], None] | None = None,
     client: Any = None,
     memory_plan: str = "auto",
+    strategy: str = "auto",
 ) -> FrequentItemsets:
     """All frequent itemsets of ``tx`` with their exact support counts.
 
@@ -154,6 +157,13 @@ def apriori(
         Keep the per-block bitsets of levels >= 2 on the workers, or rebuild them in every
         counting task; ``"auto"`` persists only what fits the workers' memory
         (:mod:`ppdm_dask.mining.counting`). The levels' statistics say which plan ran and why.
+    strategy : {"auto", "levelwise", "partition"}
+        How the itemsets of length >= 3 are mined, with the same result: one pass per level
+        (``"levelwise"``), or a depth-first local search in every block at its scaled threshold
+        followed, with several blocks, by one exact count of what some blocks missed
+        (``"partition"``, :mod:`ppdm_dask.mining.partition`; it falls back to level-wise when a
+        block's search passes its bound). ``"auto"`` picks the cheaper by a cost model
+        (:mod:`ppdm_dask.mining.strategy`). The levels' statistics say which ran and why.
 
     Returns
     -------
@@ -169,6 +179,7 @@ def apriori(
     min_count = min_count_of(min_support, n)
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     stats: list[dict[str, Any]] = []
+    strategy_st: dict[str, Any] = {}  # the strategy of the levels >= 3 and why, for their statistics
 
     def record(k: int, n_cand: int, ids: np.ndarray, counts: np.ndarray, t0: float, ahead_of: int | None = None) -> None:
         levels[k] = (ids.astype(np.int32, copy=False), counts.astype(np.int64, copy=False))
@@ -176,6 +187,8 @@ def apriori(
         if ahead_of is not None:  # no pass of its own: counted by the pass of that level
             st["counted_with"] = ahead_of
         st.update(counter.plan_fields())  # the memory plans of the rows and bitsets, and why
+        if k >= 3:
+            st.update(strategy_st)  # the strategy of the levels >= 3, and why
         stats.append(st)
         if on_level is not None:
             on_level(st)
@@ -189,6 +202,15 @@ def apriori(
                 cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
         if n_next > max_itemsets // 10:
             warnings.warn(f"level {k} has {n_next:,} candidates; the output may explode", ItemsetExplosionWarning, stacklevel=3)
+
+    def guard_result(total: int) -> None:
+        if total > max_itemsets:
+            raise ResultTooLargeError(
+                f"the result has {total:,} itemsets, over the bound of {max_itemsets:,}",
+                python="raise min_support, set max_length, or raise max_itemsets",
+                cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
+        if total > max_itemsets // 10:
+            warnings.warn(f"the result has {total:,} itemsets; the output may explode", ItemsetExplosionWarning, stacklevel=3)
 
     counter = SupportCounter(tx, client=client, progress=progress, split_every=split_every, memory_plan=memory_plan)
     # ---- level 1
@@ -217,6 +239,24 @@ def apriori(
     counter.use_bitsets(items)
     items = counter.bit_items  # may be a superset (bitsets kept from level 2)
     frequent = np.searchsorted(items, l2).astype(np.int32)  # positions into ``items``
+    choice = choose_strategy(strategy, frequent, tx.partition_rows, min_count, max_length)
+    strategy_st.update(strategy=choice.strategy, strategy_reason=choice.reason)
+    if choice.strategy == "partition":
+        t0 = time.perf_counter()
+        bound = min(LOCAL_MAX_ITEMSETS, max_itemsets, max_candidates or max_itemsets)
+        outcome = mine_levels(counter, frequent, min_count, max_length=max_length, max_out=bound)
+        if outcome.fallback is None:
+            guard_result(sum(c.size for _, c in levels.values()) + sum(c.size for _, c in outcome.levels.values()))
+            strategy_st["passes"] = outcome.passes
+            if outcome.missing:
+                strategy_st["recounted"] = outcome.missing
+            for k in sorted(outcome.counted):
+                rows, counts = outcome.levels.get(k, (np.zeros((0, k), np.int32), np.zeros(0, np.int64)))
+                record(k, outcome.counted[k], items[rows], counts, t0, None if k == 3 else 3)
+                t0 = time.perf_counter()
+            counter.release()
+            return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)
+        strategy_st.update(strategy="levelwise", strategy_reason=outcome.fallback)
     k = 3
     ahead = CountAhead(counter, max_length)
     while max_length is None or k <= max_length:

@@ -83,6 +83,10 @@ def _count_on_block(block: Any, items: np.ndarray, queries: list[Query]) -> np.n
     return _count_on_bits(_build_bitsets(block, items), queries)
 
 
+def _on_block_bits(fn: Any, block: Any, items: np.ndarray, *args: Any) -> Any:
+    return fn(_build_bitsets(block, items), *args)
+
+
 def _nbytes(packed: PackedRows) -> int:
     return int(packed.data.nbytes)
 
@@ -327,6 +331,20 @@ class SupportCounter:
             parts = [dask.delayed(_count_on_bits, pure=True)(b, payload) for b in self._bits]
         counts = self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
         return np.split(counts, np.cumsum(sizes)[:-1])
+
+    def map_bitsets(self, fn: Any, *args: Any, blocks: list[int] | None = None, per_block: list[tuple] | None = None) -> list[Any]:
+        """One delayed ``fn(bits, *args, *per_block[j])`` for each block ``blocks[j]`` (default:
+        all), ``bits`` the block's bitsets of :attr:`bit_items` (persisted, or built inside the
+        task under the ``"packed"`` and ``"stream"`` plans). ``args`` are embedded in the graph once
+        (wrap big ones in ``dask.delayed``); ``fn`` must be a pure kernel (no dask)."""
+        if self.bit_items is None:
+            raise RuntimeError("call use_bitsets() first")
+        which = range(self.tx.n_partitions) if blocks is None else blocks
+        extra = [() if per_block is None else tuple(per_block[j]) for j in range(len(which))]
+        if self.plan is not None and self.plan["plan"] != "persist":
+            source, items = self._blocks(), self.bit_items
+            return [dask.delayed(_on_block_bits, pure=True)(fn, source[b], items, *args, *e) for b, e in zip(which, extra)]
+        return [dask.delayed(fn, pure=True)(self._bits[b], *args, *e) for b, e in zip(which, extra)]
 
     def itemset_counts(self, itemsets: np.ndarray) -> np.ndarray:
         """Counts of arbitrary itemsets given as an ``(m, k)`` array of column ids, k >= 2.
