@@ -5,7 +5,8 @@ of :func:`~ppdm_dask.mining._kernels.build_bitsets`: the bitset of an itemset X 
 ANDed with the bitset of item b, computed once and kept on a stack of one bitset per depth, so
 every candidate costs one AND + popcount over the block's words (the level-wise counter ANDs
 the k - 1 items of a candidate's prefix again at every level). Candidates are pruned by the
-local threshold and by the globally frequent pairs. :func:`count_itemsets` counts a given list
+local threshold, by the globally frequent pairs, and by what the other blocks can add at most
+(bounded by the pairs' global counts). :func:`count_itemsets` counts a given list
 of itemsets the same way (a shared prefix is ANDed once).
 """
 
@@ -60,20 +61,42 @@ if _numba is not None:
         out[o + 3] = np.int64(s3)
 
     @_numba.njit(cache=True, nogil=True)
-    def _mine_loop(bits, order, adj, min_count, max_len, max_out):  # pragma: no cover - compiled
+    def _grow2(a, rows):  # pragma: no cover - compiled
+        out = np.zeros((rows, a.shape[1]), a.dtype)
+        out[: a.shape[0]] = a
+        return out
+
+    @_numba.njit(cache=True, nogil=True)
+    def _grow1(a, rows):  # pragma: no cover - compiled
+        out = np.zeros(rows, a.dtype)
+        out[: a.size] = a
+        return out
+
+    @_numba.njit(cache=True, nogil=True)
+    def _mine_loop(bits, pair_total, min_count, global_count, max_len, max_out):  # pragma: no cover - compiled
+        # State at depth d: the node X = path[0..d-1]; tails[d, :tlen[d]] the items c with X + c
+        # kept, tcnt their counts, teb the bound min over x in X of elsewhere(x, c), nb[d] the
+        # bound of X itself (min over its pairs). elsewhere(a, b) = pair_total[a, b] - the pair's
+        # count here >= the pair's count in the other blocks >= that of any superset there.
         f, n_words = bits.shape
+        big = np.int64(1) << np.int64(62)
         depth_cap = f if max_len <= 0 else min(f, max_len)
-        # the stack grows with the search (deep searches are rare on wide data: f x f would not fit)
+        elsewhere = np.zeros((f, f), np.int32)  # filled row by row: roots are taken last to first
+        # the stack grows with the search (f x f rows of it would not fit on wide data)
         alloc = min(depth_cap + 1, 16)
         pbits = np.zeros((alloc, n_words), np.uint64)  # pbits[d]: bitset of path[0..d] (d >= 1)
-        tails = np.empty((alloc, f), np.int32)  # extension items of the node at each depth
-        tcnt = np.empty((alloc, f), np.int64)  # and the counts of the extended itemsets
+        tails = np.zeros((alloc, f), np.int32)
+        tcnt = np.zeros((alloc, f), np.int64)
+        teb = np.zeros((alloc, f), np.int64)
+        nb = np.zeros(alloc, np.int64)
         tlen = np.zeros(alloc, np.int64)
         tidx = np.zeros(alloc, np.int64)
-        path = np.empty(alloc, np.int32)
+        path = np.zeros(alloc, np.int32)
         cand = np.empty(f, np.int32)
+        cpos = np.empty(f, np.int64)
         ccnt = np.empty(f, np.int64)
-        # output: every itemset of length >= 3 that is frequent in the block, in DFS preorder
+        # output: every kept itemset of length >= 3, roots last to first, each root's subtree in
+        # lexicographic preorder
         cap = 1024
         out_len = np.empty(cap, np.int32)
         out_cnt = np.empty(cap, np.int64)
@@ -82,36 +105,31 @@ if _numba is not None:
         n_out = 0
         n_items_out = 0
         for i in range(f):
-            tails[0, i] = order[i]
-            tcnt[0, i] = 0
+            tails[0, i] = i
+            teb[0, i] = big
         tlen[0] = f
-        tidx[0] = 0
+        nb[0] = big
         d = 0
         while d >= 0:
             if tidx[d] >= tlen[d]:
                 d -= 1
                 continue
-            i = tidx[d]
+            i = tidx[d] if d > 0 else f - 1 - tidx[0]  # roots from the last: their pairs are then known
             tidx[d] += 1
             b = tails[d, i]
             path[d] = b
-            k = d + 1  # length of the itemset path[0..d]
+            k = d + 1  # length of Y = path[0..d]
+            y_bound = min(nb[d], teb[d, i])
             if k >= 3:
                 if n_out >= max_out:
                     return out_len[:n_out], out_items[:n_items_out], out_cnt[:n_out], False
                 if n_out == cap:
                     cap *= 2
-                    nl = np.empty(cap, np.int32)
-                    nl[:n_out] = out_len[:n_out]
-                    out_len = nl
-                    nc = np.empty(cap, np.int64)
-                    nc[:n_out] = out_cnt[:n_out]
-                    out_cnt = nc
+                    out_len = _grow1(out_len, cap)
+                    out_cnt = _grow1(out_cnt, cap)
                 if n_items_out + k > icap:
                     icap = max(2 * icap, n_items_out + k)
-                    ni = np.empty(icap, np.int32)
-                    ni[:n_items_out] = out_items[:n_items_out]
-                    out_items = ni
+                    out_items = _grow1(out_items, icap)
                 out_len[n_out] = k
                 out_cnt[n_out] = tcnt[d, i]
                 for j in range(k):
@@ -120,36 +138,33 @@ if _numba is not None:
                 n_out += 1
             if k >= depth_cap:
                 continue
-            # the candidates X + b + c: c a later extension of X (so X + c is frequent in the
-            # block) whose pair with b is globally frequent
+            # candidates Y + c: c a later item kept with X, its pair with b globally frequent
             n_c = 0
-            for j in range(i + 1, tlen[d]):
-                c = tails[d, j]
-                if adj[b, c]:
-                    cand[n_c] = c
-                    n_c += 1
+            if d == 0:
+                for c in range(b + 1, f):
+                    if pair_total[b, c] > 0:
+                        cand[n_c] = c
+                        cpos[n_c] = c
+                        n_c += 1
+            else:
+                for j in range(i + 1, tlen[d]):
+                    c = tails[d, j]
+                    if pair_total[b, c] > 0:
+                        cand[n_c] = c
+                        cpos[n_c] = j
+                        n_c += 1
             if n_c == 0:
                 continue
             if d + 1 >= alloc:
                 grow = min(depth_cap + 1, 2 * alloc)
-                pb = np.zeros((grow, n_words), np.uint64)
-                pb[:alloc] = pbits
-                pbits = pb
-                tl = np.empty((grow, f), np.int32)
-                tl[:alloc] = tails
-                tails = tl
-                tc = np.empty((grow, f), np.int64)
-                tc[:alloc] = tcnt
-                tcnt = tc
-                t1 = np.zeros(grow, np.int64)
-                t1[:alloc] = tlen
-                tlen = t1
-                t2 = np.zeros(grow, np.int64)
-                t2[:alloc] = tidx
-                tidx = t2
-                pa = np.empty(grow, np.int32)
-                pa[:alloc] = path
-                path = pa
+                pbits = _grow2(pbits, grow)
+                tails = _grow2(tails, grow)
+                tcnt = _grow2(tcnt, grow)
+                teb = _grow2(teb, grow)
+                nb = _grow1(nb, grow)
+                tlen = _grow1(tlen, grow)
+                tidx = _grow1(tidx, grow)
+                path = _grow1(path, grow)
                 alloc = grow
             if d == 0:
                 px = bits[b]
@@ -168,13 +183,25 @@ if _numba is not None:
                 j += 1
             n = 0
             for j in range(n_c):
-                if ccnt[j] >= min_count:
-                    tails[d + 1, n] = cand[j]
+                c = cand[j]
+                if d == 0:  # the pair's count here: what the other blocks can add
+                    e = np.int32(pair_total[b, c] - ccnt[j])
+                    elsewhere[b, c] = e
+                    elsewhere[c, b] = e
+                    eb = np.int64(e)
+                else:
+                    eb = min(teb[d, cpos[j]], np.int64(elsewhere[b, c]))
+                # kept: frequent here, and able to reach the global threshold with the most
+                # the other blocks can add (anti-monotone, so subtrees are cut)
+                if ccnt[j] >= min_count and ccnt[j] + min(y_bound, eb) >= global_count:
+                    tails[d + 1, n] = c
                     tcnt[d + 1, n] = ccnt[j]
+                    teb[d + 1, n] = eb
                     n += 1
             if n > 0:
                 tlen[d + 1] = n
                 tidx[d + 1] = 0
+                nb[d + 1] = y_bound
                 d += 1
         return out_len[:n_out], out_items[:n_items_out], out_cnt[:n_out], True
 
@@ -213,21 +240,26 @@ if _numba is not None:
             off += k
 
 
-def mine_block(bits: np.ndarray, order: np.ndarray, adjacent: np.ndarray, min_count: int, max_length: int | None,
+def mine_block(bits: np.ndarray, pair_total: np.ndarray, min_count: int, global_count: int, max_length: int | None,
                max_out: int) -> LocalResult:
-    """Every itemset of length >= 3 with at least ``min_count`` rows in this block.
+    """Every itemset of length >= 3 kept by this block's local search.
+
+    An itemset is kept when its count here is at least ``min_count`` (the block's threshold) and
+    its count here plus the most the other blocks can add reaches ``global_count``: those can
+    add no more than ``pair_total - (the pair's count here)`` for any pair of the itemset. Both
+    conditions hold for every itemset that is globally frequent and frequent in this block.
 
     Parameters
     ----------
     bits : (f, n_words) uint64
         Row masks of the block's items (positions ``0..f-1``).
-    order : (f,) int
-        The search order of the positions: an itemset is grown only by items later in it (rarest
-        first keeps the tails of deep nodes short).
-    adjacent : (f, f) bool
-        ``adjacent[a, b]``: the pair is globally frequent. Symmetric; only such pairs are joined.
+    pair_total : (f, f) int32
+        Global counts of the frequent pairs (symmetric), 0 for the others: only frequent pairs
+        are joined.
     min_count : int
         The block's threshold.
+    global_count : int
+        The global threshold (with one block, equal to ``min_count``).
     max_length : int or None
         Longest itemsets to mine.
     max_out : int
@@ -236,14 +268,14 @@ def mine_block(bits: np.ndarray, order: np.ndarray, adjacent: np.ndarray, min_co
     Returns
     -------
     lengths, items, counts, complete
-        ``items`` holds every itemset's positions in search order, one after the other.
+        Every itemset's positions (ascending) one after the other; see :func:`split_by_length`.
     """
     bits = np.ascontiguousarray(bits, dtype=np.uint64)
     f = bits.shape[0]
     if f == 0:
         return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int64), True
-    ln, it, ct, complete = _mine_loop(bits, np.asarray(order, np.int32), np.ascontiguousarray(adjacent, dtype=np.bool_),
-                                      np.int64(min_count), np.int64(0 if max_length is None else max_length), np.int64(max_out))
+    ln, it, ct, complete = _mine_loop(bits, np.ascontiguousarray(pair_total, dtype=np.int32), np.int64(min_count),
+                                      np.int64(global_count), np.int64(0 if max_length is None else max_length), np.int64(max_out))
     return ln.copy(), it.copy(), ct.copy(), bool(complete)
 
 
@@ -259,9 +291,9 @@ def count_itemsets(bits: np.ndarray, lengths: np.ndarray, items: np.ndarray) -> 
 
 
 def split_by_length(result: LocalResult) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """``{k: (rows (n_k, k) int32, counts)}`` of a :func:`mine_block` result searched in the order
-    of the positions: the depth-first preorder is then lexicographic, and so is every length's
-    share of it (no sort needed)."""
+    """``{k: (rows (n_k, k) int32, counts)}`` of a :func:`mine_block` result, rows in
+    lexicographic order: each root's subtree comes out in lexicographic preorder, the roots last
+    to first, so a stable sort on the first item suffices."""
     lengths, items, counts, _ = result
     offsets = np.zeros(lengths.size + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -269,7 +301,8 @@ def split_by_length(result: LocalResult) -> dict[int, tuple[np.ndarray, np.ndarr
     for k in np.unique(lengths).tolist():
         idx = np.flatnonzero(lengths == k)
         rows = items[offsets[idx][:, None] + np.arange(k)]
-        out[int(k)] = (rows.astype(np.int32, copy=False), counts[idx])
+        order = np.argsort(rows[:, 0], kind="stable")
+        out[int(k)] = (rows[order].astype(np.int32, copy=False), counts[idx][order])
     return out
 
 

@@ -239,12 +239,12 @@ def apriori(
     counter.use_bitsets(items)
     items = counter.bit_items  # may be a superset (bitsets kept from level 2)
     frequent = np.searchsorted(items, l2).astype(np.int32)  # positions into ``items``
-    choice = choose_strategy(strategy, frequent, tx.partition_rows, min_count, max_length)
+    choice = choose_strategy(strategy, frequent, tx.partition_rows, min_count, max_length, int(items.size))
     strategy_st.update(strategy=choice.strategy, strategy_reason=choice.reason)
     if choice.strategy == "partition":
         t0 = time.perf_counter()
         bound = min(LOCAL_MAX_ITEMSETS, max_itemsets, max_candidates or max_itemsets)
-        outcome = mine_levels(counter, frequent, min_count, max_length=max_length, max_out=bound)
+        outcome = mine_levels(counter, frequent, levels[2][1], min_count, max_length=max_length, max_out=bound)
         if outcome.fallback is None:
             guard_result(sum(c.size for _, c in levels.values()) + sum(c.size for _, c in outcome.levels.values()))
             strategy_st["passes"] = outcome.passes

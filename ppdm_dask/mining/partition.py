@@ -8,7 +8,10 @@ TransactionArray, after the exact levels 1 and 2:
    ``t_p = ceil(min_count * n_p / N)`` and joining only globally frequent pairs. An itemset whose
    count is below ``t_p`` in every block has a total below ``min_count`` (each count is an
    integer ``< min_count * n_p / N``), so the union of the local results holds every frequent
-   itemset of length >= 3.
+   itemset of length >= 3. A block also drops an itemset whose count there plus the most the
+   other blocks can add (for any of its pairs, the pair's global count less its count here)
+   stays below ``min_count``: such an itemset is not frequent, and the test cuts whole subtrees
+   of itemsets concentrated in one block.
 2. **Count pass.** The driver merges the local results as they arrive: per itemset the sum of
    the local counts and the number of blocks that found it. An itemset found by every block has
    its exact total already; the others (itemsets near the threshold, usually few) are counted
@@ -35,6 +38,9 @@ from . import _eclat_kernels as E
 
 __all__ = ["PartitionOutcome", "local_thresholds", "mine_levels", "LOCAL_MAX_ITEMSETS"]
 
+#: Bound on the pair matrices of a local search (:func:`pair_matrix_bytes`): the strategy is
+#: not chosen for more items than fit.
+MAX_PAIR_MATRIX_BYTES = 256 * 2**20
 #: Bound on one block's local result (about 60 bytes per itemset of length 12 in the task, the
 #: driver and the transfer); beyond it the strategy gives way to the level-wise one.
 LOCAL_MAX_ITEMSETS = 4_000_000
@@ -108,14 +114,20 @@ class _Union:
         return int(sum(r.shape[0] for r, _, _ in self.by_k.values()))
 
 
-def _adjacency(pairs: np.ndarray, f: int) -> np.ndarray:
-    adj = np.zeros((f, f), dtype=bool)
-    adj[pairs[:, 0], pairs[:, 1]] = True
-    adj[pairs[:, 1], pairs[:, 0]] = True
-    return adj
+def pair_matrix_bytes(f: int) -> int:
+    """Bytes of the pair matrices of a local search over ``f`` items (the global totals shipped to
+    the workers, and each task's own): :data:`MAX_PAIR_MATRIX_BYTES` bounds them."""
+    return 2 * 4 * f * f
 
 
-def mine_levels(counter: Any, pairs: np.ndarray, min_count: int, *, max_length: int | None = None,
+def _pair_totals(pairs: np.ndarray, counts: np.ndarray, f: int) -> np.ndarray:
+    out = np.zeros((f, f), dtype=np.int32)
+    out[pairs[:, 0], pairs[:, 1]] = counts
+    out[pairs[:, 1], pairs[:, 0]] = counts
+    return out
+
+
+def mine_levels(counter: Any, pairs: np.ndarray, pair_counts: np.ndarray, min_count: int, *, max_length: int | None = None,
                 max_out: int = LOCAL_MAX_ITEMSETS) -> PartitionOutcome:
     """The frequent itemsets of length >= 3, exactly, in one or two passes over the blocks.
 
@@ -128,6 +140,8 @@ def mine_levels(counter: Any, pairs: np.ndarray, min_count: int, *, max_length: 
         With bitsets in use (:meth:`~ppdm_dask.mining.counting.SupportCounter.use_bitsets`).
     pairs : (m, 2) int
         The frequent 2-itemsets, as positions into ``counter.bit_items``.
+    pair_counts : (m,) int
+        Their global counts (they bound what other blocks can add to an itemset's count).
     min_count : int
         The global threshold.
     max_length : int, optional
@@ -144,10 +158,9 @@ def mine_levels(counter: Any, pairs: np.ndarray, min_count: int, *, max_length: 
     out = PartitionOutcome()
     if not blocks or pairs.shape[0] < 3:
         return out
-    order = np.arange(f, dtype=np.int32)  # search order = position order: results come out sorted
-    adj_payload, order_payload = map(_as_arg, ship([_adjacency(np.asarray(pairs), f), order], ckw["client"]))
-    tasks = counter.map_bitsets(E.mine_block, order_payload, adj_payload, blocks=blocks,
-                                per_block=[(int(thresholds[b]), max_length, max_out) for b in blocks])
+    (totals,) = map(_as_arg, ship([_pair_totals(np.asarray(pairs), np.asarray(pair_counts), f)], ckw["client"]))
+    tasks = counter.map_bitsets(E.mine_block, totals, blocks=blocks,
+                                per_block=[(int(thresholds[b]), int(min_count), max_length, max_out) for b in blocks])
     out.passes = 1
     if len(blocks) == 1:
         (result,) = compute(tasks[0], **ckw)

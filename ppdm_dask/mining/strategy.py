@@ -30,7 +30,7 @@ import numpy as np
 from . import _eclat_kernels as E
 from .ahead import COMBINE_MAX_CANDIDATES, _count_ahead_chain
 from .candidates import apriori_gen, join_count
-from .partition import local_thresholds
+from .partition import MAX_PAIR_MATRIX_BYTES, local_thresholds, pair_matrix_bytes
 
 __all__ = ["STRATEGIES", "Choice", "choose_strategy", "PASS_COST_WORDS", "MIN_LOCAL_COUNT"]
 
@@ -43,9 +43,14 @@ PASS_COST_WORDS = 20e6
 #: strategy's depth-first search reads two rows per candidate (:data:`PARTITION_WORDS`).
 LEVELWISE_EXTRA_WORDS = 1.0
 PARTITION_WORDS = 1.0
-#: The partition strategy is not chosen when some block's scaled threshold is below this: a
-#: local search at threshold 1 enumerates every subset of the block's rows.
-MIN_LOCAL_COUNT = 2
+#: With several blocks, the partition strategy is not chosen when some block's scaled threshold
+#: is below this. A block's counts vary between blocks by about their square root even on a
+#: random split, and real data is not split at random (sessions by time, bursts): at low
+#: thresholds the local searches keep many itemsets that the other blocks do not confirm
+#: (measured: BMS-WebView-1 in 4 blocks at a scaled threshold of 15 counted 215,107 itemsets
+#: for 3,991 frequent ones, 3-4x slower than level-wise; at threshold 1 a search enumerates
+#: every subset of the block's rows).
+MIN_LOCAL_COUNT = 100
 
 
 @dataclass
@@ -57,7 +62,8 @@ class Choice:
     estimates: dict[str, Any] = field(default_factory=dict)
 
 
-def choose_strategy(requested: str, frequent: np.ndarray, partition_rows: Any, min_count: int, max_length: int | None) -> Choice:
+def choose_strategy(requested: str, frequent: np.ndarray, partition_rows: Any, min_count: int, max_length: int | None,
+                    n_items: int) -> Choice:
     """Choose ``"levelwise"`` or ``"partition"`` for the levels >= 3.
 
     Driver step; holds the level-3 candidates when they are at most
@@ -72,6 +78,8 @@ def choose_strategy(requested: str, frequent: np.ndarray, partition_rows: Any, m
         Rows per block.
     min_count : int
     max_length : int, optional
+    n_items : int
+        Items of the bitsets (the pairs' positions index them).
     """
     if requested not in STRATEGIES:
         from ..errors import InvalidParameter
@@ -83,6 +91,9 @@ def choose_strategy(requested: str, frequent: np.ndarray, partition_rows: Any, m
         return Choice(requested, f"{requested} (asked for)")
     if not E.available():
         return Choice("levelwise", "numba is not installed (the partition strategy's kernels are compiled)")
+    if pair_matrix_bytes(n_items) > MAX_PAIR_MATRIX_BYTES:
+        return Choice("levelwise", f"the local searches' pair matrices of {n_items:,} items would take "
+                                   f"{pair_matrix_bytes(n_items) / 2**20:,.0f} MiB (> {MAX_PAIR_MATRIX_BYTES / 2**20:,.0f})")
     rows = np.asarray(partition_rows, dtype=np.int64)
     nonempty = rows[rows > 0]
     thresholds = local_thresholds(min_count, rows)[rows > 0]
