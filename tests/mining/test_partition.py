@@ -4,10 +4,12 @@ partitioning and of the scheduler; the bound falls back to level-wise."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import dask
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -156,3 +158,24 @@ def test_partition_on_cluster_equals_sync(on_cluster, name, min_support):
     fi = apriori(tx, min_support, strategy="partition", progress=False)
     assert _strategies(fi) == {"partition"}
     _assert_same_itemsets(_norm(fi.as_dict()), sync, f"{name} @ {min_support:g}: partition on LocalCluster(2) vs level-wise sync")
+
+
+def test_cli_mine_strategy(tmp_path):
+    from click.testing import CliRunner
+
+    from ppdm_dask.cli import cli
+    from ppdm_dask.data.datasets import sample_path
+
+    out = {}
+    for strategy in ("levelwise", "partition", "auto"):
+        r = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "--json", "mine", str(sample_path("chess")), "--min-support", "0.8",
+                                     "--strategy", strategy, "--out", str(tmp_path / f"{strategy}.parquet")])
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.stdout)
+        assert {lv["strategy"] for lv in d["levels"] if lv["length"] >= 3} == ({"partition"} if strategy != "levelwise" else {"levelwise"})
+        out[strategy] = pq.read_table(tmp_path / f"{strategy}.parquet").to_pylist()
+    assert out["levelwise"] == out["partition"] == out["auto"]  # same rows, same order
+    text = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "mine", str(sample_path("chess")), "--min-support", "0.8"])
+    assert "levels >= 3: partition (" in text.output
+    bad = CliRunner().invoke(cli, ["--scheduler", "sync", "mine", str(sample_path("chess")), "--min-support", "0.8", "--strategy", "dfs"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
