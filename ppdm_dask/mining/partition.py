@@ -110,9 +110,6 @@ class _Union:
             self.by_k[k] = (uniq, np.bincount(inv, np.concatenate([u_sum, counts]), minlength=n).astype(np.int64),
                             np.bincount(inv, np.concatenate([u_hits, np.ones(rows.shape[0], np.int64)]), minlength=n).astype(np.int64))
 
-    def size(self) -> int:
-        return int(sum(r.shape[0] for r, _, _ in self.by_k.values()))
-
 
 def pair_matrix_bytes(f: int) -> int:
     """Bytes of the pair matrices of a local search over ``f`` items (the global totals shipped to
