@@ -107,6 +107,14 @@ def min_count_of(min_support: float | int, n_transactions: int) -> int:
     return max(1, math.ceil(s * n_transactions - 1e-9))
 
 
+def pairs_at(index: np.ndarray, f: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(a, b)`` of the pairs at the sorted positions ``index`` of ``np.triu_indices(f, 1)``."""
+    a_ = np.arange(f, dtype=np.int64)
+    starts = a_ * (2 * f - a_ - 1) // 2  # position of pair (a, a + 1)
+    a = np.searchsorted(starts, index, side="right") - 1
+    return a, index - starts[a] + a + 1
+
+
 def frequent_items(counts: np.ndarray, min_count: int) -> np.ndarray:
     """Column ids of the items with count >= min_count (sorted)."""
     return np.flatnonzero(counts >= min_count).astype(np.int32)
@@ -227,10 +235,10 @@ def apriori(
     check_candidates(n_pairs, 2, max_candidates)
     guard(n_pairs, 2)
     pc = counter.pair_counts(f1)
-    ia, ib = np.triu_indices(f1.size, 1)
-    keep = pc >= min_count
-    l2 = np.stack([f1[ia[keep]], f1[ib[keep]]], axis=1)
-    record(2, n_pairs, l2, pc[keep], t0)
+    kept = np.flatnonzero(pc >= min_count)
+    ia, ib = pairs_at(kept, f1.size)  # only the frequent pairs: np.triu_indices of all would be 36 MB on retail
+    l2 = np.stack([f1[ia], f1[ib]], axis=1)
+    record(2, n_pairs, l2, pc[kept], t0)
     if (max_length is not None and max_length < 3) or l2.shape[0] < 3:
         return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)
 
