@@ -306,10 +306,12 @@ def split_by_length(result: LocalResult) -> dict[int, tuple[np.ndarray, np.ndarr
     return out
 
 
-def count_missing(bits: np.ndarray, result: LocalResult, query: list[tuple[int, np.ndarray]]) -> np.ndarray:
+def count_missing(bits: np.ndarray, result: LocalResult, query: list[tuple[int, np.ndarray]], rows_of: np.ndarray | None = None) -> np.ndarray:
     """The counts in this block of the ``query`` itemsets (per length k, an ``(n, k)`` array of
     positions) that its local result ``result`` does not hold, 0 for those it holds (the driver
-    already added their counts); concatenated in the order of ``query``."""
+    already added their counts); concatenated in the order of ``query``.
+
+    ``rows_of``: the sorted positions whose bitsets ``bits`` holds, in order (default: all)."""
     from .candidates import RowIndex
 
     local = split_by_length(result)
@@ -319,6 +321,9 @@ def count_missing(bits: np.ndarray, result: LocalResult, query: list[tuple[int, 
         found = RowIndex(local[k][0]).find(rows)[1] if k in local else np.zeros(rows.shape[0], bool)
         miss = np.flatnonzero(~found)
         if miss.size:
-            out[miss] = count_itemsets(bits, np.full(miss.size, k, np.int64), rows[miss].ravel())
+            flat = rows[miss].ravel()
+            if rows_of is not None:
+                flat = np.searchsorted(rows_of, flat)
+            out[miss] = count_itemsets(bits, np.full(miss.size, k, np.int64), flat)
         parts.append(out)
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)

@@ -242,16 +242,18 @@ def apriori(
     if (max_length is not None and max_length < 3) or l2.shape[0] < 3:
         return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)
 
-    # ---- levels >= 3 on persisted per-block bitsets of the items of frequent pairs
+    # ---- levels >= 3 on per-block bitsets of the items of frequent pairs
     items = np.unique(l2)
-    counter.use_bitsets(items)
-    items = counter.bit_items  # may be a superset (bitsets kept from level 2)
+    if counter.bit_items is not None and np.all(np.isin(items, counter.bit_items)):
+        items = counter.bit_items  # bitsets kept from level 2: a superset, positions index it
     frequent = np.searchsorted(items, l2).astype(np.int32)  # positions into ``items``
     choice = choose_strategy(strategy, frequent, tx.partition_rows, min_count, max_length, int(items.size))
     strategy_st.update(strategy=choice.strategy, strategy_reason=choice.reason)
     if choice.strategy == "partition":
         t0 = time.perf_counter()
         bound = min(LOCAL_MAX_ITEMSETS, max_itemsets, max_candidates or max_itemsets)
+        # one or two passes: bitsets are built inside its tasks unless level 2 kept them
+        counter.use_bitsets(items, keep=False)
         outcome = mine_levels(counter, frequent, levels[2][1], min_count, max_length=max_length, max_out=bound)
         if outcome.fallback is None:
             guard_result(sum(c.size for _, c in levels.values()) + sum(c.size for _, c in outcome.levels.values()))
@@ -265,6 +267,9 @@ def apriori(
             counter.release()
             return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)
         strategy_st.update(strategy="levelwise", strategy_reason=outcome.fallback)
+    counter.use_bitsets(np.unique(l2))
+    items = counter.bit_items  # may be a superset (bitsets kept from level 2)
+    frequent = np.searchsorted(items, l2).astype(np.int32)
     k = 3
     ahead = CountAhead(counter, max_length)
     while max_length is None or k <= max_length:

@@ -191,7 +191,11 @@ def mine_levels(counter: Any, pairs: np.ndarray, pair_counts: np.ndarray, min_co
         out.passes = 2
         out.missing = int(sum(q.shape[0] for _, q in query))
         (payload,) = map(_as_arg, ship([query], ckw["client"]))
-        parts = counter.map_bitsets(E.count_missing, blocks=blocks, per_block=[(lr, payload) for lr in local])
+        if counter.bitsets_kept():
+            parts = counter.map_bitsets(E.count_missing, blocks=blocks, per_block=[(lr, payload) for lr in local])
+        else:  # each task builds the bitsets of the queried items only
+            parts = counter.map_rows(_count_missing_in_rows, _as_arg(counter.bit_items), blocks=blocks,
+                                     per_block=[(lr, payload) for lr in local])
         (sums,) = compute(tree_reduce(parts, _sum_arrays, split_every=counter.split_every), **ckw)
         extra = dict(zip([k for k, _ in query], np.split(sums, np.cumsum([q.shape[0] for _, q in query])[:-1])))
     del local
@@ -204,6 +208,14 @@ def mine_levels(counter: Any, pairs: np.ndarray, pair_counts: np.ndarray, min_co
         if keep.any():
             out.levels[k] = (rows[keep], total[keep])
     return out
+
+
+def _count_missing_in_rows(block: Any, items: np.ndarray, local: E.LocalResult, query: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """:func:`~._eclat_kernels.count_missing` on a block's rows: bitsets of the queried items only."""
+    from .counting import _build_bitsets
+
+    used = np.unique(np.concatenate([q.ravel() for _, q in query]))
+    return E.count_missing(_build_bitsets(block, items[used]), local, query, rows_of=used)
 
 
 def _as_arg(payload: Any) -> Any:
