@@ -292,6 +292,9 @@ def _scale_rows(client, tmp: str) -> list[dict]:
             quest(spec, key=Key(1)).to_parquet(folder, overwrite=True, progress=False)
             tx = read(folder, progress=False).persist(progress=False)
             if spec.endswith("D1M.N1K"):
+                # one untimed run first, as the D100K time is a best of 3: the first run in a fresh
+                # worker process loads the compiled kernels (measured ~1 s of 2)
+                _ours(tx, min_support)
                 with _WorkerRSS(client) as mon:
                     t, fi = _timed(lambda: _ours(tx, min_support), repeat=1)
                 res[spec] = (t, len(fi), tx.n_partitions, mon)
@@ -319,7 +322,7 @@ def _scale_rows(client, tmp: str) -> list[dict]:
          "extra": {"itemsets_ours": n_s, "itemsets_anchor": n_py}},
         {"name": "quest D1M vs D100K @ 0.3%, LocalCluster(2)", "ours_s": t_l, "anchor": "ours, D100K", "anchor_s": t_s,
          "note": (f"time ratio {ratio:.1f} (target <= 15 {'MET' if ratio <= 15 else 'MISSED'}); {n_l:,} vs {n_s:,} itemsets; "
-                  f"{p_l} partitions; peak worker RSS {peak_mb:,.0f} MB (target <= 2048 {'MET' if peak_mb <= 2048 else 'MISSED'}), "
+                  f"{p_l} partitions, after one untimed run; peak worker RSS {peak_mb:,.0f} MB (target <= 2048 {'MET' if peak_mb <= 2048 else 'MISSED'}), "
                   f"both workers {mon.max_total / 2**20:,.0f} MB"),
          "extra": {"itemsets_d1m": n_l, "itemsets_d100k": n_s, "time_ratio": ratio,
                    "peak_worker_rss_mb": peak_mb, "peak_total_worker_rss_mb": mon.max_total / 2**20}},
