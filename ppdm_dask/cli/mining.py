@@ -24,6 +24,8 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
               + (f"  (counted in the pass of length {st['counted_with']})" if "counted_with" in st else "") for st in level_stats]
     plans = list(dict.fromkeys(st[f] for st in level_stats for f in ("rows", "memory") if st.get(f)))
     lines += [f"  memory plan: {p}" for p in plans]  # which plans ran for the rows and bitsets, and why
+    strategies = list(dict.fromkeys((st["strategy"], st.get("strategy_reason", "")) for st in level_stats if st.get("strategy")))
+    lines += [f"  levels >= 3: {name} ({why})" for name, why in strategies]  # which strategy ran, and why
     return lines
 
 
@@ -33,6 +35,9 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
 @click.option("--max-length", type=click.IntRange(min=1), default=None, help="Longest itemsets to mine.")
 @click.option("--max-itemsets", type=click.IntRange(min=1), default=50_000_000, show_default=True, help="Stop with an error before the result grows past this many itemsets.")
 @apriori_max_candidates
+@click.option("--strategy", type=click.Choice(["auto", "levelwise", "partition"]), default="auto", show_default=True,
+              help="How itemsets of length >= 3 are mined (same result): one pass per level, or a depth-first local search per "
+                   "partition plus one exact count of what some partitions missed; auto chooses by a cost model.")
 @click.option("--rules", "with_rules", is_flag=True, help="Also derive association rules.")
 @click.option("--min-confidence", type=Number(0, 1), default=0.6, show_default=True, help="Rule confidence threshold.")
 @input_format
@@ -40,19 +45,20 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
 @click.option("--rules-out", default=None, help="Write the rules to this Parquet file.")
 @overwrite
 @click.pass_obj
-def mine(obj: Context, url, min_support, min_count, max_length, max_itemsets, max_candidates, with_rules, min_confidence, fmt, out,
-         rules_out, overwrite) -> None:
+def mine(obj: Context, url, min_support, min_count, max_length, max_itemsets, max_candidates, strategy, with_rules, min_confidence, fmt,
+         out, rules_out, overwrite) -> None:
     """Exact frequent itemsets (distributed Apriori) and, with --rules, association rules.
 
     The support threshold is --min-support (a fraction of the transactions in (0, 1]) or
-    --min-count (a number of transactions)."""
+    --min-count (a number of transactions). --strategy chooses how the itemsets of length >= 3
+    are mined; the result is the same."""
     from ..mining import apriori, association_rules
 
     ms = support_from(min_support, min_count)
     with job(obj, outputs=[out, rules_out], overwrite=overwrite) as j:
         tx, input_plan = obj.transactions_for_passes(url, fmt)
         check_count(ms, tx.n_transactions, url)
-        fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, max_candidates=max_candidates, progress=obj.progress,
+        fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, max_candidates=max_candidates, strategy=strategy, progress=obj.progress,
                      on_level=level_line("mine") if obj.progress else None)
     rules = association_rules(fi, min_confidence) if with_rules or rules_out else None
     if out:

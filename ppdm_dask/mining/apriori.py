@@ -21,7 +21,9 @@ from ..errors import DataFormatError, InvalidParameter, ResultTooLargeError
 from .ahead import CountAhead
 from .candidates import apriori_gen, join_count
 from .counting import SupportCounter
+from .partition import LOCAL_MAX_ITEMSETS, mine_levels
 from .results import FrequentItemsets
+from .strategy import choose_strategy
 
 __all__ = ["apriori", "min_count_of", "ResultTooLargeError", "ItemsetExplosionWarning", "frequent_items", "check_candidates",
            "candidate_bytes", "DEFAULT_MAX_CANDIDATES"]
@@ -105,6 +107,14 @@ def min_count_of(min_support: float | int, n_transactions: int) -> int:
     return max(1, math.ceil(s * n_transactions - 1e-9))
 
 
+def pairs_at(index: np.ndarray, f: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(a, b)`` of the pairs at the sorted positions ``index`` of ``np.triu_indices(f, 1)``."""
+    a_ = np.arange(f, dtype=np.int64)
+    starts = a_ * (2 * f - a_ - 1) // 2  # position of pair (a, a + 1)
+    a = np.searchsorted(starts, index, side="right") - 1
+    return a, index - starts[a] + a + 1
+
+
 def frequent_items(counts: np.ndarray, min_count: int) -> np.ndarray:
     """Column ids of the items with count >= min_count (sorted)."""
     return np.flatnonzero(counts >= min_count).astype(np.int32)
@@ -122,6 +132,7 @@ def apriori(
     on_level: Callable[[dict[str, Any]], None] | None = None,
     client: Any = None,
     memory_plan: str = "auto",
+    strategy: str = "auto",
 ) -> FrequentItemsets:
     """All frequent itemsets of ``tx`` with their exact support counts.
 
@@ -154,6 +165,13 @@ def apriori(
         Keep the per-block bitsets of levels >= 2 on the workers, or rebuild them in every
         counting task; ``"auto"`` persists only what fits the workers' memory
         (:mod:`ppdm_dask.mining.counting`). The levels' statistics say which plan ran and why.
+    strategy : {"auto", "levelwise", "partition"}
+        How the itemsets of length >= 3 are mined, with the same result: one pass per level
+        (``"levelwise"``), or a depth-first local search in every block at its scaled threshold
+        followed, with several blocks, by one exact count of what some blocks missed
+        (``"partition"``, :mod:`ppdm_dask.mining.partition`; it falls back to level-wise when a
+        block's search passes its bound). ``"auto"`` picks the cheaper by a cost model
+        (:mod:`ppdm_dask.mining.strategy`). The levels' statistics say which ran and why.
 
     Returns
     -------
@@ -169,6 +187,7 @@ def apriori(
     min_count = min_count_of(min_support, n)
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     stats: list[dict[str, Any]] = []
+    strategy_st: dict[str, Any] = {}  # the strategy of the levels >= 3 and why, for their statistics
 
     def record(k: int, n_cand: int, ids: np.ndarray, counts: np.ndarray, t0: float, ahead_of: int | None = None) -> None:
         levels[k] = (ids.astype(np.int32, copy=False), counts.astype(np.int64, copy=False))
@@ -176,6 +195,8 @@ def apriori(
         if ahead_of is not None:  # no pass of its own: counted by the pass of that level
             st["counted_with"] = ahead_of
         st.update(counter.plan_fields())  # the memory plans of the rows and bitsets, and why
+        if k >= 3:
+            st.update(strategy_st)  # the strategy of the levels >= 3, and why
         stats.append(st)
         if on_level is not None:
             on_level(st)
@@ -189,6 +210,15 @@ def apriori(
                 cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
         if n_next > max_itemsets // 10:
             warnings.warn(f"level {k} has {n_next:,} candidates; the output may explode", ItemsetExplosionWarning, stacklevel=3)
+
+    def guard_result(total: int) -> None:
+        if total > max_itemsets:
+            raise ResultTooLargeError(
+                f"the result has {total:,} itemsets, over the bound of {max_itemsets:,}",
+                python="raise min_support, set max_length, or raise max_itemsets",
+                cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
+        if total > max_itemsets // 10:
+            warnings.warn(f"the result has {total:,} itemsets; the output may explode", ItemsetExplosionWarning, stacklevel=3)
 
     counter = SupportCounter(tx, client=client, progress=progress, split_every=split_every, memory_plan=memory_plan)
     # ---- level 1
@@ -205,18 +235,41 @@ def apriori(
     check_candidates(n_pairs, 2, max_candidates)
     guard(n_pairs, 2)
     pc = counter.pair_counts(f1)
-    ia, ib = np.triu_indices(f1.size, 1)
-    keep = pc >= min_count
-    l2 = np.stack([f1[ia[keep]], f1[ib[keep]]], axis=1)
-    record(2, n_pairs, l2, pc[keep], t0)
+    kept = np.flatnonzero(pc >= min_count)
+    ia, ib = pairs_at(kept, f1.size)  # only the frequent pairs: np.triu_indices of all would be 36 MB on retail
+    l2 = np.stack([f1[ia], f1[ib]], axis=1)
+    record(2, n_pairs, l2, pc[kept], t0)
     if (max_length is not None and max_length < 3) or l2.shape[0] < 3:
         return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)
 
-    # ---- levels >= 3 on persisted per-block bitsets of the items of frequent pairs
+    # ---- levels >= 3 on per-block bitsets of the items of frequent pairs
     items = np.unique(l2)
-    counter.use_bitsets(items)
-    items = counter.bit_items  # may be a superset (bitsets kept from level 2)
+    if counter.bit_items is not None and np.all(np.isin(items, counter.bit_items)):
+        items = counter.bit_items  # bitsets kept from level 2: a superset, positions index it
     frequent = np.searchsorted(items, l2).astype(np.int32)  # positions into ``items``
+    choice = choose_strategy(strategy, frequent, tx.partition_rows, min_count, max_length, int(items.size))
+    strategy_st.update(strategy=choice.strategy, strategy_reason=choice.reason)
+    if choice.strategy == "partition":
+        t0 = time.perf_counter()
+        bound = min(LOCAL_MAX_ITEMSETS, max_itemsets, max_candidates or max_itemsets)
+        # one or two passes: bitsets are built inside its tasks unless level 2 kept them
+        counter.use_bitsets(items, keep=False)
+        outcome = mine_levels(counter, frequent, levels[2][1], min_count, max_length=max_length, max_out=bound)
+        if outcome.fallback is None:
+            guard_result(sum(c.size for _, c in levels.values()) + sum(c.size for _, c in outcome.levels.values()))
+            strategy_st["passes"] = outcome.passes
+            if outcome.missing:
+                strategy_st["recounted"] = outcome.missing
+            for k in sorted(outcome.counted):
+                rows, counts = outcome.levels.get(k, (np.zeros((0, k), np.int32), np.zeros(0, np.int64)))
+                record(k, outcome.counted[k], items[rows], counts, t0, None if k == 3 else 3)
+                t0 = time.perf_counter()
+            counter.release()
+            return FrequentItemsets(levels, tx.vocabulary, n, min_count, stats)
+        strategy_st.update(strategy="levelwise", strategy_reason=outcome.fallback)
+    counter.use_bitsets(np.unique(l2))
+    items = counter.bit_items  # may be a superset (bitsets kept from level 2)
+    frequent = np.searchsorted(items, l2).astype(np.int32)
     k = 3
     ahead = CountAhead(counter, max_length)
     while max_length is None or k <= max_length:

@@ -83,6 +83,10 @@ def _count_on_block(block: Any, items: np.ndarray, queries: list[Query]) -> np.n
     return _count_on_bits(_build_bitsets(block, items), queries)
 
 
+def _on_block_bits(fn: Any, block: Any, items: np.ndarray, *args: Any) -> Any:
+    return fn(_build_bitsets(block, items), *args)
+
+
 def _nbytes(packed: PackedRows) -> int:
     return int(packed.data.nbytes)
 
@@ -254,19 +258,29 @@ class SupportCounter:
         parts = [dask.delayed(_pair_counts, pure=True)(b, items) for b in self._blocks()]
         return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
 
-    def use_bitsets(self, items: np.ndarray) -> None:
+    def use_bitsets(self, items: np.ndarray, *, keep: bool = True) -> None:
         """Have per-block bitsets of (at least) the sorted column ids ``items`` ready: persisted,
         or (plans ``"packed"``, ``"stream"``) built again inside every counting task.
 
         Bitsets already prepared for a superset are kept; address them by positions into
-        :attr:`bit_items`, which may then hold more items than asked for.
+        :attr:`bit_items`, which may then hold more items than asked for. ``keep=False`` (for
+        one or two passes, where keeping them costs a pass and the memory) builds them inside
+        every task from the rows as they are kept now, and keeps nothing.
         """
         from ..progress import persist
 
         items = np.asarray(items, dtype=np.int32)
-        if self.bit_items is not None and np.all(np.isin(items, self.bit_items)):
+        transient = self.plan is not None and self.plan.get("transient", False)
+        if self.bit_items is not None and np.all(np.isin(items, self.bit_items)) and not (keep and transient):
             return
         self.release()
+        if not keep:
+            plan = "packed" if self._packed is not None else "stream"
+            self.plan = {"plan": plan, "bytes": int(bitset_bytes(self.tx.partition_rows, items.size).sum()), "budget": 0,
+                         "reason": f"bitsets of {items.size:,} items built inside each task ({plan}): one or two passes keep nothing",
+                         "transient": True}
+            self._bits, self.bit_items = [], items
+            return
         self._ensure_rows()
         self.plan = self._choose_plan(items.size)
         parts = [dask.delayed(_build_bitsets, pure=True)(b, items) for b in self._blocks()]
@@ -327,6 +341,30 @@ class SupportCounter:
             parts = [dask.delayed(_count_on_bits, pure=True)(b, payload) for b in self._bits]
         counts = self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
         return np.split(counts, np.cumsum(sizes)[:-1])
+
+    def map_bitsets(self, fn: Any, *args: Any, blocks: list[int] | None = None, per_block: list[tuple] | None = None) -> list[Any]:
+        """One delayed ``fn(bits, *args, *per_block[j])`` for each block ``blocks[j]`` (default:
+        all), ``bits`` the block's bitsets of :attr:`bit_items` (persisted, or built inside the
+        task under the ``"packed"`` and ``"stream"`` plans). ``args`` are embedded in the graph once
+        (wrap big ones in ``dask.delayed``); ``fn`` must be a pure kernel (no dask)."""
+        if self.bit_items is None:
+            raise RuntimeError("call use_bitsets() first")
+        which = range(self.tx.n_partitions) if blocks is None else blocks
+        extra = [() if per_block is None else tuple(per_block[j]) for j in range(len(which))]
+        if self.plan is not None and self.plan["plan"] != "persist":
+            source, items = self._blocks(), self.bit_items
+            return [dask.delayed(_on_block_bits, pure=True)(fn, source[b], items, *args, *e) for b, e in zip(which, extra)]
+        return [dask.delayed(fn, pure=True)(self._bits[b], *args, *e) for b, e in zip(which, extra)]
+
+    def bitsets_kept(self) -> bool:
+        """The bitsets of :attr:`bit_items` are persisted on the workers."""
+        return self.bit_items is not None and self.plan is not None and self.plan["plan"] == "persist"
+
+    def map_rows(self, fn: Any, *args: Any, blocks: list[int], per_block: list[tuple]) -> list[Any]:
+        """One delayed ``fn(block, *args, *per_block[j])`` for each block ``blocks[j]``, ``block``
+        its rows as kept (packed rows, or the TransactionArray's CSR block)."""
+        source = self._blocks()
+        return [dask.delayed(fn, pure=True)(source[b], *args, *tuple(e)) for b, e in zip(blocks, per_block)]
 
     def itemset_counts(self, itemsets: np.ndarray) -> np.ndarray:
         """Counts of arbitrary itemsets given as an ``(m, k)`` array of column ids, k >= 2.

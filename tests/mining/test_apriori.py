@@ -57,7 +57,7 @@ def test_counting_later_levels_ahead_changes_nothing(monkeypatch, bound):
     want = brute_force(rows, 12)
     tx = TransactionArray.from_lists(rows, npartitions=3)
     monkeypatch.setattr(A, "COMBINE_MAX_CANDIDATES", bound)
-    fi = apriori(tx, 12, progress=False)
+    fi = apriori(tx, 12, strategy="levelwise", progress=False)  # the partition strategy has no per-level passes
     assert fi.as_dict() == want and max(len(s) for s in want) >= 5
     ahead = [st for st in fi.level_stats if "counted_with" in st]
     assert (len(ahead) > 0) == (bound > 0)
@@ -68,7 +68,7 @@ def test_counting_later_levels_ahead_changes_nothing(monkeypatch, bound):
     for k in range(3, max(by_len) + 1):
         prev = np.array(sorted(sorted(s) for s in want if len(s) == k - 1))
         assert by_len[k] == apriori_gen(prev)[0].shape[0]
-    maxlen = apriori(tx, 12, max_length=4, progress=False)
+    maxlen = apriori(tx, 12, max_length=4, strategy="levelwise", progress=False)
     assert maxlen.as_dict() == {s: c for s, c in want.items() if len(s) <= 4}
     # EMASK mining counts ahead the same way: its estimates do not change
     from ppdm_dask import Key
