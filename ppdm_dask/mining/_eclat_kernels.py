@@ -73,7 +73,7 @@ if _numba is not None:
         return out
 
     @_numba.njit(cache=True, nogil=True)
-    def _mine_loop(bits, pair_total, min_count, global_count, max_len, max_out):  # pragma: no cover - compiled
+    def _mine_loop(bits, pair_total, min_count, global_count, max_len, max_out, roots, bounds):  # pragma: no cover - compiled
         # State at depth d: the node X = path[0..d-1]; tails[d, :tlen[d]] the items c with X + c
         # kept, tcnt their counts, teb the bound min over x in X of elsewhere(x, c), nb[d] the
         # bound of X itself (min over its pairs). elsewhere(a, b) = pair_total[a, b] - the pair's
@@ -81,7 +81,9 @@ if _numba is not None:
         f, n_words = bits.shape
         big = np.int64(1) << np.int64(62)
         depth_cap = f if max_len <= 0 else min(f, max_len)
-        elsewhere = np.zeros((f, f), np.int32)  # filled row by row: roots are taken last to first
+        # filled row by row, roots taken last to first; only with ``bounds`` (several blocks: with
+        # one block the bound is implied by the local threshold, which is the global one)
+        elsewhere = np.zeros((f, f) if bounds else (1, 1), np.int32)
         # the stack grows with the search (f x f rows of it would not fit on wide data)
         alloc = min(depth_cap + 1, 16)
         pbits = np.zeros((alloc, n_words), np.uint64)  # pbits[d]: bitset of path[0..d] (d >= 1)
@@ -107,14 +109,14 @@ if _numba is not None:
         for i in range(f):
             tails[0, i] = i
             teb[0, i] = big
-        tlen[0] = f
+        tlen[0] = roots.size
         nb[0] = big
         d = 0
         while d >= 0:
             if tidx[d] >= tlen[d]:
                 d -= 1
                 continue
-            i = tidx[d] if d > 0 else f - 1 - tidx[0]  # roots from the last: their pairs are then known
+            i = tidx[d] if d > 0 else roots[tidx[0]]  # (with bounds) roots from the last: their pairs are then known
             tidx[d] += 1
             b = tails[d, i]
             path[d] = b
@@ -184,7 +186,9 @@ if _numba is not None:
             n = 0
             for j in range(n_c):
                 c = cand[j]
-                if d == 0:  # the pair's count here: what the other blocks can add
+                if not bounds:
+                    eb = big
+                elif d == 0:  # the pair's count here: what the other blocks can add
                     e = np.int32(pair_total[b, c] - ccnt[j])
                     elsewhere[b, c] = e
                     elsewhere[c, b] = e
@@ -241,7 +245,7 @@ if _numba is not None:
 
 
 def mine_block(bits: np.ndarray, pair_total: np.ndarray, min_count: int, global_count: int, max_length: int | None,
-               max_out: int) -> LocalResult:
+               max_out: int, threads: int = 1) -> LocalResult:
     """Every itemset of length >= 3 kept by this block's local search.
 
     An itemset is kept when its count here is at least ``min_count`` (the block's threshold) and
@@ -264,6 +268,11 @@ def mine_block(bits: np.ndarray, pair_total: np.ndarray, min_count: int, global_
         Longest itemsets to mine.
     max_out : int
         Stop after this many itemsets (``complete`` is then False and the result is partial).
+    threads : int
+        With one block (``min_count == global_count``) the roots' subtrees are independent: they
+        are searched by this many threads (the kernel releases the GIL), roots dealt out in
+        interleaved chunks so that the heavy first roots are spread. The result is the same
+        itemsets in another order of roots, which :func:`split_by_length` does not depend on.
 
     Returns
     -------
@@ -274,9 +283,32 @@ def mine_block(bits: np.ndarray, pair_total: np.ndarray, min_count: int, global_
     f = bits.shape[0]
     if f == 0:
         return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int64), True
-    ln, it, ct, complete = _mine_loop(bits, np.ascontiguousarray(pair_total, dtype=np.int32), np.int64(min_count),
-                                      np.int64(global_count), np.int64(0 if max_length is None else max_length), np.int64(max_out))
-    return ln.copy(), it.copy(), ct.copy(), bool(complete)
+    pair_total = np.ascontiguousarray(pair_total, dtype=np.int32)
+    args = (np.int64(min_count), np.int64(global_count), np.int64(0 if max_length is None else max_length), np.int64(max_out))
+    bounds = global_count > min_count  # several blocks: what the others can add prunes too
+    if threads <= 1 or bounds or f < 2 * _ROOTS_PER_CHUNK:
+        ln, it, ct, complete = _mine_loop(bits, pair_total, *args, np.arange(f - 1, -1, -1, dtype=np.int64), bounds)
+        return ln.copy(), it.copy(), ct.copy(), bool(complete)
+    from concurrent.futures import ThreadPoolExecutor
+
+    order = np.arange(f - 1, -1, -1, dtype=np.int64)
+    n_chunks = min(f // _ROOTS_PER_CHUNK, 8 * threads)
+    chunks = [order[j::n_chunks] for j in range(n_chunks)]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ppdm-eclat") as pool:
+        parts = list(pool.map(lambda roots: _mine_loop(bits, pair_total, *args, roots, False), chunks))
+    complete = all(p[3] for p in parts)
+    lengths = np.concatenate([p[0] for p in parts])
+    items = np.concatenate([p[1] for p in parts])
+    counts = np.concatenate([p[2] for p in parts])
+    if lengths.size > max_out:  # each chunk stopped at max_out on its own
+        complete = False
+        keep = int(max_out)
+        items, lengths, counts = items[: int(lengths[:keep].sum())], lengths[:keep], counts[:keep]
+    return lengths, items, counts, bool(complete)
+
+
+#: Roots per chunk of a threaded search (at least): a chunk's call costs its own stack.
+_ROOTS_PER_CHUNK = 2
 
 
 def count_itemsets(bits: np.ndarray, lengths: np.ndarray, items: np.ndarray) -> np.ndarray:
@@ -295,14 +327,20 @@ def split_by_length(result: LocalResult) -> dict[int, tuple[np.ndarray, np.ndarr
     lexicographic order: each root's subtree comes out in lexicographic preorder, the roots last
     to first, so a stable sort on the first item suffices."""
     lengths, items, counts, _ = result
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if lengths.size == 0:
+        return out
     offsets = np.zeros(lengths.size + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for k in np.unique(lengths).tolist():
-        idx = np.flatnonzero(lengths == k)
+    # one stable sort by (length, first item) instead of a scan and a sort per length
+    order = np.lexsort((items[offsets[:-1]], lengths))
+    by_len = lengths[order]
+    cuts = np.concatenate(([0], np.flatnonzero(by_len[1:] != by_len[:-1]) + 1, [order.size]))
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        idx = order[a:b]
+        k = int(by_len[a])
         rows = items[offsets[idx][:, None] + np.arange(k)]
-        order = np.argsort(rows[:, 0], kind="stable")
-        out[int(k)] = (rows[order].astype(np.int32, copy=False), counts[idx][order])
+        out[k] = (rows.astype(np.int32, copy=False), counts[idx])
     return out
 
 

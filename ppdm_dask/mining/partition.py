@@ -27,6 +27,7 @@ stops, and mining continues level-wise (:func:`~ppdm_dask.mining.apriori.apriori
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,8 @@ MAX_PAIR_MATRIX_BYTES = 256 * 2**20
 #: Bound on one block's local result (about 60 bytes per itemset of length 12 in the task, the
 #: driver and the transfer); beyond it the strategy gives way to the level-wise one.
 LOCAL_MAX_ITEMSETS = 4_000_000
+#: Threads of the search of a single block (its roots' subtrees are independent).
+SEARCH_THREADS = 4
 
 
 @dataclass
@@ -156,8 +159,10 @@ def mine_levels(counter: Any, pairs: np.ndarray, pair_counts: np.ndarray, min_co
     if not blocks or pairs.shape[0] < 3:
         return out
     (totals,) = map(_as_arg, ship([_pair_totals(np.asarray(pairs), np.asarray(pair_counts), f)], ckw["client"]))
+    # one block is one task: its search uses the cores itself (several blocks use them as tasks)
+    threads = min(SEARCH_THREADS, os.cpu_count() or 1) if len(blocks) == 1 else 1
     tasks = counter.map_bitsets(E.mine_block, totals, blocks=blocks,
-                                per_block=[(int(thresholds[b]), int(min_count), max_length, max_out) for b in blocks])
+                                per_block=[(int(thresholds[b]), int(min_count), max_length, max_out, threads) for b in blocks])
     out.passes = 1
     if len(blocks) == 1:
         (result,) = compute(tasks[0], **ckw)

@@ -122,3 +122,28 @@ def test_count_itemsets_and_count_missing():
     query3 = np.array(sorted(s for s in counts if len(s) == 3)[:50], np.int32)
     got = E.count_missing(bits, result, [(3, query3)])
     assert got.tolist() == [0 if tuple(r) in held else counts[tuple(r)] for r in query3.tolist()]
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+@pytest.mark.parametrize("seed", range(3))
+def test_threaded_search_of_one_block_equals_brute_force(threads, seed):
+    """With one block the roots are searched by several threads (interleaved chunks): the same
+    itemsets and counts, each once, and :func:`split_by_length` gives the single-thread rows."""
+    rng = np.random.default_rng(100 + seed)
+    n, m = 150, 14
+    X = (rng.random((n, m)) < 0.5).astype(np.int32)
+    bits = K.build_bitsets(sp.csr_array(X), np.arange(m, dtype=np.int32))
+    min_count = int(n * 0.1)
+    freq = {s: c for s, c in _all_counts(X).items() if c >= min_count}
+    totals = _pair_totals(freq, m)
+    one = E.mine_block(bits, totals, min_count, min_count, None, 10**9)
+    many = E.mine_block(bits, totals, min_count, min_count, None, 10**9, threads)
+    assert many[3]
+    assert _as_dict(many) == _as_dict(one) == {s: c for s, c in freq.items() if len(s) >= 3}
+    split_one, split_many = E.split_by_length(one), E.split_by_length(many)
+    assert split_one.keys() == split_many.keys()
+    for k in split_one:
+        np.testing.assert_array_equal(split_one[k][0], split_many[k][0])
+        np.testing.assert_array_equal(split_one[k][1], split_many[k][1])
+    capped = E.mine_block(bits, totals, min_count, min_count, None, 50, threads)
+    assert not capped[3] and capped[0].size == 50 and capped[1].size == int(capped[0].sum())
