@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-__all__ = ["CSR_META", "MAX_PARTITIONS", "check_partition_count", "blocks_from_tasks", "concat_rows", "block_partials",
+__all__ = ["CSR_META", "MAX_PARTITIONS", "partitions_of", "check_partition_count", "blocks_from_tasks", "concat_rows", "block_partials",
            "tree_sum", "tree_reduce"]
 
 #: Meta of every transaction block: dask cannot infer it from scipy chunks.
@@ -19,6 +19,13 @@ CSR_META = sp.csr_array((0, 0), dtype=np.int32)
 #: Most partitions one collection may have: each costs a task and scheduler memory (~KBs), and
 #: the graph is built on the driver, so a runaway row count fails here and not with MemoryError.
 MAX_PARTITIONS = 1_000_000
+
+
+def partitions_of(rows: int, block_rows: int, blocks_per_partition: int) -> int:
+    """Partitions of ``rows`` rows cut into blocks of ``block_rows``, ``blocks_per_partition``
+    blocks per partition (the generators' layout)."""
+    n_blocks = -(-int(rows) // int(block_rows))
+    return -(-n_blocks // int(blocks_per_partition))
 
 
 def check_partition_count(n_partitions: int, what: str, *, python: str, cli: str) -> None:

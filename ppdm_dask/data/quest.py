@@ -57,7 +57,7 @@ from dask.highlevelgraph import HighLevelGraph
 from ..errors import InvalidParameter
 from ..random import Key, KeyLike, Tag, as_key
 from . import _quest_kernels as QK
-from ..graph import blocks_from_tasks, check_partition_count, unique_name
+from ..graph import blocks_from_tasks, check_partition_count, partitions_of, unique_name
 from .vocabulary import Vocabulary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -439,7 +439,7 @@ def quest(
     # graph names are visible (dashboard, logs): tokenize a one-way digest, not the key itself
     key_digest = key.digest("ppdm-quest-graph")
     name = unique_name("quest", spec, key_digest, block_rows, bpp)
-    check_partition_count(sum(-(-(-(-d_c // block_rows)) // bpp) for d_c in spec.class_rows()), f"{spec.name} (D={spec.D:,} rows)",
+    check_partition_count(sum(partitions_of(d_c, block_rows, bpp) for d_c in spec.class_rows()), f"{spec.name} (D={spec.D:,} rows)",
                           python="a smaller D or larger rows_per_partition", cli="a smaller D or a larger --partition-rows")
     tasks: list[tuple] = []
     rows: list[int] = []

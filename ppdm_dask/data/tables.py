@@ -15,6 +15,7 @@ Tables are dask DataFrames with pyarrow-backed dtypes.
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -90,12 +91,20 @@ def load_schema(url: str, *, storage_options: Mapping[str, Any] | None = None) -
     return parse_dtypes(cols)
 
 
-def sniff_separator(url: str, *, storage_options: Mapping[str, Any] | None = None) -> str:
-    """The field separator of a CSV file, guessed from its first 64 KiB among , ; tab |."""
+def _head(url: str, storage_options: Mapping[str, Any] | None) -> bytes:
+    """The first 64 KiB of a (possibly compressed) file: what the separator is sniffed from and
+    the header checked in."""
     import fsspec
 
     with fsspec.open(url, "rb", compression="infer", **dict(storage_options or {})) as fh:
-        head = fh.read(_SNIFF_BYTES)
+        return fh.read(_SNIFF_BYTES)
+
+
+def sniff_separator(url: str, *, storage_options: Mapping[str, Any] | None = None, head: bytes | None = None) -> str:
+    """The field separator of a CSV file, guessed from its first 64 KiB among , ; tab | (``head``:
+    those bytes, already read)."""
+    if head is None:
+        head = _head(url, storage_options)
     text = head.decode("utf-8", errors="replace")
     if len(head) == _SNIFF_BYTES and "\n" in text:
         text = text[: text.rindex("\n")]  # whole lines only
@@ -111,14 +120,10 @@ def sniff_separator(url: str, *, storage_options: Mapping[str, Any] | None = Non
         return best if counts[best] else ","
 
 
-def _check_header(url: str, shown: str, sep: str, storage_options: Mapping[str, Any]) -> None:
+def _check_header(head: bytes, shown: str, sep: str) -> None:
     """Refuse a CSV with no rows below its header, or a header that names a column twice (pandas
     would silently read the second as ``name.1``, and ``--qi name`` would then pick one of the
-    two)."""
-    import fsspec
-
-    with fsspec.open(url, "rb", compression="infer", **dict(storage_options)) as fh:
-        head = fh.read(_SNIFF_BYTES)
+    two). ``head``: the file's first 64 KiB."""
     lines = [ln for ln in head.decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines() if ln.strip()]
     if len(head) < _SNIFF_BYTES and len(lines) <= 1:  # the whole file was read: nothing below the header
         raise DataFormatError(f"{shown} has a header but no rows" if lines else f"{shown} is empty")
@@ -146,6 +151,7 @@ def _read_csv_block(source: Any, *args: Any, ppdm_url: str = "", **kwargs: Any) 
         raise DataFormatError(f"{ppdm_url}: {what}: {why}", cli="--sep if the separator was guessed wrong") from None
 
 
+@functools.cache
 def _dask_read_csv() -> Any:
     """dask's CSV reader over :func:`_read_csv_block` (dask passes ``ppdm_url`` through)."""
     from dask.dataframe.io.csv import make_reader
@@ -275,9 +281,10 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
             raise DataFormatError(f"{url} is a folder, not a CSV file (a folder of CSV files is read with a glob: {url}/*.csv)")
         first = sorted(fs.expand_path(path))[0] if globbed else path
         first_url = fs.unstrip_protocol(first) if hasattr(fs, "unstrip_protocol") else first
+        head = _head(first_url, opts)  # read once: the separator and the header checks
         if sep is None:
-            sep = sniff_separator(first_url, storage_options=opts)
-        _check_header(first_url, url if not globbed else first_url, sep, opts)
+            sep = sniff_separator(first_url, head=head)
+        _check_header(head, url if not globbed else first_url, sep)
         from fsspec.utils import infer_compression
 
         bs = None if infer_compression(url) is not None else blocksize

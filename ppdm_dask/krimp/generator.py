@@ -1012,7 +1012,7 @@ class KrimpGenerator(Estimator):
         import dask.array as da
         from dask.base import tokenize
 
-        from ..graph import blocks_from_tasks, check_partition_count, concat_rows
+        from ..graph import blocks_from_tasks, check_partition_count, concat_rows, partitions_of
         from ..data.transactions import TransactionArray
         from ..data.vocabulary import Vocabulary
 
@@ -1022,7 +1022,7 @@ class KrimpGenerator(Estimator):
         _check_count(block_rows, "block_rows", minimum=1)
         _check_count(blocks_per_partition, "blocks_per_partition", minimum=1)
         key = self._key(key)
-        check_partition_count(-(-(-(-n // int(block_rows))) // int(blocks_per_partition)), f"generating {n:,} rows",
+        check_partition_count(partitions_of(n, block_rows, blocks_per_partition), f"generating {n:,} rows",
                               python="a smaller n", cli="a smaller --rows")
         layout = _block_layout(n, int(block_rows))
         groups = [list(range(i, min(i + blocks_per_partition, len(layout)))) for i in range(0, len(layout), blocks_per_partition)]

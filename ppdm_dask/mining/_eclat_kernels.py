@@ -286,12 +286,12 @@ def mine_block(bits: np.ndarray, pair_total: np.ndarray, min_count: int, global_
     pair_total = np.ascontiguousarray(pair_total, dtype=np.int32)
     args = (np.int64(min_count), np.int64(global_count), np.int64(0 if max_length is None else max_length), np.int64(max_out))
     bounds = global_count > min_count  # several blocks: what the others can add prunes too
+    order = np.arange(f - 1, -1, -1, dtype=np.int64)  # roots last to first
     if threads <= 1 or bounds or f < 2 * _ROOTS_PER_CHUNK:
-        ln, it, ct, complete = _mine_loop(bits, pair_total, *args, np.arange(f - 1, -1, -1, dtype=np.int64), bounds)
+        ln, it, ct, complete = _mine_loop(bits, pair_total, *args, order, bounds)
         return ln.copy(), it.copy(), ct.copy(), bool(complete)
     from concurrent.futures import ThreadPoolExecutor
 
-    order = np.arange(f - 1, -1, -1, dtype=np.int64)
     n_chunks = min(f // _ROOTS_PER_CHUNK, 8 * threads)
     chunks = [order[j::n_chunks] for j in range(n_chunks)]
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ppdm-eclat") as pool:

@@ -201,24 +201,22 @@ def apriori(
         if on_level is not None:
             on_level(st)
 
+    def refuse_past(total: int, too_many: str, many: int, many_text: str) -> None:
+        """Refuse a result past ``max_itemsets``; warn when ``many`` passes a tenth of it."""
+        if total > max_itemsets:
+            raise ResultTooLargeError(f"{too_many}, over the bound of {max_itemsets:,}",
+                                      python="raise min_support, set max_length, or raise max_itemsets",
+                                      cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
+        if many > max_itemsets // 10:
+            warnings.warn(f"{many_text}; the output may explode", ItemsetExplosionWarning, stacklevel=4)
+
     def guard(n_next: int, k: int) -> None:
         total = sum(c.size for _, c in levels.values()) + n_next
-        if total > max_itemsets:
-            raise ResultTooLargeError(
-                f"level {k} would bring the result to {total:,} itemsets and candidates, over the bound of {max_itemsets:,}",
-                python="raise min_support, set max_length, or raise max_itemsets",
-                cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
-        if n_next > max_itemsets // 10:
-            warnings.warn(f"level {k} has {n_next:,} candidates; the output may explode", ItemsetExplosionWarning, stacklevel=3)
+        refuse_past(total, f"level {k} would bring the result to {total:,} itemsets and candidates", n_next,
+                    f"level {k} has {n_next:,} candidates")
 
     def guard_result(total: int) -> None:
-        if total > max_itemsets:
-            raise ResultTooLargeError(
-                f"the result has {total:,} itemsets, over the bound of {max_itemsets:,}",
-                python="raise min_support, set max_length, or raise max_itemsets",
-                cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
-        if total > max_itemsets // 10:
-            warnings.warn(f"the result has {total:,} itemsets; the output may explode", ItemsetExplosionWarning, stacklevel=3)
+        refuse_past(total, f"the result has {total:,} itemsets", total, f"the result has {total:,} itemsets")
 
     counter = SupportCounter(tx, client=client, progress=progress, split_every=split_every, memory_plan=memory_plan)
     # ---- level 1
