@@ -140,10 +140,24 @@ class Key:
 
         return hashlib.sha256(purpose.encode() + b"\0" + self._value.to_bytes(16, "big")).hexdigest()
 
-    def fingerprint(self) -> str:
-        """The public fingerprint written into release manifests: tells which key made a
-        release (compare it with the fingerprint of your key file) and nothing more."""
-        return self.digest("ppdm-release-key-fingerprint")[:32]
+    def mac(self, purpose: str, message: bytes = b"") -> bytes:
+        """HMAC-SHA256 of ``message`` under the key, for ``purpose``: one-way, and only the key
+        holder can compute it (release ids, keyed fingerprints, derived keys)."""
+        import hmac
+
+        return hmac.new(self._value.to_bytes(16, "big"), purpose.encode() + b"\0" + bytes(message), "sha256").digest()
+
+    def derive(self, purpose: str, message: bytes = b"") -> "Key":
+        """A new key, one-way from this one, ``message`` and ``purpose`` (the first 128 bits of
+        :meth:`mac`): unrelated keys for different messages, the same key for the same one."""
+        return Key(int.from_bytes(self.mac(purpose, message)[:16], "big"))
+
+    def fingerprint(self, salt: bytes = b"") -> str:
+        """A public fingerprint of the key under ``salt``: tells the holder of a key file
+        whether this key made a release (recompute it with the release's public salt) and
+        nothing more. Releases use their own salt (their id), so the fingerprints of two
+        releases made with one key cannot be matched."""
+        return self.mac("ppdm-key-fingerprint", salt)[:16].hex()
 
     def __dask_tokenize__(self) -> str:
         # dask hashes task arguments into graph names; give it a one-way digest, never the value

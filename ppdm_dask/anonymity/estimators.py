@@ -64,8 +64,12 @@ def _hierarchy_names(hierarchies: Mapping[str, Hierarchy]) -> dict[str, str]:
 class _TableAnonymizer(Estimator):
     """What the relational anonymizers share: roles, floors, input conversion, the release."""
 
-    def _prepare(self, X: Any, parameters: dict[str, Any], method: str) -> dict[str, Any]:
-        """Roles, overrides and the input, checked before the heavy work."""
+    def _prepare(self, X: Any, parameters: dict[str, Any], method: str, *, client: Any = None,
+                 progress: bool = False) -> dict[str, Any]:
+        """Roles, overrides and the input, checked before the heavy work; the input's content
+        digest (one pass: it names the input in the release's identity, which orders the rows)."""
+        from ..data.digest import content_digest
+
         ddf = as_dask(X)
         source = source_of(X)
         where = source.url if source is not None else "the table"
@@ -81,7 +85,8 @@ class _TableAnonymizer(Estimator):
         probe = AnonymizedRelease(None, method=method, parameters=parameters, roles=roles)
         overrides = probe.apply_overrides(self.allow_weak)
         hier = dict(self.hierarchies or {})
-        return {"ddf": numeric_quasi_identifiers(ddf, hier, source=where), "source": source, "roles": roles,
+        digest = content_digest(ddf, client=client, progress=progress)
+        return {"ddf": numeric_quasi_identifiers(ddf, hier, source=where), "source": source, "roles": roles, "digest": digest,
                 "sensitive": counted, "keep": [c for c in sens if c != counted] + list(roles.insensitive),
                 "hierarchies": hier, "overrides": overrides, "name": collection_name(ddf),
                 "schema": {str(c): str(t) for c, t in ddf.dtypes.items()}}
@@ -106,7 +111,7 @@ class _TableAnonymizer(Estimator):
         self.parameters_ = parameters
         self._fit_info = {"name": prep["name"], "source": prep["source"], "method": method,
                           "input_info": {"rows": prep["rows"], "schema": prep["schema"]},
-                          "hierarchies": prep["hierarchies"], "frequency": frequency}
+                          "hierarchies": prep["hierarchies"], "frequency": frequency, "digest": prep["digest"]}
 
     def _release(self, X: Any, res: AnonymizationResult) -> AnonymizedRelease:
         check_is_fitted(self, "result_")
@@ -116,7 +121,7 @@ class _TableAnonymizer(Estimator):
         rel = AnonymizedRelease(res.table, method=info["method"], parameters=self.parameters_,
                                 figures=_figures(res, bool(self.parameters_.get("keep_suppressed"))), roles=self.roles_,
                                 key=as_key(self.key) if self.key is not None else None, source=info["source"],
-                                input_info=info["input_info"], overrides=self.overrides_)
+                                input_info=info["input_info"], overrides=self.overrides_, input_digest=info["digest"])
         rel.partition_rows = res.partition_rows
         rel.hierarchies = info.get("hierarchies")  # the report reads released hierarchy nodes with them
         if info.get("frequency") is not None:  # the report's figures of this input need no pass over it
@@ -190,7 +195,7 @@ class KAnonymizer(_TableAnonymizer):
             raise InvalidParameter(f"method must be one of {METHODS}, got {self.method!r}", cli="--method")
         params = {"k": self.k, **_diversity(self.l, self.kind, self.c), "max_suppression": float(self.max_suppression),
                   "keep_suppressed": bool(self.keep_suppressed)}
-        prep = self._prepare(X, params, self.method)
+        prep = self._prepare(X, params, self.method, client=client, progress=progress)
         named = _hierarchy_names({a: h for a, h in prep["hierarchies"].items() if a in prep["roles"].quasi_identifiers})
         if named:
             params["hierarchies"] = named
@@ -258,7 +263,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "AccessControlAnonymizer":
         """Check roles and floors, anonymise ``X`` for the permissions; returns self."""
         params = {"k": self.k, **_diversity(self.l, self.kind, self.c), "max_suppression": 0.0, "keep_suppressed": False}
-        prep = self._prepare(X, params, "access-control")
+        prep = self._prepare(X, params, "access-control", client=client, progress=progress)
         fs = self._frequency(prep, required=False, client=client, progress=progress)
         res = anonymize_for_permissions(prep["ddf"], list(prep["roles"].quasi_identifiers), self.permissions, k=self.k,
                                         sensitive=prep["sensitive"], l=self.l, kind=self.kind, c=self.c,
@@ -332,12 +337,15 @@ class KmAnonymizer(Estimator):
             hier = Hierarchy.from_csv(self.hierarchy, name="items")
         else:
             hier = self.hierarchy
+        from ..data.digest import content_digest
+
+        digest = content_digest(tx, client=client, progress=progress)  # names the input in the release's identity
         res = km_anonymize(tx, hier, self.k, self.m, method=method, client=client, progress=progress)
         self.result_ = res
         self.report_ = res.summary()
         self.overrides_ = overrides
         self._fit_info = {"name": collection_name(tx), "source": source_of(X), "parameters": params,
-                          "input_info": {"rows": tx.n_transactions, "items": tx.n_items}}
+                          "input_info": {"rows": tx.n_transactions, "items": tx.n_items}, "digest": digest}
         return self
 
     def transform(self, X: Any = None) -> Any:
@@ -355,5 +363,5 @@ class KmAnonymizer(Estimator):
                                "cut": list(res.cut)}}
         return KmRelease(res.transactions, method=res.method, parameters=info["parameters"], figures=figures,
                          key=as_key(self.key) if self.key is not None else None, source=info["source"],
-                         input_info=info["input_info"], overrides=self.overrides_)
+                         input_info=info["input_info"], overrides=self.overrides_, input_digest=info["digest"])
 

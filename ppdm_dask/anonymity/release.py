@@ -111,7 +111,7 @@ class AnonymizedRelease(TableRelease):
     #: figures of that same input are taken from it instead of new passes over the input
     input_frequency: tuple[str, Any] | None = None
 
-    def adopt(self, fitted: Release) -> "AnonymizedRelease":
+    def _adopt(self, fitted: Release) -> "AnonymizedRelease":
         """Take over from the release in memory that was written what the files do not hold:
         the hierarchies (the files only name them) and the rows in input order (the classifier
         figure tests each held-out record in the class it was generalised to)."""
@@ -156,6 +156,11 @@ class AnonymizedRelease(TableRelease):
 
     def floor_checks(self) -> list[Check]:
         return anonymity_floors(self, self.parameters)
+
+    def public_privacy(self) -> dict[str, Any]:
+        """The class figures of the released table (k achieved, classes, re-identification risk):
+        anyone holding the release recounts them from its rows."""
+        return dict(self.figures.get("privacy") or {})
 
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
         data = self.data
@@ -227,7 +232,11 @@ class AnonymizedRelease(TableRelease):
             rel_counts[sens] = counts.groupby(sens, observed=True, dropna=False)[_COUNT].sum()
         tokens = {c: _tokens(counts[c].unique()) for c in qi}
         tokens.update({c: _tokens(rel_counts[c].index) for c in as_is})
-        identifiers = [c for c in (roles.identifiers if roles is not None else ()) if c in ocols]
+        # the public roles do not name the identifiers (a release does not publish those columns,
+        # nor their names): read back, every column of the original the release does not publish
+        # is searched, identifiers among them
+        named = [c for c in (roles.identifiers if roles is not None else ()) if c in ocols]
+        identifiers = named or sorted(c for c in ocols if c not in set(columns))
         candidates = frozenset(set().union(*tokens.values())) if tokens else frozenset()
         # the released tokens travel once per worker; each partition returns its few matches
         cand = dask.delayed(candidates, pure=True)

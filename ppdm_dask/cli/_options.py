@@ -133,7 +133,8 @@ release_output = stack(
     click.option("--check/--no-check", default=True, show_default=True,
                  help="Read the written release back and recount its guarantee before committing it."),
     click.option("--report/--no-report", default=True, show_default=True,
-                 help="Write the privacy and utility report (_report.html, _report.json) with the release."),
+                 help="Write the owner's privacy and utility report beside the release (DST.report.html, DST.report.json; "
+                      "never inside the release folder, which may be shared)."),
 )
 
 #: options of commands that read a relational table (CSV or Parquet)

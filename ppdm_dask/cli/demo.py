@@ -7,7 +7,7 @@
    with the exact ones.
 
 The releases are written (verified, in a keyed row order, with their manifests) into a folder the
-demo names at the end, each with its privacy and utility report (``_report.html``).
+demo names at the end, each with its privacy and utility report beside it (``people_release.report.html``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from ._core import Context, job
 @click.argument("release")
 @click.option("--original", default=None, metavar="SRC", help="The original data: utility figures and the original's risk.")
 @click.option("--out", default=None, metavar="FILE.html|DIR",
-              help="Write the report here (default: _report.html and _report.json inside the release).")
+              help="Write the report here (default: beside the release, RELEASE.report.html and RELEASE.report.json; "
+                   "RELEASE.report-external.* for --audience external).")
 @click.option("--audience", type=click.Choice(["internal", "external"]), default="internal", show_default=True,
               help="external: leave out everything that describes the original data beyond what the release shows.")
 @click.option("--sep", default=None, help="CSV separator of --original (default: sniffed).")

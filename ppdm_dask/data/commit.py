@@ -55,8 +55,9 @@ __all__ = [
 
 TMP_MARK = ".__ppdm_tmp-"
 OLD_MARK = ".__ppdm_old-"
-#: files a ppdm folder may hold besides those its manifest lists (the report is added after the commit)
-_PPDM_EXTRAS = frozenset({"_SUCCESS", "_report.html", "_report.json"})
+#: files a ppdm folder may hold besides those its manifest lists (earlier versions added the report
+#: into the folder after the commit; it is now written beside the folder)
+_PPDM_EXTRAS = frozenset({"_SUCCESS", "_report.html", "_report.json", "_report-external.html", "_report-external.json"})
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2

@@ -67,13 +67,15 @@ class Distorter(Estimator):
 
     def _assess(self, tx: Any, *, client: Any = None, progress: bool = False) -> dict[str, Any]:
         """s0 and BP of ``tx``; raises :class:`WeakParameterError` below a floor not overridden."""
+        from ..data.digest import content_digest_lazy
         from ..progress import compute
 
         p, q, floor, allowed = self._validated()
         n, d = tx.n_transactions, tx.n_items
         if n == 0 or d == 0:
             raise InvalidParameter("no transactions or no items: s0 (and basic privacy) is undefined")
-        (nnz,) = compute(nnz_lazy(tx), client=client, progress=progress)
+        # one pass: the ones and the content digest that names the input in the release's identity
+        nnz, digest = compute(nnz_lazy(tx), content_digest_lazy(tx), client=client, progress=progress)
         s0 = int(nnz[0]) / (n * d)
         if not 0.0 < s0 < 1.0:
             raise InvalidParameter(f"the data has {'no ones' if s0 == 0 else 'every item in every row'}: basic privacy is undefined")
@@ -87,7 +89,7 @@ class Distorter(Estimator):
                 python="choose other p, q, lower privacy_floor, or allow_weak=['basic privacy'] (recorded in the manifest)",
                 cli="choose other --p/--q, lower --privacy-floor, or --allow-weak (recorded in the manifest)")
         return {"n_transactions": n, "n_items": d, "s0": s0, "basic_privacy": bp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
-                "privacy_floor": floor, "overrides": weak}
+                "privacy_floor": floor, "overrides": weak, "_input_digest": digest}
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "Distorter":
         """Measure s0 and BP on ``X`` (a TransactionArray; one pass) and check the floor."""
@@ -97,6 +99,7 @@ class Distorter(Estimator):
         self.s0_ = report["s0"]
         self.basic_privacy_ = report["basic_privacy"]
         self.overrides_ = tuple(report["overrides"])
+        self._input_digest = report.pop("_input_digest")  # private: never in report_ or any output
         self.report_ = report
         self._fitted_on = collection_name(X)
         return self
@@ -109,16 +112,23 @@ class Distorter(Estimator):
         check_is_fitted(self)
         if X is None:
             raise InvalidParameter("Distorter.transform needs the transactions to distort (transform(tx))")
-        report = self.report_ if collection_name(X) == self._fitted_on else self._assess(X)
+        if collection_name(X) == self._fitted_on:
+            report, digest = self.report_, self._input_digest
+        else:
+            report = self._assess(X)
+            digest = report.pop("_input_digest")
         p, q = check_pq(self.p, self.q)
         key = as_key(self.key)
-        data = distort(X, p, q, key=key)
         eps = report["ldp_epsilon_per_item"]
         parameters = {"p": p, "q": q, "privacy_floor": report["privacy_floor"], "n_items": report["n_items"], "s0": report["s0"]}
+        method = "mask" if p == q else "emask"
+        # the distortion draws from the release's own streams (key + identity): one key file
+        # never gives two releases correlated noise
+        data = distort(X, p, q, key=DistortedRelease.streams_for(key, method, parameters, digest))
         figures = {"records": {"transactions": report["n_transactions"], "items": report["n_items"]},
                    # an infinite epsilon (p or q in {0, 1}) is written as "inf": the manifest stays strict JSON
                    "privacy": {"basic_privacy": report["basic_privacy"],
                                "ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}}
-        return DistortedRelease(data, method="mask" if p == q else "emask", parameters=parameters, figures=figures, key=key,
+        return DistortedRelease(data, method=method, parameters=parameters, figures=figures, key=key,
                                 source=source_of(X), input_info={"rows": report["n_transactions"], "n_items": report["n_items"]},
-                                overrides=report["overrides"])
+                                overrides=report["overrides"], input_digest=digest)

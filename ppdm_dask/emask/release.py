@@ -244,13 +244,10 @@ class DistortedRelease(TransactionRelease):
         return checks
 
     # ------------------------------------------------------------------ report
-    def adopt(self, fitted: Release) -> "DistortedRelease":
-        """Take the key of the release in memory that was written (kept in memory, never
-        written): with it the report puts the rows back in input order for the re-interrogated
-        privacy."""
-        if self._key is None and getattr(fitted, "_key", None) is not None:
-            self._key = fitted._key
-        return self
+    def public_privacy(self) -> dict[str, Any]:
+        """Public figures: the local-DP ε of an item bit, a function of (p, q) alone."""
+        eps = ldp_epsilon(float(self.parameters["p"]), float(self.parameters["q"]))
+        return {"ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}
 
     def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
         """The risk and utility figures of the report.

@@ -35,18 +35,22 @@ import pyarrow as pa
 from ..data.folder import MANIFEST, load_manifest_json, open_fs, read_manifest, refuse_existing, write_folder, write_part
 from ..errors import DataFormatError, DatasetNotFoundError, PrivacyViolation, WeakParameterError
 from ..random import Key
+from .identity import ReleaseIdentity, provenance, stream_key
 from .manifest import MANIFEST_VERSION, created, public_parameters, versions
 from .order import BlockOps, merge_from_files, n_files, shuffle, stage_pieces
 from .roles import Roles
 from .figures import Figures
 from .verdict import Check, Verdict
 
-__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for", "report_paths", "REPORT_FILES"]
+__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for", "report_paths", "REPORT_FILES",
+           "INTERNAL_REPORT_FILES"]
 
-#: the report files a release folder may hold beside its data (written after the commit, not
-#: listed in the manifest: a report describes the release and names its manifest's SHA-256);
-#: the leading underscore keeps them out of what Parquet readers (pandas, pyarrow, Spark) read
+#: report files that earlier versions wrote into a release folder (not listed in the manifest).
+#: Reports are now written beside the folder: whoever copies a release folder must not publish
+#: the internal report with it, so ``ppdm verify`` warns when a folder holds one.
 REPORT_FILES = ("_report.json", "_report.html", "_report-external.json", "_report-external.html")
+#: the internal ones: they describe the original data
+INTERNAL_REPORT_FILES = ("_report.json", "_report.html")
 
 
 def overrides_for(allow_weak: Any, floor_names: Sequence[str]) -> tuple[str, ...]:
@@ -82,14 +86,12 @@ def report_stem(audience: str) -> str:
 
 
 def report_paths(url: str, audience: str = "internal") -> tuple[str, str]:
-    """``(json, html)`` URLs of the report kept with the release at ``url``: inside a release
-    folder (``_report.html``: Parquet readers skip files starting with ``_``), beside a CSV
-    release (``<file>.report.html``); ``-external`` for that audience."""
-    stem = report_stem(audience)
-    if is_csv_destination(url):
-        base = url.rstrip("/") + "." + stem
-        return base + ".json", base + ".html"
-    return posixpath.join(url.rstrip("/"), f"_{stem}.json"), posixpath.join(url.rstrip("/"), f"_{stem}.html")
+    """``(json, html)`` URLs of the report of the release at ``url``: beside it, never inside a
+    release folder (``people_k5/`` → ``people_k5.report.html``, ``out.csv`` →
+    ``out.csv.report.html``; ``-external`` for that audience), so that copying the release
+    folder never publishes the internal report, which describes the original data."""
+    base = url.rstrip("/") + "." + report_stem(audience)
+    return base + ".json", base + ".html"
 
 
 def _write_block(fs: Any, path: str, block: Any, encode: Callable[[Any], tuple[pa.Table, dict]]) -> dict[str, Any]:
@@ -130,6 +132,10 @@ class Release(abc.ABC):
         Names of the privacy floors the user explicitly overrode.
     manifest : mapping, optional
         Set on releases read back by :meth:`open`.
+    input_digest : bytes, optional
+        The content digest of the input (:func:`ppdm_dask.data.digest.content_digest`): part of
+        the release's identity, from which its random streams and public id derive. Never
+        written.
     """
 
     #: family hook: registry name, written as ``release.family``
@@ -156,7 +162,7 @@ class Release(abc.ABC):
     def __init__(self, data: Any, *, method: str, parameters: Mapping[str, Any], figures: Mapping[str, Any] | None = None,
                  roles: Roles | None = None, key: Key | None = None, source: Any = None,
                  input_info: Mapping[str, Any] | None = None, overrides: Sequence[str] = (),
-                 manifest: Mapping[str, Any] | None = None) -> None:
+                 manifest: Mapping[str, Any] | None = None, input_digest: bytes | None = None) -> None:
         self.data = data
         self.method = str(method)
         self.parameters = public_parameters(parameters)
@@ -167,6 +173,28 @@ class Release(abc.ABC):
         self.source = source
         self.input_info = dict(input_info or {})
         self.manifest = dict(manifest) if manifest is not None else None
+        self.input_digest = input_digest
+        #: owner-side record of the input's files (url, names, sizes, SHA-256), set by
+        #: :meth:`write`; for the internal report only, never written into the release
+        self.owner_input: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def identity(self) -> ReleaseIdentity:
+        """Family, method, public parameters and input digest (see :mod:`.identity`)."""
+        return ReleaseIdentity.of(self.family, self.method, self.parameters, self.input_digest)
+
+    @classmethod
+    def streams_for(cls, key: Key, method: str, parameters: Mapping[str, Any], input_digest: bytes | None) -> Key:
+        """The stream key of the release of this family that an estimator is about to build
+        with these arguments: its random steps draw from it, and :meth:`write` orders the rows
+        with the same key (it recomputes it from the release's own identity)."""
+        return stream_key(key, ReleaseIdentity.of(cls.family, method, public_parameters(parameters), input_digest))
+
+    @property
+    def stream_key(self) -> Key | None:
+        """The key of this release's random streams (None without a key)."""
+        return stream_key(self._key, self.identity) if self._key is not None else None
 
     def __repr__(self) -> str:
         where = f", from {self.manifest.get('_url')}" if self.manifest and self.manifest.get("_url") else ""
@@ -212,9 +240,20 @@ class Release(abc.ABC):
         return Figures(notes=[f"no risk or utility figures are defined for {self.family or 'this'} releases"])
 
     def adopt(self, fitted: "Release") -> "Release":
-        """Family hook: take over from ``fitted`` (the release in memory that was written) what
-        the files do not hold but the report uses (e.g. the generalisation hierarchies);
-        returns self."""
+        """Take over from ``fitted`` (the release in memory that was written) what the files do
+        not hold but the owner's report uses: the key, the input's digest and provenance, and
+        what the family adds (:meth:`_adopt`); returns self."""
+        if fitted is not self:
+            if self._key is None:
+                self._key = fitted._key
+            self.input_digest = self.input_digest or fitted.input_digest
+            self.input_info = {**fitted.input_info, **self.input_info}
+            self.source = self.source or fitted.source
+            self.owner_input = self.owner_input or fitted.owner_input
+        return self._adopt(fitted)
+
+    def _adopt(self, fitted: "Release") -> "Release":
+        """Family hook of :meth:`adopt` (e.g. the generalisation hierarchies); returns self."""
         return self
 
     @classmethod
@@ -267,6 +306,31 @@ class Release(abc.ABC):
         out.update(self.figures)
         return out
 
+    def public_privacy(self) -> dict[str, Any]:
+        """Family hook: the privacy figures a public file may show — computed from the released
+        data and the public parameters alone, so that they tell nothing about the input beyond
+        the release itself (default: none)."""
+        return {}
+
+    def public_summary(self, released_rows: int) -> dict[str, Any]:
+        """The summary written into the public manifest: family, method, public parameters,
+        public roles, overrides, the rows released and :meth:`public_privacy`. The full
+        :meth:`summary` (figures of the original: input counts, utility against the original)
+        is the owner's: the console and the internal report."""
+        out: dict[str, Any] = {"family": self.family, "method": self.method, "parameters": dict(self.parameters)}
+        if self.roles is not None:
+            out["roles"] = self.roles.public_dict()
+        if self.overrides:
+            out["overrides"] = list(self.overrides)
+        out["records"] = {"released": int(released_rows)}
+        out["privacy"] = dict(self.public_privacy())
+        return out
+
+    def original_only_checks(self) -> list[tuple[str, str]]:
+        """Family hook: ``(name, what it needs)`` of the properties that only a check against the
+        original can establish; ``verify`` without the original lists them as not checked."""
+        return []
+
     def report(self, original: Any = None, *, out: str | None = None, audience: str = "internal",
                storage_options: Mapping[str, Any] | None = None, verify: bool = True, overwrite: bool = False,
                **compute_kwargs: Any) -> dict[str, Any]:
@@ -311,9 +375,56 @@ class Release(abc.ABC):
             ``client=``, ``progress=`` for the distributed passes.
         """
         compute_kwargs.setdefault("progress", False)
+        key = compute_kwargs.pop("key", None)
         if isinstance(original, str):
             original = type(self).read_original(original, storage_options=storage_options)
-        return Verdict([*self.floor_checks(), *self.guarantee_checks(original, **compute_kwargs)])
+        checks = [*self.floor_checks(), *self.guarantee_checks(original, **compute_kwargs)]
+        if original is None:
+            checks += [Check(name, True, detail=f"not checked: {needs} (give the original: ppdm verify --original)",
+                             status="unchecked") for name, needs in self.original_only_checks()]
+        elif key is not None:
+            checks.append(self.provenance_check(original, key, **compute_kwargs))
+        return Verdict(checks)
+
+    def provenance_check(self, original: Any, key: Key, **compute_kwargs: Any) -> Check:
+        """For the key holder: was this release made with ``key`` from ``original`` and its
+        recorded parameters? Recomputes the public id and fingerprints (see :mod:`.identity`)."""
+        from ..data.digest import content_digest
+
+        rel = (self.manifest or {}).get("release") or {}
+        digest = content_digest(*self.digest_inputs(original), **compute_kwargs)
+        identity = ReleaseIdentity.of(self.family, self.method, self.parameters, digest)
+        mine = provenance(key, identity)
+        if self.manifest is None:
+            return Check("made from this original with this key", digest == self.input_digest,
+                         detail="the original's content digest against the release's")
+        if key.fingerprint(bytes.fromhex(rel.get("id", ""))) != rel.get("key_fingerprint"):
+            return Check("made with this key", False, where=MANIFEST, detail="the key's fingerprint differs from the release's")
+        ok = mine["id"] == rel.get("id")
+        return Check("made from this original with this key", ok, where=None if ok else MANIFEST,
+                     detail="release id and input fingerprint recomputed from the key, the original and the parameters"
+                     + ("" if ok else ": they differ (another input, read with other column types, or altered parameters)"))
+
+    def owner_stream_key(self, key: Key, original: Any, **compute_kwargs: Any) -> Key:
+        """For the key holder of a written release: its stream key, from ``key`` and the
+        original (whose content digest is part of the identity), e.g. to put the rows back in
+        the original's order. Raises :class:`~ppdm_dask.errors.InvalidParameter` when ``key``
+        did not make the release."""
+        from ..data.digest import content_digest
+        from ..errors import InvalidParameter
+
+        rel = (self.manifest or {}).get("release") or {}
+        if rel.get("id") and key.fingerprint(bytes.fromhex(rel["id"])) != rel.get("key_fingerprint"):
+            raise InvalidParameter("the key given is not the key that wrote this release (fingerprints differ)",
+                                   python="key= of the release", cli="--key-file of the release")
+        digest = self.input_digest if self.input_digest is not None else content_digest(*self.digest_inputs(original),
+                                                                                          **compute_kwargs)
+        return stream_key(key, ReleaseIdentity.of(self.family, self.method, self.parameters, digest))
+
+    def digest_inputs(self, original: Any) -> tuple[Any, ...]:
+        """Family hook: the collections whose content digest identifies ``original`` as the
+        estimator saw it (default: the original itself)."""
+        return (original,)
 
     def row_bytes(self) -> float | None:
         """Family hook: planned in-memory bytes of one released row in a block (``None``:
@@ -340,23 +451,30 @@ class Release(abc.ABC):
         return ("memory" if plan == "persist" else "staged"), why
 
     def _manifest_release(self, key: Key, n_out: int, rows_per_file: int, output: str) -> dict[str, Any]:
+        prov = provenance(key, self.identity)
         return {
             "family": self.family,
             "method": self.method,
             "parameters": dict(self.parameters),
-            "roles": self.roles.to_dict() if self.roles is not None else None,
+            "roles": self.roles.public_dict() if self.roles is not None else None,
             "overrides": list(self.overrides),
-            "key_fingerprint": key.fingerprint(),
+            "id": prov["id"],
+            "key_fingerprint": prov["key_fingerprint"],
             "row_order": {"keyed": True, "files": n_out, "rows_per_file": int(rows_per_file)},
             "output": output,
             "versions": versions(),
             "created": created(),
         }
 
-    def _input_fields(self, **compute_kwargs: Any) -> dict[str, Any]:
+    def _public_input(self, key: Key) -> dict[str, Any]:
+        """The manifest's ``input``: only the keyed, release-salted fingerprint of its content."""
+        return {"fingerprint": provenance(key, self.identity)["input_fingerprint"]}
+
+    def _record_owner_input(self, **compute_kwargs: Any) -> None:
+        """The owner's record of the input files (for the internal report, never published)."""
         from ..data.sources import fingerprint
 
-        return {**self.input_info, **fingerprint(self.source, **compute_kwargs)}
+        self.owner_input = {**self.input_info, **fingerprint(self.source, **compute_kwargs)}
 
     def write(self, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False,
               progress: bool = False, client: Any = None, rows_per_file: int | None = None,
@@ -390,14 +508,17 @@ class Release(abc.ABC):
             refuse_existing(sidecar_manifest(url), opts, overwrite=overwrite, folder=False)
         self.check_floors()
         ckw = {"progress": progress, "client": client}
-        key = self._key if self._key is not None else Key.generate()
+        if self._key is None:  # the key of this release: a fresh secret one, kept for its report
+            self._key = Key.generate()
+        key = self._key
+        skey = stream_key(key, self.identity)
         blocks, rows = self._row_blocks()
         rpf = int(rows_per_file or self.default_rows_per_file)
         n_out = n_files(sum(rows), rpf)
         head = {"format": self.data_format, "version": MANIFEST_VERSION}
 
         if csv_out:
-            out_blocks = shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}")
+            out_blocks = shuffle(blocks, rows, skey, n_out, self.ops, name=f"release-{self.family}")
             return self._write_csv_release(url, opts, out_blocks, head, key, n_out, rpf, check, ckw, overwrite)
 
         encode = self._encoder()
@@ -408,11 +529,11 @@ class Release(abc.ABC):
             stage = posixpath.join(tmp, "_staging")
             if plan == "staged":
                 fs.makedirs(stage, exist_ok=True)
-                done = stage_pieces(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}", fs=fs, folder=stage)
+                done = stage_pieces(blocks, rows, skey, n_out, self.ops, name=f"release-{self.family}", fs=fs, folder=stage)
                 tasks = [dask.delayed(_write_staged, pure=False)(fs, posixpath.join(tmp, n), done, j, self.ops, stage, encode)
                          for j, n in enumerate(names)]
             else:
-                out_blocks = shuffle(blocks, rows, key, n_out, self.ops, name=f"release-{self.family}")
+                out_blocks = shuffle(blocks, rows, skey, n_out, self.ops, name=f"release-{self.family}")
                 tasks = [dask.delayed(_write_block, pure=False)(fs, posixpath.join(tmp, n), b, encode)
                          for n, b in zip(names, out_blocks)]
             # the blocks' arrays were optimized by to_delayed; culling the shuffle again for
@@ -424,10 +545,11 @@ class Release(abc.ABC):
             manifest = {**head, **self._layout(list(parts)), "partitions": list(parts), "files": files}
             manifest["release"] = self._manifest_release(key, n_out, rpf, "parquet")
             manifest["release"]["row_order"].update(shuffle=plan, shuffle_reason=why)
-            manifest["input"] = dict(self.input_info)  # rows and schema, for the checks; files hashed below
+            manifest["input"] = self._public_input(key)
             manifest["guarantees"] = self._check_written(fs, tmp, manifest, url, check, ckw)
-            manifest["input"] = self._input_fields(**ckw)
-            manifest["summary"] = self.summary()
+            manifest["input"] = self._public_input(key)
+            manifest["summary"] = self.public_summary(sum(int(p["rows"]) for p in parts))
+            self._record_owner_input(**ckw)
             return manifest
 
         return write_folder(url, opts, overwrite, write)
@@ -466,11 +588,12 @@ class Release(abc.ABC):
             entry = {"file": posixpath.basename(path), "rows": layout.pop("rows"), "bytes": size, "sha256": sha256_file(fs, tmp)}
             manifest = {**head, **layout, "partitions": [entry], "files": []}
             manifest["release"] = self._manifest_release(key, n_out, rpf, "csv")
-            manifest["input"] = dict(self.input_info)
+            manifest["input"] = self._public_input(key)
             check_manifest = {**manifest, "partitions": [{**entry, "file": posixpath.basename(tmp)}]}
             manifest["guarantees"] = self._check_written(fs, parent or ".", check_manifest, url, check, ckw)
-            manifest["input"] = self._input_fields(**ckw)
-            manifest["summary"] = self.summary()
+            manifest["input"] = self._public_input(key)
+            manifest["summary"] = self.public_summary(int(entry["rows"]))
+            self._record_owner_input(**ckw)
             commit_path(fs, tmp, path, url, overwrite=overwrite, folder=False)
         except BaseException:
             try:

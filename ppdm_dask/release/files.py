@@ -11,7 +11,7 @@ import dask
 
 from ..data.folder import MANIFEST, sha256_file
 from ..errors import PPDMError
-from .base import REPORT_FILES, Release
+from .base import INTERNAL_REPORT_FILES, REPORT_FILES, Release
 from .verdict import Check, Verdict
 
 __all__ = ["file_checks", "verify_files"]
@@ -46,6 +46,10 @@ def file_checks(fs: Any, folder: str, manifest: Mapping[str, Any], *, checksums:
             name = posixpath.basename(d.rstrip("/"))
             if name not in listed:
                 checks.append(Check("no unlisted file", False, where=name, detail="a file the manifest does not list"))
+            elif name in INTERNAL_REPORT_FILES:
+                checks.append(Check("no internal report inside the release", False, where=name, status="warning",
+                                    detail="the owner's report describes the original data: move it out of the release "
+                                    "folder before the folder is shared (reports are now written beside the folder)"))
     return checks
 
 
@@ -53,6 +57,7 @@ def verify_files(url: str, *, original: Any = None, storage_options: Mapping[str
                  checksums: bool = True, **compute_kwargs: Any) -> Verdict:
     """The checks of :func:`ppdm_dask.verify` for a release whose family is registered (its
     module imported): the manifest, the files, then the family's recount (with ``original``)."""
+    key = compute_kwargs.pop("key", None)  # the owner's, to check provenance against the original
     fs, folder, manifest = Release.load_manifest(url, storage_options=storage_options)
     rel = manifest["release"]
     family = rel.get("family")
@@ -61,14 +66,14 @@ def verify_files(url: str, *, original: Any = None, storage_options: Mapping[str
     if not checks[0].ok:
         return Verdict(checks)
     checks += file_checks(fs, folder, manifest, checksums=checksums, **compute_kwargs)
-    if not all(c.ok for c in checks):
+    if not all(c.passed for c in checks):
         checks.append(Check("guarantee recount", False, detail="not attempted: the files do not match the manifest"))
         return Verdict(checks)
     try:
         release = Release.open(url, storage_options=storage_options)
         if isinstance(original, str):
             original = type(release).read_original(original, storage_options=storage_options)
-        verdict = release.verify(original, **compute_kwargs)
+        verdict = release.verify(original, **({"key": key} if key is not None else {}), **compute_kwargs)
     except PPDMError as exc:
         return Verdict([*checks, Check("guarantee recount", False, detail=exc.message_for("cli"))])
     return Verdict([*checks, *verdict.checks])

@@ -123,6 +123,14 @@ class Roles:
                 "sensitive": list(self.sensitive), "insensitive": list(self.insensitive),
                 "allow_unique": list(self.allow_unique)}
 
+    def public_dict(self) -> dict[str, Any]:
+        """The roles as a public file may show them: the published columns' roles and the
+        number of identifier columns dropped, never their names (the release does not publish
+        those columns, so their names are not the release's to tell)."""
+        out = self.to_dict()
+        out["identifiers_dropped"] = len(out.pop("identifier"))
+        return out
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Roles":
         return cls(identifiers=d.get("identifier", ()), quasi_identifiers=d.get("quasi_identifier", ()),

@@ -106,8 +106,15 @@ class TransactionRelease(Release):
                   for i in range(len(items))]
         return blocks, list(tx.partition_rows)
 
+    def public_metadata(self) -> dict[str, Any]:
+        """The data's metadata as the release publishes it: the family, method and the entries
+        that are public parameters of the release. The input's own metadata (its source path, a
+        generator's settings ...) describes the input, not the release, and is left out."""
+        meta = {k: v for k, v in self.data.metadata.items() if k in self.parameters}
+        return public_metadata({"release": self.family, "method": self.method, **meta})
+
     def _kv(self) -> bytes:
-        meta = public_metadata(self.data.metadata)
+        meta = self.public_metadata()
         return json.dumps({"format": FORMAT_NAME, "version": 2, "n_items": self.data.n_items, "metadata": meta}).encode()
 
     def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
@@ -128,7 +135,7 @@ class TransactionRelease(Release):
             "columns": sorted(cols),
             "column_types": {k: np.dtype(v.dtype).str for k, v in sorted(cols.items())},
             "weights": tx.weights is not None,
-            "metadata": public_metadata(tx.metadata),
+            "metadata": self.public_metadata(),
         }
 
     @classmethod
@@ -147,7 +154,7 @@ class TransactionRelease(Release):
             nnz += int(block[0].indices.size)
         return {"rows": rows, "n_transactions": rows, "n_items": self.data.n_items, "nnz": nnz,
                 "label_type": "int" if self.data.vocabulary.is_integer else "str",
-                "metadata": public_metadata(self.data.metadata)}
+                "metadata": self.public_metadata()}
 
     @classmethod
     def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:

@@ -43,6 +43,11 @@ class Check:
     overridden : bool
         The condition fails but the user explicitly accepted it (recorded in the manifest):
         the verdict stays ok and says so.
+    status : {"check", "unchecked", "warning"}
+        ``unchecked``: a property this verification could not establish (e.g. one that needs
+        the original data), listed so that nobody reads the verdict as covering it;
+        ``warning``: something the reader should act on that does not make the release
+        wrong. Neither fails the verdict.
     stats : mapping, optional
         The counts the check was decided on (e.g. ``n_classes``, ``violating_rows``), written
         with it.
@@ -56,15 +61,21 @@ class Check:
     detail: str = ""
     overridden: bool = False
     stats: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    status: str = "check"
 
     @property
     def passed(self) -> bool:
-        """Holds, or was explicitly overridden."""
-        return bool(self.ok or self.overridden)
+        """Holds, or was explicitly overridden (or is not a check: unchecked, warning)."""
+        return bool(self.ok or self.overridden or self.status != "check")
 
     def line(self) -> str:
         """One line for a terminal: ``FAILED k-anonymity: 4 (needs 5) in part-00001.parquet``."""
-        status = "ok" if self.ok else ("OVERRIDDEN" if self.overridden else "FAILED")
+        if self.status == "unchecked":
+            status = "NOT CHECKED"
+        elif self.status == "warning":
+            status = "WARNING"
+        else:
+            status = "ok" if self.ok else ("OVERRIDDEN" if self.overridden else "FAILED")
         text = f"{status} {self.name}"
         if self.figure is not None:
             text += f": {_fmt(self.figure)}"
@@ -86,13 +97,15 @@ class Check:
             out["overridden"] = True
         if self.stats:
             out["stats"] = _plain(dict(self.stats))
+        if self.status != "check":
+            out["status"] = self.status
         return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Check":
         return cls(name=str(d["name"]), ok=bool(d["ok"]), figure=d.get("figure"), threshold=d.get("threshold"),
                    where=d.get("where"), detail=d.get("detail", ""), overridden=bool(d.get("overridden", False)),
-                   stats=d.get("stats"))
+                   stats=d.get("stats"), status=str(d.get("status", "check")))
 
 
 @dataclass(frozen=True)
@@ -138,6 +151,10 @@ class Verdict:
     def failures(self) -> list[Check]:
         """The checks that do not pass."""
         return [c for c in self.checks if not c.passed]
+
+    def notes(self) -> list[Check]:
+        """The properties not checked and the warnings (they do not fail the verdict)."""
+        return [c for c in self.checks if c.status != "check"]
 
     def lines(self, *, failed_only: bool = False) -> list[str]:
         return [c.line() for c in (self.failures() if failed_only else self.checks)]

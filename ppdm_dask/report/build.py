@@ -3,7 +3,8 @@
 The sections come in the same order for every family:
 
 1. ``released`` — what was released: method, public parameters, attribute roles, overrides,
-   key fingerprint, versions, the input's fingerprint (files and SHA-256) and the output files;
+   key fingerprint, versions, the input (its keyed fingerprint; for the owner also where it was
+   read from) and the output files;
 2. ``privacy`` — the guarantee, as the independent recount found it (the verdict: one row per
    check), then the family's risk figures (:meth:`Release.report_figures`);
 3. ``utility`` — the family's utility figures (they need the original data);
@@ -16,7 +17,6 @@ figures from the family.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, Mapping
 
@@ -45,10 +45,25 @@ def _rows(mapping: Mapping[str, Any]) -> list[list[Any]]:
     return [[str(k), json.dumps(plain(v)) if isinstance(v, (list, dict)) else plain(v)] for k, v in mapping.items()]
 
 
+def _provenance(release: Any, manifest: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The public id, key fingerprint and keyed input fingerprint of the release (from its
+    manifest, or computed from the key of a release in memory)."""
+    from ..release.identity import provenance
+
+    rel = dict((manifest or {}).get("release") or {})
+    if rel.get("id"):
+        return {"id": rel.get("id"), "key_fingerprint": rel.get("key_fingerprint"),
+                "input_fingerprint": ((manifest or {}).get("input") or {}).get("fingerprint")}
+    key = getattr(release, "_key", None)
+    if key is None:
+        return {"id": None, "key_fingerprint": None, "input_fingerprint": None}
+    return provenance(key, release.identity)
+
+
 def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None) -> tuple[list[dict], dict, dict]:
     """Items of the ``released`` section, the ``release`` record and the ``input`` record."""
     rel = dict((manifest or {}).get("release") or {})
-    key = getattr(release, "_key", None)
+    prov = _provenance(release, manifest)
     record = {
         "url": url,
         "family": release.family,
@@ -56,7 +71,8 @@ def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None)
         "parameters": plain(dict(release.parameters)),
         "roles": release.roles.to_dict() if release.roles is not None else None,
         "overrides": list(release.overrides),
-        "key_fingerprint": rel.get("key_fingerprint") or (key.fingerprint() if key is not None else None),
+        "id": prov["id"],
+        "key_fingerprint": prov["key_fingerprint"],
         "created": rel.get("created"),
         "versions": rel.get("versions") or versions(),
         "written": manifest is not None,
@@ -67,11 +83,12 @@ def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None)
         record["files"] = [{"file": p["file"], "rows": p.get("rows"), "bytes": p.get("bytes"), "sha256": p.get("sha256")}
                            for p in [*parts, *(manifest.get("files") or [])]]
         record["manifest_sha256"] = manifest.get("_sha256")
-    inp = dict((manifest or {}).get("input") or getattr(release, "input_info", {}) or {})
+    # the owner's record of the input (the release in memory knows it; public files do not)
+    inp = dict(getattr(release, "owner_input", None) or getattr(release, "input_info", {}) or {})
     items: list[dict] = [
         Table("released_what", "Release", ["", ""], _rows({
             "family": record["family"], "method": record["method"], "written": record["url"] or "(not written)",
-            "rows released": record.get("rows"), "created": record["created"],
+            "rows released": record.get("rows"), "created": record["created"], "release id": record["id"] or "(none)",
             "key fingerprint": record["key_fingerprint"] or "(none)",
             "manifest SHA-256": record.get("manifest_sha256") or "(not written)"})).to_dict(),
         Table("released_parameters", "Public parameters", ["parameter", "value"], _rows(record["parameters"])).to_dict(),
@@ -85,7 +102,7 @@ def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None)
     files = inp.get("files") or []
     inp_rows = {"url": inp.get("url"), "format": inp.get("format"), "rows": inp.get("rows"),
                 "columns": ", ".join(map(str, (inp.get("schema") or {}).keys())) or None,
-                "files": len(files), "fingerprint": input_fingerprint(inp)}
+                "files": len(files), "fingerprint": prov["input_fingerprint"]}
     items.append(Table("released_input", "Input", ["", ""], _rows({k: v for k, v in inp_rows.items() if v is not None})).to_dict())
     if files:
         items.append(Table("released_input_files", "Input files", ["file", "bytes", "SHA-256"],
@@ -95,17 +112,6 @@ def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None)
                            [[f["file"], f["rows"], f["bytes"], f["sha256"]] for f in record["files"][:200]]).to_dict())
     items.append(Table("released_versions", "Versions", ["package", "version"], _rows(record["versions"])).to_dict())
     return items, record, {**inp, "fingerprint": inp_rows["fingerprint"]}
-
-
-def input_fingerprint(inp: Mapping[str, Any]) -> str | None:
-    """One SHA-256 over the sorted ``(file, sha256)`` of the input files (None without files)."""
-    files = [f for f in (inp.get("files") or []) if f.get("sha256")]
-    if not files:
-        return None
-    h = hashlib.sha256()
-    for f in sorted(files, key=lambda f: str(f.get("file"))):
-        h.update(f"{f.get('file')}\0{f['sha256']}\n".encode())
-    return h.hexdigest()
 
 
 _FILE_CHECK = "file matches the manifest"
@@ -139,9 +145,10 @@ def _reproduce(record: Mapping[str, Any], original_url: str | None) -> list[dict
         _text("reproduce_verify", f"Re-check the release from its files alone: ppdm verify {url}"
               f" (and against its input: ppdm verify {url}{orig})."),
         _text("reproduce_report", f"Make this report again: ppdm report {url}{orig}."),
-        _text("reproduce_release", "Make the release again: run the same method with the public parameters above on the input "
-              "whose fingerprint is given, with the same key file (--key-file; the key's fingerprint is above). "
-              "Every random step is derived from the key, so the output files have the same SHA-256 as listed."),
+        _text("reproduce_release", "Make the release again: run the same method with the public parameters above on the same "
+              "input with the same key file (--key-file). Every random step derives from the key and the release's identity "
+              "(method, parameters, input), so the output files have the same SHA-256 as listed; the key holder checks "
+              f"that a release was made from an input with: ppdm --key-file KEY verify {url}{orig}."),
     ]
 
 
@@ -187,6 +194,7 @@ def build_report(release: Any, original: Any = None, *, verdict: Any, verified: 
         "input": plain(inp),
         "verdict": verdict.to_dict(),
         "summary": plain(release.summary()),
+        "public_summary": plain(_public_summary(release, manifest, record)),
         "sections": [
             {"id": "released", "title": SECTIONS[0][1], "items": released},
             {"id": "privacy", "title": SECTIONS[1][1], "items": _privacy(verdict, verified, figures)},
@@ -198,32 +206,39 @@ def build_report(release: Any, original: Any = None, *, verdict: Any, verified: 
     return for_audience(doc, audience)
 
 
+def _public_summary(release: Any, manifest: Mapping[str, Any] | None, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary a public file may hold (the manifest's, or :meth:`Release.public_summary`)."""
+    if manifest is not None and manifest.get("summary"):
+        return dict(manifest["summary"])
+    return release.public_summary(int(record.get("rows") or 0))
+
+
 def _external_item(item: Mapping[str, Any]) -> bool:
-    """Whether an item may go into the external report."""
-    about = item.get("about", "release")
-    if about == "original":
-        return False
-    if about == "comparison":  # aggregate scores only: plots and tables show the original's distribution
-        return item.get("type") == "value"
-    return True
+    """Whether an item may go into the external report: only what the release itself shows."""
+    return item.get("about", "release") == "release"
 
 
 def for_audience(doc: Mapping[str, Any], audience: str) -> dict[str, Any]:
-    """``doc`` for ``audience``: ``external`` leaves out what describes the original data beyond
-    what the release itself shows (its figures, the input's URL, schema and files, the counts the
-    checks against the original were decided on); the verdict stays."""
+    """``doc`` for ``audience``: ``external`` keeps only what anyone holding the release could
+    recount from it — no figure of the original or compared with it, nothing about the input but
+    its keyed fingerprint, no check decided against the original (the external verdict is the
+    recount from the release's files)."""
     out = json.loads(json.dumps(doc))
     out["audience"] = audience
     if audience == "internal":
         return out
-    out["input"] = {"fingerprint": (doc.get("input") or {}).get("fingerprint"), "rows": (doc.get("input") or {}).get("rows")}
-    for check in out["verdict"]["checks"]:
-        check.pop("stats", None)
+    out["input"] = {"fingerprint": (doc.get("input") or {}).get("fingerprint")}
+    public = out.pop("public_summary", None)  # never fall back to the owner's summary
+    out["summary"] = public or {k: out["summary"][k] for k in ("family", "method", "parameters")}
+    if out["release"].get("roles"):
+        out["release"]["roles"] = {**{k: v for k, v in out["release"]["roles"].items() if k != "identifier"},
+                                   "identifiers_dropped": len(out["release"]["roles"].get("identifier") or [])}
     for section in out["sections"]:
         section["items"] = [i for i in section["items"] if _external_item(i)
-                            and i.get("id") not in ("released_input_files",)]
+                            and i.get("id") not in ("released_input_files", "released_input")]
         for i in section["items"]:
-            if i.get("id") == "released_input":
-                i["rows"] = [r for r in i["rows"] if r[0] in ("rows", "fingerprint", "format")]
-    out["notes"] = [*out.get("notes", []), "External report: figures that describe the original data are left out."]
+            if i.get("id") == "released_roles":
+                i["rows"] = [r for r in i["rows"] if r[0] != "identifier"]
+    out["notes"] = [*out.get("notes", []), "External report: only what can be recounted from the release itself is shown; "
+                    "figures of the original data and comparisons with it are in the owner's internal report."]
     return out

@@ -83,11 +83,13 @@ def make_report(release: Any, original: Any = None, *, out: str | None = None, a
 
     manifest = release.manifest
     url = (manifest or {}).get("_url")
+    # the external verdict is what anyone holding the release can recount: never against the original
+    checked_against = original if audience == "internal" else None
     if manifest is not None and url:
         if verify:
             from ..release.files import verify_files
 
-            verdict = verify_files(url, original=original, storage_options=opts, **compute_kwargs)
+            verdict = verify_files(url, original=checked_against, storage_options=opts, **compute_kwargs)
             verified = "Recounted now from the written files: manifest, SHA-256 of every file, privacy floors and the guarantee."
         else:
             verdict = Verdict.from_dict(manifest.get("guarantees") or {"checks": []})
@@ -95,7 +97,7 @@ def make_report(release: Any, original: Any = None, *, out: str | None = None, a
                         "re-check any time with ppdm verify.")
         manifest = {**manifest, "_sha256": _manifest_sha256(url, opts)}
     else:
-        verdict = release.verify(original, **compute_kwargs)
+        verdict = release.verify(checked_against, **compute_kwargs)
         verified = "Recounted from the data in memory (the release is not written yet)."
     figures = release.report_figures(original, **compute_kwargs)
     doc = build_report(release, original, verdict=verdict, verified=verified, audience=audience, figures=figures,

@@ -114,12 +114,20 @@ class DeltaAnonymizer(Estimator):
         from ..data.sources import collection_name
         from .release import SketchRelease
 
+        from ..data.digest import content_digest
+
         params = self._parameters()
         floors = SketchRelease(None, method="delta", parameters=params)
         floors.apply_overrides(self.allow_weak)  # refuse before any pass over the data
-        self.generator_ = _resolve_generator(self.key, self.generator)
         self._key = as_key(self.key) if self.key is not None else Key.generate()
         self._overrides = floors.overrides
+        # the generator is the release's own (key + identity, which names the input by its
+        # content digest): one key never gives two releases the same random vectors. Fitted
+        # without data (records sketched one at a time), the identity has no input.
+        self._input_digest = None if X is None else content_digest(X, client=client, progress=progress)
+        _resolve_generator(self.key, self.generator)  # refuses key and generator together
+        self.generator_ = (_resolve_generator(None, self.generator) if self.generator is not None else
+                           _resolve_generator(SketchRelease.streams_for(self._key, "delta", params, self._input_digest), None))
         if X is None:
             self.report_, self._fitted = {"delta": params["delta"], "m_max": params["m_max"]}, None
             return self
@@ -141,7 +149,7 @@ class DeltaAnonymizer(Estimator):
         report = self.report_ if self._fitted is not None and collection_name(X) == self._fitted else self.report(m)
         return SketchRelease(out, method="delta", parameters=params, figures=sketch_figures(report, {"delta": params["delta"]}),
                              key=self._key, source=source_of(X), input_info={"rows": int(X.n_transactions)},
-                             overrides=self._overrides)
+                             overrides=self._overrides, input_digest=self._input_digest)
 
     def report(self, sketches: Any, **compute_kwargs: Any) -> dict[str, Any]:
         """Suppression and component figures of ``sketches`` (a SketchArray, a SketchRelease or

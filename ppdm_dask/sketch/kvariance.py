@@ -243,6 +243,7 @@ class KVarianceAnonymizer(Estimator):
         WeakParameterError
             ``k < 2`` without ``allow_weak`` (checked before any pass over the data).
         """
+        from ..data.digest import content_digest
         from ..neighbors import approximate_knn, knn
         from .release import SketchRelease
 
@@ -251,11 +252,15 @@ class KVarianceAnonymizer(Estimator):
         floors = SketchRelease(None, method="k-variance", parameters=self._parameters())
         floors.apply_overrides(self.allow_weak)  # refuse before any pass over the data
         self._overrides = floors.overrides
-        self.generator_ = _resolve_generator(None if self.generator is not None else self.key, self.generator)
         self._key = as_key(self.key) if self.key is not None else Key.generate()
+        # every random step (MinHash rounds, the generator) draws from the release's own
+        # streams: key + identity, the input named by its content digest
+        self._input_digest = content_digest(tx, client=client, progress=progress)
+        skey = SketchRelease.streams_for(self._key, "k-variance", self._parameters(), self._input_digest)
+        self.generator_ = _resolve_generator(None if self.generator is not None else skey, self.generator)
         t0 = time.perf_counter()
         if self.approximate:
-            graph = approximate_knn(tx, self.k, metric=self.metric, key=self.key, client=client, progress=progress)
+            graph = approximate_knn(tx, self.k, metric=self.metric, key=skey, client=client, progress=progress)
         else:
             graph = knn(tx, self.k, metric=self.metric, scope=self.knn_scope, client=client, progress=progress)
         t1 = time.perf_counter()
@@ -302,4 +307,4 @@ class KVarianceAnonymizer(Estimator):
                    "knn_scope": self.knn_scope, "approximate": bool(self.approximate)}
         return SketchRelease(out, method="k-variance", parameters=self._parameters(), figures=sketch_figures(r, privacy),
                              key=self._key, source=source_of(tx), input_info={"rows": int(tx.n_transactions)},
-                             overrides=self._overrides)
+                             overrides=self._overrides, input_digest=self._input_digest)

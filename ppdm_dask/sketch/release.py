@@ -240,7 +240,7 @@ class SketchRelease(Release):
     #: the release in memory this one was written from (see :meth:`adopt`)
     fitted: "SketchRelease | None" = None
 
-    def adopt(self, fitted: Release) -> "SketchRelease":
+    def _adopt(self, fitted: Release) -> "SketchRelease":
         """Keep the release in memory that was written: its rows are in input order, so the
         report can match each record's sketch to its original values (margins, similarity)."""
         if isinstance(fitted, SketchRelease) and fitted._disk is None:

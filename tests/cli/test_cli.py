@@ -116,16 +116,17 @@ def test_console_script_on_local_cluster(tmp_path):
     # it ends with the releases' reports: written, valid, about these releases
     from ppdm_dask.report import validate_report
 
-    assert summary["reports"] == {"table": str(out / "people_release" / "_report.html"),
-                                  "baskets": str(out / "baskets_release" / "_report.html")}
+    assert summary["reports"] == {"table": str(out / "people_release.report.html"),
+                                  "baskets": str(out / "baskets_release.report.html")}
     for name, family in (("people_release", "relational"), ("baskets_release", "emask")):
-        doc = json.loads((out / name / "_report.json").read_text())
+        doc = json.loads((out / f"{name}.report.json").read_text())
         validate_report(doc)
-        assert doc["release"]["family"] == family and doc["verdict"]["ok"] and (out / name / "_report.html").exists()
+        assert doc["release"]["family"] == family and doc["verdict"]["ok"] and (out / f"{name}.report.html").exists()
+        assert not list((out / name).glob("_report*")), "no report inside a release folder"
 
 
 def test_demo_text_is_one_screen(tmp_path):
     r = run("demo", "--rows", "10000", "--out", str(tmp_path / "d"))
     lines = r.stdout.splitlines()
     assert len(lines) <= 28 and "k = 5" in r.stdout and "basic privacy" in r.stdout and str(tmp_path / "d") in r.stdout
-    assert lines[-1].strip() == str(tmp_path / "d" / "baskets_release" / "_report.html")
+    assert lines[-1].strip() == str(tmp_path / "d" / "baskets_release.report.html")

@@ -139,7 +139,8 @@ def test_written_release_verifies_and_is_read_as_transactions(quest_tx, tmp_path
     assert manifest["release"]["parameters"]["p"] == 0.4 and manifest["guarantees"]["ok"]
     back = read(url)
     assert back.n_transactions == 5000 and back.metadata["p"] == 0.4 and back.metadata["q"] == 0.98
-    assert sorted(map(sorted, back.to_lists())) == sorted(map(sorted, distort(quest_tx, 0.4, 0.98, key=Key(5)).to_lists()))
+    # the distortion draws from the release's own stream key (key + identity), not the key itself
+    assert sorted(map(sorted, back.to_lists())) == sorted(map(sorted, distort(quest_tx, 0.4, 0.98, key=rel.stream_key).to_lists()))
     verdict = verify(url, original=quest_tx)
     assert verdict.ok, verdict.lines(failed_only=True)
     for name in ("basic privacy", "s0 from the release density", "basic privacy (estimated from the release)",
@@ -190,8 +191,9 @@ def test_realign_and_audit_with_the_key(tmp_path):
     rel = open_release(url)
     files = manifest_of(url)["release"]["row_order"]["files"]
     assert files == 5
-    aligned = realign(rel.data, key, files, tx.partition_rows)
-    expected = distort(tx, 0.5, 0.95, key=key)
+    skey = rel.owner_stream_key(key, tx)  # the key holder derives the release's stream key from the original
+    aligned = realign(rel.data, skey, files, tx.partition_rows)
+    expected = distort(tx, 0.5, 0.95, key=skey)
     assert aligned.partition_rows == tx.partition_rows
     assert (aligned.compute() != expected.compute()).nnz == 0
     a = audit(tx, rel, 0.05, key=key)

@@ -60,7 +60,7 @@ def test_write_open_verify_and_partition_independence(tmp_path):
     assert outs[0] == outs[1]  # same key: same bytes, whatever the input partitioning
     m = manifest_of(tmp_path / "r4")
     assert m["version"] == 2 and m["release"]["family"] == "test-min-length"
-    assert m["release"]["key_fingerprint"] == key.fingerprint()
+    assert m["release"]["key_fingerprint"] == key.fingerprint(bytes.fromhex(m["release"]["id"]))
     assert all(len(p["sha256"]) == 64 and p["bytes"] > 0 for p in m["partitions"])
     # readable as plain transactions, in a different (keyed) order, nothing lost
     back = read(str(tmp_path / "r4"))
@@ -191,20 +191,42 @@ def test_manifest_holds_no_key_or_credentials(tmp_path):
         MinLengthRelease(_tx(), method="toy", parameters={"min_len": 2, "seed": 5})
 
 
-def test_input_fingerprint_of_files(tmp_path):
-    src = tmp_path / "in.dat"
-    src.write_text("\n".join(" ".join(map(str, r)) for r in _tx(n=50).to_lists()) + "\n")
-    tx = read(str(src))
-    from ppdm_dask.data.sources import source_of
-
-    rel = MinLengthRelease(tx, method="toy", parameters={"min_len": 2}, source=source_of(tx),
-                           input_info={"rows": 50, "schema": {"n_items": tx.n_items}})
-    m = rel.write(str(tmp_path / "r"))
+def test_input_provenance_is_keyed_and_kept_by_the_owner(tmp_path):
+    """The public manifest names the input only by a keyed, release-salted fingerprint: no URL,
+    file name, size or SHA-256 of an input file. The owner's record (for the internal report)
+    keeps them, and the key holder can check which input made the release."""
     import hashlib
 
-    assert m["input"]["rows"] == 50 and m["input"]["format"] == "fimi"
-    assert m["input"]["files"] == [{"file": "in.dat", "bytes": src.stat().st_size, "sha256": hashlib.sha256(src.read_bytes()).hexdigest()}]
-    assert json.loads((tmp_path / "r" / "_SUCCESS").read_text())["input"] == m["input"]
+    from ppdm_dask.data.digest import content_digest
+    from ppdm_dask.data.sources import source_of
+
+    src = tmp_path / "secret_input_name.dat"
+    src.write_text("\n".join(" ".join(map(str, r)) for r in _tx(n=50).to_lists()) + "\n")
+    tx = read(str(src))
+    key = Key(99)
+    rel = MinLengthRelease(tx, method="toy", parameters={"min_len": 2}, source=source_of(tx), key=key,
+                           input_info={"rows": 50, "schema": {"n_items": tx.n_items}}, input_digest=content_digest(tx))
+    m = rel.write(str(tmp_path / "r"))
+    text = (tmp_path / "r" / "_SUCCESS").read_text()
+    assert set(m["input"]) == {"fingerprint"} and len(m["input"]["fingerprint"]) == 32
+    for secret in ("secret_input_name", hashlib.sha256(src.read_bytes()).hexdigest(), content_digest(tx).hex(), str(tmp_path)):
+        assert secret not in text
+
+    def numbers(obj):
+        if isinstance(obj, dict):
+            return [n for k, v in obj.items() if k != "partitions" for n in numbers(v)]
+        if isinstance(obj, list):
+            return [n for v in obj for n in numbers(v)]
+        return [obj] if isinstance(obj, int) and not isinstance(obj, bool) else []
+
+    assert src.stat().st_size not in numbers(json.loads(text))  # the input's size is nowhere
+    assert rel.owner_input["files"] == [{"file": "secret_input_name.dat", "bytes": src.stat().st_size,
+                                         "sha256": hashlib.sha256(src.read_bytes()).hexdigest()}]
+    opened = Release.open(str(tmp_path / "r"))
+    assert opened.verify(tx, key=key)["made from this original with this key"].ok
+    other = _tx(n=50, seed=1)
+    assert not opened.verify(other, key=key)["made from this original with this key"].ok
+    assert not opened.verify(tx, key=Key(98))["made with this key"].ok
 
 
 def test_table_part_files_are_sized_from_the_column_types(monkeypatch):

@@ -170,7 +170,7 @@ def test_report_of_real_data(family, shared_data, tmp_path):
     rel.write(str(folder))
     doc = open_release(str(folder)).adopt(rel).report(original)
     assert doc["release"]["family"] == family and doc["verdict"]["ok"]
-    on_disk = json.loads((folder / "_report.json").read_text())
+    on_disk = json.loads((tmp_path / f"{family}.report.json").read_text())
     validate_report(on_disk)
     assert [s["id"] for s in on_disk["sections"]] == [s[0] for s in SECTIONS]
     items = [i for s in on_disk["sections"] for i in s["items"]]
@@ -182,10 +182,10 @@ def test_report_of_real_data(family, shared_data, tmp_path):
     recount(folder, values)
     # the page shows every section, every figure and the JSON's numbers
     page = _Links()
-    page.feed((folder / "_report.html").read_text(encoding="utf-8"))
+    page.feed((tmp_path / f"{family}.report.html").read_text(encoding="utf-8"))
     assert page.sections == [s[0] for s in SECTIONS] and page.scripts == 0 and page.refs == []
     assert set(page.figures) == {f"fig-{p}" for p in plots} and all(n == 1 for n in page.figures.values())
     for vid, v in values.items():
         assert page.values[vid].strip().startswith(_show(v)), vid
     # and it renders: not blank, every figure drawn in its own place
-    check_rendered(folder / "_report.html", tmp_path)
+    check_rendered(tmp_path / f"{family}.report.html", tmp_path)

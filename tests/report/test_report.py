@@ -125,7 +125,8 @@ def test_sections_schema_and_recount(people_release, tmp_path):
     doc = rel.report(table, out=str(tmp_path / "r.html"))
     validate_report({k: v for k, v in doc.items() if k != "paths"})
     assert [s["id"] for s in doc["sections"]] == [s[0] for s in SECTIONS]
-    assert doc["release"]["family"] == "relational" and doc["release"]["key_fingerprint"] == KEY.fingerprint()
+    assert doc["release"]["family"] == "relational"
+    assert doc["release"]["key_fingerprint"] == KEY.fingerprint(bytes.fromhex(doc["release"]["id"]))
     # the guarantee shown is the recount of the files: here recounted again with pandas
     released = pd.read_parquet(url)
     smallest = int(released.groupby(["age", "sex", "zip"], observed=True).size().min())
@@ -170,11 +171,14 @@ def test_external_leaves_out_the_original(people_release, tmp_path, monkeypatch)
     items = {i["id"]: i for s in external["sections"] for i in s["items"]}
     assert "risk_orig_hist" not in items and "risk_orig_uniques" not in items  # about the original
     assert "utility_scatter" not in items and "utility_curve" not in items and "utility_table" not in items
-    assert items["utility_ncp"]["value"] == 0.3125 and "risk_hist" in items and "utility_step" in items
+    # only what the release itself shows: no comparison with the original, not even one number
+    assert "utility_ncp" not in items and "risk_hist" in items and "utility_step" in items
+    assert all(i.get("about", "release") == "release" for i in items.values())
     text = json.dumps(external)
-    assert str(csv) not in text and "input_files" not in text  # the input's URL and files
-    assert all("stats" not in c for c in external["verdict"]["checks"])
-    assert external["input"]["fingerprint"] == internal["input"]["fingerprint"]
+    assert str(csv) not in text and "input_files" not in text and "released_input" not in text  # the input's URL and files
+    assert "name" not in {r[1] for i in items.values() if i["id"] == "released_roles" for r in i["rows"]}
+    assert external["input"] == {"fingerprint": internal["input"]["fingerprint"]}
+    assert external["summary"] == json.loads((Path(url) / "_SUCCESS").read_text())["summary"]  # the public one
     # Release.report(audience="external") writes the same selection beside the release
     doc = rel.report(table, audience="external", out=str(tmp_path / "ext"))
     assert Path(doc["paths"]["html"]).name == "report-external.html"
@@ -224,12 +228,18 @@ def test_report_files_beside_the_release(people_release, tmp_path):
     shutil.copytree(url, copy)
     rel = open_release(copy)
     doc = rel.report(table)
-    assert Path(doc["paths"]["html"]) == Path(copy) / "_report.html"
-    assert len(pd.read_parquet(copy)) == 1000  # Parquet readers skip the report files
-    assert verify(copy).ok  # the report files are not data files of the release
+    # beside the folder, never inside: copying the release folder does not publish the report
+    assert Path(doc["paths"]["html"]) == tmp_path / "copy.report.html" and (tmp_path / "copy.report.json").exists()
+    assert sorted(p.name for p in Path(copy).iterdir()) == sorted(p.name for p in Path(url).iterdir())
+    assert verify(copy).ok and not verify(copy).notes()
     with pytest.raises(DatasetExistsError):
         rel.report(table)
     rel.report(table, overwrite=True)
+    # an internal report inside the folder (as earlier versions wrote it) is a warning
+    shutil.copy(tmp_path / "copy.report.json", Path(copy) / "_report.json")
+    v = verify(copy)
+    assert v.ok and [(c.name, c.status, c.where) for c in v.notes()] == [
+        ("no internal report inside the release", "warning", "_report.json")]
     (Path(copy) / "notes.txt").write_text("x")
     v = verify(copy)
     assert not v.ok and v.failures()[0].where == "notes.txt"
@@ -254,16 +264,17 @@ def test_cli_jobs_write_the_report_and_ppdm_report(tmp_path):
            "--method", "mondrian", "--dtype", "age=int", "--hierarchy", f"zip={zips}"]
     r = runner.invoke(cli, [*base, *job[:2], str(tmp_path / "a"), *job[2:]])
     assert r.exit_code == 0, r.output
-    assert (tmp_path / "a" / "_report.html").exists() and f"report: {tmp_path / 'a' / '_report.html'}" in r.output
-    doc = json.loads((tmp_path / "a" / "_report.json").read_text())
+    assert (tmp_path / "a.report.html").exists() and f"report: {tmp_path / 'a.report.html'}" in r.output
+    assert not list((tmp_path / "a").glob("_report*"))
+    doc = json.loads((tmp_path / "a.report.json").read_text())
     # the job shows the verdict recounted on the written files before the commit (no second pass)
     assert doc["verdict"]["ok"] and "before they were committed" in doc["sections"][1]["items"][0]["note"]
     r = runner.invoke(cli, [*base, *job[:2], str(tmp_path / "b"), *job[2:], "--no-report"])
-    assert r.exit_code == 0 and not (tmp_path / "b" / "_report.html").exists()
+    assert r.exit_code == 0 and not (tmp_path / "b.report.html").exists()
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--original", str(csv), "--dtype", "age=int",
                             "--audience", "external"])
     assert r.exit_code == 0, r.output
-    assert (tmp_path / "b" / "_report-external.html").exists() and "_report-external.html" in r.output
+    assert (tmp_path / "b.report-external.html").exists() and "b.report-external.html" in r.output
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--out", str(tmp_path / "elsewhere.html")])
     assert r.exit_code == 0 and (tmp_path / "elsewhere.json").exists()
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--out", str(tmp_path / "elsewhere.html")])
@@ -287,11 +298,12 @@ def test_every_release_command_writes_its_report(name, tmp_path):
     extra = ["--dtype", "age=int"] if name == "anonymize" else []
     r = runner.invoke(cli, [*base, *_argv(name, src, str(tmp_path / "a")), *extra])
     assert r.exit_code == 0, r.output
-    doc = json.loads((tmp_path / "a" / "_report.json").read_text())
+    doc = json.loads((tmp_path / "a.report.json").read_text())
     validate_report(doc)
     manifest = json.loads((tmp_path / "a" / "_SUCCESS").read_text())
     assert doc["release"]["family"] == manifest["release"]["family"] and doc["verdict"] == manifest["guarantees"]
     assert doc["input"]["url"] == src and doc["sections"][2]["items"], "utility against the job's input"
+    assert not list((tmp_path / "a").glob("_report*")), "the internal report is never inside the release folder"
     r = runner.invoke(cli, [*base, *_argv(name, src, str(tmp_path / "b")), *extra, "--no-report"])
     assert r.exit_code == 0, r.output
-    assert not list((tmp_path / "b").glob("_report*")) and verify(str(tmp_path / "b")).ok
+    assert not list(tmp_path.glob("b.report*")) and verify(str(tmp_path / "b")).ok
