@@ -47,22 +47,28 @@ def public_files(url: str, *, storage_options: Mapping[str, Any] | None = None) 
 
 def _numbers(obj: Any) -> set[int]:
     if isinstance(obj, dict):
-        return {n for k, v in obj.items() if k not in ("partitions", "files") for n in _numbers(v)}
+        return {n for v in obj.values() for n in _numbers(v)}
     if isinstance(obj, list):
         return {n for v in obj for n in _numbers(v)}
     return {int(obj)} if isinstance(obj, int) and not isinstance(obj, bool) else set()
 
 
 def _json_numbers(files: Mapping[str, bytes]) -> set[int]:
-    """Every integer in the JSON public files (manifest, external report) outside the lists of
-    the release's own output files."""
+    """Every integer in the JSON public files (manifest, external report) but the sizes and row
+    counts of the release's own output files (the top-level ``partitions`` and ``files`` of a
+    manifest, ``release.files`` of a report)."""
     out: set[int] = set()
     for name, data in files.items():
         if name.endswith((".json", "_SUCCESS")):
             try:
-                out |= _numbers(json.loads(data))
+                doc = json.loads(data)
             except ValueError:
                 continue
+            if isinstance(doc, dict):
+                doc = {k: v for k, v in doc.items() if k not in ("partitions", "files")}
+                if isinstance(doc.get("release"), dict):
+                    doc["release"] = {k: v for k, v in doc["release"].items() if k != "files"}
+            out |= _numbers(doc)
     return out
 
 
