@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ppdm_dask.condensation import (
+    CondensedRelease,
     Condenser,
     GroupTable,
     check_condensation,
@@ -18,6 +19,7 @@ from ppdm_dask.condensation import (
     repair_groups,
 )
 from ppdm_dask.condensation.evaluation import covariance_compatibility, evaluate, nn_predict
+from ppdm_dask.data.digest import content_digest
 from ppdm_dask.condensation.partition import bucket_block, gather_cell, kd_cells, route
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ppdm_dask.random import Key
@@ -86,7 +88,12 @@ def test_single_cell_is_the_sequential_algorithm():
     X = _mixture(600, seed=3)
     p = privacy_levels(600, 2, 8, key=1)
     c = Condenser(rows_per_partition=None, key=Key(5)).fit(X, p)
-    labels = construct_groups(X, p, Key(5).generator(1, 0), repair=True)
+    # Segment draws from the release's stream key: the key and the identity (method, public
+    # parameters, content digest of the records and their given levels)
+    params = {"privacy_levels": "per record (not published)", "columns": ["x0", "x1", "x2"], "rows_per_partition": None,
+              "standardize": False, "publish_statistics": False}
+    skey = CondensedRelease.streams_for(Key(5), "static", params, content_digest(X, p))
+    labels = construct_groups(X, p, skey.generator(1, 0), repair=True)
     ref = GroupTable.from_points(X, p, labels)
     assert len(c.groups_) == len(ref)
     np.testing.assert_allclose(np.sort(c.groups_.ssq), np.sort(ref.ssq))
