@@ -66,10 +66,12 @@ def repair_groups(table: GroupTable) -> tuple[GroupTable, np.ndarray]:
     alive = np.ones(len(table), dtype=bool)
     target = np.arange(len(table))
     groups = [table[g] for g in range(len(table))]
-    bad = [g for g in range(len(table)) if n[g] < table.req[g]]
-    for g in bad:  # merging only grows groups, so a feasible group stays feasible
-        if not alive[g] or groups[g].n >= groups[g].req:
-            continue
+    bad = {g for g in range(len(table)) if n[g] < table.req[g]}
+    while bad:
+        # the earliest infeasible group; a merge can make its target infeasible (the target's
+        # requirement grows to the larger of the two), so the target is checked again
+        g = min(bad)
+        bad.discard(g)
         if alive.sum() == 1:
             raise InfeasiblePrivacyError(
                 f"all {groups[g].n} records form one group but a record asks for privacy level {groups[g].req}"
@@ -82,8 +84,9 @@ def repair_groups(table: GroupTable) -> tuple[GroupTable, np.ndarray]:
         mean[h] = groups[h].mean
         alive[g] = False
         target[g] = h
-    # resolve chains (g -> h where h later merged elsewhere cannot happen: h stays alive, but a
-    # group merged into may itself have been merged earlier only if it was dead; keep it general)
+        if groups[h].n < groups[h].req:
+            bad.add(h)
+    # resolve chains: g merged into h, h later merged into k (h had become infeasible)
     for g in range(len(target)):
         h = g
         while target[h] != h:

@@ -226,6 +226,9 @@ class StreamingCondenser(Estimator):
         self._key = key if key is not None else as_key(self.key)
         self._strict = bool(self.split_strict)
         self._reset(None if init_target is None else int(init_target))
+        # the public init_number: the target given (fit: 10 % of the data by default), or, fed by
+        # partial_fit without one, the records the initialisation took (set when it runs)
+        self._init_param = None if init_target is None else int(init_target)
         self._levels_input = True  # partial_fit: every record comes with its level
         self._keep_keys = True  # partial_fit: the records' hashes, for the copy rule
 
@@ -400,6 +403,7 @@ class StreamingCondenser(Estimator):
         if rec.known_max_level() is not None and rec.n:
             floor(rec.known_max_level())
         N = rec.n
+        self._init_param = self.init_number if self.init_number is not None else max(1, -(-N // 10))
         self._parameters = {**rec.parameters, **self._stream_parameters()}
         digest = None
         given = rec.given
@@ -410,7 +414,7 @@ class StreamingCondenser(Estimator):
         levels = rec.levels(given, skey) if N else np.zeros(0, np.int64)
         if levels.size:
             floor(int(levels.max()))
-        self._start(self.init_number if self.init_number is not None else max(1, -(-N // 10)), self._key)
+        self._start(self._init_param, self._key)
         self._levels_input = rec.given is not None
         self._keep_keys = False  # the records stay where they are: the copy rule reads them again
         self._records = rec.X
@@ -429,8 +433,11 @@ class StreamingCondenser(Estimator):
         return self
 
     def _stream_parameters(self) -> dict[str, Any]:
-        """The public parameters of the condenser itself (those of the input come with it)."""
-        return {"init_number": self.init_number, "split_strict": bool(self.split_strict),
+        """The public parameters of the condenser itself (those of the input come with it):
+        ``init_number`` is the initialisation's target — the one given, 10 % of the data in
+        :meth:`fit`, or the records it took when :meth:`partial_fit` had none — so that two
+        streams initialised differently are two releases."""
+        return {"init_number": self._init_param, "split_strict": bool(self.split_strict),
                 "repair_splits": bool(self.repair_splits), "publish_statistics": bool(self.publish_statistics)}
 
     def _release_parameters(self) -> dict[str, Any]:
@@ -465,8 +472,14 @@ class StreamingCondenser(Estimator):
         from .copies import RowKeys
 
         originals = self._records if not self._keep_keys else [RowKeys(k) for k in self._row_keys]
+        overrides = getattr(self, "_overrides", None)
+        if overrides is None:  # fed by partial_fit: the floors allow_weak covers
+            from ..release.base import overrides_for
+            from .release import FLOORS, SIZE_CHECK
+
+            overrides = overrides_for(self.allow_weak, list(FLOORS) + ([] if self.repair_splits else [SIZE_CHECK]))
         return condensed_release(groups, method="dynamic", parameters=params, key=self._key, input_digest=self._digest.digest(),
-                                 originals=originals, source=source, overrides=getattr(self, "_overrides", ()),
+                                 originals=originals, source=source, overrides=overrides,
                                  figures={"privacy": {"split_groups_repaired": repaired if self.repair_splits else 0},
                                           "utility": {"splits": int(self.n_splits_)}}, client=client, progress=progress)
 
@@ -518,6 +531,8 @@ class StreamingCondenser(Estimator):
         from ..data.digest import content_digest
         from .release import CondensedRelease
 
+        if self._init_param is None:
+            self._init_param = int(X.shape[0])
         digest = content_digest(X, p if self._levels_input else None)
         return CondensedRelease.streams_for(self._key, "dynamic", self._release_parameters(), digest)
 

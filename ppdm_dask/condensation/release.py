@@ -467,6 +467,11 @@ class CondensedRelease(TableRelease):
             checks.append(Check("privacy levels covered", short.size == 0, int(short.size), 0,
                                 where=f"level {int(levels_u[short[0]])}" if short.size else None,
                                 detail="levels t whose records outnumber the records of the groups with p_max >= t"))
+        else:
+            checks.append(Check("privacy levels covered", True, status="unchecked",
+                                detail="not checked: the levels were " + ("drawn from the release's stream key (only the key "
+                                        "holder can draw them again)" if "privacy_range" in self.parameters
+                                        else "given per record: give the original as (records, levels)")))
         checks.append(self.copy_check(X, **ckw))
         return checks
 

@@ -83,6 +83,20 @@ def test_repair_raises_when_impossible():
         repair_groups(t)
 
 
+def test_repair_rechecks_a_group_that_a_merge_made_infeasible():
+    """A (5 records, level 3) at 0 receives B (5 records, one at level 12) at 1: A+B has 10 records
+    for level 12 and must move on, to C (10 records) at 10: one group of 20."""
+    from ppdm_dask.condensation.groups import CondensedGroup
+
+    def group(n, x, req):
+        return CondensedGroup(n, np.array([float(x)]), np.zeros((1, 1)), float(n * req), req)
+
+    t = GroupTable.from_groups([group(5, 0, 3), group(5, 1, 12), group(10, 10, 2)])
+    out, new_id = repair_groups(t)
+    assert out.n.tolist() == [20] and out.req.tolist() == [12] and new_id.tolist() == [0, 0, 0]
+    assert out.feasible.all() and out.mean[0, 0] == pytest.approx((0 * 5 + 1 * 5 + 10 * 10) / 20)
+
+
 # ---------------------------------------------------------------- Condenser
 def test_single_cell_is_the_sequential_algorithm():
     X = _mixture(600, seed=3)

@@ -303,13 +303,16 @@ def test_determinism_and_chunking_invariance():
         np.testing.assert_array_equal(t.mean, one.mean)
         np.testing.assert_array_equal(t.m2, one.m2)
         np.testing.assert_array_equal(t.ps, one.ps)
-    # init_number=None: the first block is the initialisation, the rest may be chunked freely
-    # (another public parameter than init_number=100: another release, other streams)
-    a = _feed(StreamingCondenser(key=5), X, p, [(0, 100), (100, N)])
-    b = _feed(StreamingCondenser(key=5), X, p, [(0, 100), (100, 300), (300, 301), (301, N)])
-    assert a.init_number_ == b.init_number_ == 100
-    np.testing.assert_array_equal(a.finalize().n, b.finalize().n)
-    np.testing.assert_array_equal(a.finalize().mean, b.finalize().mean)
+    # init_number=None: the first block is the initialisation, the rest may be chunked freely; the
+    # records it took are the public init_number (the same 100 rows as init_number=100)
+    a = _feed(StreamingCondenser(key=5, allow_weak=True), X, p, [(0, 100), (100, N)])  # (level-1 records alone)
+    b = _feed(StreamingCondenser(key=5, allow_weak=True), X, p, [(0, 100), (100, 300), (300, 301), (301, N)])
+    for t in (a, b):
+        assert t.init_number_ == 100 and t.transform().parameters["init_number"] == 100
+        np.testing.assert_array_equal(t.finalize().n, one.n)
+        np.testing.assert_array_equal(t.finalize().mean, one.mean)
+    c = _feed(StreamingCondenser(key=5, allow_weak=True), X, p, [(0, 150), (150, N)])  # another initialisation: another release
+    assert c.transform().parameters["init_number"] == 150 and c.transform().stream_key != a.transform().stream_key
     other = StreamingCondenser(init_number=100, key=6).fit(X, p).groups_
     assert len(other) != len(one) or not np.array_equal(other.mean, one.mean)
 
