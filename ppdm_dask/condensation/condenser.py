@@ -37,7 +37,7 @@ from ..release.base import overrides_for
 from ..data.digest import content_digest_lazy
 from .inputs import privacy_levels, records_of
 from .partition import bucket_block, gather_cell, kd_cells
-from .release import FLOORS, LEVEL_FLOOR, CondensedRelease, condensed_release, level_floor
+from .release import FLOORS, CondensedRelease, condensed_release, level_floor
 from .static import construct_groups
 
 __all__ = ["Condenser", "privacy_levels", "repair_groups", "check_condensation"]

@@ -1,7 +1,7 @@
 """Risk and utility figures of condensed releases for the privacy report
 (docs/condensation.md#report-figures).
 
-Risk, from the published group statistics (``about="release"``):
+Risk, from the published group sizes (``about="release"``):
 
 ``group_size_vs_level``
     Scatter of every group's size against the largest privacy level of its members (distinct
