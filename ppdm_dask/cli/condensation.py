@@ -38,26 +38,31 @@ def privacy_spec(column: str | None, span: str | None, level: int | None) -> Any
 @click.option("--rows-per-partition", type=click.IntRange(min=1), default=200_000, show_default=True,
               help="Rows per spatial cell of the static algorithm (groups never span cells; larger = closer to the single-machine result, slower).")
 @click.option("--standardize", is_flag=True, help="Z-score attributes for the grouping distances (output stays in the original units).")
+@click.option("--publish-statistics", is_flag=True,
+              help="Also publish n, the sums and the sums of products of the groups of more than d + 1 records "
+                   "(_statistics.parquet; recorded in the manifest). Smaller groups' statistics give their members away "
+                   "and are never published.")
 @table_input
 @release_output
 @click.pass_obj
 def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_level, columns, dynamic, rows_per_partition,
-             standardize, sep, dtype, schema, overwrite, rows_per_file, allow_weak, check, report) -> None:
+             standardize, publish_statistics, sep, dtype, schema, overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Condense the numeric records of SRC into groups of at least each member's privacy level
-    and release pseudo-data plus the group statistics at DST (Aggarwal & Yu); the release is
-    verified before it is committed (check it against SRC with ppdm verify DST --original SRC)."""
+    and release pseudo-data with the groups' sizes at DST (Aggarwal & Yu); no pseudo-record
+    copies a unique record of SRC. The release is verified before it is committed (check it
+    against SRC, copies included, with ppdm verify DST --original SRC)."""
     from ..condensation import Condenser, StreamingCondenser
 
     spec = privacy_spec(privacy_column, privacy_range, privacy_level)
     common = {"privacy_levels": spec, "privacy_column": privacy_column, "columns": split_list(columns) or None,
-              "allow_weak": allow_weak}
+              "allow_weak": allow_weak, "publish_statistics": publish_statistics}
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         if dynamic:
             cond: Any = StreamingCondenser(key=obj.key(), **common)
         else:
             cond = Condenser(rows_per_partition=rows_per_partition, standardize=standardize, key=obj.key(), **common)
-        release = cond.fit(table, progress=obj.progress).transform(table)
+        release = cond.fit(table, progress=obj.progress).transform(table, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)
     memory = getattr(cond, "report_", {}).get("memory")

@@ -10,16 +10,21 @@ the same first and second moments is generated from them.
   group that can take the record, split along the principal axis).
 * :func:`generate` / :func:`generate_dask` — pseudo-data; :class:`GroupTable` /
   :class:`CondensedGroup` — the statistics; :func:`check_condensation` — independent check.
-* :class:`CondensedRelease` — what ``transform`` returns: pseudo-data and the published
-  statistics (with each group's largest privacy level), written and verified by the release
-  layer; :func:`read_groups` reads the statistics of a written release.
+* :class:`CondensedRelease` — what ``transform`` returns: pseudo-data (none equal to a unique
+  original record) and each group's size with its largest privacy level (the statistics only on
+  request, of groups of more than d + 1 records), written and verified by the release layer;
+  :func:`read_groups` / :func:`read_statistics` read them back. Every random step draws from the
+  release's stream key (docs/condensation.md#one-key-many-releases).
+* :mod:`.attacks` — records rebuilt from published statistics, membership inference;
+  :mod:`.closest` — distance to closest record; :mod:`.copies` — pseudo-records equal to
+  original records.
 """
 
 from .condenser import Condenser, check_condensation, repair_groups
 from .dynamic import StreamingCondenser
 from .groups import CondensedGroup, GroupTable
 from .inputs import privacy_levels
-from .release import CondensedRelease, read_groups
+from .release import CondensedRelease, read_groups, read_statistics
 from .pseudo import canonical_eigh, generate, generate_dask, pseudo_points
 from .static import construct_groups, group_ssq
 from .stream import condense_stream
@@ -28,6 +33,7 @@ __all__ = [
     "Condenser",
     "CondensedRelease",
     "read_groups",
+    "read_statistics",
     "StreamingCondenser",
     "condense_stream",
     "CondensedGroup",

@@ -34,9 +34,10 @@ from ..random import Key, KeyLike, Tag, as_key
 from .groups import GroupTable
 from ..release import Check, Verdict
 from ..release.base import overrides_for
+from ..data.digest import content_digest_lazy
 from .inputs import privacy_levels, records_of
 from .partition import bucket_block, gather_cell, kd_cells
-from .release import LEVEL_FLOOR, CondensedRelease, condensed_release, level_floor
+from .release import FLOORS, CondensedRelease, condensed_release, level_floor
 from .static import construct_groups
 
 __all__ = ["Condenser", "privacy_levels", "repair_groups", "check_condensation"]
@@ -65,10 +66,12 @@ def repair_groups(table: GroupTable) -> tuple[GroupTable, np.ndarray]:
     alive = np.ones(len(table), dtype=bool)
     target = np.arange(len(table))
     groups = [table[g] for g in range(len(table))]
-    bad = [g for g in range(len(table)) if n[g] < table.req[g]]
-    for g in bad:  # merging only grows groups, so a feasible group stays feasible
-        if not alive[g] or groups[g].n >= groups[g].req:
-            continue
+    bad = {g for g in range(len(table)) if n[g] < table.req[g]}
+    while bad:
+        # the earliest infeasible group; a merge can make its target infeasible (the target's
+        # requirement grows to the larger of the two), so the target is checked again
+        g = min(bad)
+        bad.discard(g)
         if alive.sum() == 1:
             raise InfeasiblePrivacyError(
                 f"all {groups[g].n} records form one group but a record asks for privacy level {groups[g].req}"
@@ -81,8 +84,9 @@ def repair_groups(table: GroupTable) -> tuple[GroupTable, np.ndarray]:
         mean[h] = groups[h].mean
         alive[g] = False
         target[g] = h
-    # resolve chains (g -> h where h later merged elsewhere cannot happen: h stays alive, but a
-    # group merged into may itself have been merged earlier only if it was dead; keep it general)
+        if groups[h].n < groups[h].req:
+            bad.add(h)
+    # resolve chains: g merged into h, h later merged into k (h had become infeasible)
     for g in range(len(target)):
         h = g
         while target[h] != h:
@@ -170,16 +174,21 @@ class Condenser(Estimator):
         Z-score the attributes before grouping (distances then weigh attributes equally); the
         published statistics and pseudo-data are in the original units either way.
     key : Key, int or bytes, optional
-        Secret key (Segment's samples, the partitioning sample, drawn privacy levels, the
-        pseudo-data and the row order of the release); a fresh one per fit when omitted.
+        Secret key: every random step draws from the release's stream key, derived from it and
+        the release's identity (Segment's samples, the partitioning sample, drawn privacy
+        levels, the pseudo-data and the files' orders); a fresh one per fit when omitted.
     privacy_column : str, optional
         With a table ``X``: the column holding each record's privacy level (not an attribute).
     columns : list of str, optional
         With a table ``X``: the attributes to condense (default: every numeric column but the
         privacy column); with an array, their names.
     allow_weak : bool or sequence of str
-        Privacy floors explicitly overridden (``"largest privacy level >= 2"``), recorded in the
-        manifest.
+        Privacy floors explicitly overridden (``"largest privacy level >= 2"``, ``"no group of a
+        single record"``), recorded in the manifest.
+    publish_statistics : bool, default False
+        Also publish ``n``, ``Fs`` and ``Sc`` of the groups of more than d + 1 records (a
+        public parameter; the smaller groups' statistics would give their members away and are
+        never published).
 
     Attributes
     ----------
@@ -201,6 +210,7 @@ class Condenser(Estimator):
         privacy_column: str | None = None,
         columns: Any = None,
         allow_weak: Any = False,
+        publish_statistics: bool = False,
     ) -> None:
         self.privacy_levels = privacy_levels
         self.rows_per_partition = rows_per_partition
@@ -209,6 +219,7 @@ class Condenser(Estimator):
         self.privacy_column = privacy_column
         self.columns = columns
         self.allow_weak = allow_weak
+        self.publish_statistics = publish_statistics
 
     def _waves(self, n_cells: int, n: int, d: int, client: Any) -> list[tuple[int, int]]:
         """Ranges of cells condensed together. The all-to-all holds every row of a wave's cells
@@ -234,40 +245,55 @@ class Condenser(Estimator):
         """Condense ``X`` — a numpy / dask array (N, d) or a table (pandas / dask DataFrame,
         attributes by name); ``privacy`` as ``privacy_levels`` (default: the estimator's).
 
+        Every random step (drawn privacy levels, the cells' sample, Segment's samples, and in
+        the release the pseudo-data and the files' orders) draws from the release's stream key
+        (:meth:`CondensedRelease.streams_for`): the key and the release's identity — method,
+        public parameters and the content digest of the input (the records, and the levels when
+        they are given), computed in the first pass over the data.
+
         Raises
         ------
         WeakParameterError
-            Every level is 1 and the floor was not overridden (before any work).
+            Every level is 1 and the floor was not overridden (before any work when the level
+            is one constant).
         """
         rpp = self.rows_per_partition
         if rpp is not None and (isinstance(rpp, bool) or not isinstance(rpp, numbers.Integral) or rpp < 1):
             raise InvalidParameter(f"rows_per_partition must be a positive integer or None, got {rpp!r}")
         self._key = as_key(self.key)
         self._source = source_of(X)
-        rec = records_of(X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column,
-                         columns=self.columns, key=self._key)
-        self._overrides = overrides_for(self.allow_weak, [LEVEL_FLOOR])
-        floor = level_floor(int(rec.levels.max()), self._overrides)
-        if not floor.passed:
-            CondensedRelease(None, method="static", parameters={}, overrides=self._overrides,
-                             published={"p_max": rec.levels}).check_floors()
-        X, p, N, d = rec.X, rec.levels, int(rec.X.shape[0]), int(rec.X.shape[1])
+        rec = records_of(X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column, columns=self.columns)
+        self._overrides = overrides_for(self.allow_weak, list(FLOORS))
+        if rec.known_max_level() is not None:
+            _check_level_floor(rec.known_max_level(), self._overrides)
+        N, d = rec.n, int(rec.X.shape[1])
         self.feature_names_in_ = rec.names
-        self._parameters = {**rec.parameters, "rows_per_partition": rpp, "standardize": bool(self.standardize)}
-        offsets = np.concatenate([[0], np.cumsum(X.chunks[0])])
-        X = X.map_blocks(_checked_block, dtype=np.float64)
+        self._parameters = {**rec.parameters, "rows_per_partition": rpp, "standardize": bool(self.standardize),
+                            "publish_statistics": bool(self.publish_statistics)}
+        offsets = np.concatenate([[0], np.cumsum(rec.X.chunks[0])])
+        X = rec.X.map_blocks(_checked_block, dtype=np.float64)
+        # the first pass: the input's digest, with the given levels and the moments to standardize
+        lazy: list[Any] = [content_digest_lazy(*rec.digest_pieces()), rec.given]
+        if self.standardize:
+            lazy += [X.mean(axis=0), X.var(axis=0)]
+        digest, given, *moments = compute(*lazy, progress=progress, client=client)
+        self._input_digest = digest
+        skey = CondensedRelease.streams_for(self._key, "static", self._parameters, digest)
+        p = rec.levels(given, skey)
+        _check_level_floor(int(p.max()), self._overrides)
+        self._records = rec.X  # the input (lazy), for the copy rule of the release
         mu = sd = None
         if self.standardize:
-            mu, var = compute(X.mean(axis=0), X.var(axis=0), progress=progress, client=client)
+            mu, var = moments
             sd = np.where(var > 0, np.sqrt(var), 1.0)
             X = (X - mu) / sd
         n_cells = 1 if self.rows_per_partition is None else max(1, math.ceil(N / self.rows_per_partition))
         if n_cells == 1:
             self._memory = ("one cell", "one cell: the whole data in one task (rows_per_partition=None or N small)")
             cell = dask.delayed(lambda x, q: (x, q, np.arange(x.shape[0])))(X, p)
-            results = compute(dask.delayed(_condense_cell, pure=True)(cell, self._key, 0), progress=progress, client=client)
+            results = compute(dask.delayed(_condense_cell, pure=True)(cell, skey, 0), progress=progress, client=client)
         else:
-            rng = self._key.generator(Tag.CONDENSE_CELLS, 0)
+            rng = skey.generator(Tag.CONDENSE_CELLS, 0)
             idx = np.sort(rng.choice(N, size=min(N, SAMPLE_PER_CELL * n_cells), replace=False))
             (sample,) = compute(X[idx], progress=False, client=client)
             tree = kd_cells(sample, n_cells)
@@ -287,7 +313,7 @@ class Condenser(Estimator):
                 buckets = [bucket(xb, pb, int(o), tree, lo, hi)
                            for xb, pb, o in zip(X.to_delayed().ravel(), p_parts, offsets[:-1])]
                 cells = [dask.delayed(gather_cell, pure=True)([b[c] for b in buckets], d) for c in range(hi - lo)]
-                parts = [dask.delayed(_condense_cell, pure=True)(c, self._key, lo + i) for i, c in enumerate(cells)]
+                parts = [dask.delayed(_condense_cell, pure=True)(c, skey, lo + i) for i, c in enumerate(cells)]
                 # each cell's groups leave the workers as soon as they are ready (not at the wave's end)
                 compute_each(parts, keep, client=client)
             results = [done[c] for c in sorted(done)]
@@ -319,13 +345,24 @@ class Condenser(Estimator):
         }
         return self
 
-    def transform(self, X: Any = None) -> CondensedRelease:
-        """The release of the fitted groups: pseudo-data (one row per record, drawn with the key)
-        and the published group statistics. The release is of the data given to :meth:`fit`;
-        ``X`` (that data) only names its source in the manifest."""
+    def transform(self, X: Any = None, *, client: Any = None, progress: bool = False) -> CondensedRelease:
+        """The release of the fitted groups: pseudo-data (one row per record, drawn from the
+        release's stream key; none equal to a record that is unique in the input, see
+        docs/condensation.md#synthetic-data-rules), the group sizes and, with
+        ``publish_statistics``, the statistics of the groups of more than d + 1 records. The
+        release is of the data given to :meth:`fit`; ``X`` (that data) only names its source
+        for the owner's report.
+
+        Raises
+        ------
+        WeakParameterError
+            A privacy floor fails and was not overridden (e.g. a group of a single record).
+        """
         check_is_fitted(self, "groups_")
         return condensed_release(self.groups_, method="static", parameters=self._parameters, key=self._key,
-                                 source=source_of(X) if X is not None else self._source, overrides=self._overrides)
+                                 input_digest=self._input_digest, originals=self._records,
+                                 source=source_of(X) if X is not None else self._source, overrides=self._overrides,
+                                 client=client, progress=progress)
 
     def check(self, X: Any) -> Verdict:
         """:func:`check_condensation` of this fit against the original records ``X`` (raises
@@ -341,6 +378,13 @@ class Condenser(Estimator):
         from .pseudo import generate_dask
 
         return generate_dask(self.groups_, key=key, rows_per_block=rows_per_block)
+
+
+def _check_level_floor(max_level: int, overrides: tuple[str, ...]) -> None:
+    """Raise :class:`WeakParameterError` when every level is 1 and that was not overridden."""
+    if not level_floor(int(max_level), overrides).passed:
+        CondensedRelease(None, method="static", parameters={}, overrides=overrides,
+                         published={"p_max": np.array([int(max_level)])}).check_floors()
 
 
 def _unstandardize(table: GroupTable, mu: np.ndarray, sd: np.ndarray) -> GroupTable:

@@ -160,8 +160,8 @@ class StreamingCondenser(Estimator):
         — so that every published group meets its members' levels. False
         publishes the paper's groups; the release then fails its check
         ``"group size >= largest privacy level"`` unless that name is in ``allow_weak``.
-    privacy_levels, privacy_column, columns, allow_weak
-        As :class:`~.condenser.Condenser` (used by :meth:`fit`).
+    privacy_levels, privacy_column, columns, allow_weak, publish_statistics
+        As :class:`~.condenser.Condenser` (the first three used by :meth:`fit`).
 
     Attributes
     ----------
@@ -190,11 +190,23 @@ class StreamingCondenser(Estimator):
     Records are never lost: each received record is counted in exactly one group, the pool or
     the initialisation buffer; n, Fs, Sc and Ps of the groups sum to the data totals (splits
     conserve them).
+
+    Randomness (docs/condensation.md#one-key-many-releases). The **input** of a dynamic release
+    is the stream as received up to :meth:`transform`: every record, and its level when levels
+    are given (always with :meth:`partial_fit`), in arrival order; its content digest is kept
+    block by block (:class:`~.inputs.StreamDigest`), and the pseudo-data and the files' orders
+    draw from the release's stream key. The initialisation must draw before the stream ends:
+    it draws from the stream key of the release the stream would make if it ended after the
+    initialisation's records (same method and parameters, the digest of those records), so the
+    same stream with the same key gives the same release, however it is cut into blocks.
+    Levels drawn from a range (``fit``) draw from the release's stream key, the whole data
+    being known. To keep no pseudo-record equal to a unique received record, the condenser
+    keeps a 16-byte hash of every record received by :meth:`partial_fit` (not the record).
     """
 
     def __init__(self, *, init_number: int | None = None, split_strict: bool = False, key: KeyLike = None,
                  repair_splits: bool = True, privacy_levels: Any = None, privacy_column: str | None = None,
-                 columns: Any = None, allow_weak: Any = False) -> None:
+                 columns: Any = None, allow_weak: Any = False, publish_statistics: bool = False) -> None:
         self.init_number = init_number
         self.split_strict = split_strict
         self.key = key
@@ -203,6 +215,7 @@ class StreamingCondenser(Estimator):
         self.privacy_column = privacy_column
         self.columns = columns
         self.allow_weak = allow_weak
+        self.publish_statistics = publish_statistics
 
     def _start(self, init_target: Any, key: Any = None) -> None:
         """Validate the parameters and open a new, empty stream (``key``: the fitted key)."""
@@ -213,6 +226,11 @@ class StreamingCondenser(Estimator):
         self._key = key if key is not None else as_key(self.key)
         self._strict = bool(self.split_strict)
         self._reset(None if init_target is None else int(init_target))
+        # the public init_number: the target given (fit: 10 % of the data by default), or, fed by
+        # partial_fit without one, the records the initialisation took (set when it runs)
+        self._init_param = None if init_target is None else int(init_target)
+        self._levels_input = True  # partial_fit: every record comes with its level
+        self._keep_keys = True  # partial_fit: the records' hashes, for the copy rule
 
     def _started(self) -> bool:
         return "_d" in vars(self)
@@ -237,6 +255,8 @@ class StreamingCondenser(Estimator):
         self.n_splits_ = 0
         self.n_seen_ = 0
         self.init_number_: int | None = None
+        self._digest = None  # StreamDigest, once the first block fixed d
+        self._row_keys: list[np.ndarray] = []
 
     @property
     def n_pending_(self) -> int:
@@ -315,9 +335,18 @@ class StreamingCondenser(Estimator):
         X, p = _check_block(X, privacy, self._d)
         if self._d is None:
             self._d = X.shape[1]
+        if self._digest is None:
+            from .inputs import StreamDigest
+
+            self._digest = StreamDigest(self._d, self._levels_input)
         if X.shape[0] == 0:
             return self
         self.n_seen_ += X.shape[0]
+        self._digest.update(X, p)
+        if self._keep_keys:
+            from .copies import row_keys
+
+            self._row_keys.append(row_keys(X))
         if self._initialised:
             self._process(X, p)
             return self
@@ -351,40 +380,81 @@ class StreamingCondenser(Estimator):
         -------
         self
         """
+        import dask.array as da
+
+        from ..data.digest import content_digest_lazy
         from ..data.sources import source_of
         from ..progress import compute
         from ..release.base import overrides_for
         from .inputs import records_of
-        from .release import LEVEL_FLOOR, SIZE_CHECK, CondensedRelease, level_floor
+        from .release import FLOORS, SIZE_CHECK, CondensedRelease, level_floor
 
         self._source = source_of(X)
         self._start(self.init_number)
         rec = records_of(X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column, columns=self.columns,
-                         key=self._key, allow_empty=True)
-        self._overrides = overrides_for(self.allow_weak, [LEVEL_FLOOR] + ([] if self.repair_splits else [SIZE_CHECK]))
-        if rec.levels.size and not level_floor(int(rec.levels.max()), self._overrides).passed:
-            CondensedRelease(None, method="dynamic", parameters={}, overrides=self._overrides,
-                             published={"p_max": rec.levels}).check_floors()
-        N = int(rec.X.shape[0])
-        self._start(self.init_number if self.init_number is not None else max(1, -(-N // 10)), self._key)
+                         allow_empty=True)
+        self._overrides = overrides_for(self.allow_weak, list(FLOORS) + ([] if self.repair_splits else [SIZE_CHECK]))
+
+        def floor(top: int) -> None:
+            if not level_floor(top, self._overrides).passed:
+                CondensedRelease(None, method="dynamic", parameters={}, overrides=self._overrides,
+                                 published={"p_max": np.array([top])}).check_floors()
+
+        if rec.known_max_level() is not None and rec.n:
+            floor(rec.known_max_level())
+        N = rec.n
+        self._init_param = self.init_number if self.init_number is not None else max(1, -(-N // 10))
+        self._parameters = {**rec.parameters, **self._stream_parameters()}
+        digest = None
+        given = rec.given
+        if isinstance(given, da.Array) or (given is None and rec.known_max_level() is None):
+            # levels in a column, or drawn from the stream key: one pass first (the digest with them)
+            digest, given = compute(content_digest_lazy(*rec.digest_pieces()), given, progress=progress, client=client)
+        skey = CondensedRelease.streams_for(self._key, "dynamic", self._parameters, digest) if digest is not None else None
+        levels = rec.levels(given, skey) if N else np.zeros(0, np.int64)
+        if levels.size:
+            floor(int(levels.max()))
+        self._start(self._init_param, self._key)
+        self._levels_input = rec.given is not None
+        self._keep_keys = False  # the records stay where they are: the copy rule reads them again
+        self._records = rec.X
         self._d = int(rec.X.shape[1])
         offsets = np.concatenate([[0], np.cumsum(rec.X.chunks[0])]).astype(int)
         for blk, a, b in zip(rec.X.to_delayed().ravel(), offsets[:-1], offsets[1:]):
             (xb,) = compute(blk, progress=False, client=client)  # one block on the driver at a time
-            self.partial_fit(np.asarray(xb), rec.levels[a:b])
+            self.partial_fit(np.asarray(xb), levels[a:b])
         groups = self.finalize()
+        if digest is not None and self._digest is not None and self._digest.digest() != digest:  # pragma: no cover - guard
+            raise RuntimeError("the stream's digest differs from the input's: the blocks were not read in order")
         self.feature_names_in_ = rec.names
-        self._parameters = {**rec.parameters, "init_number": self.init_number, "split_strict": bool(self.split_strict),
-                            "repair_splits": bool(self.repair_splits)}
         self.report_ = {"n_records": N, "n_groups": len(groups), "splits": self.n_splits_, "ssq": float(groups.total_ssq),
                         "split_groups_below_level": int(np.sum(~groups.feasible)), "init_number": self.init_number_,
-                        "max_privacy_level": int(rec.levels.max(initial=0))}
+                        "max_privacy_level": int(levels.max(initial=0))}
         return self
 
-    def transform(self, X: Any = None) -> Any:
-        """The release of the current groups (after :meth:`finalize`): pseudo-data drawn with the
-        key and the published statistics, split groups below their level repaired (see
-        ``repair_splits``). ``X`` (the fitted data) only names its source in the manifest."""
+    def _stream_parameters(self) -> dict[str, Any]:
+        """The public parameters of the condenser itself (those of the input come with it):
+        ``init_number`` is the initialisation's target — the one given, 10 % of the data in
+        :meth:`fit`, or the records it took when :meth:`partial_fit` had none — so that two
+        streams initialised differently are two releases."""
+        return {"init_number": self._init_param, "split_strict": bool(self.split_strict),
+                "repair_splits": bool(self.repair_splits), "publish_statistics": bool(self.publish_statistics)}
+
+    def _release_parameters(self) -> dict[str, Any]:
+        """The public parameters of the release: those :meth:`fit` recorded, or, for a stream fed
+        by :meth:`partial_fit`, levels per record and attributes ``x0, x1, ...``."""
+        params = getattr(self, "_parameters", None)
+        if params:
+            return dict(params)
+        return {"privacy_levels": "per record (not published)", "columns": [f"x{j}" for j in range(int(self._d or 0))],
+                **self._stream_parameters()}
+
+    def transform(self, X: Any = None, *, client: Any = None, progress: bool = False) -> Any:
+        """The release of the current groups (after :meth:`finalize`): pseudo-data drawn from
+        the release's stream key (none equal to a unique record of the stream), the group sizes
+        and, with ``publish_statistics``, the statistics of the groups of more than d + 1
+        records; split groups below their level repaired (see ``repair_splits``). ``X`` (the
+        fitted data) only names its source for the owner's report."""
         from ..data.sources import source_of
         from .condenser import repair_groups
         from .release import condensed_release
@@ -397,15 +467,21 @@ class StreamingCondenser(Estimator):
         repaired = int(np.sum(~groups.feasible))
         if self.repair_splits and repaired:
             groups = repair_groups(groups)[0]
-        params = getattr(self, "_parameters", None) or {"privacy_levels": "per record (not published)",
-                                                        "columns": [f"x{j}" for j in range(groups.d)],
-                                                        "init_number": self.init_number_, "split_strict": bool(self.split_strict),
-                                                        "repair_splits": bool(self.repair_splits)}
+        params = self._release_parameters()
         source = source_of(X) if X is not None else getattr(self, "_source", None)
-        return condensed_release(groups, method="dynamic", parameters=params, key=self._key, source=source,
-                                 overrides=getattr(self, "_overrides", ()),
+        from .copies import RowKeys
+
+        originals = self._records if not self._keep_keys else [RowKeys(k) for k in self._row_keys]
+        overrides = getattr(self, "_overrides", None)
+        if overrides is None:  # fed by partial_fit: the floors allow_weak covers
+            from ..release.base import overrides_for
+            from .release import FLOORS, SIZE_CHECK
+
+            overrides = overrides_for(self.allow_weak, list(FLOORS) + ([] if self.repair_splits else [SIZE_CHECK]))
+        return condensed_release(groups, method="dynamic", parameters=params, key=self._key, input_digest=self._digest.digest(),
+                                 originals=originals, source=source, overrides=overrides,
                                  figures={"privacy": {"split_groups_repaired": repaired if self.repair_splits else 0},
-                                          "utility": {"splits": int(self.n_splits_)}})
+                                          "utility": {"splits": int(self.n_splits_)}}, client=client, progress=progress)
 
     def finalize(self) -> GroupTable:
         """Close the stream and return the groups.
@@ -449,10 +525,21 @@ class StreamingCondenser(Estimator):
         return self.groups_
 
     # ---------------------------------------------------------------- internals
+    def _init_key(self, X: np.ndarray, p: np.ndarray) -> Any:
+        """The stream key of the initialisation: that of the release the stream would make if it
+        ended after the records ``X`` (levels ``p``) — see the class notes."""
+        from ..data.digest import content_digest
+        from .release import CondensedRelease
+
+        if self._init_param is None:
+            self._init_param = int(X.shape[0])
+        digest = content_digest(X, p if self._levels_input else None)
+        return CondensedRelease.streams_for(self._key, "dynamic", self._release_parameters(), digest)
+
     def _initialise(self, X: np.ndarray, p: np.ndarray) -> None:
         from .static import construct_groups
 
-        labels = construct_groups(X, p, self._key.generator(Tag.CONDENSE_DYNAMIC, 0), repair=True)
+        labels = construct_groups(X, p, self._init_key(X, p).generator(Tag.CONDENSE_DYNAMIC, 0), repair=True)
         self._load(GroupTable.from_points(X, p, labels))
         self._initialised = True
         self.init_number_ = int(X.shape[0])

@@ -93,7 +93,7 @@ def _check_table(groups: Any) -> GroupTable:
     return groups
 
 
-def generate(groups: GroupTable, *, key: KeyLike = None, group_ids: Any = None) -> np.ndarray:
+def generate(groups: GroupTable, *, key: KeyLike = None, group_ids: Any = None, redraw: Any = None) -> np.ndarray:
     """Pseudo-data of every group, stacked in group order (docs/condensation.md#pseudo-data).
 
     Parameters
@@ -105,6 +105,11 @@ def generate(groups: GroupTable, *, key: KeyLike = None, group_ids: Any = None) 
         Stream id of each group (default ``arange(G)``): group g draws from
         ``key.generator(Tag.PSEUDO_DATA, group_ids[g])``, so its points do not depend on the
         other groups of the call. Pass the global ids when generating a subset.
+    redraw : mapping {row: attempt}, optional
+        Rows of the output (in this call's numbering) drawn again: row ``r``, the ``j``-th point
+        of group g, is replaced by one point from the stream ``(Tag.PSEUDO_DATA, group_ids[g],
+        attempt, j)`` (docs/condensation.md#synthetic-data-rules: a pseudo-record that copies a
+        unique original record is drawn again).
 
     Returns
     -------
@@ -134,6 +139,14 @@ def generate(groups: GroupTable, *, key: KeyLike = None, group_ids: Any = None) 
         rng = key.generator(Tag.PSEUDO_DATA, int(ids[g]))
         out[start : start + n] = _draw(groups.mean[g], width[g], E[g], zero_var[g], n, rng)
         start += n
+    if redraw:
+        first = np.concatenate([[0], np.cumsum(groups.n)])
+        for r, attempt in sorted((int(r), int(a)) for r, a in dict(redraw).items()):
+            if not 0 <= r < out.shape[0] or attempt < 1:
+                raise InvalidParameter(f"redraw needs rows in 0..{out.shape[0] - 1} and attempts >= 1, got {r}: {attempt}")
+            g = int(np.searchsorted(first, r, side="right")) - 1
+            rng = key.generator(Tag.PSEUDO_DATA, int(ids[g]), attempt, r - int(first[g]))
+            out[r] = _draw(groups.mean[g], width[g], E[g], zero_var[g], 1, rng)[0]
     return out
 
 
@@ -150,18 +163,19 @@ def _block_bounds(n: np.ndarray, rows_per_block: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _generate_block(groups: GroupTable, key: Any, lo: int) -> np.ndarray:
-    return generate(groups, key=key, group_ids=np.arange(lo, lo + len(groups), dtype=np.int64))
+def _generate_block(groups: GroupTable, key: Any, lo: int, redraw: dict[int, int] | None = None) -> np.ndarray:
+    return generate(groups, key=key, group_ids=np.arange(lo, lo + len(groups), dtype=np.int64), redraw=redraw)
 
 
-def generate_dask(groups: GroupTable, *, key: KeyLike = None, rows_per_block: int = 100_000) -> "dask.array.Array":
+def generate_dask(groups: GroupTable, *, key: KeyLike = None, rows_per_block: int = 100_000,
+                  redraw: Any = None) -> "dask.array.Array":
     """Pseudo-data of all groups as a (Σ n, d) float64 dask array (MAP per block of groups).
 
     Consecutive groups are packed into blocks of about ``rows_per_block`` rows (a group is never
     split; a group larger than that is a block of its own); each block is one task calling
     :func:`generate` on its groups with their global ids, so the result equals
     ``generate(groups, key=key)`` exactly, whatever ``rows_per_block``. ``key=None`` draws one
-    fresh key for the whole array.
+    fresh key for the whole array. ``redraw`` maps global rows to attempts (see :func:`generate`).
     """
     import dask
     import dask.array as da
@@ -175,13 +189,17 @@ def generate_dask(groups: GroupTable, *, key: KeyLike = None, rows_per_block: in
     if len(groups) == 0:
         return da.from_array(np.empty((0, d)), chunks=((0,), (d,)))
     # graph names must not reveal the key: use its one-way digest, never the key itself
-    token = tokenize(key.digest("pseudo-data"), groups.n, groups.mean, groups.m2, int(rows_per_block))
+    redraw = {int(r): int(a) for r, a in dict(redraw or {}).items()}
+    token = tokenize(key.digest("pseudo-data"), groups.n, groups.mean, groups.m2, int(rows_per_block), sorted(redraw.items()))
+    first = np.concatenate([[0], np.cumsum(groups.n)])
     blocks = []
     # each block's groups travel inside its task (d^2 floats per group: about 1 GB for 1.1 M
     # groups of 10 attributes), so a worker receives only the groups of the blocks it runs;
     # scattered up front they did not fit in 1 GB workers
     for i, (lo, hi) in enumerate(_block_bounds(groups.n, int(rows_per_block))):
         rows = int(groups.n[lo:hi].sum())
-        task = dask.delayed(_generate_block)(groups.take(slice(lo, hi)), key, lo, dask_key_name=f"pseudo-data-task-{token}-{i}")
+        a, b = int(first[lo]), int(first[hi])
+        mine = {r - a: t for r, t in redraw.items() if a <= r < b} or None
+        task = dask.delayed(_generate_block)(groups.take(slice(lo, hi)), key, lo, mine, dask_key_name=f"pseudo-data-task-{token}-{i}")
         blocks.append(da.from_delayed(task, shape=(rows, d), dtype=np.float64, meta=np.empty((0, d)), name=f"pseudo-data-{token}-{i}"))
     return blocks[0] if len(blocks) == 1 else da.concatenate(blocks, axis=0)

@@ -1,7 +1,7 @@
 """Risk and utility figures of condensed releases for the privacy report
 (docs/condensation.md#report-figures).
 
-Risk, from the published group statistics (``about="release"``):
+Risk, from the published group sizes (``about="release"``):
 
 ``group_size_vs_level``
     Scatter of every group's size against the largest privacy level of its members (distinct
@@ -13,6 +13,31 @@ Risk, from the published group statistics (``about="release"``):
     number of groups and the smallest group.
 ``group_size_hist``
     Histogram of the group sizes.
+``statistics_published``, ``statistics_withheld``
+    With ``publish_statistics``: the groups whose statistics are published and those left out
+    (at most d + 1 records: their statistics would give their members away).
+
+Risk against the original (``about="comparison"``; docs/condensation.md#distance-to-closest-record):
+
+``pseudo_copies``
+    Pseudo-records equal to an original record that no other original shares (exactly, every
+    row; or within float tolerance, the rows measured): must be 0.
+``pseudo_records_redrawn``
+    Pseudo-records the condenser drew again because they copied a unique original (the
+    release in memory that was written knows it).
+``dcr_closer_than_neighbour``
+    Share of the measured pseudo-records closer to their closest original than that original's
+    own nearest other original.
+``dcr_p5``, ``original_nn_p5``, ``dcr_ratio_p5``
+    5th percentile of the distance to the closest original, of the originals' own
+    nearest-neighbour distances, and their ratio (below 1: pseudo-records come closer to the
+    originals than the originals come to each other).
+``dcr_histogram``
+    Both distributions on common bins.
+``membership_advantage``
+    The membership-inference experiment of :func:`.attacks.membership_advantage` on a sample of
+    up to :data:`MIA_SAMPLE` original records with the release's method and parameters: half
+    condensed, half held out; the DCR attacker's best TPR − FPR.
 
 Utility, with the original (``about="comparison"``):
 
@@ -44,8 +69,12 @@ from . import _figure_kernels as FK
 if TYPE_CHECKING:
     from .release import CondensedRelease
 
-__all__ = ["condensed_report_figures", "LABEL_NAMES", "TEST_SAMPLE"]
+__all__ = ["condensed_report_figures", "closeness_figures", "membership_figures", "LABEL_NAMES", "TEST_SAMPLE", "MIA_SAMPLE"]
 
+#: original records of the membership-inference experiment at most (half condensed, half held out)
+MIA_SAMPLE = 20_000
+#: public seed of that experiment (its key and sample): owner-side, only for reproducibility
+_MIA_SEED = 0x5EED_0036
 #: names of a condensed attribute taken as the class (case-insensitive)
 LABEL_NAMES = ("label", "class", "target", "y")
 #: original records tested by the 1-NN figures
@@ -77,6 +106,122 @@ def group_figures(pub: dict[str, np.ndarray]) -> list[Any]:
         Plot("group_size_hist", "Group sizes", "histogram", [Series("groups", edges, counts)],
              x_label="group size (records)", y_label="groups"),
     ]
+
+
+def statistics_figures(rel: "CondensedRelease") -> list[Any]:
+    """Counts of the published and the withheld group statistics (with ``publish_statistics``)."""
+    if rel.statistics is None:
+        return []
+    from .release import statistics_min_size
+
+    rows = int(len(rel.statistics["n"]))
+    d = rel.d or int(np.asarray(rel.statistics["Fs"]).shape[-1])
+    return [Value("statistics_published", "Groups whose statistics (n, Fs, Sc) are published", rows, unit="groups",
+                  note=f"groups of at least {statistics_min_size(d)} records (more than d + 1)"),
+            Value("statistics_withheld", "Groups whose statistics are withheld", int(len(rel.published["n"])) - rows,
+                  unit="groups", note="at most d + 1 records: their statistics would give their members away")]
+
+
+# ---------------------------------------------------------------------- risk against the original
+def closeness_figures(rel: "CondensedRelease", X: Any, **ckw: Any) -> list[Any]:
+    """Copies of unique originals and the distance-to-closest-record figures (see the module
+    docstring), from one exact join and one :func:`.closest.closeness`."""
+    from .closest import COPY_RTOL, closeness
+    from .copies import exact_copies
+
+    parts = list(rel.data.to_delayed())
+    released = int(np.asarray(rel.published["n"]).sum())
+    exact = exact_copies(parts, list(X.to_delayed().ravel()), **ckw)
+    near = closeness(parts, released, X, **ckw)
+    close_only = int(np.count_nonzero(near.unique_copies & (near.dcr > 0)))
+    sampled = "" if near.measured >= released else f" (a public-seeded sample of {near.measured:,} of {released:,})"
+    items: list[Any] = [Value("pseudo_copies", "Pseudo-records copying a unique original record", exact.n_unique + close_only,
+                              about="comparison", unit="records",
+                              note=f"{exact.n_unique} equal exactly (every row), {close_only} more within a relative "
+                                   f"{COPY_RTOL:g} (rows measured{sampled}); must be 0")]
+    redrawn = (rel.figures.get("privacy") or {}).get("pseudo_records_redrawn")
+    if redrawn is not None:
+        items.append(Value("pseudo_records_redrawn", "Pseudo-records drawn again (they copied a unique original)", int(redrawn),
+                           about="comparison", unit="records",
+                           note=f"{int((rel.figures.get('privacy') or {}).get('unique_copies_left', 0))} left (groups of one "
+                                "record, whose pseudo-record is the record)"))
+    if not near.measured:
+        return items
+    dcr5, nn5, ratio = near.percentile(5)
+    hi = float(np.percentile(np.concatenate([near.dcr, near.original_nn]), 99)) if near.original_nn.size else float(near.dcr.max())
+    edges = np.linspace(0.0, hi if hi > 0 else 1.0, 41)
+    dcr_counts = np.histogram(np.minimum(near.dcr, edges[-1]), bins=edges)[0]
+    nn_counts = np.histogram(np.minimum(near.original_nn, edges[-1]), bins=edges)[0]
+    note = f"{near.measured:,} pseudo-records measured{sampled}; distances Euclidean in the attributes' units"
+    items += [
+        Value("dcr_closer_than_neighbour", "Pseudo-records closer to an original than that original's nearest other original",
+              100.0 * near.share_closer, about="comparison", unit="%", note=note),
+        Value("dcr_p5", "Distance to the closest original, 5th percentile", dcr5, about="comparison", note=note),
+        Value("original_nn_p5", "Originals' nearest-neighbour distance, 5th percentile", nn5, about="comparison",
+              note=f"{near.original_nn.size:,} original records measured"),
+        Value("dcr_ratio_p5", "5th percentiles: distance to closest original / originals' nearest-neighbour distance", ratio,
+              about="comparison", note="below 1: the pseudo-data come closer to the originals than the originals come to each other"),
+        Plot("dcr_histogram", "Distance to the closest original against the originals' nearest-neighbour distances", "histogram",
+             [Series("pseudo-record to closest original", edges.tolist(), dcr_counts.tolist()),
+              Series("original to nearest other original", edges.tolist(), nn_counts.tolist())],
+             x_label="distance (last bin: everything beyond the 99th percentile)", y_label="records", about="comparison"),
+    ]
+    return items
+
+
+def _mia_levels(rel: "CondensedRelease", X: Any, levels: Any, rows: np.ndarray, **ckw: Any) -> tuple[Any, str | None]:
+    """The levels of the sampled records for the experiment: the original's (a column, a
+    constant, ``(X, levels)``), or the release's range (drawn by the condenser)."""
+    from ..progress import compute
+
+    params = rel.parameters
+    if "privacy_range" in params:
+        return tuple(params["privacy_range"]), None
+    if levels is None:
+        return None, "membership inference: the levels were given per record; give the original as (X, levels)"
+    (p,) = compute(levels[rows] if hasattr(levels, "dask") else np.asarray(levels)[rows], **ckw)
+    return np.asarray(p, np.int64), None
+
+
+def membership_figures(rel: "CondensedRelease", X: Any, levels: Any, **ckw: Any) -> tuple[list[Any], list[str]]:
+    """The membership-inference advantage (see the module docstring) on a public-seeded sample
+    of up to :data:`MIA_SAMPLE` records condensed with the release's method and parameters."""
+    from ..progress import compute
+    from ..random import Key
+    from .attacks import membership_advantage
+
+    N = int(X.shape[0])
+    if N < 8:
+        return [], ["membership inference: too few records"]
+    rng = np.random.default_rng(_MIA_SEED)
+    rows = np.sort(rng.permutation(N)[:MIA_SAMPLE]) if N > MIA_SAMPLE else np.arange(N)
+    spec, why = _mia_levels(rel, X, levels, rows, **ckw)
+    if why:
+        return [], [why]
+    (sample,) = compute(X[rows], **ckw)
+    sample = np.asarray(sample, np.float64)
+    params = rel.parameters
+
+    def condense(train: np.ndarray, members: np.ndarray) -> np.ndarray:
+        from .condenser import Condenser
+        from .dynamic import StreamingCondenser
+
+        lv = spec if isinstance(spec, tuple) else np.minimum(spec[members], train.shape[0])
+        kw = {"privacy_levels": lv, "key": Key(_MIA_SEED), "allow_weak": True}
+        if rel.method == "dynamic":
+            est: Any = StreamingCondenser(split_strict=bool(params.get("split_strict", False)),
+                                          repair_splits=bool(params.get("repair_splits", True)), **kw)
+        else:
+            est = Condenser(rows_per_partition=None, standardize=bool(params.get("standardize", False)), **kw)
+        out = est.fit(train).transform(client=ckw.get("client"))
+        return np.asarray(compute(out.data.to_dask_array(lengths=True), **ckw)[0])
+
+    res = membership_advantage(sample, condense, key=Key(_MIA_SEED))
+    note = (f"{res.members:,} records condensed with the release's method and parameters, {res.holdout:,} held out "
+            f"(a public-seeded sample of {rows.size:,} original records); the attacker calls a record a member when its "
+            f"distance to the closest pseudo-record is at most {res.threshold:.4g}: TPR {res.tpr:.3f}, FPR {res.fpr:.3f}")
+    return [Value("membership_advantage", "Membership-inference advantage (distance-to-closest-record attacker)",
+                  res.advantage, about="comparison", note=note + "; 0 = no better than guessing")], []
 
 
 # ---------------------------------------------------------------------- utility
@@ -171,16 +316,20 @@ def condensed_report_figures(rel: "CondensedRelease", original: Any = None, **ck
         ``client=``, ``progress=`` for the distributed passes.
     """
     ckw.setdefault("progress", False)
-    fig = Figures(risk=group_figures(rel.published))
+    fig = Figures(risk=group_figures(rel.published) + statistics_figures(rel))
     if original is None:
-        fig.notes.append("the utility figures need the original data")
+        fig.notes.append("the utility figures and the distances to the original records need the original data")
         return fig
-    X, _ = rel._original_arrays(original)
+    X, levels = rel._original_arrays(original)
     d = len(rel.columns) or int(X.shape[1])
     if int(X.shape[1]) != d:
         fig.notes.append(f"utility figures: the original has {int(X.shape[1])} attributes, the release {d}")
         return fig
     X = X.rechunk({1: -1})
+    fig.risk += closeness_figures(rel, X, **ckw)
+    items, notes = membership_figures(rel, X, levels, **ckw)
+    fig.risk += items
+    fig.notes += notes
     pseudo_parts = list(rel.data.to_delayed())
     items, pseudo_rows = _covariance_figures(pseudo_parts, list(X.to_delayed().ravel()), d, **ckw)
     fig.utility += items

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ppdm_dask.condensation import (
+    CondensedRelease,
     Condenser,
     GroupTable,
     check_condensation,
@@ -18,6 +19,7 @@ from ppdm_dask.condensation import (
     repair_groups,
 )
 from ppdm_dask.condensation.evaluation import covariance_compatibility, evaluate, nn_predict
+from ppdm_dask.data.digest import content_digest
 from ppdm_dask.condensation.partition import bucket_block, gather_cell, kd_cells, route
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ppdm_dask.random import Key
@@ -81,12 +83,31 @@ def test_repair_raises_when_impossible():
         repair_groups(t)
 
 
+def test_repair_rechecks_a_group_that_a_merge_made_infeasible():
+    """A (5 records, level 3) at 0 receives B (5 records, one at level 12) at 1: A+B has 10 records
+    for level 12 and must move on, to C (10 records) at 10: one group of 20."""
+    from ppdm_dask.condensation.groups import CondensedGroup
+
+    def group(n, x, req):
+        return CondensedGroup(n, np.array([float(x)]), np.zeros((1, 1)), float(n * req), req)
+
+    t = GroupTable.from_groups([group(5, 0, 3), group(5, 1, 12), group(10, 10, 2)])
+    out, new_id = repair_groups(t)
+    assert out.n.tolist() == [20] and out.req.tolist() == [12] and new_id.tolist() == [0, 0, 0]
+    assert out.feasible.all() and out.mean[0, 0] == pytest.approx((0 * 5 + 1 * 5 + 10 * 10) / 20)
+
+
 # ---------------------------------------------------------------- Condenser
 def test_single_cell_is_the_sequential_algorithm():
     X = _mixture(600, seed=3)
     p = privacy_levels(600, 2, 8, key=1)
     c = Condenser(rows_per_partition=None, key=Key(5)).fit(X, p)
-    labels = construct_groups(X, p, Key(5).generator(1, 0), repair=True)
+    # Segment draws from the release's stream key: the key and the identity (method, public
+    # parameters, content digest of the records and their given levels)
+    params = {"privacy_levels": "per record (not published)", "columns": ["x0", "x1", "x2"], "rows_per_partition": None,
+              "standardize": False, "publish_statistics": False}
+    skey = CondensedRelease.streams_for(Key(5), "static", params, content_digest(X, p))
+    labels = construct_groups(X, p, skey.generator(1, 0), repair=True)
     ref = GroupTable.from_points(X, p, labels)
     assert len(c.groups_) == len(ref)
     np.testing.assert_allclose(np.sort(c.groups_.ssq), np.sort(ref.ssq))

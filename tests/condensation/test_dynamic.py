@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from ppdm_dask.condensation.dynamic import StreamingCondenser
+from ppdm_dask.condensation.release import CondensedRelease
+from ppdm_dask.data.digest import content_digest
 from ppdm_dask.condensation.groups import CondensedGroup, GroupTable
 from ppdm_dask.condensation.static import construct_groups
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
@@ -37,8 +39,13 @@ class RefStream:
         self.pool: list[tuple[np.ndarray, int]] = []
         self.events = {"split": 0, "cascade": 0, "pooled": 0, "retried": 0, "pool_group": 0, "pool_merge": 0}
 
-    def init(self, X, p, key) -> None:
-        labels = construct_groups(X, p, as_key(key).generator(Tag.CONDENSE_DYNAMIC, 0))
+    def init(self, X, p, key, init_number=None, strict=False) -> None:
+        # the initialisation draws from the stream key of the release the stream would make if it
+        # ended after these records (method, public parameters, content digest of the records and levels)
+        params = {"privacy_levels": "per record (not published)", "columns": [f"x{j}" for j in range(X.shape[1])],
+                  "init_number": init_number, "split_strict": strict, "repair_splits": True, "publish_statistics": False}
+        skey = CondensedRelease.streams_for(as_key(key), "dynamic", params, content_digest(X, p))
+        labels = construct_groups(X, p, skey.generator(Tag.CONDENSE_DYNAMIC, 0))
         table = GroupTable.from_points(X, p, labels)
         self.groups = [table[g] for g in range(len(table))]
 
@@ -241,7 +248,7 @@ def test_kernel_matches_pure_python_reference():
         if L > N or N < max(p[:L]):
             continue
         ref = RefStream(strict)
-        ref.init(X[:L], p[:L], key)
+        ref.init(X[:L], p[:L], key, init_number, strict)
         for i in range(L, N):
             ref.insert(X[i], int(p[i]))
         cond = _feed(StreamingCondenser(init_number=init_number, split_strict=strict, key=key), X, p, _blocks(N, rng))
@@ -296,12 +303,16 @@ def test_determinism_and_chunking_invariance():
         np.testing.assert_array_equal(t.mean, one.mean)
         np.testing.assert_array_equal(t.m2, one.m2)
         np.testing.assert_array_equal(t.ps, one.ps)
-    # init_number=None: the first block is the initialisation, the rest may be chunked freely
-    a = _feed(StreamingCondenser(key=5), X, p, [(0, 100), (100, N)]).finalize()
-    b = _feed(StreamingCondenser(key=5), X, p, [(0, 100), (100, 300), (300, 301), (301, N)]).finalize()
-    for t in (a, b):  # the same 100 init rows as init_number=100
-        np.testing.assert_array_equal(t.n, one.n)
-        np.testing.assert_array_equal(t.mean, one.mean)
+    # init_number=None: the first block is the initialisation, the rest may be chunked freely; the
+    # records it took are the public init_number (the same 100 rows as init_number=100)
+    a = _feed(StreamingCondenser(key=5, allow_weak=True), X, p, [(0, 100), (100, N)])  # (level-1 records alone)
+    b = _feed(StreamingCondenser(key=5, allow_weak=True), X, p, [(0, 100), (100, 300), (300, 301), (301, N)])
+    for t in (a, b):
+        assert t.init_number_ == 100 and t.transform().parameters["init_number"] == 100
+        np.testing.assert_array_equal(t.finalize().n, one.n)
+        np.testing.assert_array_equal(t.finalize().mean, one.mean)
+    c = _feed(StreamingCondenser(key=5, allow_weak=True), X, p, [(0, 150), (150, N)])  # another initialisation: another release
+    assert c.transform().parameters["init_number"] == 150 and c.transform().stream_key != a.transform().stream_key
     other = StreamingCondenser(init_number=100, key=6).fit(X, p).groups_
     assert len(other) != len(one) or not np.array_equal(other.mean, one.mean)
 

@@ -1,8 +1,10 @@
 """Condensed releases: written, verified from their files (and against the original),
-tampering detected, keyed order independent of the partitioning, the privacy floor, the split
+tampering detected, keyed order independent of the partitioning, the privacy floors, the split
 groups of the paper (docs/condensation.md#clarification-split-children-may-be-smaller-than-their-members-levels), the estimator contract, typed CSV input."""
 
 from __future__ import annotations
+
+import json
 
 import dask.array as da
 import numpy as np
@@ -12,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ppdm_dask.condensation import CondensedRelease, Condenser, StreamingCondenser, privacy_levels, read_groups
-from ppdm_dask.condensation.release import GROUPS_FILE, SIZE_CHECK
+from ppdm_dask.condensation.release import GROUPS_FILE, SIZE_CHECK, read_statistics
 from ppdm_dask.data.tables import read_table
 from ppdm_dask.errors import DataFormatError, NotFittedError, PrivacyViolation, WeakParameterError
 from ppdm_dask.random import Key
@@ -45,15 +47,16 @@ def test_release_written_verified_and_tampering_named(tmp_path, method):
     out = tmp_path / method
     manifest = rel.write(str(out), rows_per_file=250)
     assert manifest["format"] == "ppdm-condensed" and manifest["guarantees"]["ok"]
-    assert manifest["n_records"] == 600 and manifest["n_groups"] == len(rel.groups)
+    assert manifest["n_records"] == 600 and manifest["n_groups"] == len(rel.groups) and manifest["statistics"] is None
     v = verify(str(out), original=(X, p))
     assert v.ok, v.lines(failed_only=True)
-    assert v["privacy level sum matches the original"].ok and v["second-order sums match the original"].figure < 1e-9
+    assert v["records match the original"].figure == 600 and v["pseudo-data copies original records"].figure == 0
     groups, cols = read_groups(str(out), verify=True)
-    assert cols == ["x0", "x1", "x2"] and (groups.n >= groups.req).all() and groups.req.max() == p.max()
-    np.testing.assert_allclose(groups.Fs.sum(0), X.sum(0), rtol=1e-9)
-    assert not np.array_equal(groups.n, rel.groups.n)  # the groups file is in a keyed order
-    assert np.array_equal(np.sort(groups.n), np.sort(rel.groups.n))
+    assert cols == ["x0", "x1", "x2"] and sorted(groups) == ["n", "p_max"]  # sizes only: nothing that determines a record
+    assert (groups["n"] >= groups["p_max"]).all() and groups["p_max"].max() == p.max() and groups["n"].sum() == 600
+    assert not np.array_equal(groups["n"], rel.groups.n)  # the groups file is in a keyed order
+    assert np.array_equal(np.sort(groups["n"]), np.sort(rel.groups.n))
+    assert read_statistics(str(out)) is None
     pseudo = read_table(str(out)).compute()
     assert pseudo.shape == (600, 3)
     # one byte changed in a part file
@@ -67,12 +70,11 @@ def test_appended_small_group_is_named(tmp_path, method):
     X, p = _data()
     out = tmp_path / method
     ESTIMATORS[method]().fit(X, p).transform().write(str(out))
-    row = pa.table({"n": [1], "Ps": [5.0], "Fs": pa.array([X[0].tolist()], pa.list_(pa.float64(), 3)),
-                    "Sc": pa.array([np.outer(X[0], X[0]).ravel().tolist()], pa.list_(pa.float64(), 9)), "p_max": [5]})
+    row = pa.table({"n": [1], "p_max": [5]})
     append_rows(out, row, name=GROUPS_FILE)
     failed = _failed(verify(str(out), original=(X, p)))
     assert failed[SIZE_CHECK].where == GROUPS_FILE and failed[SIZE_CHECK].figure == 1
-    assert {"group sizes add up to the pseudo-data rows", "records match the original"} <= set(failed)
+    assert {"group sizes add up to the pseudo-data rows", "records match the original", "no group of a single record"} <= set(failed)
     assert "file matches the manifest" not in failed
 
 
@@ -84,7 +86,7 @@ def test_lowered_levels_are_caught_against_the_original(tmp_path):
     lowered = t.set_column(t.schema.get_field_index("p_max"), "p_max", pa.array(np.ones(t.num_rows, np.int64)))
     forge_part(out, GROUPS_FILE, lowered)
     failed = _failed(verify(str(out), original=(X, p)))
-    assert "privacy levels covered" in failed and "privacy level sums within bounds" in failed
+    assert "privacy levels covered" in failed and "largest privacy level >= 2" in failed
 
 
 @pytest.mark.parametrize("method", ["static", "dynamic"])
@@ -100,11 +102,17 @@ def test_level_floor_refused_then_accepted_and_recorded(tmp_path):
     X, _ = _data(n=50)
     with pytest.raises(WeakParameterError, match="largest privacy level >= 2"):
         Condenser(1, key=1).fit(X)
+    with pytest.raises(WeakParameterError, match="no group of a single record"):  # each record alone: published as is
+        Condenser(1, key=1, allow_weak=["largest privacy level >= 2"]).fit(X).transform()
     rel = Condenser(1, key=1, allow_weak=True).fit(X).transform()
     man = rel.write(str(tmp_path / "weak"))
-    assert man["release"]["overrides"] == ["largest privacy level >= 2"]
+    assert man["release"]["overrides"] == ["largest privacy level >= 2", "no group of a single record"]
     v = verify(str(tmp_path / "weak"))
-    assert v.ok and v["largest privacy level >= 2"].overridden
+    assert v.ok and v["largest privacy level >= 2"].overridden and v["no group of a single record"].overridden
+    # every pseudo-record is its record: allowed by the recorded override, and said so
+    copies = verify(str(tmp_path / "weak"), original=X)["pseudo-data copies original records"]
+    assert copies.overridden and copies.figure == 50 and "groups of one record" in copies.detail
+    assert rel.summary()["privacy"]["unique_copies_left"] == 50
 
 
 def test_paper_split_groups_need_an_explicit_override(tmp_path):
@@ -133,9 +141,10 @@ def test_csv_with_string_columns(tmp_path):
     rel = cond.transform(table)
     assert rel.parameters["columns"] == ["a", "b", "c"] and rel.parameters["privacy_column"] == "level"
     man = rel.write(str(tmp_path / "out"))
-    assert man["input"]["files"][0]["file"] == "t.csv"
-    v = verify(str(tmp_path / "out"), original=read_table(str(tmp_path / "t.csv")))
-    assert v.ok and v["privacy level sum matches the original"].figure == p.sum()
+    assert set(man["input"]) == {"fingerprint"} and "t.csv" not in json.dumps(man)
+    assert rel.owner_input["files"][0]["file"] == "t.csv"  # the owner's record, never written
+    v = verify(str(tmp_path / "out"), original=read_table(str(tmp_path / "t.csv")), key=Key(1))
+    assert v.ok and v["privacy levels covered"].figure == 0 and v["made from this original with this key"].ok
     typed = read_table(str(tmp_path / "t.csv"), dtype={"a": "float", "b": "float", "c": "float", "level": "int"})
     assert Condenser(privacy_column="level", columns=["a", "b", "c"], key=1).fit(typed).groups_.n.sum() == 300
     with pytest.raises(DataFormatError, match="'name'"):
