@@ -20,7 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = ("index", "mining", "emask", "sketches", "condensation", "anonymity", "krimp", "randomness", "data")
+PAGES = ("index", "mining", "emask", "sketches", "condensation", "anonymity", "krimp", "randomness", "data", "report",
+         "threat-model")
 SCANNED = ("ppdm_dask", "tests", "benchmarks")
 
 #: ``docs/<page>.md#<anchor>`` (an anchor never contains '.', ')' or quotes: GitHub drops punctuation)

@@ -1,7 +1,7 @@
 """The identity of a release and what derives from it.
 
 A release is identified by its family, method, public parameters and the content digest of its
-input (:mod:`ppdm_dask.data.digest`). Under the owner's key the identity gives (docs/randomness.md#one-key-many-releases):
+input (:mod:`ppdm_dask.data.digest`). Under the owner's key the identity gives (docs/randomness.md#one-key-many-releases-the-release-identity):
 
 * the **stream key** of the release, ``HMAC(key, "streams", identity)``: every random step of
   the release (row order, distortion, sketches, generation, condensation) draws from it, so one
