@@ -164,7 +164,23 @@ def test_release_drops_identifiers_and_verifies(people, tmp_path):
     v = rel.verify(original=people)
     assert v.ok and {"k-anonymity", "identifiers absent", "identifier values absent", "records", "sensitive values"} <= {c.name for c in v}
     manifest = rel.write(str(tmp_path / "r"))
-    assert manifest["guarantees"]["ok"] and manifest["n_input_records"] == 1000
+    assert manifest["guarantees"]["ok"]
+    # public: the released rows and the class figures recounted from the written files; the
+    # input's rows, the suppressed records and the utility (the original's domains) stay the owner's
+    assert not {"n_input_records", "n_suppressed_dropped"} & set(manifest)
+    assert all(set(p) == {"file", "rows", "bytes", "sha256"} for p in manifest["partitions"])
+    pub = manifest["summary"]
+    assert pub["records"] == {"released": 1000} and "utility" not in pub
+    g = {c["name"]: c for c in manifest["guarantees"]["checks"]}
+    st = g["k-anonymity"]["stats"]
+    assert pub["privacy"] == {"k achieved": st["min_class_size"], "classes": st["n_classes"],
+                              "max risk": pytest.approx(1 / st["min_class_size"]),
+                              "average risk": pytest.approx(st["n_classes"] / 1000)}
+    released = pd.read_parquet(tmp_path / "r")
+    assert pub["privacy"]["k achieved"] == pycanon.k_anonymity(released, PEOPLE_QI)
+    assert pub["privacy"]["classes"] == len(released.groupby(PEOPLE_QI).size())
+    assert rel.summary()["records"] == {"input": 1000, "released": 1000, "suppressed": 0} and "utility" in rel.summary()
+    assert g["row count"]["detail"].endswith("n_records") and g["records"]["status"] == "unchecked"
     assert verify(str(tmp_path / "r"), original=str(sample_path("people"))).ok
 
 
@@ -208,8 +224,16 @@ def test_suppressed_records_left_out_unless_kept(people, tmp_path):
         manifest = rel.write(str(tmp_path / f"keep-{keep}"))
         written = pd.read_parquet(tmp_path / f"keep-{keep}")
         stars = int((written[PEOPLE_QI] == "*").all(axis=1).sum())
-        assert (stars, len(written), manifest["n_suppressed_dropped"]) == ((n_sup, 1000, 0) if keep else (0, 1000 - n_sup, n_sup))
-        assert verify(str(tmp_path / f"keep-{keep}"), original=people).ok
+        assert (stars, len(written)) == ((n_sup, 1000) if keep else (0, 1000 - n_sup))
+        # how many were left out is the owner's figure: not in any public field
+        assert "n_suppressed_dropped" not in manifest and all("n_suppressed" not in p for p in manifest["partitions"])
+        assert manifest["summary"]["records"] == {"released": len(written)}
+        v = verify(str(tmp_path / f"keep-{keep}"), original=people)
+        assert v.ok and v["records"].figure == len(written) and f"+ {n_sup} suppressed" in v["records"].detail
+        # against another original: more suppressed records than max_suppression allows
+        more = dd.concat([people, people.head(60, compute=False)])
+        v = verify(str(tmp_path / f"keep-{keep}"), original=more)
+        assert not v["records"].ok and v["records"].threshold == 1060
         assert is_k_anonymous(written, PEOPLE_QI, 10)
         kept = written[~(written[PEOPLE_QI] == "*").all(axis=1)]
         assert pycanon.k_anonymity(kept, PEOPLE_QI) >= 10
@@ -275,7 +299,7 @@ def test_adult_oracle_through_the_estimator(shared_data, tmp_path):
     rel = est.fit_transform(df)
     assert est.report_["discernibility"] == 33_627_534 and est.report_["n_classes"] == 45
     manifest = rel.write(str(tmp_path / "adult"))
-    assert manifest["summary"]["utility"]["discernibility"] == 33_627_534
+    assert rel.summary()["utility"]["discernibility"] == 33_627_534 and "utility" not in manifest["summary"]
     released = pd.read_parquet(tmp_path / "adult")
     assert len(released) == 30162 and pycanon.k_anonymity(released, list(ADULT_QI)) == manifest["summary"]["privacy"]["k achieved"]
     v = verify(str(tmp_path / "adult"), original=str(src))
