@@ -28,6 +28,7 @@ from ppdm_dask.errors import DataFormatError, InvalidParameter, NotFittedError, 
 from ppdm_dask.random import Key
 from ppdm_dask.release import Release, Roles
 from ppdm_dask.verification import verify
+from tests.release.helpers import manifest_of
 
 PEOPLE_QI = ["age", "sex", "zip"]
 
@@ -272,6 +273,41 @@ def test_km_release_checks_against_the_original(tmp_path):
     assert {"transaction count", "transactions", "transaction lengths", "published items"} <= failed
     rel.write(str(tmp_path / "km"))
     assert verify(str(tmp_path / "km"), original=tx).ok
+
+
+def test_km_public_parameters_never_name_the_hierarchy_file(tmp_path):
+    """A hierarchy given as a file: the public parameter says what it is, not where it was."""
+    from ppdm_dask.release.attacks import public_files
+
+    path = tmp_path / "owner_private_items.csv"
+    path.write_text("a;ab;*\nb;ab;*\nc;cd;*\nd;cd;*\n")
+    tx = TransactionArray.from_lists([["a", "b"], ["c"], ["a", "d"], ["b", "c"]] * 5)
+    rel = KmAnonymizer(str(path), k=2, m=2, key=Key(1)).fit_transform(tx)
+    assert rel.parameters == {"k": 2, "m": 2, "hierarchy": "given, 3 levels"}
+    rel.write(str(tmp_path / "km"))
+    files = public_files(str(tmp_path / "km"))
+    assert files and not any(b"owner_private" in blob for blob in files.values())
+    m = manifest_of(tmp_path / "km")
+    assert m["summary"]["records"] == {"released": 20} and "utility" not in m["summary"]
+    assert {c["name"]: c.get("status") for c in m["guarantees"]["checks"]}["published items"] == "unchecked"
+    # read back without the owner's cut: published items held to the original's item count
+    v = verify(str(tmp_path / "km"), original=tx)
+    assert v.ok and v["published items"].threshold == 4
+
+
+def test_part_files_carry_no_pandas_attrs():
+    """Whatever the caller attached to a frame (``attrs``) would travel in a Parquet file's
+    schema metadata: the relational encoder clears it and publishes no per-file statistics."""
+    from functools import partial
+
+    from ppdm_dask.anonymity.release import _encode_public
+    from ppdm_dask.release.tables import _encode
+
+    block = pd.DataFrame({"age": ["20-29"], "diagnosis": ["flu"]})
+    block.attrs = {"source": "/owner/secret.csv"}
+    table, stats = _encode_public(block, partial(_encode, qi=("age",), keep_suppressed=False))
+    assert b"secret" not in table.schema.metadata[b"pandas"] and stats == {} and table.num_rows == 1
+    assert block.attrs == {"source": "/owner/secret.csv"}  # the caller's frame is left as it was
 
 
 def test_km_same_key_same_bytes_for_any_partitioning(tmp_path):
