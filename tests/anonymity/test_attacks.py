@@ -127,6 +127,45 @@ def test_intersection_against_brute_force(seed):
     assert got["by"] == "value" and got["disclosed"] == pytest.approx(_brute(a, b, orig, qi, "value")["disclosed"])
 
 
+# ---------------------------------------------------------------- the public files as an input oracle
+def test_public_files_are_no_oracle_on_the_input(tmp_path):
+    """An adversary who knows every record of the people sample but the first person's diagnosis
+    builds the 8 candidate inputs and looks for anything computable from each (SHA-256, size,
+    content digest, the unsalted fingerprint) in the release folder and its external report: at
+    781abb4 the manifest held the input's SHA-256 (the true diagnosis found, 1 of 1); now
+    nothing is found for any candidate."""
+    from ppdm_dask.data.digest import content_digest
+    from ppdm_dask.release.attacks import input_oracle
+
+    df = pd.read_csv(sample_path("people"), dtype=str, keep_default_na=False)
+    paths = []
+    for d in DIAGNOSES:
+        x = df.copy()
+        x.loc[0, "diagnosis"] = d
+        paths.append(str(tmp_path / f"people-{d}.csv"))
+        x.to_csv(paths[-1], index=False)
+    true = paths[DIAGNOSES.index(df.loc[0, "diagnosis"])]
+    assert open(true, "rb").read() == open(sample_path("people"), "rb").read()  # the candidate is the input, byte for byte
+    people = read_table(true, dtype={"age": "int"})
+    rel = KAnonymizer(QI, k=5, l=2, sensitive="diagnosis", identifiers="name", method="mondrian", key=Key(4)).fit_transform(people)
+    out = str(tmp_path / "rel")
+    rel.write(out)
+    from ppdm_dask.verification import open_release
+
+    open_release(out).adopt(rel).report(people, audience="external")
+    assert (tmp_path / "rel.report-external.json").exists()
+    found = input_oracle(out, paths, digest_of=lambda p: content_digest(read_table(p, dtype={"age": "int"})))
+    assert not any(r["found"] for r in found), found
+    # the control: the input's SHA-256 in a public file (as the manifest of 781abb4 had it) tells the value
+    import hashlib
+    import shutil
+
+    shutil.copytree(out, tmp_path / "leaky")
+    (tmp_path / "leaky" / "_input.json").write_text('{"sha256": "%s"}' % hashlib.sha256(open(true, "rb").read()).hexdigest())
+    leaky = input_oracle(str(tmp_path / "leaky"), paths)
+    assert [r["found"] for r in leaky] == [p == true for p in paths]
+
+
 # ---------------------------------------------------------------- two releases with one key
 def _two(df, tmp_path, name, *, rows_per_file=None, key=Key(2026), **kw):
     """Mondrian releases k = 5 and k = 8 (l = 2 on diagnosis) of ``df`` with one key, written."""
