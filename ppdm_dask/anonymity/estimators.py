@@ -327,8 +327,7 @@ class KmAnonymizer(Estimator):
         if (self.hierarchy is None) == (self.fan_out is None):
             raise InvalidParameter("give exactly one of hierarchy and fan_out", cli="--hierarchy FILE or --fan-out F")
         method = str(self.method).upper()
-        params = {"k": self.k, "m": self.m, "hierarchy": f"balanced, fan-out {self.fan_out}" if self.fan_out is not None
-                  else (str(self.hierarchy).rsplit("/", 1)[-1] if isinstance(self.hierarchy, str) else (self.hierarchy.name or "given"))}
+        params = {"k": self.k, "m": self.m}
         overrides = KmRelease(None, method=method, parameters=params).apply_overrides(self.allow_weak)
         tx = _as_transactions(X)
         if self.fan_out is not None:
@@ -337,6 +336,9 @@ class KmAnonymizer(Estimator):
             hier = Hierarchy.from_csv(self.hierarchy, name="items")
         else:
             hier = self.hierarchy
+        # what the hierarchy is, never where it came from: a file name or a hierarchy's name is
+        # the owner's, and a balanced hierarchy's depth follows from the input's item count
+        params["hierarchy"] = f"balanced, fan-out {self.fan_out}" if self.fan_out is not None else f"given, {hier.levels} levels"
         from ..data.digest import content_digest
 
         digest = content_digest(tx, client=client, progress=progress)  # names the input in the release's identity

@@ -7,15 +7,22 @@ row order, verified on the written files before the commit.
 
 Its guarantee is recounted from the released transactions alone — every itemset of at most m
 published items is supported 0 or >= k times (``k^m-anonymity``, counted without any hierarchy)
-— and the ``transaction count`` matches the manifest and the input.
-Against the original (all order-free, since the release is shuffled):
+— and the ``transaction count`` of the files matches the manifest (in memory: the input's, a
+figure only the owner holds).
+Against the original (all order-free, since the release is shuffled; without it these are
+listed as not checked, :meth:`KmRelease.original_only_checks`):
 
 * ``transactions`` — one released transaction per original transaction;
 * ``transaction lengths`` — global generalisation maps each transaction to one of at most its
   length, and an empty one to an empty one: so as many empty transactions, and for every L at
   most as many released transactions of >= L items as original ones;
-* ``published items`` — every released item is an item of the original or a node of the
-  published cut (when the cut is known from the release's figures).
+* ``published items`` — every released item is an item of the original or a node of the cut
+  the anonymiser chose (the owner's: the release in memory, or adopted by the job that wrote
+  it); read back without it, the released items are no more than the original's.
+
+Public files hold nothing about the input beyond the release: the public parameters (k, m, the
+kind of hierarchy — never a file name) and the released transactions; the input's item count,
+the cut and the NCP are the owner's (:meth:`Release.summary`, the internal report).
 
 Report figures (:meth:`KmRelease.report_figures`): the k^m audit curve is the risk figure —
 itemsets of at most m items supported by 1 to k - 1 released transactions, m = 1..the release's
@@ -49,18 +56,29 @@ class KmRelease(TransactionRelease):
         k = self.parameters.get("k")
         return [self.floor("k >= 2", k is not None and k >= 2, k, 2, detail="k^m-anonymity with k = 1 protects nobody")]
 
+    def _adopt(self, fitted: Any) -> "KmRelease":
+        """The owner's figures (input items, the cut, NCP) from the release in memory."""
+        if isinstance(fitted, KmRelease) and fitted.manifest is None:
+            self.figures = {**self.figures, **fitted.figures}
+        return self
+
+    def original_only_checks(self) -> list[tuple[str, str]]:
+        return [("transactions", "the original's transaction count"),
+                ("transaction lengths", "the original's transaction lengths"),
+                ("published items", "the original's items")]
+
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
         ckw = {"progress": False, **compute_kwargs}
         checks = list(check_km_anonymity(self.data, int(self.parameters["k"]), int(self.parameters["m"]), **ckw))
         n = self.data.n_transactions
-        if self.manifest is not None:  # written: the files against the manifest (and the input, once recorded)
-            expected = [int(x) for x in (self.manifest.get("n_transactions"), (self.manifest.get("input") or {}).get("rows"))
-                        if x is not None]
-        else:
-            expected = [int(self.input_info["rows"])] if self.input_info.get("rows") is not None else []
-        if expected:
-            bad = [e for e in expected if e != n]
-            checks.append(Check("transaction count", not bad, n, bad[0] if bad else expected[0],
+        if self.manifest is not None:  # written: the files against the manifest (the input's count is not published)
+            listed = self.manifest.get("n_transactions")
+            if listed is not None:
+                checks.append(Check("transaction count", int(listed) == n, n, int(listed),
+                                    detail="transactions in the files = the manifest's n_transactions"))
+        elif self.input_info.get("rows") is not None:  # in memory, for the owner
+            expected = int(self.input_info["rows"])
+            checks.append(Check("transaction count", expected == n, n, expected,
                                 detail="one released transaction per input transaction"))
         if original is not None:
             checks += self._original_checks(original, **ckw)
@@ -88,12 +106,18 @@ class KmRelease(TransactionRelease):
         checks.append(Check("transaction lengths", ok, empty_rel, empty_orig, where=where,
                             detail="generalisation never lengthens a transaction nor empties one (figure: empty transactions)"))
         cut = (self.figures.get("utility") or {}).get("cut")
+        labels = [str(x) for x in rel.vocabulary.labels]
         if cut is not None:
             allowed = {str(x) for x in orig.vocabulary.labels} | {str(x) for x in cut}
-            foreign = [str(x) for x in rel.vocabulary.labels if str(x) not in allowed]
+            foreign = [x for x in labels if x not in allowed]
             checks.append(Check("published items", not foreign, len(foreign), 0,
                                 where=f"{len(foreign)} label(s), e.g. {foreign[0]!r}" if foreign else None,
-                                detail="every released item is an original item or a node of the published cut"))
+                                detail="every released item is an original item or a node of the anonymiser's cut"))
+        else:  # read back without the owner's cut: a global recoding publishes at most as many items
+            n_items = len(orig.vocabulary.labels)
+            checks.append(Check("published items", len(labels) <= n_items, len(labels), n_items,
+                                detail="released items <= the original's items (a global generalisation maps items onto "
+                                       "nodes; the cut itself is the owner's)"))
         return checks
 
     # ------------------------------------------------------------------ report

@@ -13,16 +13,25 @@ Its guarantee is recounted from the released table alone — independently of th
 * ``k-anonymity`` — the smallest class over the QIs (suppressed rows left out) is >= k;
 * ``l-diversity`` — when l is given, recounted over the sensitive column;
 * ``suppressed records absent`` — no row with every QI ``'*'`` unless ``keep_suppressed``;
-* ``row count`` — released rows + suppressed rows dropped = input rows.
+* ``row count`` — the rows in the files are the manifest's ``n_records`` (in memory: the
+  released plus suppressed rows are the input's, a figure only the owner holds).
 
-Against the original table (``verify(original=...)``, ``ppdm verify --original``):
+Against the original table (``verify(original=...)``, ``ppdm verify --original``; without it
+these are listed as not checked, :meth:`AnonymizedRelease.original_only_checks`):
 
-* ``identifier values absent`` — no value of an identifier column of the original appears in
-  any released cell (nor as a component of a ``a|b|c`` value set) unless it is also a value of
-  that column in the original (so ids that happen to equal an age do not count);
-* ``records`` — released rows + dropped suppressed rows = original rows;
+* ``identifier values absent`` — no value of a column of the original that the release does
+  not publish (its identifiers among them: the public roles do not name them) appears in any
+  released cell (nor as a component of a ``a|b|c`` value set) unless it is also a value of that
+  released column in the original (so ids that happen to equal an age do not count);
+* ``records`` — released rows + suppressed rows left out = original rows;
 * ``sensitive values`` / ``insensitive values`` — the released values of each column published
   as is form a sub-multiset of the original's (equal when nothing was suppressed).
+
+Public files hold nothing about the input beyond the release itself: the manifest has the
+released rows (``n_records``), the public parameters and roles, and the class figures recounted
+from the written files (:meth:`AnonymizedRelease.public_privacy`); the input's row count, the
+suppressed records and the utility figures (computed with the original's domains) are the
+owner's (:meth:`Release.summary`, the console, the internal report).
 
 Its report figures (:meth:`AnonymizedRelease.report_figures`): the re-identification risk of the
 release (and of the original on its quasi-identifiers) from the class sizes
@@ -33,11 +42,13 @@ workload of COUNT queries (:mod:`.utility`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Callable, ClassVar
 
 import dask
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..data.hierarchy import as_keys
 from ..release import Check, Release, TableRelease
@@ -81,6 +92,18 @@ def _tokens(values: Any) -> set[str]:
     return out
 
 
+def _encode_public(block: pd.DataFrame, encode: Callable[[pd.DataFrame], tuple[pa.Table, dict[str, Any]]]
+                   ) -> tuple[pa.Table, dict[str, Any]]:
+    """Kernel: one output block as its part file, with nothing but the released rows: the
+    block's pandas ``attrs`` cleared (they would travel in the file's schema metadata) and no
+    per-file statistics (the table encoder counts the suppressed records it leaves out)."""
+    if block.attrs:
+        block = block.copy(deep=False)
+        block.attrs = {}
+    table, _ = encode(block)
+    return table, {}
+
+
 def _id_hits(part: pd.DataFrame, columns: Sequence[str], candidates: frozenset[str]) -> pd.DataFrame:
     """Kernel: the values of the identifier ``columns`` of one original partition that are
     among ``candidates`` (the released tokens), one per row of a ``value`` column."""
@@ -111,12 +134,18 @@ class AnonymizedRelease(TableRelease):
     #: figures of that same input are taken from it instead of new passes over the input
     input_frequency: tuple[str, Any] | None = None
 
+    #: the class figures recounted from the written files by the write-time check (see
+    #: :meth:`public_privacy`)
+    _recounted: dict[str, Any] | None = None
+
     def _adopt(self, fitted: Release) -> "AnonymizedRelease":
         """Take over from the release in memory that was written what the files do not hold:
-        the hierarchies (the files only name them) and the rows in input order (the classifier
-        figure tests each held-out record in the class it was generalised to)."""
+        the hierarchies (the files only name them), the rows in input order (the classifier
+        figure tests each held-out record in the class it was generalised to) and the owner's
+        figures (input rows, suppressed records, utility: never in a public file)."""
         if isinstance(fitted, AnonymizedRelease) and fitted.manifest is None:
             self.fitted = fitted
+            self.figures = {**self.figures, **fitted.figures}
             if fitted.hierarchies is not None:
                 self.hierarchies = fitted.hierarchies
             self.input_frequency = fitted.input_frequency
@@ -136,31 +165,64 @@ class AnonymizedRelease(TableRelease):
         return self.parameters.get("sensitive")
 
     def _input_rows(self) -> int | None:
-        """Rows of the input: from the manifest of a written release, else from the estimator."""
-        if self.manifest is not None:
-            rows = self.manifest.get("n_input_records", (self.manifest.get("input") or {}).get("rows"))
-        else:
-            rows = self.input_info.get("rows")
+        """Rows of the input, known to the estimator only (a written release does not say)."""
+        rows = self.input_info.get("rows") if self.manifest is None else None
         return int(rows) if rows is not None else None
 
     # ------------------------------------------------------------------ family hooks
+    def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
+        """The table encoder, without the per-file count of suppressed records (a count of the
+        original: whether a known person was suppressed follows from it) and without pandas
+        ``attrs`` (whatever the caller attached to the input frame is not the release's)."""
+        return partial(_encode_public, encode=super()._encoder())
+
     def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
         out = super()._layout(partitions)
-        out["n_input_records"] = self._input_rows()
+        out.pop("n_suppressed_dropped", None)  # a figure of the original: the owner's summary has it
         return out
 
     def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
         out = super()._csv_write(fh, blocks, compute)
-        out["n_input_records"] = self._input_rows()
+        out.pop("n_suppressed_dropped", None)
         return out
+
+    def _check_written(self, fs: Any, path: str, manifest: Mapping[str, Any], url: str, check: bool,
+                       ckw: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The write-time check; its recount of the classes gives :meth:`public_privacy`."""
+        verdict = super()._check_written(fs, path, manifest, url, check, ckw)
+        self._recounted = None
+        for c in (verdict or {}).get("checks", []):
+            if c.get("name") == "k-anonymity" and c.get("stats"):
+                self._recounted = dict(c["stats"])
+        return verdict
 
     def floor_checks(self) -> list[Check]:
         return anonymity_floors(self, self.parameters)
 
     def public_privacy(self) -> dict[str, Any]:
-        """The class figures of the released table (k achieved, classes, re-identification risk):
-        anyone holding the release recounts them from its rows."""
-        return dict(self.figures.get("privacy") or {})
+        """The class figures of the released table — k achieved, classes, the highest and
+        average prosecutor risk — as the write-time check recounted them from the written files
+        (suppressed rows left out): anyone holding the release gets the same figures from its
+        rows. The algorithm's own figures stay in :meth:`summary`. Empty before the release is
+        written with its check; a release read back gives its manifest's."""
+        if self.manifest is not None:  # read back: what its manifest published
+            return dict((self.manifest.get("summary") or {}).get("privacy") or {})
+        st = self._recounted
+        if st is None:
+            return {}
+        n_classes, kept = int(st["n_classes"]), int(st["n_records"]) - int(st["n_suppressed"])
+        k_min = int(st["min_class_size"])
+        return {"k achieved": k_min, "classes": n_classes, "max risk": 1.0 / k_min if k_min else 0.0,
+                "average risk": n_classes / kept if kept else 0.0}
+
+    def original_only_checks(self) -> list[tuple[str, str]]:
+        """The properties only the original establishes (listed as not checked without it)."""
+        out = [("identifier values absent", "the original's columns that are not published"),
+               ("records", "the original's row count (released rows + suppressed rows left out)")]
+        published = [str(c) for c in self.data.columns] if self.data is not None else []
+        out += sorted({(f"{self._role_of(c)} values", "the original's values of the columns published as is")
+                       for c in published if c not in self.qi})
+        return out
 
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
         data = self.data
@@ -201,16 +263,17 @@ class AnonymizedRelease(TableRelease):
                                 detail="rows with every quasi-identifier '*' are left out of a release"))
         else:  # in memory: the writer leaves them out
             checks.append(Check("suppressed records absent", True, n_star, None, detail="left out when written"))
-        dropped = int(self.manifest.get("n_suppressed_dropped", 0)) if written else 0
         expected = self._input_rows()
-        if written and self.manifest.get("n_records") is not None and int(self.manifest["n_records"]) != n_rows:
-            checks.append(Check("row count", False, n_rows, int(self.manifest["n_records"]),
-                                detail="rows in the files differ from the manifest's n_records"))
-        elif expected is not None:
-            checks.append(Check("row count", n_rows + dropped == expected, n_rows + dropped, expected,
-                                detail=f"released rows + {dropped:,} suppressed rows left out = input rows"))
+        if written:  # the files against their manifest (the input's rows are not published)
+            listed = self.manifest.get("n_records")
+            if listed is not None:
+                checks.append(Check("row count", int(listed) == n_rows, n_rows, int(listed),
+                                    detail="rows in the files = the manifest's n_records"))
+        elif expected is not None:  # in memory, for the owner: suppressed rows are still in
+            checks.append(Check("row count", n_rows == expected, n_rows, expected,
+                                detail="released rows, suppressed ones included until written = input rows"))
         if original is not None:
-            checks += self._original_checks(original, counts, qi, sens, n_rows + dropped, **compute_kwargs)
+            checks += self._original_checks(original, counts, qi, sens, n_rows, **compute_kwargs)
         return checks
 
     # ------------------------------------------------------------------ against the original
@@ -247,16 +310,15 @@ class AnonymizedRelease(TableRelease):
         orig_counts = {c: _key_counts(v) for c, v in zip(lazy_orig, got[2:])}
 
         checks: list[Check] = []
-        if identifiers:
-            leaked = {c: {t for t in tokens[c] if t in id_hits and t not in orig_counts.get(c, pd.Series([], dtype=np.int64)).index}
-                      for c in columns}
-            bad = {c: len(v) for c, v in leaked.items() if v}
-            checks.append(Check("identifier values absent", not bad, int(sum(bad.values())), 0,
-                                where=", ".join(f"column {c!r} ({n})" for c, n in bad.items()) or None,
-                                detail=f"values of {identifiers} of the original found in the release" if bad
-                                else f"no value of {identifiers} of the original is in the release"))
-        checks.append(Check("records", n_total == n_orig, n_total, n_orig,
-                            detail="released rows + suppressed rows left out = rows of the original"))
+        leaked = {c: {t for t in tokens[c] if t in id_hits and t not in orig_counts.get(c, pd.Series([], dtype=np.int64)).index}
+                  for c in columns}
+        bad = {c: len(v) for c, v in leaked.items() if v}
+        checks.append(Check("identifier values absent", not bad, int(sum(bad.values())), 0,
+                            where=", ".join(f"column {c!r} ({n})" for c, n in bad.items()) or None,
+                            detail=f"values of {identifiers} of the original found in the release" if bad
+                            else (f"no value of {identifiers} of the original is in the release" if identifiers
+                                  else "the original has no column that the release leaves out")))
+        checks.append(self._records_check(counts, qi, n_total, n_orig))
         for c in as_is:
             rel = _key_counts(rel_counts[c])
             if c not in ocols:
@@ -267,6 +329,25 @@ class AnonymizedRelease(TableRelease):
             checks.append(Check(f"{self._role_of(c)} values", excess == 0, excess, 0, where=f"column {c!r}",
                                 detail="released values not backed by the original (published as is, they must be a sub-multiset)"))
         return checks
+
+    def _records_check(self, counts: pd.DataFrame, qi: list[str], n_rows: int, n_orig: int) -> Check:
+        """``records``: the released rows against the original's. A written release leaves its
+        suppressed records out and does not say how many (a figure of the original): they are
+        the original's rows less the released ones, and with the suppressed rows kept ('*')
+        they are at most ``max_suppression`` of the original's rows."""
+        n_star = int(counts.loc[_star_rows(counts, qi), _COUNT].sum()) if len(counts) else 0
+        left_out = self.manifest is not None and not self.keep_suppressed
+        dropped = n_orig - n_rows if left_out else 0
+        suppressed = max(dropped, 0) + n_star
+        limit = int(np.floor(float(self.parameters.get("max_suppression") or 0.0) * n_orig + 1e-9))
+        if dropped < 0 or (not left_out and n_rows != n_orig):
+            return Check("records", False, n_rows, n_orig,
+                         detail="released rows" + (" (more than the original's)" if dropped < 0 else
+                                                   ", suppressed ones included, differ from the rows of the original"))
+        return Check("records", suppressed <= limit, n_rows, n_orig,
+                     where=None if suppressed <= limit else f"{suppressed:,} suppressed records",
+                     detail=f"released rows + {suppressed:,} suppressed record(s) = rows of the original; at most "
+                            f"{limit:,} may be suppressed (max_suppression)")
 
     def _role_of(self, column: str) -> str:
         role = self.roles.of(column) if self.roles is not None else None
@@ -324,8 +405,8 @@ class AnonymizedRelease(TableRelease):
         if original is None:
             figs.notes.append("the utility figures and the original's risk need the original data")
             return figs
-        if self.manifest is not None:
-            dropped = int(self.manifest.get("n_suppressed_dropped", 0))
+        if self.manifest is not None:  # how many were left out is not published: the original says
+            dropped = None
         elif not self.keep_suppressed:  # in memory: measured as it will be written, suppressed rows left out
             dropped, counts = int(counts.loc[star, _COUNT].sum()), counts[~star].reset_index(drop=True)
         else:
@@ -388,17 +469,23 @@ class AnonymizedRelease(TableRelease):
                   about="comparison", note=note + "; classes: the original quasi-identifier tuples"),
         ])
 
-    def _original_figures(self, orig: Any, got: Sequence[Any] | None, counts: pd.DataFrame, qi: list[str], dropped: int,
-                          hierarchies: Mapping[str, Any], threshold: float, ckw: dict[str, Any], fs: Any = None) -> Figures:
+    def _original_figures(self, orig: Any, got: Sequence[Any] | None, counts: pd.DataFrame, qi: list[str],
+                          dropped: int | None, hierarchies: Mapping[str, Any], threshold: float, ckw: dict[str, Any],
+                          fs: Any = None) -> Figures:
         """The original's risk and the utility figures from the computed :meth:`_original_lazy`
         (class-size frequencies, QI domains), then a pass for the true query answers; or all of
-        it from the anonymizer's frequency set ``fs`` of this input (no pass)."""
+        it from the anonymizer's frequency set ``fs`` of this input (no pass). ``dropped`` (the
+        suppressed records left out) None: the original's rows less the released ones."""
         from ..progress import compute
         from . import risk as R
         from . import utility as U
 
         if fs is not None:
             got = U.frequency_counts(fs, qi)
+        if dropped is None:
+            sizes = got[0]
+            n_orig = int((np.asarray(sizes.index, dtype=np.int64) * sizes.to_numpy(dtype=np.int64)).sum())
+            dropped = max(0, n_orig - int(counts[_COUNT].sum()))
         freq = R.size_frequencies(got[0])
         items = _risk_items(R.risk_summary(freq, threshold), R.size_histogram(freq), threshold, "original", False)
         numeric = {a: pd.api.types.is_numeric_dtype(orig[a].dtype) and not pd.api.types.is_bool_dtype(orig[a].dtype) for a in qi}

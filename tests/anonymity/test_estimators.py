@@ -28,6 +28,7 @@ from ppdm_dask.errors import DataFormatError, InvalidParameter, NotFittedError, 
 from ppdm_dask.random import Key
 from ppdm_dask.release import Release, Roles
 from ppdm_dask.verification import verify
+from tests.release.helpers import manifest_of
 
 PEOPLE_QI = ["age", "sex", "zip"]
 
@@ -164,7 +165,23 @@ def test_release_drops_identifiers_and_verifies(people, tmp_path):
     v = rel.verify(original=people)
     assert v.ok and {"k-anonymity", "identifiers absent", "identifier values absent", "records", "sensitive values"} <= {c.name for c in v}
     manifest = rel.write(str(tmp_path / "r"))
-    assert manifest["guarantees"]["ok"] and manifest["n_input_records"] == 1000
+    assert manifest["guarantees"]["ok"]
+    # public: the released rows and the class figures recounted from the written files; the
+    # input's rows, the suppressed records and the utility (the original's domains) stay the owner's
+    assert not {"n_input_records", "n_suppressed_dropped"} & set(manifest)
+    assert all(set(p) == {"file", "rows", "bytes", "sha256"} for p in manifest["partitions"])
+    pub = manifest["summary"]
+    assert pub["records"] == {"released": 1000} and "utility" not in pub
+    g = {c["name"]: c for c in manifest["guarantees"]["checks"]}
+    st = g["k-anonymity"]["stats"]
+    assert pub["privacy"] == {"k achieved": st["min_class_size"], "classes": st["n_classes"],
+                              "max risk": pytest.approx(1 / st["min_class_size"]),
+                              "average risk": pytest.approx(st["n_classes"] / 1000)}
+    released = pd.read_parquet(tmp_path / "r")
+    assert pub["privacy"]["k achieved"] == pycanon.k_anonymity(released, PEOPLE_QI)
+    assert pub["privacy"]["classes"] == len(released.groupby(PEOPLE_QI).size())
+    assert rel.summary()["records"] == {"input": 1000, "released": 1000, "suppressed": 0} and "utility" in rel.summary()
+    assert g["row count"]["detail"].endswith("n_records") and g["records"]["status"] == "unchecked"
     assert verify(str(tmp_path / "r"), original=str(sample_path("people"))).ok
 
 
@@ -208,8 +225,16 @@ def test_suppressed_records_left_out_unless_kept(people, tmp_path):
         manifest = rel.write(str(tmp_path / f"keep-{keep}"))
         written = pd.read_parquet(tmp_path / f"keep-{keep}")
         stars = int((written[PEOPLE_QI] == "*").all(axis=1).sum())
-        assert (stars, len(written), manifest["n_suppressed_dropped"]) == ((n_sup, 1000, 0) if keep else (0, 1000 - n_sup, n_sup))
-        assert verify(str(tmp_path / f"keep-{keep}"), original=people).ok
+        assert (stars, len(written)) == ((n_sup, 1000) if keep else (0, 1000 - n_sup))
+        # how many were left out is the owner's figure: not in any public field
+        assert "n_suppressed_dropped" not in manifest and all("n_suppressed" not in p for p in manifest["partitions"])
+        assert manifest["summary"]["records"] == {"released": len(written)}
+        v = verify(str(tmp_path / f"keep-{keep}"), original=people)
+        assert v.ok and v["records"].figure == len(written) and f"+ {n_sup} suppressed" in v["records"].detail
+        # against another original: more suppressed records than max_suppression allows
+        more = dd.concat([people, people.head(60, compute=False)])
+        v = verify(str(tmp_path / f"keep-{keep}"), original=more)
+        assert not v["records"].ok and v["records"].threshold == 1060
         assert is_k_anonymous(written, PEOPLE_QI, 10)
         kept = written[~(written[PEOPLE_QI] == "*").all(axis=1)]
         assert pycanon.k_anonymity(kept, PEOPLE_QI) >= 10
@@ -250,6 +275,41 @@ def test_km_release_checks_against_the_original(tmp_path):
     assert verify(str(tmp_path / "km"), original=tx).ok
 
 
+def test_km_public_parameters_never_name_the_hierarchy_file(tmp_path):
+    """A hierarchy given as a file: the public parameter says what it is, not where it was."""
+    from ppdm_dask.release.attacks import public_files
+
+    path = tmp_path / "owner_private_items.csv"
+    path.write_text("a;ab;*\nb;ab;*\nc;cd;*\nd;cd;*\n")
+    tx = TransactionArray.from_lists([["a", "b"], ["c"], ["a", "d"], ["b", "c"]] * 5)
+    rel = KmAnonymizer(str(path), k=2, m=2, key=Key(1)).fit_transform(tx)
+    assert rel.parameters == {"k": 2, "m": 2, "hierarchy": "given, 3 levels"}
+    rel.write(str(tmp_path / "km"))
+    files = public_files(str(tmp_path / "km"))
+    assert files and not any(b"owner_private" in blob for blob in files.values())
+    m = manifest_of(tmp_path / "km")
+    assert m["summary"]["records"] == {"released": 20} and "utility" not in m["summary"]
+    assert {c["name"]: c.get("status") for c in m["guarantees"]["checks"]}["published items"] == "unchecked"
+    # read back without the owner's cut: published items held to the original's item count
+    v = verify(str(tmp_path / "km"), original=tx)
+    assert v.ok and v["published items"].threshold == 4
+
+
+def test_part_files_carry_no_pandas_attrs():
+    """Whatever the caller attached to a frame (``attrs``) would travel in a Parquet file's
+    schema metadata: the relational encoder clears it and publishes no per-file statistics."""
+    from functools import partial
+
+    from ppdm_dask.anonymity.release import _encode_public
+    from ppdm_dask.release.tables import _encode
+
+    block = pd.DataFrame({"age": ["20-29"], "diagnosis": ["flu"]})
+    block.attrs = {"source": "/owner/secret.csv"}
+    table, stats = _encode_public(block, partial(_encode, qi=("age",), keep_suppressed=False))
+    assert b"secret" not in table.schema.metadata[b"pandas"] and stats == {} and table.num_rows == 1
+    assert block.attrs == {"source": "/owner/secret.csv"}  # the caller's frame is left as it was
+
+
 def test_km_same_key_same_bytes_for_any_partitioning(tmp_path):
     from tests.release.helpers import data_bytes
 
@@ -275,7 +335,7 @@ def test_adult_oracle_through_the_estimator(shared_data, tmp_path):
     rel = est.fit_transform(df)
     assert est.report_["discernibility"] == 33_627_534 and est.report_["n_classes"] == 45
     manifest = rel.write(str(tmp_path / "adult"))
-    assert manifest["summary"]["utility"]["discernibility"] == 33_627_534
+    assert rel.summary()["utility"]["discernibility"] == 33_627_534 and "utility" not in manifest["summary"]
     released = pd.read_parquet(tmp_path / "adult")
     assert len(released) == 30162 and pycanon.k_anonymity(released, list(ADULT_QI)) == manifest["summary"]["privacy"]["k achieved"]
     v = verify(str(tmp_path / "adult"), original=str(src))

@@ -81,8 +81,14 @@ def test_anonymize_lattice_and_mondrian(shared_data, tmp_path):
     assert pycanon.k_anonymity(rel, QI) >= 5 and pycanon.l_diversity(rel, QI, ["salary-class"]) >= 2
     manifest = manifest_of(out)
     assert manifest["format"] == "ppdm-anonymized" and manifest["release"]["parameters"]["k"] == 5
-    assert manifest["summary"]["utility"]["discernibility"] == s["report"]["discernibility"]
-    assert manifest["n_suppressed_dropped"] == n_sup and manifest["input"]["rows"] == 3000
+    # figures of the original (input rows, suppressed records, utility) are the owner's: the
+    # console and the internal report beside the release, never the manifest
+    assert "utility" not in manifest["summary"] and manifest["summary"]["records"] == {"released": 3000 - n_sup}
+    assert not {"n_suppressed_dropped", "n_input_records"} & set(manifest) and set(manifest["input"]) == {"fingerprint"}
+    internal = json.loads((tmp_path / "rel.report.json").read_text())
+    items = {i["id"]: i for sec in internal["sections"] for i in sec["items"]}
+    assert items["utility_discernibility"]["value"] == s["report"]["discernibility"]  # suppressed: original rows - released
+    assert internal["summary"]["records"] == {"input": 3000, "released": 3000 - n_sup, "suppressed": n_sup}
     assert manifest["guarantees"]["ok"] and {c["name"] for c in manifest["guarantees"]["checks"]} >= {"k-anonymity", "l-diversity"}
     _tamper_checks(out, QI, 5, original=src)
 

@@ -181,6 +181,36 @@ def test_names_smuggled_into_a_release_are_caught(tmp_path):
     assert not any(n in line for n in names)  # the check names the column, never the values
 
 
+def test_verify_lists_what_needs_the_original_and_the_owner_checks_provenance(tmp_path):
+    """Without the original, verify names what it could not check; with it, the checks against
+    the original run as before; with the key file too, the owner learns whether this release was
+    made from this input with this key — another key, another input (the same rows in another
+    order) or another reading of it (no --dtype) fail that check alone."""
+    src = sample_path("people")
+    key = _key_file(tmp_path)
+    out = tmp_path / "rel"
+    r = ppdm("--key-file", key, "anonymize", src, out, "--identifier", "name", "--qi", "age,sex,zip", "--sensitive",
+             "diagnosis", "--k", "5", "--l", "2", "--method", "mondrian", "--dtype", "age=int")
+    assert r.exit_code == 0, r.output
+    original_only = ("identifier values absent", "records", "sensitive values")
+    v = ppdm("verify", out)
+    assert v.exit_code == 0 and all(f"NOT CHECKED {c} - not checked: the original" in v.stdout for c in original_only)
+    v = ppdm("verify", out, "--original", src, "--dtype", "age=int")
+    assert v.exit_code == 0 and "NOT CHECKED" not in v.stdout and all(f"ok {c}:" in v.stdout for c in original_only)
+    v = ppdm("--key-file", key, "verify", out, "--original", src, "--dtype", "age=int")
+    assert v.exit_code == 0 and "ok made from this original with this key" in v.stdout, v.output
+
+    other_key = tmp_path / "other.key"
+    other_key.write_text("0x00000000000000000000000000000002\n")
+    v = ppdm("--key-file", other_key, "verify", out, "--original", src, "--dtype", "age=int")
+    assert v.exit_code == 2 and "FAILED made with this key" in v.stderr
+    shuffled = tmp_path / "shuffled.csv"
+    pd.read_csv(src, dtype=str, keep_default_na=False).iloc[::-1].to_csv(shuffled, index=False)
+    for args in (["--original", shuffled, "--dtype", "age=int"], ["--original", src]):
+        v = ppdm("--key-file", key, "verify", out, *args)
+        assert v.exit_code == 2 and v.stderr.count("FAILED") == 1 and "FAILED made from this original with this key" in v.stderr
+
+
 def test_same_key_same_bytes_for_any_partitioning(tmp_path):
     """The release bytes (row order included) depend on the key and the data, not on how the
     input is partitioned."""
