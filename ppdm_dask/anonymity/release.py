@@ -42,13 +42,11 @@ workload of COUNT queries (:mod:`.utility`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import partial
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import dask
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from ..data.hierarchy import as_keys
 from ..release import Check, Release, TableRelease
@@ -90,18 +88,6 @@ def _tokens(values: Any) -> set[str]:
         if "|" in v:
             out.update(v.split("|"))
     return out
-
-
-def _encode_public(block: pd.DataFrame, encode: Callable[[pd.DataFrame], tuple[pa.Table, dict[str, Any]]]
-                   ) -> tuple[pa.Table, dict[str, Any]]:
-    """Kernel: one output block as its part file, with nothing but the released rows: the
-    block's pandas ``attrs`` cleared (they would travel in the file's schema metadata) and no
-    per-file statistics (the table encoder counts the suppressed records it leaves out)."""
-    if block.attrs:
-        block = block.copy(deep=False)
-        block.attrs = {}
-    table, _ = encode(block)
-    return table, {}
 
 
 def _id_hits(part: pd.DataFrame, columns: Sequence[str], candidates: frozenset[str]) -> pd.DataFrame:
@@ -170,31 +156,12 @@ class AnonymizedRelease(TableRelease):
         return int(rows) if rows is not None else None
 
     # ------------------------------------------------------------------ family hooks
-    def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
-        """The table encoder, without the per-file count of suppressed records (a count of the
-        original: whether a known person was suppressed follows from it) and without pandas
-        ``attrs`` (whatever the caller attached to the input frame is not the release's)."""
-        return partial(_encode_public, encode=super()._encoder())
-
-    def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
-        out = super()._layout(partitions)
-        out.pop("n_suppressed_dropped", None)  # a figure of the original: the owner's summary has it
-        return out
-
-    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
-        out = super()._csv_write(fh, blocks, compute)
-        out.pop("n_suppressed_dropped", None)
-        return out
-
-    def _check_written(self, fs: Any, path: str, manifest: Mapping[str, Any], url: str, check: bool,
-                       ckw: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The write-time check; its recount of the classes gives :meth:`public_privacy`."""
-        verdict = super()._check_written(fs, path, manifest, url, check, ckw)
+    def on_recount(self, verdict: Mapping[str, Any] | None) -> None:
+        """The write-time check's recount of the classes gives :meth:`public_privacy`."""
         self._recounted = None
         for c in (verdict or {}).get("checks", []):
             if c.get("name") == "k-anonymity" and c.get("stats"):
                 self._recounted = dict(c["stats"])
-        return verdict
 
     def floor_checks(self) -> list[Check]:
         return anonymity_floors(self, self.parameters)

@@ -326,6 +326,10 @@ class Release(abc.ABC):
         out["privacy"] = dict(self.public_privacy())
         return out
 
+    def on_recount(self, verdict: Mapping[str, Any] | None) -> None:
+        """Family hook: the verdict (as a dict) of the write-time recount of the written files,
+        before the manifest is finished (e.g. to publish figures the recount established)."""
+
     def original_only_checks(self) -> list[tuple[str, str]]:
         """Family hook: ``(name, what it needs)`` of the properties that only a check against the
         original can establish; ``verify`` without the original lists them as not checked."""
@@ -547,6 +551,7 @@ class Release(abc.ABC):
             manifest["release"]["row_order"].update(shuffle=plan, shuffle_reason=why)
             manifest["input"] = self._public_input(key)
             manifest["guarantees"] = self._check_written(fs, tmp, manifest, url, check, ckw)
+            self.on_recount(manifest["guarantees"])
             manifest["input"] = self._public_input(key)
             manifest["summary"] = self.public_summary(sum(int(p["rows"]) for p in parts))
             self._record_owner_input(**ckw)
@@ -591,6 +596,7 @@ class Release(abc.ABC):
             manifest["input"] = self._public_input(key)
             check_manifest = {**manifest, "partitions": [{**entry, "file": posixpath.basename(tmp)}]}
             manifest["guarantees"] = self._check_written(fs, parent or ".", check_manifest, url, check, ckw)
+            self.on_recount(manifest["guarantees"])
             manifest["input"] = self._public_input(key)
             manifest["summary"] = self.public_summary(int(entry["rows"]))
             self._record_owner_input(**ckw)

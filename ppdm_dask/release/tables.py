@@ -64,15 +64,23 @@ def _finish(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> 
 
 
 def _encode(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> tuple[pa.Table, dict[str, Any]]:
-    block, n_sup = _finish(block, qi, keep_suppressed)
-    return pa.Table.from_pandas(block, preserve_index=False), {"n_suppressed": n_sup}
+    """Kernel: one output block as its part file, with nothing but the released rows: suppressed
+    rows left out (not counted: how many of a known group of people were suppressed is a figure
+    of the original), pandas ``attrs`` cleared (they would travel in the file's schema metadata:
+    whatever a caller attached to the input frame is not the release's)."""
+    block, _ = _finish(block, qi, keep_suppressed)
+    if block.attrs:
+        block = block.copy(deep=False)
+        block.attrs = {}
+    return pa.Table.from_pandas(block, preserve_index=False), {}
 
 
 class TableRelease(Release):
     """A relational release: ``data`` is a dask DataFrame of the published columns.
 
-    Suppressed records (every quasi-identifier ``'*'``) are left out of the written files and
-    counted in the manifest, unless the parameter ``keep_suppressed`` is true.
+    Suppressed records (every quasi-identifier ``'*'``) are left out of the written files, unless
+    the parameter ``keep_suppressed`` is true; their number is the owner's (it is a figure of the
+    original), never written into the release.
     """
 
     ops: ClassVar[BlockOps] = TABLE_OPS
@@ -112,9 +120,7 @@ class TableRelease(Release):
         return partial(_encode, qi=self.qi, keep_suppressed=self.keep_suppressed)
 
     def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"columns": [str(c) for c in self.data.columns],
-                "n_records": int(sum(p["rows"] for p in partitions)),
-                "n_suppressed_dropped": 0 if self.keep_suppressed else int(sum(p.get("n_suppressed", 0) for p in partitions))}
+        return {"columns": [str(c) for c in self.data.columns], "n_records": int(sum(p["rows"] for p in partitions))}
 
     @classmethod
     def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
@@ -123,15 +129,13 @@ class TableRelease(Release):
         return table_from_manifest(fs, path, manifest, url, verify=verify)
 
     def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
-        rows = n_sup = 0
+        rows = 0
         for i, b in enumerate(blocks):
             (block,) = compute(b)
-            block, s = _finish(block, self.qi, self.keep_suppressed)
+            block, _ = _finish(block, self.qi, self.keep_suppressed)
             fh.write(block.to_csv(index=False, header=(i == 0), lineterminator="\n").encode("utf-8"))
             rows += len(block)
-            n_sup += s
-        return {"rows": rows, "columns": [str(c) for c in self.data.columns], "n_records": rows,
-                "n_suppressed_dropped": 0 if self.keep_suppressed else n_sup}
+        return {"rows": rows, "columns": [str(c) for c in self.data.columns], "n_records": rows}
 
     @classmethod
     def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:

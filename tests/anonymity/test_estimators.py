@@ -297,15 +297,13 @@ def test_km_public_parameters_never_name_the_hierarchy_file(tmp_path):
 
 def test_part_files_carry_no_pandas_attrs():
     """Whatever the caller attached to a frame (``attrs``) would travel in a Parquet file's
-    schema metadata: the relational encoder clears it and publishes no per-file statistics."""
-    from functools import partial
-
-    from ppdm_dask.anonymity.release import _encode_public
+    schema metadata: the table encoder clears it and publishes no per-file statistics (not even
+    the number of suppressed rows it left out)."""
     from ppdm_dask.release.tables import _encode
 
-    block = pd.DataFrame({"age": ["20-29"], "diagnosis": ["flu"]})
+    block = pd.DataFrame({"age": ["20-29", "*"], "diagnosis": ["flu", "cold"]})
     block.attrs = {"source": "/owner/secret.csv"}
-    table, stats = _encode_public(block, partial(_encode, qi=("age",), keep_suppressed=False))
+    table, stats = _encode(block, qi=("age",), keep_suppressed=False)
     assert b"secret" not in table.schema.metadata[b"pandas"] and stats == {} and table.num_rows == 1
     assert block.attrs == {"source": "/owner/secret.csv"}  # the caller's frame is left as it was
 
