@@ -120,14 +120,16 @@ class Distorter(Estimator):
         p, q = check_pq(self.p, self.q)
         key = as_key(self.key)
         eps = report["ldp_epsilon_per_item"]
-        parameters = {"p": p, "q": q, "privacy_floor": report["privacy_floor"], "n_items": report["n_items"], "s0": report["s0"]}
+        # public parameters only: s0 is a figure of the original (with N and n_items, its exact
+        # number of ones); it stays in the owner's figures below
+        parameters = {"p": p, "q": q, "privacy_floor": report["privacy_floor"], "n_items": report["n_items"]}
         method = "mask" if p == q else "emask"
         # the distortion draws from the release's own streams (key + identity): one key file
         # never gives two releases correlated noise
         data = distort(X, p, q, key=DistortedRelease.streams_for(key, method, parameters, digest))
         figures = {"records": {"transactions": report["n_transactions"], "items": report["n_items"]},
                    # an infinite epsilon (p or q in {0, 1}) is written as "inf": the manifest stays strict JSON
-                   "privacy": {"basic_privacy": report["basic_privacy"],
+                   "privacy": {"s0": report["s0"], "basic_privacy": report["basic_privacy"],
                                "ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}}
         return DistortedRelease(data, method=method, parameters=parameters, figures=figures, key=key,
                                 source=source_of(X), input_info={"rows": report["n_transactions"], "n_items": report["n_items"]},
