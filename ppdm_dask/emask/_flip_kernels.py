@@ -29,8 +29,8 @@ def dispersion_variance(n: np.ndarray, v: float) -> np.ndarray:
     return n * v + (2.0 * n * n - 6.0 * n) * v * v
 
 
-def row_flip_sums(t: sp.csr_array, d: sp.csr_array, item_map: np.ndarray | None, n_items: int, p: float,
-                  q: float) -> np.ndarray:
+def row_flip_sums(t: sp.csr_array, d: sp.csr_array, t_map: np.ndarray | None, d_map: np.ndarray | None, n_items: int,
+                  p: float, q: float) -> np.ndarray:
     """Kernel: the sums of :data:`ROW_SUMS` over the rows of one block.
 
     Parameters
@@ -38,10 +38,11 @@ def row_flip_sums(t: sp.csr_array, d: sp.csr_array, item_map: np.ndarray | None,
     t, d : csr_array
         The same rows of the original and of the release (binary; ``d`` in the original's row
         order).
-    item_map : ndarray or None
-        Column of the original of every column of ``d`` (None: the same columns).
+    t_map, d_map : ndarray or None
+        Column in the item universe of every column of ``t`` and of ``d`` (None: the columns
+        are the universe's).
     n_items : int
-        Items of the original (the zeros of a row are ``n_items - n1``).
+        Items of the universe (the zeros of a row are ``n_items - n1``).
     p, q : float
         The declared distortion parameters.
     """
@@ -49,13 +50,16 @@ def row_flip_sums(t: sp.csr_array, d: sp.csr_array, item_map: np.ndarray | None,
         raise ValueError(f"row blocks of {t.shape[0]} and {d.shape[0]} rows")
     n_rows = t.shape[0]
     d_cols = np.asarray(d.indices, dtype=np.int64)
-    if item_map is not None:
-        d_cols = np.asarray(item_map, dtype=np.int64)[d_cols]
+    if d_map is not None:
+        d_cols = np.asarray(d_map, dtype=np.int64)[d_cols]
+    t_cols = np.asarray(t.indices, dtype=np.int64)
+    if t_map is not None:
+        t_cols = np.asarray(t_map, dtype=np.int64)[t_cols]
     d_rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(np.asarray(d.indptr, dtype=np.int64)))
     t_rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(np.asarray(t.indptr, dtype=np.int64)))
     # the kept ones of a row are the (row, column) cells present in both: count them on one
     # sorted array of cell ids (rows of a CSR hold each column once)
-    cells_t = t_rows * n_items + np.asarray(t.indices, dtype=np.int64)
+    cells_t = t_rows * n_items + t_cols
     cells_d = d_rows * n_items + d_cols
     both = np.intersect1d(cells_t, cells_d, assume_unique=True)
     kept = np.bincount(both // n_items, minlength=n_rows).astype(np.float64) if both.size else np.zeros(n_rows)

@@ -18,11 +18,13 @@ Without the key (:func:`item_flip_test`)
 With the owner's key (:func:`row_flip_test`)
     The rows are put back in the original's order (:func:`~.audit.realign`), and for every row
     the kept ones ``k11_i ~ Binomial(n1_i, p)`` and the added ones
-    ``k01_i ~ Binomial(n0_i, 1 - q)`` are counted exactly. Four |z| scores: the totals (the
-    observed flip rates against p and 1 - q) and the dispersion of the rows around their
-    binomial means (``Σ (k11_i - p n1_i)^2`` against its exact mean and variance; likewise for
-    the zeros) — a release that publishes some rows intact and distorts others harder, so that
-    the totals come out right, fails the dispersion.
+    ``k01_i ~ Binomial(n0_i, 1 - q)`` are counted exactly. Four scores: the totals (the observed
+    flip rates against p and 1 - q, exact binomial tails) and the dispersion of the rows around
+    their binomial means (``Σ (k11_i - p n1_i)^2`` against its exact mean and variance, read on
+    a scaled χ² with the same two moments; likewise for the zeros) — a release that publishes
+    some rows intact and distorts others harder, so that the totals come out right, fails the
+    dispersion. Each score is given as the |z| of a normal variable with the same two-sided tail
+    probability, held to :data:`Z_MAX`.
 """
 
 from __future__ import annotations
@@ -109,30 +111,53 @@ def item_flip_test(released: np.ndarray, original: np.ndarray, n_rows: int, p: f
     return out
 
 
-def _z(observed: float, mean: float, var: float) -> float:
-    if var > 0:
-        return float((observed - mean) / math.sqrt(var))
-    return 0.0 if abs(observed - mean) <= 1e-6 else math.inf
+def _two_sided_z(lower: float, upper: float) -> float:
+    """The |z| of a normal variable with the same two-sided tail probability as a statistic
+    whose lower and upper tail probabilities are ``lower`` (P(X <= x)) and ``upper`` (P(X >= x))."""
+    tail = min(lower, upper, 0.5)
+    return math.inf if tail <= 0 else float(stats.norm.isf(tail))
+
+
+def _binomial_z(observed: float, trials: float, rate: float) -> float:
+    """|z| equivalent of ``observed`` ones in ``trials`` Bernoulli(``rate``) bits, from the exact
+    binomial tails (a sum of rare flips is skewed: its normal tail would be far too thin)."""
+    n, k = int(round(trials)), int(round(observed))
+    if rate <= 0.0 or rate >= 1.0 or n == 0:
+        return 0.0 if k == round(rate * n) else math.inf
+    return _two_sided_z(float(stats.binom.cdf(k, n, rate)), float(stats.binom.sf(k - 1, n, rate)))
+
+
+def _dispersion_z(observed: float, mean: float, var: float) -> float:
+    """|z| equivalent of the rows' dispersion ``Σ (k_i - n_i r)^2`` against its exact mean and
+    variance, read on the scaled χ² with the same two moments (``var / 2 mean`` × χ²(2 mean² /
+    var)): the sum of squares of skewed counts has a long right tail that the normal misses."""
+    if var <= 0 or mean <= 0:
+        return 0.0 if abs(observed - mean) <= 1e-6 else math.inf
+    scale, dof = var / (2.0 * mean), 2.0 * mean * mean / var
+    x = observed / scale
+    return _two_sided_z(float(stats.chi2.cdf(x, dof)), float(stats.chi2.sf(x, dof)))
 
 
 def row_flip_test(sums: np.ndarray, p: float, q: float) -> dict[str, Any]:
     """The |z| scores of the flip rates measured row by row (:data:`~._flip_kernels.ROW_SUMS`
-    summed over the rows), against the declared (p, q).
+    summed over the rows), against the declared (p, q): each the |z| of a normal variable with
+    the same two-sided tail probability (exact binomial tails for the totals, a two-moment
+    scaled χ² for the dispersions).
 
     Returns
     -------
     dict
-        ``p_hat`` (kept / ones), ``q_hat`` (1 - added / zeros), ``z`` (the four scores by name:
+        ``p_hat`` (kept / ones), ``q_hat`` (1 - added / zeros), ``z`` (the four |z| by name:
         ``kept``, ``added``, ``kept_dispersion``, ``added_dispersion``), ``max_abs_z`` and
         ``ok`` (every |z| <= :data:`Z_MAX`).
     """
     s = dict(zip(ROW_SUMS, np.asarray(sums, np.float64).tolist()))
     v1, v0 = p * (1.0 - p), q * (1.0 - q)
-    z = {"kept": _z(s["kept"], p * s["ones"], v1 * s["ones"]),
-         "added": _z(s["added"], (1.0 - q) * s["zeros"], v0 * s["zeros"]),
-         "kept_dispersion": _z(s["dev_kept"], v1 * s["ones"], s["var_dev_kept"]),
-         "added_dispersion": _z(s["dev_added"], v0 * s["zeros"], s["var_dev_added"])}
-    worst = max(abs(v) for v in z.values())
+    z = {"kept": _binomial_z(s["kept"], s["ones"], p),
+         "added": _binomial_z(s["added"], s["zeros"], 1.0 - q),
+         "kept_dispersion": _dispersion_z(s["dev_kept"], v1 * s["ones"], s["var_dev_kept"]),
+         "added_dispersion": _dispersion_z(s["dev_added"], v0 * s["zeros"], s["var_dev_added"])}
+    worst = max(z.values())
     return {"p_hat": s["kept"] / s["ones"] if s["ones"] else None,
             "q_hat": 1.0 - s["added"] / s["zeros"] if s["zeros"] else None,
             "z": z, "max_abs_z": worst, "ok": bool(worst <= Z_MAX), "sums": s}

@@ -317,20 +317,39 @@ class DistortedRelease(TransactionRelease):
         return checks
 
     def _same_items(self, original: Any) -> bool:
+        """Whether the release's items fit the original's: the same list, or with a public
+        catalogue every item of the original in the release's; a basket CSV release names only
+        the items its rows hold (within the original's, or the catalogue's)."""
         tx = self.data
+        rel, orig = tx.vocabulary.labels, original.vocabulary.labels
+        if rel.dtype.kind != orig.dtype.kind:
+            return False
+        catalogue = "item_catalogue" in self.parameters
         if self._is_csv():
-            return bool(np.isin(tx.vocabulary.labels, original.vocabulary.labels).all())
+            return catalogue or bool(np.isin(rel, orig).all())
+        if catalogue:
+            from .items import catalogue_digest
+
+            return catalogue_digest(tx.vocabulary) == self.parameters["item_catalogue"] and bool(np.isin(orig, rel).all())
         return tx.vocabulary == original.vocabulary
+
+    def _universe_labels(self, original: Any) -> np.ndarray:
+        """The labels both sides' items are compared on: the union of the release's and the
+        original's (the original's, or the catalogue's)."""
+        return np.union1d(self.data.vocabulary.labels, original.vocabulary.labels)
 
     def _original_checks(self, p: float, q: float, floor: float, released: np.ndarray, original: Any, orig_counts: np.ndarray,
                          n_items: int) -> list[Check]:
         tx = self.data
         n, d = original.n_transactions, original.n_items
-        same = tx.n_transactions == n and n_items == d and self._same_items(original)
+        catalogue = "item_catalogue" in self.parameters
+        same = tx.n_transactions == n and (n_items == d or catalogue) and self._same_items(original)
         checks = [Check("same rows and items as the original", same, figure=f"{tx.n_transactions} x {n_items}",
-                        threshold=f"{n} x {d}", detail="" if same else "the release is not a distortion of this original")]
+                        threshold=f"{n} x {d}" + (" (items within the catalogue)" if catalogue else ""),
+                        detail="" if same else "the release is not a distortion of this original")]
         if not same or n * d == 0:
             return checks
+        d = n_items  # the item universe: the original's items, or the catalogue
         nnz, nnz_t = int(released.sum()), int(orig_counts.sum())
         s0 = nnz_t / (n * d)
         s_hat, tol = self.s0_from_release(nnz)  # type: ignore[misc]
@@ -353,8 +372,10 @@ class DistortedRelease(TransactionRelease):
         """(p, q) estimated from the item counts of release and original (:func:`.flip_rates.item_flip_test`)."""
         from .flip_rates import counts_on, item_flip_test
 
-        k = counts_on(released, self.data.vocabulary.labels, original.vocabulary.labels)
-        t = item_flip_test(k, orig_counts, original.n_transactions, p, q)
+        universe = self._universe_labels(original)
+        k = counts_on(released, self.data.vocabulary.labels, universe)
+        c = counts_on(orig_counts, original.vocabulary.labels, universe)
+        t = item_flip_test(k, c, original.n_transactions, p, q)
         if t["p_hat"] is not None:
             est = (f"p̂ = {t['p_hat']:.4g} ± {Z_MAX * t['se_p']:.2g}, q̂ = {t['q_hat']:.4g} ± {Z_MAX * t['se_q']:.2g} "
                    f"({Z_MAX:g} standard errors)")
@@ -394,10 +415,12 @@ class DistortedRelease(TransactionRelease):
                          "(ppdm --key-file KEY verify RELEASE --original SRC)", status="unchecked")
         if tuple(aligned.partition_rows) != tuple(original.partition_rows):
             aligned = aligned._rechunk(tuple(original.partition_rows))
-        same_cols = aligned.vocabulary == original.vocabulary
-        item_map = None if same_cols else label_map(aligned.vocabulary.labels, original.vocabulary.labels)
+        universe = self._universe_labels(original)
+        t_map = None if np.array_equal(original.vocabulary.labels, universe) else label_map(original.vocabulary.labels, universe)
+        d_map = None if np.array_equal(aligned.vocabulary.labels, universe) else label_map(aligned.vocabulary.labels, universe)
+        n_items = max(int(self.parameters.get("n_items") or 0), universe.size)
         task = dask.delayed(row_flip_sums, pure=True)
-        parts = [task(t, r, item_map, original.n_items, p, q)
+        parts = [task(t, r, t_map, d_map, n_items, p, q)
                  for t, r in zip(original.blocks.to_delayed().ravel(), aligned.blocks.to_delayed().ravel())]
         (sums,) = compute(parts, **compute_kwargs)
         t = row_flip_test(np.sum(sums, axis=0), p, q)
@@ -509,6 +532,9 @@ class DistortedRelease(TransactionRelease):
         s = np.asarray(sup, np.float64) / max(original.n_transactions, 1)
         if s.sum() <= 0:
             return []
+        universe = int(self.parameters.get("n_items") or s.size)
+        if universe > s.size:  # a catalogue: its items no basket holds have support 0
+            s = np.r_[s, np.zeros(universe - s.size)]
         out = [self._exact_bp(p, q, float(s.mean()))] if 0.0 < s.mean() < 1.0 else []
         return out + [Value("basic_privacy_items", "basic privacy BP (item-weighted over the original's supports)",
                             basic_privacy(p, q, supports=np.clip(s, 0.0, 1.0)), about="original", unit="%",
@@ -531,6 +557,13 @@ class DistortedRelease(TransactionRelease):
         if aligned is None:
             return Figures(notes=["re-interrogated privacy needs the rows in the original's order: "
                                   "the release was written in keyed order (give the key)"])
+        if "item_catalogue" in self.parameters:
+            from .audit import on_universe
+
+            try:
+                original = on_universe(original, aligned)
+            except InvalidParameter:  # a basket CSV names only the items its rows hold
+                return Figures(notes=["re-interrogated privacy skipped: the release does not list every item of the original"])
         (nnz,) = compute(nnz_lazy(original), **ckw)
         cells = original.n_transactions * original.n_items
         s0 = int(nnz[0]) / cells if cells else 0.0

@@ -64,7 +64,7 @@ def test_release_bytes_same_for_1_3_and_19_partitions(tmp_path):
 # ---------------------------------------------------------------------------- estimator contract
 def test_estimator_contract(quest_tx):
     est = Distorter(0.4, 0.98, key=Key(123456789), privacy_floor=85.0)
-    assert est.get_params() == {"p": 0.4, "q": 0.98, "key": Key(123456789), "privacy_floor": 85.0, "allow_weak": False}
+    assert est.get_params() == {"p": 0.4, "q": 0.98, "key": Key(123456789), "privacy_floor": 85.0, "allow_weak": False, "items": None}
     clone = Distorter(**est.get_params())
     assert clone.get_params() == est.get_params()
     est.set_params(privacy_floor=90.0)
