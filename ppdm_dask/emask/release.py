@@ -269,6 +269,8 @@ class DistortedRelease(TransactionRelease):
             return verdict
         compute_kwargs.setdefault("progress", False)
         key = compute_kwargs.pop("key", None)
+        if key is None:  # the owner's release (made here, or adopted from the one written) knows its key
+            key = self._key
         return verdict + [self._row_flip_check(original, key, **compute_kwargs)]
 
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
