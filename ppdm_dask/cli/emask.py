@@ -69,6 +69,23 @@ def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> N
     obj.emit({"s0": s0, "min_support": min_support, "privacy_floor": privacy_floor, "candidates": rows}, "\n".join(lines))
 
 
+def _catalogue(obj: Context, url: str, tx: Any) -> list[Any]:
+    """The item labels of the --items FILE (one a line), of the data's label type."""
+    from ..data.sidefiles import read_text_file
+    from ..errors import InvalidParameter
+
+    lines = [x.strip() for x in read_text_file(url, what="item catalogue", flag="--items", storage_options=obj.storage_options)
+             .splitlines()]
+    labels = [x for x in lines if x]
+    if not tx.vocabulary.is_integer:
+        return labels
+    for i, x in enumerate(lines, 1):
+        if x and not (x.isascii() and x.isdigit()):
+            raise InvalidParameter(f"{url} line {i}: {x!r} is not an item id; the data's items are integers",
+                                   cli="--items FILE with one integer item id a line")
+    return [int(x) for x in labels]
+
+
 @emask.command("distort")
 @click.argument("src")
 @click.argument("dst")
@@ -76,17 +93,25 @@ def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> N
 @click.option("--q", "q", type=Number(0, 1), required=True, help="Probability that a 0 stays 0.")
 @click.option("--privacy-floor", type=Number(0, 100), default=90.0, show_default=True,
               help="Refuse a basic privacy below this (percent; the floor of 'emask choose').")
+@click.option("--items", "items_file", default=None, metavar="FILE",
+              help="A public item catalogue, one item label a line, fixed before the data are seen: every item of it is "
+                   "distorted, so the release's item list tells nothing about the data. Default: the input's own items, "
+                   "which the release publishes (they tell which items some basket holds).")
 @input_format
 @release_output
 @click.pass_obj
-def emask_distort(obj: Context, src, dst, p, q, privacy_floor, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
-    """Release a distorted copy of SRC at DST (rows in a keyed random order; p, q and s0 in the
-    manifest, never the key); refused below the basic-privacy floor unless --allow-weak."""
+def emask_distort(obj: Context, src, dst, p, q, privacy_floor, items_file, fmt, overwrite, rows_per_file, allow_weak, check,
+                  report) -> None:
+    """Release a distorted copy of SRC at DST (rows in a keyed random order; p and q in the
+    manifest, never the key nor the data's s0); refused below the basic-privacy floor unless
+    --allow-weak."""
     from ..emask import Distorter
 
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
-        est = Distorter(p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak).fit(tx, progress=obj.progress)
+        items = _catalogue(obj, items_file, tx) if items_file else None
+        est = Distorter(p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak,
+                        items=items).fit(tx, progress=obj.progress)
         release = est.transform(tx)
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)

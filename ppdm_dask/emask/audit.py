@@ -88,6 +88,14 @@ def _aligned_distortion(original: Any, released: Any, key: Any) -> Any:
     return realign(released.data, skey, int(rel["row_order"]["files"]), original.partition_rows)
 
 
+def on_universe(original: Any, data: Any) -> Any:
+    """The original on the columns of the release's item catalogue (its items must be among
+    them; see :mod:`.items`)."""
+    from .items import on_vocabulary
+
+    return on_vocabulary(original, data.vocabulary)
+
+
 def audit(original: Any, released: Any, min_support: float | int, *, p: float | None = None, q: float | None = None,
           key: Any = None, client: Any = None, progress: bool = False) -> dict[str, Any]:
     """Privacy and accuracy of an EMASK release, for the owner of the original.
@@ -123,6 +131,9 @@ def audit(original: Any, released: Any, min_support: float | int, *, p: float | 
     data = getattr(released, "data", released)
     params = getattr(released, "parameters", None) or data.metadata
     p, q = check_pq(p if p is not None else params.get("p"), q if q is not None else params.get("q"))
+    given = original  # as the Distorter saw it: its content digest is part of the release's identity
+    if original.n_transactions == data.n_transactions and "item_catalogue" in params:
+        original = on_universe(original, data)  # a release over a public catalogue: compare on its items
     if original.n_transactions != data.n_transactions or original.n_items != data.n_items:
         raise InvalidParameter("the original and the release differ in shape; the audit needs the original of this release")
     ckw = {"client": client, "progress": progress}
@@ -135,7 +146,7 @@ def audit(original: Any, released: Any, min_support: float | int, *, p: float | 
     (nnz,) = compute(nnz_lazy(original), **ckw)
     s0 = int(nnz[0]) / (original.n_transactions * original.n_items)
     bp = basic_privacy(p, q, s0=s0)
-    aligned = _aligned_distortion(original, released, key)
+    aligned = _aligned_distortion(given, released, key)
     rp = reinterrogated_privacy(original, aligned, rec, bp, **ckw) if aligned is not None else None
     return {"p": p, "q": q, "s0": s0, "basic_privacy": bp, "reinterrogated_privacy": rp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
             "slowdown": t_emask / t_apriori if t_apriori > 0 else None, "seconds_apriori": t_apriori, "seconds_emask": t_emask,

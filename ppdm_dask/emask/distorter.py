@@ -36,6 +36,12 @@ class Distorter(Estimator):
     allow_weak : bool or sequence of str, default False
         Accept failing floors: ``True`` every one, or a list of floor names (``"basic privacy"``);
         the overridden floors are recorded in the release manifest.
+    items : sequence, optional
+        A public item catalogue, fixed before the data are seen, listing every item the data
+        can hold (labels of the data's type): the release's item universe. Every item of it is
+        distorted, including those no basket holds, and s0 is over it. Without it the universe
+        is the input's own item list, which the release publishes: it tells which items some
+        original basket holds (docs/emask.md#the-item-universe).
 
     Attributes
     ----------
@@ -51,12 +57,21 @@ class Distorter(Estimator):
     """
 
     def __init__(self, p: float, q: float, *, key: Any = None, privacy_floor: float = 90.0,
-                 allow_weak: bool | Sequence[str] = False) -> None:
+                 allow_weak: bool | Sequence[str] = False, items: Sequence[Any] | None = None) -> None:
         self.p = p
         self.q = q
         self.key = key
         self.privacy_floor = privacy_floor
         self.allow_weak = allow_weak
+        self.items = items
+
+    def _universe(self, tx: Any) -> Any:
+        """``tx`` on its item universe: the catalogue's columns when ``items`` is given."""
+        if self.items is None:
+            return tx
+        from .items import catalogue_vocabulary, on_vocabulary
+
+        return on_vocabulary(tx, catalogue_vocabulary(self.items))
 
     def _validated(self) -> tuple[float, float, float, frozenset[str]]:
         p, q = check_pq(self.p, self.q)
@@ -71,7 +86,8 @@ class Distorter(Estimator):
         from ..progress import compute
 
         p, q, floor, allowed = self._validated()
-        n, d = tx.n_transactions, tx.n_items
+        # the content digest names the input as given; s0 is over the item universe
+        n, d = tx.n_transactions, self._universe(tx).n_items
         if n == 0 or d == 0:
             raise InvalidParameter("no transactions or no items: s0 (and basic privacy) is undefined")
         # one pass: the ones and the content digest that names the input in the release's identity
@@ -120,14 +136,20 @@ class Distorter(Estimator):
         p, q = check_pq(self.p, self.q)
         key = as_key(self.key)
         eps = report["ldp_epsilon_per_item"]
-        parameters = {"p": p, "q": q, "privacy_floor": report["privacy_floor"], "n_items": report["n_items"], "s0": report["s0"]}
+        # public parameters only: s0 is a figure of the original (with N and n_items, its exact
+        # number of ones); it stays in the owner's figures below
+        parameters = {"p": p, "q": q, "privacy_floor": report["privacy_floor"], "n_items": report["n_items"]}
+        if self.items is not None:  # a public catalogue: part of the identity, so of the streams
+            from .items import catalogue_digest, catalogue_vocabulary
+
+            parameters["item_catalogue"] = catalogue_digest(catalogue_vocabulary(self.items))
         method = "mask" if p == q else "emask"
         # the distortion draws from the release's own streams (key + identity): one key file
         # never gives two releases correlated noise
-        data = distort(X, p, q, key=DistortedRelease.streams_for(key, method, parameters, digest))
+        data = distort(self._universe(X), p, q, key=DistortedRelease.streams_for(key, method, parameters, digest))
         figures = {"records": {"transactions": report["n_transactions"], "items": report["n_items"]},
                    # an infinite epsilon (p or q in {0, 1}) is written as "inf": the manifest stays strict JSON
-                   "privacy": {"basic_privacy": report["basic_privacy"],
+                   "privacy": {"s0": report["s0"], "basic_privacy": report["basic_privacy"],
                                "ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}}
         return DistortedRelease(data, method=method, parameters=parameters, figures=figures, key=key,
                                 source=source_of(X), input_info={"rows": report["n_transactions"], "n_items": report["n_items"]},

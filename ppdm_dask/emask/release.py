@@ -1,6 +1,15 @@
 """The EMASK release: distorted transactions with the public distortion parameters, and the
 checks that re-verify them from the written files.
 
+What is public
+    The parameters p, q, the privacy floor and the number of items; the distorted rows in a
+    keyed order, their item list and their number of ones; and what follows from these alone
+    (:meth:`DistortedRelease.public_privacy`): the local-DP ε of an item bit and the basic
+    privacy at the average item support estimated from the release. No exact figure of the
+    original: its average item support s0 (which gives its exact number of ones) and the basic
+    privacy at it are the owner's (:meth:`~ppdm_dask.release.Release.summary`, the internal
+    report, the console).
+
 What can be checked without the original
     A distortion leaves one statistical fingerprint that anybody can recount: the density of
     ones. With ``s0`` the average item support of the original, a (p, q) distortion has
@@ -11,18 +20,22 @@ What can be checked without the original
     the most favourable s0 consistent with the release must meet the floor.
 
 What is checked against the original
-    Same number of rows and the same items; the recorded s0 and the basic privacy at the exact
-    s0; and the number of ones in the release against its binomial law given the original
-    (rows are in a keyed random order, so only aggregates can be compared without the key).
+    Same number of rows and the same items; the original's exact s0 inside the interval the
+    release gives, and the basic privacy at the exact s0; the number of ones in the release
+    against its binomial law given the original; and whether the published rows are a (p, q)
+    distortion with the declared p and q (:mod:`.flip_rates`): without the key from the item
+    counts (rows are in a keyed random order, so only aggregates line up), with the owner's key
+    row by row after putting the rows back in the original's order.
 
 Report figures (:meth:`DistortedRelease.report_figures`)
     Risk from the public parameters alone: the local-DP ε of one item bit and of a record as a
     function of the number of items in which two records differ, and the basic privacy at the
-    recorded s0; from the release, its k^m audit curve and unique-basket share; with the
-    original, the item-weighted basic privacy, the re-interrogated privacy (when the rows can be
-    aligned with the original: an unwritten release, or the owner's key) and the original's
-    curve and share. Utility with the original: the frequent itemsets mined from the release with
-    reconstructed supports against the original's.
+    s0 estimated from the release; from the release, its k^m audit curve and unique-basket
+    share; with the original, the basic privacy at its exact s0 and item-weighted, the
+    re-interrogated privacy (when the rows can be aligned with the original: an unwritten
+    release, or the owner's key) and the original's curve and share. Utility with the original:
+    the frequent itemsets mined from the release with reconstructed supports against the
+    original's.
 """
 
 from __future__ import annotations
@@ -36,14 +49,13 @@ import numpy as np
 from ..errors import InvalidParameter, PPDMError
 from ..release import Check, Figures, Plot, Release, Series, TransactionRelease, Value
 from .distortion import check_pq
+from .flip_rates import Z_MAX
 from .privacy import basic_privacy, ldp_epsilon
 
 __all__ = ["DistortedRelease", "FLOORS", "Z_MAX", "nnz_lazy", "pq_from_manifest", "reconstructed_supports"]
 
 #: The privacy floors of an EMASK release (names accepted by ``allow_weak``).
 FLOORS = ("basic privacy",)
-#: Largest admissible |z-score| of a count against its binomial law (≈ 1e-9 false alarms).
-Z_MAX = 6.0
 
 
 def _nnz_kernel(block: Any) -> np.ndarray:
@@ -119,10 +131,12 @@ def reconstructed_supports(tx: Any, itemsets: list[frozenset], *, p: float, q: f
 class DistortedRelease(TransactionRelease):
     """An EMASK/MASK release: ``data`` is the distorted TransactionArray.
 
-    Parameters (public, in the manifest): ``p``, ``q``, ``privacy_floor`` (percent), ``n_items``
-    and ``s0``, the average item support of the original. ``s0`` is one aggregate of the whole
-    input (nnz / (N·d)); EMASK mining and ``emask choose`` need it and the release reveals it
-    anyway up to binomial noise through its density, so publishing it costs no privacy.
+    Public parameters (in the manifest): ``p``, ``q``, ``privacy_floor`` (percent) and
+    ``n_items``. The average item support s0 of the original is not one of them: it is a figure
+    of the original (with N and n_items it gives its exact number of ones). The owner's figures
+    (exact s0, the basic privacy at it) live in :attr:`figures` of the release the
+    :class:`~.distorter.Distorter` made — the console summary and the internal report — and
+    anybody can estimate s0 from the release's own density (:meth:`public_privacy`).
     """
 
     family: ClassVar[str] = "emask"
@@ -134,15 +148,27 @@ class DistortedRelease(TransactionRelease):
     report_max_length: ClassVar[int] = 3
     #: most points of the record-ε line
     report_epsilon_points: ClassVar[int] = 1000
+    #: ones of the released rows once counted (written or read back); see :meth:`released_ones`
+    _released_nnz: int | None = None
 
     # ------------------------------------------------------------------ parameters
+    def owner_s0(self) -> float | None:
+        """The exact average item support of the original, when this release knows it (made by
+        the Distorter, or adopted from it): the owner's figure, never written."""
+        s0 = (self.figures.get("privacy") or {}).get("s0")
+        return float(s0) if isinstance(s0, (int, float)) and not isinstance(s0, bool) else None
+
     def mean_row_length(self) -> float | None:
-        """Expected length of a distorted row: p·s0·n + (1 - q)·(1 - s0)·n over n items."""
+        """Expected length of a distorted row: p·s0·n + (1 - q)·(1 - s0)·n over n items (at the
+        owner's s0; a release read back knows its rows' length from its manifest)."""
+        s0 = self.owner_s0()
+        if s0 is None:
+            return super().mean_row_length()
         try:
             p, q = self._pq()
-            s0, n = float(self.parameters["s0"]), float(self.data.n_items)
-        except (KeyError, TypeError, ValueError, PPDMError):
+        except (TypeError, ValueError, PPDMError):
             return None
+        n = float(self.data.n_items)
         return p * s0 * n + (1.0 - q) * (1.0 - s0) * n
 
     def _pq(self) -> tuple[float, float]:
@@ -158,17 +184,95 @@ class DistortedRelease(TransactionRelease):
         return not ok and "basic privacy" in self.overrides
 
     def floor_checks(self) -> list[Check]:
-        """``basic privacy``: BP(p, q) at the recorded s0 of the input >= ``privacy_floor``."""
+        """``basic privacy``: BP(p, q) at the original's exact s0 >= ``privacy_floor``, on the
+        owner's side (the release the Distorter made knows s0). A release read back does not:
+        its floor is checked at the s0 estimated from its rows (:meth:`guarantee_checks`), and
+        at the exact s0 against the original."""
         try:
             p, q = self._pq()
             floor = self._floor_value()
-            s0 = float(self.parameters.get("s0"))
-            bp = basic_privacy(p, q, s0=s0)
         except (InvalidParameter, TypeError, ValueError) as exc:
             return [Check("distortion parameters", False, detail=str(exc))]
+        s0 = self.owner_s0()
+        if s0 is None or not 0.0 < s0 < 1.0:
+            return []
+        bp = basic_privacy(p, q, s0=s0)
         return [self.floor("basic privacy", bp >= floor, bp, floor, detail=f"at s0 = {s0:.4g}, the average item support of the input")]
 
+    # ------------------------------------------------------------------ writing
+    def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+        layout = super()._layout(partitions)
+        self._released_nnz = int(layout["nnz"])
+        return layout
+
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Any) -> dict[str, Any]:
+        layout = super()._csv_write(fh, blocks, compute)
+        self._released_nnz = int(layout["nnz"])
+        return layout
+
+    def _adopt(self, fitted: Release) -> "DistortedRelease":
+        """Keep the owner's figures (exact s0, basic privacy at it) of the release that was
+        written, for the internal report; the public ones stay in the manifest."""
+        if isinstance(fitted, DistortedRelease) and fitted.owner_s0() is not None:
+            self.figures = {**self.figures, **{k: dict(v) for k, v in fitted.figures.items()}}
+        return self
+
+    def released_ones(self, **compute_kwargs: Any) -> int:
+        """Ones of the released rows: from the manifest of a written release, else counted
+        (one pass) and kept."""
+        if self._released_nnz is None:
+            nnz = (self.manifest or {}).get("nnz")
+            if isinstance(nnz, int) and not isinstance(nnz, bool):
+                self._released_nnz = int(nnz)
+            else:
+                from ..progress import compute
+
+                compute_kwargs.setdefault("progress", False)
+                (counts,) = compute(nnz_lazy(self.data), **compute_kwargs)
+                self._released_nnz = int(counts[0])
+        return self._released_nnz
+
+    def s0_from_release(self, nnz: int | None = None) -> tuple[float, float] | None:
+        """``(ŝ0, tolerance)``: the average item support estimated from the release's density,
+        ``(nnz / (N·n_items) - (1 - q)) / (p + q - 1)``, and :data:`Z_MAX` standard errors of
+        it; None without rows."""
+        p, q = self._pq()
+        n_items = self.parameters.get("n_items")
+        n_items = int(n_items) if isinstance(n_items, int) and not isinstance(n_items, bool) else self.data.n_items
+        n_bits = self.data.n_transactions * n_items
+        if n_bits == 0:
+            return None
+        nnz = self.released_ones() if nnz is None else nnz
+        delta = p + q - 1.0
+        s_hat = (nnz / n_bits - (1.0 - q)) / delta
+        s = min(max(s_hat, 0.0), 1.0)
+        sd = math.sqrt((s * p * (1 - p) + (1 - s) * q * (1 - q)) / n_bits) / abs(delta)
+        return s_hat, Z_MAX * sd + 1e-12
+
     # ------------------------------------------------------------------ guarantee
+    def original_only_checks(self) -> list[tuple[str, str]]:
+        return [("same rows and items as the original", "the original's rows and items"),
+                ("s0 of the original", "the original's number of ones"),
+                ("basic privacy (original)", "the original's average item support"),
+                ("ones consistent with a (p, q) distortion of the original", "the original's number of ones"),
+                ("flip rates as declared", "the original's item counts"),
+                ("flip rates per row", "the original and the owner's key (the rows are in keyed order)")]
+
+    def verify(self, original: Any = None, *, storage_options: Any = None, **compute_kwargs: Any) -> Any:
+        """:meth:`Release.verify`, plus, with the original, the flip rates measured row by row
+        (rows of a written release put back in the original's order with the owner's
+        ``key=``; without it the check is listed as not checked)."""
+        if isinstance(original, str):
+            original = type(self).read_original(original, storage_options=storage_options)
+        verdict = super().verify(original, storage_options=storage_options, **compute_kwargs)
+        if original is None:
+            return verdict
+        compute_kwargs.setdefault("progress", False)
+        key = compute_kwargs.pop("key", None)
+        if key is None:  # the owner's release (made here, or adopted from the one written) knows its key
+            key = self._key
+        return verdict + [self._row_flip_check(original, key, **compute_kwargs)]
+
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
         from ..progress import compute
 
@@ -185,26 +289,24 @@ class DistortedRelease(TransactionRelease):
                         detail="" if items_ok else f"the data have {tx.n_items} items")]
         if not items_ok:
             return checks
-        lazy = [nnz_lazy(tx)] + ([nnz_lazy(original)] if original is not None else [])
+        # the ones are recounted from the rows (never taken from the manifest), and with the
+        # original both sides' item counts in the same pass
+        lazy = [tx.item_supports_lazy()] + ([original.item_supports_lazy()] if original is not None else [])
         counts = compute(*lazy, **compute_kwargs)
-        nnz = int(counts[0][0])
+        nnz = int(np.asarray(counts[0]).sum())
         checks += self._density_checks(p, q, floor, nnz, recorded)
         if original is not None:
-            checks += self._original_checks(p, q, floor, nnz, original, int(counts[1][0]), recorded)
+            checks += self._original_checks(p, q, floor, np.asarray(counts[0]), original, np.asarray(counts[1]), recorded)
         return checks
 
     def _is_csv(self) -> bool:
         return (self.manifest or {}).get("release", {}).get("output") == "csv"
 
     def _density_checks(self, p: float, q: float, floor: float, nnz: int, n_items: int) -> list[Check]:
-        n_bits = self.data.n_transactions * n_items
-        if n_bits == 0:
+        est = self.s0_from_release(nnz)
+        if est is None:
             return [Check("s0 from the release density", True, detail="no rows: nothing to estimate")]
-        delta = p + q - 1.0
-        s_hat = (nnz / n_bits - (1.0 - q)) / delta
-        s = min(max(s_hat, 0.0), 1.0)
-        sd = math.sqrt((s * p * (1 - p) + (1 - s) * q * (1 - q)) / n_bits) / abs(delta)
-        tol = Z_MAX * sd + 1e-12
+        s_hat, tol = est
         ok = -tol <= s_hat <= 1.0 + tol
         checks = [Check("s0 from the release density", ok, figure=s_hat, threshold="[0, 1]",
                         detail=f"(density - (1 - q)) / (p + q - 1), ± {tol:.3g} ({Z_MAX:g} standard errors)"
@@ -216,22 +318,46 @@ class DistortedRelease(TransactionRelease):
                                 overridden=self._overridden(bp >= floor)))
         return checks
 
-    def _original_checks(self, p: float, q: float, floor: float, nnz: int, original: Any, nnz_t: int, n_items: int) -> list[Check]:
+    def _same_items(self, original: Any) -> bool:
+        """Whether the release's items fit the original's: the same list, or with a public
+        catalogue every item of the original in the release's; a basket CSV release names only
+        the items its rows hold (within the original's, or the catalogue's)."""
+        tx = self.data
+        rel, orig = tx.vocabulary.labels, original.vocabulary.labels
+        if rel.dtype.kind != orig.dtype.kind:
+            return False
+        catalogue = "item_catalogue" in self.parameters
+        if self._is_csv():
+            return catalogue or bool(np.isin(rel, orig).all())
+        if catalogue:
+            from .items import catalogue_digest
+
+            return catalogue_digest(tx.vocabulary) == self.parameters["item_catalogue"] and bool(np.isin(orig, rel).all())
+        return tx.vocabulary == original.vocabulary
+
+    def _universe_labels(self, original: Any) -> np.ndarray:
+        """The labels both sides' items are compared on: the union of the release's and the
+        original's (the original's, or the catalogue's)."""
+        return np.union1d(self.data.vocabulary.labels, original.vocabulary.labels)
+
+    def _original_checks(self, p: float, q: float, floor: float, released: np.ndarray, original: Any, orig_counts: np.ndarray,
+                         n_items: int) -> list[Check]:
         tx = self.data
         n, d = original.n_transactions, original.n_items
-        if self._is_csv():
-            labels_ok = bool(np.isin(tx.vocabulary.labels, original.vocabulary.labels).all())
-        else:
-            labels_ok = tx.vocabulary == original.vocabulary
-        same = tx.n_transactions == n and n_items == d and labels_ok
+        catalogue = "item_catalogue" in self.parameters
+        same = tx.n_transactions == n and (n_items == d or catalogue) and self._same_items(original)
         checks = [Check("same rows and items as the original", same, figure=f"{tx.n_transactions} x {n_items}",
-                        threshold=f"{n} x {d}", detail="" if same else "the release is not a distortion of this original")]
+                        threshold=f"{n} x {d}" + (" (items within the catalogue)" if catalogue else ""),
+                        detail="" if same else "the release is not a distortion of this original")]
         if not same or n * d == 0:
             return checks
+        d = n_items  # the item universe: the original's items, or the catalogue
+        nnz, nnz_t = int(released.sum()), int(orig_counts.sum())
         s0 = nnz_t / (n * d)
-        recorded = float(self.parameters.get("s0", float("nan")))
-        checks.append(Check("s0 of the original", math.isclose(s0, recorded, rel_tol=1e-9, abs_tol=1e-15), figure=s0,
-                            threshold=recorded, detail="the recorded s0 against nnz / (N d) of the original"))
+        s_hat, tol = self.s0_from_release(nnz)  # type: ignore[misc]
+        inside = s_hat - tol <= s0 <= s_hat + tol
+        checks.append(Check("s0 of the original", inside, figure=s0, threshold=f"[{s_hat - tol:.6g}, {s_hat + tol:.6g}]",
+                            detail="nnz / (N d) of the original inside the interval the release's density gives"))
         if 0.0 < s0 < 1.0:
             bp = basic_privacy(p, q, s0=s0)
             checks.append(Check("basic privacy (original)", bp >= floor, figure=bp, threshold=floor, detail=f"at the exact s0 = {s0:.4g}",
@@ -241,13 +367,89 @@ class DistortedRelease(TransactionRelease):
         z = abs(nnz - mean) / math.sqrt(var) if var > 0 else (0.0 if nnz == mean else math.inf)
         checks.append(Check("ones consistent with a (p, q) distortion of the original", z < Z_MAX, figure=z, threshold=f"< {Z_MAX:g}",
                             detail=f"|z| of {nnz:,} ones against the binomial mean {mean:,.1f}"))
+        checks.append(self._item_flip_check(p, q, released, original, orig_counts))
         return checks
+
+    def _item_flip_check(self, p: float, q: float, released: np.ndarray, original: Any, orig_counts: np.ndarray) -> Check:
+        """(p, q) estimated from the item counts of release and original (:func:`.flip_rates.item_flip_test`)."""
+        from .flip_rates import counts_on, item_flip_test
+
+        universe = self._universe_labels(original)
+        k = counts_on(released, self.data.vocabulary.labels, universe)
+        c = counts_on(orig_counts, original.vocabulary.labels, universe)
+        t = item_flip_test(k, c, original.n_transactions, p, q)
+        if t["p_hat"] is not None:
+            est = (f"p̂ = {t['p_hat']:.4g} ± {Z_MAX * t['se_p']:.2g}, q̂ = {t['q_hat']:.4g} ± {Z_MAX * t['se_q']:.2g} "
+                   f"({Z_MAX:g} standard errors)")
+        else:
+            est = "(p, q) not identifiable from the item counts (every item has the same support); declared pair tested"
+        detail = (f"{est}; declared p = {p:g}, q = {q:g} " + ("inside" if t["ok"] else "OUTSIDE")
+                  + f" the joint confidence region (χ²({t['dof']}) score {t['statistic']:.4g}, limit {t['threshold']:.3g})")
+        if t["exact_mismatches"]:
+            detail += f"; {t['exact_mismatches']} item(s) whose count (p, q) fixes exactly differ"
+        if not t["ok"]:
+            detail += ": the published rows are not a distortion with the declared flip rates"
+        stats = {k: t[k] for k in ("p_hat", "q_hat", "se_p", "se_q", "statistic", "dof", "threshold", "exact_mismatches")}
+        return Check("flip rates as declared", t["ok"], figure=t["statistic"], threshold=f"<= {t['threshold']:.4g}", detail=detail,
+                     stats=stats)
+
+    def _row_flip_check(self, original: Any, key: Any, **compute_kwargs: Any) -> Check:
+        """The flip rates counted row by row (:func:`.flip_rates.row_flip_test`) once the rows are
+        in the original's order; not checked without the key of a written release."""
+        import dask
+
+        from ..progress import compute
+        from ._flip_kernels import row_flip_sums
+        from .audit import _aligned_distortion
+        from .flip_rates import label_map, row_flip_test
+
+        name = "flip rates per row"
+        p, q = self._pq()
+        tx = self.data
+        if tx.n_transactions != original.n_transactions or not self._same_items(original):
+            return Check(name, False, detail="not attempted: the release does not have the original's rows and items")
+        try:
+            aligned = _aligned_distortion(original, self, key)
+        except InvalidParameter as exc:
+            return Check(name, False, detail=f"not attempted: {exc}")
+        if aligned is None:
+            return Check(name, True, detail="not checked: the rows are in keyed order; the owner puts them back with the key "
+                         "(ppdm --key-file KEY verify RELEASE --original SRC)", status="unchecked")
+        if tuple(aligned.partition_rows) != tuple(original.partition_rows):
+            aligned = aligned._rechunk(tuple(original.partition_rows))
+        universe = self._universe_labels(original)
+        t_map = None if np.array_equal(original.vocabulary.labels, universe) else label_map(original.vocabulary.labels, universe)
+        d_map = None if np.array_equal(aligned.vocabulary.labels, universe) else label_map(aligned.vocabulary.labels, universe)
+        n_items = max(int(self.parameters.get("n_items") or 0), universe.size)
+        task = dask.delayed(row_flip_sums, pure=True)
+        parts = [task(t, r, t_map, d_map, n_items, p, q)
+                 for t, r in zip(original.blocks.to_delayed().ravel(), aligned.blocks.to_delayed().ravel())]
+        (sums,) = compute(parts, **compute_kwargs)
+        t = row_flip_test(np.sum(sums, axis=0), p, q)
+        z = t["z"]
+        detail = (f"kept {t['sums']['kept']:,.0f} of {t['sums']['ones']:,.0f} ones (p̂ = {t['p_hat']:.4g}), added "
+                  f"{t['sums']['added']:,.0f} in {t['sums']['zeros']:,.0f} zeros (q̂ = {t['q_hat']:.4g}); |z| of the totals "
+                  f"{abs(z['kept']):.3g}, {abs(z['added']):.3g}, of the rows' dispersion {abs(z['kept_dispersion']):.3g}, "
+                  f"{abs(z['added_dispersion']):.3g}" if t["p_hat"] is not None and t["q_hat"] is not None else "no ones or no zeros")
+        if not t["ok"]:
+            detail += ": the published rows are not a distortion with the declared flip rates"
+        return Check(name, t["ok"], figure=t["max_abs_z"], threshold=f"<= {Z_MAX:g}", detail=detail,
+                     stats={"p_hat": t["p_hat"], "q_hat": t["q_hat"], **{f"z_{k}": v for k, v in z.items()}})
 
     # ------------------------------------------------------------------ report
     def public_privacy(self) -> dict[str, Any]:
-        """Public figures: the local-DP ε of an item bit, a function of (p, q) alone."""
-        eps = ldp_epsilon(float(self.parameters["p"]), float(self.parameters["q"]))
-        return {"ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}
+        """Public figures, recountable from the release and its parameters: the local-DP ε of an
+        item bit (p and q alone), the average item support estimated from the release's density
+        and the basic privacy at it. The exact s0 and the basic privacy at it are the owner's."""
+        p, q = self._pq()
+        eps = ldp_epsilon(p, q)
+        out: dict[str, Any] = {"ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}
+        est = self.s0_from_release()
+        if est is not None:
+            out["s0_estimated_from_release"] = est[0]
+            if 0.0 < est[0] < 1.0:
+                out["basic_privacy_at_estimated_s0"] = basic_privacy(p, q, s0=est[0])
+        return out
 
     def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
         """The risk and utility figures of the report.
@@ -268,9 +470,11 @@ class DistortedRelease(TransactionRelease):
         are 20, 0.05, 0.612, 1.633, so ε_item = ln 20 ≈ 2.996.
 
         Ids. Risk: ``ldp_epsilon_item``, ``ldp_epsilon_record`` (line over n),
-        ``ldp_epsilon_all_items`` (n = number of items), ``basic_privacy`` (at the recorded
-        s0), ``km_audit_release``, ``km_rare_itemsets_release``, ``unique_baskets_release``; with
-        the original ``basic_privacy_items`` (item-weighted over the original's supports),
+        ``ldp_epsilon_all_items`` (n = number of items), ``basic_privacy`` (at the s0
+        estimated from the release), ``km_audit_release``, ``km_rare_itemsets_release``,
+        ``unique_baskets_release``; with the original (or the owner's s0)
+        ``basic_privacy_original`` (at the exact s0), ``basic_privacy_items`` (item-weighted over
+        the original's supports),
         ``reinterrogated_privacy`` (when the rows can be aligned), ``km_audit_original``,
         ``km_rare_itemsets_original``, ``unique_baskets_original``. Utility (with the original):
         ``itemsets_sigma_plus``, ``itemsets_sigma_minus``, ``itemsets_rho``,
@@ -284,14 +488,18 @@ class DistortedRelease(TransactionRelease):
         ckw = compute_options(compute_kwargs)
         p, q = self._pq()
         figs = Figures(risk=self._epsilon_figures(p, q))
-        s0 = self.parameters.get("s0")
-        if isinstance(s0, (int, float)) and 0.0 < float(s0) < 1.0:
-            figs.risk.append(Value("basic_privacy", "basic privacy BP (at the recorded average item support)",
-                                   basic_privacy(p, q, s0=float(s0)), unit="%",
-                                   note=f"probability that a 1 of the original is not reconstructed, at s0 = {float(s0):.4g}"))
+        est = self.s0_from_release(self.released_ones(**ckw))
+        if est is not None and 0.0 < est[0] < 1.0:
+            figs.risk.append(Value("basic_privacy", "basic privacy BP (at the average item support estimated from the release)",
+                                   basic_privacy(p, q, s0=est[0]), unit="%",
+                                   note=f"probability that a 1 of the original is not reconstructed, at ŝ0 = {est[0]:.4g} "
+                                        "= (density − (1 − q)) / (p + q − 1) of the release"))
         figs += audit_figures(self.data, original, self.report_audit_k, self.report_audit_m, **ckw)
         figs += unique_basket_figures(self.data, original, **ckw)
         if original is None:
+            s0 = self.owner_s0()
+            if s0 is not None and 0.0 < s0 < 1.0:
+                figs.risk.append(self._exact_bp(p, q, s0))
             figs.notes.append("the utility figures, the item-weighted and the re-interrogated privacy need the original data")
             return figs
         figs.risk += self._original_privacy(p, q, original, ckw)
@@ -326,9 +534,19 @@ class DistortedRelease(TransactionRelease):
         s = np.asarray(sup, np.float64) / max(original.n_transactions, 1)
         if s.sum() <= 0:
             return []
-        return [Value("basic_privacy_items", "basic privacy BP (item-weighted over the original's supports)",
-                      basic_privacy(p, q, supports=np.clip(s, 0.0, 1.0)), about="original", unit="%",
-                      note="weights every item by its support; lower than BP at s0 when supports vary (Jensen)")]
+        universe = int(self.parameters.get("n_items") or s.size)
+        if universe > s.size:  # a catalogue: its items no basket holds have support 0
+            s = np.r_[s, np.zeros(universe - s.size)]
+        out = [self._exact_bp(p, q, float(s.mean()))] if 0.0 < s.mean() < 1.0 else []
+        return out + [Value("basic_privacy_items", "basic privacy BP (item-weighted over the original's supports)",
+                            basic_privacy(p, q, supports=np.clip(s, 0.0, 1.0)), about="original", unit="%",
+                            note="weights every item by its support; lower than BP at s0 when supports vary (Jensen)")]
+
+    @staticmethod
+    def _exact_bp(p: float, q: float, s0: float) -> Value:
+        return Value("basic_privacy_original", "basic privacy BP (at the original's exact average item support)",
+                     basic_privacy(p, q, s0=s0), about="original", unit="%",
+                     note=f"at s0 = {s0:.6g}, a figure of the original (with N and the items it gives its number of ones)")
 
     def _reinterrogated(self, p: float, q: float, original: Any, itemsets: Any, ckw: dict[str, Any]) -> Figures:
         from ..progress import compute
@@ -341,6 +559,13 @@ class DistortedRelease(TransactionRelease):
         if aligned is None:
             return Figures(notes=["re-interrogated privacy needs the rows in the original's order: "
                                   "the release was written in keyed order (give the key)"])
+        if "item_catalogue" in self.parameters:
+            from .audit import on_universe
+
+            try:
+                original = on_universe(original, aligned)
+            except InvalidParameter:  # a basket CSV names only the items its rows hold
+                return Figures(notes=["re-interrogated privacy skipped: the release does not list every item of the original"])
         (nnz,) = compute(nnz_lazy(original), **ckw)
         cells = original.n_transactions * original.n_items
         s0 = int(nnz[0]) / cells if cells else 0.0

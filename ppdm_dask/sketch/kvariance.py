@@ -300,8 +300,8 @@ class KVarianceAnonymizer(Estimator):
         out.metadata.update({
             "method": "k-variance", "k": int(self.k), "m_max": int(self.m_max), "metric": self.metric,
             "neighbourhood": self.neighbourhood, "knn_scope": self.knn_scope,
-            "approximate": bool(self.approximate), "threshold": self.threshold, "n_suppressed": self.report_["n_suppressed"],
-        })
+            "approximate": bool(self.approximate), "threshold": self.threshold,
+        })  # the number suppressed is the owner's (report_, the release's figures): never in metadata
         r = self.report_
         privacy = {"k": int(self.k), "violations": int(r["violations"]), "converged": bool(r["converged"]),
                    "knn_scope": self.knn_scope, "approximate": bool(self.approximate)}

@@ -10,17 +10,26 @@ The folder is a sketch dataset of format ``ppdm-sketches`` version 2 (:mod:`.ske
 (m = 0) are left out unless the parameter ``keep_suppressed`` is true; record ids are dropped
 unless ``keep_record_ids`` is.
 
+What is public: the published rows (in a keyed order), the parameters, the generator's seed
+(public by design: sketches are decoded with it; the guarantees hold against an adversary who
+knows every random vector) and what the rows show (published records, their mean number of
+components). The number of input records and of suppressed ones are the owner's figures
+(:meth:`~ppdm_dask.release.Release.summary`, the internal report): an adversary who knows every
+record but one would learn from them whether the last was suppressed. With ``keep_suppressed``
+the suppressed records are published as empty rows, and counted.
+
 What :meth:`SketchRelease.verify` recounts, from the released rows alone: every published record
 has ``1 <= m <= m_max``, its stored sketch has exactly m values, all finite, no suppressed record
-is published, and the counts agree with the manifest. Against the original transactions: for
-δ-anonymity the released numbers of components are exactly those of the δ rule (record by
-record in memory, as a multiset from disk) and the suppressed counts agree; for k-variance
-anonymity, in memory (input order), Definition 3 on every edge of the exact k-NN graph
-recomputed from the original; from disk the record counts.
+is published, and the rows and their mean number of components agree with the manifest. Against
+the original transactions: for δ-anonymity the released numbers of components are exactly those
+of the δ rule (record by record in memory, as a multiset of the published ones from disk); for
+k-variance anonymity, in memory (input order), Definition 3 on every edge of the exact k-NN
+graph recomputed from the original; from disk, no more published records than the original has.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import partial
 from typing import Any, Callable, ClassVar, NamedTuple
@@ -40,6 +49,8 @@ __all__ = ["SketchRelease", "SKETCH_OPS", "RECORD_ID_COLUMNS", "sketch_figures"]
 
 #: row-aligned columns that identify records: never published unless asked for
 RECORD_ID_COLUMNS = ("record_id",)
+#: metadata entries of a SketchArray that describe the input, not the release: never written
+OWNER_METADATA = ("n_suppressed", "n_records")
 #: in-memory bytes of one part file once read back (readers make it a dense n x m_max float64 block)
 _BLOCK_BYTES = 64 * 2**20
 #: in-memory bytes of one shuffle input (compact rows, counted at m_max components each)
@@ -99,7 +110,12 @@ def _block(values: np.ndarray, m: np.ndarray, cols: dict[str, Any]) -> tuple:
 
 
 def _encode(block: tuple, kv: bytes, keep_suppressed: bool) -> tuple[pa.Table, dict[str, Any]]:
-    return compact_table(block[0], block[1], block[2], kv, keep_suppressed)
+    table, stats = compact_table(block[0], block[1], block[2], kv, keep_suppressed)
+    if not keep_suppressed:
+        # the suppressed records of a block are not in the file: their number is a figure of the
+        # original (with all records but one known, it tells whether the last was suppressed)
+        stats.pop("n_suppressed", None)
+    return table, stats
 
 
 # ---------------------------------------------------------------------- recount kernels
@@ -163,6 +179,11 @@ def sketch_figures(report: Mapping[str, Any], privacy: Mapping[str, Any]) -> dic
             "utility": {"mean_components": float(report["mean_components"]), "m_max": int(report["m_max"])}}
 
 
+def _public_part_metadata(sk: SketchArray) -> bytes:
+    """:func:`~.sketches.part_metadata` without the owner's entries (:data:`OWNER_METADATA`)."""
+    return part_metadata(sk._replace(metadata={k: v for k, v in sk.metadata.items() if k not in OWNER_METADATA}))
+
+
 def _first(parts: list[dict[str, Any]], field: str) -> str | None:
     return next((p["file"] for p in parts if p.get(field)), None)
 
@@ -218,11 +239,20 @@ class SketchRelease(Release):
         blocks = [compact[a] if b - a == 1 else dask.delayed(_concat, pure=True)(compact[a:b]) for a, b in groups]
         return blocks, [sum(rows[a:b]) for a, b in groups]
 
-    def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
-        return partial(_encode, kv=part_metadata(self.data), keep_suppressed=self.keep_suppressed)
-
     def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
-        return layout_fields(self.data, partitions, self.keep_suppressed, self._columns())
+        """The sketch folder's fields, public ones only: without ``keep_suppressed`` the number
+        of input records and of suppressed ones are the owner's (they are not in the files, so
+        nobody else can recount them); with it, the empty rows are published and counted."""
+        out = layout_fields(self.data, partitions, self.keep_suppressed, self._columns())
+        if not self.keep_suppressed:
+            out.pop("n_records", None)
+            out.pop("n_suppressed", None)
+        out["metadata"] = {k: v for k, v in out["metadata"].items() if k not in OWNER_METADATA}
+        self._published = (int(out["n_published"]), float(out["mean_components"]))
+        return out
+
+    def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
+        return partial(_encode, kv=_public_part_metadata(self.data), keep_suppressed=self.keep_suppressed)
 
     # ------------------------------------------------------------------ reading hooks
     @classmethod
@@ -256,6 +286,41 @@ class SketchRelease(Release):
         if isinstance(original, str):
             original = type(self).read_original(original)
         return sketch_report_figures(self, original, **compute_kwargs)
+
+    #: (published records, their mean number of components) once known (written or read back)
+    _published: tuple[int, float] | None = None
+
+    def published_counts(self, **compute_kwargs: Any) -> tuple[int, float]:
+        """Records published and their mean number of components: what anyone recounts from the
+        files (the manifest of a written release, else one pass over ``m``)."""
+        if self._published is None:
+            man = self.manifest or {}
+            if "n_published" in man and "mean_components" in man:
+                self._published = (int(man["n_published"]), float(man["mean_components"]))
+            else:
+                from ..progress import compute
+
+                compute_kwargs.setdefault("progress", False)
+                m = self.data.m
+                kept, total = compute((m > 0).sum(), m.astype(np.int64).sum(), **compute_kwargs)
+                published = int(m.shape[0]) if self.keep_suppressed else int(kept)
+                self._published = (published, float(total) / int(kept) if int(kept) else 0.0)
+        return self._published
+
+    def public_privacy(self) -> dict[str, Any]:
+        """Public figures: the guarantee's level (δ, or k with its neighbour search) and the mean
+        number of components of the published records (more components, better estimates).
+        The records suppressed are the owner's figure unless ``keep_suppressed`` publishes them
+        as empty rows. The generator's seed is public by design (the sketches are decoded with
+        it); the guarantee holds against an adversary who knows it."""
+        p = self.parameters
+        if self.method == "k-variance":
+            out: dict[str, Any] = {"k": p.get("k"), "knn_scope": p.get("knn_scope", "global"),
+                                   "approximate": bool(p.get("approximate", False))}
+        else:
+            out = {"delta": p.get("delta")}
+        out["mean_components"] = self.published_counts()[1]
+        return out
 
     # ------------------------------------------------------------------ checks
     def floor_checks(self) -> list[Check]:
@@ -316,44 +381,70 @@ class SketchRelease(Release):
             checks += self._disk_count_checks(total, where)
         n_input, n_suppressed = self._input_counts(total)
         if original is not None:
-            checks += self._original_checks(original, n_input, n_suppressed, **compute_kwargs)
+            checks += self._original_checks(original, n_input, n_suppressed, int(total["rows"]), **compute_kwargs)
         return checks
 
-    def _input_counts(self, total: Mapping[str, Any]) -> tuple[int, int]:
-        """(input records, suppressed records) of the release."""
-        if self._disk is None:  # in memory every input record is there, in input order
+    def original_only_checks(self) -> list[tuple[str, str]]:
+        out = [("records match the original", "the original's number of records")]
+        if self.method == "delta":
+            out.append(("δ rule", "the original's records (their variance V gives each record's m)"))
+        elif not self.parameters.get("approximate", False):
+            out.append(("k-variance (Def. 3)", "the original's k-NN graph (checked on a release in input order)"))
+        return out
+
+    def _input_counts(self, total: Mapping[str, Any]) -> tuple[int | None, int | None]:
+        """(input records, suppressed records) of the release, when it shows them: in memory
+        (every input record is there, in input order) or with ``keep_suppressed`` (suppressed
+        records are empty rows). Otherwise (None, None): they are the owner's figures."""
+        if self._disk is None:
             return int(total["rows"]), int(total["hist"][0])
-        n_sup = int(self.manifest.get("n_suppressed", 0))  # suppressed records are only counted
-        return int(total["rows"]) + (0 if self.keep_suppressed else n_sup), n_sup
+        if self.keep_suppressed:
+            return int(total["rows"]), int(total["hist"][0])
+        return None, None
 
     def _disk_count_checks(self, total: Mapping[str, Any], where: Callable[[str], str | None]) -> list[Check]:
         man = self.manifest
         zero, rows = int(total["hist"][0]), int(total["rows"])
-        n_sup, n_rec = int(man.get("n_suppressed", -1)), int(man.get("n_records", -1))
         if self.keep_suppressed:
+            n_sup = int(man.get("n_suppressed", -1))
             absent = Check("suppressed records absent", zero == n_sup, zero, n_sup, where=where("zero"),
                            detail="kept on request (keep_suppressed): the empty rows must equal the suppressed count")
-            consistent = rows == n_rec
         else:
             absent = Check("suppressed records absent", zero == 0, zero, 0, where=where("zero"),
                            detail="published records with m = 0")
-            consistent = rows + n_sup == n_rec
-        published = man.get("n_published", rows)
-        counts = Check("record counts match the manifest", consistent and int(published) == rows,
-                       f"{rows} published + {n_sup} suppressed", n_rec,
-                       detail="released rows and suppressed count against the manifest's n_records")
+        published = int(man.get("n_published", -1))
+        hist = np.asarray(total["hist"], dtype=np.int64)
+        kept = int(hist[1:].sum())
+        mean = float((np.arange(hist.size)[1:] * hist[1:]).sum() / kept) if kept else 0.0
+        recorded = float(man.get("mean_components", float("nan")))
+        ok = published == rows and math.isclose(mean, recorded, rel_tol=1e-9, abs_tol=1e-12)
+        counts = Check("record counts match the manifest", ok, f"{rows} rows, mean m {mean:.6g}",
+                       f"{published} rows, mean m {recorded:.6g}",
+                       detail="released rows and their mean number of components against the manifest")
         return [absent, counts]
 
-    def _original_checks(self, original: Any, n_input: int, n_suppressed: int, **ckw: Any) -> list[Check]:
+    def _original_checks(self, original: Any, n_input: int | None, n_suppressed: int | None, published: int,
+                         **ckw: Any) -> list[Check]:
         n = int(original.n_transactions)
-        checks = [Check("records match the original", n == n_input, n_input, n, detail="input records of the release")]
+        if n_input is not None:
+            checks = [Check("records match the original", n == n_input, n_input, n, detail="input records of the release")]
+        else:
+            checks = [Check("records match the original", published <= n, published, f"<= {n}",
+                            detail="published records against the original's (the suppressed ones are not counted in "
+                                   "any public file" + ("; the δ rule check matches each published m" if self.method == "delta"
+                                                        else "") + ")")]
         if self.method == "delta":
             checks.append(self._delta_check(original, n_suppressed, **ckw))
         elif self._disk is None and not self.parameters.get("approximate", False) and n == n_input:
             checks.append(self._kvariance_check(original, **ckw))
+        elif not self.parameters.get("approximate", False):
+            checks.append(Check("k-variance (Def. 3)", True, status="unchecked",
+                                detail="not checked: each record's m must be matched to its own k-NN edges, and the written "
+                                       "rows are in keyed order without the suppressed records (checked on the release in "
+                                       "memory before the commit)"))
         return checks
 
-    def _delta_check(self, original: Any, n_suppressed: int, **ckw: Any) -> Check:
+    def _delta_check(self, original: Any, n_suppressed: int | None, **ckw: Any) -> Check:
         from ..progress import compute
 
         delta, m_max = float(self.parameters["delta"]), self.m_max
@@ -372,10 +463,13 @@ class SketchRelease(Release):
         want = np.concatenate(want) if want else np.zeros(0, np.int64)
         want_hist = np.bincount(want, minlength=m_max + 2)
         got_hist = np.asarray(total["hist"]).copy()
-        got_hist[0] = n_suppressed  # suppressed records are counted, not published
+        if n_suppressed is None:  # not published: the published m against the rule's non-zero m
+            want_hist[0] = got_hist[0] = 0
         diff = int(np.abs(want_hist - got_hist).sum())
         return Check("δ rule", diff == 0, diff, 0,
-                     detail="multiset of released m against min(floor(V/δ), m_max) of the original (suppressed: counted)")
+                     detail="multiset of published m against min(floor(V/δ), m_max) of the original"
+                            + (" (suppressed records: the empty rows)" if n_suppressed is not None else
+                               " (records the rule suppresses must not be published)"))
 
     def _kvariance_check(self, original: Any, **ckw: Any) -> Check:
         """Definition 3 on every edge of the k-NN graph recomputed from the original."""

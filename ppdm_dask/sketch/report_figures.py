@@ -3,9 +3,18 @@
 Risk, from the released rows (``about="release"``):
 
 ``components_hist``
-    Number of sketch components per input record (suppressed records in the m = 0 bin).
-``suppressed_share``, ``published_records``, ``mean_components``
-    Share of suppressed input records (%), published records, mean m of the published ones.
+    Number of sketch components per published record (suppressed records kept as empty rows
+    in the m = 0 bin).
+``published_records``, ``mean_components``
+    Published records, mean m of the published ones.
+
+The owner's risk figure (``about="original"``, unless ``keep_suppressed`` publishes the
+suppressed records as empty rows):
+
+``suppressed_share``
+    Share of suppressed input records (%): the number of records suppressed is not in any
+    public file, since an adversary who knows every record but one would learn from it whether
+    the last was suppressed.
 
 Risk against the original (``about="comparison"``: each record's released m is compared with
 its own original values; needs the release in input order, or published ``record_id`` columns
@@ -144,23 +153,47 @@ def _align(rel: "SketchRelease", original: Any, **ckw: Any) -> _Alignment | None
 
 
 # ---------------------------------------------------------------------- risk
-def _component_figures(rel: "SketchRelease", **ckw: Any) -> list[Any]:
-    total, _ = rel._recount(**ckw)
+def _suppression_counts(rel: "SketchRelease", total: Any, original: Any = None) -> tuple[int, int, str] | None:
+    """``(input records, suppressed records, about)``: recounted from the rows when they show
+    them (suppressed records kept as empty rows: ``about="release"``), else the owner's figures
+    (a release in memory, the one that was written handed over with adopt, or the original's
+    records less the published ones: ``about="original"``, never in the external report); None
+    when none of these is at hand."""
     n_input, n_suppressed = rel._input_counts(total)
+    if n_input is not None:
+        return n_input, int(n_suppressed or 0), ("release" if rel.keep_suppressed else "original")
+    fitted = getattr(rel, "fitted", None)
+    records = (fitted.figures if fitted is not None else rel.figures).get("records") or {}
+    if "input" in records and "suppressed" in records:
+        return int(records["input"]), int(records["suppressed"]), "original"
+    if original is not None:  # a suppressed record publishes nothing: the others are the published rows
+        n = int(original.n_transactions)
+        return n, max(n - int(total["rows"]), 0), "original"
+    return None
+
+
+def _component_figures(rel: "SketchRelease", original: Any = None, **ckw: Any) -> list[Any]:
+    total, _ = rel._recount(**ckw)
     hist = np.asarray(total["hist"], dtype=np.int64)[: rel.m_max + 1].copy()
-    hist[0] = n_suppressed  # suppressed records are published as empty rows or only counted
+    if not rel.keep_suppressed:
+        hist[0] = 0  # the suppressed records publish nothing: the histogram is of the published rows
     published = int(hist[1:].sum())
     mean = float((np.arange(hist.size)[1:] * hist[1:]).sum() / published) if published else 0.0
     edges, counts = FK.integer_bins(hist)
-    return [
-        Plot("components_hist", "Sketch components per record", "histogram", [Series("records", edges, counts)],
-             x_label="components m (0 = suppressed)", y_label="records",
-             note=f"every input record; m is capped at m_max = {rel.m_max}"),
-        Value("suppressed_share", "Suppressed records", 100.0 * n_suppressed / n_input if n_input else 0.0, unit="%",
-              note=f"{n_suppressed} of {n_input} input records publish nothing"),
+    out: list[Any] = [
+        Plot("components_hist", "Sketch components per published record", "histogram", [Series("records", edges, counts)],
+             x_label="components m" + (" (0 = suppressed, published as an empty row)" if rel.keep_suppressed else ""),
+             y_label="records", note=f"m is capped at m_max = {rel.m_max}"),
         Value("published_records", "Published records", published, unit="records"),
         Value("mean_components", "Mean components per published record", mean, unit="components"),
     ]
+    counts_known = _suppression_counts(rel, total, original)
+    if counts_known is not None:
+        n_input, n_suppressed, about = counts_known
+        out.insert(1, Value("suppressed_share", "Suppressed records", 100.0 * n_suppressed / n_input if n_input else 0.0,
+                            about=about, unit="%", note=f"{n_suppressed} of {n_input} input records publish nothing"
+                            + ("" if about == "release" else " (the owner's figure: not in any public file)")))
+    return out
 
 
 def _margin_figures(ratios: list[Any], condition: str, **ckw: Any) -> list[Any]:
@@ -376,7 +409,7 @@ def sketch_report_figures(rel: "SketchRelease", original: Any = None, **ckw: Any
         ``client=``, ``progress=`` for the distributed passes.
     """
     ckw.setdefault("progress", False)
-    fig = Figures(risk=_component_figures(rel, **ckw))
+    fig = Figures(risk=_component_figures(rel, original, **ckw))
     if original is None:
         fig.notes.append("the variance margins and the utility figures need the original data")
         return fig

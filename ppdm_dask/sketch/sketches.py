@@ -12,7 +12,9 @@ Parquet layout of a sketch dataset at ``URL`` (a folder, the commit protocol of
                                 ``n_published``, every part with its rows, bytes and SHA-256
 
 A release (:class:`~ppdm_dask.sketch.release.SketchRelease`) has the same layout, its rows in
-a keyed random order and the release record in the manifest.
+a keyed random order and the release record in the manifest; its manifest and part entries
+leave out ``n_records`` and ``n_suppressed`` (figures of the input) unless the suppressed
+records are written as empty rows.
 
 Values are stored as float32 on disk (half the bytes; relative error 6e-8, far below the
 sketches' own statistical error) and are float64 in memory.

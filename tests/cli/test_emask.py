@@ -30,7 +30,8 @@ def test_distort_verify_mine_audit(orig, tmp_path):
     d = json.loads(r.stdout)
     tx = read(str(orig))
     s0 = tx.describe()["mean_length"] / 1000
-    assert d["family"] == "emask" and d["parameters"]["p"] == 0.4 and d["parameters"]["s0"] == pytest.approx(s0)
+    assert d["family"] == "emask" and d["parameters"]["p"] == 0.4 and "s0" not in d["parameters"]
+    assert d["privacy"]["s0"] == pytest.approx(s0)  # the owner's console shows the exact s0; the manifest does not
     assert d["privacy"]["basic_privacy"] == pytest.approx(basic_privacy(0.4, 0.98, s0=s0)) and d["verdict"]["ok"]
     key_hex = key.read_text().strip()[2:].lstrip("0")
     assert key_hex not in r.output and key_hex not in json.dumps(manifest_of(rel))
@@ -103,3 +104,42 @@ def test_choose_and_usage_errors(orig, tmp_path):
     assert bad.exit_code == 2 and "p + q = 1" in bad.output and "Traceback" not in bad.output
     bad = run("emask", "choose", ok=False)
     assert bad.exit_code == 2 and "--s0" in bad.output
+
+
+def test_verify_original_refuses_a_release_that_keeps_every_true_item(orig, tmp_path):
+    # attack 4: the original's rows with noise at the density a (p, q) distortion has, checksums
+    # rewritten: the files and the density pass; the flip rates against the original do not
+    import numpy as np
+    import scipy.sparse as sp
+
+    from ..emask.test_attacks import _keep_every_true_item
+
+    key, rel = tmp_path / "key", tmp_path / "rel"
+    run("--key-file", str(key), "emask", "distort", str(orig), str(rel), "--p", "0.4", "--q", "0.98")
+    assert run("--key-file", str(key), "verify", str(rel), "--original", str(orig)).exit_code == 0  # the honest one
+    x = sp.csr_array(read(str(orig)).compute())
+    forged = _keep_every_true_item(x, 0.4, 0.98, seed=1)[np.random.default_rng(2).permutation(x.shape[0])]
+    forge_part(rel, "part-00000.parquet", pa.table({"items": csr_to_arrow_list(sp.csr_array(forged))}))
+    alone = run("verify", str(rel))
+    assert alone.exit_code == 0 and "NOT CHECKED flip rates as declared" in alone.output
+    r = run("verify", str(rel), "--original", str(orig), ok=False)
+    assert r.exit_code == 2 and "ppdm: error: FAILED flip rates as declared" in r.output and "OUTSIDE" in r.output
+    r = run("--key-file", str(key), "verify", str(rel), "--original", str(orig), ok=False)
+    assert r.exit_code == 2 and "ppdm: error: FAILED flip rates per row" in r.output
+
+
+def test_distort_over_a_public_item_catalogue(orig, tmp_path):
+    cat = tmp_path / "items.txt"
+    cat.write_text("\n".join(str(i) for i in range(1010)) + "\n")  # Quest's 1,000 items and 10 nobody holds
+    rel = tmp_path / "rel"
+    r = json.loads(run("--json", "emask", "distort", str(orig), str(rel), "--p", "0.4", "--q", "0.98", "--items", str(cat)).stdout)
+    assert r["parameters"]["n_items"] == 1010 and "item_catalogue" in r["parameters"] and r["verdict"]["ok"]
+    assert manifest_of(rel)["n_items"] == 1010 and read(str(rel)).n_items == 1010
+    assert run("verify", str(rel), "--original", str(orig)).exit_code == 0
+    cat.write_text("1\n2\nx\n")
+    bad = run("emask", "distort", str(orig), str(tmp_path / "bad"), "--p", "0.4", "--q", "0.98", "--items", str(cat), ok=False)
+    lines = [x for x in bad.output.splitlines() if x.strip()]
+    assert bad.exit_code == 2 and len(lines) == 1 and "line 3" in lines[0] and "--items" in lines[0]
+    cat.write_text("1\n2\n3\n")
+    bad = run("emask", "distort", str(orig), str(tmp_path / "bad"), "--p", "0.4", "--q", "0.98", "--items", str(cat), ok=False)
+    assert bad.exit_code == 2 and "not in the item catalogue" in bad.output and "--items" in bad.output

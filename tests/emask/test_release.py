@@ -64,7 +64,7 @@ def test_release_bytes_same_for_1_3_and_19_partitions(tmp_path):
 # ---------------------------------------------------------------------------- estimator contract
 def test_estimator_contract(quest_tx):
     est = Distorter(0.4, 0.98, key=Key(123456789), privacy_floor=85.0)
-    assert est.get_params() == {"p": 0.4, "q": 0.98, "key": Key(123456789), "privacy_floor": 85.0, "allow_weak": False}
+    assert est.get_params() == {"p": 0.4, "q": 0.98, "key": Key(123456789), "privacy_floor": 85.0, "allow_weak": False, "items": None}
     clone = Distorter(**est.get_params())
     assert clone.get_params() == est.get_params()
     est.set_params(privacy_floor=90.0)
@@ -82,7 +82,9 @@ def test_estimator_contract(quest_tx):
     assert est.report_["overrides"] == [] and est.report_["ldp_epsilon_per_item"] == pytest.approx(np.log(20))
     rel = est.transform(quest_tx)
     assert isinstance(rel, DistortedRelease) and rel.method == "emask"
-    assert rel.parameters == {"p": 0.4, "q": 0.98, "privacy_floor": 90.0, "n_items": 1000, "s0": est.s0_}
+    # s0 is a figure of the original: the owner's (summary, console), never a public parameter
+    assert rel.parameters == {"p": 0.4, "q": 0.98, "privacy_floor": 90.0, "n_items": 1000}
+    assert rel.owner_s0() == est.s0_ and rel.summary()["privacy"]["s0"] == est.s0_
     assert Distorter(0.9, 0.9).fit_transform(quest_tx).method == "mask"
 
 
@@ -143,10 +145,15 @@ def test_written_release_verifies_and_is_read_as_transactions(quest_tx, tmp_path
     assert sorted(map(sorted, back.to_lists())) == sorted(map(sorted, distort(quest_tx, 0.4, 0.98, key=rel.stream_key).to_lists()))
     verdict = verify(url, original=quest_tx)
     assert verdict.ok, verdict.lines(failed_only=True)
-    for name in ("basic privacy", "s0 from the release density", "basic privacy (estimated from the release)",
-                 "same rows and items as the original", "s0 of the original", "ones consistent with a (p, q) distortion of the original"):
+    for name in ("s0 from the release density", "basic privacy (estimated from the release)", "basic privacy (original)",
+                 "same rows and items as the original", "s0 of the original", "ones consistent with a (p, q) distortion of the original",
+                 "flip rates as declared"):
         assert verdict[name].ok
-    assert verdict["s0 from the release density"].figure == pytest.approx(rel.parameters["s0"], abs=2e-3)
+    assert verdict["flip rates per row"].status == "unchecked"  # rows in keyed order, no key given
+    assert verdict["s0 from the release density"].figure == pytest.approx(rel.owner_s0(), abs=2e-3)
+    assert verdict["s0 of the original"].figure == pytest.approx(rel.owner_s0(), rel=1e-12)
+    # the owner's floor at the exact s0 is checked on the release in memory
+    assert rel.verify()["basic privacy"].ok and "basic privacy" not in open_release(url).verify()
     # against another original of the same shape but three times as dense: the ones do not fit
     z = verify(url, original=_sparse_tx(5000, 1000, 0.03)).get("ones consistent with a (p, q) distortion of the original")
     assert z is not None and not z.ok
@@ -177,9 +184,9 @@ def test_weak_release_records_the_override(tmp_path):
     assert manifest_of(url)["release"]["overrides"] == ["basic privacy"]
     verdict = verify(url, original=tx)
     assert verdict.ok
-    assert verdict["basic privacy"].overridden and not verdict["basic privacy"].ok
+    est = verdict["basic privacy (estimated from the release)"]
+    assert est.overridden and not est.ok and est.line().startswith("OVERRIDDEN basic privacy")
     assert verdict["basic privacy (original)"].overridden
-    assert verdict["basic privacy"].line().startswith("OVERRIDDEN basic privacy")
 
 
 # ---------------------------------------------------------------------------- owner-side audit

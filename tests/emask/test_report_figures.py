@@ -63,9 +63,13 @@ def test_basic_privacy_by_hand():
     # 10 items, rows holding one item each: s0 = 0.1 exactly
     tx = TransactionArray.from_lists([[i % 10] for i in range(200)])
     rel = _release(tx, 0.9, 0.9)
-    assert rel.parameters["s0"] == pytest.approx(0.1)
+    assert "s0" not in rel.parameters and rel.owner_s0() == pytest.approx(0.1)  # the owner's figure
     by_id = {i.id: i for i in rel.report_figures().risk}
-    assert by_id["basic_privacy"].value == pytest.approx(hand)
+    # the exact s0 is the owner's (about the original); the public figure is at the s0 the
+    # release's own density gives: (ones / (N d) - (1 - q)) / (p + q - 1)
+    assert by_id["basic_privacy_original"].value == pytest.approx(hand) and by_id["basic_privacy_original"].about == "original"
+    s_hat = (sum(len(r) for r in rel.data.to_lists()) / 2000 - 0.1) / 0.8
+    assert by_id["basic_privacy"].value == pytest.approx(basic_privacy(0.9, 0.9, s0=s_hat)) and by_id["basic_privacy"].about == "release"
 
 
 def _closed_form(rows_d, itemset, p, q):

@@ -48,12 +48,18 @@ def test_delta_release_written_verified_and_readable(tmp_path):
     _, m = rel.data.compute(progress=False)
     manifest = rel.write(str(tmp_path / "d"), rows_per_file=70)
     assert manifest["release"]["family"] == "sketch" and manifest["format"] == "ppdm-sketches" and manifest["version"] == 2
-    assert manifest["n_records"] == 240 and manifest["n_suppressed"] == int((m == 0).sum()) > 0
+    # the input's record count and the number suppressed are the owner's: not in the public manifest
+    n_supp = int((m == 0).sum())
+    assert n_supp > 0 and "n_records" not in manifest and "n_suppressed" not in manifest
+    assert all("n_suppressed" not in p for p in manifest["partitions"]) and "n_suppressed" not in manifest["metadata"]
+    assert manifest["n_published"] == 240 - n_supp and manifest["summary"]["records"] == {"released": 240 - n_supp}
+    assert rel.summary()["records"] == {"input": 240, "published": 240 - n_supp, "suppressed": n_supp}
     assert manifest["guarantees"]["ok"] and len(manifest["partitions"]) == 4
     assert manifest["generator"]["seed"] == str(rel.data.generator.seed)
     v = verify(str(tmp_path / "d"), original=tx)
     assert v.ok, v.lines(failed_only=True)
-    assert v["δ rule"].ok and v["records match the original"].figure == 240
+    assert v["δ rule"].ok and v["records match the original"].figure == 240 - n_supp
+    assert {c.name for c in verify(str(tmp_path / "d")).notes()} == {"records match the original", "δ rule"}
     back = read_sketches(str(tmp_path / "d"), verify=True)
     _, m_back = back.compute(progress=False)
     assert sorted(m_back.tolist()) == sorted(m[m > 0].tolist())  # the multiset of published m
@@ -160,7 +166,7 @@ def test_published_suppressed_record_and_wrong_length_are_named(tmp_path):
     append_rows(out, _row([], 0, 1), name=name)
     failed = _failed(verify(str(out)))
     assert failed["suppressed records absent"].where == name and failed["suppressed records absent"].figure == 1
-    assert "record counts match the manifest" in failed
+    assert set(failed) == {"suppressed records absent"}  # the forger rewrote n_published: only the recount tells
 
     out2 = tmp_path / "e"
     DeltaAnonymizer(delta=2.0, m_max=16, key=Key(1)).fit_transform(tx).write(str(out2), rows_per_file=100)
@@ -222,7 +228,9 @@ def test_kvariance_appended_record_is_named(tmp_path):
     KVarianceAnonymizer(k=3, m_max=32, key=Key(4)).fit_transform(tx).write(str(out))
     append_rows(out, _row([0.5] * 33, 33, 2), name=_part_names(out)[0])
     failed = _failed(verify(str(out), original=tx))
-    assert {"components at most m_max", "record counts match the manifest", "records match the original"} <= set(failed)
+    # the number of records suppressed is not public, so one record more than published is not
+    # "more than the original" (121 <= 120 + suppressed): the recount of the files tells
+    assert {"components at most m_max", "record counts match the manifest"} <= set(failed)
 
 
 def test_k_floor_refused_then_accepted_and_recorded(tmp_path):
