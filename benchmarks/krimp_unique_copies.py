@@ -17,9 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import numpy as np  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tic-tac-toe boards of tests/krimp/boards.py
 
 
 def _data(name: str):

@@ -1272,7 +1272,8 @@ class KrimpGenerator(Estimator):
         self._avg = None
         metadata = {
             "generator": "krimp",
-            "min_support": self.min_support,
+            # the absolute count, as the release records it (a fraction with it would tell |db|)
+            "min_support": getattr(self, "min_support_", None) or self.min_support,
             "laplace": float(self.laplace),
             "lp_factor": float(self.lp_factor),
             "closed": bool(self.closed),

@@ -153,14 +153,17 @@ def test_patterns_never_below_the_floor(led7, tmp_path):
 
 # ---------------------------------------------------------------------------- public files
 def test_public_files_hold_no_figure_of_the_original(led7, tmp_path):
-    gen = KrimpGenerator(2, key=Key(8), n_rows=1000).fit(led7)
+    gen = KrimpGenerator(0.0011, key=Key(8), n_rows=1000).fit(led7)  # a fraction: 4 of the 3,200 records
     url = tmp_path / "rel"
     gen.transform(led7).write(str(url))
     m = manifest_of(url)
     assert m["input"] == {"fingerprint": m["input"]["fingerprint"]}  # keyed, nothing else
     assert set(m["summary"]) == {"family", "method", "parameters", "records", "privacy"}
     assert m["summary"]["records"] == {"released": 1000}
-    assert m["summary"]["privacy"] == {"min_support": 2, "unique_copies": "redrawn", "patterns_published": gen.code_table_.n_nontrivial}
+    assert m["summary"]["privacy"] == {"min_support": 4, "unique_copies": "redrawn", "patterns_published": gen.code_table_.n_nontrivial}
+    # the part files' metadata records the count, never the fraction (both would tell |db|)
+    meta = json.loads(pq.read_schema(url / "part-00000.parquet").metadata[b"ppdm"])["metadata"]
+    assert meta["min_support"] == 4 and "0.0011" not in json.dumps(meta)
 
     def keys(obj):
         if isinstance(obj, dict):
