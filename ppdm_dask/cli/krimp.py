@@ -139,14 +139,18 @@ def krimp_compress(obj: Context, src, min_support, min_count, closed, no_prune, 
               help="Sensitive combination of 2 or more items of SRC: no pattern may contain all of them. Repeatable.")
 @click.option("--domain-order", type=click.Choice(["random", "columns"]), default="random", show_default=True)
 @click.option("--scores/--no-scores", default=True, show_default=True, help="Report NAS and DS(generated, original).")
+@click.option("--allow-unique-copies", is_flag=True,
+              help="Do not redraw generated rows that equal a record unique in SRC (they identify a person); recorded in the "
+                   "manifest. --allow-weak alone does not lift this rule.")
 @input_format
 @release_output
 @click.pass_obj
 def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows, closed, prune, max_len, max_candidates, distributed,
-                   exclude, domain_order, scores, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
+                   exclude, domain_order, scores, allow_unique_copies, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Release a synthetic categorical database generated from the KRIMP code table of SRC
     (with its public patterns in _patterns.parquet); refused below a min-support of 2 transactions
-    (--min-count 2) unless --allow-weak."""
+    (--min-count 2) unless --allow-weak. A generated row equal to a record that occurs once in SRC
+    is redrawn (unless --allow-unique-copies)."""
     from ..krimp import KrimpGenerator, avg_patterns_per_row, dissimilarity, normalized_anonymity_score
     from ..mining import min_count_of
 
@@ -157,8 +161,9 @@ def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows
         check_count(support, tx.n_transactions, src)
         _check_exclude(excluded, tx, src)
         ms = min_count_of(support, tx.n_transactions)
+        weak = [*(["min-support"] if allow_weak else []), *(["unique copies"] if allow_unique_copies else [])]
         gen = KrimpGenerator(ms, laplace, closed=closed, prune=prune, max_len=max_len, exclude=excluded, domain_order=domain_order,
-                             key=obj.key(), n_rows=rows, allow_weak=allow_weak, max_candidates=max_candidates,
+                             key=obj.key(), n_rows=rows, allow_weak=weak, max_candidates=max_candidates,
                              distributed=distributed).fit(tx, progress=obj.progress)
         release = gen.transform(tx)
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
@@ -166,6 +171,7 @@ def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows
         written = obj.read_transactions(dst)
         # a basket CSV release has no n_patterns column: count on the (keyed, reproducible) rows
         extra = {"avg_patterns_per_row": avg_patterns_per_row(written if "n_patterns" in written.columns else release.data)}
+        release.redraw_counts(progress=obj.progress)  # owner side: shown in the summary (computed by the report already)
         if scores:
             extra["nas"] = float(normalized_anonymity_score(written, tx))
             extra["ds"] = float(dissimilarity(written, tx, min_support=ms, closed=closed, prune=prune))

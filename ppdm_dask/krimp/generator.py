@@ -15,7 +15,16 @@ code-table order). The compiled kernel reproduces those numpy calls bit for bit 
 64-bit words of the block's bit generator (Lemire's bounded integers with PCG64's 32-bit
 buffering, ``(word >> 11) · 2⁻⁵³`` doubles, cumulative-sum search), so the output equals the
 literal Python procedure (tested) and does not depend on the Dask partitioning, the scheduler or
-the number of workers: partitions are whole numbers of blocks.
+the number of workers: partitions are whole numbers of blocks. A release (:meth:`KrimpGenerator.transform`)
+passes its own stream key, derived from the owner's key and the release's identity (method,
+public parameters, content digest of the fitted data); :meth:`KrimpGenerator.sample` uses the key
+it is given.
+
+Unique records (docs/krimp.md#unique-records-are-never-copied): a generated row equal to a record
+that occurs once in the fitted data is redrawn — round ``r`` redraws a block's remaining copies in
+row order from stream ``(Tag.KRIMP_GENERATE, b, r)`` — unless ``allow_weak`` names
+``"unique copies"``. The fitted generator holds the sorted 128-bit fingerprints of those records
+(16 bytes each, :mod:`.uniques`).
 
 Domains. Given explicitly (one list of item labels per attribute, in attribute order) or inferred
 from categorical data with :func:`infer_domains`: items are scanned in ascending label order and
@@ -70,6 +79,8 @@ DOMAIN_ORDERS = ("random", "columns")
 MAX_RESTARTS = 10_000
 #: Default number of randomness blocks per Dask partition (16 × 4096 = 65,536 rows).
 BLOCKS_PER_PARTITION = 16
+#: Redraw rounds of one block before a row that keeps copying a unique original record is an error.
+MAX_REDRAWS = 10_000
 
 _MODE = {"random": 0, "columns": 1}
 _OK, _NEED_WORDS, _ZERO_WEIGHT, _TOO_MANY_RESTARTS = 0, 1, 2, 3
@@ -404,22 +415,96 @@ def _block_layout(n: int, block_rows: int) -> list[int]:
     return [min(block_rows, n - b * block_rows) for b in range(nb)]
 
 
-def _generate_range(tables: _Tables, weights: np.ndarray, mode: int, key: Any, first_block: int, rows: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of consecutive randomness blocks ``first_block, first_block+1, ...`` (``rows`` each)."""
+@dataclass(frozen=True)
+class _Forbidden:
+    """The rows the generator must not emit: fingerprints of the original's unique records
+    (sorted, :mod:`.uniques`) and the label hashes of the generator's alphabet."""
+
+    fingerprints: np.ndarray  # (k, 2) uint64, sorted, unique
+    h1: np.ndarray
+    h2: np.ndarray
+
+    def hits(self, tables: _Tables, items: np.ndarray) -> np.ndarray:
+        """Which generated rows (alphabet positions, one per domain) are forbidden."""
+        from ..data.fingerprints import row_fingerprints
+        from .uniques import in_sorted
+
+        if items.shape[0] == 0 or self.fingerprints.shape[0] == 0:
+            return np.zeros(items.shape[0], bool)
+        return in_sorted(self.fingerprints, row_fingerprints(_rows_to_csr(items, tables.alphabet.size), self.h1, self.h2))
+
+    def __dask_tokenize__(self):
+        return ("krimp-forbidden", self.fingerprints.tobytes())
+
+
+def _forbidden(tables: _Tables, fingerprints: np.ndarray | None) -> _Forbidden | None:
+    from ..data.fingerprints import label_hashes
+
+    if fingerprints is None:
+        return None
+    h1, h2 = label_hashes(tables.alphabet)
+    return _Forbidden(np.ascontiguousarray(fingerprints, np.uint64), h1, h2)
+
+
+def _generate_checked(tables: _Tables, weights: np.ndarray, mode: int, key: Any, b: int, n_rows: int,
+                      forbid: _Forbidden | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of randomness block ``b``; with ``forbid``, every row equal to a unique original
+    record is redrawn (docs/krimp.md#unique-records-are-never-copied).
+
+    Round ``r = 1, 2, ...`` redraws the rows of the block still forbidden, in row order, from
+    stream ``(KRIMP_GENERATE, b, r)``: the output depends only on the key, the block and the
+    fitted generator, never on the partitioning. Returns ``(items, patterns per row, [rows
+    whose first draw was forbidden, redraws])``.
+    """
+    items, npat = _generate_block(tables, weights, mode, key.generator(Tag.KRIMP_GENERATE, b), n_rows)
+    stats = np.zeros(2, np.int64)
+    if forbid is None:
+        return items, npat, stats
+    bad = np.flatnonzero(forbid.hits(tables, items))
+    stats[0] = bad.size
+    rnd = 0
+    while bad.size:
+        rnd += 1
+        if rnd > MAX_REDRAWS:
+            raise GenerationError(
+                f"{bad.size} generated row(s) copied a record that is unique in the original in {MAX_REDRAWS:,} draws in a "
+                "row: the code table leaves (almost) nothing but unique original records to generate (a min-support "
+                "too low for the data?)",
+                python="a higher min_support, or allow_weak=['unique copies'] to publish such copies (recorded in the manifest)",
+                cli="a higher --min-count, or --allow-unique-copies to publish such copies (recorded in the manifest)")
+        new, new_pat = _generate_block(tables, weights, mode, key.generator(Tag.KRIMP_GENERATE, b, rnd), bad.size)
+        items[bad] = new
+        npat[bad] = new_pat
+        stats[1] += bad.size
+        bad = bad[forbid.hits(tables, new)]
+    return items, npat, stats
+
+
+def _generate_range(tables: _Tables, weights: np.ndarray, mode: int, key: Any, first_block: int, rows: Sequence[int],
+                    forbid: _Forbidden | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of consecutive randomness blocks ``first_block, first_block+1, ...`` (``rows`` each):
+    ``(items, patterns per row, redraw statistics)`` (see :func:`_generate_checked`)."""
     parts, pats = [], []
+    stats = np.zeros(2, np.int64)
     for i, r in enumerate(rows):
-        rng = key.generator(Tag.KRIMP_GENERATE, first_block + i)
-        it, npat = _generate_block(tables, weights, mode, rng, int(r))
+        it, npat, st = _generate_checked(tables, weights, mode, key, first_block + i, int(r), forbid)
         parts.append(it)
         pats.append(npat)
+        stats += st
     if not parts:
-        return np.zeros((0, tables.n_domains), np.int32), np.zeros(0, np.int32)
-    return np.concatenate(parts), np.concatenate(pats)
+        return np.zeros((0, tables.n_domains), np.int32), np.zeros(0, np.int32), stats
+    return np.concatenate(parts), np.concatenate(pats), stats
 
 
-def _partition_task(tables: _Tables, weights: np.ndarray, mode: int, key: Any, first_block: int, rows: Sequence[int]):
-    items, npat = _generate_range(tables, weights, mode, key, first_block, rows)
-    return _rows_to_csr(items, tables.alphabet.size), npat.astype(np.int64)
+def _partition_task(tables: _Tables, weights: np.ndarray, mode: int, key: Any, first_block: int, rows: Sequence[int],
+                    forbid: _Forbidden | None = None):
+    items, npat, stats = _generate_range(tables, weights, mode, key, first_block, rows, forbid)
+    return _rows_to_csr(items, tables.alphabet.size), npat.astype(np.int64), stats
+
+
+def _sum_stats(parts: list[np.ndarray]) -> dict[str, int]:
+    total = np.sum(np.asarray(parts, np.int64).reshape(-1, 2), axis=0)
+    return {"rows_redrawn": int(total[0]), "redraws": int(total[1])}
 
 
 def generate_rows(
@@ -449,7 +534,7 @@ def generate_rows(
     _check_count(n, "n")
     _check_count(block_rows, "block_rows", minimum=1)
     key = as_key(key)
-    items, npat = _generate_range(tables, weights, mode, key, 0, _block_layout(int(n), int(block_rows)))
+    items, npat, _ = _generate_range(tables, weights, mode, key, 0, _block_layout(int(n), int(block_rows)))
     return tables.alphabet[items], npat, tables.alphabet
 
 
@@ -624,14 +709,11 @@ def _bad_rows_kernel(block: Any, item_domain: np.ndarray, n_dom: int) -> np.ndar
     return np.array([bad, outside], np.int64)
 
 
-def check_domains(db: Any, domains: Sequence[Iterable[Any]], **compute_kwargs: Any) -> None:
-    """Raise :class:`DataFormatError` unless every row of ``db`` holds exactly one item of every
-    domain and every item of ``db`` is in a domain (one Dask pass: MAP + tree sum)."""
+def _domain_check_lazy(tx: Any, doms: list[np.ndarray]) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The delayed ``[bad rows, items outside every domain]`` of :func:`check_domains` (one
+    pass, to compute with others), the labels and their domain index."""
     from ..graph import tree_sum
-    from ..progress import compute
 
-    tx = _as_transactions(db)
-    doms = _normalize_domains(domains)
     labels = tx.vocabulary.labels
     item_domain = np.full(labels.size, -1, np.int32)
     for d, arr in enumerate(doms):
@@ -641,17 +723,66 @@ def check_domains(db: Any, domains: Sequence[Iterable[Any]], **compute_kwargs: A
         pos_c = np.minimum(pos, max(labels.size - 1, 0))
         hit = (pos < labels.size) & (labels[pos_c] == arr) if labels.size else np.zeros(arr.size, bool)
         item_domain[pos[hit]] = d
-    compute_kwargs.setdefault("progress", False)
-    (res,) = compute(tree_sum(tx.blocks, _bad_rows_kernel, (2,), np.int64, item_domain, len(doms)), **compute_kwargs)
+    return tree_sum(tx.blocks, _bad_rows_kernel, (2,), np.int64, item_domain, len(doms)), labels, item_domain
+
+
+def _domain_errors(res: np.ndarray, labels: np.ndarray, item_domain: np.ndarray, n_rows: int) -> None:
     bad, outside = int(res[0]), int(res[1])
     if outside:
         missing = labels[item_domain < 0][:5].tolist()
         raise DataFormatError(f"{outside} item occurrence(s) belong to no domain (items {missing} ...)")
     if bad:
         raise DataFormatError(
-            f"{bad} of {tx.n_transactions} rows do not hold exactly one item of every domain; KRIMP "
+            f"{bad} of {n_rows} rows do not hold exactly one item of every domain; KRIMP "
             "generation needs categorical data (for missing values add one 'missing' item per attribute)"
         )
+
+
+def _inference_error(exc: DataFormatError) -> DataFormatError:
+    return DataFormatError(f"cannot infer attribute domains: {exc}", python="domains=[[items of attribute 1], ...]",
+                           cli="the input must hold one item per attribute in every row")
+
+
+def check_domains(db: Any, domains: Sequence[Iterable[Any]], **compute_kwargs: Any) -> None:
+    """Raise :class:`DataFormatError` unless every row of ``db`` holds exactly one item of every
+    domain and every item of ``db`` is in a domain (one Dask pass: MAP + tree sum)."""
+    from ..progress import compute
+
+    tx = _as_transactions(db)
+    lazy, labels, item_domain = _domain_check_lazy(tx, _normalize_domains(domains))
+    compute_kwargs.setdefault("progress", False)
+    (res,) = compute(lazy, **compute_kwargs)
+    _domain_errors(res, labels, item_domain, tx.n_transactions)
+
+
+def _domains_from_supports(labels: np.ndarray, supports: np.ndarray, n: int) -> list[np.ndarray]:
+    """The candidate domains of :func:`infer_domains` (runs of items whose supports add up to
+    ``n``), before the verification pass."""
+    domains: list[np.ndarray] = []
+    start, acc = 0, 0
+    for j in range(labels.size):
+        acc += int(supports[j])
+        if acc == n:
+            domains.append(labels[start : j + 1])
+            start, acc = j + 1, 0
+        elif acc > n:
+            raise DataFormatError(
+                f"cannot infer attribute domains: the supports of items {labels[start]}..{labels[j]} "
+                f"exceed |db| = {n} before adding up to it; rows do not hold exactly one item per "
+                "attribute with attributes numbered consecutively; pass domains= explicitly"
+            )
+    if start < labels.size:
+        if not domains:
+            raise DataFormatError("cannot infer attribute domains: the item supports never add up to |db|")
+        # trailing zero-support items join the last domain (declared but unobserved values)
+        if acc == 0:
+            domains[-1] = np.concatenate([domains[-1], labels[start:]])
+        else:
+            raise DataFormatError(
+                f"cannot infer attribute domains: items {labels[start]}..{labels[-1]} have supports adding "
+                f"up to {acc}, not |db| = {n}; pass domains= explicitly"
+            )
+    return domains
 
 
 def infer_domains(db: Any, **compute_kwargs: Any) -> list[np.ndarray]:
@@ -680,37 +811,11 @@ def infer_domains(db: Any, **compute_kwargs: Any) -> list[np.ndarray]:
         raise DataFormatError("cannot infer domains from an empty database")
     kw = dict(compute_kwargs)
     kw.setdefault("progress", False)
-    supports = tx.item_supports(**kw)
-    labels = tx.vocabulary.labels
-    domains: list[np.ndarray] = []
-    start, acc = 0, 0
-    for j in range(labels.size):
-        acc += int(supports[j])
-        if acc == n:
-            domains.append(labels[start : j + 1])
-            start, acc = j + 1, 0
-        elif acc > n:
-            raise DataFormatError(
-                f"cannot infer attribute domains: the supports of items {labels[start]}..{labels[j]} "
-                f"exceed |db| = {n} before adding up to it; rows do not hold exactly one item per "
-                "attribute with attributes numbered consecutively; pass domains= explicitly"
-            )
-    if start < labels.size:
-        if not domains:
-            raise DataFormatError("cannot infer attribute domains: the item supports never add up to |db|")
-        # trailing zero-support items join the last domain (declared but unobserved values)
-        if acc == 0:
-            domains[-1] = np.concatenate([domains[-1], labels[start:]])
-        else:
-            raise DataFormatError(
-                f"cannot infer attribute domains: items {labels[start]}..{labels[-1]} have supports adding "
-                f"up to {acc}, not |db| = {n}; pass domains= explicitly"
-            )
+    domains = _domains_from_supports(tx.vocabulary.labels, tx.item_supports(**kw), n)
     try:
         check_domains(tx, domains, **kw)
     except DataFormatError as exc:
-        raise DataFormatError(f"cannot infer attribute domains: {exc}", python="domains=[[items of attribute 1], ...]",
-                              cli="the input must hold one item per attribute in every row") from None
+        raise _inference_error(exc) from None
     return domains
 
 
@@ -748,12 +853,14 @@ class KrimpGenerator(Estimator):
         Weight ``usage·lp_factor + laplace`` (the reference generator's factor; 1 = the paper).
     key : Key, int or bytes, optional
         Secret key of the generation and of the release's row order (a fresh secret key per
-        :meth:`transform` / :meth:`sample` when omitted). Never shown or written.
+        :meth:`transform` / :meth:`sample` when omitted). Never shown or written. A release
+        draws from a stream key derived from it and the release's identity.
     n_rows : int, optional
         Rows to generate in :meth:`transform` (default: as many as the fitted data).
     allow_weak : bool or sequence of str, default False
-        Accept ``min_support`` below the floor (``True`` or ``["min-support"]``); recorded in
-        the release manifest.
+        Accept ``min_support`` below the floor (``True`` or ``["min-support"]``); release rows
+        equal to a record unique in the fitted data (only when named: ``["unique copies"]``;
+        otherwise they are redrawn). Recorded in the release manifest.
     max_candidates : int or None, default 20,000,000
         Refuse (:class:`~ppdm_dask.errors.ResultTooLargeError`) as soon as the candidate miner
         finds more itemsets: low min-support on dense data explodes (all itemsets of mushroom at
@@ -776,10 +883,13 @@ class KrimpGenerator(Estimator):
     krimp_result_ : KrimpResult
     report_ : dict
         ``n_rows``, ``n_domains``, ``min_support``, ``code_table_itemsets``, ``n_candidates``,
-        ``seconds_mining``, ``seconds_search``, ``overrides``.
+        ``seconds_mining``, ``seconds_search``, ``overrides``, ``unique_records`` (records
+        that occur once in the fitted data; None when copies are allowed).
     avg_patterns_per_row_ : float
         Mean number of code-table elements used per generated row in the last
         :meth:`sample_lists` call, or (computed on first access) of the last :meth:`sample`.
+    redraws_ : dict
+        ``rows_redrawn`` and ``redraws`` of the last :meth:`sample` / :meth:`sample_lists`.
     """
 
     def __init__(
@@ -825,32 +935,49 @@ class KrimpGenerator(Estimator):
         if self.n_rows is not None:
             _check_count(self.n_rows, "n_rows")
 
-    def _floor(self, min_support: int | None) -> tuple[str, ...]:
-        """Overrides of the ``min-support`` floor; raises :class:`WeakParameterError` when it
-        fails and ``allow_weak`` does not cover it."""
-        from ..release.base import overrides_for
-        from .release import FLOORS, MIN_SUPPORT_FLOOR
+    def _allowed(self) -> tuple[str, ...]:
+        from .release import allowed_overrides
 
-        allowed = overrides_for(self.allow_weak, FLOORS)
+        return allowed_overrides(self.allow_weak)
+
+    def _floor(self, min_support: int | None) -> tuple[str, ...]:
+        """Overrides of the ``min-support`` floor and of the unique-copy rule; raises
+        :class:`WeakParameterError` when the floor fails and ``allow_weak`` does not cover it."""
+        from .release import MIN_SUPPORT_FLOOR, UNIQUE_COPIES
+
+        allowed = self._allowed()
+        out = (UNIQUE_COPIES,) if UNIQUE_COPIES in allowed else ()
         if min_support is None or min_support >= MIN_SUPPORT_FLOOR:
-            return ()
+            return out
         if "min-support" not in allowed:
             raise WeakParameterError(
                 f"min-support {min_support} is below the floor {MIN_SUPPORT_FLOOR}: a pattern seen in a single record can "
                 "copy that record into the generated data; refused",
                 python="min_support >= 2, or allow_weak=['min-support'] (recorded in the manifest)",
                 cli="--min-count 2 or more, or --allow-weak (recorded in the manifest)")
-        return ("min-support",)
+        return ("min-support", *out)
+
+    def _copies_allowed(self) -> bool:
+        from .release import UNIQUE_COPIES
+
+        return UNIQUE_COPIES in self._allowed()
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KrimpGenerator":
         """Compress ``X`` with KRIMP and prepare generation.
 
         ``X``: a TransactionArray or a list of transactions (item labels) of categorical data.
-        The ``min-support`` floor is checked before the search.
+        The ``min-support`` floor is checked before the search. One pass over ``X`` checks the
+        domains and computes, together, the content digest that names the input in the
+        release's identity and the fingerprints of the records unique in ``X`` (never
+        generated, unless ``allow_weak`` names ``"unique copies"``; 16 bytes per unique record
+        are kept in memory, see :mod:`.uniques`).
         """
+        from ..data.digest import content_digest_lazy
         from ..data.sources import source_of
         from ..mining import min_count_of
+        from ..progress import compute
         from .search import krimp
+        from .uniques import unique_fingerprints_lazy
 
         self._check_params()
         tx = _as_transactions(X)
@@ -859,11 +986,21 @@ class KrimpGenerator(Estimator):
         min_support = min_count_of(self.min_support, tx.n_transactions)
         overrides = self._floor(min_support)
         ckw = {"client": client, "progress": progress}
-        if self.domains is None:
-            domains = infer_domains(tx, **ckw)
+        inferred = self.domains is None
+        if inferred:
+            domains = _domains_from_supports(tx.vocabulary.labels, tx.item_supports(**ckw), tx.n_transactions)
         else:
             domains = _normalize_domains(self.domains)
-            check_domains(tx, domains, **ckw)
+        try:
+            check, labels, item_domain = _domain_check_lazy(tx, domains)
+        except DataFormatError as exc:
+            raise (_inference_error(exc) if inferred else exc) from None
+        uniques = None if self._copies_allowed() else unique_fingerprints_lazy(tx)
+        res, digest, uniques = compute(check, content_digest_lazy(tx), uniques, **ckw)
+        try:
+            _domain_errors(res, labels, item_domain, tx.n_transactions)
+        except DataFormatError as exc:
+            raise (_inference_error(exc) if inferred else exc) from None
         exclude = tuple(tuple(x) for x in self.exclude)
         result = krimp(tx, min_support=min_support, closed=self.closed, prune=self.prune, max_len=self.max_len, exclude=exclude,
                        progress=progress, max_candidates=self.max_candidates, distributed=bool(self.distributed), client=client)
@@ -874,9 +1011,13 @@ class KrimpGenerator(Estimator):
         self._search = {"closed": bool(self.closed), "prune": bool(self.prune), "max_len": self.max_len,
                         "exclude": [np.asarray(list(x)).tolist() for x in exclude]}
         self._source = source_of(X)
+        # private: the input's content digest (release identity) and its unique records
+        self._input_digest = digest
+        self._uniques = uniques
         self.report_ = {"n_rows": tx.n_transactions, "n_domains": len(domains), "min_support": min_support,
                         "code_table_itemsets": result.code_table.n_nontrivial, "n_candidates": result.n_candidates,
-                        "seconds_mining": result.seconds_mining, "seconds_search": result.seconds_search, "overrides": list(overrides)}
+                        "seconds_mining": result.seconds_mining, "seconds_search": result.seconds_search, "overrides": list(overrides),
+                        "unique_records": None if uniques is None else int(uniques.shape[0])}
         return self
 
     @classmethod
@@ -896,7 +1037,10 @@ class KrimpGenerator(Estimator):
         """A fitted generator from a given code table (CodeTable or ``[(itemset, usage), ...]``).
 
         ``min_support`` (for releases): default the one recorded in a saved CodeTable's
-        parameters, else the smallest support of its non-singleton elements.
+        parameters, else the smallest support of its non-singleton elements. The generator
+        does not know the data the table was found on: :meth:`sample` cannot avoid its unique
+        records, and :meth:`transform` needs that data (``transform(db)``) unless
+        ``allow_weak`` names ``"unique copies"``.
         """
         params = dict(getattr(code_table, "parameters", None) or {})
         if min_support is None:
@@ -913,8 +1057,10 @@ class KrimpGenerator(Estimator):
         gen.overrides_ = ()
         gen._search = {k: params.get(k) for k in ("closed", "prune", "max_len", "exclude")}
         gen._source = None
+        gen._input_digest = None
+        gen._uniques = None
         gen.report_ = {"n_rows": gen.n_rows_, "n_domains": len(gen.domains_), "min_support": gen.min_support_,
-                       "code_table_itemsets": getattr(code_table, "n_nontrivial", None), "overrides": []}
+                       "code_table_itemsets": getattr(code_table, "n_nontrivial", None), "overrides": [], "unique_records": None}
         return gen
 
     def _set_table(self, code_table: Any, domains: list[np.ndarray], n_rows: int) -> None:
@@ -924,6 +1070,7 @@ class KrimpGenerator(Estimator):
         self._tables = _build_tables(code_table, self.domains_)
         self._last_npat = None
         self._avg = None
+        self._last_stats = None
 
     def _fitted(self) -> _Tables:
         t = getattr(self, "_tables", None)
@@ -943,15 +1090,30 @@ class KrimpGenerator(Estimator):
     def _key(self, key: KeyLike) -> Any:
         return as_key(key if key is not None else self.key)
 
+    def _forbid(self, uniques: np.ndarray | None = None) -> _Forbidden | None:
+        """What generation must avoid: the unique records of the fitted data (or ``uniques``),
+        unless the estimator allows copies."""
+        if self._copies_allowed():
+            return None
+        u = uniques if uniques is not None else getattr(self, "_uniques", None)
+        return _forbidden(self._fitted(), u)
+
     # ------------------------------------------------------------------ release
     def transform(self, X: Any = None) -> Any:
         """The release of ``n_rows`` generated rows (lazy; ``write`` writes and verifies it).
 
-        ``X`` is not needed (the rows come from the code table); when given, it names the input
-        whose files the manifest fingerprints.
+        ``X`` is not needed for a fitted generator (the rows come from the code table); when
+        given, it names the input whose files the owner's report fingerprints. A generator
+        built :meth:`from_code_table` needs ``X``, the data the table was found on: its content
+        digest names the input of the release and its unique records are never generated.
+
+        Every random step draws from the release's own streams, derived from the key and the
+        release's identity (method, public parameters, the input's content digest;
+        :meth:`GeneratedRelease.streams_for`): one key gives unrelated rows for other
+        parameters or another input, and the same rows for the same ones.
         """
         from ..data.sources import source_of
-        from .release import GeneratedRelease
+        from .release import METHOD, GeneratedRelease
 
         self._fitted()
         min_support = self.min_support_
@@ -959,14 +1121,37 @@ class KrimpGenerator(Estimator):
             raise InvalidParameter("this code table records no supports: its min-support is unknown, it cannot be released",
                                    python="KrimpGenerator.from_code_table(..., min_support=N)")
         overrides = tuple(dict.fromkeys((*self.overrides_, *self._floor(min_support))))
+        digest, uniques = getattr(self, "_input_digest", None), getattr(self, "_uniques", None)
+        if digest is None and X is not None:
+            digest, uniques = self._input_facts(X)
+        if uniques is None and not self._copies_allowed():
+            raise InvalidParameter(
+                "this generator does not know the data its code table was found on, so it cannot keep the records unique "
+                "in that data out of the release",
+                python="transform(db) with the data, or allow_weak=['unique copies'] (recorded in the manifest)")
         key = self._key(None)
         n = self._n(self.n_rows)
-        data = self.sample(n, key=key)
         params, figures, patterns = _release_parts(self, n, min_support)
+        if uniques is not None:
+            figures["privacy"]["unique_records_in_input"] = int(uniques.shape[0])
+        skey = GeneratedRelease.streams_for(key, METHOD, params, digest)
+        data, stats = self._generate(n, skey, forbid=self._forbid(uniques))
         source = source_of(X) if X is not None else getattr(self, "_source", None)
-        return GeneratedRelease(data, method="krimp-generator", parameters=params, figures=figures, key=key, source=source,
+        return GeneratedRelease(data, method=METHOD, parameters=params, figures=figures, key=key, source=source,
                                 input_info={"rows": self.n_rows_, "n_items": int(self._tables.alphabet.size)},
-                                overrides=overrides, patterns=patterns)
+                                overrides=overrides, patterns=patterns, input_digest=digest, redraws=stats)
+
+    def _input_facts(self, X: Any) -> tuple[bytes, np.ndarray | None]:
+        """Content digest and unique records of ``X`` (one pass), for a generator built from a
+        code table."""
+        from ..data.digest import content_digest_lazy
+        from ..progress import compute
+        from .uniques import unique_fingerprints_lazy
+
+        tx = _as_transactions(X)
+        uniques = None if self._copies_allowed() else unique_fingerprints_lazy(tx)
+        digest, uniques = compute(content_digest_lazy(tx), uniques, progress=False)
+        return digest, uniques
 
     def __getattr__(self, name: str) -> Any:
         if name == "avg_patterns_per_row_" and "_tables" in vars(self):
@@ -983,9 +1168,11 @@ class KrimpGenerator(Estimator):
         mode, weights = self._mode_weights()
         n = self._n(n)
         _check_count(block_rows, "block_rows", minimum=1)
-        items, npat = _generate_range(tables, weights, mode, self._key(key), 0, _block_layout(n, int(block_rows)))
+        items, npat, stats = _generate_range(tables, weights, mode, self._key(key), 0, _block_layout(n, int(block_rows)),
+                                             self._forbid())
         self._last_npat = None
         self._avg = float(npat.mean()) if n else float("nan")
+        self._last_stats = _sum_stats([stats])
         labels = tables.alphabet[np.sort(items, axis=1)]
         return labels.tolist()
 
@@ -1005,9 +1192,39 @@ class KrimpGenerator(Estimator):
         rows depend only on ``(code table, domains, parameters, key, block_rows)``, not on the
         partitioning or the workers. ``key=None`` uses the estimator's ``key`` (a fresh secret
         key when that is None too; never stored).
+
+        The streams derive from ``key`` as given (the literal procedure of
+        docs/krimp.md#the-generator): two fitted generators sampled with one key draw the same
+        random numbers. A release (:meth:`transform`) instead derives its streams from the key
+        and its identity, so its rows are not ``sample(n, key)``. Rows equal to a record unique
+        in the fitted data are redrawn, as in a release (statistics: :attr:`redraws_`).
         With ``pattern_counts`` the result has a row column ``n_patterns`` (code-table elements
         used per row; the paper's Fig. 5). The vocabulary is the union of the domains.
         """
+        data, stats = self._generate(self._n(n), self._key(key), forbid=self._forbid(), block_rows=block_rows,
+                                     blocks_per_partition=blocks_per_partition, pattern_counts=pattern_counts)
+        self._last_stats = stats
+        return data
+
+    @property
+    def redraws_(self) -> dict[str, int]:
+        """Of the last :meth:`sample` / :meth:`sample_lists`: ``rows_redrawn`` (rows whose first
+        draw copied a record unique in the fitted data) and ``redraws`` (draws it took to
+        replace them). Computed on first access after :meth:`sample` (generates again)."""
+        st = getattr(self, "_last_stats", None)
+        if st is None:
+            raise AttributeError("redraws_ is set by sample() or sample_lists()")
+        if not isinstance(st, dict):
+            from ..progress import compute
+
+            (st,) = compute(st, progress=False)
+            self._last_stats = st
+        return dict(st)
+
+    def _generate(self, n: int, key: Any, *, forbid: _Forbidden | None, block_rows: int = BLOCK_ROWS,
+                  blocks_per_partition: int = BLOCKS_PER_PARTITION, pattern_counts: bool = True) -> tuple[Any, Any]:
+        """``(TransactionArray of n generated rows, delayed redraw statistics)`` from the
+        streams of ``key`` (see :meth:`sample`)."""
         import dask
         import dask.array as da
         from dask.base import tokenize
@@ -1018,29 +1235,30 @@ class KrimpGenerator(Estimator):
 
         tables = self._fitted()
         mode, weights = self._mode_weights()
-        n = self._n(n)
         _check_count(block_rows, "block_rows", minimum=1)
         _check_count(blocks_per_partition, "blocks_per_partition", minimum=1)
-        key = self._key(key)
         check_partition_count(partitions_of(n, block_rows, blocks_per_partition), f"generating {n:,} rows",
                               python="a smaller n", cli="a smaller --rows")
         layout = _block_layout(n, int(block_rows))
         groups = [list(range(i, min(i + blocks_per_partition, len(layout)))) for i in range(0, len(layout), blocks_per_partition)]
         # graph names must not reveal the key: only its one-way digest enters the token
-        token = tokenize(key.digest("krimp-generate"), tables, weights, mode, n, int(block_rows), int(blocks_per_partition))
+        token = tokenize(key.digest("krimp-generate"), tables, weights, mode, n, int(block_rows), int(blocks_per_partition), forbid)
+        # the unique records go into the graph once (one key), not once per task
+        forbid_d = dask.delayed(forbid, name=f"krimp-forbidden-{token}", pure=True) if forbid is not None else None
         parts = []
         rows = []
         for i, g in enumerate(groups):
             brows = [layout[b] for b in g]
             parts.append(
                 dask.delayed(_partition_task, pure=True)(
-                    tables, weights, mode, key, g[0], brows, dask_key_name=f"krimp-generate-task-{token}-{i}"
+                    tables, weights, mode, key, g[0], brows, forbid_d, dask_key_name=f"krimp-generate-task-{token}-{i}"
                 )
             )
             rows.append(sum(brows))
         vocab = Vocabulary(tables.alphabet, assume_sorted=True)
         tasks = [(operator.getitem, p.key, 0) for p in parts]
         blocks = blocks_from_tasks(f"krimp-generate-{token}", tasks, rows, tables.alphabet.size, dependencies=parts)
+        stats = dask.delayed(_sum_stats, pure=True)([dask.delayed(operator.getitem, pure=True)(p, 2) for p in parts])
         columns = {}
         if pattern_counts:
             cols = [
@@ -1054,7 +1272,8 @@ class KrimpGenerator(Estimator):
         self._avg = None
         metadata = {
             "generator": "krimp",
-            "min_support": self.min_support,
+            # the absolute count, as the release records it (a fraction with it would tell |db|)
+            "min_support": getattr(self, "min_support_", None) or self.min_support,
             "laplace": float(self.laplace),
             "lp_factor": float(self.lp_factor),
             "closed": bool(self.closed),
@@ -1066,7 +1285,7 @@ class KrimpGenerator(Estimator):
         }
         if columns and not rows:
             columns = {}
-        return TransactionArray(blocks, vocab, metadata=metadata, columns=columns)
+        return TransactionArray(blocks, vocab, metadata=metadata, columns=columns), stats
 
     @property
     def avg_patterns_per_row_(self) -> float:
@@ -1088,8 +1307,15 @@ class KrimpGenerator(Estimator):
 
 
 def _release_parts(gen: Any, n_rows: int, min_support: int) -> tuple[dict[str, Any], dict[str, Any], Any]:
-    """``(parameters, figures, patterns)`` of the release of a fitted KrimpGenerator."""
-    from .release import _plain, patterns_table
+    """``(parameters, figures, patterns)`` of the release of a fitted KrimpGenerator.
+
+    The public patterns are the non-singleton elements the generator may draw (positive
+    weight) whose support in the fitted data is at least ``max(min_support, 2)``: a pattern of
+    one record is never published, even when the floor is overridden (it may be that whole
+    record). Their supports and usages are exact counts of the fitted data: they stay in the
+    owner's figures, never in the public file.
+    """
+    from .release import MIN_SUPPORT_FLOOR, _plain, patterns_table, unique_copies_parameter
 
     ct = gen.code_table_
     tables = gen._tables
@@ -1098,18 +1324,23 @@ def _release_parts(gen: Any, n_rows: int, min_support: int) -> tuple[dict[str, A
     supports = np.asarray(getattr(ct, "supports", np.zeros(0)), np.int64)
     if supports.size != m:
         raise InvalidParameter("this code table records no supports: it cannot be released (use a CodeTable)")
-    multi = [e for e in range(m) if tables.elem_ptr[e + 1] - tables.elem_ptr[e] > 1 and weights[e] > 0]
-    patterns = patterns_table([tables.element_labels(e) for e in multi], supports[multi], tables.usages[multi].astype(np.int64))
+    drawn = [e for e in range(m) if tables.elem_ptr[e + 1] - tables.elem_ptr[e] > 1 and weights[e] > 0]
+    floor = max(int(min_support), MIN_SUPPORT_FLOOR)
+    public = [e for e in drawn if supports[e] >= floor]
+    patterns = patterns_table([tables.element_labels(e) for e in public])
     search = gen._search
     params = {"min_support": int(min_support), "laplace": float(gen.laplace), "lp_factor": float(gen.lp_factor),
               "domain_order": gen.domain_order, "closed": search.get("closed"), "prune": search.get("prune"),
               "max_len": search.get("max_len"), "exclude": search.get("exclude"), "n_rows": int(n_rows),
-              "block_rows": BLOCK_ROWS, "n_domains": len(gen.domains_), "domains": [_plain(d) for d in gen.domains_]}
-    sup = patterns.column("support").to_numpy()
-    figures = {"records": {"rows": int(n_rows), "domains": len(gen.domains_), "items": int(tables.alphabet.size)},
-               "privacy": {"min_support": int(min_support), "patterns": int(len(multi)),
+              "block_rows": BLOCK_ROWS, "n_domains": len(gen.domains_), "domains": [_plain(d) for d in gen.domains_],
+              "unique_copies": unique_copies_parameter(gen._copies_allowed())}
+    sup = supports[drawn]
+    figures = {"records": {"rows": int(n_rows), "fitted_rows": int(gen.n_rows_), "domains": len(gen.domains_),
+                           "items": int(tables.alphabet.size)},
+               "privacy": {"min_support": int(min_support), "patterns_published": len(public),
+                           "patterns_withheld": len(drawn) - len(public),
                            "smallest_pattern_support": int(sup.min()) if sup.size else None},
-               "utility": {"code_table_itemsets": int(getattr(ct, "n_nontrivial", len(multi)))}}
+               "utility": {"code_table_itemsets": int(getattr(ct, "n_nontrivial", len(drawn)))}}
     if hasattr(ct, "sizes"):
         figures["utility"]["L_percent"] = float(ct.sizes()["L_percent"])
     return params, figures, patterns

@@ -2,27 +2,37 @@
 of, and the checks that re-verify them from the written files.
 
 Besides the rows (ppdm transaction layout, readable by :func:`ppdm_dask.read`) the folder holds
-``_patterns.parquet``: every non-singleton code-table element the generator may draw (weight
-``usage·lp_factor + laplace > 0``) with its support and usage in the fitted data. These are
-aggregates over at least ``min_support`` records each; publishing them lets anyone check the
-release's guarantee: no pattern rarer than ``min_support`` was used.
+``_patterns.parquet``: the items of every non-singleton code-table element the generator may draw
+(weight ``usage·lp_factor + laplace > 0``) that is supported by at least ``max(min_support, 2)``
+records of the fitted data. Only the items: the supports and usages are exact counts of the
+original and stay with the owner (console summary, internal report); a pattern seen in fewer
+records is never published, even when the floor is overridden (a pattern of one record may be
+that whole record).
 
-The privacy floor (``"min-support"``) is ``min_support >= 2``: a pattern seen in one record
-only can be that whole record, which the generator would then reproduce (P4 used 1; as with
-k-anonymity, 1 protects no one). It is overridable with ``allow_weak`` and then recorded.
+Two protections, each overridable only explicitly and then recorded in the manifest:
 
-Checks from the release alone: recorded pattern supports >= min_support; patterns within the
-length bound and free of excluded combinations; every pattern and every row with at most / exactly
-one item per attribute domain; the number of rows as recorded. Against the original: every
-pattern's support recounted on the original (exact counting engine) >= min_support, and the
-normalized anonymity score NAS (0 = no original row reproduced) reported as a figure.
+* the **min-support floor** (``"min-support"``): ``min_support >= 2`` — a pattern seen in one
+  record can be that whole record (P4 used 1; as with k-anonymity, 1 protects no one);
+  ``allow_weak=True`` / ``--allow-weak`` overrides it;
+* the **unique-copy rule** (``"unique copies"``, public parameter ``unique_copies``:
+  ``"redrawn"`` or ``"allowed"``): a generated row equal to a record that is unique in the
+  original is redrawn, so no released row copies one (as synthpop removes replicated uniques).
+  Only ``allow_weak=["unique copies"]`` / ``--allow-unique-copies`` turns it off — a blanket
+  ``allow_weak=True`` does not.
+
+Checks from the release alone: patterns within the length bound and free of excluded
+combinations; every pattern and every row with at most / exactly one item per attribute domain;
+the number of rows as recorded; the floors of the parameters. Against the original (listed as
+NOT CHECKED without it): every published pattern's support recounted on the original (exact
+counting engine) >= ``max(min_support, 2)``; no released row equals a record unique in the
+original (0 unless the rule was overridden); NAS reported as a figure.
 
 Report figures (:meth:`GeneratedRelease.report_figures`): from the release alone, the k^m audit
-curve and unique-basket share of the generated rows and the pattern comparison (each public
-pattern's support in the generated rows against its recorded support in the fitted data); with
-the original, NAS, the share of original records reproduced exactly, the original's audit curve
-and share, the dissimilarity DS (bounded in size) and the frequent itemsets of the generated rows
-against the original's.
+curve and unique-basket share of the generated rows; with the original, NAS, the records
+reproduced, the released rows that copy a unique original record, the rows redrawn during
+generation, the membership-inference advantage, the pattern comparison (each public pattern's
+support in the generated rows against its support in the original), DS and the frequent
+itemsets of the generated rows against the original's.
 """
 
 from __future__ import annotations
@@ -37,21 +47,44 @@ import pyarrow as pa
 from ..errors import CorruptDatasetError
 from ..release import Check, Figures, Plot, Series, TransactionRelease, Value
 
-__all__ = ["GeneratedRelease", "PATTERNS_FILE", "FLOORS", "MIN_SUPPORT_FLOOR", "patterns_table"]
+__all__ = ["GeneratedRelease", "PATTERNS_FILE", "FLOORS", "MIN_SUPPORT_FLOOR", "UNIQUE_COPIES", "OVERRIDABLE", "METHOD",
+           "UNIQUE_COPIES_CHECK", "patterns_table", "allowed_overrides", "unique_copies_parameter"]
 
 PATTERNS_FILE = "_patterns.parquet"
-#: The privacy floors of a KRIMP release (names accepted by ``allow_weak``).
+METHOD = "krimp-generator"
+#: The privacy floors of the parameters of a KRIMP release (``allow_weak=True`` overrides them).
 FLOORS = ("min-support",)
 MIN_SUPPORT_FLOOR = 2
+#: The unique-copy rule: overridden only when named (``allow_weak=["unique copies"]``).
+UNIQUE_COPIES = "unique copies"
+#: Every name ``allow_weak`` accepts for a KRIMP release.
+OVERRIDABLE = (*FLOORS, UNIQUE_COPIES)
+#: The check of ``verify --original`` that counts released rows equal to a unique original record.
+UNIQUE_COPIES_CHECK = "released rows copying unique original records"
+_PATTERN_SUPPORT_CHECK = "pattern support in the original"
+
+
+def allowed_overrides(allow_weak: Any) -> tuple[str, ...]:
+    """The protections ``allow_weak`` lifts: ``True`` the parameter floors (``"min-support"``)
+    but never the unique-copy rule, which must be named (``["unique copies"]``); a name or a
+    sequence of names those (each one of :data:`OVERRIDABLE`)."""
+    from ..release.base import overrides_for
+
+    if allow_weak is True:
+        return FLOORS
+    return overrides_for(allow_weak, OVERRIDABLE)
+
+
+def unique_copies_parameter(allowed: bool) -> str:
+    """The public parameter ``unique_copies``: ``"allowed"`` or ``"redrawn"``."""
+    return "allowed" if allowed else "redrawn"
 
 
 # ---------------------------------------------------------------------- patterns
-def patterns_table(itemsets: Sequence[Any], supports: Sequence[int], usages: Sequence[int]) -> pa.Table:
-    """``_patterns.parquet``: ``items`` (list of labels), ``support``, ``usage``."""
+def patterns_table(itemsets: Sequence[Any]) -> pa.Table:
+    """``_patterns.parquet``: one column ``items`` (list of labels), one row per public pattern."""
     lists = [np.asarray(x).tolist() for x in itemsets]
-    return pa.table({"items": pa.array(lists), "support": pa.array(np.asarray(supports, np.int64)),
-                     "usage": pa.array(np.asarray(usages, np.int64))}) if lists else \
-        pa.table({"items": pa.array([], pa.list_(pa.int64())), "support": pa.array([], pa.int64()), "usage": pa.array([], pa.int64())})
+    return pa.table({"items": pa.array(lists)}) if lists else pa.table({"items": pa.array([], pa.list_(pa.int64()))})
 
 
 def _plain(values: Any) -> list:
@@ -85,7 +118,9 @@ class _Opened:
 # ---------------------------------------------------------------------- the release
 class GeneratedRelease(TransactionRelease):
     """A KRIMP generator release: ``data`` is the generated TransactionArray (column
-    ``n_patterns``: code-table elements per row), ``patterns`` the public patterns table."""
+    ``n_patterns``: code-table elements per row), ``patterns`` the public patterns table;
+    ``redraws`` (in memory only, owner side) the delayed statistics of the rows redrawn because
+    their first draw copied a unique original record."""
 
     family: ClassVar[str] = "krimp"
     #: the k^m audit of the report: k and the largest m
@@ -94,14 +129,20 @@ class GeneratedRelease(TransactionRelease):
     #: relative mining threshold (at least; see ``utility_threshold``) and longest itemsets of the utility figures
     report_min_support: ClassVar[float] = 0.01
     report_max_length: ClassVar[int] = 3
-    #: a pattern's generated support is "close" within this relative difference of its recorded one
+    #: a pattern's generated support is "close" within this relative difference of its original one
     report_pattern_tolerance: ClassVar[float] = 0.25
-    #: DS runs KRIMP on the generated rows in memory: only up to this many item occurrences per side
+    #: DS and the membership-inference experiment run KRIMP in memory: only up to this many item
+    #: occurrences per side
     report_ds_max_nnz: ClassVar[int] = 2_000_000
+    #: membership inference: members and as many hold-out records scored; the hold-out share
+    report_mia_candidates: ClassVar[int] = 1000
+    report_mia_holdout: ClassVar[float] = 0.5
 
-    def __init__(self, data: Any, *, patterns: pa.Table, **kwargs: Any) -> None:
+    def __init__(self, data: Any, *, patterns: pa.Table, redraws: Any = None, **kwargs: Any) -> None:
         super().__init__(data, **kwargs)
         self.patterns = patterns
+        # shared with the written release that adopts this one: computed once, by whichever asks first
+        self._redraws = {"lazy": redraws, "value": None}
 
     # ------------------------------------------------------------------ files
     def _extra_tables(self) -> dict[str, pa.Table]:
@@ -125,44 +166,83 @@ class GeneratedRelease(TransactionRelease):
     @classmethod
     def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:
         data = super()._open_csv(fs, path, manifest, url)
-        return _Opened(data, pa.table(manifest.get("patterns") or {"items": [], "support": [], "usage": []}))
+        return _Opened(data, pa.table(manifest.get("patterns") or {"items": pa.array([], pa.list_(pa.int64()))}))
 
     @classmethod
     def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "GeneratedRelease":
-        opened = data if isinstance(data, _Opened) else _Opened(data, patterns_table([], [], []))
+        opened = data if isinstance(data, _Opened) else _Opened(data, patterns_table([]))
         obj = super()._reopen(opened.data, manifest)
         obj.patterns = opened.patterns
+        obj._redraws = {"lazy": None, "value": None}
         return obj
+
+    def _adopt(self, fitted: Any) -> "GeneratedRelease":
+        if isinstance(fitted, GeneratedRelease) and fitted is not self:
+            self._redraws = fitted._redraws
+        return self
+
+    # ------------------------------------------------------------------ public and owner figures
+    def public_privacy(self) -> dict[str, Any]:
+        """What the public summary may show: the min-support, the rule on unique records and
+        the number of public patterns — recountable from the release and its parameters."""
+        return {"min_support": self.parameters.get("min_support"), "unique_copies": self.parameters.get("unique_copies"),
+                "patterns_published": int(self.patterns.num_rows)}
+
+    def redraw_counts(self, **compute_kwargs: Any) -> dict[str, int] | None:
+        """``rows_redrawn`` (rows whose first draw copied a record unique in the original) and
+        ``redraws`` (draws it took to replace them) of this release's generation; owner side
+        (known to the process that generated the rows; None for a release read from disk).
+        Generates the rows again the first time it is asked (cached)."""
+        if self._redraws["value"] is None and self._redraws["lazy"] is not None:
+            from ..progress import compute
+
+            compute_kwargs.setdefault("progress", False)
+            (self._redraws["value"],) = compute(self._redraws["lazy"], **compute_kwargs)
+        return self._redraws["value"]
+
+    def summary(self) -> dict[str, Any]:
+        """The owner's summary (figures of the original included); the redraw counts once known."""
+        out = super().summary()
+        counts = self._redraws["value"]
+        if counts is not None:
+            out["privacy"] = {**out.get("privacy", {}), **counts}
+        return out
 
     # ------------------------------------------------------------------ checks
     def floor_checks(self) -> list[Check]:
         ms = self.parameters.get("min_support")
         if isinstance(ms, bool) or not isinstance(ms, int):
-            return [Check("min-support", False, figure=ms, threshold=MIN_SUPPORT_FLOOR, detail="not an integer count")]
-        return [self.floor("min-support", ms >= MIN_SUPPORT_FLOOR, ms, MIN_SUPPORT_FLOOR,
-                           detail="a pattern seen in fewer records can copy one record")]
+            checks = [Check("min-support", False, figure=ms, threshold=MIN_SUPPORT_FLOOR, detail="not an integer count")]
+        else:
+            checks = [self.floor("min-support", ms >= MIN_SUPPORT_FLOOR, ms, MIN_SUPPORT_FLOOR,
+                                 detail="a pattern seen in fewer records can copy one record; such patterns were drawn but are "
+                                        "not published" if ms < MIN_SUPPORT_FLOOR else "")]
+        rule = self.parameters.get("unique_copies")
+        checks.append(self.floor(UNIQUE_COPIES, rule == "redrawn", rule, "redrawn",
+                                 detail="" if rule == "redrawn" else "rows equal to a record unique in the original may be released"))
+        return checks
 
-    def _patterns(self) -> tuple[list[list[Any]], np.ndarray]:
-        return self.patterns.column("items").to_pylist(), self.patterns.column("support").to_numpy().astype(np.int64)
+    def original_only_checks(self) -> list[tuple[str, str]]:
+        return [(_PATTERN_SUPPORT_CHECK, "the original, to recount the support of every published pattern"),
+                (UNIQUE_COPIES_CHECK, "the original's unique records, to find them among the released rows")]
+
+    def _patterns(self) -> list[list[Any]]:
+        return self.patterns.column("items").to_pylist()
 
     def _domains(self) -> list[list[Any]]:
         return [list(d) for d in (self.parameters.get("domains") or [])]
 
-    def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
-        items, support = self._patterns()
+    def _pattern_floor(self) -> Any:
+        """The smallest support a published pattern may have: ``max(min_support, 2)``."""
         ms = self.parameters.get("min_support")
-        checks = [self._support_check(support, ms), *self._pattern_checks(items)]
-        checks += self._row_checks(**compute_kwargs)
-        if original is not None:
-            checks += self._original_checks(original, items, ms, **compute_kwargs)
-        return checks
+        return max(ms, MIN_SUPPORT_FLOOR) if isinstance(ms, int) and not isinstance(ms, bool) else ms
 
-    def _support_check(self, support: np.ndarray, ms: Any) -> Check:
-        low = int(support.min()) if support.size else None
-        ok = isinstance(ms, int) and (low is None or low >= ms)
-        bad = int(np.count_nonzero(support < ms)) if isinstance(ms, int) else support.size
-        return Check("pattern support", ok, figure=low, threshold=ms, where=PATTERNS_FILE if not ok else None,
-                     detail=f"{support.size} patterns" + (f", {bad} below min-support" if not ok else ""))
+    def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
+        items = self._patterns()
+        checks = [*self._pattern_checks(items), *self._row_checks(**compute_kwargs)]
+        if original is not None:
+            checks += self._original_checks(original, items, **compute_kwargs)
+        return checks
 
     def _pattern_checks(self, items: list[list[Any]]) -> list[Check]:
         checks = []
@@ -213,58 +293,53 @@ class GeneratedRelease(TransactionRelease):
                             detail=f"rows without exactly one item of each of the {len(doms)} domains"))
         return checks
 
-    def _original_checks(self, original: Any, items: list[list[Any]], ms: Any, **compute_kwargs: Any) -> list[Check]:
-        from ..mining.counting import SupportCounter
-        from .scores import normalized_anonymity_score
+    def _original_supports(self, original: Any, items: list[list[Any]], **compute_kwargs: Any) -> np.ndarray:
+        """Exact support of every public pattern in the original (0 for unknown items)."""
+        from ..metrics.release_utility import exact_supports
 
-        counts = np.zeros(len(items), np.int64)
-        labels = original.vocabulary.labels
-        index = {v: j for j, v in enumerate(labels.tolist())}
-        known = [k for k, x in enumerate(items) if all(i in index for i in x)]  # unknown items: support 0
-        by_len: dict[int, list[int]] = {}
-        for k in known:
-            by_len.setdefault(len(items[k]), []).append(k)
-        if by_len:
-            counter = SupportCounter(original, progress=bool(compute_kwargs.get("progress", False)), client=compute_kwargs.get("client"))
-            for length, ks in sorted(by_len.items()):
-                ids = np.array([[index[i] for i in items[k]] for k in ks], np.int64).reshape(len(ks), length)
-                counts[ks] = counter.itemset_counts(ids)
-            counter.release()
+        ckw = {"client": compute_kwargs.get("client"), "progress": bool(compute_kwargs.get("progress", False))}
+        return exact_supports(original, [frozenset(str(i) for i in x) for x in items], ckw).astype(np.int64)
+
+    def _original_checks(self, original: Any, items: list[list[Any]], **compute_kwargs: Any) -> list[Check]:
+        floor = self._pattern_floor()
+        counts = self._original_supports(original, items, **compute_kwargs)
         low = int(counts.min()) if counts.size else None
-        ok = isinstance(ms, int) and (low is None or low >= ms)
-        _, recorded = self._patterns()
-        differ = int(np.count_nonzero(counts != recorded))
-        checks = [Check("pattern support in the original", ok, figure=low, threshold=ms, where=PATTERNS_FILE if not ok else None,
-                        detail=f"recounted on the original; {differ} of {len(items)} differ from the recorded supports")]
-        nas = float(normalized_anonymity_score(self.data, original, **compute_kwargs))
-        checks.append(Check("normalized anonymity score", True, figure=nas,
+        ok = isinstance(floor, int) and (low is None or low >= floor)
+        below = int(np.count_nonzero(counts < floor)) if isinstance(floor, int) else len(items)
+        checks = [Check(_PATTERN_SUPPORT_CHECK, ok, figure=low, threshold=floor, where=PATTERNS_FILE if not ok else None,
+                        detail=f"{len(items)} published patterns recounted on the original" + (f", {below} below" if not ok else ""))]
+        rows = row_comparison(self.data, original, **compute_kwargs)
+        n_copy = rows["unique_copy_rows"]
+        allowed = self.parameters.get("unique_copies") == "allowed" and UNIQUE_COPIES in self.overrides
+        checks.append(Check(UNIQUE_COPIES_CHECK, n_copy == 0, figure=n_copy, threshold=0, where=None,
+                            overridden=n_copy > 0 and allowed,
+                            detail=f"released rows equal to a record unique in the original ({rows['unique_copied']:,} of its "
+                                   f"{rows['unique_records']:,} unique records)"
+                                   + (": copies allowed by the owner (recorded)" if allowed else "")))
+        checks.append(Check("normalized anonymity score", True, figure=rows["nas"],
                             detail="informational: 0 = no original row reproduced at its support level, 1 = every one"))
         return checks
 
-
     # ------------------------------------------------------------------ report
-    def _fitted_rows(self, original: Any = None) -> int | None:
-        rows = self.input_info.get("rows")
-        if rows is None and self.manifest is not None:
-            rows = (self.manifest.get("input") or {}).get("rows")
-        if rows is None and original is not None:
-            rows = original.n_transactions
-        return int(rows) if rows is not None else None
-
     def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
         """The risk and utility figures of the report.
 
         Ids. Risk: ``km_audit_release``, ``km_rare_itemsets_release``,
         ``unique_baskets_release``; with the original ``nas`` (normalized anonymity score),
         ``rows_reproduced`` (percent of original records whose exact item set is a generated
-        row), ``km_audit_original``, ``km_rare_itemsets_original``, ``unique_baskets_original``.
-        Utility: ``patterns_close`` (percent of the public patterns whose relative support in the
-        generated rows is within :attr:`report_pattern_tolerance` of the recorded one) and
-        ``pattern_supports`` (scatter), both computable from the release alone; with the original
-        ``ds`` (dissimilarity; the original coded by the generator's own patterns, the generated
-        rows by a KRIMP run on them, only up to :attr:`report_ds_max_nnz` item occurrences) and
-        ``itemsets_sigma_plus``, ``itemsets_sigma_minus``, ``itemsets_rho``,
-        ``itemsets_support_scatter``.
+        row), ``unique_copies`` (released rows equal to a record unique in the original),
+        ``rows_redrawn`` (rows redrawn during generation because their first draw copied one;
+        known to the process that generated the release), ``membership_advantage`` (the
+        membership-inference experiment of :mod:`.attacks`, refitted on a keyed half of the
+        original), ``km_audit_original``, ``km_rare_itemsets_original``,
+        ``unique_baskets_original``. Utility, with the original: ``patterns_close`` (percent of
+        the public patterns whose relative support in the generated rows is within
+        :attr:`report_pattern_tolerance` of the original's) and ``pattern_supports`` (scatter),
+        ``ds`` (dissimilarity; the original coded by the generator's own patterns, the
+        generated rows by a KRIMP run on them, only up to :attr:`report_ds_max_nnz` item
+        occurrences) and ``itemsets_sigma_plus``, ``itemsets_sigma_minus``, ``itemsets_rho``,
+        ``itemsets_support_scatter``. Every figure that needs the original is about
+        ``comparison`` or ``original``: only the internal report shows it.
         """
         from ..metrics.report_figures import (audit_figures, compute_options, unique_basket_figures, utility_figures,
                                               utility_threshold)
@@ -274,11 +349,13 @@ class GeneratedRelease(TransactionRelease):
         ckw = compute_options(compute_kwargs)
         figs = audit_figures(self.data, original, self.report_audit_k, self.report_audit_m, **ckw)
         figs += unique_basket_figures(self.data, original, **ckw)
-        figs += self._pattern_figures(original, ckw)
         if original is None:
-            figs.notes.append("NAS, the reproduced records, DS and the itemset comparison need the original data")
+            figs.notes.append("NAS, the unique copies, membership inference, the pattern comparison, DS and the itemset "
+                              "comparison need the original data")
             return figs
         figs += self._reproduction_figures(original, ckw)
+        figs += self._mia_figures(original, ckw)
+        figs += self._pattern_figures(original, ckw)
         figs += self._ds_figures(original, ckw)
         ms = self.parameters.get("min_support")
         threshold = utility_threshold(original.n_transactions, ms if isinstance(ms, int) else None, self.report_min_support)
@@ -288,57 +365,117 @@ class GeneratedRelease(TransactionRelease):
     def _pattern_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
         from ..metrics.release_utility import exact_supports
 
-        items, recorded = self._patterns()
-        n_fit, n_gen = self._fitted_rows(original), self.data.n_transactions
+        items = self._patterns()
+        n_fit, n_gen = original.n_transactions, self.data.n_transactions
         if not items:
-            return Figures(notes=["no pattern of more than one item was released: no pattern comparison"])
+            return Figures(notes=["no pattern of more than one item was published: no pattern comparison"])
         if not n_fit or not n_gen:
-            return Figures(notes=["pattern comparison skipped: the number of fitted rows is not recorded"])
-        counts = exact_supports(self.data, [frozenset(str(i) for i in x) for x in items], ckw)
-        orig, gen = recorded / n_fit, counts / n_gen
+            return Figures(notes=["pattern comparison skipped: no rows"])
+        keys = [frozenset(str(i) for i in x) for x in items]
+        orig = exact_supports(original, keys, ckw) / n_fit
+        gen = exact_supports(self.data, keys, ckw) / n_gen
         tol = self.report_pattern_tolerance
         close = np.abs(gen - orig) <= tol * orig
-        note = f"{len(items):,} patterns; recorded support over {n_fit:,} fitted rows, generated support over {n_gen:,} rows"
+        note = f"{len(items):,} public patterns; support over {n_fit:,} original rows against {n_gen:,} generated rows"
         keep = np.unique(np.linspace(0, len(items) - 1, min(len(items), 2000)).round().astype(np.int64))
         return Figures(utility=[
-            Value("patterns_close", f"patterns with a generated support within {100 * tol:g}% of their recorded support",
-                  100.0 * float(close.mean()), unit="%", note=note),
-            Plot("pattern_supports", "Public patterns: recorded support against generated support", "scatter",
-                 [Series("patterns", orig[keep].tolist(), gen[keep].tolist())], x_label="support in the fitted data (recorded)",
-                 y_label="support in the generated rows", note=note + (f"; {keep.size:,} shown" if keep.size < len(items) else "")),
+            Value("patterns_close", f"public patterns with a generated support within {100 * tol:g}% of their original support",
+                  100.0 * float(close.mean()), unit="%", about="comparison", note=note),
+            Plot("pattern_supports", "Public patterns: support in the original against support in the generated rows", "scatter",
+                 [Series("patterns", orig[keep].tolist(), gen[keep].tolist())], x_label="support in the original",
+                 y_label="support in the generated rows", about="comparison",
+                 note=note + (f"; {keep.size:,} shown" if keep.size < len(items) else "")),
         ])
 
     def _reproduction_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
-        from .scores import _level_table
-
-        levels, n_level, n_present = _level_table(self.data, original, **ckw)
-        s = levels.astype(np.float64)
-        nas = float(np.sum(n_present / (n_level * s)) / np.sum(1.0 / s))
-        rows = float(np.sum(s * n_level))
-        reproduced = float(np.sum(s * n_present))
-        return Figures(risk=[
-            Value("nas", "normalized anonymity score NAS", nas, about="comparison",
+        rows = row_comparison(self.data, original, **ckw)
+        risk = [
+            Value("nas", "normalized anonymity score NAS", rows["nas"], about="comparison",
                   note="0: no original record reappears; 1: every distinct record at every support level does"),
-            Value("rows_reproduced", "original records reproduced exactly in the generated rows", 100.0 * reproduced / rows,
-                  about="comparison", unit="%", note=f"{int(reproduced):,} of {int(rows):,} records; "
-                  f"{int(n_present.sum()):,} of {int(n_level.sum()):,} distinct records"),
-        ])
+            Value("rows_reproduced", "original records reproduced exactly in the generated rows",
+                  100.0 * rows["records_reproduced"] / rows["records"], about="comparison", unit="%",
+                  note=f"{rows['records_reproduced']:,} of {rows['records']:,} records; "
+                       f"{rows['distinct_reproduced']:,} of {rows['distinct']:,} distinct records"),
+            Value("unique_copies", "released rows equal to a record unique in the original", rows["unique_copy_rows"],
+                  about="comparison", unit="rows",
+                  note=f"{rows['unique_copied']:,} of the original's {rows['unique_records']:,} unique records appear verbatim; "
+                       f"rule: {self.parameters.get('unique_copies')}"),
+        ]
+        counts = self.redraw_counts(**ckw)
+        if counts is not None:
+            n = max(1, self.data.n_transactions)
+            risk.append(Value("rows_redrawn", "generated rows redrawn because their first draw copied a unique original record",
+                              counts["rows_redrawn"], about="comparison", unit="rows",
+                              note=f"{100.0 * counts['rows_redrawn'] / n:.2f}% of the rows; {counts['redraws']:,} redraws"))
+        return Figures(risk=risk)
+
+    def _fits_in_memory(self, original: Any, ckw: dict[str, Any]) -> bool:
+        from ..progress import compute
+
+        nnz_o, nnz_g = compute(original.row_lengths().sum(), self.data.row_lengths().sum(), **ckw)
+        return max(int(nnz_o), int(nnz_g)) <= self.report_ds_max_nnz
+
+    def _experiment_key(self) -> Any:
+        """The key of the report's experiments: the release's stream key (owner), else one
+        derived from the public release id (the split need not be secret, only reproducible)."""
+        from ..random import Key
+
+        if self.stream_key is not None:
+            return self.stream_key
+        rid = ((self.manifest or {}).get("release") or {}).get("id")
+        return Key(int(rid, 16)) if rid else Key.generate()
+
+    def _mia_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
+        from ..errors import PPDMError
+        from .attacks import membership_inference
+        from .generator import KrimpGenerator
+
+        ms = self.parameters.get("min_support")
+        if not isinstance(ms, int) or not self._domains():
+            return Figures(notes=["membership inference skipped: the release records no integer min_support or no domains"])
+        if not self._fits_in_memory(original, ckw):
+            return Figures(notes=[f"membership inference skipped: more than {self.report_ds_max_nnz:,} item occurrences "
+                                  "(it fits KRIMP again in memory)"])
+        p = self.parameters
+        key = self._experiment_key()
+
+        def fit_generate(members: Any) -> Any:
+            gen = KrimpGenerator(ms, float(p.get("laplace", 0.001)), closed=bool(p.get("closed") or False),
+                                 prune=bool(p.get("prune") or False), max_len=p.get("max_len"), exclude=p.get("exclude") or (),
+                                 domains=self._domains(), domain_order=p.get("domain_order", "random"),
+                                 lp_factor=float(p.get("lp_factor", 1.0)), allow_weak=list(self.overrides),
+                                 max_candidates=1_000_000).fit(members, **ckw)
+            return gen.sample(key=key.derive("krimp-membership-generate"))
+
+        try:
+            res = membership_inference(original, fit_generate, key, candidates=self.report_mia_candidates,
+                                       holdout_share=self.report_mia_holdout, **ckw)
+        except (PPDMError, ValueError) as exc:
+            return Figures(notes=[f"membership inference skipped: {exc}"])
+        rule = "none" if res["rule"] is None else res["rule"].replace(" t", f" {res['threshold']:g}")
+        return Figures(risk=[Value(
+            "membership_advantage", "membership-inference advantage |TPR - FPR| (distance to the closest generated row)",
+            res["advantage"], about="comparison",
+            note=f"by chance (labels shuffled): {res['chance_advantage']:.3f}; generator refitted with these parameters on a "
+                 f"keyed {100 * (1 - self.report_mia_holdout):g}% of the original ({res['train_rows']:,} rows); "
+                 f"{res['members']:,} members against {res['holdout']:,} hold-out records, scored by the Hamming distance to the "
+                 f"closest generated row; best rule: {rule} (TPR {res['tpr']:.3f}, FPR {res['fpr']:.3f}); exact match alone: "
+                 f"{res['exact_match_advantage']:+.3f} ({res['member_copies']} member copies, {res['holdout_copies']} hold-out "
+                 "copies); 0 = no better than chance")])
 
     def _ds_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
         from ..errors import PPDMError
-        from ..progress import compute
         from .codetable import CodeTable
         from .scores import ds_from_tables
         from .search import krimp
 
-        items, _ = self._patterns()
+        items = self._patterns()
         ms = self.parameters.get("min_support")
         if not isinstance(ms, int):
             return Figures(notes=["DS skipped: the release records no integer min_support"])
-        nnz_o, nnz_g = compute(original.row_lengths().sum(), self.data.row_lengths().sum(), **ckw)
-        bound = self.report_ds_max_nnz
-        if max(int(nnz_o), int(nnz_g)) > bound:
-            return Figures(notes=[f"DS skipped: more than {bound:,} item occurrences (KRIMP on the generated rows runs in memory)"])
+        if not self._fits_in_memory(original, ckw):
+            return Figures(notes=[f"DS skipped: more than {self.report_ds_max_nnz:,} item occurrences (KRIMP on the generated rows "
+                                  "runs in memory)"])
         try:
             ct_o = CodeTable.from_itemsets(original, [np.asarray(x, np.int64) for x in items])
             ct_g = krimp(self.data, min_support=ms, closed=bool(self.parameters.get("closed") or False),
@@ -348,5 +485,30 @@ class GeneratedRelease(TransactionRelease):
         except PPDMError as exc:
             return Figures(notes=[f"DS skipped: {exc}"])
         return Figures(utility=[Value("ds", "dissimilarity DS of the generated rows and the original", float(ds), about="comparison",
-                                      note=f"the original coded by the generator's {len(items):,} patterns, the generated rows by "
-                                           f"KRIMP at min_support {ms}; 0 = indistinguishable by compression")])
+                                      note=f"the original coded by the generator's {len(items):,} public patterns, the generated "
+                                           f"rows by KRIMP at min_support {ms}; 0 = indistinguishable by compression")])
+
+
+def row_comparison(released: Any, original: Any, **compute_kwargs: Any) -> dict[str, Any]:
+    """The released rows against the original's records, from one pass over each (row
+    fingerprints counted, :mod:`.uniques`): NAS, records and distinct records reproduced, and
+    the released rows equal to a record unique in the original (``unique_copy_rows``), the
+    unique records they copy (``unique_copied``) of ``unique_records``."""
+    from ..progress import compute
+    from .scores import _fingerprint_counts_lazy
+    from .uniques import in_sorted
+
+    ckw = {"client": compute_kwargs.get("client"), "progress": bool(compute_kwargs.get("progress", False))}
+    (fo, co), (fp, cp) = compute(_fingerprint_counts_lazy(original), _fingerprint_counts_lazy(released), **ckw)
+    present = in_sorted(fp, fo)  # distinct original records that are released rows
+    levels, inv = np.unique(co, return_inverse=True)
+    n_level = np.bincount(inv, minlength=levels.size)
+    n_present = np.bincount(inv, weights=present.astype(np.int64), minlength=levels.size)
+    s = levels.astype(np.float64)
+    uniques = np.ascontiguousarray(fo[co == 1])
+    copying = in_sorted(uniques, fp)  # distinct released rows that copy a unique record
+    return {"nas": float(np.sum(n_present / (n_level * s)) / np.sum(1.0 / s)) if levels.size else 0.0,
+            "records": int(co.sum()), "records_reproduced": int(np.sum(co[present])),
+            "distinct": int(fo.shape[0]), "distinct_reproduced": int(present.sum()),
+            "unique_records": int(uniques.shape[0]), "unique_copied": int(copying.sum()),
+            "unique_copy_rows": int(np.sum(cp[copying]))}

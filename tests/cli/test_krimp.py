@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from ppdm_dask import read
 from ppdm_dask.krimp import CodeTable
 from ppdm_dask.krimp.generator import check_domains, infer_domains
-from ppdm_dask.krimp.release import PATTERNS_FILE
+from ppdm_dask.krimp.release import PATTERNS_FILE, UNIQUE_COPIES_CHECK
 
 from ..release.helpers import data_bytes, flip_byte, forge_part, manifest_of
 from .test_cli import run
@@ -52,15 +52,15 @@ def test_verify_krimp_release(shared_data, tmp_path):
     out = tmp_path / "gen"
     run("krimp", "generate", str(src), str(out), "--min-count", "3", "--no-scores")
     v = json.loads(run("--json", "verify", str(out), "--original", str(src)).stdout)
-    assert v["ok"] and {c["name"] for c in v["checks"]} >= {"pattern support", "one item per domain", "pattern support in the original",
-                                                          "normalized anonymity score"}
-    # a pattern below min-support forged into the public patterns
+    assert v["ok"] and {c["name"] for c in v["checks"]} >= {"unique copies", "one item per domain", "pattern support in the original",
+                                                          UNIQUE_COPIES_CHECK, "normalized anonymity score"}
+    # a pattern below min-support forged into the public patterns ({1, 8}: one iris record)
     table = pq.read_table(out / PATTERNS_FILE)
-    rare = pa.table({"items": pa.array([[1, 6]], table.schema.field("items").type), "support": pa.array([2], pa.int64()),
-                     "usage": pa.array([0], pa.int64())})
-    forge_part(out, PATTERNS_FILE, pa.concat_tables([table, rare]))
-    r = run("verify", str(out), ok=False)
-    assert r.exit_code == 2 and f"FAILED pattern support: 2 (needs 3) in {PATTERNS_FILE}" in r.output
+    forge_part(out, PATTERNS_FILE, pa.concat_tables([table, pa.table({"items": pa.array([[1, 8]], table.schema.field("items").type)})]))
+    alone = run("verify", str(out)).stdout  # the public file holds no support: not checkable without the original
+    assert "NOT CHECKED pattern support in the original" in alone
+    r = run("verify", str(out), "--original", str(src), ok=False)
+    assert r.exit_code == 2 and f"FAILED pattern support in the original: 1 (needs 3) in {PATTERNS_FILE}" in r.output
     # one byte changed in a part file
     out2 = tmp_path / "gen2"
     run("krimp", "generate", str(src), str(out2), "--min-count", "3", "--no-scores")
@@ -79,6 +79,37 @@ def test_min_support_floor(shared_data, tmp_path):
     assert "OVERRIDES" in text and "min-support" in text
     assert manifest_of(tmp_path / "g")["release"]["overrides"] == ["min-support"]
     assert "OVERRIDDEN min-support" in run("verify", str(tmp_path / "g")).stdout
+
+
+def test_unique_copies_rule_and_forged_rows(tmp_path):
+    """Rows equal to a unique record of SRC are redrawn; --allow-unique-copies (not --allow-weak)
+    lifts the rule and is recorded; a release whose rows are replaced by the original records
+    fails verify --original, naming the check."""
+    from collections import Counter
+
+    from ppdm_dask.data.datasets import sample_path
+
+    src = str(sample_path("led7"))
+    original = [frozenset(r) for r in read(src).to_lists()]
+    unique = {r for r, c in Counter(original).items() if c == 1}
+    out = tmp_path / "gen"
+    g = json.loads(run("--json", "krimp", "generate", src, str(out), "--min-count", "1", "--allow-weak", "--no-scores").stdout)
+    assert g["parameters"]["unique_copies"] == "redrawn" and g["overrides"] == ["min-support"]
+    assert g["privacy"]["rows_redrawn"] > 0 and not unique & {frozenset(r) for r in read(str(out)).to_lists()}
+    free = tmp_path / "free"
+    text = run("krimp", "generate", src, str(free), "--min-count", "2", "--allow-unique-copies", "--no-scores").stdout
+    assert "OVERRIDES    unique copies" in text and "OVERRIDDEN unique copies: allowed (needs redrawn)" in text
+    assert manifest_of(free)["release"]["overrides"] == ["unique copies"]
+    assert unique & {frozenset(r) for r in read(str(free)).to_lists()}
+    assert f"OVERRIDDEN {UNIQUE_COPIES_CHECK}" in run("verify", str(free), "--original", src).stdout
+    # the forgery: the rows of the release replaced by the original records, checksums rewritten
+    table = pq.read_table(out / "part-00000.parquet")
+    index = {v: j for j, v in enumerate(read(str(out)).vocabulary.labels.tolist())}
+    ids = pa.array([sorted(index[i] for i in r) for r in read(src).to_lists()], table.schema.field("items").type)
+    forge_part(out, "part-00000.parquet", pa.table({"items": ids, "n_patterns": pa.array([1] * len(ids), pa.int64())}).cast(table.schema))
+    assert "NOT CHECKED " + UNIQUE_COPIES_CHECK in run("verify", str(out)).stdout
+    r = run("verify", str(out), "--original", src, ok=False)
+    assert r.exit_code == 2 and f"FAILED {UNIQUE_COPIES_CHECK}: {len(unique)} (needs 0)" in r.output
 
 
 def test_krimp_errors(shared_data, tmp_path):

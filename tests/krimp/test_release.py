@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +17,7 @@ from ppdm_dask.data.parquet import csr_to_arrow_list
 from ppdm_dask.errors import DatasetExistsError, DatasetNotFoundError, InvalidParameter, NotFittedError, WeakParameterError
 from ppdm_dask.krimp import CodeTable, KrimpGenerator, krimp
 from ppdm_dask.krimp.generator import check_domains
-from ppdm_dask.krimp.release import PATTERNS_FILE, GeneratedRelease
+from ppdm_dask.krimp.release import PATTERNS_FILE, UNIQUE_COPIES_CHECK, GeneratedRelease
 
 from ..release.helpers import data_bytes, flip_byte, forge_part, manifest_of
 
@@ -75,20 +76,24 @@ def test_release_patterns_and_verification(iris, tmp_path):
     gen, rel, url = _release(iris, tmp_path, min_support=3, max_len=3, exclude=[(1, 6)])
     files = sorted(os.listdir(url))
     assert files == ["_SUCCESS", PATTERNS_FILE, "_vocabulary.parquet", "part-00000.parquet"]
-    patterns = pq.read_table(url / PATTERNS_FILE).to_pylist()
+    table = pq.read_table(url / PATTERNS_FILE)
+    assert table.column_names == ["items"]  # the supports and usages are counts of the original: never published
+    patterns = table.to_pylist()
     ct = gen.code_table_
     assert len(patterns) == ct.n_nontrivial > 0  # laplace > 0: every non-singleton element can be drawn
     assert [p["items"] for p in patterns] == [x.tolist() for x in ct.itemsets[: ct.n_nontrivial]]
-    assert min(p["support"] for p in patterns) >= 3 and max(len(p["items"]) for p in patterns) <= 3
+    rows = [set(r) for r in iris.to_lists()]  # brute force: every published pattern in >= 3 records
+    assert min(sum(1 for r in rows if set(p["items"]) <= r) for p in patterns) >= 3
+    assert max(len(p["items"]) for p in patterns) <= 3
     assert not any({1, 6} <= set(p["items"]) for p in patterns)
     back = read(str(url))
     assert back.n_transactions == 150 and "n_patterns" in back.columns
     check_domains(back, gen.domains_)
     verdict = verify(str(url), original=iris)
     assert verdict.ok, verdict.lines(failed_only=True)
-    for name in ("pattern support", "pattern length", "excluded combinations", "patterns fit the domains", "rows as recorded",
-                 "one item per domain", "pattern support in the original"):
-        assert verdict[name].ok
+    for name in ("pattern length", "excluded combinations", "patterns fit the domains", "rows as recorded", "unique copies",
+                 "one item per domain", "pattern support in the original", UNIQUE_COPIES_CHECK):
+        assert verdict[name].ok and verdict[name].status == "check"
     nas = verdict["normalized anonymity score"].figure
     assert 0.0 <= nas <= 1.0
     from ppdm_dask.krimp import normalized_anonymity_score
@@ -113,15 +118,16 @@ def test_tampering_is_caught(iris, tmp_path):
     failed = verify(str(url)).failures()
     assert failed and failed[0].where == "part-00000.parquet"
 
-    # a pattern rarer than min-support slipped into the public patterns
+    # a pattern rarer than min-support slipped into the public patterns: {1, 8} is in one iris record
     _, _, url = _release(iris, tmp_path, name="rare")
+    assert sum(1 for r in iris.to_lists() if {1, 8} <= set(r)) == 1
     table = pq.read_table(url / PATTERNS_FILE)
-    forged = pa.concat_tables([table, pa.table({"items": pa.array([[1, 6]], table.schema.field("items").type),
-                                                "support": pa.array([1], pa.int64()), "usage": pa.array([1], pa.int64())})])
-    forge_part(url, PATTERNS_FILE, forged)
-    verdict = verify(str(url))
-    assert [c.name for c in verdict.failures()] == ["pattern support"]
-    assert verdict["pattern support"].where == PATTERNS_FILE and verdict["pattern support"].figure == 1
+    forge_part(url, PATTERNS_FILE, pa.concat_tables([table, pa.table({"items": pa.array([[1, 8]], table.schema.field("items").type)})]))
+    alone = verify(str(url))  # the release alone holds no support: only the original can tell
+    assert alone.ok and alone["pattern support in the original"].status == "unchecked"
+    verdict = verify(str(url), original=iris)
+    assert [c.name for c in verdict.failures()] == ["pattern support in the original"]
+    assert verdict["pattern support in the original"].where == PATTERNS_FILE and verdict["pattern support in the original"].figure == 1
 
     # a generated row with two items of one domain (and none of another)
     _, _, url = _release(iris, tmp_path, name="rows")
@@ -177,7 +183,14 @@ def test_code_table_save_load(iris, tmp_path):
     assert not (tmp_path / "secret.json").exists()
     # a generator built from the saved table releases with the recorded min-support
     gen = KrimpGenerator.from_code_table(back, KrimpGenerator(2).fit(iris).domains_, key=Key(1))
-    assert gen.transform().parameters["min_support"] == 2
+    with pytest.raises(InvalidParameter, match="does not know the data"):
+        gen.transform()  # its unique records are unknown without the data
+    rel = gen.transform(iris)
+    assert rel.parameters["min_support"] == 2 and rel.parameters["unique_copies"] == "redrawn"
+    unique = {frozenset(r) for r, c in Counter(frozenset(x) for x in iris.to_lists()).items() if c == 1}
+    assert unique and not unique & {frozenset(r) for r in rel.data.to_lists()}
+    allowed = KrimpGenerator.from_code_table(back, gen.domains_, key=Key(1), allow_weak=["unique copies"]).transform()
+    assert allowed.parameters["unique_copies"] == "allowed" and allowed.overrides == ("unique copies",)
 
 
 def test_code_table_save_is_atomic(iris, tmp_path, monkeypatch):
