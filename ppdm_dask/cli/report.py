@@ -30,11 +30,16 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
     --original), how to reproduce."""
     from ..verification import open_release
 
+    owner = {}
+    if obj.key_file is not None and original is not None and audience == "internal":
+        from ..random import Key
+
+        owner = {"key": Key.from_file(obj.key_file)}  # the key holder's checks; never creates a key
     with job(obj) as j:
         rel = open_release(release, storage_options=obj.storage_options)
         opts = {"sep": sep, "dtype": list(dtype)} if (original and (sep or dtype)) else {}
         doc = rel.report(original, out=out, audience=audience, storage_options=obj.storage_options, verify=reverify,
-                         overwrite=overwrite, original_options=opts, progress=obj.progress)
+                         overwrite=overwrite, original_options=opts, progress=obj.progress, **owner)
     n_fig = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] == "plot")
     n_val = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] == "value")
     ok = doc["verdict"]["ok"]

@@ -117,6 +117,15 @@ def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None)
 _FILE_CHECK = "file matches the manifest"
 
 
+def _headline(verdict: Any) -> str:
+    """``holds``, ``FAILS``, or — when floors were overridden — that the guarantee holds only
+    with them (an override must never read like a plain pass)."""
+    if not verdict.ok:
+        return "FAILS"
+    overridden = [c.name for c in verdict.checks if c.overridden]
+    return "holds only with overridden floors: " + ", ".join(overridden) if overridden else "holds"
+
+
 def _privacy(verdict: Any, verified: str, figures: Figures) -> list[dict]:
     def status(c: Any) -> str:
         return "ok" if c.ok else ("overridden" if c.overridden else "FAILED")
@@ -132,7 +141,7 @@ def _privacy(verdict: Any, verified: str, figures: Figures) -> list[dict]:
             rows.append(["files match the manifest", "FAILED" if bad else "ok", len(files) - len(bad), len(files),
                          ", ".join(f.where or "" for f in bad[:20]), "size and SHA-256 of every file listed in the manifest"])
     items = [
-        Value("privacy_verified", "Guarantee", "holds" if verdict.ok else "FAILS", note=verified).to_dict(),
+        Value("privacy_verified", "Guarantee", _headline(verdict), note=verified).to_dict(),
         Table("privacy_checks", "Independent checks", ["check", "status", "figure", "threshold", "where", "detail"], rows).to_dict(),
     ]
     return items + [i.to_dict() for i in figures.risk]

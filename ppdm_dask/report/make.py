@@ -72,6 +72,9 @@ def make_report(release: Any, original: Any = None, *, out: str | None = None, a
     from ..release import Verdict
 
     compute_kwargs.setdefault("progress", False)
+    # the owner's key, when given (ppdm --key-file KEY report ...): the internal report's verdict
+    # then also holds the checks only the key holder can run (provenance, per-row checks)
+    key = compute_kwargs.pop("key", None)
     opts = dict(storage_options or {})
     dest = report_destination(release, out, audience)
     if dest is not None:
@@ -89,7 +92,8 @@ def make_report(release: Any, original: Any = None, *, out: str | None = None, a
         if verify:
             from ..release.files import verify_files
 
-            verdict = verify_files(url, original=checked_against, storage_options=opts, **compute_kwargs)
+            owner = {"key": key} if key is not None and checked_against is not None else {}
+            verdict = verify_files(url, original=checked_against, storage_options=opts, **owner, **compute_kwargs)
             verified = "Recounted now from the written files: manifest, SHA-256 of every file, privacy floors and the guarantee."
         else:
             verdict = Verdict.from_dict(manifest.get("guarantees") or {"checks": []})
