@@ -24,7 +24,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataFormatError, DatasetNotFoundError, IncompleteDatasetError, InvalidParameter
-from .folder import MANIFEST, check_listing, open_fs, read_manifest, read_part
+from .folder import MANIFEST, check_listing, load_manifest_json, open_fs, read_manifest, read_part
+from .kind import kind_of_manifest_format, kind_of_parquet_schema, kind_of_text, read_head, refuse_baskets
 from .sidefiles import read_json_file
 from .sources import remember_url
 
@@ -57,6 +58,14 @@ def is_csv(url: str) -> bool:
         if name.endswith(comp):
             name = name[: -len(comp)]
     return name.endswith((".csv", ".tsv", ".txt"))
+
+
+def _is_fimi_name(url: str) -> bool:
+    """Whether ``url`` is named like a FIMI file (``.dat``, ``.fimi``; ``.txt`` is CSV here)."""
+    name = url.rstrip("/").lower()
+    for comp in (".gz", ".bz2", ".xz", ".zst"):
+        name = name.removesuffix(comp)
+    return name.endswith((".dat", ".fimi"))
 
 
 def parse_dtypes(spec: Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
@@ -281,7 +290,8 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
             raise DataFormatError(f"{url} is a folder, not a CSV file (a folder of CSV files is read with a glob: {url}/*.csv)")
         first = sorted(fs.expand_path(path))[0] if globbed else path
         first_url = fs.unstrip_protocol(first) if hasattr(fs, "unstrip_protocol") else first
-        head = _head(first_url, opts)  # read once: the separator and the header checks
+        head = _head(first_url, opts)  # read once: the kind, the separator and the header checks
+        refuse_baskets(url, kind_of_text(head, complete=len(head) < _SNIFF_BYTES))
         if sep is None:
             sep = sniff_separator(first_url, head=head)
         _check_header(head, url if not globbed else first_url, sep)
@@ -298,8 +308,14 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
                                   cli="--sep") from None
         fmt = "csv"
     else:
+        if _is_fimi_name(url):  # .dat / .fimi: FIMI baskets, no table format
+            got = read_head(url, opts)
+            if got is not None:
+                refuse_baskets(url, kind_of_text(got[0], complete=got[1]))
         manifest = None
         if fs.isdir(path) and fs.exists(f"{path}/{MANIFEST}"):
+            doc = load_manifest_json(fs, f"{path}/{MANIFEST}", url)
+            refuse_baskets(url, kind_of_manifest_format(doc.get("format") if isinstance(doc, dict) else None))
             manifest = read_manifest(fs, f"{path}/{MANIFEST}", url, TABLE_FORMATS, 2)
         if manifest is not None:
             df = table_from_manifest(fs, path, manifest, url, verify=verify)
@@ -309,6 +325,8 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
                 df = dd.read_parquet(url, storage_options=opts, dtype_backend="pyarrow")
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise DataFormatError(f"{url}: unreadable Parquet: {str(exc).splitlines()[0]}") from None
+            meta = df._meta.dtypes
+            refuse_baskets(url, kind_of_parquet_schema(list(meta.index), [getattr(t, "pyarrow_dtype", None) for t in meta]))
         fmt = "parquet"
     unknown = [c for c in types if c not in df.columns]
     if unknown:
