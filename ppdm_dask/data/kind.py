@@ -13,15 +13,19 @@ What makes a text file a **table** (any of):
 
 * a **header row** of column-like names (each holds a letter and is not a number; all
   different; none of them occurs among the cells below), the same number of fields in (nearly)
-  every row under one of the separators ``,`` ``;`` tab ``|`` or whitespace, and rows that read
-  as records: a column of numbers under a name, or a column whose values repeat;
+  every row under one of the separators ``,`` ``;`` tab ``|`` (or whitespace, in a file with
+  none of those: a label may hold a space), and rows that read as records: a column of numbers
+  under a name, or, with at least 8 rows, a column of a few repeated values found in no other
+  column (an attribute's own domain);
 * **no header**, but fixed field counts and cells that items never are: a column of decimal
   numbers (``0.455``), or values repeated inside most rows (a basket lists an item once).
 
 What makes it **baskets**: FIMI lines (whitespace-separated non-negative integer item ids), or
 lines of varying length with no header row. Anything else is ``unknown`` and left to the
 reader. Dense FIMI data, where every line has the same number of items (chess, mushroom), stays
-baskets: its first line is item ids, not names, and no id repeats within a line.
+baskets: its first line is item ids, not names, and no id repeats within a line. A basket CSV
+with fixed-length baskets stays baskets too: its first basket shares items with the others, or
+its frequent items wander between positions. See ``docs/data.md#input-kinds-baskets-or-a-table``.
 
 The check reads the first 64 KiB of a file (of the first file of a glob). A basket CSV whose
 first line really is a basket of rare labels can look like a header: the override is
@@ -51,7 +55,7 @@ _MAX_LINES = 1000
 _SEPARATORS = {",": "','", ";": "';'", "\t": "tab", "|": "'|'", None: "whitespace"}
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_ITEM_ID = re.compile(rb"[0-9]+")
+_ITEM_ID = re.compile(r"[0-9]+")
 #: data rows needed before repeated labels alone (no column of numbers) show a table
 _MIN_RECORDS = 8
 #: the command lines of each kind, as the refusals name them
@@ -182,7 +186,7 @@ def _headerless_table(rows: list[list[str]], sep: str | None) -> str | None:
 
 
 def _is_fimi(lines: Sequence[str]) -> bool:
-    return all(_ITEM_ID.fullmatch(tok.encode()) for ln in lines for tok in ln.split())
+    return all(_ITEM_ID.fullmatch(tok) for ln in lines for tok in ln.split())
 
 
 def kind_of_text(head: bytes | str, *, complete: bool = True) -> InputKind:
@@ -214,7 +218,7 @@ def kind_of_text(head: bytes | str, *, complete: bool = True) -> InputKind:
     # the separator that splits the first line into the most fields speaks first
     grids.sort(key=lambda g: -len(g[1][0]))
     for sep, rows in grids:
-        if len(rows[0]) >= 2 or sep is None:  # one column: judged once, on the whole line
+        if len(rows[0]) >= 2 or sep is None:  # one column: judged once, split at whitespace (no separator in the file)
             why = _header_table(rows, sep) or _headerless_table(rows, sep)
             if why:
                 return InputKind("table", why)

@@ -60,14 +60,6 @@ def is_csv(url: str) -> bool:
     return name.endswith((".csv", ".tsv", ".txt"))
 
 
-def _is_fimi_name(url: str) -> bool:
-    """Whether ``url`` is named like a FIMI file (``.dat``, ``.fimi``; ``.txt`` is CSV here)."""
-    name = url.rstrip("/").lower()
-    for comp in (".gz", ".bz2", ".xz", ".zst"):
-        name = name.removesuffix(comp)
-    return name.endswith((".dat", ".fimi"))
-
-
 def parse_dtypes(spec: Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
     """``{"age": "int"}`` from a mapping or from ``["age=int", ...]`` (CLI ``--dtype``)."""
     if spec is None:
@@ -308,15 +300,20 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
                                   cli="--sep") from None
         fmt = "csv"
     else:
-        if _is_fimi_name(url):  # .dat / .fimi: FIMI baskets, no table format
+        from .formats import detect_format
+
+        if detect_format(url) == "fimi":  # .dat / .fimi (.txt is CSV here): baskets, no table format
             got = read_head(url, opts)
             if got is not None:
                 refuse_baskets(url, kind_of_text(got[0], complete=got[1]))
         manifest = None
         if fs.isdir(path) and fs.exists(f"{path}/{MANIFEST}"):
-            doc = load_manifest_json(fs, f"{path}/{MANIFEST}", url)
-            refuse_baskets(url, kind_of_manifest_format(doc.get("format") if isinstance(doc, dict) else None))
-            manifest = read_manifest(fs, f"{path}/{MANIFEST}", url, TABLE_FORMATS, 2)
+            try:
+                manifest = read_manifest(fs, f"{path}/{MANIFEST}", url, TABLE_FORMATS, 2)
+            except DataFormatError:  # a transaction dataset given as a table: say which commands read it
+                doc = load_manifest_json(fs, f"{path}/{MANIFEST}", url)
+                refuse_baskets(url, kind_of_manifest_format(doc.get("format") if isinstance(doc, dict) else None))
+                raise
         if manifest is not None:
             df = table_from_manifest(fs, path, manifest, url, verify=verify)
         else:

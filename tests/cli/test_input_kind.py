@@ -91,6 +91,13 @@ def test_as_baskets_reads_a_table_like_basket_file(tmp_path):
     out = tmp_path / "pairs"
     run("convert", str(baskets), str(out), "--as-baskets")
     assert run("--json", "info", str(out)).exit_code == 0  # the converted dataset is baskets by its manifest
+    # a release made with the override is verified against its original with it too: the flag
+    # reaches the reader that verify calls inside the job
+    rel = tmp_path / "rel"
+    run("emask", "distort", str(baskets), str(rel), "--p", "0.5", "--q", "0.9", "--allow-weak", "--no-report", "--as-baskets")
+    r = run("verify", str(rel), "--original", str(baskets), ok=False)
+    assert r.exit_code == 2 and "pairs.csv looks like a table" in r.stderr
+    assert "verified" in run("verify", str(rel), "--original", str(baskets), "--as-baskets").stdout
 
 
 def test_a_table_release_is_refused_by_basket_commands(tmp_path):
