@@ -14,7 +14,8 @@ __all__ = ["read", "write", "input_for_passes", "FORMATS"]
 FORMATS = ("parquet", "fimi", "csv")
 
 
-def read(url: str, *, format: str | None = None, storage_options: Mapping[str, Any] | None = None, **kwargs: Any):
+def read(url: str, *, format: str | None = None, storage_options: Mapping[str, Any] | None = None, check_kind: bool = True,
+         **kwargs: Any):
     """Read transactions from ``url`` (local path or fsspec URL such as ``s3://...``).
 
     Parameters
@@ -25,6 +26,11 @@ def read(url: str, *, format: str | None = None, storage_options: Mapping[str, A
         folder or ``.parquet`` Parquet; ``.gz`` etc. are decompressed).
     storage_options : mapping, optional
         fsspec options.
+    check_kind : bool
+        Refuse input that looks like a table (a header row of column names over records, or a
+        ppdm table folder) with one error naming the table readers (:mod:`ppdm_dask.data.kind`).
+        ``False`` reads a text file as baskets anyway (a basket CSV whose first line is a basket
+        of rare labels); a Parquet table cannot be read as baskets either way.
 
     Returns
     -------
@@ -34,9 +40,9 @@ def read(url: str, *, format: str | None = None, storage_options: Mapping[str, A
     if fmt == "parquet":
         tx = read_parquet(url, storage_options=storage_options, **kwargs)
     elif fmt == "fimi":
-        tx = read_fimi(url, storage_options=storage_options, **kwargs)
+        tx = read_fimi(url, storage_options=storage_options, check_kind=check_kind, **kwargs)
     elif fmt == "csv":
-        tx = read_csv(url, storage_options=storage_options, **kwargs)
+        tx = read_csv(url, storage_options=storage_options, check_kind=check_kind, **kwargs)
     else:
         raise InvalidParameter(f"unknown format {format!r}; choose one of {FORMATS}", cli="--format parquet|fimi|csv")
     return remember_url(tx, url, format=fmt, storage_options=storage_options)

@@ -38,6 +38,8 @@ class Context:
         self.progress = progress
         self.debug = debug
         self.verify_input = verify_input
+        #: ``--as-baskets`` of the command: text input that looks like a table is read as baskets
+        self.as_baskets = False
 
     @contextlib.contextmanager
     def runtime(self) -> Iterator[str]:
@@ -46,12 +48,22 @@ class Context:
         A bad ``--key-file`` is refused before a cluster starts. On ``threads`` a failing job
         leaves only once the pool is idle (:func:`ppdm_dask.cluster.job_thread_pool`). The
         default LocalCluster keeps the workers' reports of failed tasks off stderr (the error
-        is the command's one line) and closes quietly (``quiet``; not with ``--debug``).
+        is the command's one line) and closes quietly (``quiet``; not with ``--debug``). With
+        ``--as-baskets`` every basket reader of the job reads a table-like text file as baskets
+        (also the readers called inside the job, such as verify's ``--original``).
         """
-        import dask
+        from ..data.kind import reading_as_baskets
 
         if self.key_file is not None and Path(self.key_file).exists():
             self.key()
+        with reading_as_baskets() if self.as_baskets else contextlib.nullcontext(), self._scheduler() as where:
+            yield where
+
+    @contextlib.contextmanager
+    def _scheduler(self) -> Iterator[str]:
+        """The scheduler of :meth:`runtime`."""
+        import dask
+
         if self.scheduler in LOCAL_SCHEDULERS:
             from ..cluster import job_thread_pool
 

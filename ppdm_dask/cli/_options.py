@@ -116,9 +116,22 @@ apriori_max_candidates = click.option(
     "--max-candidates", type=click.IntRange(min=1), default=20_000_000, show_default=True,
     help="Stop with an error (saying how many and how much memory) before a level builds more candidate itemsets than this.")
 
-#: ``--format``: input format of transaction data
-input_format = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-                            help="Input format (default: from the extension; a folder is Parquet).")
+def _read_as_baskets(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and ctx.obj is not None:
+        ctx.obj.as_baskets = True  # the job's runtime reads table-like text as baskets
+
+
+#: ``--as-baskets``: the override of the input-kind check (:mod:`ppdm_dask.data.kind`)
+as_baskets = click.option("--as-baskets", is_flag=True, expose_value=False, callback=_read_as_baskets,
+                          help="Read text input as baskets even where it looks like a table (a header row of column names, "
+                               "a fixed number of fields): for a basket CSV whose first line really is a basket.")
+
+#: ``--format``: input format of transaction data (with ``--as-baskets``)
+input_format = stack(
+    click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+                 help="Input format (default: from the extension; a folder is Parquet)."),
+    as_baskets,
+)
 
 #: ``--overwrite``
 overwrite = click.option("--overwrite", is_flag=True, help="Replace an existing output (refused otherwise, before any work).")

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import cli
 from ._core import Context, job
-from ._options import input_format, overwrite
+from ._options import as_baskets, input_format, overwrite
 
 
 def _histogram_text(hist: dict[int, int], width: int = 40) -> list[str]:
@@ -67,6 +67,7 @@ def info(obj: Context, url: str, fmt: str | None) -> None:
 @click.option("--to", "dst_fmt", type=click.Choice(["parquet", "fimi", "csv"]), default=None, help="Output format (default: from the extension; a folder is Parquet).")
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="Number of output partitions.")
 @click.option("--target-bytes", type=click.IntRange(min=1), default=None, help="Repartition to about this many CSR bytes per partition.")
+@as_baskets
 @overwrite
 @click.pass_obj
 def convert(obj: Context, src: str, dst: str, src_fmt, dst_fmt, partitions, target_bytes, overwrite) -> None:

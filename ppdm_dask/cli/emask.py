@@ -8,7 +8,7 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job, usage_error, write_release
-from ._options import Number, apriori_max_candidates, check_count, input_format, overwrite, release_output, support_from, support_options
+from ._options import Number, apriori_max_candidates, as_baskets, check_count, input_format, overwrite, release_output, support_from, support_options
 from .mining import level_line, levels_text
 
 
@@ -51,6 +51,7 @@ def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tu
 @click.option("--privacy-floor", "--privacy-min", "privacy_floor", type=Number(0, 100), default=90.0, show_default=True,
               help="Minimum basic privacy (percent).")
 @click.option("--q-min", type=Number(0, 1), default=0.95, show_default=True, help="Keep only q > this.")
+@as_baskets
 @click.pass_obj
 def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> None:
     """Candidate (p, q): basic privacy >= the floor at s0, accuracy no worse than MASK (0.9, 0.9)."""
@@ -161,6 +162,7 @@ def emask_mine(obj: Context, url, p, q, min_support, min_count, max_length, max_
 @support_options(0.003, what="Mining support")
 @click.option("--p", "p", type=Number(0, 1), default=None, help="Default: from the release.")
 @click.option("--q", "q", type=Number(0, 1), default=None, help="Default: from the release.")
+@as_baskets
 @click.pass_obj
 def emask_audit(obj: Context, original, distorted, min_support, min_count, p, q) -> None:
     """Owner-side audit: BP, re-interrogated privacy RP (needs the release's --key-file to

@@ -6,7 +6,7 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job, write_release
-from ._options import Number, check_count, input_format, overwrite, release_output, support_from, support_options, support_text
+from ._options import Number, as_baskets, check_count, input_format, overwrite, release_output, support_from, support_options, support_text
 
 
 @cli.group()
@@ -188,6 +188,7 @@ def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows
 @click.option("--closed", is_flag=True, help="Closed candidates.")
 @ds_prune
 @max_candidates
+@as_baskets
 @click.pass_obj
 def krimp_ds(obj: Context, a, b, min_support, min_count, closed, prune, max_candidates) -> None:
     """DS dissimilarity of two databases from their KRIMP code tables (0 = identical structure)."""

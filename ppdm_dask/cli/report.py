@@ -6,6 +6,7 @@ import click
 
 from . import cli
 from ._core import Context, job
+from ._options import as_baskets
 
 
 @cli.command("report")
@@ -21,6 +22,7 @@ from ._core import Context, job
 @click.option("--verify/--no-verify", "reverify", default=True, show_default=True,
               help="Recount the guarantee now from the files (checksums included); --no-verify shows the write-time verdict.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing report.")
+@as_baskets
 @click.pass_obj
 def report_cmd(obj: Context, release: str, original: str | None, out: str | None, audience: str, sep: str | None, dtype,
                reverify: bool, overwrite: bool) -> None:

@@ -6,6 +6,7 @@ import click
 
 from . import cli
 from ._core import Context, job
+from ._options import as_baskets
 
 
 @cli.command("verify")
@@ -14,6 +15,7 @@ from ._core import Context, job
 @click.option("--sep", default=None, help="CSV separator of --original (default: sniffed).")
 @click.option("--dtype", "dtype", multiple=True, metavar="COL=TYPE", help="Column types of a CSV --original. Repeatable.")
 @click.option("--no-checksums", is_flag=True, help="Only check that the files are present with their sizes (no hashing).")
+@as_baskets
 @click.pass_context
 def verify_cmd(ctx: click.Context, release: str, original: str | None, sep: str | None, dtype, no_checksums: bool) -> None:
     """Verify RELEASE: its manifest, the SHA-256 of every file, the privacy floors of its

@@ -97,14 +97,19 @@ def _refuse_folders(url: str, paths: list, storage_options: Mapping[str, Any] | 
                               "--format parquet)")
 
 
-def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", progress: bool = False) -> Any:
+def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", progress: bool = False,
+              check_kind: bool = True) -> Any:
     """Read FIMI text (one transaction per line, whitespace-separated non-negative integer ids).
 
     Compressed files (``.gz`` ...) are read as one block. Empty lines are empty transactions.
     Item labels are the integers in the file; column ids are their ranks (see Vocabulary).
+    A file that looks like a table is refused naming the table readers
+    (:mod:`ppdm_dask.data.kind`; ``check_kind=False`` reads it anyway).
     """
+    from .kind import check_baskets_file
     from .transactions import TransactionArray
 
+    check_baskets_file(url, storage_options, check_kind=check_kind)
     raw = _text_blocks(url, storage_options, blocksize, with_paths=True)
     one_file = len({path for path, _, _ in raw}) == 1 and not any(c in url for c in "*?[")
     # errors name the file (and the byte block past the first: lines are counted per block)
@@ -113,17 +118,22 @@ def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blo
     return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)
 
 
-def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", sep: str = ",", progress: bool = False) -> Any:
+def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", sep: str = ",", progress: bool = False,
+             check_kind: bool = True) -> Any:
     """Read basket CSV: one transaction per line, item labels separated by ``sep``.
 
     RFC 4180 quoting with ``sep`` as separator: ``"a,b"`` is one label, ``""`` inside quotes is
     a quote, quoted text is kept verbatim; unquoted fields are stripped of whitespace; empty
     fields are no item. A quoted field must close on its line (labels cannot contain line breaks),
     otherwise :class:`DataFormatError` names the file and the line. Labels are integers when
-    every item in the file is a decimal integer, strings otherwise.
+    every item in the file is a decimal integer, strings otherwise. A file that looks like a
+    table (a header row of column names over records with a fixed number of fields) is refused
+    naming the table readers (:mod:`ppdm_dask.data.kind`; ``check_kind=False`` reads it anyway).
     """
+    from .kind import check_baskets_file
     from .transactions import TransactionArray
 
+    check_baskets_file(url, storage_options, check_kind=check_kind)
     raw = _text_blocks(url, storage_options, blocksize, with_paths=True)
     scans = dask.compute(*[dask.delayed(_csv_scan)(b, sep) for _, _, b in raw])
     one_file = len({path for path, _, _ in raw}) == 1 and not any(c in url for c in "*?[")  # errors name the URL

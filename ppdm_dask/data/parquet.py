@@ -331,7 +331,15 @@ def read_parquet(
 
 
 def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool, verify: bool = False):
-    manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
+    try:
+        manifest = read_manifest(fs, manifest_path, url, FORMAT_NAME, FORMAT_VERSION)
+    except DataFormatError:
+        from .folder import load_manifest_json
+        from .kind import kind_of_manifest_format, refuse_table
+
+        doc = load_manifest_json(fs, manifest_path, url)  # a table release given as baskets: say which commands read it
+        refuse_table(url, kind_of_manifest_format(doc.get("format") if isinstance(doc, dict) else None), text=False)
+        raise
     return transactions_from_manifest(fs, path, manifest, url, validate=validate, verify=verify)
 
 
@@ -386,6 +394,9 @@ def _read_foreign(fs, files: list[str], column: str, url: str, progress: bool = 
         except Exception as exc:
             raise DataFormatError(f"{url}: unreadable Parquet file {posixpath.basename(f)} ({exc})") from None
         if column not in schema.names:
+            from .kind import kind_of_parquet_schema, refuse_table
+
+            refuse_table(url, kind_of_parquet_schema(schema.names, schema.types, column), text=False)
             raise DataFormatError(f"{url}: no column {column!r} (columns: {schema.names})")
         typ = schema.field(column).type
         if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):

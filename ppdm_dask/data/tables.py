@@ -24,7 +24,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataFormatError, DatasetNotFoundError, IncompleteDatasetError, InvalidParameter
-from .folder import MANIFEST, check_listing, open_fs, read_manifest, read_part
+from .folder import MANIFEST, check_listing, load_manifest_json, open_fs, read_manifest, read_part
+from .kind import kind_of_manifest_format, kind_of_parquet_schema, kind_of_text, read_head, refuse_baskets
 from .sidefiles import read_json_file
 from .sources import remember_url
 
@@ -281,7 +282,8 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
             raise DataFormatError(f"{url} is a folder, not a CSV file (a folder of CSV files is read with a glob: {url}/*.csv)")
         first = sorted(fs.expand_path(path))[0] if globbed else path
         first_url = fs.unstrip_protocol(first) if hasattr(fs, "unstrip_protocol") else first
-        head = _head(first_url, opts)  # read once: the separator and the header checks
+        head = _head(first_url, opts)  # read once: the kind, the separator and the header checks
+        refuse_baskets(url, kind_of_text(head, complete=len(head) < _SNIFF_BYTES))
         if sep is None:
             sep = sniff_separator(first_url, head=head)
         _check_header(head, url if not globbed else first_url, sep)
@@ -298,9 +300,20 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
                                   cli="--sep") from None
         fmt = "csv"
     else:
+        from .formats import detect_format
+
+        if detect_format(url) == "fimi":  # .dat / .fimi (.txt is CSV here): baskets, no table format
+            got = read_head(url, opts)
+            if got is not None:
+                refuse_baskets(url, kind_of_text(got[0], complete=got[1]))
         manifest = None
         if fs.isdir(path) and fs.exists(f"{path}/{MANIFEST}"):
-            manifest = read_manifest(fs, f"{path}/{MANIFEST}", url, TABLE_FORMATS, 2)
+            try:
+                manifest = read_manifest(fs, f"{path}/{MANIFEST}", url, TABLE_FORMATS, 2)
+            except DataFormatError:  # a transaction dataset given as a table: say which commands read it
+                doc = load_manifest_json(fs, f"{path}/{MANIFEST}", url)
+                refuse_baskets(url, kind_of_manifest_format(doc.get("format") if isinstance(doc, dict) else None))
+                raise
         if manifest is not None:
             df = table_from_manifest(fs, path, manifest, url, verify=verify)
         else:
@@ -309,6 +322,8 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
                 df = dd.read_parquet(url, storage_options=opts, dtype_backend="pyarrow")
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise DataFormatError(f"{url}: unreadable Parquet: {str(exc).splitlines()[0]}") from None
+            meta = df._meta.dtypes
+            refuse_baskets(url, kind_of_parquet_schema(list(meta.index), [getattr(t, "pyarrow_dtype", None) for t in meta]))
         fmt = "parquet"
     unknown = [c for c in types if c not in df.columns]
     if unknown:

@@ -178,9 +178,9 @@ def test_bad_input_errors(tmp_path):
         read(str(tmp_path / "missing"))
     with pytest.raises(InvalidParameter):
         TransactionArray.from_lists([[1]]).repartition(npartitions=0)
-    # a Parquet file without a list column
+    # a Parquet file without a list column: a table, and the error says which commands read tables
     pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "flat.parquet")
-    with pytest.raises(DataFormatError, match="no column 'items'"):
+    with pytest.raises(DataFormatError, match="table, not baskets .*no list column 'items'"):
         read(str(tmp_path / "flat.parquet"))
     pq.write_table(pa.table({"items": [1, 2]}), tmp_path / "scalar.parquet")
     with pytest.raises(DataFormatError, match="expected a list"):
