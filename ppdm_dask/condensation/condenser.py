@@ -72,6 +72,8 @@ def repair_groups(table: GroupTable) -> tuple[GroupTable, np.ndarray]:
         # requirement grows to the larger of the two), so the target is checked again
         g = min(bad)
         bad.discard(g)
+        if not alive[g] or groups[g].n >= groups[g].req:  # merged away, or grown feasible by a merge into it
+            continue
         if alive.sum() == 1:
             raise InfeasiblePrivacyError(
                 f"all {groups[g].n} records form one group but a record asks for privacy level {groups[g].req}"

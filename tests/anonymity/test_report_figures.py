@@ -6,7 +6,6 @@ independence and the full Adult."""
 from __future__ import annotations
 
 import itertools
-import time
 
 import dask.dataframe as dd
 import numpy as np
@@ -267,9 +266,8 @@ def test_full_adult_k10(shared_data):
     df, hier = load_adult(full=True)
     qi = list(ADULT_QI)
     rel = KAnonymizer(qi, k=10, sensitive="salary-class", hierarchies=hier, method="mondrian", key=Key(3)).fit_transform(df)
-    start = time.perf_counter()
+    # (its time is measured by the report benchmark, never asserted here: timing decides no test)
     f = rel.report_figures(dd.from_pandas(df, npartitions=4), hierarchies=hier)
-    assert time.perf_counter() - start < 20
     released = rel.data.compute()
     sizes = released.groupby(qi).size()
     n = len(released)

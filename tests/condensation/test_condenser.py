@@ -97,6 +97,19 @@ def test_repair_rechecks_a_group_that_a_merge_made_infeasible():
     assert out.feasible.all() and out.mean[0, 0] == pytest.approx((0 * 5 + 1 * 5 + 10 * 10) / 20)
 
 
+def test_repair_skips_a_deficient_group_a_merge_made_feasible():
+    """Two groups of 2 records at level 3: the first merges into the second, which then holds 4
+    records and is feasible, and the only group left: nothing more to repair, no error (a small
+    class of the evaluation harness ended here with "all 4 records form one group")."""
+    from ppdm_dask.condensation.groups import CondensedGroup
+
+    def group(n, x, req):
+        return CondensedGroup(n, np.array([float(x)]), np.zeros((1, 1)), float(n * req), req)
+
+    out, new_id = repair_groups(GroupTable.from_groups([group(2, 0, 3), group(2, 1, 3)]))
+    assert out.n.tolist() == [4] and out.req.tolist() == [3] and new_id.tolist() == [0, 0] and out.feasible.all()
+
+
 # ---------------------------------------------------------------- Condenser
 def test_single_cell_is_the_sequential_algorithm():
     X = _mixture(600, seed=3)
