@@ -148,6 +148,7 @@ def test_kernels_alone():
     out = K.count_extensions(bits, np.array([[0, 1], [1, 2]]), np.array([0, 1]), np.array([3, 3]))
     assert out.tolist() == [2, 2]
     # many rows: bits across words
+    # random_state=: the keyword of every supported scipy (rng= only from 1.15)
     big = sp.csr_array(sp.random_array((300, 5), density=0.5, format="csr", random_state=np.random.default_rng(0)))
     big.data[:] = 1
     big = big.astype(np.int32)
