@@ -17,6 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from pytest_codeblocks import extract_from_file
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.hierarchy import ROOT, key_codes
+from ..data.tables import TEXT_DTYPE
 from ..errors import DataFormatError, InvalidParameter
 from .frequency import FrequencySet
 
@@ -94,7 +95,7 @@ def publish(df: dd.DataFrame, fs: FrequencySet, tuple_codes: np.ndarray, labels:
     key = _tuple_keys(np.asarray(tuple_codes, dtype=np.int64), radices)
     order = np.argsort(key, kind="stable")
     leaf_keys = [pd.Index(d.keys) for d in fs.domains]
-    meta = pd.DataFrame({a: pd.Series([], dtype="string") for a in fs.qi})
+    meta = pd.DataFrame({a: pd.Series([], dtype=TEXT_DTYPE) for a in fs.qi})
     for col in extra:
         meta[col] = df._meta[col]
     # one copy of the lookup per worker rather than one per task
@@ -102,7 +103,7 @@ def publish(df: dd.DataFrame, fs: FrequencySet, tuple_codes: np.ndarray, labels:
     published = []
     for j in range(len(fs.qi)):
         distinct, at = np.unique(shown[:, j].astype(str), return_inverse=True)
-        published.append((at.astype(np.int64).ravel(), pd.array(distinct, dtype="string")))
+        published.append((at.astype(np.int64).ravel(), pd.array(distinct, dtype=TEXT_DTYPE)))
     args = dask.delayed((leaf_keys, radices, key[order], order, published), pure=True)
     qi = list(fs.qi)  # not the whole frequency set: it would travel with every task
     return df.map_partitions(lambda part, a: _publish_partition(part, qi, *a, extra), args, meta=meta,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # dask.dataframe costs ~0.4 s to import: only the table reade
     import dask.dataframe as dd
 
 __all__ = ["read_table", "parse_dtypes", "load_schema", "sniff_separator", "table_from_manifest", "parse_numbers", "TYPES",
-           "TABLE_FORMATS", "is_csv"]
+           "TABLE_FORMATS", "is_csv", "TEXT_DTYPE"]
 
 #: Column types accepted in ``dtype=`` / ``--dtype`` / schema files, and the pandas dtype of each.
 TYPES: dict[str, Any] = {
@@ -135,26 +136,58 @@ def _check_header(head: bytes, shown: str, sep: str) -> None:
         raise DataFormatError(f"{shown}: the header names column(s) {sorted(set(dup))} more than once; every column needs its own name")
 
 
-def _read_csv_block(source: Any, *args: Any, ppdm_url: str = "", **kwargs: Any) -> pd.DataFrame:
-    """Kernel: one block of a table CSV read by pandas' pyarrow engine, which (unlike the C
-    engine) refuses a row with fewer fields than the header instead of filling it with missing
-    values. A parse error names the file."""
+#: The dtype of text columns (a CSV column not declared otherwise, a published generalised
+#: label): pyarrow-backed strings with the one missing value ``<NA>``, the same under every
+#: supported pandas. pandas' ``"string"`` alias is not: python-backed before pandas 3, written to
+#: Parquet as ``string`` rather than ``large_string``.
+TEXT_DTYPE = pd.StringDtype("pyarrow")
+
+
+def _header_names(data: bytes, sep: str) -> list[str]:
+    """The column names of a CSV block's first record (dask repeats the header in every block)."""
+    text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", errors="replace", newline="")
+    return next(csv.reader(text, delimiter=sep), [])
+
+
+def _read_csv_block(source: Any, *, sep: str, ppdm_url: str = "", nrows: int | None = None, **_: Any) -> pd.DataFrame:
+    """Kernel: one block of a table CSV, every column as text (:data:`TEXT_DTYPE`), only an empty
+    field missing. A parse error names the file.
+
+    The block is parsed by pyarrow with every column *declared* a string, not by ``pd.read_csv``:
+    pandas' pyarrow engine infers types first and casts to ``str`` afterwards on pandas < 3 (and on
+    pandas 3 with a scalar ``dtype`` and pyarrow < 25), which turns ``02138`` into ``2138`` (and,
+    beside an empty field, into ``2138.0``, the empty field into ``nan``); its C engine keeps the
+    text but fills a row with fewer fields than the header with missing values, which pyarrow
+    refuses. dask reads its 10-row sample for the meta with ``nrows`` (which pyarrow cannot do):
+    that sample goes through the C engine, which with ``dtype=str`` never infers.
+    """
+    import pyarrow.csv as pcsv
+
+    data = source.getvalue() if hasattr(source, "getvalue") else source.read()
     try:
-        return pd.read_csv(source, *args, **kwargs)
-    except pd.errors.EmptyDataError:  # the pyarrow engine refuses a header without rows; the C engine reads it as 0 rows
-        if not hasattr(source, "seek"):
-            raise
-        source.seek(0)
-        return pd.read_csv(source, *args, **{**kwargs, "engine": "c"})
-    except pd.errors.ParserError as exc:
+        if nrows is not None:
+            head = pd.read_csv(io.BytesIO(data), sep=sep, dtype=str, keep_default_na=False, na_values=[""], nrows=nrows,
+                               engine="c")
+            return head.astype(TEXT_DTYPE)
+        names = _header_names(data, sep)
+        if not data.rstrip(b"\r\n").count(b"\n"):  # the header alone: pyarrow refuses it without a line break
+            return pd.DataFrame({n: pd.array([], dtype=TEXT_DTYPE) for n in names})
+        table = pcsv.read_csv(
+            io.BytesIO(data),
+            parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=True),
+            convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[""],
+                                                strings_can_be_null=True))
+    except (pa.ArrowInvalid, pd.errors.ParserError) as exc:
         why = str(exc).splitlines()[0].removeprefix("CSV parse error: ").removeprefix("Error tokenizing data. C error: ")
         what = "a row does not match the header" if why.startswith("Expected") else "cannot read as CSV"
         raise DataFormatError(f"{ppdm_url}: {what}: {why}", cli="--sep if the separator was guessed wrong") from None
+    return table.to_pandas(types_mapper={pa.string(): TEXT_DTYPE}.get)
 
 
 @functools.cache
 def _dask_read_csv() -> Any:
-    """dask's CSV reader over :func:`_read_csv_block` (dask passes ``ppdm_url`` through)."""
+    """dask's CSV reader over :func:`_read_csv_block` (dask passes ``sep`` and ``ppdm_url``
+    through)."""
     from dask.dataframe.io.csv import make_reader
 
     return make_reader(_read_csv_block, "read_csv", "CSV")
@@ -291,8 +324,7 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
 
         bs = None if infer_compression(url) is not None else blocksize
         try:
-            df = _dask_read_csv()(url, sep=sep, dtype=str, keep_default_na=False, na_values=[""], blocksize=bs,
-                                  storage_options=opts, dtype_backend="pyarrow", engine="pyarrow", ppdm_url=url)
+            df = _dask_read_csv()(url, sep=sep, blocksize=bs, storage_options=opts, ppdm_url=url)
         except DataFormatError:
             raise
         except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:

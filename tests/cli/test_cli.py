@@ -86,6 +86,7 @@ def test_bad_fimi_file_error(tmp_path):
     assert r.exit_code == 2 and "negative item id" in r.output and "Traceback" not in r.output
 
 
+@pytest.mark.oldest
 def test_console_script_on_local_cluster(tmp_path):
     """The installed entry point, default LocalCluster, progress on stderr, JSON on stdout: the
     demo releases a table and distorted baskets and mines them."""
@@ -125,6 +126,7 @@ def test_console_script_on_local_cluster(tmp_path):
         assert not list((out / name).glob("_report*")), "no report inside a release folder"
 
 
+@pytest.mark.oldest
 def test_demo_text_is_one_screen(tmp_path):
     r = run("demo", "--rows", "10000", "--out", str(tmp_path / "d"))
     lines = r.stdout.splitlines()

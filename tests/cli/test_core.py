@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ def ppdm(*args: str, cwd=None) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args,needle,code", [
-    (["--nonsense"], "No such option '--nonsense'", 2),
+    (["--nonsense"], "No such option:? '?--nonsense", 2),  # click 8.2.0 writes "No such option: --nonsense"
     (["info"], "Missing argument 'URL'", 2),
     (["mine", "x.dat"], "Missing option '--min-support'", 2),
     (["samples", "--copy", "nope"], "unknown sample 'nope'", 2),
@@ -29,7 +30,7 @@ def test_errors_are_one_line_with_an_exit_code(args, needle, code):
     r = ppdm(*args)
     assert r.returncode == code, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("ppdm: error: ") and needle in lines[0], r.stderr
+    assert len(lines) == 1 and lines[0].startswith("ppdm: error: ") and re.search(needle, lines[0]), r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
 
 

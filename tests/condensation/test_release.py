@@ -21,6 +21,8 @@ from ppdm_dask.random import Key
 from ppdm_dask.verification import verify
 from tests.release.helpers import append_rows, data_bytes, flip_byte, forge_part
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 
 def _data(n=600, d=3, seed=0):
     rng = np.random.default_rng(seed)

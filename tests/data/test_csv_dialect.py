@@ -20,6 +20,8 @@ from ppdm_dask.data.formats import read_csv, write_csv
 from ppdm_dask.data.transactions import TransactionArray
 from ppdm_dask.errors import DataFormatError
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 ISSUE_TEXT = b'x,"a,b",c\n"say ""hi""",d\n'
 TRICKY = ["a,b", 'say "hi"', " lead", "trail ", " both ", "\ttab", "semi;colon", "ünï cödé", "日本語", '"', '""', ",",
           'x"y', "a\rb", "plain", "5\" disk, 3'5"]

@@ -12,6 +12,8 @@ from ppdm_dask.data.sources import source_of
 from ppdm_dask.data.tables import parse_dtypes, read_table, sniff_separator
 from ppdm_dask.errors import DataFormatError, DatasetNotFoundError, InvalidParameter
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 TEXT = "name;zip;age;code;flag\nann;02138;34;NA;yes\nbob;01002;;x;no\ncy;00501;71;;true\n"
 
 

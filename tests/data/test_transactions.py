@@ -30,6 +30,8 @@ from ppdm_dask.errors import (
 
 from ..conftest import FIMI_FILES
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 
 def _lines(path):
     with open(path) as fh:

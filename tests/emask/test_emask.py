@@ -79,7 +79,8 @@ def test_inclusion_exclusion_and_three_estimators_agree():
 
 def _random_tx(n_rows=3000, n_items=40, density=0.15, seed=0, nparts=3):
     rng = np.random.default_rng(seed)
-    m = sp.random_array((n_rows, n_items), density=density, format="csr", rng=rng)
+    # random_state=: the keyword of every supported scipy (rng= only from 1.15)
+    m = sp.random_array((n_rows, n_items), density=density, format="csr", random_state=rng)
     m.data[:] = 1
     return TransactionArray.from_scipy(sp.csr_array(m.astype(np.int32)), npartitions=nparts)
 

@@ -20,10 +20,13 @@ from ppdm_dask.random import BLOCK_ROWS
 
 from ..release.helpers import data_bytes, flip_byte, forge_part, manifest_of
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 
 def _sparse_tx(n_rows: int, n_items: int, density: float, seed: int = 0, nparts: int = 1) -> TransactionArray:
     rng = np.random.default_rng(seed)
-    m = sp.random_array((n_rows, n_items), density=density, format="csr", rng=rng)
+    # random_state=: the keyword of every supported scipy (rng= only from 1.15)
+    m = sp.random_array((n_rows, n_items), density=density, format="csr", random_state=rng)
     m.data[:] = 1
     return TransactionArray.from_scipy(sp.csr_array(m.astype(np.int32)), npartitions=nparts)
 

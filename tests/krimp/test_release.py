@@ -21,6 +21,8 @@ from ppdm_dask.krimp.release import PATTERNS_FILE, UNIQUE_COPIES_CHECK, Generate
 
 from ..release.helpers import data_bytes, flip_byte, forge_part, manifest_of
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 
 @pytest.fixture(scope="module")
 def iris(shared_data):

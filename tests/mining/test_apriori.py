@@ -148,7 +148,8 @@ def test_kernels_alone():
     out = K.count_extensions(bits, np.array([[0, 1], [1, 2]]), np.array([0, 1]), np.array([3, 3]))
     assert out.tolist() == [2, 2]
     # many rows: bits across words
-    big = sp.csr_array(sp.random_array((300, 5), density=0.5, format="csr", rng=np.random.default_rng(0)))
+    # random_state=: the keyword of every supported scipy (rng= only from 1.15)
+    big = sp.csr_array(sp.random_array((300, 5), density=0.5, format="csr", random_state=np.random.default_rng(0)))
     big.data[:] = 1
     big = big.astype(np.int32)
     bb = K.build_bitsets(big, np.arange(5))
@@ -234,7 +235,7 @@ def test_support_counter_arbitrary_itemsets():
 
 def test_pair_count_engines_agree_with_chunking_and_sparse_fallback(monkeypatch):
     rng = np.random.default_rng(3)
-    m = sp.random_array((400, 30), density=0.3, format="csr", rng=rng)
+    m = sp.random_array((400, 30), density=0.3, format="csr", random_state=rng)
     m.data[:] = 1
     m = sp.csr_array(m.astype(np.int32))
     items = np.array([0, 2, 3, 7, 11, 12, 19, 25, 29], dtype=np.int32)

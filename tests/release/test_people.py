@@ -22,6 +22,8 @@ from ppdm_dask.data.datasets import list_samples, sample_path
 from ppdm_dask.data.people import ZIPS, generate_people, write_samples
 from tests.release.helpers import data_bytes, forge_part
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 SAMPLES = Path(sample_path("people")).parent
 # A fixed key makes these runs reproducible. On 1,000 rows Spearman's rho between input and
 # output positions has sd ~0.032 under a random order, so about one key in nine gives |rho| >=

@@ -17,6 +17,8 @@ from ppdm_dask.verification import verify
 
 from .helpers import append_rows, data_bytes, flip_byte, manifest_of
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 
 class MinLengthRelease(TransactionRelease):
     """A toy family: every released transaction has at least ``min_len`` items."""

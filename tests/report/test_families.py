@@ -29,6 +29,8 @@ from ppdm_dask.report.html import _show
 from .test_render import check_rendered
 from .test_report import _Links
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 
 def _parquet(folder: Path) -> pd.DataFrame:
     return pd.concat([pq.read_table(f).to_pandas() for f in sorted(folder.glob("part-*.parquet"))], ignore_index=True)

@@ -19,6 +19,8 @@ from ppdm_dask.sketch.release import SketchRelease
 from ppdm_dask.verification import verify
 from tests.release.helpers import append_rows, data_bytes, flip_byte, forge_part, manifest_of
 
+pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
+
 
 def _tx(n=240, d=40, npartitions=4, seed=0, record_ids=False):
     rng = np.random.default_rng(seed)
