@@ -77,6 +77,9 @@ def test_stored_notebook_is_executed_and_clean(path):
     assert not problems(nb), f"{path.name}:\n" + "\n".join(problems(nb))
 
 
+# slow (about six minutes for the seven on two cores): not in the default suite, which stays under
+# fifteen minutes; CI runs them as a step of its own (`python -m pytest -m slow`, .ci/run)
+@pytest.mark.slow
 @pytest.mark.cluster
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_notebook_executes(path, tmp_path, monkeypatch):
