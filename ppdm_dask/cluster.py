@@ -253,6 +253,9 @@ def get_client(
     # owns it: closing the client (or leaving its ``with`` block) closes the cluster too.
     client = distributed.Client(address=None, set_as_default=True, **options)
     if quiet:
+        # the local scheduler runs in this process: its notes on every shuffle's life go to the
+        # command's stderr otherwise
+        logging.getLogger(_SHUFFLE_LOGGER).addFilter(_not_a_shuffle_note)  # idempotent
         try:
             # on the workers that run now and on every worker started later (restarts)
             client.register_plugin(QuietTaskErrors(), name=QuietTaskErrors.name)
@@ -260,6 +263,17 @@ def get_client(
             client.close()
             raise
     return client
+
+
+_SHUFFLE_LOGGER = "distributed.shuffle._scheduler_plugin"
+_SHUFFLE_NOTES = ("Shuffle %s initialized", "Shuffle %s deactivated", "Shuffle %s restarted")
+
+
+def _not_a_shuffle_note(record: logging.LogRecord) -> bool:
+    """Logging filter: false for the scheduler's notes on a shuffle's life (distributed logs each
+    P2P shuffle started, retried or finished as a WARNING): routine, not news for the user; the
+    outcome of a failed shuffle reaches the client as the task's exception."""
+    return not (isinstance(record.msg, str) and record.msg.startswith(_SHUFFLE_NOTES))
 
 
 def _not_a_task_failure(record: logging.LogRecord) -> bool:

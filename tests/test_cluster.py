@@ -101,6 +101,37 @@ def test_quiet_local_cluster_keeps_task_failures_off_stderr(capfd: pytest.Captur
     assert "Compute Failed" not in err and "bad input in task" not in err, err
 
 
+
+@pytest.mark.cluster
+def test_quiet_local_cluster_keeps_shuffle_notes_off_stderr(caplog: pytest.LogCaptureFixture) -> None:
+    """get_client(quiet=True): the in-process scheduler's WARNING notes on each P2P shuffle's life
+    ("Shuffle ... initialized by task ...", "... deactivated ...") are not logged (they reached the
+    stderr of `ppdm verify --original` on a table); without the filter the same shuffle logs them."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from ppdm_dask.cluster import _SHUFFLE_LOGGER, _not_a_shuffle_note, close_client
+
+    df = dd.from_pandas(pd.DataFrame({"x": np.arange(200) % 7, "y": np.arange(200)}), npartitions=4)
+
+    def shuffle_notes() -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=_SHUFFLE_LOGGER):
+            assert len(df.shuffle("x", shuffle_method="p2p").compute()) == 200
+        return [r.getMessage() for r in caplog.records if r.name == _SHUFFLE_LOGGER]
+
+    client = get_client(n_workers=2, quiet=True)
+    shuffle_logger = logging.getLogger(_SHUFFLE_LOGGER)
+    try:
+        assert shuffle_notes() == []
+        shuffle_logger.removeFilter(_not_a_shuffle_note)
+        try:
+            assert any(m.startswith("Shuffle") for m in shuffle_notes())  # the control: the filter is what keeps them out
+        finally:
+            shuffle_logger.addFilter(_not_a_shuffle_note)
+    finally:
+        close_client(client, quiet=True)
+
 def test_closing_clusters_leak_no_info_lines() -> None:
     """The cause of the flaky progress test: clusters that close (a test's own, or one that
     overlaps another: the first to close restores distributed's stderr handler to INFO while
