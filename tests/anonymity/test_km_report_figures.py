@@ -3,7 +3,6 @@ brute force on the original), unique baskets, itemset utility, and BMS-WebView-1
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from itertools import combinations
 
@@ -64,10 +63,8 @@ def test_km_figures_bms_webview(shared_data):
     sample = [r for r in full.to_lists()[:6000] if len(r) <= 40][:4000]
     tx = TransactionArray.from_lists(sample).repartition(npartitions=2)
     k, m = 5, 2
-    t0 = time.perf_counter()
     rel = KmAnonymizer(k=k, m=m, fan_out=8).fit_transform(tx)
     figs = rel.report_figures(tx)
-    assert time.perf_counter() - t0 < 60
     by_id = {i.id: i for i in (*figs.risk, *figs.utility)}
     assert by_id["km_audit_release"].series[0].y == [0, 0]
     assert _brute_curve(rel.data.to_lists(), k, m) == [0, 0]

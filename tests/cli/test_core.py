@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -42,7 +41,6 @@ def test_success_exit_code_and_sample_copy(tmp_path):
 def test_existing_output_refused_before_any_work(tmp_path):
     out = tmp_path / "q"
     out.mkdir()
-    t0 = time.perf_counter()
     r = ppdm("generate", "quest", "T10.I4.D2M.N1K", str(out))  # minutes of work if it started
     assert r.returncode == 2 and "already exists (--overwrite)" in r.stderr
-    assert time.perf_counter() - t0 < 60
+    assert not any(out.iterdir())  # nothing written: the refusal came first

@@ -327,10 +327,8 @@ def test_bad_key_file_is_refused_before_any_work(capsys, tmp_path):
     """The key file is read before the job's scheduler starts (no cluster for nothing)."""
     key = tmp_path / "random.key"
     key.write_bytes(b"\x80" * 16)
-    t0 = time.perf_counter()
     _one_error_line(*_run(capsys, ["--workers", "1", "--no-progress", "--key-file", str(key),
                                    *[a.format(out=str(tmp_path / "out")) for a in DISTORT]]), "--key-file")
-    assert time.perf_counter() - t0 < 20
     from ppdm_dask.cluster import current_client
 
     assert current_client() is None

@@ -4,7 +4,6 @@ library function, reconstructed itemset supports against a brute-force closed fo
 from __future__ import annotations
 
 import math
-import time
 from functools import partial
 from collections import Counter
 from itertools import combinations
@@ -132,10 +131,8 @@ def test_t10i4d100k(shared_data):
     rows = full.to_lists()[:8000]  # a sample: keeps the test well under 20 s
     tx = TransactionArray.from_lists(rows).repartition(npartitions=2)
     p, q = 0.5, 0.99
-    t0 = time.perf_counter()
     rel = _release(tx, p, q)
     figs = rel.report_figures(tx)
-    assert time.perf_counter() - t0 < 60
     by_id = {i.id: i for i in (*figs.risk, *figs.utility)}
     assert by_id["ldp_epsilon_item"].value == pytest.approx(math.log(max(p / (1 - q), (1 - q) / p, (1 - p) / q, q / (1 - p))))
     # σ and ρ against F mined by pyfim on the original and R read off the scatter
