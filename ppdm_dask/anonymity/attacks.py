@@ -165,7 +165,8 @@ def intersection_attack(a: pd.DataFrame, b: pd.DataFrame, targets: pd.DataFrame,
     if as_is is None:
         as_is = [c for c in a.columns if c not in qi and c in b.columns]
     as_is = [sensitive, *[c for c in as_is if c != sensitive]]
-    link = same_position_equality(a, b, as_is)
+    (va, vb), values = _codes([a, b], as_is)  # once: the linkage and the candidates both read them
+    link = position_linkage(va, vb, lambda x, y: 1.0 if x == y else 0.0)
     lined_up = len(a) == len(b) and link["same"] >= 1.0 and link["ratio"] > LINED_UP_RATIO
     if by == "auto":
         by = "position" if lined_up else "value"
@@ -176,7 +177,6 @@ def intersection_attack(a: pd.DataFrame, b: pd.DataFrame, targets: pd.DataFrame,
 
     ma, ca = class_matches(a, targets, qi, hierarchies)
     mb, cb = class_matches(b, targets, qi, hierarchies)
-    (va, vb), values = _codes([a, b], as_is)
     (sens_of,), sens_values = _codes([values], [sensitive])
     n_val, n_sens = len(values), len(sens_values)
     if by == "position":  # cells: the (class in a, class in b) pairs of the positions

@@ -449,12 +449,11 @@ class AnonymizedRelease(TableRelease):
 
         if fs is not None:
             got = U.frequency_counts(fs, qi)
-        if dropped is None:
-            sizes = got[0]
-            n_orig = int((np.asarray(sizes.index, dtype=np.int64) * sizes.to_numpy(dtype=np.int64)).sum())
-            dropped = max(0, n_orig - int(counts[_COUNT].sum()))
         freq = R.size_frequencies(got[0])
-        items = _risk_items(R.risk_summary(freq, threshold), R.size_histogram(freq), threshold, "original", False)
+        orig_risk = R.risk_summary(freq, threshold)
+        if dropped is None:  # the original's rows (its risk summary counts them) less the released ones
+            dropped = max(0, orig_risk["n_records"] - int(counts[_COUNT].sum()))
+        items = _risk_items(orig_risk, R.size_histogram(freq), threshold, "original", False)
         numeric = {a: pd.api.types.is_numeric_dtype(orig[a].dtype) and not pd.api.types.is_bool_dtype(orig[a].dtype) for a in qi}
         domains = {a: U.domain_of(a, vc, numeric[a]) for a, vc in zip(qi, got[1:])}
         tables = {a: U.label_table(pd.unique(counts[a].astype(str)), domains[a], hierarchies.get(a)) for a in qi}

@@ -224,7 +224,8 @@ def kind_of_text(head: bytes | str, *, complete: bool = True) -> InputKind:
                 return InputKind("table", why)
     rows = _split(lines, ",") or _split(lines, None)
     lengths = {len(r) for r in rows}
-    first_like_header = all(_column_like(c) for c in rows[0]) and not any(c in {x for r in rows[1:] for x in r} for c in rows[0])
+    below = {x for r in rows[1:] for x in r}
+    first_like_header = all(_column_like(c) for c in rows[0]) and not any(c in below for c in rows[0])
     if len(rows) > 1 and len(lengths) > 1 and not first_like_header:
         return InputKind("baskets", f"lines of {min(lengths)} to {max(lengths)} items separated by ',' and no header row")
     return UNKNOWN

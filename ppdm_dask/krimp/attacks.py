@@ -158,7 +158,8 @@ def membership_inference(original: Any, fit_generate: Callable[[Any], Any], key:
     compute_kwargs.setdefault("progress", False)
     csr = original.compute(**compute_kwargs)
     labels = np.asarray(original.vocabulary.labels)
-    rows = [labels[csr.indices[csr.indptr[i]:csr.indptr[i + 1]]].tolist() for i in range(n)]
+    vals = labels[csr.indices].tolist()  # one conversion, then slices (TransactionArray.to_lists without a second compute)
+    rows = [vals[csr.indptr[i]:csr.indptr[i + 1]] for i in range(n)]
     perm = key.generator(Tag.EVALUATION_SPLIT, 0).permutation(n)
     hold, train = perm[:n_hold], perm[n_hold:]
     members = TransactionArray.from_lists([rows[i] for i in np.sort(train)])

@@ -354,9 +354,10 @@ class GeneratedRelease(TransactionRelease):
                               "comparison need the original data")
             return figs
         figs += self._reproduction_figures(original, ckw)
-        figs += self._mia_figures(original, ckw)
+        fits = self._fits_in_memory(original, ckw)  # one count for both in-memory experiments
+        figs += self._mia_figures(original, ckw, fits)
         figs += self._pattern_figures(original, ckw)
-        figs += self._ds_figures(original, ckw)
+        figs += self._ds_figures(original, ckw, fits)
         ms = self.parameters.get("min_support")
         threshold = utility_threshold(original.n_transactions, ms if isinstance(ms, int) else None, self.report_min_support)
         figs += utility_figures(original, self.data, threshold, max_length=self.report_max_length, **ckw)
@@ -425,7 +426,7 @@ class GeneratedRelease(TransactionRelease):
         rid = ((self.manifest or {}).get("release") or {}).get("id")
         return Key(int(rid, 16)) if rid else Key.generate()
 
-    def _mia_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
+    def _mia_figures(self, original: Any, ckw: dict[str, Any], fits: bool) -> Figures:
         from ..errors import PPDMError
         from .attacks import membership_inference
         from .generator import KrimpGenerator
@@ -433,7 +434,7 @@ class GeneratedRelease(TransactionRelease):
         ms = self.parameters.get("min_support")
         if not isinstance(ms, int) or not self._domains():
             return Figures(notes=["membership inference skipped: the release records no integer min_support or no domains"])
-        if not self._fits_in_memory(original, ckw):
+        if not fits:
             return Figures(notes=[f"membership inference skipped: more than {self.report_ds_max_nnz:,} item occurrences "
                                   "(it fits KRIMP again in memory)"])
         p = self.parameters
@@ -463,7 +464,7 @@ class GeneratedRelease(TransactionRelease):
                  f"{res['exact_match_advantage']:+.3f} ({res['member_copies']} member copies, {res['holdout_copies']} hold-out "
                  "copies); 0 = no better than chance")])
 
-    def _ds_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
+    def _ds_figures(self, original: Any, ckw: dict[str, Any], fits: bool) -> Figures:
         from ..errors import PPDMError
         from .codetable import CodeTable
         from .scores import ds_from_tables
@@ -473,7 +474,7 @@ class GeneratedRelease(TransactionRelease):
         ms = self.parameters.get("min_support")
         if not isinstance(ms, int):
             return Figures(notes=["DS skipped: the release records no integer min_support"])
-        if not self._fits_in_memory(original, ckw):
+        if not fits:
             return Figures(notes=[f"DS skipped: more than {self.report_ds_max_nnz:,} item occurrences (KRIMP on the generated rows "
                                   "runs in memory)"])
         try:

@@ -55,12 +55,12 @@ def _is_star(col: pd.Series) -> np.ndarray:
     return np.asarray((col == "*").fillna(False), dtype=bool)
 
 
-def _finish(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> tuple[pd.DataFrame, int]:
+def _finish(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> pd.DataFrame:
+    """The released rows of ``block``: suppressed rows left out unless they are kept."""
+    if keep_suppressed:
+        return block
     sup = _suppressed(block, qi)
-    n_sup = int(sup.sum())
-    if n_sup and not keep_suppressed:
-        block = block[~sup].reset_index(drop=True)
-    return block, n_sup
+    return block[~sup].reset_index(drop=True) if sup.any() else block
 
 
 def _encode(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> tuple[pa.Table, dict[str, Any]]:
@@ -68,7 +68,7 @@ def _encode(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> 
     rows left out (not counted: how many of a known group of people were suppressed is a figure
     of the original), pandas ``attrs`` cleared (they would travel in the file's schema metadata:
     whatever a caller attached to the input frame is not the release's)."""
-    block, _ = _finish(block, qi, keep_suppressed)
+    block = _finish(block, qi, keep_suppressed)
     if block.attrs:
         block = block.copy(deep=False)
         block.attrs = {}
@@ -132,7 +132,7 @@ class TableRelease(Release):
         rows = 0
         for i, b in enumerate(blocks):
             (block,) = compute(b)
-            block, _ = _finish(block, self.qi, self.keep_suppressed)
+            block = _finish(block, self.qi, self.keep_suppressed)
             fh.write(block.to_csv(index=False, header=(i == 0), lineterminator="\n").encode("utf-8"))
             rows += len(block)
         return {"rows": rows, "columns": [str(c) for c in self.data.columns], "n_records": rows}
