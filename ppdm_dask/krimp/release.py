@@ -70,9 +70,7 @@ def allowed_overrides(allow_weak: Any) -> tuple[str, ...]:
     sequence of names those (each one of :data:`OVERRIDABLE`)."""
     from ..release.base import overrides_for
 
-    if allow_weak is True:
-        return FLOORS
-    return overrides_for(allow_weak, OVERRIDABLE)
+    return overrides_for(allow_weak, OVERRIDABLE, named_only=(UNIQUE_COPIES,))
 
 
 def unique_copies_parameter(allowed: bool) -> str:
@@ -123,6 +121,7 @@ class GeneratedRelease(TransactionRelease):
     their first draw copied a unique original record."""
 
     family: ClassVar[str] = "krimp"
+    NAMED_ONLY_FLOORS: ClassVar[tuple[str, ...]] = (UNIQUE_COPIES,)
     #: the k^m audit of the report: k and the largest m
     report_audit_k: ClassVar[int] = 5
     report_audit_m: ClassVar[int] = 2

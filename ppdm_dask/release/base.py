@@ -53,14 +53,14 @@ REPORT_FILES = ("_report.json", "_report.html", "_report-external.json", "_repor
 INTERNAL_REPORT_FILES = ("_report.json", "_report.html")
 
 
-def overrides_for(allow_weak: Any, floor_names: Sequence[str]) -> tuple[str, ...]:
+def overrides_for(allow_weak: Any, floor_names: Sequence[str], named_only: Sequence[str] = ()) -> tuple[str, ...]:
     """The privacy floors an estimator's ``allow_weak`` overrides: ``True`` every floor of
-    ``floor_names``, ``False`` / ``None`` none, a name or a sequence of names those (each must be
-    one of ``floor_names``)."""
+    ``floor_names`` but those of ``named_only`` (lifted only when named), ``False`` / ``None``
+    none, a name or a sequence of names those (each must be one of ``floor_names``)."""
     from ..errors import InvalidParameter
 
     if allow_weak is True:
-        return tuple(floor_names)
+        return tuple(n for n in floor_names if n not in named_only)
     if not allow_weak:
         return ()
     names = (allow_weak,) if isinstance(allow_weak, str) else tuple(str(a) for a in allow_weak)
@@ -151,6 +151,8 @@ class Release(abc.ABC):
     #: Share of the workers' memory that the release may take in flight (the keyed shuffle holds
     #: all of it at once); beyond it, the shuffle is staged through files (see ``order``).
     SHUFFLE_MEMORY_SHARE: ClassVar[float] = 0.25
+    #: family hook: floors that ``allow_weak=True`` does not lift (each must be named)
+    NAMED_ONLY_FLOORS: ClassVar[tuple[str, ...]] = ()
 
     registry: ClassVar[dict[str, type["Release"]]] = {}
 
@@ -282,7 +284,7 @@ class Release(abc.ABC):
         """Record as overrides the failing floors that ``allow_weak`` covers (see
         :func:`overrides_for`), then :meth:`check_floors`; returns the overrides."""
         floors = self.floor_checks()
-        allowed = overrides_for(allow_weak, [c.name for c in floors])
+        allowed = overrides_for(allow_weak, [c.name for c in floors], self.NAMED_ONLY_FLOORS)
         self.overrides = tuple(c.name for c in floors if not c.ok and c.name in allowed)
         self.check_floors()
         return self.overrides
