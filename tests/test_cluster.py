@@ -103,34 +103,44 @@ def test_quiet_local_cluster_keeps_task_failures_off_stderr(capfd: pytest.Captur
 
 
 @pytest.mark.cluster
-def test_quiet_local_cluster_keeps_shuffle_notes_off_stderr(caplog: pytest.LogCaptureFixture) -> None:
+def test_quiet_local_cluster_keeps_shuffle_notes_off_stderr() -> None:
     """get_client(quiet=True): the in-process scheduler's WARNING notes on each P2P shuffle's life
-    ("Shuffle ... initialized by task ...", "... deactivated ...") are not logged (they reached the
-    stderr of `ppdm verify --original` on a table); without the filter the same shuffle logs them."""
+    ("Shuffle ... initialized by task ...", "... deactivated ...", which reached the stderr of
+    `ppdm verify --original` on a table) are filtered on their logger; its other warnings are not."""
     import dask.dataframe as dd
     import pandas as pd
 
     from ppdm_dask.cluster import _SHUFFLE_LOGGER, _not_a_shuffle_note, close_client
 
-    df = dd.from_pandas(pd.DataFrame({"x": np.arange(200) % 7, "y": np.arange(200)}), npartitions=4)
+    def record(msg: str, *args: Any) -> logging.LogRecord:  # as distributed logs them
+        return logging.LogRecord(_SHUFFLE_LOGGER, logging.WARNING, __file__, 0, msg, args, None)
 
-    def shuffle_notes() -> list[str]:
-        caplog.clear()
-        with caplog.at_level(logging.WARNING, logger=_SHUFFLE_LOGGER):
-            assert len(df.shuffle("x", shuffle_method="p2p").compute()) == 200
-        return [r.getMessage() for r in caplog.records if r.name == _SHUFFLE_LOGGER]
+    assert not _not_a_shuffle_note(record("Shuffle %s initialized by task %r executed on worker %s", "ab", ("t", 0), "tcp://w"))
+    assert not _not_a_shuffle_note(record("Shuffle %s deactivated due to stimulus '%s'", "ab", "task-finished"))
+    assert not _not_a_shuffle_note(record("Shuffle %s restarted due to stimulus '%s", "ab", "s"))
+    assert _not_a_shuffle_note(record("Shuffle %s failed: %s", "ab", "out of disk"))
 
-    client = get_client(n_workers=2, quiet=True)
+    class Collect(logging.Handler):
+        def emit(self, rec: logging.LogRecord) -> None:
+            notes.append(rec.getMessage())
+
+    notes: list[str] = []
+    # a handler on the logger itself, at WARNING whatever an earlier test in this process left
     shuffle_logger = logging.getLogger(_SHUFFLE_LOGGER)
+    handler, level = Collect(logging.WARNING), shuffle_logger.level
+    shuffle_logger.setLevel(logging.WARNING)
+    shuffle_logger.addHandler(handler)
+    client = get_client(n_workers=2, quiet=True)
     try:
-        assert shuffle_notes() == []
-        shuffle_logger.removeFilter(_not_a_shuffle_note)
-        try:
-            assert any(m.startswith("Shuffle") for m in shuffle_notes())  # the control: the filter is what keeps them out
-        finally:
-            shuffle_logger.addFilter(_not_a_shuffle_note)
+        assert _not_a_shuffle_note in shuffle_logger.filters
+        df = dd.from_pandas(pd.DataFrame({"x": np.arange(200) % 7, "y": np.arange(200)}), npartitions=4)
+        assert len(df.shuffle("x", shuffle_method="p2p").compute()) == 200
+        assert not [m for m in notes if m.startswith("Shuffle")], notes
     finally:
         close_client(client, quiet=True)
+        shuffle_logger.removeHandler(handler)
+        shuffle_logger.setLevel(level)
+
 
 def test_closing_clusters_leak_no_info_lines() -> None:
     """The cause of the flaky progress test: clusters that close (a test's own, or one that
