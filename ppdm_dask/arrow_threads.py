@@ -4,8 +4,10 @@ Arrow finishes a read on its own threads after the Python call that made it has 
 last references to the buffers it read from a Python file object (``PyBuffer``) are dropped
 there, which takes the GIL. When the interpreter starts to finalize in between, CPython ends
 such a thread inside a C++ destructor and the process aborts ("terminate called without an
-active exception", exit status 134) — seen after ``ppdm`` printed its error line. The command
-line registers :func:`settle_arrow_threads` as an exit handler (:func:`register_exit_wait`).
+active exception", exit status 134) — seen after ``ppdm`` printed its error line, and after a
+script that wrote and read back Parquet. Importing the package registers
+:func:`settle_arrow_threads` as an exit handler (:func:`register_exit_wait`); the command line
+calls it too (once per process either way).
 """
 
 from __future__ import annotations

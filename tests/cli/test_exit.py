@@ -164,6 +164,13 @@ def test_main_waits_for_arrow_at_exit(monkeypatch):
     assert registered == [settle_arrow_threads]
 
 
+def test_importing_the_package_registers_the_wait_at_exit():
+    """A script that only imports the library (no ``main``) waits for Arrow's threads at exit too."""
+    code = "import ppdm_dask, ppdm_dask.arrow_threads as a; print(a._REGISTERED == [a.settle_arrow_threads])"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "True", r.stdout + r.stderr
+
+
 def _ppdm(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(_ppdm_cmd() + list(args), capture_output=True, text=True, timeout=timeout)
 
