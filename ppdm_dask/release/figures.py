@@ -25,7 +25,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-__all__ = ["Value", "Series", "Plot", "Table", "Figures", "histogram", "ABOUT", "PLOT_KINDS"]
+__all__ = ["Value", "Series", "Plot", "Table", "Text", "Attack", "Figures", "histogram", "ABOUT", "PLOT_KINDS"]
 
 ABOUT = ("release", "original", "comparison")
 #: ``bar``: categories against values; ``line`` / ``step``: x against y, one line per series;
@@ -69,13 +69,20 @@ class Value:
     about: About = "release"
     unit: str | None = None
     note: str = ""
+    #: a single-number comparison score (an aggregate such as a quality score or an accuracy,
+    #: never a count of the original) that the external report may show beside the release's
+    #: own figures
+    score: bool = False
 
     def __post_init__(self) -> None:
         _check_about(self.about)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "value", "id": self.id, "label": self.label, "value": plain(self.value), "about": self.about,
-                "unit": self.unit, "note": self.note}
+        out = {"type": "value", "id": self.id, "label": self.label, "value": plain(self.value), "about": self.about,
+               "unit": self.unit, "note": self.note}
+        if self.score:
+            out["score"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -145,23 +152,129 @@ class Table:
                 "rows": [plain(list(r)) for r in self.rows], "about": self.about, "note": self.note}
 
 
-Item = Value | Plot | Table
+@dataclass(frozen=True)
+class Text:
+    """A paragraph of the report (words with this release's numbers in them)."""
+
+    id: str
+    text: str
+    about: About = "release"
+
+    def __post_init__(self) -> None:
+        _check_about(self.about)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "text", "id": self.id, "text": self.text, "about": self.about}
+
+
+@dataclass(frozen=True)
+class Attack:
+    """One attack of the threat model (``docs/threat-model.md``), run on this release.
+
+    ``success`` is what the attacker achieves with the release, ``baseline`` what the same
+    attacker achieves without it (a guess from public base rates, or chance); the risk is the
+    ``advantage``, success - baseline, and the report's summary names the attacks whose
+    advantage exceeds ``threshold`` (``flagged``). Both are on the scale ``measure`` says
+    (a share in [0, 1] unless ``unit`` says otherwise).
+
+    Attributes
+    ----------
+    id : str
+        Stable id (``attack_attribute_inference`` ...).
+    name : str
+        The attack, in words ("attribute inference from homogeneous classes").
+    success, baseline, threshold : float
+    measure : str
+        What success counts ("share of records whose salary is guessed right").
+    about : {"release", "original", "comparison"}
+        ``release``: run on the released data alone; ``comparison``: needs the original.
+    found : str
+        What was found, with numbers and names (e.g. the homogeneous classes).
+    test : str
+        The test that bounds this attack on every change (``tests/...::test_...``).
+    unit : str, optional
+        ``None``: shares, shown as percentages.
+    """
+
+    id: str
+    name: str
+    success: float
+    baseline: float
+    threshold: float
+    measure: str
+    about: About = "release"
+    found: str = ""
+    test: str = ""
+    unit: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_about(self.about)
+
+    @property
+    def advantage(self) -> float:
+        return float(self.success) - float(self.baseline)
+
+    @property
+    def flagged(self) -> bool:
+        return self.advantage > float(self.threshold) + 1e-12
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "attack", "id": self.id, "name": self.name, "success": plain(float(self.success)),
+                "baseline": plain(float(self.baseline)), "advantage": plain(self.advantage),
+                "threshold": plain(float(self.threshold)), "flagged": self.flagged, "measure": self.measure,
+                "about": self.about, "found": self.found, "test": self.test, "unit": self.unit}
+
+
+Item = Value | Plot | Table | Text
 
 
 @dataclass
 class Figures:
-    """The risk and the utility figures of a release (see the module docstring)."""
+    """The figures of a release's report (see the module docstring).
+
+    Attributes
+    ----------
+    risk, utility : list
+        The risk figures and the utility figures (:class:`Value`, :class:`Plot`,
+        :class:`Table`, :class:`Text`).
+    notes : list of str
+        Sentences for the reader (e.g. "utility needs --original").
+    guarantee : str
+        The guarantee in plain words with this release's parameters and figures (the summary
+        box's first sentence).
+    protects : str
+        What the guarantee protects against, and what it does not.
+    learn : list
+        "What an attacker can still learn": this release's figures translated into what they
+        let an attacker do (items as for ``risk``).
+    attacks : list of Attack
+        The threat model's attacks run on the release (and the original when given).
+    headline : list of str
+        Ids of the (up to three) utility values the summary box shows.
+    warnings : list of str
+        Risks found that are not attacks (e.g. a sensitive column published without any
+        attribute-disclosure model); the summary names them and they make it amber.
+    """
 
     risk: list[Item] = field(default_factory=list)
     utility: list[Item] = field(default_factory=list)
-    #: sentences for the reader (e.g. "utility needs --original")
     notes: list[str] = field(default_factory=list)
+    guarantee: str = ""
+    protects: str = ""
+    learn: list[Item] = field(default_factory=list)
+    attacks: list[Attack] = field(default_factory=list)
+    headline: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def __add__(self, other: "Figures") -> "Figures":
-        return Figures(self.risk + other.risk, self.utility + other.utility, self.notes + other.notes)
+        join = lambda a, b: " ".join(t for t in (a, b) if t)  # noqa: E731
+        return Figures(self.risk + other.risk, self.utility + other.utility, self.notes + other.notes,
+                       join(self.guarantee, other.guarantee), join(self.protects, other.protects),
+                       self.learn + other.learn, self.attacks + other.attacks, self.headline + other.headline,
+                       self.warnings + other.warnings)
 
     def ids(self) -> list[str]:
-        return [i.id for i in (*self.risk, *self.utility)]
+        return [i.id for i in (*self.risk, *self.utility, *self.learn, *self.attacks)]
 
 
 def histogram(values: Any, bins: Any = "auto", *, integer: bool = False) -> tuple[list[float], list[int]]:
