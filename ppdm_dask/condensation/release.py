@@ -362,12 +362,15 @@ class CondensedRelease(TableRelease):
         statistics withheld) and, with ``original`` (a table, an array, ``(X, levels)`` or a
         URL), how close the pseudo-records come to the originals, the membership-inference
         advantage and the utility figures (covariance compatibility, 1-NN accuracy); see
-        :mod:`.report_figures`."""
+        :mod:`.report_figures`. The summary's guarantee, what an attacker can still learn and
+        the threat model's attacks come from :mod:`.threat`."""
         from .report_figures import condensed_report_figures
+        from .threat import summary_figures
 
         if isinstance(original, str):
             original = type(self).read_original(original)
-        return condensed_report_figures(self, original, **compute_kwargs)
+        fig = condensed_report_figures(self, original, **compute_kwargs)
+        return fig + summary_figures(self, fig, original, **compute_kwargs)
 
     # ------------------------------------------------------------------ checks
     def floor_checks(self) -> list[Check]:

@@ -161,6 +161,10 @@ def closeness_figures(rel: "CondensedRelease", X: Any, **ckw: Any) -> list[Any]:
               note=f"{near.original_nn.size:,} original records measured"),
         Value("dcr_ratio_p5", "5th percentiles: distance to closest original / originals' nearest-neighbour distance", ratio,
               about="comparison", note="below 1: the pseudo-data come closer to the originals than the originals come to each other"),
+        # fresh records of the population fall below the originals' own 5th percentile about 5 % of the time
+        Value("dcr_below_original_p5", "Pseudo-records closer to an original than the originals' 5th-percentile "
+              "nearest-neighbour distance", 100.0 * float(np.mean(near.dcr < nn5)), about="comparison", unit="%",
+              note=note + "; fresh records of the same population: about 5 %"),
         Plot("dcr_histogram", "Distance to the closest original against the originals' nearest-neighbour distances", "histogram",
              [Series("pseudo-record to closest original", edges.tolist(), dcr_counts.tolist()),
               Series("original to nearest other original", edges.tolist(), nn_counts.tolist())],
