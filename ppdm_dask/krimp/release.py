@@ -342,6 +342,7 @@ class GeneratedRelease(TransactionRelease):
         """
         from ..metrics.report_figures import (audit_figures, compute_options, unique_basket_figures, utility_figures,
                                               utility_threshold)
+        from .threat import summary_figures
 
         if isinstance(original, str):
             original = type(self).read_original(original)
@@ -351,7 +352,7 @@ class GeneratedRelease(TransactionRelease):
         if original is None:
             figs.notes.append("NAS, the unique copies, membership inference, the pattern comparison, DS and the itemset "
                               "comparison need the original data")
-            return figs
+            return figs + summary_figures(self, figs, None)
         figs += self._reproduction_figures(original, ckw)
         fits = self._fits_in_memory(original, ckw)  # one count for both in-memory experiments
         figs += self._mia_figures(original, ckw, fits)
@@ -360,7 +361,7 @@ class GeneratedRelease(TransactionRelease):
         ms = self.parameters.get("min_support")
         threshold = utility_threshold(original.n_transactions, ms if isinstance(ms, int) else None, self.report_min_support)
         figs += utility_figures(original, self.data, threshold, max_length=self.report_max_length, **ckw)
-        return figs
+        return figs + summary_figures(self, figs, original, **ckw)
 
     def _pattern_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
         from ..metrics.release_utility import exact_supports
@@ -400,6 +401,17 @@ class GeneratedRelease(TransactionRelease):
                   about="comparison", unit="rows",
                   note=f"{rows['unique_copied']:,} of the original's {rows['unique_records']:,} unique records appear verbatim; "
                        f"rule: {self.parameters.get('unique_copies')}"),
+            Value("unique_records_copied", "unique original records that appear verbatim among the generated rows",
+                  100.0 * rows["unique_copied"] / max(1, rows["unique_records"]), about="comparison", unit="%",
+                  note=f"{rows['unique_copied']:,} of {rows['unique_records']:,}"),
+            Value("rows_copying_records", "generated rows equal to an original record",
+                  100.0 * rows["rows_copying"] / max(1, rows["rows"]), about="comparison", unit="%",
+                  note=f"{rows['rows_copying']:,} of {rows['rows']:,} rows"),
+            # what a record of the population outside the original does: equal another record as often as
+            # the original's records equal one another
+            Value("records_shared", "original records equal to another original record",
+                  100.0 * (rows["records"] - rows["unique_records"]) / max(1, rows["records"]), about="original", unit="%",
+                  note=f"{rows['records'] - rows['unique_records']:,} of {rows['records']:,} records"),
         ]
         counts = self.redraw_counts(**ckw)
         if counts is not None:
@@ -453,6 +465,9 @@ class GeneratedRelease(TransactionRelease):
         except (PPDMError, ValueError) as exc:
             return Figures(notes=[f"membership inference skipped: {exc}"])
         rule = "none" if res["rule"] is None else res["rule"].replace(" t", f" {res['threshold']:g}")
+        chance = Value("membership_chance", "membership-inference advantage by chance (labels shuffled)",
+                       res["chance_advantage"], about="comparison",
+                       note=f"{res['members']:,} members and {res['holdout']:,} hold-out records, 20 shuffles")
         return Figures(risk=[Value(
             "membership_advantage", "membership-inference advantage |TPR - FPR| (distance to the closest generated row)",
             res["advantage"], about="comparison",
@@ -461,7 +476,7 @@ class GeneratedRelease(TransactionRelease):
                  f"{res['members']:,} members against {res['holdout']:,} hold-out records, scored by the Hamming distance to the "
                  f"closest generated row; best rule: {rule} (TPR {res['tpr']:.3f}, FPR {res['fpr']:.3f}); exact match alone: "
                  f"{res['exact_match_advantage']:+.3f} ({res['member_copies']} member copies, {res['holdout_copies']} hold-out "
-                 "copies); 0 = no better than chance")])
+                 "copies); 0 = no better than chance"), chance])
 
     def _ds_figures(self, original: Any, ckw: dict[str, Any], fits: bool) -> Figures:
         from ..errors import PPDMError
@@ -493,7 +508,8 @@ def row_comparison(released: Any, original: Any, **compute_kwargs: Any) -> dict[
     """The released rows against the original's records, from one pass over each (row
     fingerprints counted, :mod:`.uniques`): NAS, records and distinct records reproduced, and
     the released rows equal to a record unique in the original (``unique_copy_rows``), the
-    unique records they copy (``unique_copied``) of ``unique_records``."""
+    unique records they copy (``unique_copied``) of ``unique_records``, and the released
+    rows (``rows``) and those equal to any original record (``rows_copying``)."""
     from ..progress import compute
     from .scores import _fingerprint_counts_lazy
     from .uniques import in_sorted
@@ -511,4 +527,5 @@ def row_comparison(released: Any, original: Any, **compute_kwargs: Any) -> dict[
             "records": int(co.sum()), "records_reproduced": int(np.sum(co[present])),
             "distinct": int(fo.shape[0]), "distinct_reproduced": int(present.sum()),
             "unique_records": int(uniques.shape[0]), "unique_copied": int(copying.sum()),
-            "unique_copy_rows": int(np.sum(cp[copying]))}
+            "unique_copy_rows": int(np.sum(cp[copying])),
+            "rows": int(cp.sum()), "rows_copying": int(np.sum(cp[in_sorted(fo, fp)]))}
