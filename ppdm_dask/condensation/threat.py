@@ -99,8 +99,9 @@ def reconstruction_attack(rel: "CondensedRelease", X: Any = None, **ckw: Any) ->
         scatter = Sc - Fs[:, :, None] * Fs[:, None, :] / np.maximum(sn, 1)[:, None, None]
         flat = np.abs(scatter).reshape(G, -1).max(axis=1) <= 1e-9 * np.maximum(1.0, np.abs(Sc).reshape(G, -1).max(axis=1))
         pick = (sn <= 2) | flat
-        rec = solve_groups(sn[pick], Fs[pick], Sc[pick])
-        rebuilt, solved = rec.records, int(rec.records.shape[0])
+        if pick.any():
+            rec = solve_groups(sn[pick], Fs[pick], Sc[pick])
+            rebuilt, solved = rec.records, int(rec.records.shape[0])
         ones -= min(ones, int(np.count_nonzero(sn == 1)))  # groups of one with statistics: counted once
     determined = solved + ones
     found = (f"{determined:,} of {N:,} records determined by the public files: {ones:,} in groups of one record "
