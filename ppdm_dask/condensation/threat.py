@@ -8,8 +8,8 @@ Most attacks turn figures the report already measured into attack results (no se
     Records rebuilt from the public files alone: every record of a group of one (its
     pseudo-record is the record) and the members of the groups the published statistics
     determine (:func:`.attacks.solve_groups`: groups of two, groups without spread). With the
-    original, the rebuilt records that equal an original record are counted too. Baseline 0,
-    threshold 0.
+    original, the rebuilt records that equal an original record are counted in the comparison
+    figure ``records_recovered``. Baseline 0, threshold 0.
 ``attack_copies`` (comparison)
     Share of pseudo-records equal to an original record that no other original shares
     (``pseudo_copies``). Baseline 0, threshold 0.
@@ -77,10 +77,11 @@ def _percent(x: float) -> str:
 
 
 # ---------------------------------------------------------------------- release side
-def reconstruction_attack(rel: "CondensedRelease", X: Any = None, **ckw: Any) -> Attack:
+def reconstruction_attack(rel: "CondensedRelease", X: Any = None, **ckw: Any) -> tuple[Attack, Value | None]:
     """``attack_reconstruction``: the records the public files determine (see the module
-    docstring); ``X`` (the original, an array or a dask array) to count the rebuilt records that
-    are original records (brought into memory only when some were rebuilt)."""
+    docstring), and with ``X`` (the original, an array or a dask array; brought into memory only
+    when some records were rebuilt) the ``records_recovered`` figure: the rebuilt records equal
+    to an original record (a comparison, kept out of the release-side attack)."""
     from .attacks import records_recovered, solve_groups
 
     n = np.asarray(rel.published.get("n", []), np.int64)
@@ -88,6 +89,7 @@ def reconstruction_attack(rel: "CondensedRelease", X: Any = None, **ckw: Any) ->
     ones = int(np.count_nonzero(n == 1))
     rebuilt = np.zeros((0, rel.d))
     solved = 0
+    recovered = None
     stats = rel.statistics
     if stats is not None and len(stats["n"]):
         sn = np.asarray(stats["n"], np.int64)
@@ -110,13 +112,15 @@ def reconstruction_attack(rel: "CondensedRelease", X: Any = None, **ckw: Any) ->
     if X is not None and rebuilt.shape[0]:
         from ..progress import compute
 
-        X = compute(X, **ckw)[0] if hasattr(X, "dask") else X
-        found += f"; {records_recovered(rebuilt, X):,} of them equal an original record to the last digit"
+        X = compute(X, **ckw)[0] if hasattr(X, "dask") else np.asarray(X, np.float64)
+        recovered = Value("records_recovered", "Records rebuilt from the public files that equal an original record",
+                          records_recovered(rebuilt, X), about="comparison", unit="records",
+                          note=f"of {rebuilt.shape[0]:,} rebuilt; equal to the last digit (relative 1e-9)")
     return Attack("attack_reconstruction", "reconstruction of records from the published group statistics",
                   determined / N if N else 0.0, 0.0, 0.0, "share of records rebuilt exactly from the public files",
                   about="release", found=found,
                   test=f"{_TESTS}::test_reconstruction_attack_by_hand; tests/condensation/test_attacks.py::"
-                       "test_records_rebuilt_from_the_earlier_layout_and_none_at_defaults")
+                       "test_records_rebuilt_from_the_earlier_layout_and_none_at_defaults"), recovered
 
 
 # ---------------------------------------------------------------------- from the measured figures
@@ -256,7 +260,8 @@ def attribute_attack(rel: "CondensedRelease", X: Any, **ckw: Any) -> tuple[Attac
                   float(baseline[j]), float(threshold[j]),
                   f"share of records whose {names[j]} the nearest pseudo-record on the other attributes gives within "
                   f"{ATTRIBUTE_TOLERANCE:g} standard deviations ({tol[j]:.4g}); baseline: the nearest other original record",
-                  about="comparison", found=f"{rows.size:,} original records targeted (sampling noise {noise[j]:.3f}); per attribute: {per}",
+                  about="comparison",
+                  found=f"{rows.size:,} original records targeted (sampling noise {noise[j]:.3f}); per attribute: {per}",
                   test=f"{_TESTS}::test_attribute_attack_by_brute_force"), None
 
 
@@ -316,17 +321,20 @@ def _learn(rel: "CondensedRelease", values: dict[str, Value], attacks: list[Atta
     a = by.get("attack_membership")
     if a is not None:
         out.append(Text("learn_membership", f"Whether a candidate record was condensed: the best distance attacker is "
-                                            f"right {_percent(a.success)} of the time against 50 % by guessing."))
+                                            f"right {_percent(a.success)} of the time against 50 % by guessing.",
+                        about="comparison"))
     a = by.get("attack_dcr")
     if a is not None:
         out.append(Text("learn_location", f"Where records are: {_percent(a.success)} of the pseudo-records sit closer to "
                                           "an original than 95 % of the originals sit to their nearest neighbour (about "
-                                          "5 % for records of the population that were not condensed)."))
+                                          "5 % for records of the population that were not condensed).",
+                        about="comparison"))
     a = by.get("attack_attribute")
     if a is not None:
         out.append(Text("learn_attribute", f"An attribute from the others: {a.name.split('(')[1].rstrip(')')}, right "
                                            f"within {ATTRIBUTE_TOLERANCE:g} standard deviations for {_percent(a.success)} "
-                                           f"of the records against {_percent(a.baseline)} from the other original records."))
+                                           f"of the records against {_percent(a.baseline)} from the other original records.",
+                        about="comparison"))
     return out
 
 
@@ -375,12 +383,13 @@ def summary_figures(rel: "CondensedRelease", fig: Figures, original: Any = None,
     else:
         notes.append("attacks: only the reconstruction from the public files runs without the original; the copies, "
                      "distance to closest record, membership inference and attribute disclosure need --original")
-    attacks.insert(0, reconstruction_attack(rel, X, **ckw))
+    attack, recovered = reconstruction_attack(rel, X, **ckw)
+    attacks.insert(0, attack)
     warnings = []
     if stats is not None and len(stats["n"]):
         warnings.append(f"group statistics published ({len(stats['n']):,} groups): an adversary who knows every other "
                         "member of such a group gets the last one exactly from its sums")
     scores = [i.id for i in fig.utility if isinstance(i, Value) and i.score]
     headline = list(dict.fromkeys(scores + [h for h in HEADLINE if h in values]))[:3]
-    return Figures(notes=notes, guarantee=guarantee, protects=protects, learn=_learn(rel, values, attacks),
+    return Figures(risk=[recovered] if recovered is not None else [], notes=notes, guarantee=guarantee, protects=protects, learn=_learn(rel, values, attacks),
                    attacks=attacks, headline=headline, warnings=warnings)

@@ -338,7 +338,10 @@ class GeneratedRelease(TransactionRelease):
         generated rows by a KRIMP run on them, only up to :attr:`report_ds_max_nnz` item
         occurrences) and ``itemsets_sigma_plus``, ``itemsets_sigma_minus``, ``itemsets_rho``,
         ``itemsets_support_scatter``. Every figure that needs the original is about
-        ``comparison`` or ``original``: only the internal report shows it.
+        ``comparison`` or ``original``: only the internal report shows it. With the original also
+        ``unique_records_copied``, ``rows_copying_records``, ``records_shared`` and
+        ``membership_chance``, which the summary's attacks read (:mod:`.threat`: guarantee,
+        what an attacker can still learn, attacks, headline).
         """
         from ..metrics.report_figures import (audit_figures, compute_options, unique_basket_figures, utility_figures,
                                               utility_threshold)

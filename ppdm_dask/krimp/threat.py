@@ -43,7 +43,8 @@ from ..release.figures import Attack, Figures, Text, Value
 if TYPE_CHECKING:
     from .release import GeneratedRelease
 
-__all__ = ["summary_figures", "attack_results", "attribute_attack", "disco_kernel", "disco_counts", "target_hashes", "sample_rows_kernel",
+__all__ = ["summary_figures", "attack_results", "attribute_attack", "disco_kernel", "disco_counts", "target_hashes",
+           "sample_rows_kernel",
            "DCR_THRESHOLD", "MIA_THRESHOLD", "ATTRIBUTE_THRESHOLD", "ATTRIBUTE_SAMPLE", "HEADLINE"]
 
 #: generated rows equal to an original record, above the share of original records that equal another
@@ -272,17 +273,19 @@ def _learn(rel: "GeneratedRelease", values: dict[str, Value], attacks: list[Atta
     v = values.get("rows_reproduced")
     if v is not None:
         out.append(Text("learn_shared", f"Records shared by several people reappear as they are: {v.value:.1f} % of the "
-                                        f"original records are generated rows ({v.note})."))
+                                        f"original records are generated rows ({v.note}).", about="comparison"))
     by = {a.id: a for a in attacks}
     a = by.get("attack_membership")
     if a is not None:
         out.append(Text("learn_membership", f"Whether a candidate record was in the data: the best distance attacker is "
-                                            f"right {_percent(a.success)} of the time against 50 % by guessing."))
+                                            f"right {_percent(a.success)} of the time against 50 % by guessing.",
+                        about="comparison"))
     a = by.get("attack_attribute")
     if a is not None:
-        out.append(Text("learn_attribute", f"An attribute from the others: the generated rows give {a.name.split('(', 1)[1][:-1]} "
+        what = a.name.split("(", 1)[1][:-1]
+        out.append(Text("learn_attribute", f"An attribute from the others: the generated rows give {what} "
                                            f"right and unambiguously for {_percent(a.success)} of the records, against "
-                                           f"{_percent(a.baseline)} from the other original records."))
+                                           f"{_percent(a.baseline)} from the other original records.", about="comparison"))
     return out
 
 

@@ -139,9 +139,9 @@ def test_reconstruction_attack_by_hand(tmp_path):
     _earlier_layout(tmp_path / "earlier", cond.groups_)
     size = np.bincount(cond._labels)[cond._labels]  # oracle: the private membership
     rebuilt = int(np.count_nonzero(size <= 2))
-    attack = T.reconstruction_attack(Release.open(str(tmp_path / "earlier")), X)
+    attack, recovered = T.reconstruction_attack(Release.open(str(tmp_path / "earlier")), X)
     assert attack.success == pytest.approx(rebuilt / 400) and attack.flagged and rebuilt > 0
-    assert f"{rebuilt:,} of them equal an original record" in attack.found
+    assert recovered.value == rebuilt and recovered.about == "comparison" and attack.about == "release"
     # large groups' statistics published: none of them determines its members
     big = Condenser(privacy_levels=(2, 12), key=Key(3), publish_statistics=True).fit(X).transform()
     fig = big.report_figures()
@@ -182,8 +182,13 @@ def test_summary_words_carry_this_release(condensed):
     assert "privacy levels drawn from 2-5" in fig.guarantee and fig.protects
     learn = {t.id: t.text for t in fig.learn}
     k = int(n.min())
-    assert "smallest privacy level, 2," in learn["learn_smallest_level"] and f"1/{k} = {1 / k:.2f}" in learn["learn_smallest_level"]
+    smallest = learn["learn_smallest_level"]
+    assert "smallest privacy level, 2," in smallest and f"1/{k} = {1 / k:.2f}" in smallest
     assert f"{len(n):,} groups" in learn["learn_groups"]
+    # what needs the original stays out of the external report
+    about = {t.id: t.about for t in fig.learn}
+    assert about["learn_membership"] == about["learn_location"] == about["learn_attribute"] == "comparison"
+    assert about["learn_smallest_level"] == about["learn_groups"] == "release"
     assert fig.headline == ["covariance_compatibility"] and not fig.warnings
     # with a class column the 1-NN accuracies join the headline
     df2 = df.assign(label=(df["a"] > 0).astype(float))

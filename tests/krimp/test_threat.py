@@ -140,6 +140,9 @@ def test_summary_words_carry_this_release(generated):
     assert {"learn_not_dp", "learn_patterns", "learn_negative", "learn_membership", "learn_attribute"} <= set(learn)
     reproduced = {v.id: v for v in fig.risk}["rows_reproduced"].value
     assert f"{reproduced:.1f} % of the original records" in learn["learn_shared"]
+    about = {t.id: t.about for t in fig.learn}  # what needs the original stays out of the external report
+    assert about["learn_shared"] == about["learn_membership"] == about["learn_attribute"] == "comparison"
+    assert about["learn_patterns"] == about["learn_not_dp"] == "release"
     assert fig.headline and set(fig.headline) <= {v.id for v in fig.utility} and fig.headline[0] == "ds"
     # the figures the attacks read, recounted
     risk = {v.id: v for v in fig.risk}
