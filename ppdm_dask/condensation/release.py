@@ -365,12 +365,12 @@ class CondensedRelease(TableRelease):
         :mod:`.report_figures`. The summary's guarantee, what an attacker can still learn and
         the threat model's attacks come from :mod:`.threat`."""
         from .report_figures import condensed_report_figures
-        from .threat import summary_figures
+        from .threat import with_summary
 
         if isinstance(original, str):
             original = type(self).read_original(original)
         fig = condensed_report_figures(self, original, **compute_kwargs)
-        return fig + summary_figures(self, fig, original, **compute_kwargs)
+        return with_summary(self, fig, original, **compute_kwargs)
 
     # ------------------------------------------------------------------ checks
     def floor_checks(self) -> list[Check]:

@@ -52,8 +52,8 @@ from ..release.figures import Attack, Figures, Text, Value
 if TYPE_CHECKING:
     from .release import CondensedRelease
 
-__all__ = ["summary_figures", "reconstruction_attack", "attack_results", "attribute_attack", "nearest_values",
-           "membership_chance", "DCR_THRESHOLD", "MIA_THRESHOLD", "ATTRIBUTE_THRESHOLD", "ATTRIBUTE_TOLERANCE",
+__all__ = ["with_summary", "summary_figures", "reconstruction_attack", "attack_results", "attribute_attack",
+           "nearest_values", "membership_chance", "DCR_THRESHOLD", "MIA_THRESHOLD", "ATTRIBUTE_THRESHOLD", "ATTRIBUTE_TOLERANCE",
            "ATTRIBUTE_SAMPLE", "HEADLINE"]
 
 #: pseudo-records closer than the originals' 5th-percentile neighbour distance, above the 5 % of fresh records
@@ -335,6 +335,15 @@ def _learn(rel: "CondensedRelease", values: dict[str, Value], attacks: list[Atta
                                            f"within {ATTRIBUTE_TOLERANCE:g} standard deviations for {_percent(a.success)} "
                                            f"of the records against {_percent(a.baseline)} from the other original records.",
                         about="comparison"))
+    return out
+
+
+def with_summary(rel: "CondensedRelease", fig: Figures, original: Any = None, **ckw: Any) -> Figures:
+    """``fig`` with the summary of :func:`summary_figures` added; the headline is ``fig``'s own
+    first (a quality score another part of the report chose), then the summary's, at most three."""
+    summary = summary_figures(rel, fig, original, **ckw)
+    out = fig + summary
+    out.headline = list(dict.fromkeys(fig.headline + summary.headline))[:3]
     return out
 
 

@@ -345,7 +345,7 @@ class GeneratedRelease(TransactionRelease):
         """
         from ..metrics.report_figures import (audit_figures, compute_options, unique_basket_figures, utility_figures,
                                               utility_threshold)
-        from .threat import summary_figures
+        from .threat import with_summary
 
         if isinstance(original, str):
             original = type(self).read_original(original)
@@ -355,7 +355,7 @@ class GeneratedRelease(TransactionRelease):
         if original is None:
             figs.notes.append("NAS, the unique copies, membership inference, the pattern comparison, DS and the itemset "
                               "comparison need the original data")
-            return figs + summary_figures(self, figs, None)
+            return with_summary(self, figs, None)
         figs += self._reproduction_figures(original, ckw)
         fits = self._fits_in_memory(original, ckw)  # one count for both in-memory experiments
         figs += self._mia_figures(original, ckw, fits)
@@ -364,7 +364,7 @@ class GeneratedRelease(TransactionRelease):
         ms = self.parameters.get("min_support")
         threshold = utility_threshold(original.n_transactions, ms if isinstance(ms, int) else None, self.report_min_support)
         figs += utility_figures(original, self.data, threshold, max_length=self.report_max_length, **ckw)
-        return figs + summary_figures(self, figs, original, **ckw)
+        return with_summary(self, figs, original, **ckw)
 
     def _pattern_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
         from ..metrics.release_utility import exact_supports

@@ -43,7 +43,7 @@ from ..release.figures import Attack, Figures, Text, Value
 if TYPE_CHECKING:
     from .release import GeneratedRelease
 
-__all__ = ["summary_figures", "attack_results", "attribute_attack", "disco_kernel", "disco_counts", "target_hashes",
+__all__ = ["with_summary", "summary_figures", "attack_results", "attribute_attack", "disco_kernel", "disco_counts", "target_hashes",
            "sample_rows_kernel",
            "DCR_THRESHOLD", "MIA_THRESHOLD", "ATTRIBUTE_THRESHOLD", "ATTRIBUTE_SAMPLE", "HEADLINE"]
 
@@ -286,6 +286,15 @@ def _learn(rel: "GeneratedRelease", values: dict[str, Value], attacks: list[Atta
         out.append(Text("learn_attribute", f"An attribute from the others: the generated rows give {what} "
                                            f"right and unambiguously for {_percent(a.success)} of the records, against "
                                            f"{_percent(a.baseline)} from the other original records.", about="comparison"))
+    return out
+
+
+def with_summary(rel: "GeneratedRelease", fig: Figures, original: Any = None, **ckw: Any) -> Figures:
+    """``fig`` with the summary of :func:`summary_figures` added; the headline is ``fig``'s own
+    first (a quality score another part of the report chose), then the summary's, at most three."""
+    summary = summary_figures(rel, fig, original, **ckw)
+    out = fig + summary
+    out.headline = list(dict.fromkeys(fig.headline + summary.headline))[:3]
     return out
 
 

@@ -197,3 +197,15 @@ def test_summary_words_carry_this_release(condensed):
     assert fig2.headline == ["covariance_compatibility", "nn_accuracy_pseudo", "nn_accuracy_ratio"]
     assert set(fig2.headline) <= {v.id for v in fig2.utility}
     assert "levels were given per record" not in fig2.guarantee and "per-record privacy levels" in fig2.guarantee
+
+
+def test_a_headline_chosen_before_comes_first(condensed):
+    """A quality score the figures already put in the headline stays first, once."""
+    from ppdm_dask.release.figures import Figures, Value
+
+    df, rel, fig = condensed
+    score = Value("quality_score", "Quality score", 0.9, about="comparison", score=True)
+    base = Figures(risk=list(fig.risk), utility=fig.utility + [score], headline=["quality_score"])
+    out = T.with_summary(rel, base)
+    assert out.headline == ["quality_score", "covariance_compatibility"]
+    assert [a.id for a in out.attacks] == ["attack_reconstruction"]  # no original given here
