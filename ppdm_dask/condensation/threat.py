@@ -76,6 +76,11 @@ def _percent(x: float) -> str:
     return f"{100.0 * float(x):.1f} %"
 
 
+def _n(count: int, word: str) -> str:
+    """``count`` and ``word``, plural unless the count is 1 ("1 record", "2 records")."""
+    return f"{int(count):,} {word}{'' if int(count) == 1 else 's'}"
+
+
 # ---------------------------------------------------------------------- release side
 def reconstruction_attack(rel: "CondensedRelease", X: Any = None, **ckw: Any) -> tuple[Attack, Value | None]:
     """``attack_reconstruction``: the records the public files determine (see the module
@@ -106,7 +111,7 @@ def reconstruction_attack(rel: "CondensedRelease", X: Any = None, **ckw: Any) ->
             rebuilt, solved = rec.records, int(rec.records.shape[0])
         ones -= min(ones, int(np.count_nonzero(sn == 1)))  # groups of one with statistics: counted once
     determined = solved + ones
-    found = (f"{determined:,} of {N:,} records determined by the public files: {ones:,} in groups of one record "
+    found = (f"{determined:,} of {_n(N, 'record')} determined by the public files: {ones:,} in groups of one record "
              f"(the pseudo-record is the record), {solved:,} rebuilt from published group statistics"
              + ("" if stats is not None else " (none published)"))
     if X is not None and rebuilt.shape[0]:
@@ -288,15 +293,15 @@ def _smallest_level(rel: "CondensedRelease") -> Text | None:
         int(params["privacy_level"]) if params.get("privacy_level") is not None else None)
     if floor is not None:
         level, k = floor, int(n.min())  # every group holds records of at least that level
-        where = f"Records at the smallest privacy level, {level}, sit in groups of at least {level} records; here the " \
-                f"smallest group has {k}"
+        where = (f"Records at the smallest privacy level, {level}, sit in groups of at least {_n(level, 'record')}; here "
+                 f"the smallest group has {k}")
     else:  # levels per record, not published: the smallest level a group names bounds its members'
         level = int(p.min())
         at = p == level
         k = int(n[at].min())
-        where = (f"The smallest largest-level a group names is {level} ({int(at.sum()):,} groups, {int(n[at].sum()):,} "
-                 f"records): records at or below it sit in groups of at least {max(k, 1)} records")
-    text = (f"{where}. Each pseudo-record of such a group is drawn from the mean and covariance of at least {k} records: "
+        where = (f"The smallest largest-level a group names is {level} ({_n(at.sum(), 'group')}, {_n(n[at].sum(), 'record')})"
+                 f": records at or below it sit in groups of at least {_n(k, 'record')}")
+    text = (f"{where}. Each pseudo-record of such a group is drawn from the mean and covariance of at least {_n(k, 'record')}: "
             f"an attacker who locates a record's group learns its values only to within the group's spread and, among "
             f"its members, picks the right record with probability at most 1/{k} = {1 / max(k, 1):.2f}")
     text += (". A group of two records places its two pseudo-records on the line through both members." if k == 2 else ".")
@@ -309,12 +314,13 @@ def _learn(rel: "CondensedRelease", values: dict[str, Value], attacks: list[Atta
     if t is not None:
         out.append(t)
     n = np.asarray(rel.published.get("n", []), np.int64)
-    out.append(Text("learn_groups", f"The group structure: {n.size:,} groups, sizes {int(n.min()) if n.size else 0}-"
-                                    f"{int(n.max()) if n.size else 0}, and the largest privacy level in each "
-                                    "(_groups.parquet)."))
+    lo, hi = (int(n.min()), int(n.max())) if n.size else (0, 0)
+    sizes = f"all of {_n(lo, 'record')}" if lo == hi else f"of {lo}-{hi} records"
+    out.append(Text("learn_groups", f"The group structure: {_n(n.size, 'group')}, {sizes}, and the largest privacy level "
+                                    "in each (_groups.parquet)."))
     if rel.statistics is not None:
         rows = int(len(rel.statistics["n"]))
-        out.append(Text("learn_statistics", f"The mean and covariance of each of the {rows:,} groups whose statistics are "
+        out.append(Text("learn_statistics", f"The mean and covariance of each of the {_n(rows, 'group')} whose statistics are "
                                             "published; an adversary who knows every other member of such a group gets "
                                             "the last one exactly from its sums."))
     by = {a.id: a for a in attacks}
@@ -365,13 +371,16 @@ def summary_figures(rel: "CondensedRelease", fig: Figures, original: Any = None,
     else:
         from .release import statistics_min_size
 
-        stats_words = (f"the statistics of {len(stats['n']):,} groups of at least {statistics_min_size(rel.d)} records "
+        stats_words = (f"the statistics of {_n(len(stats['n']), 'group')} of at least {statistics_min_size(rel.d)} records "
                        "are published, none of a smaller group")
+    ones = int(np.count_nonzero(n == 1))
+    singles = "no group of a single record" if not ones else f"{_n(ones, 'group')} of a single record (floor overridden)"
+    copies = ("no pseudo-record is kept that equals a record unique in the original (such records are drawn "
+              "again)" + (", but those of groups of one record, which are their record" if ones else ""))
     guarantee = (f"Every pseudo-record is drawn from the first and second moments (mean and covariance) of a group of at "
-                 f"least k = {k} records, and every group is at least as large as its members' largest privacy level "
-                 f"({_levels_words(rel.parameters)}): {N:,} records in {G:,} groups, the smallest of {k}, smallest margin "
-                 f"n - p_max = {margin}; {int(np.count_nonzero(n == 1)):,} groups of a single record; {stats_words}; no "
-                 "pseudo-record is kept that equals a record unique in the original (such records are drawn again).")
+                 f"least k = {_n(k, 'record')}, and every group is at least as large as its members' largest privacy level "
+                 f"({_levels_words(rel.parameters)}): {_n(N, 'record')} in {_n(G, 'group')}, the smallest of {k}, "
+                 f"smallest margin n - p_max = {margin}; {singles}; {stats_words}; {copies}.")
     protects = ("Protects against finding a person's record among the released rows: no row is an original record and "
                 "each comes from a group of at least the record's privacy level, whose members it does not tell apart. "
                 "It does not hide where the records are (pseudo-records lie within their group's spread), membership "
@@ -396,9 +405,10 @@ def summary_figures(rel: "CondensedRelease", fig: Figures, original: Any = None,
     attacks.insert(0, attack)
     warnings = []
     if stats is not None and len(stats["n"]):
-        warnings.append(f"group statistics published ({len(stats['n']):,} groups): an adversary who knows every other "
+        warnings.append(f"group statistics published ({_n(len(stats['n']), 'group')}): an adversary who knows every other "
                         "member of such a group gets the last one exactly from its sums")
     scores = [i.id for i in fig.utility if isinstance(i, Value) and i.score]
     headline = list(dict.fromkeys(scores + [h for h in HEADLINE if h in values]))[:3]
-    return Figures(risk=[recovered] if recovered is not None else [], notes=notes, guarantee=guarantee, protects=protects, learn=_learn(rel, values, attacks),
+    return Figures(risk=[recovered] if recovered is not None else [], notes=notes, guarantee=guarantee, protects=protects,
+                   learn=_learn(rel, values, attacks),
                    attacks=attacks, headline=headline, warnings=warnings)

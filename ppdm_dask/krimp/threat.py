@@ -43,9 +43,8 @@ from ..release.figures import Attack, Figures, Text, Value
 if TYPE_CHECKING:
     from .release import GeneratedRelease
 
-__all__ = ["with_summary", "summary_figures", "attack_results", "attribute_attack", "disco_kernel", "disco_counts", "target_hashes",
-           "sample_rows_kernel",
-           "DCR_THRESHOLD", "MIA_THRESHOLD", "ATTRIBUTE_THRESHOLD", "ATTRIBUTE_SAMPLE", "HEADLINE"]
+__all__ = ["with_summary", "summary_figures", "attack_results", "attribute_attack", "disco_kernel", "disco_counts",
+           "target_hashes", "sample_rows_kernel", "DCR_THRESHOLD", "MIA_THRESHOLD", "ATTRIBUTE_THRESHOLD", "ATTRIBUTE_SAMPLE", "HEADLINE"]
 
 #: generated rows equal to an original record, above the share of original records that equal another
 DCR_THRESHOLD = 0.05
@@ -65,6 +64,11 @@ def _percent(x: float) -> str:
     return f"{100.0 * float(x):.1f} %"
 
 
+def _n(count: int, word: str) -> str:
+    """``count`` and ``word``, plural unless the count is 1 ("1 row", "2 rows")."""
+    return f"{int(count):,} {word}{'' if int(count) == 1 else 's'}"
+
+
 # ---------------------------------------------------------------------- from the measured figures
 def attack_results(rel: "GeneratedRelease", values: dict[str, Value]) -> list[Attack]:
     """The attacks read from the measured risk figures (``values`` by id)."""
@@ -74,7 +78,7 @@ def attack_results(rel: "GeneratedRelease", values: dict[str, Value]) -> list[At
     if v is not None and rows:
         out.append(Attack("attack_copies", "copies of unique original records among the generated rows",
                           int(v.value) / rows, 0.0, 0.0, "share of generated rows equal to a record unique in the original",
-                          about="comparison", found=f"{int(v.value):,} of {rows:,} rows; {v.note}",
+                          about="comparison", found=f"{int(v.value):,} of {_n(rows, 'row')}; {v.note}",
                           test="tests/krimp/test_attacks.py::test_forgery_with_the_original_rows_fails; "
                                f"{_TESTS}::test_attacks_recomputed_by_brute_force"))
     v, base = values.get("rows_copying_records"), values.get("records_shared")
@@ -254,14 +258,15 @@ def _learn(rel: "GeneratedRelease", values: dict[str, Value], attacks: list[Atta
     p = rel.parameters
     floor = rel._pattern_floor()
     n_pat = int(rel.patterns.num_rows)
+    times = _n(floor - 1, "time") if isinstance(floor, int) else "fewer times than min_support"
     out: list[Any] = [
         Text("learn_not_dp", "Not differential privacy: the code table is fitted deterministically on the data and "
                              "every record moves the distribution of the generated rows; nothing bounds what one record "
                              "adds, the figures below are measured."),
-        Text("learn_patterns", f"Each of the {n_pat:,} published patterns is held by at least {floor} original records, "
-                               "without its count: an adversary who knows every other record and counts a pattern "
-                               f"{floor - 1 if isinstance(floor, int) else 'once'} time(s) among them learns that the "
-                               "target holds it."),
+        Text("learn_patterns", f"Each of the {_n(n_pat, 'published pattern')} is held by at least "
+                               f"{_n(floor, 'original record') if isinstance(floor, int) else floor}, without its count: an "
+                               f"adversary who knows every other record and counts a pattern {times} among them learns "
+                               "that the target holds it."),
         Text("learn_negative", "A released row is no unique record of the input (rule: "
                                f"{p.get('unique_copies')}): an adversary who knows every record but the target's and "
                                "sees a row no other record equals learns that the target's record is not that row."),
@@ -310,9 +315,11 @@ def summary_figures(rel: "GeneratedRelease", fig: Figures, original: Any = None,
     n_pat = int(rel.patterns.num_rows)
     copies = ("no row equals a record that is unique in the original (such rows are drawn again)" if rule == "redrawn"
               else "rows equal to a record unique in the original may be released (the unique-copy rule was lifted)")
-    guarantee = (f"{int(rel.data.n_transactions):,} rows generated from the code table's {n_pat:,} published patterns "
-                 f"(each held by at least {floor} original records; min_support {p.get('min_support')}) and single items, "
-                 f"one item in each of the {int(p.get('n_domains') or len(p.get('domains') or []))} attributes; {copies}.")
+    held = _n(floor, "original record") if isinstance(floor, int) else f"{floor} original records"
+    n_dom = int(p.get("n_domains") or len(p.get("domains") or []))
+    guarantee = (f"{_n(rel.data.n_transactions, 'row')} generated from the code table's {_n(n_pat, 'published pattern')} "
+                 f"(each held by at least {held}; min_support {p.get('min_support')}) and single items, one item in each "
+                 f"of the {_n(n_dom, 'attribute')}; {copies}.")
     protects = ("Protects against finding a unique person's complete record among the released rows, and publishes no "
                 "pattern of fewer than two records and no count of the original. It is not differential privacy: records "
                 "shared with others reappear, near copies of unique records (one attribute different) may be released, "

@@ -134,7 +134,8 @@ def test_a_forged_release_is_flagged(generated):
 def test_summary_words_carry_this_release(generated):
     original, tx, rel, fig = generated
     n_pat = rel.patterns.num_rows
-    assert fig.guarantee.startswith(f"{rel.data.n_transactions:,} rows generated from the code table's {n_pat:,} published")
+    head = f"{rel.data.n_transactions:,} rows generated from the code table's {n_pat:,} published pattern"
+    assert fig.guarantee.startswith(head)
     assert "each held by at least 2 original records" in fig.guarantee and "drawn again" in fig.guarantee
     learn = {t.id: t.text for t in fig.learn}
     assert {"learn_not_dp", "learn_patterns", "learn_negative", "learn_membership", "learn_attribute"} <= set(learn)
