@@ -105,14 +105,12 @@ def attack_results(rel: "GeneratedRelease", values: dict[str, Value]) -> list[At
 
 
 # ---------------------------------------------------------------------- attribute disclosure (DiSCO)
-def sample_rows_kernel(block: Any, block_id: int, fraction: float) -> sp.csr_array:
-    """Kernel: the rows of one CSR block in the public sample (each with probability
-    ``fraction`` from the seed ``(_SAMPLE_SEED, block_id)``; every row when ``fraction >= 1``)."""
+def sample_rows_kernel(block: Any, start: int, rows: np.ndarray) -> sp.csr_array:
+    """Kernel: the rows of one CSR block (global rows from ``start``) that are in ``rows``
+    (sorted global rows of the public sample)."""
     b = sp.csr_array(block)
-    if fraction >= 1.0:
-        return b
-    keep = np.random.default_rng([_SAMPLE_SEED, int(block_id)]).random(b.shape[0]) < fraction
-    return b[np.flatnonzero(keep)]
+    lo, hi = np.searchsorted(rows, [start, start + b.shape[0]])
+    return b[np.asarray(rows[lo:hi] - start, np.int64)]
 
 
 def _item_domains(labels: np.ndarray, domains: list[list[Any]]) -> np.ndarray:
@@ -206,21 +204,24 @@ def disco_counts(tx: Any, targets: Sequence[Sequence[Any]], domains: list[list[A
 
 
 def _sample(original: Any, **ckw: Any) -> list[list[Any]]:
+    """The public-seeded sample of up to :data:`ATTRIBUTE_SAMPLE` original records (by global
+    row: the same records however the original is partitioned), as lists of labels."""
     import dask
 
     from ..progress import compute
 
     n = int(original.n_transactions)
-    f = 1.0 if n <= ATTRIBUTE_SAMPLE else ATTRIBUTE_SAMPLE / n
+    rows = np.sort(np.random.default_rng(_SAMPLE_SEED).permutation(n)[:ATTRIBUTE_SAMPLE])
+    starts = np.concatenate([[0], np.cumsum(original.partition_rows)]).astype(np.int64)
     ckw.setdefault("progress", False)
-    (blocks,) = compute([dask.delayed(sample_rows_kernel, pure=True)(b, i, f)
+    (blocks,) = compute([dask.delayed(sample_rows_kernel, pure=True)(b, int(starts[i]), rows)
                          for i, b in enumerate(original.blocks.to_delayed().ravel())], **ckw)
     labels = np.asarray(original.vocabulary.labels)
-    rows = []
+    out = []
     for b in blocks:
         for r in range(b.shape[0]):
-            rows.append(labels[b.indices[b.indptr[r]:b.indptr[r + 1]]].tolist())
-    return rows
+            out.append(labels[b.indices[b.indptr[r]:b.indptr[r + 1]]].tolist())
+    return out
 
 
 def attribute_attack(rel: "GeneratedRelease", original: Any, **ckw: Any) -> tuple[Attack | None, str | None]:

@@ -152,3 +152,21 @@ def test_summary_words_carry_this_release(generated):
     gen = {frozenset(r) for r in rel.data.to_lists()}
     assert risk["unique_records_copied"].value == pytest.approx(100 * len(unique & gen) / len(unique)) == 0
     assert risk["records_shared"].about == "original"
+
+
+def test_attribute_attack_does_not_depend_on_the_partitioning():
+    """led7 (3,200 records): a public sample of 1,000 records by global row, the same attack
+    however the original and the generated rows are cut."""
+    from ppdm_dask import read
+    from ppdm_dask.data.datasets import sample_path
+
+    led7 = read(str(sample_path("led7")))
+    rel = KrimpGenerator(20, key=Key(5)).fit(led7).transform(led7)
+    one, _ = T.attribute_attack(rel, led7.repartition(npartitions=1))
+    rel.data = rel.data.repartition(npartitions=3)
+    three, _ = T.attribute_attack(rel, led7.repartition(npartitions=4))
+    assert one == three and "1,000 original records targeted" in one.found
+    # the sample: the records at the seeded global rows
+    rows = np.sort(np.random.default_rng(T._SAMPLE_SEED).permutation(3200)[:1000])
+    every = led7.to_lists()
+    assert T._sample(led7.repartition(npartitions=5)) == [every[i] for i in rows]
