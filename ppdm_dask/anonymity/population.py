@@ -121,7 +121,10 @@ def sampling_fraction(n: int, fraction: float | None = None, population_size: fl
                                    cli="--sampling-fraction takes the share of the population in the table, in (0, 1]")
         return pi, n / pi
     N = float(population_size)
-    if not (math.isfinite(N) and N >= n and N > 0):
+    if not (math.isfinite(N) and N > 0):
+        raise InvalidParameter(f"population size {population_size} is not a positive number of records",
+                               python="population_size= > 0", cli="--population-size takes the population's number of records")
+    if N < n:
         raise InvalidParameter(f"population size {population_size} is smaller than the table's {n:,} records",
                                python=f"population_size= >= {n}", cli=f"--population-size takes at least the table's {n:,} records")
     return n / N, N
