@@ -280,14 +280,15 @@ def pitman_uniques(freq: Any, pi: float, fit: PitmanFit | None = None) -> float:
 
 
 # ---------------------------------------------------------------------------------- SNB
-def shlosser_classes(freq: Any, pi: float) -> float:
+def shlosser_classes(freq: Any, pi: float, arx: bool = False) -> float:
     """Shlosser's estimate of the number of non-empty population classes (the third variant of
     Haas et al. 1995), with ``q = pi`` and ``c_i`` classes of sample size i::
 
         u + c_1 * [sum_i i q^2 (1-q^2)^(i-1) c_i / sum_i (1-q)^i ((1+q)^i - 1) c_i]
                 * [sum_i (1-q)^i c_i / sum_i i q (1-q)^(i-1) c_i]^2
 
-    ``u`` (the sample's classes) at ``q = 1``, when the ratios vanish.
+    ``u`` (the sample's classes) at ``q = 1``, when the ratios vanish. ``arx=True``: ARX's
+    code, whose second denominator is ``sum_i (1-q)^i (1+q)^i c_i`` less 1 per distinct size.
     """
     sizes, counts = size_counts(freq)
     _, u, c1, _ = _n_u(sizes, counts)
@@ -296,12 +297,13 @@ def shlosser_classes(freq: Any, pi: float) -> float:
         return float(u)
     i = sizes.astype(float)
     m = counts.astype(float)
-    r1 = (i * q**2 * (1 - q**2) ** (i - 1) * m).sum() / ((1 - q) ** i * ((1 + q) ** i - 1) * m).sum()
+    den = ((1 - q) ** i * (1 + q) ** i * m - 1).sum() if arx else ((1 - q) ** i * ((1 + q) ** i - 1) * m).sum()
+    r1 = (i * q**2 * (1 - q**2) ** (i - 1) * m).sum() / den
     r2 = ((1 - q) ** i * m).sum() / (i * q * (1 - q) ** (i - 1) * m).sum()
     return float(u + c1 * r1 * r2**2)
 
 
-def snb_class_probabilities(alpha: float, beta: float, pi: float) -> tuple[float, float]:
+def snb_class_probabilities(alpha: float, beta: float, pi: float, arx: bool = False) -> tuple[float, float]:
     """The probabilities that a population class of the SNB model shows up in the sample with
     exactly 1 and exactly 2 records.
 
@@ -313,11 +315,13 @@ def snb_class_probabilities(alpha: float, beta: float, pi: float) -> tuple[float
     * ``P(f = 1) = pi E[F s^(F-1)] = pi (beta / (1 - d))^alpha (1 + alpha d / (1 - d))``;
     * ``P(f = 2) = pi^2 / 2 E[F (F - 1) s^(F-2)]
       = pi^2 / 2 alpha beta^alpha (1 - beta) (2 - (1 - alpha) d) / (1 - d)^(alpha + 2)``.
+
+    ``arx=True``: ARX's code, which multiplies by ``(1 - d)^(alpha + 2)`` in the second.
     """
     alpha, beta, pi = np.float64(alpha), np.float64(beta), np.float64(pi)  # inf / nan, not errors, at the edges
     d = (1 - beta) * (1 - pi)
     p1 = pi * (beta / (1 - d)) ** alpha * (1 + alpha * d / (1 - d))
-    p2 = pi**2 / 2 * alpha * beta**alpha * (1 - beta) * (2 - (1 - alpha) * d) / (1 - d) ** (alpha + 2)
+    p2 = pi**2 / 2 * alpha * beta**alpha * (1 - beta) * (2 - (1 - alpha) * d) * (1 - d) ** (alpha + 2 if arx else -(alpha + 2))
     return float(p1), float(p2)
 
 
@@ -333,15 +337,16 @@ class SNBFit:
     residual: float
 
 
-def snb_fit(freq: Any, pi: float) -> SNBFit:
+def snb_fit(freq: Any, pi: float, arx: bool = False) -> SNBFit:
     """Solve ``K P(f=1) = c_1`` and ``K P(f=2) = c_2`` (:func:`snb_class_probabilities`) for
     ``alpha > 0`` and ``0 < beta < 1`` with :func:`scipy.optimize.root` from a few starts
     (reparametrised to stay in that region). No solution within 1e-7 (relative): NaN parameters
     and ``converged=False`` (ARX's Newton solver gives NaN there too; Dankar's rule then uses
-    Zayatz). Without classes of size 2 there is none."""
+    Zayatz). Without classes of size 2 there is none. ``arx=True``: ARX's code's formulas
+    (:func:`shlosser_classes`, :func:`snb_class_probabilities`)."""
     sizes, counts = size_counts(freq)
     _, _, c1, c2 = _n_u(sizes, counts)
-    K = shlosser_classes(pd.Series(counts, index=sizes), pi)
+    K = shlosser_classes(pd.Series(counts, index=sizes), pi, arx)
     nan = SNBFit(K, math.nan, math.nan, False, math.nan)
     if c1 == 0 or c2 == 0 or not np.isfinite(K) or K <= 0:
         return nan
@@ -351,7 +356,7 @@ def snb_fit(freq: Any, pi: float) -> SNBFit:
 
     def equations(z: np.ndarray) -> np.ndarray:
         a, b = params(z)
-        p1, p2 = snb_class_probabilities(a, b, pi)
+        p1, p2 = snb_class_probabilities(a, b, pi, arx)
         return np.array([K * p1 / c1 - 1, K * p2 / c2 - 1])
 
     best: SNBFit | None = None
@@ -412,7 +417,8 @@ class PopulationUniqueness:
         return x * self.pi
 
 
-def population_uniqueness(freq: Any, pi: float | None = None, population_size: float | None = None) -> PopulationUniqueness:
+def population_uniqueness(freq: Any, pi: float | None = None, population_size: float | None = None, *,
+                          arx_snb: bool = False) -> PopulationUniqueness:
     """Every model's estimate of the population uniques and Dankar's choice (module docstring).
 
     Parameters
@@ -421,6 +427,10 @@ def population_uniqueness(freq: Any, pi: float | None = None, population_size: f
         The sample's class-size frequencies (see :func:`size_counts`).
     pi, population_size : float
         The sampling fraction in (0, 1], or the population's size (>= the sample's records).
+    arx_snb : bool
+        The SNB model with ARX's code's formulas instead of the published ones (to compare with
+        ARX: on the full Adult table they have no solution, so ARX's rule falls back to Zayatz
+        where the published ones give an SNB estimate).
     """
     sizes, counts = size_counts(freq)
     n, _, c1, _ = _n_u(sizes, counts)
@@ -434,7 +444,7 @@ def population_uniqueness(freq: Any, pi: float | None = None, population_size: f
         return PopulationUniqueness(n, N, pi, c1, est, float(c1), "sample",
                                     notes=["sampling fraction 1: the table is the population, its uniques are the population uniques"])
     pf = pitman_fit(series)
-    sf = snb_fit(series, pi)
+    sf = snb_fit(series, pi, arx_snb)
     est = {"pitman": pitman_uniques(series, pi, pf), "zayatz": zayatz_uniques(series, pi), "snb": snb_uniques(series, pi, sf)}
     est = {m: (v if _valid(v, N) else math.nan) for m, v in est.items()}
     notes = []
