@@ -117,15 +117,15 @@ def sampling_fraction(n: int, fraction: float | None = None, population_size: fl
     if fraction is not None:
         pi = float(fraction)
         if not 0.0 < pi <= 1.0:  # also NaN
-            raise InvalidParameter(f"sampling fraction {fraction} is not in (0, 1]", python="sampling_fraction= in (0, 1]",
+            raise InvalidParameter(f"sampling fraction {pi:g} is not in (0, 1]", python="sampling_fraction= in (0, 1]",
                                    cli="--sampling-fraction takes the share of the population in the table, in (0, 1]")
         return pi, n / pi
     N = float(population_size)
     if not (math.isfinite(N) and N > 0):
-        raise InvalidParameter(f"population size {population_size} is not a positive number of records",
+        raise InvalidParameter(f"population size {N:g} is not a positive number of records",
                                python="population_size= > 0", cli="--population-size takes the population's number of records")
     if N < n:
-        raise InvalidParameter(f"population size {population_size} is smaller than the table's {n:,} records",
+        raise InvalidParameter(f"population size {N:g} is smaller than the table's {n:,} records",
                                python=f"population_size= >= {n}", cli=f"--population-size takes at least the table's {n:,} records")
     return n / N, N
 

@@ -152,13 +152,26 @@ def _classes_lazy(df: Any, qi: Sequence[str], weights: str | None) -> Any:
     ``weights``)."""
     if weights is None:
         return df.groupby(list(qi), dropna=False, observed=True).size(split_out=1)
-    return df[list(qi) + [weights]].groupby(list(qi), dropna=False, observed=True)[weights].agg(["size", "sum"], split_out=1)
+    import dask.dataframe as dd
+
+    # a written release may hold the weights as text; what does not read as a number becomes NaN
+    # and is refused once counted (:func:`_classes_of`)
+    w = dd.to_numeric(df[weights], errors="coerce") if hasattr(df, "dask") else pd.to_numeric(df[weights], errors="coerce")
+    frame = df[list(qi)].assign(**{weights: w})
+    return frame.groupby(list(qi), dropna=False, observed=True)[weights].agg(["size", "sum", "count"], split_out=1)
 
 
 def _classes_of(got: Any, qi: Sequence[str]) -> pd.DataFrame:
     """A computed :func:`_classes_lazy` as a class table: ``qi``, ``count`` (and ``F``)."""
     if isinstance(got, pd.DataFrame):
-        return got.rename(columns={"size": "count", "sum": "F"}).reset_index()
+        missing = int((got["size"] - got["count"]).sum())
+        if missing:
+            from ..errors import InvalidParameter
+
+            raise InvalidParameter(f"the weight column has {missing:,} missing or non-numeric values",
+                                   python="weights= a column of numeric sampling weights",
+                                   cli="--weight-column takes a column of numeric sampling weights")
+        return got.drop(columns="count").rename(columns={"size": "count", "sum": "F"}).reset_index()
     return got.rename("count").reset_index()
 
 

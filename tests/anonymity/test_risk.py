@@ -155,6 +155,8 @@ def test_report_option_errors():
     with pytest.raises(InvalidParameter, match="weight column 'nope'") as e:
         wrap(t).report_figures(PATIENTS, weights="nope")
     assert "--weight-column" in e.value.message_for("cli")
+    with pytest.raises(InvalidParameter, match="2 missing or non-numeric values"):
+        wrap(t).report_figures(PATIENTS.assign(w=["1", "x", "2", None, "3", "1", "1", "1", "1", "1"]), weights="w")
 
 
 def test_report_population_figures_do_not_depend_on_partitions():
