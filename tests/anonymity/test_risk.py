@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ppdm_dask.anonymity import AnonymizedRelease, KAnonymizer
+from ppdm_dask.anonymity import KAnonymizer
 from ppdm_dask.anonymity import combinations as C
 from ppdm_dask.anonymity import population as P
 from ppdm_dask.data.uci import ADULT_QI, load_adult
@@ -22,7 +22,7 @@ from ppdm_dask.errors import InvalidParameter
 from ppdm_dask.random import Key
 
 from .test_basics import PATIENTS, QI, published
-from .test_report_figures import fig, kishor_moved, wrap
+from .test_report_figures import kishor_moved, wrap
 
 
 def items(figures):
