@@ -334,9 +334,13 @@ class AnonymizedRelease(TableRelease):
             table in the release's coding of the quasi-identifiers, for the journalist and
             marketer risk), ``hierarchies=`` (attr -> Hierarchy, to read released hierarchy
             nodes), ``threshold=`` (of the records at risk, default 0.2), ``storage_options=``
-            (to read ``original`` from a URL).
+            (to read ``original`` from a URL); ``sampling_fraction=`` or ``population_size=``
+            (the population risk) and ``weights=`` (a sampling-weight column of the original, or
+            of the release when published): see :class:`.risk.PopulationPlan`.
         """
         from . import risk as R
+
+        pop = {key: compute_kwargs.pop(key, None) for key in ("sampling_fraction", "population_size", "weights")}
 
         population = compute_kwargs.pop("population", None)
         hierarchies = compute_kwargs.pop("hierarchies", None) or self.hierarchies or {}
@@ -357,7 +361,8 @@ class AnonymizedRelease(TableRelease):
         orig = as_dask(original) if original is not None else None
         fs = self._frequency_of(orig)
         first = self._original_lazy(orig, qi) if orig is not None and fs is None else []
-        got = compute(*counts_lazy(as_dask(self.data), qi), *first, **ckw)
+        plan = R.PopulationPlan(as_dask(self.data), orig, qi, fs=fs, **pop)  # its passes join this one
+        got, pop_got = plan.split(compute(*counts_lazy(as_dask(self.data), qi), *first, *plan.lazy, **ckw))
         counts = counts_of(got[0], got[1], qi)
         first_got = got[2:] if fs is None else None
         star = _star_rows(counts, qi)
@@ -369,6 +374,7 @@ class AnonymizedRelease(TableRelease):
         freq = R.size_frequencies(kept[_COUNT].to_numpy(), pop_sizes)
         figs = Figures(risk=_risk_items(R.risk_summary(freq, threshold), R.size_histogram(freq), threshold, "release",
                                         population is not None))
+        figs = figs + plan.figures(pop_got, kept, self.k, threshold)
         if original is None:
             figs.notes.append("the utility figures and the original's risk need the original data")
             return figs

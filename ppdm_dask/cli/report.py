@@ -22,10 +22,17 @@ from ._options import as_baskets
 @click.option("--verify/--no-verify", "reverify", default=True, show_default=True,
               help="Recount the guarantee now from the files (checksums included); --no-verify shows the write-time verdict.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing report.")
+@click.option("--sampling-fraction", type=float, default=None, metavar="F",
+              help="Tables: the share of the population the original holds, in (0, 1]: population uniques (Pitman, Zayatz, SNB).")
+@click.option("--population-size", type=float, default=None, metavar="N",
+              help="Tables: the population's number of records (at least the table's), instead of --sampling-fraction.")
+@click.option("--weight-column", default=None, metavar="COL",
+              help="Tables: a sampling-weight column (of --original, or published): sdcMicro's individual risk.")
 @as_baskets
 @click.pass_obj
 def report_cmd(obj: Context, release: str, original: str | None, out: str | None, audience: str, sep: str | None, dtype,
-               reverify: bool, overwrite: bool) -> None:
+               reverify: bool, overwrite: bool, sampling_fraction: float | None = None, population_size: float | None = None,
+               weight_column: str | None = None) -> None:
     """Write the privacy and utility report of RELEASE: report.json (validated against the
     schema shipped with ppdm) and one self-contained report.html with the figures. Sections:
     what was released, privacy (the independent recount and the risk figures), utility (with
@@ -37,8 +44,12 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
         from ..random import Key
 
         owner = {"key": Key.from_file(obj.key_file)}  # the key holder's checks; never creates a key
+    population = _population_options(sampling_fraction, population_size, weight_column)
     with job(obj) as j:
         rel = open_release(release, storage_options=obj.storage_options)
+        if population:
+            _check_table_release(rel)
+            owner["figure_options"] = population
         opts = {"sep": sep, "dtype": list(dtype)} if (original and (sep or dtype)) else {}
         doc = rel.report(original, out=out, audience=audience, storage_options=obj.storage_options, verify=reverify,
                          overwrite=overwrite, original_options=opts, progress=obj.progress, **owner)
@@ -61,3 +72,31 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
         click.echo(f"ppdm: error: {release} fails its independent check: {first}{more}; the report at {doc['paths']['html']} "
                    "shows it", err=True)
         raise click.exceptions.Exit(2)
+
+
+def _population_options(fraction: float | None, size: float | None, weights: str | None) -> dict:
+    """``--sampling-fraction`` / ``--population-size`` / ``--weight-column`` as report-figure
+    options, checked before any work (the population size against the table's rows later)."""
+    from ..errors import InvalidParameter
+
+    if fraction is not None and size is not None:
+        raise InvalidParameter("--sampling-fraction and --population-size both given",
+                               cli="give one: --sampling-fraction F in (0, 1] or --population-size N")
+    if fraction is not None and not 0.0 < fraction <= 1.0:  # also NaN
+        raise InvalidParameter(f"--sampling-fraction {fraction:g} is not in (0, 1]",
+                               cli="--sampling-fraction takes the share of the population the table holds, in (0, 1]")
+    if size is not None and not size > 0:
+        raise InvalidParameter(f"--population-size {size:g} is not a positive number of records",
+                               cli="--population-size takes the population's number of records, at least the table's")
+    out = {"sampling_fraction": fraction, "population_size": size, "weights": weights}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _check_table_release(rel) -> None:
+    """The population options apply to table releases only."""
+    from ..anonymity.release import AnonymizedRelease
+    from ..errors import InvalidParameter
+
+    if not isinstance(rel, AnonymizedRelease):
+        raise InvalidParameter(f"--sampling-fraction, --population-size and --weight-column apply to table releases, "
+                               f"not to a {rel.family} release", cli="leave them out for this release")

@@ -41,7 +41,8 @@ def _manifest_sha256(url: str, storage_options: Mapping[str, Any] | None) -> str
 
 def make_report(release: Any, original: Any = None, *, out: str | None = None, audience: str = "internal",
                 storage_options: Mapping[str, Any] | None = None, verify: bool = True, overwrite: bool = False,
-                original_options: Mapping[str, Any] | None = None, **compute_kwargs: Any) -> dict[str, Any]:
+                original_options: Mapping[str, Any] | None = None, figure_options: Mapping[str, Any] | None = None,
+                **compute_kwargs: Any) -> dict[str, Any]:
     """The report of ``release`` (see :meth:`ppdm_dask.release.Release.report`).
 
     Parameters
@@ -59,6 +60,8 @@ def make_report(release: Any, original: Any = None, *, out: str | None = None, a
         without, the verdict recorded in the manifest when the files were written is shown.
     overwrite : bool
         Replace an existing report (refused otherwise, before any work).
+    figure_options : mapping, optional
+        Passed to the family's ``report_figures`` only (e.g. a table's ``sampling_fraction=``).
     **compute_kwargs
         ``client=``, ``progress=``.
 
@@ -103,7 +106,7 @@ def make_report(release: Any, original: Any = None, *, out: str | None = None, a
     else:
         verdict = release.verify(checked_against, **compute_kwargs)
         verified = "Recounted from the data in memory (the release is not written yet)."
-    figures = release.report_figures(original, **compute_kwargs)
+    figures = release.report_figures(original, **compute_kwargs, **dict(figure_options or {}))
     doc = build_report(release, original, verdict=verdict, verified=verified, audience=audience, figures=figures,
                        manifest=manifest, url=url, original_url=original_url)
     validate_report(doc)
