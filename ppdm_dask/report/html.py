@@ -8,7 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "show_value", "percent", "plural"]
 
 _HEX = re.compile(r"^[0-9a-f]{32,64}$")
 
@@ -30,6 +30,78 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+#: units whose value is a share in [0, 1], shown as a percentage (the words after the share
+#: stay: "fraction of records" -> "12.5 % of records")
+_SHARE_UNITS = ("share", "fraction", "relative error", "relative")
+#: unit words that take a singular for exactly 1 ("1 record", "2 records")
+_IRREGULAR = {"classes": "class", "matches": "match", "boxes": "box", "queries": "query", "entries": "entry"}
+
+
+def percent(share: float) -> str:
+    """A share in [0, 1] as a percentage: ``12.5 %``, ``100 %``, ``0.042 %`` (two significant
+    digits below 0.1 %, never a misleading ``0.0 %``)."""
+    p = 100 * float(share)
+    if not math.isfinite(p):
+        return str(p)
+    if p == 0:
+        return "0 %"
+    if abs(p) < 0.1:
+        return f"{p:.2g} %"
+    text = f"{p:,.1f}"
+    for digits in range(2, 7):  # never round a share short of all (or beyond it) to "100 %"
+        if p == 100 or float(text.replace(",", "")) != 100:
+            break
+        text = f"{p:,.{digits}f}"
+    return (text[:-2] if text.endswith(".0") else text) + " %"
+
+
+def plural(unit: str, value: Any) -> str:
+    """``unit`` as it reads after ``value``: the singular of a plural unit word for exactly one
+    (``records`` -> ``record``, ``classes`` -> ``class``); other units unchanged."""
+    if not unit or isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) != 1:
+        return unit
+    first, _, rest = unit.partition(" ")
+    if first in _IRREGULAR:
+        first = _IRREGULAR[first]
+    elif len(first) > 3 and first.endswith("s") and not first.endswith("ss") and first.isalpha():
+        first = first[:-1]
+    return first + (" " + rest if rest else "")
+
+
+def _share_unit(unit: str) -> str | None:
+    """The words that follow the percentage of a share unit (``""`` for a bare share), or None
+    when ``unit`` is not a share."""
+    u = unit.strip()
+    for s in _SHARE_UNITS:
+        if u == s or u.startswith(s + " "):
+            return u[len(s):].strip()
+    return None
+
+
+def show_value(value: Any, unit: str | None = None) -> str:
+    """A value with its unit as the reader sees it (see the units convention of
+    :mod:`ppdm_dask.release.figures`): shares as percentages (``12.5 % of records``), ``%``
+    after a percentage, count words in the singular for one (``1 record``)."""
+    unit = unit or ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        rest = _share_unit(unit)
+        if rest is not None:
+            return percent(value) + (" " + rest if rest else "")
+        if unit == "%" or unit.startswith("% "):
+            return percent(value / 100) + unit[1:]
+    text = _show(value)
+    return f"{text} {plural(unit, value)}" if unit else text
+
+
+def show_attack(a: Mapping[str, Any], key: str) -> str:
+    """One figure of an attack result: a percentage for shares (``unit`` None), else the number
+    with the attack's unit."""
+    x = a.get(key)
+    if x is None:
+        return "–"
+    return percent(x) if not a.get("unit") else show_value(x, a["unit"])
+
+
 def _cellclass(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return "num"
@@ -47,16 +119,20 @@ def _environment() -> Any:
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["show"] = _show
     env.filters["cellclass"] = _cellclass
+    env.globals["show_value"] = show_value
+    env.globals["show_attack"] = show_attack
     return env
 
 
 def _blocks(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The items of a section in their order, consecutive values gathered into one grid."""
+    """The items of a section in their order, consecutive values gathered into one grid and
+    consecutive attack results into one table."""
     out: list[dict[str, Any]] = []
     for item in items:
-        if item.get("type") == "value":
-            if not out or out[-1]["type"] != "values":
-                out.append({"type": "values", "items": []})
+        kind = {"value": "values", "attack": "attacks"}.get(item.get("type"))
+        if kind:
+            if not out or out[-1]["type"] != kind:
+                out.append({"type": kind, "items": []})
             out[-1]["items"].append(item)
         else:
             out.append(dict(item))
