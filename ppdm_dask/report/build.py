@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from ..release.figures import Attack, Figures, Table, Text, Value, plain
+from ..release.figures import Attack, Figures, Table, Text, plain
 from ..release.manifest import created, versions
 
 __all__ = ["REPORT_FORMAT", "REPORT_VERSION", "AUDIENCES", "SECTIONS", "build_report", "for_audience"]

@@ -47,7 +47,9 @@ class Decision:
 
 
 def _percent(x: float) -> str:
-    return f"{100 * float(x):.1f} %"
+    from .units import percent
+
+    return percent(x)
 
 
 def attack_sentence(a: Any) -> str:
