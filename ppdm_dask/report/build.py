@@ -168,22 +168,24 @@ def _reproduce(record: Mapping[str, Any], original_url: str | None) -> list[dict
 
 # ---------------------------------------------------------------------- the decision box
 def _generic_guarantee(checks: list[Any]) -> str:
-    """The guarantee in words when the family gives none: the family's checks of the recount."""
+    """The guarantee in words when the family gives none: the family's checks of the recount
+    (``k-anonymity 5 (at least 5)``; a check of an absence by its name alone)."""
+    from .units import show_number
+
     own = [c for c in checks if c.name != _FILE_CHECK and c.status == "check"]
     if not own:
         return "The release was checked against its manifest; the family states no guarantee of its own."
 
     def one(c: Any) -> str:
-        if c.figure is None:
+        if c.figure is None or (c.figure == 0 and c.threshold in (0, None)):
             return c.name
-        return f"{c.name} ({plain(c.figure)} against {plain(c.threshold)})" if c.threshold is not None else \
-            f"{c.name} ({plain(c.figure)})"
+        return c.name + " " + show_number(c.figure) + (f" (needs {show_number(c.threshold)})" if c.threshold is not None else "")
 
-    held = [one(c) for c in own if c.ok]
-    text = "The independent recount of the released data holds: " + ", ".join(held) + "." if held else ""
-    bad = [one(c) for c in own if not c.ok]
+    held = [one(c) for c in own if c.ok or c.overridden]
+    bad = [one(c) for c in own if not (c.ok or c.overridden)]
+    text = ("The independent recount of the released data holds: " + "; ".join(held) + ".") if held else ""
     if bad:
-        text += (" " if text else "") + "It does not hold: " + ", ".join(bad) + "."
+        text += (" " if text else "") + "It does not hold: " + "; ".join(bad) + "."
     return text
 
 
