@@ -169,7 +169,7 @@ def _reproduce(record: Mapping[str, Any], original_url: str | None) -> list[dict
 # ---------------------------------------------------------------------- the decision box
 def _generic_guarantee(checks: list[Any]) -> str:
     """The guarantee in words when the family gives none: the family's checks of the recount
-    (``k-anonymity 5 (at least 5)``; a check of an absence by its name alone)."""
+    (``k-anonymity: 5 (needs 5)``; a check of an absence by its name alone)."""
     from .units import show_number
 
     own = [c for c in checks if c.name != _FILE_CHECK and c.status == "check"]
@@ -179,14 +179,15 @@ def _generic_guarantee(checks: list[Any]) -> str:
     def one(c: Any) -> str:
         if c.figure is None or (c.figure == 0 and c.threshold in (0, None)):
             return c.name
-        return c.name + " " + show_number(c.figure) + (f" (needs {show_number(c.threshold)})" if c.threshold is not None else "")
+        return c.name + ": " + show_number(c.figure) + (f" (needs {show_number(c.threshold)})" if c.threshold is not None else "")
 
-    held = [one(c) for c in own if c.ok or c.overridden]
+    held = [one(c) for c in own if c.ok]
+    weak = [one(c) for c in own if not c.ok and c.overridden]
     bad = [one(c) for c in own if not (c.ok or c.overridden)]
-    text = ("The independent recount of the released data holds: " + "; ".join(held) + ".") if held else ""
-    if bad:
-        text += (" " if text else "") + "It does not hold: " + "; ".join(bad) + "."
-    return text
+    parts = [("The independent recount of the released data holds: " + "; ".join(held) + ".") if held else "",
+             ("Below its floor, accepted with --allow-weak: " + "; ".join(weak) + ".") if weak else "",
+             ("It does not hold: " + "; ".join(bad) + ".") if bad else ""]
+    return " ".join(p for p in parts if p)
 
 
 def _decision(checks: list[Any], attacks: list[Any], warnings: list[str]) -> dict[str, Any]:
