@@ -176,6 +176,16 @@ def test_schema_rejects_what_it_must(people_release, tmp_path):
     bad["release"]["key"] = "00"
     with pytest.raises(DataFormatError):
         validate_report(bad)
+    # version 2: the decision first, with a colour of the three
+    assert doc["version"] == 2 and doc["sections"][0]["id"] == "summary"
+    for change in (lambda d: d.update(version=1), lambda d: d.pop("decision"),
+                   lambda d: d["decision"].update(colour="yellow"),
+                   lambda d: d["sections"].insert(0, d["sections"].pop(5)),  # provenance first, as in version 1
+                   lambda d: d["sections"][3]["items"].append({"type": "attack", "id": "a", "about": "release"})):
+        bad = json.loads(json.dumps(doc))
+        change(bad)
+        with pytest.raises(DataFormatError):
+            validate_report(bad)
     assert report_schema()["$schema"].endswith("2020-12/schema")
 
 
