@@ -25,6 +25,9 @@ a plural count word (``"records"``, ``"classes"``, ``"itemsets"``, ``"rows"`` ..
 anything else
     shown as given after the number.
 
+A table column whose header starts with one of the share words (``"share of records ..."``,
+``"fraction of records ..."``) holds shares: its numbers are shown as percentages.
+
 Plots whose y values are all whole numbers are drawn with integer y ticks from 0; whole-number
 x values (and integer histograms, bins centred on integers) with integer x ticks.
 

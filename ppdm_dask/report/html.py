@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping
 
-from .units import percent, plural, show_number as _show, show_value
+from .units import percent, plural, share_unit, show_number as _show, show_value
 
 __all__ = ["render_html", "show_value", "percent", "plural"]
 
@@ -21,6 +21,13 @@ def show_attack(a: Mapping[str, Any], key: str) -> str:
     if x is None:
         return "–"
     return percent(x) if not a.get("unit") else show_value(x, a["unit"])
+
+
+def _cell(value: Any, share: bool) -> str:
+    """A table cell: a number of a share column as a percentage."""
+    if share and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return percent(value)
+    return _show(value)
 
 
 def _cellclass(value: Any) -> str:
@@ -42,6 +49,7 @@ def _environment() -> Any:
     env.filters["cellclass"] = _cellclass
     env.globals["show_value"] = show_value
     env.globals["show_attack"] = show_attack
+    env.filters["cell"] = _cell
     return env
 
 
@@ -55,6 +63,10 @@ def _blocks(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
             if not out or out[-1]["type"] != kind:
                 out.append({"type": kind, "items": []})
             out[-1]["items"].append(item)
+        elif item.get("type") == "table":
+            # a column headed "share ..." / "fraction ..." holds shares: percentages, as values with that unit
+            share = [i for i, c in enumerate(item.get("columns") or []) if share_unit(str(c)) is not None]
+            out.append({**item, "share_columns": share})
         else:
             out.append(dict(item))
     return out

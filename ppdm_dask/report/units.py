@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["show_number", "show_value", "percent", "plural"]
+__all__ = ["show_number", "show_value", "percent", "plural", "share_unit"]
 
 
 def show_number(value: Any) -> str:
@@ -64,7 +64,7 @@ def plural(unit: str, value: Any) -> str:
     return first + (" " + rest if rest else "")
 
 
-def _share_unit(unit: str) -> str | None:
+def share_unit(unit: str) -> str | None:
     """The words that follow the percentage of a share unit (``""`` for a bare share), or None
     when ``unit`` is not a share."""
     u = unit.strip()
@@ -80,7 +80,7 @@ def show_value(value: Any, unit: str | None = None) -> str:
     after a percentage, count words in the singular for one (``1 record``)."""
     unit = unit or ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        rest = _share_unit(unit)
+        rest = share_unit(unit)
         if rest is not None:
             return percent(value) + (" " + rest if rest else "")
         if unit == "%" or unit.startswith("% "):

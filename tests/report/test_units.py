@@ -33,3 +33,13 @@ def test_other_values_as_before():
     assert show_value("holds") == "holds" and show_value(None, "records") == "– records"
     assert show_value(2.5, "ε") == "2.5000 ε" and show_value(True) == "yes"
     assert percent(float("inf")) == "inf" and plural("records", 2) == "records" and plural("", 1) == ""
+
+
+def test_share_columns_of_tables_read_as_percentages():
+    from ppdm_dask.report.html import _blocks, _cell
+
+    table = {"type": "table", "id": "t", "columns": ["threshold", "fraction of records with risk > threshold", "records"],
+             "rows": [[0.1, 0.5025, 1005]]}
+    block = _blocks([table])[0]
+    assert block["share_columns"] == [1]
+    assert [_cell(c, i in block["share_columns"]) for i, c in enumerate(table["rows"][0])] == ["0.1000", "50.2 %", "1,005"]
