@@ -119,17 +119,17 @@ def integer_axes(kind: str, series: list[Mapping[str, Any]]) -> tuple[bool, bool
 
     The rule: y is a count axis when every y value of every series is a whole number (bar
     heights, histogram counts, numbers of itemsets ...); x is when every x value is a whole
-    number (line, step, bar: m, k, sizes), or, for a histogram, when its bin edges sit at
+    number (line, step, bar, scatter: m, k, sizes, levels), or, for a histogram, when its bin edges sit at
     half-integers (one bin per integer value, :func:`ppdm_dask.release.figures.histogram` with
     ``integer=True``): no tick at "2.5 classes" or at m = 1.5.
     """
     ys = [v for s in series for v in (s.get("y") or [])]
     xs = [v for s in series for v in (s.get("x") or [])]
-    y_int = kind != "scatter" and _integers(ys)
+    y_int = _integers(ys)
     if kind == "histogram":
         x_int = bool(xs) and _numeric(xs) and all(v is not None and (float(v) + 0.5).is_integer() for v in xs)
     else:
-        x_int = kind != "scatter" and _integers(xs)
+        x_int = _integers(xs)
     return x_int, y_int
 
 

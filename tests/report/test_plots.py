@@ -20,7 +20,8 @@ def test_the_rule():
     assert integer_axes("histogram", [{"x": edges, "y": counts}]) == (True, True)
     assert integer_axes("histogram", [{"x": [0.0, 0.25, 0.5], "y": [3, 1]}]) == (False, True)
     assert integer_axes("step", [{"x": [1, 2, 3], "y": [0.5, 0.25, 0.0]}]) == (True, False)
-    assert integer_axes("scatter", [{"x": [1, 2], "y": [1, 2]}]) == (False, False)
+    assert integer_axes("scatter", [{"x": [5, 6], "y": [5, 5]}]) == (True, True)  # group size against level
+    assert integer_axes("scatter", [{"x": [0.1, 2], "y": [1.5, 2]}]) == (False, False)  # supports
     assert integer_axes("bar", [{"x": ["a", "b"], "y": [1, 2]}]) == (False, True)
 
 
