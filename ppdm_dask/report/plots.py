@@ -143,7 +143,7 @@ def _integer_axes(ax: Any, kind: str, series: list[Mapping[str, Any]], log_x: bo
     if y_int and not log_y:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ys = [v for s in series for v in (s.get("y") or []) if v is not None]
-        if ys and min(ys) >= 0:  # counts are never negative: no axis below zero (an all-zero series included)
+        if ys and min(ys) >= 0 and kind != "scatter":  # counts are never negative: no axis below zero (an all-zero series included)
             ax.set_ylim(bottom=0, top=max(1, max(ys)) * 1.05)
 
 
