@@ -237,8 +237,11 @@ def _empty_note(section: str, original_given: bool, audience: str) -> str:
             return "Nothing to show: " + _NO_ORIGINAL + "."
         return "Nothing to show: " + (_OWNER_ONLY if audience == "external" else "the family computes no utility figure") + "."
     if section == "attacks":
+        if audience == "external":
+            return ("Nothing to show: no attack of the threat model was run on the release alone (attacks that need the "
+                    "original data are in the owner's internal report).")
         return ("Nothing to show: no attack of the threat model was run on this release" +
-                ("" if original_given or audience == "external" else " (some need the original: --original SRC)") + ".")
+                ("" if original_given else " (some need the original: --original SRC)") + ".")
     if section == "learn":
         return "Nothing to show: the family does not translate its figures into what an attacker can learn yet."
     if section == "privacy":
