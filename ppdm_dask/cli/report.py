@@ -35,8 +35,9 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
                weight_column: str | None = None) -> None:
     """Write the privacy and utility report of RELEASE: report.json (validated against the
     schema shipped with ppdm) and one self-contained report.html with the figures. Sections:
-    what was released, privacy (the independent recount and the risk figures), utility (with
-    --original), how to reproduce."""
+    the decision (green, amber or red, with its reasons; also the first line printed), what an
+    attacker can still learn, privacy (the independent recount and the risk figures), attack
+    results, utility (with --original), what was released, how to reproduce."""
     from ..verification import open_release
 
     owner = {}
@@ -58,10 +59,13 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
     ok = doc["verdict"]["ok"]
     status = ("verified" if ok else "FAILED") if reverify else (
         "as recorded when written: " + ("ok" if ok else "FAILED") + " (not re-checked now; ppdm verify re-checks)")
-    text = [f"{release}: {audience} report, guarantee {status}; {n_val} figures, {n_fig} plots ({j.seconds:.1f} s)",
+    decision = doc["decision"]
+    # the decision first: what the officer reads before anything else
+    text = [f"{decision['colour'].upper()}: {decision['headline']}", *(f"  - {r}" for r in decision["reasons"]),
+            f"{release}: {audience} report, guarantee {status}; {n_val} figures, {n_fig} plots ({j.seconds:.1f} s)",
             f"  html {doc['paths']['html']}", f"  json {doc['paths']['json']}"]
     text += [f"  note {n}" for n in doc["notes"]]
-    obj.emit({"release": release, "audience": audience, "ok": doc["verdict"]["ok"], "paths": doc["paths"],
+    obj.emit({"release": release, "audience": audience, "ok": doc["verdict"]["ok"], "decision": decision, "paths": doc["paths"],
               "seconds": j.seconds}, "\n".join(text))
     if not doc["verdict"]["ok"]:
         from ..release.verdict import Verdict

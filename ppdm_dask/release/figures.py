@@ -12,6 +12,25 @@ it describes in ``about``:
 ``"comparison"``
     compares the release with the original (utility figures).
 
+Units (``Value.unit``; the report renders them, the JSON keeps the raw number):
+
+``"share"`` (also ``"fraction"``, ``"relative"``, ``"relative error"``, optionally followed by
+words: ``"share of records"``)
+    a share in [0, 1] (or a relative error, 1 = 100 %), shown as a percentage followed by the
+    words: 0.125 with ``"share of records"`` reads "12.5 % of records";
+``"%"``
+    the value is already a percentage (0-100), shown with "%";
+a plural count word (``"records"``, ``"classes"``, ``"itemsets"``, ``"rows"`` ...)
+    shown in the singular for exactly one ("1 record", "2 records");
+anything else
+    shown as given after the number.
+
+A table column whose header starts with one of the share words (``"share of records ..."``,
+``"fraction of records ..."``) holds shares: its numbers are shown as percentages.
+
+Plots whose y values are all whole numbers are drawn with integer y ticks from 0; whole-number
+x values (and integer histograms, bins centred on integers) with integer x ticks.
+
 The ``external`` report keeps ``release`` figures and the single-number ``comparison`` values
 (aggregate utility scores), and leaves out ``original`` figures and the comparison plots and
 tables (they show the original's distribution).

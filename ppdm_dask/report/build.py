@@ -1,14 +1,21 @@
 """Assemble the report of a release as one JSON-friendly document (schema: ``schema.json``).
 
-The sections come in the same order for every family:
+The sections come in the same order for every family, the decision first:
 
-1. ``released`` — what was released: method, public parameters, attribute roles, overrides,
+1. ``summary`` — the decision box: green, amber or red (:func:`.decision.decide`, the one place
+   the colour is decided), its reasons, the guarantee in plain words and what it protects, the
+   three largest risks (attack results) and the three headline utility figures;
+2. ``learn`` — what an attacker can still learn from this release (the family's translation of
+   its figures into what they let an attacker do);
+3. ``privacy`` — the independent checks (the verdict: one row per check), then the family's
+   risk figures (:meth:`Release.report_figures`);
+4. ``attacks`` — the threat model's attacks run on the release: success against the baseline,
+   the advantage and the threshold the summary uses;
+5. ``utility`` — the family's utility figures (they need the original data);
+6. ``released`` — what was released: method, public parameters, attribute roles, overrides,
    key fingerprint, versions, the input (its keyed fingerprint; for the owner also where it was
    read from) and the output files;
-2. ``privacy`` — the guarantee, as the independent recount found it (the verdict: one row per
-   check), then the family's risk figures (:meth:`Release.report_figures`);
-3. ``utility`` — the family's utility figures (they need the original data);
-4. ``reproduce`` — how to re-check the release and to make it again.
+7. ``reproduce`` — how to re-check the release and to make it again.
 
 Nothing here recomputes a guarantee or a figure: the verdict comes from the recount
 (:func:`ppdm_dask.verify` on the written files, or the one done when it was written) and the
@@ -20,21 +27,25 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from ..release.figures import Figures, Table, Value, plain
+from ..release.figures import Attack, Figures, Table, Text, plain
 from ..release.manifest import created, versions
 
 __all__ = ["REPORT_FORMAT", "REPORT_VERSION", "AUDIENCES", "SECTIONS", "build_report", "for_audience"]
 
 REPORT_FORMAT = "ppdm-report"
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 AUDIENCES = ("internal", "external")
 #: (id, title) of the sections, in order
 SECTIONS = (
-    ("released", "What was released"),
-    ("privacy", "Privacy"),
+    ("summary", "Decision"),
+    ("learn", "What an attacker can still learn"),
+    ("privacy", "Privacy: independent checks and risk figures"),
+    ("attacks", "Attack results"),
     ("utility", "Utility"),
+    ("released", "What was released"),
     ("reproduce", "How to reproduce"),
 )
+THREAT_MODEL = "docs/threat-model.md"
 
 
 def _text(id: str, text: str, about: str = "release") -> dict[str, Any]:
@@ -117,33 +128,27 @@ def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None)
 _FILE_CHECK = "file matches the manifest"
 
 
-def _headline(verdict: Any) -> str:
-    """``holds``, ``FAILS``, or — when floors were overridden — that the guarantee holds only
-    with them (an override must never read like a plain pass)."""
-    if not verdict.ok:
-        return "FAILS"
-    overridden = [c.name for c in verdict.checks if c.overridden]
-    return "holds only with overridden floors: " + ", ".join(overridden) if overridden else "holds"
+def _status(c: Any) -> str:
+    if c.status == "unchecked":
+        return "not checked"
+    if c.status == "warning":
+        return "warning"
+    return "ok" if c.ok else ("overridden" if c.overridden else "FAILED")
 
 
 def _privacy(verdict: Any, verified: str, figures: Figures) -> list[dict]:
-    def status(c: Any) -> str:
-        return "ok" if c.ok else ("overridden" if c.overridden else "FAILED")
-
     # one row per check, but the per-file checks of a many-file release in one row (failures named)
     files = [c for c in verdict.checks if c.name == _FILE_CHECK]
     rows = []
     for c in verdict.checks:
         if c.name != _FILE_CHECK:
-            rows.append([c.name, status(c), plain(c.figure), plain(c.threshold), c.where or "", c.detail])
+            rows.append([c.name, _status(c), plain(c.figure), plain(c.threshold), c.where or "", c.detail])
         elif c is files[0]:
             bad = [f for f in files if not f.ok]
             rows.append(["files match the manifest", "FAILED" if bad else "ok", len(files) - len(bad), len(files),
                          ", ".join(f.where or "" for f in bad[:20]), "size and SHA-256 of every file listed in the manifest"])
-    items = [
-        Value("privacy_verified", "Guarantee", _headline(verdict), note=verified).to_dict(),
-        Table("privacy_checks", "Independent checks", ["check", "status", "figure", "threshold", "where", "detail"], rows).to_dict(),
-    ]
+    items = [Table("privacy_checks", "Independent checks", ["check", "status", "figure", "threshold", "where", "detail"],
+                   rows, note=verified).to_dict()]
     return items + [i.to_dict() for i in figures.risk]
 
 
@@ -159,6 +164,106 @@ def _reproduce(record: Mapping[str, Any], original_url: str | None) -> list[dict
               "(method, parameters, input), so the output files have the same SHA-256 as listed; the key holder checks "
               f"that a release was made from an input with: ppdm --key-file KEY verify {url}{orig}."),
     ]
+
+
+# ---------------------------------------------------------------------- the decision box
+def _generic_guarantee(checks: list[Any]) -> str:
+    """The guarantee in words when the family gives none: the family's checks of the recount
+    (``k-anonymity: 5 (needs 5)``; a check of an absence by its name alone)."""
+    from .units import show_number
+
+    own = [c for c in checks if c.name != _FILE_CHECK and c.status == "check"]
+    if not own:
+        return "The release was checked against its manifest; the family states no guarantee of its own."
+
+    def one(c: Any) -> str:
+        if c.figure is None or (c.figure == 0 and c.threshold in (0, None)):
+            return c.name
+        return c.name + ": " + show_number(c.figure) + (f" (needs {show_number(c.threshold)})" if c.threshold is not None else "")
+
+    held = [one(c) for c in own if c.ok]
+    weak = [one(c) for c in own if not c.ok and c.overridden]
+    bad = [one(c) for c in own if not (c.ok or c.overridden)]
+    parts = [("The independent recount of the released data holds: " + "; ".join(held) + ".") if held else "",
+             ("Below its floor, accepted with --allow-weak: " + "; ".join(weak) + ".") if weak else "",
+             ("It does not hold: " + "; ".join(bad) + ".") if bad else ""]
+    return " ".join(p for p in parts if p)
+
+
+def _decision(checks: list[Any], attacks: list[Any], warnings: list[str]) -> dict[str, Any]:
+    from .decision import attack_sentence, decide
+
+    d = decide(checks, attacks, warnings)
+    out = d.to_dict()
+    out["risks"] = [{**r.to_dict(), "sentence": attack_sentence(r)} for r in d.risks]
+    out["warnings"] = list(warnings)
+    return out
+
+
+def _summary(guarantee: str, protects: str, verified: str, headline: list[dict], why_no_headline: str) -> list[dict]:
+    """Items of the summary box (the colour, reasons and risks are the document's ``decision``)."""
+    items = [Text("summary_guarantee", guarantee).to_dict()]
+    if protects:
+        items.append(Text("summary_protects", protects).to_dict())
+    items.append(Text("summary_verified", verified).to_dict())
+    items += headline
+    if not headline:
+        items.append(Text("summary_utility", why_no_headline).to_dict())
+    return items
+
+
+def _headline_values(utility: list[dict], ids: list[str]) -> list[dict]:
+    """Copies of the headline utility values (``headline_<id>``: one element id per page)."""
+    values = {i["id"]: i for i in utility if i.get("type") == "value"}
+    return [{**values[h], "id": "headline_" + h} for h in ids[:3] if h in values]
+
+
+_NO_ORIGINAL = "utility figures compare the release with its original data: give it with --original SRC"
+_OWNER_ONLY = "comparison figures are in the owner's internal report"
+
+
+def _why_no_headline(original_given: bool, audience: str) -> str:
+    if audience == "external":
+        return "Utility: the headline figures compare the release with the original data; " + _OWNER_ONLY + "."
+    if not original_given:
+        return "Utility needs the original data: " + _NO_ORIGINAL + "."
+    return "The family names no headline utility figure; the utility section below holds its figures."
+
+
+def _empty_note(section: str, original_given: bool, audience: str) -> str:
+    """Why a section is empty (shown instead of its items)."""
+    if section == "utility":
+        if not original_given:
+            return "Nothing to show: " + _NO_ORIGINAL + "."
+        return "Nothing to show: " + (_OWNER_ONLY if audience == "external" else "the family computes no utility figure") + "."
+    if section == "attacks":
+        if audience == "external":
+            return ("Nothing to show: no attack of the threat model was run on the release alone (attacks that need the "
+                    "original data are in the owner's internal report).")
+        return ("Nothing to show: no attack of the threat model was run on this release" +
+                ("" if original_given else " (some need the original: --original SRC)") + ".")
+    if section == "learn":
+        return "Nothing to show: the family does not translate its figures into what an attacker can learn yet."
+    if section == "privacy":
+        return "Nothing to show."
+    return ""
+
+
+def _section_notes(doc: Mapping[str, Any], original_given: bool, audience: str) -> None:
+    for section in doc["sections"]:
+        note = ""
+        if section["id"] == "attacks":
+            note = (f"The attacks are those of the threat model ({THREAT_MODEL}): success is what the attacker achieves "
+                    "with the release, baseline what the same attacker achieves without it; an attack is flagged when "
+                    "its advantage (success - baseline) exceeds its threshold, and a flagged attack makes the decision amber.")
+        if section["id"] == "learn":
+            note = f"Each figure of this release translated into what it lets an attacker do (threat model: {THREAT_MODEL})."
+        if not section["items"]:
+            note = (note + " " if note else "") + _empty_note(section["id"], original_given, audience)
+        if note:
+            section["note"] = note
+        else:
+            section.pop("note", None)
 
 
 def build_report(release: Any, original: Any = None, *, verdict: Any, verified: str, audience: str = "internal",
@@ -191,27 +296,39 @@ def build_report(release: Any, original: Any = None, *, verdict: Any, verified: 
     released, record, inp = _released(release, manifest, url)
     utility = [i.to_dict() for i in figures.utility]
     notes = list(figures.notes)
-    if original is None:
+    original_given = original is not None
+    if not original_given:
         notes = [n for n in notes if "need the original" not in n]  # the families say it their way; once is enough
         notes.append("No original data was given: the utility figures and the original's risk need it (--original SRC).")
+    checks = list(verdict.checks)
+    headline = _headline_values(utility, list(figures.headline))
+    summary = _summary(figures.guarantee or _generic_guarantee(checks), figures.protects, verified, headline,
+                       _why_no_headline(original_given, "internal"))
+    items = {
+        "summary": summary,
+        "learn": [i.to_dict() for i in figures.learn],
+        "privacy": _privacy(verdict, verified, figures),
+        "attacks": [a.to_dict() for a in figures.attacks],
+        "utility": utility,
+        "released": released,
+        "reproduce": _reproduce(record, original_url),
+    }
     doc = {
         "format": REPORT_FORMAT,
         "version": REPORT_VERSION,
         "audience": audience,
         "created": created(),
+        "with_original": original_given,
+        "decision": _decision(checks, list(figures.attacks), list(figures.warnings)),
         "release": plain(record),
         "input": plain(inp),
         "verdict": verdict.to_dict(),
         "summary": plain(release.summary()),
         "public_summary": plain(_public_summary(release, manifest, record)),
-        "sections": [
-            {"id": "released", "title": SECTIONS[0][1], "items": released},
-            {"id": "privacy", "title": SECTIONS[1][1], "items": _privacy(verdict, verified, figures)},
-            {"id": "utility", "title": SECTIONS[2][1], "items": utility},
-            {"id": "reproduce", "title": SECTIONS[3][1], "items": _reproduce(record, original_url)},
-        ],
+        "sections": [{"id": sid, "title": title, "items": items[sid]} for sid, title in SECTIONS],
         "notes": notes,
     }
+    _section_notes(doc, original_given, "internal")
     return for_audience(doc, audience)
 
 
@@ -223,15 +340,30 @@ def _public_summary(release: Any, manifest: Mapping[str, Any] | None, record: Ma
 
 
 def _external_item(item: Mapping[str, Any]) -> bool:
-    """Whether an item may go into the external report: only what the release itself shows."""
-    return item.get("about", "release") == "release"
+    """Whether an item may go into the external report: what the release itself shows, and the
+    single-number comparison scores (``score``: an aggregate, never a count of the original)."""
+    about = item.get("about", "release")
+    if item.get("type") == "value" and item.get("score") and about == "comparison":
+        return True
+    return about == "release"
+
+
+def _attack(d: Mapping[str, Any]) -> Attack:
+    """An :class:`Attack` back from its JSON (to decide on the attacks an audience sees)."""
+    return Attack(id=d["id"], name=d["name"], success=d["success"], baseline=d["baseline"], threshold=d["threshold"],
+                  measure=d["measure"], about=d.get("about", "release"), found=d.get("found", ""), test=d.get("test", ""),
+                  unit=d.get("unit"))
 
 
 def for_audience(doc: Mapping[str, Any], audience: str) -> dict[str, Any]:
     """``doc`` for ``audience``: ``external`` keeps only what anyone holding the release could
-    recount from it — no figure of the original or compared with it, nothing about the input but
-    its keyed fingerprint, no check decided against the original (the external verdict is the
-    recount from the release's files)."""
+    recount from it, plus single-number comparison scores (``Value.score``) — no other figure of
+    the original or compared with it, no path (the release's and the input's URLs go, the
+    reproduce commands say ``RELEASE``), nothing about the input but its keyed fingerprint, no
+    attack that needs the original, and a decision taken on what is left (the external verdict
+    is the recount from the release's files)."""
+    from ..release.verdict import Check
+
     out = json.loads(json.dumps(doc))
     out["audience"] = audience
     if audience == "internal":
@@ -239,15 +371,34 @@ def for_audience(doc: Mapping[str, Any], audience: str) -> dict[str, Any]:
     out["input"] = {"fingerprint": (doc.get("input") or {}).get("fingerprint")}
     public = out.pop("public_summary", None)  # never fall back to the owner's summary
     out["summary"] = public or {k: out["summary"][k] for k in ("family", "method", "parameters")}
+    out["release"].pop("url", None)
     if out["release"].get("roles"):
         out["release"]["roles"] = {**{k: v for k, v in out["release"]["roles"].items() if k != "identifier"},
                                    "identifiers_dropped": len(out["release"]["roles"].get("identifier") or [])}
     for section in out["sections"]:
+        had_headline = any(i.get("id", "").startswith("headline_") for i in section["items"])
         section["items"] = [i for i in section["items"] if _external_item(i)
                             and i.get("id") not in ("released_input_files", "released_input")]
         for i in section["items"]:
             if i.get("id") == "released_roles":
                 i["rows"] = [r for r in i["rows"] if r[0] != "identifier"]
-    out["notes"] = [*out.get("notes", []), "External report: only what can be recounted from the release itself is shown; "
-                    "figures of the original data and comparisons with it are in the owner's internal report."]
+            if i.get("id") == "released_what":
+                i["rows"] = [r for r in i["rows"] if r[0] != "written"]
+        if section["id"] == "reproduce":
+            section["items"] = _reproduce({}, None)
+        if section["id"] == "summary":
+            headline = [i for i in section["items"] if i.get("id", "").startswith("headline_")]
+            section["items"] = [i for i in section["items"] if i.get("id") != "summary_utility"]
+            if not headline:
+                section["items"].append(Text("summary_utility", _why_no_headline(doc.get("with_original", False), "external")
+                                             if had_headline or doc.get("with_original") else
+                                             _why_no_headline(False, "internal")).to_dict())
+    # the decision on what this audience sees: the attacks run on the release alone
+    attacks = [_attack(i) for s in out["sections"] for i in s["items"] if i.get("type") == "attack"]
+    checks = [Check.from_dict(c) for c in (out.get("verdict") or {}).get("checks", [])]
+    out["decision"] = _decision(checks, attacks, list((doc.get("decision") or {}).get("warnings") or []))
+    _section_notes(out, bool(doc.get("with_original")), audience)
+    out["notes"] = [*out.get("notes", []), "External report: only what can be recounted from the release itself is shown, "
+                    "with single-number comparison scores; the other figures of the original data and comparisons with "
+                    "it are in the owner's internal report."]
     return out

@@ -47,7 +47,9 @@ class Decision:
 
 
 def _percent(x: float) -> str:
-    return f"{100 * float(x):.1f} %"
+    from .units import percent
+
+    return percent(x)
 
 
 def attack_sentence(a: Any) -> str:
@@ -75,11 +77,13 @@ def decide(checks: Iterable[Any], attacks: Sequence[Any] = (), warnings: Sequenc
     overridden = [c for c in checks if c.overridden]
     flagged = sorted((a for a in attacks if a.flagged), key=lambda a: -a.advantage)
     reasons: list[str] = []
+    from .units import show_number as num
+
     for c in failed:
-        reasons.append(f"Check failed: {c.name}" + (f" ({c.figure} against {c.threshold})" if c.figure is not None else "")
+        reasons.append(f"Check failed: {c.name}" + (f" ({num(c.figure)} against {num(c.threshold)})" if c.figure is not None else "")
                        + (f" in {c.where}" if c.where else "") + (f": {c.detail}" if c.detail else "") + ".")
     for c in overridden:
-        reasons.append(f"Floor overridden with --allow-weak: {c.name} ({c.figure} against the floor {c.threshold})"
+        reasons.append(f"Floor overridden with --allow-weak: {c.name} ({num(c.figure)} against the floor {num(c.threshold)})"
                        + (f"; consequence: {c.detail}" if c.detail else "") + ".")
     reasons += [attack_sentence(a) + "." for a in flagged]
     reasons += [w if w.endswith(".") else w + "." for w in warnings]

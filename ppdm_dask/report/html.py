@@ -3,31 +3,31 @@ SVG figures; no script, no external resource, readable offline)."""
 
 from __future__ import annotations
 
-import math
 import re
 from functools import lru_cache
 from typing import Any, Mapping
 
-__all__ = ["render_html"]
+from .units import percent, plural, share_unit, show_number as _show, show_value
+
+__all__ = ["render_html", "show_value", "percent", "plural"]
 
 _HEX = re.compile(r"^[0-9a-f]{32,64}$")
 
 
-def _show(value: Any) -> str:
-    """A cell or a value as the reader sees it: thousands separators, 4 significant decimals."""
-    if value is None:
+def show_attack(a: Mapping[str, Any], key: str) -> str:
+    """One figure of an attack result: a percentage for shares (``unit`` None), else the number
+    with the attack's unit."""
+    x = a.get(key)
+    if x is None:
         return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        if value.is_integer() and abs(value) < 1e15:
-            return f"{int(value):,}"
-        return f"{value:,.4f}" if 1e-3 <= abs(value) < 1e6 else f"{value:.4g}"
-    return str(value)
+    return percent(x) if not a.get("unit") else show_value(x, a["unit"])
+
+
+def _cell(value: Any, share: bool) -> str:
+    """A table cell: a number of a share column as a percentage."""
+    if share and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return percent(value)
+    return _show(value)
 
 
 def _cellclass(value: Any) -> str:
@@ -47,17 +47,26 @@ def _environment() -> Any:
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["show"] = _show
     env.filters["cellclass"] = _cellclass
+    env.globals["show_value"] = show_value
+    env.globals["show_attack"] = show_attack
+    env.filters["cell"] = _cell
     return env
 
 
 def _blocks(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The items of a section in their order, consecutive values gathered into one grid."""
+    """The items of a section in their order, consecutive values gathered into one grid and
+    consecutive attack results into one table."""
     out: list[dict[str, Any]] = []
     for item in items:
-        if item.get("type") == "value":
-            if not out or out[-1]["type"] != "values":
-                out.append({"type": "values", "items": []})
+        kind = {"value": "values", "attack": "attacks"}.get(item.get("type"))
+        if kind:
+            if not out or out[-1]["type"] != kind:
+                out.append({"type": kind, "items": []})
             out[-1]["items"].append(item)
+        elif item.get("type") == "table":
+            # a column headed "share ..." / "fraction ..." holds shares: percentages, as values with that unit
+            share = [i for i, c in enumerate(item.get("columns") or []) if share_unit(str(c)) is not None]
+            out.append({**item, "share_columns": share})
         else:
             out.append(dict(item))
     return out

@@ -11,7 +11,7 @@ import io
 import re
 from typing import Any, Mapping
 
-__all__ = ["plot_svg", "svg_figures"]
+__all__ = ["plot_svg", "svg_figures", "integer_axes"]
 
 _COLOURS = ("#1f5fa8", "#d9822b", "#2e8b57", "#a83232", "#6a4fa3", "#7a7a7a")
 _WIDTH, _HEIGHT = 6.4, 3.4  # inches: one column of the page
@@ -47,6 +47,7 @@ def plot_svg(plot: Mapping[str, Any]) -> str:
                 ax.set_xscale("symlog" if kind in ("bar", "histogram") else "log")
             if plot.get("log_y"):
                 ax.set_yscale("symlog" if kind in ("bar", "histogram") else "log")
+            _integer_axes(ax, kind, series, bool(plot.get("log_x")), bool(plot.get("log_y")))
             if len(series) > 1:
                 ax.legend(frameon=False)
             fig.tight_layout()
@@ -106,6 +107,44 @@ def _draw(ax: Any, kind: str, series: list[Mapping[str, Any]]) -> None:
         if xs and ys:
             lo, hi = min(min(xs), min(ys)), max(max(xs), max(ys))
             ax.plot([lo, hi], [lo, hi], color="#999999", linewidth=0.8, linestyle="--")
+
+
+def _integers(values: list[Any]) -> bool:
+    nums = [v for v in values if v is not None]
+    return bool(nums) and _numeric(nums) and all(float(v).is_integer() for v in nums)
+
+
+def integer_axes(kind: str, series: list[Mapping[str, Any]]) -> tuple[bool, bool]:
+    """Whether the x and the y axis of a plot show counts (integer ticks only).
+
+    The rule: y is a count axis when every y value of every series is a whole number (bar
+    heights, histogram counts, numbers of itemsets ...); x is when every x value is a whole
+    number (line, step, bar, scatter: m, k, sizes, levels), or, for a histogram, when its bin edges sit at
+    half-integers (one bin per integer value, :func:`ppdm_dask.release.figures.histogram` with
+    ``integer=True``): no tick at "2.5 classes" or at m = 1.5.
+    """
+    ys = [v for s in series for v in (s.get("y") or [])]
+    xs = [v for s in series for v in (s.get("x") or [])]
+    y_int = _integers(ys)
+    if kind == "histogram":
+        x_int = bool(xs) and _numeric(xs) and all(v is not None and (float(v) + 0.5).is_integer() for v in xs)
+    else:
+        x_int = _integers(xs)
+    return x_int, y_int
+
+
+def _integer_axes(ax: Any, kind: str, series: list[Mapping[str, Any]], log_x: bool, log_y: bool) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    x_int, y_int = integer_axes(kind, series)
+    if x_int and not log_x and not (kind == "bar" and not _numeric([v for s in series for v in (s.get("x") or [])])):
+        if not (kind == "bar" and len(series) > 1):  # grouped bars keep their category ticks
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if y_int and not log_y:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ys = [v for s in series for v in (s.get("y") or []) if v is not None]
+        if ys and min(ys) >= 0 and kind != "scatter":  # counts are never negative: no axis below zero (an all-zero series included)
+            ax.set_ylim(bottom=0, top=max(1, max(ys)) * 1.05)
 
 
 def svg_figures(doc: Mapping[str, Any]) -> dict[str, str]:

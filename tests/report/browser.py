@@ -29,7 +29,12 @@ window.addEventListener('load', function () {
   });
   document.querySelectorAll('section').forEach(function (s) {
     var r = s.getBoundingClientRect();
-    out.sections[s.id] = [r.left, r.top + window.scrollY, r.width, r.height];
+    out.sections[s.id] = [r.left, r.top + window.scrollY, r.width, r.height, s.className];
+  });
+  out.blocks = {};
+  document.querySelectorAll('figure.plot, table, div.values, .decision-badge').forEach(function (b, i) {
+    var r = b.getBoundingClientRect();
+    out.blocks[(b.id || b.tagName.toLowerCase() + '-' + b.className) + '#' + i] = [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height];
   });
   var pre = document.createElement('pre'); pre.id = 'ppdm-layout'; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
@@ -58,7 +63,9 @@ def _run(args: list[str], tmp: Path) -> str:
 
 
 def layout(html: Path, tmp: Path) -> dict:
-    """``{"height", "figures": {id: [x, y, w, h]}, "sections": {...}}`` of the page as laid out."""
+    """``{"height", "figures": {id: [x, y, w, h]}, "sections": {id: [x, y, w, h, class]},
+    "blocks": {...}}`` of the page as laid out (``blocks``: every plot, table, value grid and the
+    decision badge)."""
     probe = tmp / "probe.html"
     probe.write_text(html.read_text(encoding="utf-8").replace("</body>", _PROBE + "</body>"), encoding="utf-8")
     dom = _run(["--virtual-time-budget=5000", f"--window-size={WIDTH},1000", "--dump-dom", probe.as_uri()], tmp)

@@ -24,7 +24,7 @@ import pytest
 from ppdm_dask import Key, open_release, read
 from ppdm_dask.data.transactions import TransactionArray
 from ppdm_dask.report import SECTIONS, validate_report
-from ppdm_dask.report.html import _show
+from ppdm_dask.report.html import show_value
 
 from .test_render import check_rendered
 from .test_report import _Links
@@ -177,9 +177,12 @@ def test_report_of_real_data(family, shared_data, tmp_path):
     assert [s["id"] for s in on_disk["sections"]] == [s[0] for s in SECTIONS]
     items = [i for s in on_disk["sections"] for i in s["items"]]
     values = {i["id"]: i["value"] for i in items if i["type"] == "value"}
+    units = {i["id"]: i.get("unit") for i in items if i["type"] == "value"}
     plots = {i["id"] for i in items if i["type"] == "plot"}
-    risk = [i for i in on_disk["sections"][1]["items"] if i["id"] not in ("privacy_verified", "privacy_checks")]
-    assert risk and on_disk["sections"][2]["items"] and plots, "risk, utility and plots"
+    section = {s["id"]: s["items"] for s in on_disk["sections"]}
+    risk = [i for i in section["privacy"] if i["id"] != "privacy_checks"]
+    assert risk and section["utility"] and plots, "risk, utility and plots"
+    assert on_disk["decision"]["colour"] in ("green", "amber", "red") and section["summary"][0]["id"] == "summary_guarantee"
     # the headline figures against a recount from the written files and the original
     recount(folder, values)
     # the page shows every section, every figure and the JSON's numbers
@@ -188,6 +191,6 @@ def test_report_of_real_data(family, shared_data, tmp_path):
     assert page.sections == [s[0] for s in SECTIONS] and page.scripts == 0 and page.refs == []
     assert set(page.figures) == {f"fig-{p}" for p in plots} and all(n == 1 for n in page.figures.values())
     for vid, v in values.items():
-        assert page.values[vid].strip().startswith(_show(v)), vid
-    # and it renders: not blank, every figure drawn in its own place
-    check_rendered(tmp_path / f"{family}.report.html", tmp_path)
+        assert page.values[vid].strip() == show_value(v, units[vid]), vid
+    # and it renders: not blank, the decision first, every figure drawn in its own place
+    check_rendered(tmp_path / f"{family}.report.html", tmp_path, decision=on_disk["decision"])

@@ -24,8 +24,9 @@ from ppdm_dask.data.tables import read_table
 from ppdm_dask.errors import DataFormatError, DatasetExistsError
 from ppdm_dask.random import Key
 from ppdm_dask.release import Figures, Plot, Series, Table, Value
+from ppdm_dask.release.figures import Attack, Text
 from ppdm_dask.report import SECTIONS, for_audience, render_html, report_schema, validate_report
-from ppdm_dask.report.html import _show
+from ppdm_dask.report.html import show_value
 
 KEY = Key(0x7A3F_1234_5678_9ABC_DEF0_1357_2468_ACE0)
 
@@ -57,6 +58,8 @@ def _figures() -> Figures:
                    about="original"),
               Value("risk_orig_uniques", "Sample uniques of the original", 0.4, about="original")],
         utility=[Value("utility_ncp", "NCP", 0.3125, about="comparison"),
+                 Value("utility_score", "Overall quality score", 0.875, about="comparison", unit="share", score=True),
+                 Value("utility_kept", "Records kept", 1, about="comparison", unit="records"),
                  Plot("utility_scatter", "Supports", "scatter", [Series("itemsets", [1, 2, 3], [1.1, 1.9, 3.2])],
                       about="comparison"),
                  Plot("utility_curve", "Curve", "line", [Series("release", [1, 2, 3], [0, 0, 1]),
@@ -64,7 +67,21 @@ def _figures() -> Figures:
                  Plot("utility_step", "Step", "step", [Series("release", [1, 2, 3], [1, 2, 2])]),
                  Table("utility_table", "Per column", ["column", "ncp"], [["age", 0.25], ["zip", 0.375]],
                        about="comparison")],
-        notes=["a note for the reader"])
+        notes=["a note for the reader"],
+        guarantee="Every record shares its quasi-identifiers with at least 4 others (k = 5).",
+        protects="Linkage by quasi-identifiers; not attribute disclosure within a class.",
+        learn=[Text("learn_class", "An attacker who knows a record's quasi-identifiers narrows it to 5 records."),
+               Value("learn_odds", "Largest belief change", 0.2, unit="share")],
+        attacks=[Attack("attack_linkage", "linkage", 0.2, 0.1, 0.25, "share of records re-identified",
+                        found="smallest class of 5", test="tests/anonymity/test_attacks.py::test_linkage"),
+                 Attack("attack_membership", "membership inference", 0.7, 0.5, 0.1, "accuracy", about="comparison",
+                        found="needs the original")],
+        headline=["utility_score", "utility_ncp", "utility_missing"])
+
+
+def section(doc, sid):
+    """The items of section ``sid`` of a report document, by id."""
+    return {i["id"]: i for i in next(s for s in doc["sections"] if s["id"] == sid)["items"]}
 
 
 class _Links(HTMLParser):
@@ -152,13 +169,23 @@ def test_schema_rejects_what_it_must(people_release, tmp_path):
     with pytest.raises(DataFormatError, match="sections"):
         validate_report(bad)
     bad = json.loads(json.dumps(doc))
-    bad["sections"][1]["items"][0]["about"] = "elsewhere"
+    bad["sections"][2]["items"][0]["about"] = "elsewhere"
     with pytest.raises(DataFormatError, match="about|sections"):
         validate_report(bad)
     bad = json.loads(json.dumps(doc))
     bad["release"]["key"] = "00"
     with pytest.raises(DataFormatError):
         validate_report(bad)
+    # version 2: the decision first, with a colour of the three
+    assert doc["version"] == 2 and doc["sections"][0]["id"] == "summary"
+    for change in (lambda d: d.update(version=1), lambda d: d.pop("decision"),
+                   lambda d: d["decision"].update(colour="yellow"),
+                   lambda d: d["sections"].insert(0, d["sections"].pop(5)),  # provenance first, as in version 1
+                   lambda d: d["sections"][3]["items"].append({"type": "attack", "id": "a", "about": "release"})):
+        bad = json.loads(json.dumps(doc))
+        change(bad)
+        with pytest.raises(DataFormatError):
+            validate_report(bad)
     assert report_schema()["$schema"].endswith("2020-12/schema")
 
 
@@ -171,11 +198,21 @@ def test_external_leaves_out_the_original(people_release, tmp_path, monkeypatch)
     items = {i["id"]: i for s in external["sections"] for i in s["items"]}
     assert "risk_orig_hist" not in items and "risk_orig_uniques" not in items  # about the original
     assert "utility_scatter" not in items and "utility_curve" not in items and "utility_table" not in items
-    # only what the release itself shows: no comparison with the original, not even one number
-    assert "utility_ncp" not in items and "risk_hist" in items and "utility_step" in items
-    assert all(i.get("about", "release") == "release" for i in items.values())
+    # what the release itself shows, plus single-number comparison scores (and nothing else compared)
+    assert "utility_ncp" not in items and "utility_kept" not in items and "risk_hist" in items and "utility_step" in items
+    assert "utility_score" in items and "headline_utility_score" in items and "headline_utility_ncp" not in items
+    assert all(i.get("about", "release") == "release" or (i["type"] == "value" and i.get("score"))
+               for i in items.values())
+    # attacks: only those run on the release alone; the decision is taken on those
+    assert "attack_linkage" in items and "attack_membership" not in items
+    assert [r["id"] for r in external["decision"]["risks"]] == ["attack_linkage"]
+    assert external["decision"]["colour"] == "green" and internal["decision"]["colour"] == "amber"
+    # no path: neither the input's nor the release's (the reproduce commands say RELEASE)
     text = json.dumps(external)
     assert str(csv) not in text and "input_files" not in text and "released_input" not in text  # the input's URL and files
+    assert url not in text and "url" not in external["release"] and "RELEASE" in section(external, "reproduce")["reproduce_verify"]["text"]
+    assert "written" not in {r[0] for r in section(external, "released")["released_what"]["rows"]}
+    assert url in json.dumps(internal)
     assert "name" not in {r[1] for i in items.values() if i["id"] == "released_roles" for r in i["rows"]}
     assert external["input"] == {"fingerprint": internal["input"]["fingerprint"]}
     assert external["summary"] == json.loads((Path(url) / "_SUCCESS").read_text())["summary"]  # the public one
@@ -201,7 +238,7 @@ def test_html_is_self_contained_and_shows_the_json(people_release, tmp_path, mon
     values = {i["id"]: i for s in doc["sections"] for i in s["items"] if i["type"] == "value"}
     assert set(page.values) == set(values)
     for vid, item in values.items():
-        assert page.values[vid].strip().startswith(_show(item["value"])), vid
+        assert page.values[vid].strip() == show_value(item["value"], item.get("unit")), vid
     # the numbers of a plot are those of the JSON: the bar heights of the histogram are in its svg
     assert html.count('id="fig-') == len(plots)
     # a page renders from the document alone (render_html is what Release.report wrote)
@@ -214,7 +251,8 @@ def test_unwritten_release_report(tmp_path):
                       hierarchies=hier, key=KEY).fit_transform(table)
     doc = rel.report(table)
     assert doc["paths"] is None and doc["release"]["written"] is False
-    assert "in memory" in {i["id"]: i for i in doc["sections"][1]["items"]}["privacy_verified"]["note"]
+    assert "in memory" in section(doc, "summary")["summary_verified"]["text"]
+    assert "in memory" in section(doc, "privacy")["privacy_checks"]["note"]
     doc = rel.report(table, out=str(tmp_path / "mem"))
     assert Path(doc["paths"]["html"]).exists() and Path(doc["paths"]["json"]).name == "report.json"
 
@@ -268,7 +306,7 @@ def test_cli_jobs_write_the_report_and_ppdm_report(tmp_path):
     assert not list((tmp_path / "a").glob("_report*"))
     doc = json.loads((tmp_path / "a.report.json").read_text())
     # the job shows the verdict recounted on the written files before the commit (no second pass)
-    assert doc["verdict"]["ok"] and "before they were committed" in doc["sections"][1]["items"][0]["note"]
+    assert doc["verdict"]["ok"] and "before they were committed" in section(doc, "summary")["summary_verified"]["text"]
     r = runner.invoke(cli, [*base, *job[:2], str(tmp_path / "b"), *job[2:], "--no-report"])
     assert r.exit_code == 0 and not (tmp_path / "b.report.html").exists()
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--original", str(csv), "--dtype", "age=int",
@@ -277,6 +315,9 @@ def test_cli_jobs_write_the_report_and_ppdm_report(tmp_path):
     assert (tmp_path / "b.report-external.html").exists() and "b.report-external.html" in r.output
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--out", str(tmp_path / "elsewhere.html")])
     assert r.exit_code == 0 and (tmp_path / "elsewhere.json").exists()
+    # the console opens with the decision, as the page does
+    decision = json.loads((tmp_path / "elsewhere.json").read_text())["decision"]
+    assert r.output.splitlines()[0] == f"{decision['colour'].upper()}: {decision['headline']}"
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--out", str(tmp_path / "elsewhere.html")])
     assert r.exit_code == 2 and "--overwrite" in r.output
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "nothing")])
@@ -302,7 +343,7 @@ def test_every_release_command_writes_its_report(name, tmp_path):
     validate_report(doc)
     manifest = json.loads((tmp_path / "a" / "_SUCCESS").read_text())
     assert doc["release"]["family"] == manifest["release"]["family"] and doc["verdict"] == manifest["guarantees"]
-    assert doc["input"]["url"] == src and doc["sections"][2]["items"], "utility against the job's input"
+    assert doc["input"]["url"] == src and section(doc, "utility"), "utility against the job's input"
     assert not list((tmp_path / "a").glob("_report*")), "the internal report is never inside the release folder"
     r = runner.invoke(cli, [*base, *_argv(name, src, str(tmp_path / "b")), *extra, "--no-report"])
     assert r.exit_code == 0, r.output
@@ -310,13 +351,65 @@ def test_every_release_command_writes_its_report(name, tmp_path):
 
 
 def test_an_overridden_floor_never_reads_like_a_plain_pass(tmp_path):
-    """A release made with --allow-weak holds only with its overridden floors: the headline and
-    the badge say so, in amber, naming the floors (not the green "Guarantee verified")."""
+    """A release made with --allow-weak holds only with its overridden floors: the decision box
+    is amber (never green) and names each floor with its consequence."""
     _, table, hier = _people()
     rel = KAnonymizer(["age", "sex", "zip"], k=1, identifiers=["name"], insensitive=["diagnosis"], method="mondrian",
                       hierarchies=hier, key=KEY, allow_weak=True).fit_transform(table)
     doc = rel.report(table, out=str(tmp_path / "weak.html"))
-    head = {i["id"]: i for i in doc["sections"][1]["items"]}["privacy_verified"]["value"]
-    assert doc["verdict"]["ok"] and head == "holds only with overridden floors: k >= 2"
+    floor = next(c for c in doc["verdict"]["checks"] if c.get("overridden"))
+    assert doc["verdict"]["ok"] and floor["name"] == "k >= 2"
+    assert doc["decision"]["colour"] == "amber"
+    assert any("--allow-weak" in r and "k >= 2" in r and floor.get("detail", "") in r for r in doc["decision"]["reasons"])
     html = Path(doc["paths"]["html"]).read_text(encoding="utf-8")
-    assert 'class="badge overridden"' in html and "Guarantee verified" not in html and "k &gt;= 2" in html
+    assert 'class="decision amber"' in html and "green" not in re.findall(r'<section id="summary" class="([^"]+)"', html)[0]
+    assert "k &gt;= 2" in html and "Guarantee verified" not in html
+
+
+def test_summary_box_opens_the_page(people_release, tmp_path, monkeypatch):
+    """The decision box is the page's first section: its colour is the JSON decision's, it shows
+    the guarantee, what it protects, the largest risks and the headline utility values (ids
+    missing from the utility figures are skipped); provenance comes after it."""
+    url, _, table = people_release
+    doc = _report(open_release(url), table, tmp_path, monkeypatch)
+    html = Path(doc["paths"]["html"]).read_text(encoding="utf-8")
+    page = _Links()
+    page.feed(html)
+    assert page.sections[0] == "summary" and page.sections.index("released") > page.sections.index("utility")
+    first = re.search(r"<section ([^>]*)>", html).group(1)
+    assert 'id="summary"' in first and f'class="decision {doc["decision"]["colour"]}"' in first
+    box = html[html.index('<section id="summary"'):html.index("</section>")]
+    assert doc["decision"]["headline"] in box and "Every record shares" in box and "Linkage by" in box
+    # the flagged comparison attack first (internal), with success against baseline
+    risks = doc["decision"]["risks"]
+    assert [r["id"] for r in risks] == ["attack_membership", "attack_linkage"] and "70 % against a baseline of 50 %" in box
+    assert doc["decision"]["colour"] == "amber" and "membership inference" in doc["decision"]["reasons"][0]
+    summary = section(doc, "summary")
+    assert [k for k in summary if k.startswith("headline_")] == ["headline_utility_score", "headline_utility_ncp"]
+    assert 'id="value-headline_utility_score"' in box and "87.5 %" in box
+    # attack results: one row per attack with every column
+    attacks = section(doc, "attacks")
+    assert set(attacks) == {"attack_linkage", "attack_membership"}
+    row = re.search(r'<tr id="attack-attack_linkage"[^>]*>(.*?)</tr>', html, re.S).group(1)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    assert cells[2:7] == ["20 %", "10 %", "10 %", "25 %", "no"] and "test_linkage" in cells[8]
+    assert "docs/threat-model.md" in next(s for s in doc["sections"] if s["id"] == "attacks")["note"]
+
+
+def test_empty_sections_say_why(people_release, tmp_path, monkeypatch):
+    """An empty utility section asks for --original only when it was not given; the external
+    report given the original says the comparison figures are the owner's."""
+    url, _, table = people_release
+    rel = open_release(url)
+    monkeypatch.setattr(type(rel), "report_figures", lambda self, original=None, **k: Figures(
+        utility=[Value("u", "NCP", 0.5, about="comparison")] if original is not None else [], headline=["u"]))
+    note = lambda d: next(s for s in d["sections"] if s["id"] == "utility").get("note", "")  # noqa: E731
+    without = rel.report(None, out=str(tmp_path / "a.html"))
+    assert "--original" in note(without) and "--original" in section(without, "summary")["summary_utility"]["text"]
+    external = rel.report(table, audience="external", out=str(tmp_path / "b.html"))
+    assert "--original" not in note(external) and "owner's internal report" in note(external)
+    assert "owner's internal report" in section(external, "summary")["summary_utility"]["text"]
+    html = Path(external["paths"]["html"]).read_text(encoding="utf-8")
+    assert "give it with --original" not in html
+    internal = rel.report(table, out=str(tmp_path / "c.html"))
+    assert not note(internal) and "summary_utility" not in section(internal, "summary")
