@@ -47,6 +47,7 @@ def plot_svg(plot: Mapping[str, Any]) -> str:
                 ax.set_xscale("symlog" if kind in ("bar", "histogram") else "log")
             if plot.get("log_y"):
                 ax.set_yscale("symlog" if kind in ("bar", "histogram") else "log")
+            _integer_axes(ax, kind, series, plot)
             if len(series) > 1:
                 ax.legend(frameon=False)
             fig.tight_layout()
@@ -62,6 +63,28 @@ def plot_svg(plot: Mapping[str, Any]) -> str:
     svg = re.sub(r'(xlink:href|href)="#([^"]+)"', lambda m: f'{m.group(1)}="#{prefix}{m.group(2)}"', svg)
     svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
     return svg.replace("<svg ", f'<svg role="img" aria-label="{_attr(plot.get("title", ""))}" ', 1)
+
+
+def _whole(values: list[Any]) -> bool:
+    vals = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return bool(vals) and len(vals) == len([v for v in values if v is not None]) and all(float(v).is_integer() for v in vals)
+
+
+def _integer_axes(ax: Any, kind: str, series: list[Mapping[str, Any]], plot: Mapping[str, Any]) -> None:
+    """Counts on whole-number ticks, from 0: matplotlib's default ticks put 0.5 classes or
+    m = 1.2 between integer values, and centre an all-zero curve on 0 (ticks down to -0.04)."""
+    from matplotlib.ticker import MaxNLocator
+
+    xs = [v for s in series for v in (s.get("x") or [])]
+    ys = [v for s in series for v in (s.get("y") or [])]
+    if kind == "histogram":  # integer bins have half-integer edges
+        xs = [v + 0.5 if isinstance(v, (int, float)) else v for v in xs]
+    if kind != "bar" and not plot.get("log_x") and _whole(xs):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if not plot.get("log_y") and _whole(ys):
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if min(ys) >= 0:
+            ax.set_ylim(bottom=0, top=max(ax.get_ylim()[1], 1))
 
 
 def _attr(text: str) -> str:
