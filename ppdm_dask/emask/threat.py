@@ -42,7 +42,7 @@ import scipy.sparse as sp
 from ..release.figures import Attack, Figures, Text, Value
 from .privacy import basic_privacy, ldp_epsilon
 
-__all__ = ["emask_threat", "item_posteriors", "record_epsilon_text", "item_inference", "linkage_kernel", "linkage_success",
+__all__ = ["emask_threat", "item_posteriors", "record_epsilon_text", "item_inference", "linkage_kernel", "linkage_success", "row_linkage",
            "MEANINGFUL_EPSILON", "ITEM_INFERENCE_THRESHOLD", "LINKAGE_THRESHOLD", "LINK_KNOWN", "LINK_TARGETS"]
 
 #: Record-level ε above which the bound says nothing (odds may move by more than e^10 ≈ 22,000)
@@ -149,8 +149,10 @@ def _combine(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np
     return best, ties
 
 
-def _row_linkage(original: Any, aligned: Any, ckw: dict[str, Any]) -> tuple[float, int, int] | None:
-    """``(success, targets, rows)`` of the linkage attack, or None without a target."""
+def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any]) -> dict[str, Any] | None:
+    """The linkage attack on the released rows ``aligned`` (in the original's order): a dict of
+    ``success``, ``targets`` (original rows attacked), ``known`` (item x target indicators on
+    the release's columns) and ``rows``; None without a target."""
     import dask
 
     from ..progress import compute
@@ -180,7 +182,7 @@ def _row_linkage(original: Any, aligned: Any, ckw: dict[str, Any]) -> tuple[floa
     best, ties = _combine(parts)
     D = _gather_original(aligned, targets, **ckw)
     own = np.asarray([int(((D[[j]] != 0).astype(np.int64) @ known[:, [j]]).toarray()[0, 0]) for j in range(targets.size)])
-    return linkage_success(own, best, ties), int(targets.size), n
+    return {"success": linkage_success(own, best, ties), "targets": targets, "known": known, "rows": n}
 
 
 def _share(x: float) -> str:
@@ -281,9 +283,9 @@ def _comparison_attacks(rel: Any, original: Any, k: np.ndarray, p: float, q: flo
                       test=f"{_TEST}::test_item_inference_against_the_original"))
     if aligned is None:
         return out
-    link = _row_linkage(original, aligned, ckw)
+    link = row_linkage(original, aligned, ckw)
     if link is not None:
-        ok, targets, rows = link
+        ok, targets, rows = link["success"], int(link["targets"].size), link["rows"]
         out.append(Attack("attack_row_linkage", f"linkage of a basket to its row from {LINK_KNOWN} known items", ok, 1.0 / rows,
                           LINKAGE_THRESHOLD, f"share of {targets} sampled targets whose own row holds the most of their known items",
                           about="comparison",

@@ -248,7 +248,8 @@ def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OU
     Returns
     -------
     dict
-        ``size``, ``max_subsets``, ``rows``, ``eligible`` (records with >= size items), ``targets`` (examined),
+        ``size``, ``max_subsets``, ``rows``, ``eligible`` (records with >= size items), ``targets`` (examined;
+        ``examined``: their rows),
         ``unique`` and ``rare`` (targets with an itemset of support 1, resp. < k),
         ``unique_share`` and ``rare_share`` (estimated share of all rows), ``sampled``,
         ``subsets_capped``, ``itemsets`` (distinct itemsets counted).
@@ -268,7 +269,8 @@ def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OU
     sampled = eligible.size > max_targets
     targets = np.sort(rng.choice(eligible, max_targets, replace=False)) if sampled else eligible
     out = {"size": size, "max_subsets": int(max_subsets), "rows": rows, "eligible": int(eligible.size), "targets": int(targets.size), "unique": 0, "rare": 0,
-           "unique_share": 0.0, "rare_share": 0.0, "sampled": bool(sampled), "subsets_capped": False, "itemsets": 0}
+           "unique_share": 0.0, "rare_share": 0.0, "sampled": bool(sampled), "subsets_capped": False, "itemsets": 0,
+           "examined": targets}
     if not targets.size:
         return out
     X = _gather_original(tx, targets, **ckw)
@@ -292,6 +294,6 @@ def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OU
     np.logical_or.at(unique, owner, support == 1)
     np.logical_or.at(rare, owner, support < k)
     scale = eligible.size / targets.size / rows if rows else 0.0
-    out.update(unique=int(unique.sum()), rare=int(rare.sum()), unique_share=float(unique.sum() * scale),
+    out.update(examined=targets, unique=int(unique.sum()), rare=int(rare.sum()), unique_share=float(unique.sum() * scale),
                rare_share=float(rare.sum() * scale), subsets_capped=not complete, itemsets=int(distinct.shape[0]))
     return out
