@@ -42,16 +42,10 @@ def item_images(rel: Any, original: Any) -> dict[str, str] | None:
     own = getattr(rel, "item_images", None)
     if own:
         return dict(own)
-    spec = str(rel.parameters.get("hierarchy", ""))
-    if not spec.startswith("balanced, fan-out "):
+    hier = _balanced(rel, original)
+    if hier is None:
         return None
-    from ..data.hierarchy import Hierarchy
-
     labels = np.asarray(original.vocabulary.labels)
-    if not labels.size:
-        return {}
-    fan_out = int(spec.rsplit(" ", 1)[1])
-    hier = Hierarchy.balanced(labels.size, fan_out, labels=labels)
     published = {str(x) for x in rel.data.vocabulary.labels}
     # exactly one of an item's ancestors-or-self is published: itself when kept, else its highest
     # cut ancestor (a lower cut node has no item left to publish, so it is not a label)
@@ -61,6 +55,18 @@ def item_images(rel: Any, original: Any) -> dict[str, str] | None:
             if str(node) in published:
                 out[str(item)] = str(node)
     return out
+
+
+def _balanced(rel: Any, original: Any) -> Any:
+    """The release's balanced hierarchy rebuilt from its public fan-out over the original's
+    sorted items (as :class:`~.estimators.KmAnonymizer` builds it), or None."""
+    spec = str(rel.parameters.get("hierarchy", ""))
+    labels = np.asarray(original.vocabulary.labels)
+    if not spec.startswith("balanced, fan-out ") or not labels.size:
+        return None
+    from ..data.hierarchy import Hierarchy
+
+    return Hierarchy.balanced(labels.size, int(spec.rsplit(" ", 1)[1]), labels=labels)
 
 
 def generalised(original: Any, release: Any, images: dict[str, str]) -> Any:
@@ -156,6 +162,13 @@ def km_utility(rel: Any, original: Any, ckw: dict[str, Any]) -> Figures:
                                   note=f"{int(kept.sum()):,} of {kept.size:,} items kept; the others are published as a "
                                        "range of the hierarchy")])
     ncp = (rel.figures.get("utility") or {}).get("ncp")
+    hier = _balanced(rel, original) if not isinstance(ncp, (int, float)) else None
+    if hier is not None:  # read back: the NCP of the cut the published labels show, as the job computed it
+        from .km import ncp_km
+
+        items = {str(x) for x in original.vocabulary.labels}
+        ncp = ncp_km(sorted({v for v in images.values() if v not in items}), hier, dict(zip(
+            [str(x) for x in original.vocabulary.labels], counts.astype(np.int64).tolist())))
     if isinstance(ncp, (int, float)):
         figs.utility.append(Value("km_ncp", "Information loss NCP of the generalisation", 100.0 * float(ncp), about="comparison",
                                   unit="%", score=True, note="0 % publishes every item as itself, 100 % every item as the root"))

@@ -96,11 +96,13 @@ def test_balanced_hierarchy_rebuilt_from_the_public_fan_out():
     rows = _rows(seed=2, n=150, n_items=20)
     tx = TransactionArray.from_lists(rows)
     rel = KmAnonymizer(k=4, m=2, fan_out=3).fit_transform(tx)
-    owner = dict(rel.item_images)
-    rel.item_images = None
-    assert item_images(rel, tx) == owner  # what `ppdm report RELEASE --original SRC` gets
+    owner, ncp = dict(rel.item_images), rel.figures["utility"]["ncp"]
+    rel.item_images = None  # what `ppdm report RELEASE --original SRC` has: neither the map nor the NCP
+    rel.figures = {**rel.figures, "utility": {}}
+    assert item_images(rel, tx) == owner
     by_id = {i.id: i for i in rel.report_figures(tx).utility}
     assert by_id["itemsets_sigma_minus"].value == 0.0
+    assert by_id["km_ncp"].value == pytest.approx(100 * ncp, rel=1e-12)  # the anonymiser's own NCP
 
 
 def test_audit_plot_on_whole_numbers():
