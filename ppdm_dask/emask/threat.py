@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import PPDMError
 from ..release.figures import Attack, Figures, Text, Value
 from .privacy import basic_privacy, ldp_epsilon
 
@@ -270,7 +271,7 @@ def _comparison_attacks(rel: Any, original: Any, k: np.ndarray, p: float, q: flo
     base = float((k * c).sum() / (n * ones)) if ones and n else 0.0
     try:
         aligned = _aligned_distortion(original, rel, rel._key)
-    except Exception:  # a release that is not a distortion of this original: the recount says so
+    except PPDMError:  # a release that is not a distortion of this original: the recount says so
         aligned = None
     out = []
     if aligned is not None and aligned.n_transactions == n:
