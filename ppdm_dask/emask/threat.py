@@ -157,7 +157,7 @@ def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any]) -> dict[str, A
     import dask
 
     from ..progress import compute
-    from ..sketch.report_figures import _gather_original
+    from ..metrics.km_audit import gather_rows
     from .flip_rates import label_map
 
     n = int(original.n_transactions)
@@ -167,7 +167,7 @@ def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any]) -> dict[str, A
         return None
     rng = np.random.default_rng(_LINK_SEED)
     targets = np.sort(rng.choice(candidates, min(LINK_TARGETS, candidates.size), replace=False))
-    X = _gather_original(original, targets, **ckw)
+    X = gather_rows(original, targets, **ckw)
     to_release = label_map(np.asarray(original.vocabulary.labels), np.asarray(aligned.vocabulary.labels))
     rows, cols = [], []
     for j in range(targets.size):
@@ -181,7 +181,7 @@ def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any]) -> dict[str, A
     task = dask.delayed(linkage_kernel, pure=True)
     (parts,) = compute([task(b, known) for b in aligned.blocks.to_delayed().ravel()], **ckw)
     best, ties = _combine(parts)
-    D = _gather_original(aligned, targets, **ckw)
+    D = gather_rows(aligned, targets, **ckw)
     own = np.asarray([int(((D[[j]] != 0).astype(np.int64) @ known[:, [j]]).toarray()[0, 0]) for j in range(targets.size)])
     return {"success": linkage_success(own, best, ties), "targets": targets, "known": known, "rows": n}
 

@@ -6,6 +6,9 @@ baskets (docs/mining.md#report-figures-the-km-audit-curve-and-unique-baskets).
   that break k^m-anonymity: an adversary who knows m items of a person's basket is left with
   fewer than k candidate records. A k^m-anonymous release has 0 up to its m.
 * :func:`unique_baskets` — the share of records whose exact item set occurs once.
+* :func:`singled_out` — the records that hold an itemset of a given size no other record holds
+  (what an adversary who knows m + 1 items of a k^m-anonymous release can still single out),
+  exact or on a stated sample.
 
 Both are exact integer counts, independent of the partitioning. Counting every itemset of up to
 M items is exponential in the basket length, so the audit prices itself first (one cheap pass:
@@ -28,7 +31,7 @@ import numpy as np
 
 from ..errors import InvalidParameter
 
-__all__ = ["KmAudit", "km_audit", "unique_baskets", "singled_out", "DEFAULT_MAX_SUBSETS", "MAX_AUDIT_M"]
+__all__ = ["KmAudit", "km_audit", "unique_baskets", "singled_out", "gather_rows", "take_rows", "DEFAULT_MAX_SUBSETS", "MAX_AUDIT_M"]
 
 #: Bound on the itemset occurrences the audit may enumerate (Σ_rows Σ_{j<=M} C(len, j)).
 DEFAULT_MAX_SUBSETS = 50_000_000
@@ -222,6 +225,37 @@ SINGLED_OUT_SUBSETS = 500
 _SINGLED_OUT_SEED = 0x5EED_4B4D
 
 
+def take_rows(block: Any, start: int, rows: np.ndarray, n_items: int) -> Any:
+    """Rows ``rows`` (global, sorted, inside this block which starts at ``start``) of a
+    transaction block, as a 0/1 CSR array (pure kernel)."""
+    import scipy.sparse as sp
+
+    b = sp.csr_array(block)
+    X = sp.csr_array((np.ones(b.indices.size, np.int64), b.indices, b.indptr), shape=(b.shape[0], int(n_items)))
+    return sp.csr_array(X[np.asarray(rows, np.int64) - int(start)])
+
+
+def gather_rows(tx: Any, rows: np.ndarray, **ckw: Any) -> Any:
+    """Rows ``rows`` (global, any order) of a TransactionArray as a 0/1 CSR array: one small task
+    per block holding some of them; only those rows reach the driver."""
+    import dask
+    import scipy.sparse as sp
+
+    from ..progress import compute
+
+    rows = np.asarray(rows, np.int64)
+    want = np.unique(rows)
+    off = np.concatenate([[0], np.cumsum(np.asarray(tx.partition_rows, np.int64))])
+    tasks = []
+    for i, b in enumerate(tx.blocks.to_delayed().ravel()):
+        sel = want[(want >= off[i]) & (want < off[i + 1])]
+        if sel.size:
+            tasks.append(dask.delayed(take_rows, pure=True)(b, int(off[i]), sel, int(tx.n_items)))
+    (parts,) = compute(tasks, **ckw)
+    X = sp.vstack(parts, format="csr") if parts else sp.csr_array((0, int(tx.n_items)))
+    return sp.csr_array(X[np.searchsorted(want, rows)])
+
+
 def _subsets(items: np.ndarray, size: int, cap: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
     """The ``size``-subsets of ``items`` (sorted ids) as rows, all of them when there are at most
     ``cap``, else ``cap`` drawn at random (then ``False``: not all)."""
@@ -256,7 +290,6 @@ def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OU
     """
     from ..mining.counting import SupportCounter
     from ..progress import compute
-    from ..sketch.report_figures import _gather_original
 
     size = _check_pos_int("size", size)
     k = _check_pos_int("k", k)
@@ -273,7 +306,7 @@ def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OU
            "examined": targets}
     if not targets.size:
         return out
-    X = _gather_original(tx, targets, **ckw)
+    X = gather_rows(tx, targets, **ckw)
     parts, owner, complete = [], [], True
     for j in range(targets.size):
         subs, full = _subsets(np.sort(X.indices[X.indptr[j]:X.indptr[j + 1]]).astype(np.int64), size, max_subsets, rng)
