@@ -26,7 +26,7 @@ Attacks (each an :class:`~ppdm_dask.release.figures.Attack`):
 ``attack_row_linkage`` (comparison)
     An adversary who knows :data:`LINK_KNOWN` items of a target's basket ranks the released
     rows by how many of them they hold (the likelihood-ratio ranking: every hit multiplies the
-    odds by ``p q / ((1 − q)(1 − p))``) and takes the best; success: the share of
+    odds by ``p q / ((1 − q)(1 − p))``; by how few when p < 1 − q) and takes the best; success: the share of
     :data:`LINK_TARGETS` sampled targets whose own row is the best (1/t for a tie of t rows);
     baseline 1/N. Needs the rows in the original's order (the release in memory, or the key).
 """
@@ -100,14 +100,15 @@ def item_inference(released_counts: np.ndarray, n: int, p: float, q: float,
     return float((p * s * n).sum() / ones), float((k * s).sum() / ones)
 
 
-def linkage_kernel(block: Any, known: sp.csr_array) -> tuple[np.ndarray, np.ndarray]:
+def linkage_kernel(block: Any, known: sp.csr_array, sign: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Per target (columns of ``known``, item x target indicators on the block's columns): the
-    most known items any row of the block holds, and how many rows hold that many."""
+    best score ``sign`` × (known items a row holds) of the block's rows, and how many rows reach
+    it (``sign`` -1 when p < 1 − q: a held item then speaks against the row)."""
     b = sp.csr_array(block)
     t = known.shape[1]
     if b.shape[0] == 0:
         return np.full(t, -1, np.int64), np.zeros(t, np.int64)
-    hits = np.asarray((b.astype(np.int64) @ known).toarray(), np.int64)
+    hits = sign * np.asarray((b.astype(np.int64) @ known).toarray(), np.int64)
     best = hits.max(axis=0)
     return best, (hits == best[None, :]).sum(axis=0).astype(np.int64)
 
@@ -150,7 +151,7 @@ def _combine(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np
     return best, ties
 
 
-def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any]) -> dict[str, Any] | None:
+def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any], sign: int = 1) -> dict[str, Any] | None:
     """The linkage attack on the released rows ``aligned`` (in the original's order): a dict of
     ``success``, ``targets`` (original rows attacked), ``known`` (item x target indicators on
     the release's columns) and ``rows``; None without a target."""
@@ -179,10 +180,10 @@ def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any]) -> dict[str, A
         cols += [j] * mapped.size
     known = sp.csr_array((np.ones(len(rows), np.int64), (rows, cols)), shape=(aligned.n_items, targets.size))
     task = dask.delayed(linkage_kernel, pure=True)
-    (parts,) = compute([task(b, known) for b in aligned.blocks.to_delayed().ravel()], **ckw)
+    (parts,) = compute([task(b, known, sign) for b in aligned.blocks.to_delayed().ravel()], **ckw)
     best, ties = _combine(parts)
     D = gather_rows(aligned, targets, **ckw)
-    own = np.asarray([int(((D[[j]] != 0).astype(np.int64) @ known[:, [j]]).toarray()[0, 0]) for j in range(targets.size)])
+    own = sign * np.asarray([int((D[[j]] @ known[:, [j]]).toarray()[0, 0]) for j in range(targets.size)])
     return {"success": linkage_success(own, best, ties), "targets": targets, "known": known, "rows": n}
 
 
@@ -284,7 +285,7 @@ def _comparison_attacks(rel: Any, original: Any, k: np.ndarray, p: float, q: flo
                       test=f"{_TEST}::test_item_inference_against_the_original"))
     if aligned is None:
         return out
-    link = row_linkage(original, aligned, ckw)
+    link = row_linkage(original, aligned, ckw, sign=1 if p >= 1.0 - q else -1)
     if link is not None:
         ok, targets, rows = link["success"], int(link["targets"].size), link["rows"]
         out.append(Attack("attack_row_linkage", f"linkage of a basket to its row from {LINK_KNOWN} known items", ok, 1.0 / rows,

@@ -92,19 +92,22 @@ def test_item_inference_against_the_original():
     assert measured.threshold == ITEM_INFERENCE_THRESHOLD
 
 
-@pytest.mark.parametrize("npartitions", [1, 4])
-def test_row_linkage_against_brute_force(npartitions):
+@pytest.mark.parametrize("npartitions, p, q, sign", [(1, 0.7, 0.97, 1), (4, 0.7, 0.97, 1), (3, 0.1, 0.3, -1)])
+def test_row_linkage_against_brute_force(npartitions, p, q, sign):
+    # (0.1, 0.3): p < 1 − q, a held item speaks against the row, so the fewest hits rank first
     tx = TransactionArray.from_lists(_rows(n=300, n_items=25, seed=3)).repartition(npartitions=npartitions)
-    rel = _release(tx, 0.7, 0.97)
-    link = row_linkage(tx, rel.data, CKW)
+    rel = _release(tx, p, q)
+    link = row_linkage(tx, rel.data, CKW, sign=sign)
     D = _csr(rel.data).toarray()
-    hits = D @ link["known"].toarray()  # every row against every target's known items
+    hits = sign * (D @ link["known"].toarray())  # every row against every target's known items
     expected = []
     for j, t in enumerate(link["targets"]):
         best = hits[:, j].max()
         expected.append(1.0 / (hits[:, j] == best).sum() if hits[t, j] == best else 0.0)
     assert link["success"] == pytest.approx(np.mean(expected), rel=1e-12) and link["rows"] == 300
-    assert link["success"] > 1 / 300  # knowing 3 items of a basket finds rows far better than chance here
+    assert link["success"] > 1 / 300  # knowing 3 items of a basket finds rows better than chance here
+    if sign < 0:
+        return
     figs = emask_threat(rel, Figures(), tx, CKW)
     attack = {a.id: a for a in figs.attacks}["attack_row_linkage"]
     assert attack.success == pytest.approx(link["success"]) and attack.baseline == pytest.approx(1 / 300)
