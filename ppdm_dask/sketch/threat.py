@@ -159,10 +159,14 @@ def sketch_threat(rel: Any, figs: Figures, original: Any = None, al: Any = None,
                           f"at most m_max = {m_max}) chosen so that, for each of its k = {k} nearest neighbours, the standard "
                           "deviation of the estimated similarity is at least the gap to the largest possible similarity: the "
                           "sketch does not tell the record from its neighbours.")
+        margin = next((i.value for i in figs.risk if i.id == "min_variance_margin"), None)
         figs.learn.append(Text("learn_reconstruction_error",
                                f"A record's similarity to each of its {k} nearest neighbours is estimated with a standard "
-                               "deviation at least the gap to the largest possible similarity; nothing bounds the "
-                               "reconstruction of a single attribute (see the reconstruction attack)."))
+                               "deviation at least the gap to the largest possible similarity"
+                               + (f" (the tightest record reaches {100 * (1 + margin):.0f} % of the variance it must have)"
+                                  if isinstance(margin, float) and math.isfinite(margin) else "")
+                               + f"; with {mean_m:.1f} components on average, nothing bounds the reconstruction of a "
+                                 "single attribute (see the reconstruction attack)."))
     figs.protects = ("It protects the values of each published record against reconstruction from its sketch (the random "
                      "vectors being public). It does not hide whether a record whose values are known was published: its "
                      "sketch is a deterministic function of the record and the public vectors, so such a record is found "
