@@ -28,8 +28,10 @@ Report figures (:meth:`KmRelease.report_figures`): the k^m audit curve is the ri
 itemsets of at most m items supported by 1 to k - 1 released transactions, m = 1..the release's
 m, which must be 0 for the release (and, with the original, the original's curve beside it) —
 plus the share of unique baskets; with the original, the frequent itemsets of the release
-against the original's (σ⁺, σ⁻, ρ and a support scatter; generalised items are other labels,
-so an itemset of the original survives only where its items were published as they are).
+against the original's at the generalised level (the original's items mapped through the
+release's generalisation first: σ⁺, σ⁻, ρ and a support scatter), the share of item occurrences
+published as themselves and the NCP; and the officer's summary (:mod:`.km_threat`: the guarantee
+in words, what stays unique at m + 1 known items).
 """
 
 from __future__ import annotations
@@ -131,8 +133,9 @@ class KmRelease(TransactionRelease):
         release's m, and the unique-basket shares (``unique_baskets_release`` / ``_original``).
         Utility (with the original): ``itemsets_sigma_plus``, ``itemsets_sigma_minus``,
         ``itemsets_rho``, ``itemsets_support_scatter`` at :attr:`report_min_support` (1 %),
-        itemsets of at most :attr:`report_max_length` items. See
-        :mod:`ppdm_dask.metrics.report_figures`."""
+        itemsets of at most :attr:`report_max_length` items, compared at the generalised level,
+        and ``km_items_published_as_is``, ``km_ncp``. See
+        :mod:`ppdm_dask.metrics.report_figures` and :mod:`.km_threat` (the summary fields)."""
         from ..metrics.report_figures import audit_figures, compute_options, unique_basket_figures
         from .km import _as_transactions
         from .km_threat import km_threat, km_utility
