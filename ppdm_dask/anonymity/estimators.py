@@ -363,7 +363,9 @@ class KmAnonymizer(Estimator):
                    "privacy": {},
                    "utility": {"ncp": res.ncp, "generalised items": res.n_generalized_items, "cut size": len(res.cut),
                                "cut": list(res.cut)}}
-        return KmRelease(res.transactions, method=res.method, parameters=info["parameters"], figures=figures,
-                         key=as_key(self.key) if self.key is not None else None, source=info["source"],
-                         input_info=info["input_info"], overrides=self.overrides_, input_digest=info["digest"])
+        release = KmRelease(res.transactions, method=res.method, parameters=info["parameters"], figures=figures,
+                            key=as_key(self.key) if self.key is not None else None, source=info["source"],
+                            input_info=info["input_info"], overrides=self.overrides_, input_digest=info["digest"])
+        release.item_images = res.item_images  # the owner's: the report compares itemsets at the generalised level
+        return release
 

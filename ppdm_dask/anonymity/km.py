@@ -549,6 +549,8 @@ class KmResult:
     m: int
     method: str
     rounds: list[dict[str, Any]] = field(default_factory=list)
+    #: the owner's generalisation: every input item label -> the label it is published as
+    item_images: dict[str, str] = field(default_factory=dict, repr=False)
 
     def summary(self) -> dict[str, Any]:
         """Privacy and utility figures as a JSON-friendly dict."""
@@ -633,6 +635,7 @@ def km_anonymize(
         m=m,
         method=meth,
         rounds=rounds,
+        item_images={str(nodes.labels[i]): str(nodes.labels[images[i]]) for i in range(nodes.n_items)},
     )
 
 

@@ -28,8 +28,10 @@ Report figures (:meth:`KmRelease.report_figures`): the k^m audit curve is the ri
 itemsets of at most m items supported by 1 to k - 1 released transactions, m = 1..the release's
 m, which must be 0 for the release (and, with the original, the original's curve beside it) —
 plus the share of unique baskets; with the original, the frequent itemsets of the release
-against the original's (σ⁺, σ⁻, ρ and a support scatter; generalised items are other labels,
-so an itemset of the original survives only where its items were published as they are).
+against the original's at the generalised level (the original's items mapped through the
+release's generalisation first: σ⁺, σ⁻, ρ and a support scatter), the share of item occurrences
+published as themselves and the NCP; and the officer's summary (:mod:`.km_threat`: the guarantee
+in words, what stays unique at m + 1 known items).
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class KmRelease(TransactionRelease):
     """k^m-anonymous transactions; parameters ``k``, ``m`` (and the hierarchy used)."""
 
     family: ClassVar[str] = "km"
+    #: the owner's generalisation (input item label -> published label), never written: set by
+    #: the anonymiser, kept by :meth:`_adopt`; the report compares itemsets through it
+    item_images: dict[str, str] | None = None
     #: relative mining threshold and longest itemsets of the utility figures
     report_min_support: ClassVar[float] = 0.01
     report_max_length: ClassVar[int] = 3
@@ -57,9 +62,10 @@ class KmRelease(TransactionRelease):
         return [self.floor("k >= 2", k is not None and k >= 2, k, 2, detail="k^m-anonymity with k = 1 protects nobody")]
 
     def _adopt(self, fitted: Any) -> "KmRelease":
-        """The owner's figures (input items, the cut, NCP) from the release in memory."""
+        """The owner's figures (input items, the cut, NCP) and generalisation map from the release in memory."""
         if isinstance(fitted, KmRelease) and fitted.manifest is None:
             self.figures = {**self.figures, **fitted.figures}
+            self.item_images = fitted.item_images
         return self
 
     def original_only_checks(self) -> list[tuple[str, str]]:
@@ -127,19 +133,21 @@ class KmRelease(TransactionRelease):
         release's m, and the unique-basket shares (``unique_baskets_release`` / ``_original``).
         Utility (with the original): ``itemsets_sigma_plus``, ``itemsets_sigma_minus``,
         ``itemsets_rho``, ``itemsets_support_scatter`` at :attr:`report_min_support` (1 %),
-        itemsets of at most :attr:`report_max_length` items. See
-        :mod:`ppdm_dask.metrics.report_figures`."""
-        from ..metrics.report_figures import audit_figures, unique_basket_figures, utility_figures
+        itemsets of at most :attr:`report_max_length` items, compared at the generalised level,
+        and ``km_items_published_as_is``, ``km_ncp``. See
+        :mod:`ppdm_dask.metrics.report_figures` and :mod:`.km_threat` (the summary fields)."""
+        from ..metrics.report_figures import audit_figures, compute_options, unique_basket_figures
         from .km import _as_transactions
+        from .km_threat import km_threat, km_utility
 
         if isinstance(original, str):
             original = type(self).read_original(original)
         orig = _as_transactions(original) if original is not None else None
+        ckw = compute_options(compute_kwargs)
         k, m = int(self.parameters["k"]), int(self.parameters["m"])
         figs = audit_figures(self.data, orig, k, m, guaranteed_m=m, **compute_kwargs)
         figs += unique_basket_figures(self.data, orig, **compute_kwargs)
         if orig is None:
             figs.notes.append("the utility figures (frequent itemsets against the original) need the original data")
-            return figs
-        figs += utility_figures(orig, self.data, self.report_min_support, max_length=self.report_max_length, **compute_kwargs)
-        return figs
+            return km_threat(self, figs, None, ckw)
+        return km_threat(self, figs + km_utility(self, orig, ckw), orig, ckw)

@@ -480,8 +480,14 @@ class DistortedRelease(TransactionRelease):
         ``itemsets_sigma_plus``, ``itemsets_sigma_minus``, ``itemsets_rho``,
         ``itemsets_support_scatter``, the release side mined with EMASK-Apriori (reconstructed
         supports) at :attr:`report_min_support`.
+
+        The officer's summary (:mod:`.threat`): ``guarantee``, ``protects``, ``learn`` (ε per
+        item and per record in words, unique distorted baskets explained), ``attacks`` (item
+        inference; with the original, measured item inference and row linkage), ``headline``
+        and ``warnings``.
         """
         from ..metrics.report_figures import audit_figures, compute_options, unique_basket_figures, utility_figures
+        from .threat import emask_threat
 
         if isinstance(original, str):
             original = type(self).read_original(original)
@@ -501,14 +507,14 @@ class DistortedRelease(TransactionRelease):
             if s0 is not None and 0.0 < s0 < 1.0:
                 figs.risk.append(self._exact_bp(p, q, s0))
             figs.notes.append("the utility figures, the item-weighted and the re-interrogated privacy need the original data")
-            return figs
+            return emask_threat(self, figs, None, ckw)
         figs.risk += self._original_privacy(p, q, original, ckw)
         mined: dict[str, Any] = {}
         figs += utility_figures(original, self.data, self.report_min_support, max_length=self.report_max_length,
                                 miner=partial(_emask_miner, p=p, q=q), recount=partial(reconstructed_supports, p=p, q=q),
                                 how="reconstructed supports (EMASK-Apriori)", result=mined, **ckw)
         figs += self._reinterrogated(p, q, original, mined.get("release_itemsets"), ckw)
-        return figs
+        return emask_threat(self, figs, original, ckw)
 
     def _epsilon_figures(self, p: float, q: float) -> list[Any]:
         eps = ldp_epsilon(p, q)

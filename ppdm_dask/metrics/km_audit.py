@@ -6,6 +6,9 @@ baskets (docs/mining.md#report-figures-the-km-audit-curve-and-unique-baskets).
   that break k^m-anonymity: an adversary who knows m items of a person's basket is left with
   fewer than k candidate records. A k^m-anonymous release has 0 up to its m.
 * :func:`unique_baskets` — the share of records whose exact item set occurs once.
+* :func:`singled_out` — the records that hold an itemset of a given size no other record holds
+  (what an adversary who knows m + 1 items of a k^m-anonymous release can still single out),
+  exact or on a stated sample.
 
 Both are exact integer counts, independent of the partitioning. Counting every itemset of up to
 M items is exponential in the basket length, so the audit prices itself first (one cheap pass:
@@ -28,7 +31,7 @@ import numpy as np
 
 from ..errors import InvalidParameter
 
-__all__ = ["KmAudit", "km_audit", "unique_baskets", "DEFAULT_MAX_SUBSETS", "MAX_AUDIT_M"]
+__all__ = ["KmAudit", "km_audit", "unique_baskets", "singled_out", "gather_rows", "take_rows", "DEFAULT_MAX_SUBSETS", "MAX_AUDIT_M"]
 
 #: Bound on the itemset occurrences the audit may enumerate (Σ_rows Σ_{j<=M} C(len, j)).
 DEFAULT_MAX_SUBSETS = 50_000_000
@@ -213,3 +216,117 @@ def _fingerprint_split(block: Any, hashes: tuple, n_buckets: int) -> tuple:
     from ._audit_kernels import fingerprint_buckets
 
     return fingerprint_buckets(block, hashes[0], hashes[1], n_buckets)
+
+
+#: targets (rows) and subsets per target of :func:`singled_out` (bounds the work)
+SINGLED_OUT_TARGETS = 2000
+SINGLED_OUT_SUBSETS = 500
+#: public seed of the sample of :func:`singled_out` (it only chooses what to measure)
+_SINGLED_OUT_SEED = 0x5EED_4B4D
+
+
+def take_rows(block: Any, start: int, rows: np.ndarray, n_items: int) -> Any:
+    """Rows ``rows`` (global, sorted, inside this block which starts at ``start``) of a
+    transaction block, as a 0/1 CSR array (pure kernel)."""
+    import scipy.sparse as sp
+
+    b = sp.csr_array(block)
+    X = sp.csr_array((np.ones(b.indices.size, np.int64), b.indices, b.indptr), shape=(b.shape[0], int(n_items)))
+    return sp.csr_array(X[np.asarray(rows, np.int64) - int(start)])
+
+
+def gather_rows(tx: Any, rows: np.ndarray, **ckw: Any) -> Any:
+    """Rows ``rows`` (global, any order) of a TransactionArray as a 0/1 CSR array: one small task
+    per block holding some of them; only those rows reach the driver."""
+    import dask
+    import scipy.sparse as sp
+
+    from ..progress import compute
+
+    rows = np.asarray(rows, np.int64)
+    want = np.unique(rows)
+    off = np.concatenate([[0], np.cumsum(np.asarray(tx.partition_rows, np.int64))])
+    tasks = []
+    for i, b in enumerate(tx.blocks.to_delayed().ravel()):
+        sel = want[(want >= off[i]) & (want < off[i + 1])]
+        if sel.size:
+            tasks.append(dask.delayed(take_rows, pure=True)(b, int(off[i]), sel, int(tx.n_items)))
+    (parts,) = compute(tasks, **ckw)
+    X = sp.vstack(parts, format="csr") if parts else sp.csr_array((0, int(tx.n_items)))
+    return sp.csr_array(X[np.searchsorted(want, rows)])
+
+
+def _subsets(items: np.ndarray, size: int, cap: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """The ``size``-subsets of ``items`` (sorted ids) as rows, all of them when there are at most
+    ``cap``, else ``cap`` drawn at random (then ``False``: not all)."""
+    from itertools import combinations
+
+    total = math.comb(int(items.size), size)
+    if total <= cap:
+        return np.array(list(combinations(items.tolist(), size)), np.int64).reshape(-1, size), True
+    picks = np.sort(np.argsort(rng.random((cap, items.size)), axis=1)[:, :size], axis=1)
+    return np.unique(items[picks], axis=0), False
+
+
+def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OUT_TARGETS,
+                max_subsets: int = SINGLED_OUT_SUBSETS, client: Any = None, progress: bool = False) -> dict[str, Any]:
+    """The records an adversary who knows ``size`` of their items can single out: records with
+    some ``size``-itemset supported by them alone (and by fewer than ``k`` records).
+
+    Exact when at most ``max_targets`` records hold ``size`` items or more and none of them has
+    more than ``max_subsets`` such itemsets; otherwise an estimate from a fixed sample of
+    ``max_targets`` of those records (``sampled``), each with up to ``max_subsets`` of its
+    itemsets drawn at random (``subsets_capped``: then a lower bound). Supports are counted
+    exactly over all of ``tx`` (distributed bitset counting).
+
+    Returns
+    -------
+    dict
+        ``size``, ``max_subsets``, ``rows``, ``eligible`` (records with >= size items), ``targets`` (examined;
+        ``examined``: their rows),
+        ``unique`` and ``rare`` (targets with an itemset of support 1, resp. < k),
+        ``unique_share`` and ``rare_share`` (estimated share of all rows), ``sampled``,
+        ``subsets_capped``, ``itemsets`` (distinct itemsets counted).
+    """
+    from ..mining.counting import SupportCounter
+    from ..progress import compute
+
+    size = _check_pos_int("size", size)
+    k = _check_pos_int("k", k)
+    ckw = {"client": client, "progress": progress}
+    (lengths,) = compute(tx.row_lengths(), **ckw)
+    lengths = np.asarray(lengths, np.int64)
+    rows = int(lengths.size)
+    eligible = np.flatnonzero(lengths >= size)
+    rng = np.random.default_rng(_SINGLED_OUT_SEED)
+    sampled = eligible.size > max_targets
+    targets = np.sort(rng.choice(eligible, max_targets, replace=False)) if sampled else eligible
+    out = {"size": size, "max_subsets": int(max_subsets), "rows": rows, "eligible": int(eligible.size), "targets": int(targets.size), "unique": 0, "rare": 0,
+           "unique_share": 0.0, "rare_share": 0.0, "sampled": bool(sampled), "subsets_capped": False, "itemsets": 0,
+           "examined": targets}
+    if not targets.size:
+        return out
+    X = gather_rows(tx, targets, **ckw)
+    parts, owner, complete = [], [], True
+    for j in range(targets.size):
+        subs, full = _subsets(np.sort(X.indices[X.indptr[j]:X.indptr[j + 1]]).astype(np.int64), size, max_subsets, rng)
+        complete &= full
+        parts.append(subs)
+        owner.append(np.full(subs.shape[0], j, np.int64))
+    allsubs, owner = np.concatenate(parts), np.concatenate(owner)
+    distinct, at = np.unique(allsubs, axis=0, return_inverse=True)
+    if size == 1:
+        counts = np.asarray(compute(tx.item_supports_lazy(), **ckw)[0], np.int64)[distinct[:, 0]]
+    else:
+        counter = SupportCounter(tx, **ckw)
+        counts = np.asarray(counter.itemset_counts(distinct), np.int64)
+        counter.release()
+    support = counts[np.asarray(at).ravel()]
+    unique = np.zeros(targets.size, bool)
+    rare = np.zeros(targets.size, bool)
+    np.logical_or.at(unique, owner, support == 1)
+    np.logical_or.at(rare, owner, support < k)
+    scale = eligible.size / targets.size / rows if rows else 0.0
+    out.update(examined=targets, unique=int(unique.sum()), rare=int(rare.sum()), unique_share=float(unique.sum() * scale),
+               rare_share=float(rare.sum() * scale), subsets_capped=not complete, itemsets=int(distinct.shape[0]))
+    return out

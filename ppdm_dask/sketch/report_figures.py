@@ -39,6 +39,10 @@ Utility (``about="comparison"``, with the original):
     10, 20 and the release's k), with 10-NN accuracy and k-means similarity ratios, components
     and suppression per level (docs/sketches.md#the-privacy-utility-frontier).
 
+The officer's summary (``guarantee``, ``protects``, ``learn``, ``attacks``, ``headline``):
+:mod:`.threat` (δ as the reconstruction error an attacker faces, the record reconstruction
+attack with the original).
+
 Every pass is distributed (one task per row block; margins are binned on the workers) and
 every sample is drawn from a fixed public seed by global row, so the figures do not depend on
 the partitioning.
@@ -408,11 +412,13 @@ def sketch_report_figures(rel: "SketchRelease", original: Any = None, **ckw: Any
     **ckw
         ``client=``, ``progress=`` for the distributed passes.
     """
+    from .threat import sketch_threat
+
     ckw.setdefault("progress", False)
     fig = Figures(risk=_component_figures(rel, original, **ckw))
     if original is None:
         fig.notes.append("the variance margins and the utility figures need the original data")
-        return fig
+        return sketch_threat(rel, fig, **ckw)
     # the released rows of a written release are in a keyed order: the release in memory that was
     # written (handed over with adopt) is in input order and holds the same sketches
     fitted = getattr(rel, "fitted", None)
@@ -437,4 +443,4 @@ def sketch_report_figures(rel: "SketchRelease", original: Any = None, **ckw: Any
     items, notes = _frontier_figures(src, original, **ckw)
     fig.utility += items
     fig.notes += notes
-    return fig
+    return sketch_threat(src, fig, original, al, **ckw)

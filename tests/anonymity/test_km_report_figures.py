@@ -32,7 +32,8 @@ def test_km_figures_small():
     k, m = 4, 2
     rel = KmAnonymizer(k=k, m=m, fan_out=3).fit_transform(tx)
     alone = rel.report_figures()
-    assert alone.ids() == ["km_audit_release", "km_rare_itemsets_release", "unique_baskets_release"]
+    assert [i.id for i in alone.risk] == ["km_audit_release", "km_rare_itemsets_release", "unique_baskets_release"]
+    assert [a.id for a in alone.attacks] == ["attack_km_m_plus_1"] and not alone.utility
     assert any("need the original" in n for n in alone.notes)
     figs = rel.report_figures(tx)
     by_id = {i.id: i for i in (*figs.risk, *figs.utility)}
