@@ -17,8 +17,7 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job, write_release
-from ..anonymity import L_KINDS, METHODS
-from ..anonymity._diversity import T_KINDS
+from ..anonymity import L_KINDS, METHODS, T_KINDS
 from ._options import Number, release_output, roles, roles_from, stack, table_input
 
 
