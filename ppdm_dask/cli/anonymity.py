@@ -40,7 +40,8 @@ privacy_options = stack(
 
 
 def warn_without_model(sensitive: Any, l: Any, t: Any) -> None:
-    """On stderr: sensitive columns declared without any attribute-disclosure model."""
+    """On stderr, after a job that succeeded (a refused job says one line): sensitive columns
+    declared without any attribute-disclosure model."""
     from ..anonymity.threat import model_warning
 
     w = model_warning(list(sensitive or ()), {"l": l, "t": t})
@@ -91,7 +92,6 @@ def anonymize(obj: Context, src, dst, identifiers, qi, sensitive, insensitive, a
     est = KAnonymizer(rl.quasi_identifiers, k=k, **_estimator_roles(rl), l=l, kind=l_kind, c=c, max_suppression=max_suppression,
                       method=method, hierarchies=_hierarchies(obj, hierarchy, hierarchy_dir, rl.quasi_identifiers),
                       keep_suppressed=keep_suppressed, allow_weak=allow_weak, key=obj.key(), t=t, t_kind=t_kind)
-    warn_without_model(rl.sensitive, l, t)
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         release = est.fit_transform(table, progress=obj.progress)
@@ -99,6 +99,7 @@ def anonymize(obj: Context, src, dst, identifiers, qi, sensitive, insensitive, a
                                       check=check, report=report)
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=search_lines(est.report_),
                  extra_json={"report": est.report_}, report=rep)
+    warn_without_model(rl.sensitive, l, t)
 
 
 def _permissions(obj: Context, url: str) -> Any:
@@ -149,7 +150,6 @@ def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, ins
     est = AccessControlAnonymizer(_permissions(obj, perm_file), rl.quasi_identifiers, k=k, **_estimator_roles(rl), l=l, kind=l_kind,
                                   c=c, hierarchies=_hierarchies(obj, hierarchy, hierarchy_dir, rl.quasi_identifiers),
                                   allow_weak=allow_weak, key=obj.key(), t=t, t_kind=t_kind)
-    warn_without_model(rl.sensitive, l, t)
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         release = est.fit_transform(table, progress=obj.progress)
@@ -160,6 +160,7 @@ def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, ins
             f"total imprecision {r['total_imprecision']:,} (Mondrian {r['mondrian_total_imprecision']:,})"]
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=head + permission_lines(r),
                  extra_json={"report": r}, report=rep)
+    warn_without_model(rl.sensitive, l, t)
 
 
 from . import km  # noqa: E402,F401  (registers ppdm km-anonymize)
