@@ -121,7 +121,8 @@ class AnonymizedRelease(TableRelease):
 
     Parameters are those of :class:`~ppdm_dask.release.Release`; ``parameters`` holds
     ``k``, ``max_suppression``, ``keep_suppressed``, ``qi``, ``sensitive`` and, with
-    l-diversity, ``l``, ``l_kind`` (and ``c``).
+    l-diversity, ``l``, ``l_kind`` (and ``c``), with t-closeness ``t`` and ``t_kind``
+    (``ordered`` or ``equal``).
     """
 
     family: ClassVar[str] = "relational"
