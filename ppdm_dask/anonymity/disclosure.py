@@ -88,7 +88,8 @@ def _ordered_emd(cls: np.ndarray, pos: np.ndarray, share: np.ndarray, p: np.ndar
     return np.bincount(cls, weights=part, minlength=n_classes) / (m - 1)
 
 
-def class_profile(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, *, ordered: bool | None = None) -> tuple[pd.DataFrame, pd.Series]:
+def class_profile(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, *,
+                  ordered: bool | None = None) -> tuple[pd.DataFrame, pd.Series]:
     """One row per released class with what it says about ``sensitive``.
 
     Parameters

@@ -172,7 +172,8 @@ def _learn(p: Mapping[str, Any], sens: str | None, sizes: np.ndarray, s: Disclos
         out.append(Text("learn_belief_shift",
                         f"No class moves the attacker's belief in a {sens} value (or set of values) by more than "
                         f"{_g(s.t_equal)} from the table's distribution (t achieved, equal distance)."
-                        + (f" With the values in their order the distance is at most {_g(s.t_ordered)}." if s.t_ordered is not None else "")))
+                        + (f" With the values in their order the distance is at most {_g(s.t_ordered)}."
+                           if s.t_ordered is not None else "")))
     out.append(Value("learn_inference_advantage", f"Right guesses of {sens} above the base rate",
                      s.inference_success - s.base_rate, unit="fraction of records",
                      note="share of records whose value is their class's most frequent one, less the share of the table's "
