@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from ..data.hierarchy import Hierarchy
 from ._diversity import KINDS as L_KINDS
+from ._diversity import T_KINDS
 from .anonymize import METHODS, AccessControlResult, AnonymizationResult, anonymize, anonymize_for_permissions
-from .checks import check_k_anonymity, check_l_diversity, equivalence_classes, is_k_anonymous, is_l_diverse
+from .checks import check_k_anonymity, check_l_diversity, check_t_closeness, equivalence_classes, is_k_anonymous, is_l_diverse
 from .estimators import AccessControlAnonymizer, KAnonymizer, KmAnonymizer
 from .frequency import FrequencySet, frequency_set
 from .hierarchies import load_hierarchies
@@ -46,6 +47,7 @@ __all__ = [
     "AccessControlResult",
     "METHODS",
     "L_KINDS",
+    "T_KINDS",
     "frequency_set",
     "FrequencySet",
     "load_hierarchies",
@@ -58,6 +60,7 @@ __all__ = [
     "equivalence_classes",
     "check_k_anonymity",
     "check_l_diversity",
+    "check_t_closeness",
     "check_km_anonymity",
     "is_k_anonymous",
     "is_l_diverse",

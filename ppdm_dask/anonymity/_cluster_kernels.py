@@ -38,7 +38,7 @@ import numba
 import numpy as np
 
 from ..errors import InfeasiblePrivacyError
-from ._diversity import diverse_mask
+from ._diversity import Closeness, diverse_mask
 
 # float64 represents every integer below 2**53 exactly
 _EXACT = float(2**53)
@@ -344,11 +344,11 @@ def nearest_cluster(p, alive, size, sums, cat, rows, vals, n_cat, w, W):
 
 
 def repair_l(cl: Clusters, offs: np.ndarray, w: np.ndarray, W: float, k: int, l: float | None,
-             kind: str = "distinct", c: float | None = None) -> tuple[np.ndarray, int]:
+             kind: str = "distinct", c: float | None = None, closeness: Closeness | None = None) -> tuple[np.ndarray, int]:
     """Repair-L (docs/anonymity.md#addition-repair-l) on cluster summaries; ``cl`` is updated in place.
 
-    While some cluster has fewer than k rows or is not l-diverse (``kind``, decided by
-    :func:`diverse_mask`): merge the smallest violating cluster (ties: lowest index) into the
+    While some cluster has fewer than k rows or is not l-diverse (``kind``) or, with
+    ``closeness``, not t-close to the whole table (decided by :func:`diverse_mask`): merge the smallest violating cluster (ties: lowest index) into the
     nearest other cluster (ties: lowest index). The merged cluster keeps the position of the one
     it was merged into.
 
@@ -366,7 +366,7 @@ def repair_l(cl: Clusters, offs: np.ndarray, w: np.ndarray, W: float, k: int, l:
     M = cl.n
     n_cat = len(offs) - 1
     alive = np.ones(M, dtype=bool)
-    viol = (cl.size < k) | ~diverse_mask(cl.sens, l, kind, c)
+    viol = (cl.size < k) | ~diverse_mask(cl.sens, l, kind, c, closeness)
     parent = np.arange(M, dtype=np.int64)
     n_alive, merges = M, 0
     sizes_masked = np.where(viol, cl.size, np.iinfo(np.int64).max)
@@ -375,7 +375,7 @@ def repair_l(cl: Clusters, offs: np.ndarray, w: np.ndarray, W: float, k: int, l:
         if n_alive == 1:
             raise InfeasiblePrivacyError(
                 f"Repair-L merged everything into one cluster of {int(cl.size[alive][0])} rows and it is still not "
-                f"{k}-anonymous / {l}-diverse ({kind})")
+                f"{k}-anonymous / {l}-diverse ({kind})" + (f" / {closeness.t:g}-close" if closeness is not None else ""))
         p = int(np.argmin(sizes_masked))  # first minimum = lowest index among the smallest
         rows = np.flatnonzero(cl.cat[:, p])
         vals = cl.cat[rows, p]
@@ -389,7 +389,7 @@ def repair_l(cl: Clusters, offs: np.ndarray, w: np.ndarray, W: float, k: int, l:
         alive[p] = False
         viol[p] = False
         sizes_masked[p] = np.iinfo(np.int64).max
-        viol[q] = bool(cl.size[q] < k or not diverse_mask(cl.sens[q:q + 1], l, kind, c)[0])
+        viol[q] = bool(cl.size[q] < k or not diverse_mask(cl.sens[q:q + 1], l, kind, c, closeness)[0])
         sizes_masked[q] = cl.size[q] if viol[q] else np.iinfo(np.int64).max
         parent[p] = q
         n_alive -= 1

@@ -2,8 +2,14 @@
 
 A lattice node is a vector of hierarchy levels, one per quasi-identifier. Rolling the frequency
 set up to a node gives its equivalence classes: their sizes and, for l-diversity, their
-sensitive-value counts. Records are suppressed per class (a class that is too small or not
-diverse is suppressed whole), so every figure of a node follows from these two arrays.
+sensitive-value counts. Records are suppressed per class (a class that is too small, not
+diverse or not t-close is suppressed whole), so every figure of a node follows from these two
+arrays.
+
+t-closeness compares each class with the records that are released: once classes are
+suppressed, the distribution of the rest moves, and a class that was close to the whole table
+may not be close to what is left. Suppression is therefore repeated against the kept records
+until no kept class fails (it only grows, so it ends; at worst with every class suppressed).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._diversity import diverse_mask
+from ._diversity import Closeness, diverse_mask
 
 _DENSE_LIMIT = 1 << 22  # bincount over the key space when it is at most this big
 
@@ -85,8 +91,12 @@ def node_stats(
     l: float | None = None,
     kind: str = "distinct",
     c: float | None = None,
+    closeness: Closeness | None = None,
 ) -> tuple[NodeStats, np.ndarray, np.ndarray]:
     """Equivalence classes of ``node`` and which of them must be suppressed.
+
+    With ``closeness``, a kept class must be t-close to the kept records (see the module
+    docstring); its ``reference`` is replaced by their counts.
 
     Returns
     -------
@@ -95,9 +105,15 @@ def node_stats(
     inv, nc = class_index(codes, maps, node)
     sizes = np.bincount(inv, weights=counts, minlength=nc).astype(np.int64)
     bad = sizes < k
-    if l is not None and l > 1:
+    if (l is not None and l > 1) or closeness is not None:
         sc = np.bincount(inv * n_sensitive + sensitive_codes, weights=counts, minlength=nc * n_sensitive)
-        bad |= ~diverse_mask(sc.reshape(nc, n_sensitive).astype(np.int64), l, kind, c)
+        sc = sc.reshape(nc, n_sensitive).astype(np.int64)
+        bad |= ~diverse_mask(sc, l, kind, c)
+        while closeness is not None and not bad.all():
+            far = ~bad & ~closeness.with_reference(sc[~bad].sum(axis=0)).mask(sc)
+            if not far.any():
+                break
+            bad |= far
     kept = sizes[~bad]
     stats = NodeStats(
         node=tuple(int(x) for x in node),

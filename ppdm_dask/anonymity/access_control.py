@@ -586,6 +586,8 @@ class AccuracyConstrainedAnonymizer:
     permissions : sequence of Permission
     l, kind, c : optional
         l-diversity of every class.
+    closeness : Closeness, optional
+        t-closeness of every class to the whole table (:func:`.mondrian.mondrian_partition`).
 
     Attributes
     ----------
@@ -599,12 +601,13 @@ class AccuracyConstrainedAnonymizer:
     """
 
     def __init__(self, k: int, permissions: Sequence[Permission], *, l: float | None = None,
-                 kind: str = "distinct", c: float | None = None) -> None:
+                 kind: str = "distinct", c: float | None = None, closeness: Any = None) -> None:
         self.k = k
         self.permissions = permissions
         self.l = l
         self.kind = kind
         self.c = c
+        self.closeness = closeness
 
     def fit(self, X: Any, weights: Any, *, categorical: Sequence[bool] | None = None,
             sensitive_counts: Any = None, schema: QISchema | None = None) -> AccuracyConstrainedAnonymizer:
@@ -635,7 +638,8 @@ class AccuracyConstrainedAnonymizer:
         bounds = [float(p.bound) for p in perms]
         self.class_id_ = mondrian_partition(X, weights, self.k, categorical=sch.categorical,
                                             sensitive_counts=sensitive_counts, l=self.l, kind=self.kind,
-                                            c=self.c, split="imprecision", queries=queries, bounds=bounds)
+                                            c=self.c, closeness=self.closeness, split="imprecision", queries=queries,
+                                            bounds=bounds)
         self.schema_ = sch
         self.regions_ = class_regions(X, weights, self.class_id_, sch.categorical)
         self.n_classes_ = self.regions_.n_classes

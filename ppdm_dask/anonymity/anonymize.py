@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InfeasiblePrivacyError, InvalidParameter
-from ._diversity import validate_diversity
+from ._diversity import closeness_for, resolve_t_kind, validate_closeness, validate_diversity
 from ..release import Verdict
-from .checks import class_counts, k_anonymity_check, l_diversity_check
+from .checks import class_counts, k_anonymity_check, l_diversity_check, t_closeness_check
 from .frequency import FrequencySet, QIDomain, as_dask, frequency_set
 from ..data.hierarchy import Hierarchy
 from .metrics import average_class_size, discernibility, ncp, prosecutor_risk
@@ -62,6 +62,7 @@ class AnonymizationResult:
         Wall time of the decision (frequency set + search), without writing.
     search : dict
         Method-specific figures (lattice size, nodes evaluated, ...).
+    t, t_kind : t-closeness parameters (``t=None``: none; ``t_kind`` resolved: ordered or equal)
     """
 
     table: dd.DataFrame
@@ -83,6 +84,8 @@ class AnonymizationResult:
     precision_: float | None = None
     #: rows of each partition of ``table`` when counted on the way (saves a pass when writing)
     partition_rows: list[int] | None = None
+    t: float | None = None
+    t_kind: str | None = None
 
     @property
     def dm(self) -> int:
@@ -104,6 +107,8 @@ class AnonymizationResult:
             "l": self.l,
             "l_kind": self.kind if self.l is not None else None,
             "c": self.c,
+            "t": self.t,
+            "t_kind": self.t_kind if self.t is not None else None,
             "max_suppression": self.max_suppression,
             "node": self.node,
             "n_records": self.n_records,
@@ -124,13 +129,17 @@ class AnonymizationResult:
         }
 
     def verify(self, *, client: Any = None, progress: bool = False) -> Verdict:
-        """Recount k (and l) from the released table alone, independently of the anonymiser:
-        one distributed group-by, checks ``"k-anonymity"`` (and ``"l-diversity"``)."""
+        """Recount k (and l, t) from the released table alone, independently of the anonymiser:
+        one distributed group-by, checks ``"k-anonymity"`` (and ``"l-diversity"``, ``"t-closeness"``)."""
         with_l = self.l is not None and self.sensitive is not None
-        counts = class_counts(self.table, self.qi, self.sensitive if with_l else None, client=client, progress=progress)
+        with_t = self.t is not None and self.sensitive is not None
+        counts = class_counts(self.table, self.qi, self.sensitive if with_l or with_t else None, client=client,
+                              progress=progress)
         checks = [k_anonymity_check(counts, self.qi, self.k)]
         if with_l:
             checks.append(l_diversity_check(counts, self.qi, self.sensitive, self.l, self.kind, self.c))
+        if with_t:
+            checks.append(t_closeness_check(counts, self.qi, self.sensitive, self.t, self.t_kind or "auto"))
         return Verdict(checks)
 
 
@@ -230,8 +239,10 @@ def anonymize(
     client: Any = None,
     progress: bool = False,
     frequency: FrequencySet | None = None,
+    t: float | None = None,
+    t_kind: str = "auto",
 ) -> AnonymizationResult:
-    """k-anonymise (and optionally l-diversify) a table.
+    """k-anonymise (and optionally l-diversify, t-close) a table.
 
     Parameters
     ----------
@@ -262,6 +273,11 @@ def anonymize(
     frequency : FrequencySet, optional
         The frequency set of ``df`` on ``qi`` (and ``sensitive``) with these hierarchies, when
         already computed (saves the pass over the data; full-domain and Mondrian methods).
+    t : float, optional
+        t-closeness: every released class's sensitive distribution is within Earth Mover's
+        Distance t of the released records' (docs/anonymity.md#attribute-disclosure-and-t-closeness).
+    t_kind : {"auto", "ordered", "equal"}
+        The EMD's ground distance; ``auto``: ordered for a numeric sensitive column, else equal.
 
     Returns
     -------
@@ -279,10 +295,14 @@ def anonymize(
     if method not in METHODS:
         raise InvalidParameter(f"method must be one of {METHODS}, got {method!r}")
     l, kind, c = validate_diversity(l, kind, c)
+    t, t_kind = validate_closeness(t, t_kind)
     if l is not None and sensitive is None:
         raise InvalidParameter("l-diversity needs a sensitive attribute (sensitive=...)")
+    if t is not None and sensitive is None:
+        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", cli="--sensitive COL")
     if method == "cluster":
-        return _cluster(df, qi, k=k, sensitive=sensitive, hierarchies=hierarchies, l=l, kind=kind, c=c, keep=keep, client=client)
+        return _cluster(df, qi, k=k, sensitive=sensitive, hierarchies=hierarchies, l=l, kind=kind, c=c, keep=keep, client=client,
+                        t=t, t_kind=t_kind)
     start = time.perf_counter()
     ddf = as_dask(df)
     if frequency is None:
@@ -297,6 +317,7 @@ def anonymize(
     n = fs.n_records
     k = _check_k(k, n)
     tuples, weights, scounts, row_to_tuple = fs.tuples()
+    closeness = _closeness(ddf, sensitive, t, t_kind, fs, scounts)
     search: dict[str, Any] = {"n_distinct_tuples": int(len(tuples))}
     node_dict = None
     precision = None
@@ -304,7 +325,7 @@ def anonymize(
         from .lattice import datafly, lattice_search
 
         fn = lattice_search if method == "lattice" else datafly
-        res = fn(fs, k, l=l, kind=kind, c=c, max_suppression=max_suppression)
+        res = fn(fs, k, l=l, kind=kind, c=c, max_suppression=max_suppression, closeness=closeness)
         supp_tuple = np.zeros(len(tuples), dtype=bool)
         supp_tuple[row_to_tuple] = res.suppressed_classes[res.inverse]
         labels, pen = _full_domain_labels(fs, tuples, res.node)
@@ -321,16 +342,25 @@ def anonymize(
 
         cat = [not d.numeric for d in fs.domains]
         class_id = mondrian_partition(fs.numeric_matrix(tuples), weights, k, categorical=cat,
-                                      sensitive_counts=scounts if sensitive else None, l=l, kind=kind, c=c)
+                                      sensitive_counts=scounts if sensitive else None, l=l, kind=kind, c=c, closeness=closeness)
         supp_tuple = np.zeros(len(tuples), dtype=bool)
         labels, pen = _region_labels(fs, tuples, np.asarray(class_id))
         search["n_partitions"] = int(len(np.unique(class_id)))
     return _finish(ddf, fs, tuples, weights, labels, pen, supp_tuple, keep=keep, method=method, k=k, l=l, kind=kind, c=c,
-                   max_suppression=max_suppression, node=node_dict, start=start, search=search, precision=precision)
+                   max_suppression=max_suppression, node=node_dict, start=start, search=search, precision=precision,
+                   closeness=closeness)
+
+
+def _closeness(ddf: Any, sensitive: str | None, t: float | None, t_kind: str, fs: FrequencySet, scounts: np.ndarray) -> Any:
+    """The t-closeness requirement over the frequency set's sensitive values (None without t):
+    the table's counts are the column sums of the per-tuple counts."""
+    if t is None:
+        return None
+    return closeness_for(t, resolve_t_kind(t_kind, ddf[sensitive].dtype), fs.sensitive_values, scounts.sum(axis=0))
 
 
 def _finish(ddf, fs, tuples, weights, labels, pen, supp_tuple, *, keep, method, k, l, kind, c, max_suppression, node, start,
-            search, precision=None) -> AnonymizationResult:
+            search, precision=None, closeness=None) -> AnonymizationResult:
     """Publish per-tuple labels and gather the figures of the released classes."""
     from .publish import publish
 
@@ -346,7 +376,8 @@ def _finish(ddf, fs, tuples, weights, labels, pen, supp_tuple, *, keep, method, 
                                max_suppression=float(max_suppression), node=node, class_sizes=kept_sizes,
                                n_records=n, n_suppressed=n_sup, ncp_per_attribute=ncp_attr,
                                seconds=time.perf_counter() - start, search=search, precision_=precision,
-                               partition_rows=fs.partition_rows)
+                               partition_rows=fs.partition_rows, t=closeness.t if closeness is not None else None,
+                               t_kind=closeness.kind if closeness is not None else None)
 
 
 def _sizes_from_tuples(tuples: np.ndarray, weights: np.ndarray, suppressed: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -360,7 +391,7 @@ def _sizes_from_tuples(tuples: np.ndarray, weights: np.ndarray, suppressed: np.n
 
 
 def _cluster(df: Any, qi: Any, *, k: int, sensitive: str | None, hierarchies: Any, l: float | None, kind: str, c: float | None,
-             keep: Sequence[str], client: Any) -> AnonymizationResult:
+             keep: Sequence[str], client: Any, t: float | None = None, t_kind: str = "auto") -> AnonymizationResult:
     from .cluster import cluster_l_diverse
     from .metrics import published_ncp
 
@@ -374,7 +405,7 @@ def _cluster(df: Any, qi: Any, *, k: int, sensitive: str | None, hierarchies: An
     # numeric QIs are cut by value (published as ranges); hierarchies label categorical clusters
     cat_h = {a: h for a, h in dict(hierarchies or {}).items() if a in qi and a not in numeric}
     res = cluster_l_diverse(df, qi, sensitive, k, l if l is not None else 1, hierarchies=cat_h, kind=kind, c=c,
-                            client=client, keep=list(keep))
+                            client=client, keep=list(keep), t=t, t_kind=t_kind)
     table = as_dask(res.table)
     # released classes (clusters whose recoded labels coincide are one class to a reader)
     from .checks import equivalence_classes
@@ -392,7 +423,8 @@ def _cluster(df: Any, qi: Any, *, k: int, sensitive: str | None, hierarchies: An
     return AnonymizationResult(table=table, method="cluster", qi=qi, sensitive=sensitive, k=int(k), l=l, kind=kind, c=c,
                                max_suppression=0.0, node=None, class_sizes=sizes, n_records=int(sizes.sum()), n_suppressed=0,
                                ncp_per_attribute=ncp_attr, seconds=time.perf_counter() - start,
-                               search={"n_clusters": int(res.n_clusters), "n_repaired_merges": int(res.n_repaired_merges)})
+                               search={"n_clusters": int(res.n_clusters), "n_repaired_merges": int(res.n_repaired_merges)},
+                               t=res.params.get("t"), t_kind=res.params.get("t_kind"))
 
 
 @dataclass
@@ -437,6 +469,8 @@ def anonymize_for_permissions(
     client: Any = None,
     progress: bool = False,
     frequency: FrequencySet | None = None,
+    t: float | None = None,
+    t_kind: str = "auto",
 ) -> AccessControlResult:
     """Accuracy-constrained privacy-preserving access control (Pervaiz et al., TKDE 2014).
 
@@ -450,7 +484,8 @@ def anonymize_for_permissions(
     permissions : list of dict or {"permissions": [...]}
         ``{"role": str, "bound": tuples, "where": {attr: [lo, hi] | value | [values]}, "name": str}``
         (categorical values by their labels), or Permission objects.
-    Other parameters as :func:`anonymize` (``frequency``: a precomputed frequency set).
+    Other parameters as :func:`anonymize` (``frequency``: a precomputed frequency set; ``t``,
+    ``t_kind``: t-closeness of every class, plain Mondrian's baseline included).
 
     Returns
     -------
@@ -460,8 +495,11 @@ def anonymize_for_permissions(
     from .mondrian import class_regions, mondrian_partition
 
     l, kind, c = validate_diversity(l, kind, c)
+    t, t_kind = validate_closeness(t, t_kind)
     if l is not None and sensitive is None:
         raise InvalidParameter("l-diversity needs a sensitive attribute (sensitive=...)")
+    if t is not None and sensitive is None:
+        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", cli="--sensitive COL")
     start = time.perf_counter()
     ddf = as_dask(df)
     if frequency is None:
@@ -470,6 +508,7 @@ def anonymize_for_permissions(
         fs = _given_frequency(frequency, qi, sensitive)
     k = _check_k(k, fs.n_records)
     tuples, weights, scounts, _ = fs.tuples()
+    closeness = _closeness(ddf, sensitive, t, t_kind, fs, scounts)
     X = fs.numeric_matrix(tuples)
     cat = [not d.numeric for d in fs.domains]
     schema = QISchema(columns=tuple(fs.qi), categorical=tuple(cat),
@@ -479,8 +518,9 @@ def anonymize_for_permissions(
     else:
         perms = parse_permissions(permissions, schema)
     sc = scounts if sensitive else None
-    acm = AccuracyConstrainedAnonymizer(k, perms, l=l, kind=kind, c=c).fit(X, weights, sensitive_counts=sc, schema=schema)
-    base_id = mondrian_partition(X, weights, k, categorical=cat, sensitive_counts=sc, l=l, kind=kind, c=c)
+    acm = AccuracyConstrainedAnonymizer(k, perms, l=l, kind=kind, c=c, closeness=closeness).fit(X, weights, sensitive_counts=sc,
+                                                                                                 schema=schema)
+    base_id = mondrian_partition(X, weights, k, categorical=cat, sensitive_counts=sc, l=l, kind=kind, c=c, closeness=closeness)
     baseline = evaluate_permissions(X, weights, base_id, perms, schema=schema, regions=class_regions(X, weights, base_id, cat))
     labels, pen = _region_labels(fs, tuples, np.asarray(acm.class_id_), use_hierarchy=False)
     search = {"n_distinct_tuples": int(len(tuples)), "n_partitions": int(acm.n_classes_),
@@ -490,6 +530,6 @@ def anonymize_for_permissions(
               "mondrian_total_imprecision": int(baseline.total_imprecision)}
     release = _finish(ddf, fs, tuples, weights, labels, pen, np.zeros(len(tuples), dtype=bool), keep=keep,
                       method="access-control", k=k, l=l, kind=kind, c=c, max_suppression=0.0, node=None, start=start,
-                      search=search)
+                      search=search, closeness=closeness)
     return AccessControlResult(release=release, report=acm.report_, baseline=baseline, permissions=perms,
                                regions=acm.regions_, schema=schema)

@@ -1,5 +1,5 @@
-"""Independent k-anonymity and l-diversity checks of a released table
-(docs/anonymity.md#k-anonymity-and-l-diversity).
+"""Independent k-anonymity, l-diversity and t-closeness checks of a released table
+(docs/anonymity.md#k-anonymity-and-l-diversity, docs/anonymity.md#attribute-disclosure-and-t-closeness).
 
 The checks recount from the released table alone. For a ``dask.dataframe`` the group-by is a
 distributed aggregation (``groupby(...).size()``, a tree reduction); only the per-class counts are
@@ -8,7 +8,7 @@ are suppressed records, left out of the classes by default. Missing values (NaN/
 checked column are an error.
 
 Every ``check_*`` returns a :class:`~ppdm_dask.release.Verdict` (one :class:`~ppdm_dask.release.Check` named
-``"k-anonymity"`` or ``"l-diversity"`` with the figure, the threshold, the class at fault in
+``"k-anonymity"``, ``"l-diversity"`` or ``"t-closeness"`` with the figure, the threshold, the class at fault in
 ``where`` and the counts in ``stats``); every ``is_*`` returns a plain bool.
 """
 
@@ -24,13 +24,14 @@ import pandas as pd
 from ..errors import DataFormatError, InvalidParameter
 from ..release import Check, Verdict
 
-__all__ = ["equivalence_classes", "class_counts", "k_anonymity_check", "l_diversity_check",
-           "check_k_anonymity", "check_l_diversity", "is_k_anonymous", "is_l_diverse", "SUPPRESSED"]
+__all__ = ["equivalence_classes", "class_counts", "k_anonymity_check", "l_diversity_check", "t_closeness_check",
+           "check_k_anonymity", "check_l_diversity", "check_t_closeness", "is_k_anonymous", "is_l_diverse", "SUPPRESSED"]
 
 COUNT = "count"
 SUPPRESSED = "*"
 K_ANONYMITY = "k-anonymity"
 L_DIVERSITY = "l-diversity"
+T_CLOSENESS = "t-closeness"
 
 
 def _is_dask(df: Any) -> bool:
@@ -249,6 +250,81 @@ def l_diversity_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, l
     detail = f"{kind}: {rule}" + (f"; {int(bad.sum()):,} of {n_cls:,} classes fail" if bad.any() else f"; {n_cls:,} classes")
     return Check(L_DIVERSITY, stats["l_diverse"], achieved, threshold,
                       where=f"least diverse class {_label(counts.iloc[first_row], qi)}", detail=detail, stats=stats)
+
+
+def t_closeness_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, t: float, t_kind: str = "equal") -> Check:
+    """The ``"t-closeness"`` check from :func:`class_counts` with the sensitive column.
+
+    The figure is the largest Earth Mover's Distance of a class's ``sensitive`` distribution
+    to the distribution of all the classes' records (suppressed records left out of both),
+    the threshold ``t``; ``where`` names the farthest class. ``t_kind``: ``equal`` (every two
+    values 1 apart: half the L1 distance) or ``ordered`` (the m values in their order, numbers
+    by value, |i - j| / (m - 1) apart); ``auto`` is ordered when the released values all read as
+    numbers. ``stats``: ``t_close``, ``t``, ``t_kind``, ``n_classes``, ``violating_classes``,
+    ``violating_rows``, ``achieved``.
+    """
+    from ._diversity import T_TOLERANCE, validate_closeness
+    from .disclosure import class_profile
+
+    if t is None:
+        raise InvalidParameter("t must be a number in [0, 1], got None", cli="--t")
+    t, t_kind = validate_closeness(t, t_kind)
+    qi = list(qi)
+    ordered = None if t_kind == "auto" else t_kind == "ordered"
+    prof, table = class_profile(counts, qi, sensitive, ordered=ordered)
+    if t_kind == "auto":
+        t_kind = "ordered" if "emd_ordered" in prof else "equal"
+    if prof.empty:
+        stats = {"t_close": True, "t": t, "t_kind": t_kind, "n_classes": 0, "violating_classes": 0,
+                 "violating_rows": 0, "achieved": 0.0}
+        return Check(T_CLOSENESS, True, None, t, detail=f"{t_kind} distance: no classes", stats=stats)
+    d = prof["emd_ordered" if t_kind == "ordered" else "emd_equal"].to_numpy(dtype=float)
+    bad = d > t + T_TOLERANCE
+    worst = int(np.argmax(d))
+    achieved = float(d[worst])
+    stats = {"t_close": bool(not bad.any()), "t": t, "t_kind": t_kind, "n_classes": int(len(d)),
+             "violating_classes": int(bad.sum()), "violating_rows": int(prof["size"].to_numpy()[bad].sum()),
+             "achieved": achieved}
+    dist = ("ordered distance: the values in their order |i - j| / (m - 1) apart" if t_kind == "ordered"
+            else "equal distance: half the L1 distance")
+    detail = (f"Earth Mover's Distance of each class's {sensitive!r} to the {len(table):,} values of the table ({dist})"
+              + (f"; {int(bad.sum()):,} of {len(d):,} classes exceed t" if bad.any() else f"; {len(d):,} classes"))
+    return Check(T_CLOSENESS, stats["t_close"], achieved, t, where=f"farthest class {_label(prof.iloc[worst], qi)}",
+                 detail=detail, stats=stats)
+
+
+def check_t_closeness(df: Any, qi: str | Sequence[str], sensitive: str, t: float, t_kind: str = "auto",
+                      **compute_kwargs: Any) -> Verdict:
+    """Check t-closeness of the sensitive attribute: every class's distribution is within
+    Earth Mover's Distance ``t`` of the whole table's (as ARX and pycanon define it).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame or dask.dataframe.DataFrame
+        The released table (rows whose every QI is ``'*'`` are left out).
+    qi : str or sequence of str
+    sensitive : str
+    t : float
+        In [0, 1].
+    t_kind : {"auto", "ordered", "equal"}
+        ``auto``: ordered when the sensitive column is numeric (pycanon's rule), else equal.
+    **compute_kwargs
+        ``client=``, ``progress=`` for the distributed group-by.
+
+    Returns
+    -------
+    Verdict
+        One check ``"t-closeness"`` (see :func:`t_closeness_check`).
+    """
+    from ._diversity import resolve_t_kind, validate_closeness
+
+    t, t_kind = validate_closeness(t, t_kind)
+    if not isinstance(sensitive, str):
+        raise InvalidParameter(f"sensitive must be one column name, got {sensitive!r}")
+    qi = _columns(df, qi, extra=[sensitive])
+    kind = resolve_t_kind(t_kind, df[sensitive].dtype)
+    counts = _counts(df, [*qi, sensitive], **compute_kwargs)
+    return Verdict([t_closeness_check(counts, qi, sensitive, t, kind)])
 
 
 def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppressed: bool = True,

@@ -10,9 +10,11 @@ Sequential algorithm (pandas input)
    frequency, ties by value order), then every other record joins the nearest cluster that is
    smaller than k or lacks its sensitive value while having fewer than l distinct values
    (distinct count, as in the corrected loop condition), else the nearest cluster.
-3. Repair-L: while a cluster is smaller than k or not l-diverse in the chosen ``kind`` (decided
-   by :func:`~ppdm_dask.anonymity._diversity.diverse_mask`), merge the smallest violating
-   cluster into its nearest neighbour (ties: lowest index).
+3. Repair-L: while a cluster is smaller than k or not l-diverse in the chosen ``kind`` or, with
+   ``t``, not t-close to the whole table (decided by
+   :func:`~ppdm_dask.anonymity._diversity.diverse_mask`), merge the smallest violating cluster
+   into its nearest neighbour (ties: lowest index). One cluster of everything is always t-close,
+   so t alone never makes the partition infeasible.
 4. Publish per cluster: numeric QI -> ``"lo-hi"`` of [min, max] (``"v"`` if equal), categorical
    QI -> lowest common ancestor in its :class:`Hierarchy` or, without a hierarchy, the sorted
    distinct values joined by ``"|"``.
@@ -55,7 +57,7 @@ import pandas as pd
 
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ._cluster_kernels import Clusters, compact, distance_weights, greedy_clusters, repair_l
-from ._diversity import diverse_mask, validate_diversity
+from ._diversity import closeness_for, diverse_mask, resolve_t_kind, validate_closeness, validate_diversity
 from ..data.hierarchy import Hierarchy
 from .metrics import discernibility
 
@@ -377,6 +379,8 @@ def cluster_l_diverse(
     keep: Sequence[str] | None = None,
     client: Any = None,
     rows_per_partition: int | None = None,
+    t: float | None = None,
+    t_kind: str = "auto",
 ) -> ClusterResult:
     """Clustering l-diverse partition (docs/anonymity.md#the-clustering-l-diverse-partition) and the
     published generalised table.
@@ -411,6 +415,10 @@ def cluster_l_diverse(
     rows_per_partition : int, optional
         Dask input: rows per greedy chunk after the global sort (default: as many chunks as
         input partitions). Capped so that every chunk has at least k rows.
+    t : float, optional
+        t-closeness of every cluster to the whole table (Repair-L merges until it holds).
+    t_kind : {"auto", "ordered", "equal"}
+        The EMD's ground distance (``auto``: ordered for a numeric sensitive column).
 
     Returns
     -------
@@ -431,12 +439,14 @@ def cluster_l_diverse(
     """
     k, l, kind, c, qi, keep, hierarchies = _check_args(df, qi, sensitive, k, l, kind, c, keep, hierarchies,
                                                        rows_per_partition)
+    t, t_kind = validate_closeness(t, t_kind)
     l_greedy = 1.0 if l is None else float(l)
     columns = [x for x in df.columns if x in set(qi) | {sensitive} | set(keep)]
     dtypes = {x: df.dtypes[x] for x in [*qi, sensitive]}
+    tc = (t, resolve_t_kind(t_kind, dtypes[sensitive])) if t is not None else None
     if _is_dask(df):
         return _run_dask(df, qi, sensitive, k, l, l_greedy, kind, c, repair, hierarchies, columns, dtypes,
-                         client, rows_per_partition)
+                         client, rows_per_partition, tc)
 
     # ---------------- pandas: the sequential algorithm
     n = len(df)
@@ -454,17 +464,22 @@ def cluster_l_diverse(
     X = np.column_stack([e[f"_x{j}"].to_numpy() for j in range(len(enc.num))]) if enc.num else np.zeros((n, 0))
     w, W = distance_weights(X.min(axis=0), X.max(axis=0), bool(np.all(X == np.round(X))), len(enc.cat), n)
     rid, labels, cl = _chunk_task([e], [(0, n)], len(enc.num), len(enc.cat), enc.offs, len(enc.sens_domain), w, W, k, l_greedy)
-    lab, cl, merges = _merge(n, [(rid, labels, cl)], enc, w, W, k, l, kind, c, repair)
+    lab, cl, merges = _merge(n, [(rid, labels, cl)], enc, w, W, k, l, kind, c, repair, tc)
     lookup = _publish_strings(enc, cl, hierarchies)
     table = _publish_part(df, lab, lookup, columns, qi)
     return ClusterResult(table=table, labels=lab, n_clusters=cl.n, n_repaired_merges=merges, cluster_sizes=cl.size.copy(),
                          sensitive_counts=cl.sens.copy(),
-                         params={"k": k, "l": l, "kind": kind, "c": c, "n_rows": n, "n_partitions": 1})
+                         params={"k": k, "l": l, "kind": kind, "c": c, "n_rows": n, "n_partitions": 1, **_t_params(tc)})
+
+
+def _t_params(tc: tuple[float, str] | None) -> dict[str, Any]:
+    return {"t": tc[0], "t_kind": tc[1]} if tc is not None else {}
 
 
 def _merge(n: int, results: list[tuple], enc: _Encoder, w: np.ndarray, W: float, k: int, l: float | None, kind: str,
-           c: float | None, repair: bool) -> tuple[np.ndarray, Clusters, int]:
-    """Driver: concatenate chunk clusters, Repair-L, and labels per global row id."""
+           c: float | None, repair: bool, tc: tuple[float, str] | None = None) -> tuple[np.ndarray, Clusters, int]:
+    """Driver: concatenate chunk clusters, Repair-L, and labels per global row id. ``tc``:
+    ``(t, resolved distance)`` of t-closeness against the whole table (all clusters' counts)."""
     labels = np.empty(n, dtype=np.int64)
     base = 0
     for rid, lab, cl in results:
@@ -473,7 +488,8 @@ def _merge(n: int, results: list[tuple], enc: _Encoder, w: np.ndarray, W: float,
     cl = Clusters.concat([r[2] for r in results])
     merges = 0
     if repair:
-        root, merges = repair_l(cl, enc.offs, w, W, k, l, kind, c)
+        closeness = closeness_for(tc[0], tc[1], enc.sens_domain, cl.sens.sum(axis=0)) if tc is not None else None
+        root, merges = repair_l(cl, enc.offs, w, W, k, l, kind, c, closeness)
         new_id, cl = compact(cl, root)
         labels = new_id[labels]
     return labels, cl, merges
@@ -481,7 +497,8 @@ def _merge(n: int, results: list[tuple], enc: _Encoder, w: np.ndarray, W: float,
 
 def _run_dask(ddf: Any, qi: list[str], sensitive: str, k: int, l: float | None, l_greedy: float, kind: str,
               c: float | None, repair: bool, hierarchies: Mapping[str, Hierarchy], columns: list[str],
-              dtypes: Mapping[str, Any], client: Any, rows_per_partition: int | None) -> ClusterResult:
+              dtypes: Mapping[str, Any], client: Any, rows_per_partition: int | None,
+              tc: tuple[float, str] | None = None) -> ClusterResult:
     import dask
 
     from ..progress import compute
@@ -543,7 +560,7 @@ def _run_dask(ddf: Any, qi: list[str], sensitive: str, k: int, l: float | None, 
     results = list(_compute(*tasks))
     del srt, sparts, tasks  # release the persisted sort
 
-    lab, cl, merges = _merge(n, results, enc, w, W, k, l, kind, c, repair)
+    lab, cl, merges = _merge(n, results, enc, w, W, k, l, kind, c, repair, tc)
 
     # published table: input partitions + their slice of the labels
     lookup = _publish_strings(enc, cl, hierarchies)
@@ -554,7 +571,7 @@ def _run_dask(ddf: Any, qi: list[str], sensitive: str, k: int, l: float | None, 
     table = dd.from_delayed(out_parts, meta=out_meta, verify_meta=False)
     return ClusterResult(table=table, labels=lab, n_clusters=cl.n, n_repaired_merges=merges, cluster_sizes=cl.size.copy(),
                          sensitive_counts=cl.sens.copy(),
-                         params={"k": k, "l": l, "kind": kind, "c": c, "n_rows": n, "n_partitions": m})
+                         params={"k": k, "l": l, "kind": kind, "c": c, "n_rows": n, "n_partitions": m, **_t_params(tc)})
 
 
 def _encode_part(pdf: pd.DataFrame, rid0: int, enc: _Encoder) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """Estimators of the anonymity family (the contract of :mod:`ppdm_dask.base`).
 
-* :class:`KAnonymizer` — k-anonymity / l-diversity of a table (lattice, Datafly, Mondrian,
+* :class:`KAnonymizer` — k-anonymity / l-diversity / t-closeness of a table (lattice, Datafly, Mondrian,
   clustering) -> :class:`~ppdm_dask.anonymity.release.AnonymizedRelease`;
 * :class:`AccessControlAnonymizer` — the same, tuned for a workload of role permissions
   (Pervaiz et al.) -> an ``AnonymizedRelease`` of method ``"access-control"``;
@@ -50,11 +50,24 @@ def _figures(res: AnonymizationResult, keep_suppressed: bool) -> dict[str, Any]:
     }
 
 
-def _diversity(l: float | None, kind: str, c: float | None) -> dict[str, Any]:
-    """The l-diversity parameters of a release (none without l)."""
-    if l is None:
-        return {}
-    return {"l": l, "l_kind": kind, **({"c": c} if c is not None else {})}
+def _diversity(l: float | None, kind: str, c: float | None, t: float | None = None, t_kind: str = "auto") -> dict[str, Any]:
+    """The l-diversity and t-closeness parameters of a release (none without l / t; ``t_kind``
+    is resolved to ordered or equal once the sensitive column is known)."""
+    from ._diversity import validate_closeness
+
+    t, t_kind = validate_closeness(t, t_kind)
+    out: dict[str, Any] = {}
+    if l is not None:
+        out.update({"l": l, "l_kind": kind, **({"c": c} if c is not None else {})})
+    if t is not None:
+        out.update({"t": t, "t_kind": t_kind})
+    return out
+
+
+def _resolved_t(params: dict[str, Any], t_kind: str | None) -> None:
+    """Record the distance t-closeness was decided with (``auto`` resolved by the anonymiser)."""
+    if params.get("t") is not None and t_kind:
+        params["t_kind"] = t_kind
 
 
 def _hierarchy_names(hierarchies: Mapping[str, Hierarchy]) -> dict[str, str]:
@@ -77,8 +90,9 @@ class _TableAnonymizer(Estimator):
                             sensitive=self.sensitive, insensitive=self.insensitive, allow_unique=self.allow_unique,
                             source=where)
         sens = list(roles.sensitive)
-        if self.l is not None and len(sens) != 1:
-            raise InvalidParameter(f"l-diversity needs exactly one sensitive column, got {sens}",
+        if (self.l is not None or self.t is not None) and len(sens) != 1:
+            what = "l-diversity" if self.l is not None else "t-closeness"
+            raise InvalidParameter(f"{what} needs exactly one sensitive column, got {sens}",
                                    python="sensitive='COL'", cli="--sensitive COL")
         counted = sens[0] if len(sens) == 1 else None
         parameters.update(qi=list(roles.quasi_identifiers), sensitive=counted)
@@ -146,6 +160,11 @@ class KAnonymizer(_TableAnonymizer):
     l, kind, c : optional
         l-diversity of the (single) sensitive column: ``kind`` distinct, entropy or recursive
         (floor: l >= 2).
+    t : float, optional
+        t-closeness of the (single) sensitive column: every class's distribution within Earth
+        Mover's Distance t of the released records' (floor: t <= 0.5).
+    t_kind : {"auto", "ordered", "equal"}
+        The EMD's ground distance (``auto``: ordered for a numeric sensitive column, else equal).
     max_suppression : float
         Fraction of records that may be suppressed (lattice, Datafly).
     method : {"lattice", "datafly", "mondrian", "cluster"}
@@ -172,7 +191,8 @@ class KAnonymizer(_TableAnonymizer):
     def __init__(self, quasi_identifiers: Any, *, k: int, sensitive: Any = None, identifiers: Any = (), insensitive: Any = (),
                  allow_unique: Any = (), l: float | None = None, kind: str = "distinct", c: float | None = None,
                  max_suppression: float = 0.0, method: str = "lattice", hierarchies: Mapping[str, Hierarchy] | None = None,
-                 keep_suppressed: bool = False, allow_weak: bool | str | Iterable[str] = False, key: Any = None) -> None:
+                 keep_suppressed: bool = False, allow_weak: bool | str | Iterable[str] = False, key: Any = None,
+                 t: float | None = None, t_kind: str = "auto") -> None:
         self.quasi_identifiers = quasi_identifiers
         self.k = k
         self.sensitive = sensitive
@@ -182,6 +202,8 @@ class KAnonymizer(_TableAnonymizer):
         self.l = l
         self.kind = kind
         self.c = c
+        self.t = t
+        self.t_kind = t_kind
         self.max_suppression = max_suppression
         self.method = method
         self.hierarchies = hierarchies
@@ -193,8 +215,8 @@ class KAnonymizer(_TableAnonymizer):
         """Check roles and floors, anonymise ``X`` (pandas or dask DataFrame); returns self."""
         if self.method not in METHODS:
             raise InvalidParameter(f"method must be one of {METHODS}, got {self.method!r}", cli="--method")
-        params = {"k": self.k, **_diversity(self.l, self.kind, self.c), "max_suppression": float(self.max_suppression),
-                  "keep_suppressed": bool(self.keep_suppressed)}
+        params = {"k": self.k, **_diversity(self.l, self.kind, self.c, self.t, self.t_kind),
+                  "max_suppression": float(self.max_suppression), "keep_suppressed": bool(self.keep_suppressed)}
         prep = self._prepare(X, params, self.method, client=client, progress=progress)
         named = _hierarchy_names({a: h for a, h in prep["hierarchies"].items() if a in prep["roles"].quasi_identifiers})
         if named:
@@ -209,7 +231,9 @@ class KAnonymizer(_TableAnonymizer):
             roles.check_unique(distinct, prep["rows"])
         res = anonymize(prep["ddf"], list(prep["roles"].quasi_identifiers), k=self.k, sensitive=prep["sensitive"],
                         hierarchies=prep["hierarchies"], l=self.l, kind=self.kind, c=self.c, max_suppression=self.max_suppression,
-                        method=self.method, keep=prep["keep"], client=client, progress=progress, frequency=fs)
+                        method=self.method, keep=prep["keep"], client=client, progress=progress, frequency=fs,
+                        t=self.t, t_kind=self.t_kind)
+        _resolved_t(params, res.t_kind)
         self.result_ = res
         self.report_ = res.summary()
         self._fitted(prep, params, self.method, fs)
@@ -230,7 +254,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
     ----------
     permissions : list of dict, ``{"permissions": [...]}``, or Permission objects
         ``{"role", "bound", "where": {attr: [lo, hi] | value | [values]}, "name"}``.
-    quasi_identifiers, k, sensitive, identifiers, insensitive, allow_unique, l, kind, c,
+    quasi_identifiers, k, sensitive, identifiers, insensitive, allow_unique, l, kind, c, t, t_kind,
     hierarchies, allow_weak, key
         As :class:`KAnonymizer`.
 
@@ -245,7 +269,8 @@ class AccessControlAnonymizer(_TableAnonymizer):
     def __init__(self, permissions: Any, quasi_identifiers: Any, *, k: int, sensitive: Any = None, identifiers: Any = (),
                  insensitive: Any = (), allow_unique: Any = (), l: float | None = None, kind: str = "distinct",
                  c: float | None = None, hierarchies: Mapping[str, Hierarchy] | None = None,
-                 allow_weak: bool | str | Iterable[str] = False, key: Any = None) -> None:
+                 allow_weak: bool | str | Iterable[str] = False, key: Any = None, t: float | None = None,
+                 t_kind: str = "auto") -> None:
         self.permissions = permissions
         self.quasi_identifiers = quasi_identifiers
         self.k = k
@@ -256,19 +281,23 @@ class AccessControlAnonymizer(_TableAnonymizer):
         self.l = l
         self.kind = kind
         self.c = c
+        self.t = t
+        self.t_kind = t_kind
         self.hierarchies = hierarchies
         self.allow_weak = allow_weak
         self.key = key
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "AccessControlAnonymizer":
         """Check roles and floors, anonymise ``X`` for the permissions; returns self."""
-        params = {"k": self.k, **_diversity(self.l, self.kind, self.c), "max_suppression": 0.0, "keep_suppressed": False}
+        params = {"k": self.k, **_diversity(self.l, self.kind, self.c, self.t, self.t_kind), "max_suppression": 0.0,
+                  "keep_suppressed": False}
         prep = self._prepare(X, params, "access-control", client=client, progress=progress)
         fs = self._frequency(prep, required=False, client=client, progress=progress)
         res = anonymize_for_permissions(prep["ddf"], list(prep["roles"].quasi_identifiers), self.permissions, k=self.k,
                                         sensitive=prep["sensitive"], l=self.l, kind=self.kind, c=self.c,
                                         hierarchies=prep["hierarchies"], keep=prep["keep"], client=client, progress=progress,
-                                        frequency=fs)
+                                        frequency=fs, t=self.t, t_kind=self.t_kind)
+        _resolved_t(params, res.release.t_kind)
         params["permissions"] = [p.name or p.role for p in res.permissions]
         self.result_ = res
         self.report_ = {**res.release.summary(),

@@ -2,7 +2,7 @@
 
 The search space is the generalisation lattice: one level per quasi-identifier, from all leaves
 (0, ..., 0) to all roots. A node is *feasible* when the records of its classes that are smaller
-than k (or not l-diverse) — which are suppressed whole — number at most
+than k (or not l-diverse, or not t-close) — which are suppressed whole — number at most
 ``max_suppression * N``. Among feasible nodes the search returns the one with minimum
 discernibility DM = sum |E|^2 over kept classes + suppressed * N (ties: fewer total levels, then
 the lexicographically smallest level vector).
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InfeasiblePrivacyError, InvalidParameter
+from ._diversity import Closeness
 from ._lattice_kernels import NodeStats, node_stats
 from .frequency import FrequencySet
 
@@ -80,13 +81,13 @@ def _validate(fs: FrequencySet, k: int, max_suppression: float) -> int:
     return int(np.floor(float(max_suppression) * n + 1e-9))
 
 
-def _evaluate(fs: FrequencySet, node: Sequence[int], k: int, l, kind, c):
+def _evaluate(fs: FrequencySet, node: Sequence[int], k: int, l, kind, c, closeness=None):
     return node_stats(fs.codes, fs.counts, fs.sensitive_codes, fs.n_sensitive,
-                      [d.maps for d in fs.domains], node, k, l, kind, c)
+                      [d.maps for d in fs.domains], node, k, l, kind, c, closeness)
 
 
 def datafly(fs: FrequencySet, k: int, *, l: float | None = None, kind: str = "distinct", c: float | None = None,
-            max_suppression: float = 0.0) -> LatticeResult:
+            max_suppression: float = 0.0, closeness: Closeness | None = None) -> LatticeResult:
     """Greedy Datafly-style full-domain generalisation (Sweeney 1998), the baseline.
 
     From the bottom node, while more than ``max_suppression * N`` records would be suppressed,
@@ -98,7 +99,7 @@ def datafly(fs: FrequencySet, k: int, *, l: float | None = None, kind: str = "di
     node = [0] * len(fs.domains)
     n_eval = 0
     while True:
-        stats, inv, bad = _evaluate(fs, node, k, l, kind, c)
+        stats, inv, bad = _evaluate(fs, node, k, l, kind, c, closeness)
         n_eval += 1
         if stats.suppressed <= limit:
             break
@@ -120,7 +121,7 @@ def _infeasible_message(stats: NodeStats, k: int, l, limit: int) -> str:
 
 
 def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: str = "distinct", c: float | None = None,
-                   max_suppression: float = 0.0, trace: bool = False) -> LatticeResult:
+                   max_suppression: float = 0.0, trace: bool = False, closeness: Closeness | None = None) -> LatticeResult:
     """Minimum-discernibility full-domain generalisation with a suppression limit (exact).
 
     Parameters
@@ -133,6 +134,8 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
         l-diversity of the sensitive attribute (``fs`` must have one).
     max_suppression : float
         Largest fraction of records that may be suppressed (0 = none).
+    closeness : Closeness, optional
+        t-closeness of every kept class to the kept records (columns: ``fs.sensitive_values``).
     trace : bool
         Keep the statistics of every evaluated node (tests, diagnostics).
 
@@ -147,8 +150,8 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
     """
     start = time.perf_counter()
     limit = _validate(fs, k, max_suppression)
-    if l is not None and l > 1 and fs.sensitive is None:
-        raise InvalidParameter("l-diversity needs a sensitive attribute")
+    if ((l is not None and l > 1) or closeness is not None) and fs.sensitive is None:
+        raise InvalidParameter("l-diversity and t-closeness need a sensitive attribute")
     heights = [d.height for d in fs.domains]
     n_nodes = int(np.prod(heights))
     if n_nodes > MAX_LATTICE_NODES:
@@ -167,7 +170,7 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
                 best = cand
 
     bottom = nodes[0]
-    stats, _, _ = _evaluate(fs, bottom, k, l, kind, c)
+    stats, _, _ = _evaluate(fs, bottom, k, l, kind, c, closeness)
     n_eval += 1
     if trace:
         traced.append(stats)
@@ -179,15 +182,17 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
     # Suppressed records never increase under generalisation for k-anonymity and distinct
     # l-diversity (a kept class stays kept inside any union of classes), and for every kind when
     # nothing may be suppressed; then feasibility is monotone and a top-down pass tags every
-    # specialisation of an infeasible node without rolling it up (predictive tagging).
-    if l is None or l <= 1 or kind == "distinct" or limit == 0:
+    # specialisation of an infeasible node without rolling it up (predictive tagging). t-closeness
+    # is monotone when nothing may be suppressed (a union of t-close classes is t-close: the EMD
+    # to a fixed distribution is convex), not with suppression (the reference moves).
+    if ((l is None or l <= 1 or kind == "distinct") and closeness is None) or limit == 0:
         infeasible: set[tuple[int, ...]] = set()
         for node in reversed(nodes[1:]):
             if any(node[:j] + (node[j] + 1,) + node[j + 1:] in infeasible
                    for j in range(len(node)) if node[j] < heights[j] - 1):
                 infeasible.add(node)
                 continue
-            stats, _, _ = _evaluate(fs, node, k, l, kind, c)
+            stats, _, _ = _evaluate(fs, node, k, l, kind, c, closeness)
             n_eval += 1
             if trace:
                 traced.append(stats)
@@ -199,7 +204,7 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
         # non-monotone feasibility: bottom-up with the monotone DM lower bound (module docstring),
         # seeded with the greedy solution
         try:
-            seed = datafly(fs, k, l=l, kind=kind, c=c, max_suppression=max_suppression)
+            seed = datafly(fs, k, l=l, kind=kind, c=c, max_suppression=max_suppression, closeness=closeness)
         except InfeasiblePrivacyError:
             seed = None  # no greedy solution: the search starts from the bottom node's bound only
         if seed is not None:
@@ -213,7 +218,7 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
             if best is not None and inherited >= best[0]:
                 bound[node] = inherited  # no generalisation of a predecessor can beat best
                 continue
-            stats, _, _ = _evaluate(fs, node, k, l, kind, c)
+            stats, _, _ = _evaluate(fs, node, k, l, kind, c, closeness)
             n_eval += 1
             if trace:
                 traced.append(stats)
@@ -221,9 +226,9 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
             consider(node, stats)
     if best is None:
         top = tuple(h - 1 for h in heights)
-        stats, _, _ = _evaluate(fs, top, k, l, kind, c)
+        stats, _, _ = _evaluate(fs, top, k, l, kind, c, closeness)
         raise InfeasiblePrivacyError(_infeasible_message(stats, k, l, limit))
     node = best[2]
-    stats, inv, bad = _evaluate(fs, node, k, l, kind, c)
+    stats, inv, bad = _evaluate(fs, node, k, l, kind, c, closeness)
     return LatticeResult(node, stats, stats.dm(n_total), bad, inv, n_nodes, n_eval,
                          time.perf_counter() - start, traced)

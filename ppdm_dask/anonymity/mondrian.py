@@ -14,7 +14,8 @@ Two cut rules share one top-down driver (:func:`_grow`, an explicit stack):
   partition / distinct codes in the table; ties → lower column index), each cut at its weighted
   median value m (the value holding record ``ceil(W/2)`` in sorted order): left = values ≤ m, or
   values < m when m is the partition maximum. A cut is *allowed* iff both sides weigh ≥ k and, if
-  ``l`` is given, both are l-diverse (:func:`~ppdm_dask.anonymity._diversity.diverse_mask`). The
+  ``l`` is given, both are l-diverse and, with a ``closeness``, both are t-close to the whole
+  table (:func:`~ppdm_dask.anonymity._diversity.diverse_mask`). The
   first allowed cut is taken; a partition with none becomes a class.
 * ``split="imprecision"`` — the accuracy-constrained heuristic used by
   :class:`~ppdm_dask.anonymity.access_control.AccuracyConstrainedAnonymizer`; see
@@ -33,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
-from ._diversity import diverse_mask, validate_diversity
+from ._diversity import Closeness, diverse_mask, validate_diversity
 
 SPLITS = ("median", "imprecision")
 
@@ -51,7 +52,7 @@ class _Table:
 
     X: np.ndarray  # (u, q) float64
     w: np.ndarray  # (u,) int64
-    S: np.ndarray | None  # (u, s) int64 sensitive counts, only when l is given
+    S: np.ndarray | None  # (u, s) int64 sensitive counts, only when l or t is given
     cat: np.ndarray  # (q,) bool
     k: int
     l: float | None
@@ -63,6 +64,7 @@ class _Table:
     cat_off: np.ndarray  # (u, q_cat) int64: code + offset of its column (one bincount for all)
     cat_starts: np.ndarray  # first offset of each categorical column
     n_bins: int
+    closeness: Closeness | None = None
 
 
 def _as_2d_float(X: Any) -> np.ndarray:
@@ -108,7 +110,7 @@ def _check_categorical(categorical: Any, q: int) -> np.ndarray:
 
 
 def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: Any,
-             l: Any, kind: str, c: Any) -> _Table:
+             l: Any, kind: str, c: Any, closeness: Closeness | None = None) -> _Table:
     k = _check_k(k)
     l, kind, c = validate_diversity(l, kind, c)
     X = _as_2d_float(X)
@@ -123,9 +125,9 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
     if codes.size and ((codes < 0).any() or (codes != np.round(codes)).any()):
         raise DataFormatError("categorical columns must hold non-negative integer codes")
     S = None
-    if l is not None:
+    if l is not None or closeness is not None:
         if sensitive_counts is None:
-            raise InvalidParameter("l-diversity needs sensitive_counts (tuples x sensitive values)")
+            raise InvalidParameter("l-diversity and t-closeness need sensitive_counts (tuples x sensitive values)")
         S = _as_counts(sensitive_counts, "sensitive_counts", 2)
         if S.shape[0] != n:
             raise InvalidParameter(f"sensitive_counts has {S.shape[0]} rows, X has {n}")
@@ -133,6 +135,9 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
             raise DataFormatError("sensitive_counts must be non-negative")
         if not np.array_equal(S.sum(axis=1), w):
             raise DataFormatError("each row of sensitive_counts must sum to the tuple's weight")
+        if closeness is not None and len(closeness.reference) != S.shape[1]:
+            raise InvalidParameter(f"closeness has {len(closeness.reference)} reference counts, sensitive_counts "
+                                   f"{S.shape[1]} columns")
     total = int(w.sum())
     if k > total:
         raise InfeasiblePrivacyError(f"k = {k} exceeds the number of records ({total})")
@@ -150,7 +155,7 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
     Su = None
     if S is not None:
         Su = np.add.reduceat(S[order], starts, axis=0)  # >= 1 column: rows sum to weights >= 1
-        if not diverse_mask(Su.sum(axis=0, keepdims=True), l, kind, c)[0]:
+        if not diverse_mask(Su.sum(axis=0, keepdims=True), l, kind, c, closeness)[0]:
             raise InfeasiblePrivacyError(f"the whole table is not {kind} {l}-diverse; no partition can be",
                                          python="a smaller l", cli="a smaller --l")
 
@@ -165,7 +170,7 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
         present = np.bincount(cat_off.ravel(), minlength=int(sizes.sum())) > 0
         gspan[cat_cols] = np.add.reduceat(present, cat_starts)
     return _Table(Xu, wu, Su, cat, k, l, kind, c, inverse, gspan, cat_cols, cat_off, cat_starts,
-                  int(sizes.sum()))
+                  int(sizes.sum()), closeness)
 
 
 # ----------------------------------------------------------------------------- shared machinery
@@ -203,7 +208,7 @@ def _median_position(sv: np.ndarray, cw: np.ndarray) -> int:
 
 
 def _allowed(t: _Table, idx: np.ndarray, o: np.ndarray, cw: np.ndarray, ps: np.ndarray) -> np.ndarray:
-    """Which cuts (left = first p sorted tuples) leave two k-anonymous (l-diverse) sides."""
+    """Which cuts (left = first p sorted tuples) leave two k-anonymous (l-diverse, t-close) sides."""
     wl = cw[ps - 1]
     ok = (wl >= t.k) & (cw[-1] - wl >= t.k)
     if t.S is not None and ok.any():
@@ -212,7 +217,7 @@ def _allowed(t: _Table, idx: np.ndarray, o: np.ndarray, cw: np.ndarray, ps: np.n
         else:
             left = np.cumsum(t.S[idx[o]], axis=0)[ps - 1]
         right = t.S[idx].sum(axis=0) - left
-        ok &= diverse_mask(left, t.l, t.kind, t.c) & diverse_mask(right, t.l, t.kind, t.c)
+        ok &= diverse_mask(left, t.l, t.kind, t.c, t.closeness) & diverse_mask(right, t.l, t.kind, t.c, t.closeness)
     return ok
 
 
@@ -427,6 +432,7 @@ def mondrian_partition(
     l: float | None = None,
     kind: str = "distinct",
     c: float | None = None,
+    closeness: Closeness | None = None,
     split: str = "median",
     queries: Sequence[CompiledQuery] | None = None,
     bounds: Sequence[float] | None = None,
@@ -445,9 +451,13 @@ def mondrian_partition(
     categorical : sequence of bool, length q
         Which columns hold categorical codes (width = share of distinct codes).
     sensitive_counts : array_like of int, shape (n_tuples, n_values), optional
-        Per-tuple counts of each sensitive value (rows sum to ``weights``); needed with ``l``.
+        Per-tuple counts of each sensitive value (rows sum to ``weights``); needed with ``l``
+        or ``closeness``.
     l, kind, c : optional
         l-diversity of every class (see :func:`~ppdm_dask.anonymity._diversity.diverse_mask`).
+    closeness : Closeness, optional
+        t-closeness of every class to the whole table (its ``reference``: the column sums of
+        ``sensitive_counts``; see :func:`~ppdm_dask.anonymity._diversity.closeness_for`).
     split : {"median", "imprecision"}
         ``"median"``: plain Mondrian. ``"imprecision"``: accuracy-constrained cuts for the
         workload ``queries``/``bounds`` (see :class:`_ImprecisionCuts`), median cuts otherwise.
@@ -461,7 +471,7 @@ def mondrian_partition(
     -------
     ndarray of int64, shape (n_tuples,)
         Class of each input row, ``0..n_classes-1`` in depth-first (left-first) order. Every
-        class weighs >= k and is l-diverse when ``l`` is given.
+        class weighs >= k, is l-diverse when ``l`` is given and t-close with ``closeness``.
 
     Raises
     ------
@@ -478,7 +488,7 @@ def mondrian_partition(
         raise InvalidParameter("queries/bounds are only used with split='imprecision'")
     if split == "imprecision" and queries is None:
         raise InvalidParameter("split='imprecision' needs queries and bounds")
-    t = _prepare(X, weights, k, categorical, sensitive_counts, l, kind, c)  # >= 1 tuple (k <= W)
+    t = _prepare(X, weights, k, categorical, sensitive_counts, l, kind, c, closeness)  # >= 1 tuple (k <= W)
     if split == "median":
         def choose(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
             return _median_cut(t, idx, _dims_by_width(t, idx))

@@ -12,6 +12,8 @@ Its guarantee is recounted from the released table alone — independently of th
 * ``columns have roles`` — every released column is a quasi-identifier, sensitive or insensitive;
 * ``k-anonymity`` — the smallest class over the QIs (suppressed rows left out) is >= k;
 * ``l-diversity`` — when l is given, recounted over the sensitive column;
+* ``t-closeness`` — when t is given: the largest Earth Mover's Distance of a class's sensitive
+  distribution to the released records' is <= t (:func:`.checks.t_closeness_check`);
 * ``suppressed records absent`` — no row with every QI ``'*'`` unless ``keep_suppressed``;
 * ``row count`` — the rows in the files are the manifest's ``n_records`` (in memory: the
   released plus suppressed rows are the input's, a figure only the owner holds).
@@ -35,8 +37,10 @@ owner's (:meth:`Release.summary`, the console, the internal report).
 
 Its report figures (:meth:`AnonymizedRelease.report_figures`): the re-identification risk of the
 release (and of the original on its quasi-identifiers) from the class sizes
-(:mod:`.risk`), and with the original the utility — discernibility, NCP / GCP, the error of a
-workload of COUNT queries (:mod:`.utility`).
+(:mod:`.risk`), the attribute disclosure of the sensitive column (:mod:`.disclosure`) with the
+officer's summary — guarantee, what it protects, what an attacker can still learn, the linkage
+and attribute-inference attacks, warnings (:mod:`.threat`) — and with the original the utility —
+discernibility, NCP / GCP, the error of a workload of COUNT queries (:mod:`.utility`).
 """
 
 from __future__ import annotations
@@ -51,22 +55,34 @@ import pandas as pd
 from ..data.hierarchy import as_keys
 from ..release import Check, Release, TableRelease
 from ..release.figures import Figures, Plot, Series, Table, Value, histogram
-from .checks import SUPPRESSED, class_counts, k_anonymity_check, l_diversity_check
+from .checks import SUPPRESSED, class_counts, k_anonymity_check, l_diversity_check, t_closeness_check
 
 __all__ = ["AnonymizedRelease", "FORMAT_NAME", "anonymity_floors"]
 
 FORMAT_NAME = "ppdm-anonymized"
 _COUNT = "count"
+#: the largest t accepted without an override (see :func:`anonymity_floors`)
+T_FLOOR = 0.5
 
 
 def anonymity_floors(release: Any, parameters: Mapping[str, Any]) -> list[Check]:
-    """The privacy floors of k-anonymity parameters: ``k >= 2`` and, when l is given, ``l >= 2``
-    (each a :meth:`Release.floor`, overridden when the user said so)."""
+    """The privacy floors of k-anonymity parameters: ``k >= 2``; when l is given, ``l >= 2``;
+    when t is given, ``t <= 0.5`` (each a :meth:`Release.floor`, overridden when the user said so).
+
+    t is the largest distance a class's sensitive distribution may have from the table's; with
+    the equal distance it is the largest change of the probability of any value or set of
+    values. Beyond 0.5 a class may move an attacker's belief in a value by more than half —
+    from a base rate under 50 % to a majority, or from 40 % to 95 % — and the model no longer
+    stops the disclosure it is asked for (Li et al. experiment with t = 0.15 - 0.2)."""
     k = parameters.get("k")
     out = [release.floor("k >= 2", k is not None and k >= 2, k, 2, detail="k-anonymity with k = 1 protects nobody")]
     l = parameters.get("l")
     if l is not None:
         out.append(release.floor("l >= 2", l >= 2, l, 2, detail="a class with one sensitive value discloses it"))
+    t = parameters.get("t")
+    if t is not None:
+        out.append(release.floor(f"t <= {T_FLOOR:g}", t <= T_FLOOR, t, T_FLOOR,
+                                 detail="a class may move the belief in a sensitive value by more than half"))
     return out
 
 
@@ -105,7 +121,8 @@ class AnonymizedRelease(TableRelease):
 
     Parameters are those of :class:`~ppdm_dask.release.Release`; ``parameters`` holds
     ``k``, ``max_suppression``, ``keep_suppressed``, ``qi``, ``sensitive`` and, with
-    l-diversity, ``l``, ``l_kind`` (and ``c``).
+    l-diversity, ``l``, ``l_kind`` (and ``c``), with t-closeness ``t`` and ``t_kind``
+    (``ordered`` or ``equal``).
     """
 
     family: ClassVar[str] = "relational"
@@ -205,7 +222,9 @@ class AnonymizedRelease(TableRelease):
         unroled = [c for c in columns if c not in published and c not in present]
         checks.append(Check("columns have roles", not unroled, len(unroled), 0, where=", ".join(unroled) or None,
                             detail="every released column is a quasi-identifier, sensitive or insensitive"))
-        missing = [c for c in qi if c not in columns] + ([self.sensitive] if self.l is not None and self.sensitive not in columns else [])
+        with_t = self.parameters.get("t") is not None
+        missing = [c for c in qi if c not in columns] + ([self.sensitive] if (self.l is not None or with_t)
+                                                          and self.sensitive not in columns else [])
         if missing or not qi:
             checks.append(Check("quasi-identifiers present", False, where=", ".join(missing) or None,
                                 detail="the columns the guarantee is counted on are missing"))
@@ -217,6 +236,8 @@ class AnonymizedRelease(TableRelease):
         if with_l:
             checks.append(l_diversity_check(counts, qi, sens, self.l, self.parameters.get("l_kind", "distinct"),
                                             self.parameters.get("c")))
+        if with_t:
+            checks.append(t_closeness_check(counts, qi, sens, self.parameters["t"], self.parameters.get("t_kind", "auto")))
         star = np.ones(len(counts), dtype=bool)
         for a in qi:
             star &= counts[a].astype(str).to_numpy() == SUPPRESSED
@@ -351,19 +372,21 @@ class AnonymizedRelease(TableRelease):
         if isinstance(original, str):
             original = type(self).read_original(original, storage_options=opts)
         from ..progress import compute
-        from .checks import counts_lazy, counts_of
+        from .checks import counts_lazy
         from .frequency import as_dask
 
         qi = list(self.qi)
         # one distributed pass for what does not need the original's domains: the release's rows
-        # per QI tuple, the original's class sizes and value counts (dask expressions; the
+        # per QI tuple (and sensitive value), the original's class sizes and value counts (dask expressions; the
         # classifier's delayed counts are computed apart, dask does not mix the two kinds well)
         orig = as_dask(original) if original is not None else None
         fs = self._frequency_of(orig)
         first = self._original_lazy(orig, qi) if orig is not None and fs is None else []
+        sens = self._disclosure_column()
+        keys = [*qi, sens] if sens else qi
         plan = R.PopulationPlan(as_dask(self.data), orig, qi, fs=fs, **pop)  # its passes join this one
-        got, pop_got = plan.split(compute(*counts_lazy(as_dask(self.data), qi), *first, *plan.lazy, **ckw))
-        counts = counts_of(got[0], got[1], qi)
+        got, pop_got = plan.split(compute(*counts_lazy(as_dask(self.data), keys), *first, *plan.lazy, **ckw))
+        counts, by_value, threat_notes = _split_sensitive(got[0], got[1], qi, sens)
         first_got = got[2:] if fs is None else None
         star = _star_rows(counts, qi)
         kept = counts[~star]
@@ -375,6 +398,7 @@ class AnonymizedRelease(TableRelease):
         figs = Figures(risk=_risk_items(R.risk_summary(freq, threshold), R.size_histogram(freq), threshold, "release",
                                         population is not None))
         figs = figs + plan.figures(pop_got, kept, self.k, threshold)
+        figs = figs + self._threat_figures(by_value, kept, sens, original is not None) + Figures(notes=threat_notes)
         if original is None:
             figs.notes.append("the utility figures and the original's risk need the original data")
             return figs
@@ -390,6 +414,30 @@ class AnonymizedRelease(TableRelease):
             return figs + Figures(notes=notes)
         lengths = compute(*plan.lengths, **ckw) if plan.lengths else ()  # partition sizes unknown: a first pass
         return figs + self._classifier_figures(plan, plan.finish(compute(*plan.counts(lengths), **ckw), **ckw), label)
+
+    def _disclosure_column(self) -> str | None:
+        """The sensitive column whose attribute disclosure the report measures: the one the
+        parameters name (l, t are decided on it), else the first declared one in the release."""
+        columns = [str(c) for c in self.data.columns]
+        if self.sensitive in columns:
+            return self.sensitive
+        declared = [c for c in (self.roles.sensitive if self.roles is not None else ()) if c in columns]
+        return declared[0] if declared else None
+
+    def _threat_figures(self, by_value: pd.DataFrame | None, kept: pd.DataFrame, sens: str | None,
+                        with_original: bool) -> Figures:
+        """Attribute disclosure, guarantee, protects, learn, attacks, warnings (:mod:`.threat`)."""
+        from .disclosure import disclosure_summary
+        from .threat import relational_threat
+
+        qi = list(self.qi)
+        summary = None
+        if by_value is not None:
+            ordered = True if self.parameters.get("t_kind") == "ordered" else None
+            summary = disclosure_summary(by_value, qi, sens, ordered=ordered)
+        declared = [str(c) for c in (self.roles.sensitive if self.roles is not None else ())] or ([sens] if sens else [])
+        return relational_threat(self.method, self.parameters, qi, kept[_COUNT].to_numpy(), summary, declared=declared,
+                                 with_original=with_original)
 
     def _frequency_of(self, orig: Any) -> Any:
         """The anonymizer's frequency set of ``orig`` when ``orig`` is the very input it counted."""
@@ -475,6 +523,23 @@ class AnonymizedRelease(TableRelease):
         errors = U.relative_errors(U.estimate_queries(counts, queries, tables), answers, summary["n_total"])
         return Figures(risk=items, utility=_utility_items(summary, errors, self.k, counts, qi),
                        notes=_unread_notes(summary))
+
+
+def _split_sensitive(na: pd.Series, sizes: pd.Series, qi: list[str], sens: str | None) -> tuple[pd.DataFrame, Any, list[str]]:
+    """The class counts on the QIs and, with ``sens``, the counts per (QI tuple, sensitive
+    value) from one computed :func:`.checks.counts_lazy` over both; a sensitive column with
+    missing values is left out of the attribute-disclosure figures (said in a note)."""
+    from .checks import counts_of
+    from .disclosure import fold_sensitive
+
+    if not sens:
+        return counts_of(na, sizes, qi), None, []
+    if int(na[sens]) > 0:
+        folded = sizes.groupby(level=list(range(len(qi))), dropna=False, observed=True).sum()
+        return counts_of(na, folded, qi), None, [f"attribute disclosure: {sens!r} has {int(na[sens]):,} missing values; "
+                                                 "its figures are left out"]
+    by_value = counts_of(na, sizes, [*qi, sens])
+    return fold_sensitive(by_value, qi), by_value, []
 
 
 def _sum_arrays(parts: list[np.ndarray], n: int) -> np.ndarray:

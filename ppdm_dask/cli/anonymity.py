@@ -1,9 +1,11 @@
-"""``ppdm anonymize`` and ``ppdm access-control``: k-anonymous (l-diverse) releases of a table.
+"""``ppdm anonymize`` and ``ppdm access-control``: k-anonymous (l-diverse, t-close) releases of a table.
 
 Every column needs a role (``--identifier`` dropped, ``--qi`` generalised, ``--sensitive`` and
 ``--insensitive`` published as is); nothing is guessed. Each command reads the table (typed:
 CSV columns are strings unless ``--dtype``), fits the estimator, writes the release (keyed row
-order, verified on the written files before the commit) and prints its summary.
+order, verified on the written files before the commit) and prints its summary. A sensitive
+column declared without ``--l`` or ``--t`` is published without an attribute-disclosure model:
+the job says so on stderr (and the report's summary warns).
 ``ppdm km-anonymize`` lives in :mod:`.km`.
 """
 
@@ -15,7 +17,7 @@ import click
 
 from . import cli
 from ._core import Context, emit_release, job, write_release
-from ..anonymity import L_KINDS, METHODS
+from ..anonymity import L_KINDS, METHODS, T_KINDS
 from ._options import Number, release_output, roles, roles_from, stack, table_input
 
 
@@ -30,7 +32,21 @@ privacy_options = stack(
     click.option("--l", "l", type=Number(min=1), default=None, help="l-diversity of --sensitive (floor: 2)."),
     click.option("--l-kind", type=click.Choice(L_KINDS), default="distinct", show_default=True),
     click.option("--c", "c", type=Number(min=0, min_open=True), default=None, help="c of recursive (c, l)-diversity."),
+    click.option("--t", "t", type=Number(0, 1), default=None,
+                 help="t-closeness of --sensitive: every class within Earth Mover's Distance t of the table (floor: t <= 0.5)."),
+    click.option("--t-kind", type=click.Choice(T_KINDS), default="auto", show_default=True,
+                 help="EMD ground distance: ordered (numbers, in their order), equal (categories); auto: ordered for a numeric column."),
 )
+
+
+def warn_without_model(sensitive: Any, l: Any, t: Any) -> None:
+    """On stderr, after a job that succeeded (a refused job says one line): sensitive columns
+    declared without any attribute-disclosure model."""
+    from ..anonymity.threat import model_warning
+
+    w = model_warning(list(sensitive or ()), {"l": l, "t": t})
+    if w:
+        click.echo(f"ppdm: warning: {w}", err=True)
 
 
 def _estimator_roles(rl: Any) -> dict[str, Any]:
@@ -66,16 +82,16 @@ def search_lines(report: dict[str, Any]) -> list[str]:
 @release_output
 @click.pass_obj
 def anonymize(obj: Context, src, dst, identifiers, qi, sensitive, insensitive, allow_unique, hierarchy, hierarchy_dir, k, l,
-              l_kind, c, max_suppression, method, keep_suppressed, sep, dtype, schema, overwrite, rows_per_file, allow_weak,
-              check, report) -> None:
-    """k-anonymise (and l-diversify) the table SRC (CSV or Parquet) and write the release to DST
+              l_kind, c, t, t_kind, max_suppression, method, keep_suppressed, sep, dtype, schema, overwrite, rows_per_file,
+              allow_weak, check, report) -> None:
+    """k-anonymise (and l-diversify, t-close) the table SRC (CSV or Parquet) and write the release to DST
     (DST.csv: one CSV file and DST.csv.manifest.json; otherwise a Parquet folder)."""
     from ..anonymity import KAnonymizer
 
     rl = roles_from(identifiers, qi, sensitive, insensitive, allow_unique)
     est = KAnonymizer(rl.quasi_identifiers, k=k, **_estimator_roles(rl), l=l, kind=l_kind, c=c, max_suppression=max_suppression,
                       method=method, hierarchies=_hierarchies(obj, hierarchy, hierarchy_dir, rl.quasi_identifiers),
-                      keep_suppressed=keep_suppressed, allow_weak=allow_weak, key=obj.key())
+                      keep_suppressed=keep_suppressed, allow_weak=allow_weak, key=obj.key(), t=t, t_kind=t_kind)
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         release = est.fit_transform(table, progress=obj.progress)
@@ -83,6 +99,7 @@ def anonymize(obj: Context, src, dst, identifiers, qi, sensitive, insensitive, a
                                       check=check, report=report)
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=search_lines(est.report_),
                  extra_json={"report": est.report_}, report=rep)
+    warn_without_model(rl.sensitive, l, t)
 
 
 def _permissions(obj: Context, url: str) -> Any:
@@ -123,7 +140,7 @@ def permission_lines(report: dict[str, Any]) -> list[str]:
 @release_output
 @click.pass_obj
 def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, insensitive, allow_unique, hierarchy, hierarchy_dir,
-                   k, l, l_kind, c, dst, sep, dtype, schema, overwrite, rows_per_file, allow_weak, check, report) -> None:
+                   k, l, l_kind, c, t, t_kind, dst, sep, dtype, schema, overwrite, rows_per_file, allow_weak, check, report) -> None:
     """Anonymise SRC for a workload of role permissions with imprecision bounds (Pervaiz et al.)
     and report, per permission and per role, the imprecision and whether the bound holds, beside
     plain Mondrian; with --out, write the release."""
@@ -132,7 +149,7 @@ def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, ins
     rl = roles_from(identifiers, qi, sensitive, insensitive, allow_unique)
     est = AccessControlAnonymizer(_permissions(obj, perm_file), rl.quasi_identifiers, k=k, **_estimator_roles(rl), l=l, kind=l_kind,
                                   c=c, hierarchies=_hierarchies(obj, hierarchy, hierarchy_dir, rl.quasi_identifiers),
-                                  allow_weak=allow_weak, key=obj.key())
+                                  allow_weak=allow_weak, key=obj.key(), t=t, t_kind=t_kind)
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         release = est.fit_transform(table, progress=obj.progress)
@@ -143,6 +160,7 @@ def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, ins
             f"total imprecision {r['total_imprecision']:,} (Mondrian {r['mondrian_total_imprecision']:,})"]
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=head + permission_lines(r),
                  extra_json={"report": r}, report=rep)
+    warn_without_model(rl.sensitive, l, t)
 
 
 from . import km  # noqa: E402,F401  (registers ppdm km-anonymize)
