@@ -429,12 +429,22 @@ class AnonymizedRelease(TableRelease):
         sample = f"; estimated on the first {n_test + n_train:,} of {total:,} records" if total and n_test + n_train < total else ""
         note = (f"majority '{label}' per class, learnt on {n_train:,} records and tested on {n_test:,} held-out records "
                 f"({TEST_SHARE:.0%}, a fixed public split{sample})")
+        rates = list(getattr(plan, "majority_rates", None) or [])
+        # the held-out records are the same on both sides: the original's gives their label shares
+        majority = rates[-1] if rates else float("nan")
+        against = f"; read it against the majority-class rate {majority:.2%}" if majority == majority else ""
         return Figures(utility=[
             Value("utility_classifier_accuracy", f"Accuracy predicting {label} (trained on the release)", acc,
-                  about="comparison", note=note + "; each test record in the class it was generalised to"),
+                  about="comparison", unit="share", score=True,
+                  note=note + "; each test record in the class it was generalised to" + against),
             Value("utility_classifier_accuracy_original", f"Accuracy predicting {label} (trained on the original)", base,
-                  about="comparison", note=note + "; classes: the original quasi-identifier tuples"),
-        ])
+                  about="comparison", unit="share", note=note + "; classes: the original quasi-identifier tuples" + against),
+            Value("utility_majority_rate", f"Majority-class rate of {label} (always guessing the most frequent value)",
+                  majority, about="comparison", unit="share", score=True,
+                  note=f"share of the most frequent '{label}' among the {n_test:,} held-out records: the accuracy of a "
+                       "classifier that learns nothing from the quasi-identifiers"),
+        ], notes=[f"classifier accuracy is to be read against the majority-class rate ({majority:.2%}): only the part "
+                  "above it is learnt from the quasi-identifiers"] if majority == majority else [])
 
     def _original_figures(self, orig: Any, got: Sequence[Any] | None, counts: pd.DataFrame, qi: list[str],
                           dropped: int | None, hierarchies: Mapping[str, Any], threshold: float, ckw: dict[str, Any],
@@ -548,11 +558,13 @@ def _utility_items(s: dict[str, Any], errors: np.ndarray, k: int, counts: pd.Dat
         Plot("utility_ncp_per_qi", "NCP per quasi-identifier", "bar", [Series("NCP", qi, [s["ncp"][a] for a in qi])],
              x_label="quasi-identifier", y_label="NCP", about="comparison"),
         Value("utility_query_error_mean", "Mean relative error of COUNT queries", float(np.mean(errors)) if len(errors) else None,
-              "comparison", note=workload),
+              "comparison", unit="share", note=workload + "; a share (1 = 100 % of the true count)"),
         Value("utility_query_error_median", "Median relative error of COUNT queries",
-              float(np.median(errors)) if len(errors) else None, "comparison", note=workload),
+              float(np.median(errors)) if len(errors) else None, "comparison", unit="share",
+              note=workload + "; a share (1 = 100 % of the true count)"),
         Plot("utility_query_errors", f"Relative error of {N_QUERIES} COUNT queries", "histogram",
-             [Series("queries", edges, hist)], x_label="relative error", y_label="queries", about="comparison", note=workload),
+             [Series("queries", edges, hist)], x_label="relative error (share of the true count, 1 = 100 %)",
+             y_label="queries", about="comparison", note=workload),
     ]
 
 
