@@ -137,6 +137,51 @@ class AnonymizedRelease(TableRelease):
             self.input_frequency = fitted.input_frequency
         return self
 
+    # ------------------------------------------------------------------ published hierarchies
+    def _public_hierarchies(self) -> Any:
+        """The side file of the hierarchies (:mod:`.public_hierarchies`), None without any."""
+        from .public_hierarchies import public_hierarchies_table
+
+        h = {a: x for a, x in (self.hierarchies or {}).items() if a in self.qi}
+        return public_hierarchies_table(h, self.qi) if h else None
+
+    def _extra_tables(self) -> dict[str, Any]:
+        """``_hierarchies.parquet`` beside the rows: what reading the released labels needs."""
+        from .public_hierarchies import HIERARCHIES_FILE
+
+        table = self._public_hierarchies()
+        return {**super()._extra_tables(), **({HIERARCHIES_FILE: table} if table is not None else {})}
+
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Any) -> dict[str, Any]:
+        # a CSV release is one file: its published hierarchies go into the sidecar manifest
+        layout = super()._csv_write(fh, blocks, compute)
+        table = self._public_hierarchies()
+        return {**layout, **({"hierarchies": table.to_pydict()} if table is not None else {})}
+
+    @classmethod
+    def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
+        from ..data.folder import read_part
+        from .public_hierarchies import HIERARCHIES_FILE
+
+        data = super()._open_data(fs, path, manifest, url, verify)
+        entry = next((e for e in manifest.get("files", []) if e.get("file") == HIERARCHIES_FILE), None)
+        return _WithHierarchies(data, read_part(fs, path, entry, verify=verify, url=url)) if entry else data
+
+    @classmethod
+    def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:
+        return _WithHierarchies(super()._open_csv(fs, path, manifest, url), manifest.get("hierarchies"))
+
+    @classmethod
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "AnonymizedRelease":
+        from .public_hierarchies import read_public_hierarchies
+
+        table = None
+        if isinstance(data, _WithHierarchies):
+            data, table = data.data, data.hierarchies
+        obj = super()._reopen(data, manifest)
+        obj.hierarchies = read_public_hierarchies(table) or None
+        return obj
+
     # ------------------------------------------------------------------ parameters
     @property
     def k(self) -> int:
@@ -465,7 +510,8 @@ class AnonymizedRelease(TableRelease):
             dropped = max(0, orig_risk["n_records"] - int(counts[_COUNT].sum()))
         items = _risk_items(orig_risk, R.size_histogram(freq), threshold, "original", False)
         numeric = {a: pd.api.types.is_numeric_dtype(orig[a].dtype) and not pd.api.types.is_bool_dtype(orig[a].dtype) for a in qi}
-        domains = {a: U.domain_of(a, vc, numeric[a]) for a, vc in zip(qi, got[1:])}
+        domains = {a: U.domain_of(a, vc, numeric[a], getattr(hierarchies.get(a), "kind", None) == "categorical")
+                   for a, vc in zip(qi, got[1:])}
         tables = {a: U.label_table(pd.unique(counts[a].astype(str)), domains[a], hierarchies.get(a)) for a in qi}
         summary = U.utility_summary(counts, qi, tables, dropped)
         queries = U.query_workload([domains[a] for a in qi])
@@ -478,7 +524,57 @@ class AnonymizedRelease(TableRelease):
             (answers,) = compute(dask.delayed(_sum_arrays, pure=True)(parts, len(queries)), **ckw)
         errors = U.relative_errors(U.estimate_queries(counts, queries, tables), answers, summary["n_total"])
         return Figures(risk=items, utility=_utility_items(summary, errors, self.k, counts, qi),
-                       notes=_unread_notes(summary))
+                       notes=_unread_notes(summary)) + self._quality_figures(orig, counts, qi, domains, tables, ckw)
+
+    def _quality_figures(self, orig: Any, counts: pd.DataFrame, qi: list[str], domains: Mapping[str, Any],
+                         tables: Mapping[str, Any], ckw: dict[str, Any]) -> Figures:
+        """The quality score (:mod:`ppdm_dask.metrics.quality`): the columns published as is
+        (sensitive, insensitive) compared directly, with their pair trends (two passes over the
+        release and the original); each quasi-identifier's shape from the released classes, their
+        records spread evenly over the original values each label covers (no pass)."""
+        from ..metrics.quality import Quality, ks_complement, quality_figures, quality_report
+        from .frequency import as_dask
+        from .utility import spread_over_domain
+
+        roles = self.roles
+        as_is = [c for c in (*(roles.sensitive if roles else ()), *(roles.insensitive if roles else ()))
+                 if c in self.data.columns and c in orig.columns]
+        q = Quality({}, {}, [])
+        if as_is:
+            rows = as_dask(self.data)
+            if not self.keep_suppressed:  # measured as written: the suppressed rows are left out
+                rows = rows.map_partitions(_kept_rows, qi, meta=rows._meta)
+            q = quality_report(orig[as_is], rows[as_is], **ckw)
+        for a in qi:
+            dom, t = domains[a], tables[a]
+            if not dom.size or not t.read.all():
+                q.notes.append(f"{a}: left out of the column shapes (released labels that cannot be read without its hierarchy)")
+                continue
+            released = spread_over_domain(counts, a, t)
+            truth = dom.counts.astype(float)
+            if dom.numeric:
+                q.shapes[a] = ("KS complement (labels spread over the values)", ks_complement(truth, released))
+            else:
+                tv = 1.0 - 0.5 * float(np.abs(truth / truth.sum() - released / max(released.sum(), 1e-300)).sum())
+                q.shapes[a] = ("TV complement (labels spread over the values)", tv)
+        q.notes.append("quality score: quasi-identifiers compared through their released labels (each class spread evenly "
+                       "over the original values its label covers), pair trends among the columns published as is only")
+        return Figures(utility=quality_figures(q, "the released table"), notes=[f"quality: {n}" for n in q.notes[:-1]] + q.notes[-1:])
+
+
+class _WithHierarchies:
+    """The rows read back with the release's published hierarchies (``_reopen`` unpacks them)."""
+
+    def __init__(self, data: Any, hierarchies: Any) -> None:
+        self.data, self.hierarchies = data, hierarchies
+
+
+def _kept_rows(part: pd.DataFrame, qi: Sequence[str]) -> pd.DataFrame:
+    """Kernel: the rows of one partition that are not suppressed (some QI not ``'*'``)."""
+    star = np.ones(len(part), dtype=bool)
+    for a in qi:
+        star &= part[a].astype(str).to_numpy() == SUPPRESSED
+    return part[~star]
 
 
 def _sum_arrays(parts: list[np.ndarray], n: int) -> np.ndarray:
@@ -572,6 +668,12 @@ def _unread_notes(s: dict[str, Any]) -> list[str]:
     """A sentence per quasi-identifier whose released labels could not all be read."""
     out = []
     for a, labels in s["unread"].items():
+        sized = set(s.get("sized", {}).get(a, ()))
+        if sized:
+            out.append(f"{len(sized)} released label(s) of {a!r} are nodes of its published hierarchy: their NCP comes from "
+                       "the node sizes, but the release does not publish the leaves, so the query estimates and the column "
+                       "shape take them as covering every value")
+            labels = [x for x in labels if x not in sized]
         if labels:
             shown = ", ".join(repr(x) for x in labels[:5]) + (" ..." if len(labels) > 5 else "")
             out.append(f"{len(labels)} released label(s) of {a!r} ({shown}; {s['unread_records'][a]:,} records) could not be "
