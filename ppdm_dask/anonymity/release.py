@@ -510,9 +510,14 @@ class AnonymizedRelease(TableRelease):
             dropped = max(0, orig_risk["n_records"] - int(counts[_COUNT].sum()))
         items = _risk_items(orig_risk, R.size_histogram(freq), threshold, "original", False)
         numeric = {a: pd.api.types.is_numeric_dtype(orig[a].dtype) and not pd.api.types.is_bool_dtype(orig[a].dtype) for a in qi}
-        domains = {a: U.domain_of(a, vc, numeric[a], getattr(hierarchies.get(a), "kind", None) == "categorical")
+        # a text column with a categorical hierarchy (zip codes) is categorical, as the anonymiser reads it
+        domains = {a: U.domain_of(a, vc, numeric[a], not numeric[a] and getattr(hierarchies.get(a), "kind", None) == "categorical")
                    for a, vc in zip(qi, got[1:])}
-        tables = {a: U.label_table(pd.unique(counts[a].astype(str)), domains[a], hierarchies.get(a)) for a in qi}
+        # as the anonymiser: full-domain methods publish hierarchy nodes; the partitioning ones
+        # (Mondrian, clustering, access control) publish numeric QIs as value ranges over the data
+        full_domain = self.method in ("lattice", "datafly")
+        tables = {a: U.label_table(pd.unique(counts[a].astype(str)), domains[a],
+                                   hierarchies.get(a) if full_domain or not domains[a].numeric else None) for a in qi}
         summary = U.utility_summary(counts, qi, tables, dropped)
         queries = U.query_workload([domains[a] for a in qi])
         if fs is not None:
