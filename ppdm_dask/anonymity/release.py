@@ -424,11 +424,25 @@ class AnonymizedRelease(TableRelease):
         else:
             dropped = 0
         figs = figs + self._original_figures(orig, first_got, counts, qi, dropped, hierarchies, threshold, ckw, fs)
+        figs = figs + self._access_figures()
         plan, notes = self._classifier_plan(orig, qi, label)
         if plan is None:
             return figs + Figures(notes=notes)
         lengths = compute(*plan.lengths, **ckw) if plan.lengths else ()  # partition sizes unknown: a first pass
         return figs + self._classifier_figures(plan, plan.finish(compute(*plan.counts(lengths), **ckw), **ckw), label)
+
+    def _access_figures(self) -> Figures:
+        """Access control: the imprecision per permission and per role the anonymiser measured
+        (the owner's figures, handed to the written release; :func:`.access_control.access_report_items`)."""
+        from .access_control import access_report_items
+
+        fig = (self.figures or {}).get("access")
+        if fig:
+            return Figures(utility=access_report_items(fig))
+        if self.method == "access-control":
+            return Figures(notes=["the imprecision per permission and per role needs the permission workload: only the "
+                                  "job that made the release reports it"])
+        return Figures()
 
     def _frequency_of(self, orig: Any) -> Any:
         """The anonymizer's frequency set of ``orig`` when ``orig`` is the very input it counted."""

@@ -109,3 +109,35 @@ def test_table_quality(people):
     ks = np.max(np.abs(np.cumsum(truth) / truth.sum() - np.cumsum(mass) / mass.sum()))
     assert shapes["age"] == pytest.approx(1 - ks)
     assert 0 < _values(fig)["utility_quality_score"].value < 1 and _values(fig)["utility_quality_score"].score
+
+
+def test_access_control_imprecision_in_the_report(people, tmp_path):
+    """The imprecision per permission and per role the console prints is the report's table,
+    recounted here with pandas on the original (true answers) and the released classes."""
+    from ppdm_dask.anonymity import AccessControlAnonymizer
+
+    table, hier, _ = people
+    perms = [{"role": "nurse", "bound": 40, "where": {"age": [20, 40]}, "name": "young"},
+             {"role": "nurse", "bound": 5, "where": {"sex": "female"}, "name": "women"},
+             {"role": "audit", "bound": 100, "where": {"age": [60, 90], "sex": "male"}, "name": "old men"}]
+    est = AccessControlAnonymizer(perms, ["age", "sex"], k=5, sensitive="diagnosis", identifiers=["name", "zip"], key=Key(3))
+    rel = est.fit_transform(table)
+    console = {p["name"]: p for p in est.report_["permission_report"]}
+    rel.write(str(tmp_path / "ac"))
+    job = Release.open(str(tmp_path / "ac")).adopt(rel).report_figures(table)
+    rows = {r[1]: r for r in next(i for i in job.utility if i.id == "utility_imprecision_per_permission").rows}
+    orig, released = table.compute(), rel.data.compute()
+    for name, p in console.items():
+        assert rows[name][5] == p["imprecision"] and rows[name][6] == ("yes" if p["satisfied"] else "no")
+    # recount "young": the true answer on the original, the release returns every class whose age range meets [20, 40]
+    true = int(orig["age"].between(20, 40).sum())
+    lo_hi = released["age"].astype(str).str.split("-", expand=True)
+    lo = lo_hi[0].astype(float)
+    hi = lo_hi[1].fillna(lo_hi[0]).astype(float) if 1 in lo_hi else lo
+    returned = int(((lo <= 40) & (hi >= 20)).sum())
+    assert rows["young"][3] == true and rows["young"][4] == returned and rows["young"][5] == returned - true
+    roles = {r[0]: r for r in next(i for i in job.utility if i.id == "utility_imprecision_per_role").rows}
+    assert roles["nurse"][3] == console["young"]["imprecision"] + console["women"]["imprecision"]
+    # the true answers are the original's: not in the public manifest, not in the external report
+    assert all(i.about == "comparison" for i in job.utility if i.id.startswith("utility_imprecision"))
+    assert "imprecision" not in json.dumps(Release.open(str(tmp_path / "ac")).manifest.get("summary", {}))
