@@ -67,17 +67,17 @@ class Quality:
     @property
     def shapes_score(self) -> float:
         v = [s for _, s in self.shapes.values() if np.isfinite(s)]
-        return float(np.mean(v)) if v else float("nan")
+        return _stable(np.mean(v)) if v else float("nan")
 
     @property
     def pairs_score(self) -> float:
         v = [s for _, s in self.pairs.values() if np.isfinite(s)]
-        return float(np.mean(v)) if v else float("nan")
+        return _stable(np.mean(v)) if v else float("nan")
 
     @property
     def score(self) -> float:
         v = [s for s in (self.shapes_score, self.pairs_score) if np.isfinite(s)]
-        return float(np.mean(v)) if v else float("nan")
+        return _stable(np.mean(v)) if v else float("nan")
 
 
 # ---------------------------------------------------------------------------- scores from counts
@@ -95,6 +95,12 @@ def tv_complement(a: np.ndarray, b: np.ndarray) -> float:
     if not na or not nb:
         return float("nan")
     return 1.0 - 0.5 * float(np.abs(a / na - b / nb).sum())
+
+
+def _stable(v: float) -> float:
+    """A score rounded to 12 decimals: sums of floats taken in another order (another
+    partitioning) differ in the last bits, the figures should not."""
+    return round(float(v), 12) if np.isfinite(v) else float("nan")
 
 
 def _pearson(m: np.ndarray) -> float:
@@ -199,8 +205,8 @@ def quality_report(original: Any, release: Any, columns: Sequence[str] | None = 
     pairs: dict[tuple[str, str], tuple[str, float]] = {}
     for a, b in plan["pairs"]:
         if (a, b) in to["moments"]:
-            pairs[(a, b)] = ("correlation similarity", correlation_similarity(_pearson(to["moments"][(a, b)]),
-                                                                                _pearson(tr["moments"][(a, b)])))
+            pairs[(a, b)] = ("correlation similarity", _stable(correlation_similarity(_pearson(to["moments"][(a, b)]),
+                                                                                        _pearson(tr["moments"][(a, b)]))))
         else:
             pairs[(a, b)] = ("contingency similarity", tv_complement(to["pairs"][(a, b)], tr["pairs"][(a, b)]))
     undefined = [f"{a}/{b}" for (a, b), (_, s) in pairs.items() if not np.isfinite(s)]
