@@ -14,8 +14,9 @@ What is published, per quasi-identifier with a hierarchy:
   stands for).
 
 A report from the written release therefore gets the same NCP / GCP as the job's; it cannot map a
-categorical node to the original's values (the leaves are withheld), so its query estimates and
-column shape treat such a node as covering every value (said in its notes).
+categorical node to the original's values (the leaves are withheld), so its query estimates treat
+such a node as covering every value (said in its notes). The quality score reads the labels with
+this published part in both reports, so it is the same in both.
 """
 
 from __future__ import annotations

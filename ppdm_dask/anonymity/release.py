@@ -530,8 +530,8 @@ class AnonymizedRelease(TableRelease):
         # as the anonymiser: full-domain methods publish hierarchy nodes; the partitioning ones
         # (Mondrian, clustering, access control) publish numeric QIs as value ranges over the data
         full_domain = self.method in ("lattice", "datafly")
-        tables = {a: U.label_table(pd.unique(counts[a].astype(str)), domains[a],
-                                   hierarchies.get(a) if full_domain or not domains[a].numeric else None) for a in qi}
+        used = {a: hierarchies.get(a) if full_domain or not domains[a].numeric else None for a in qi}
+        tables = {a: U.label_table(pd.unique(counts[a].astype(str)), domains[a], used[a]) for a in qi}
         summary = U.utility_summary(counts, qi, tables, dropped)
         queries = U.query_workload([domains[a] for a in qi])
         if fs is not None:
@@ -543,17 +543,20 @@ class AnonymizedRelease(TableRelease):
             (answers,) = compute(dask.delayed(_sum_arrays, pure=True)(parts, len(queries)), **ckw)
         errors = U.relative_errors(U.estimate_queries(counts, queries, tables), answers, summary["n_total"])
         return Figures(risk=items, utility=_utility_items(summary, errors, self.k, counts, qi),
-                       notes=_unread_notes(summary)) + self._quality_figures(orig, counts, qi, domains, tables, ckw)
+                       notes=_unread_notes(summary)) + self._quality_figures(orig, counts, qi, domains, tables, used, ckw)
 
     def _quality_figures(self, orig: Any, counts: pd.DataFrame, qi: list[str], domains: Mapping[str, Any],
-                         tables: Mapping[str, Any], ckw: dict[str, Any]) -> Figures:
+                         tables: Mapping[str, Any], used: Mapping[str, Any], ckw: dict[str, Any]) -> Figures:
         """The quality score (:mod:`ppdm_dask.metrics.quality`): the columns published as is
         (sensitive, insensitive) compared directly, with their pair trends (two passes over the
         release and the original); each quasi-identifier's shape from the released classes, their
-        records spread evenly over the original values each label covers (no pass)."""
+        records spread evenly over the original values each label covers (no pass), read with
+        only what the release publishes of its hierarchies (``used``: the hierarchy each label
+        table was read with), so the job's report and ``ppdm report`` give the same score."""
         from ..metrics.quality import Quality, ks_complement, quality_figures, quality_report
         from .frequency import as_dask
-        from .utility import spread_over_domain
+        from .public_hierarchies import as_public
+        from .utility import label_table, spread_over_domain
 
         roles = self.roles
         as_is = [c for c in (*(roles.sensitive if roles else ()), *(roles.insensitive if roles else ()))
@@ -566,8 +569,11 @@ class AnonymizedRelease(TableRelease):
             q = quality_report(orig[as_is], rows[as_is], **ckw)
         for a in qi:
             dom, t = domains[a], tables[a]
+            if used.get(a) is not None:  # a reader has the published part only: categorical nodes without their leaves
+                t = label_table(t.labels, dom, as_public(used[a]))
             if not dom.size or not t.read.all():
-                q.notes.append(f"{a}: left out of the column shapes (released labels that cannot be read without its hierarchy)")
+                q.notes.append(f"{a}: left out of the column shapes (released hierarchy nodes: the release does not publish "
+                               "which values they cover)")
                 continue
             released = spread_over_domain(counts, a, t)
             truth = dom.counts.astype(float)
@@ -690,8 +696,8 @@ def _unread_notes(s: dict[str, Any]) -> list[str]:
         sized = set(s.get("sized", {}).get(a, ()))
         if sized:
             out.append(f"{len(sized)} released label(s) of {a!r} are nodes of its published hierarchy: their NCP comes from "
-                       "the node sizes, but the release does not publish the leaves, so the query estimates and the column "
-                       "shape take them as covering every value")
+                       "the node sizes, but the release does not publish the leaves, so the query estimates take them as "
+                       "covering every value")
             labels = [x for x in labels if x not in sized]
         if labels:
             shown = ", ".join(repr(x) for x in labels[:5]) + (" ..." if len(labels) > 5 else "")

@@ -47,6 +47,8 @@ def test_one_gcp_console_job_report_and_read_back(people, tmp_path, csv):
     alone = Release.open(url).report_figures(table)  # `ppdm report`: the folder and the original, nothing else
     assert _values(job)["utility_gcp"].value == pytest.approx(console)
     assert _values(alone)["utility_gcp"].value == pytest.approx(console)
+    # the quality score (a score the external report may show) is read from the published part alone: the same
+    assert _values(job)["utility_quality_score"].value == _values(alone)["utility_quality_score"].value
     # the per-QI NCP too (zip through its categorical hierarchy's leaf counts, age as a range)
     ncp = {r[0]: r[1] for r in next(i for i in alone.utility if i.id == "utility_ncp").rows}
     assert set(ncp) == {"age", "sex", "zip"} and np.mean(list(ncp.values())) == pytest.approx(console)
