@@ -48,6 +48,8 @@ __all__ = [
     "overlapping_classes",
     "imprecision",
     "evaluate_permissions",
+    "access_figures",
+    "access_report_items",
     "select_anonymization",
     "AccuracyConstrainedAnonymizer",
 ]
@@ -485,6 +487,47 @@ def evaluate_permissions(X: Any, weights: Any, class_id: Any, permissions: Seque
     summary = {name: RoleSummary(sum(r.satisfied for r in rs), len(rs), sum(r.imprecision for r in rs))
                for name, rs in roles.items()}
     return AccessReport(tuple(results), summary)
+
+
+def access_figures(report: AccessReport, baseline: AccessReport | None = None) -> dict[str, Any]:
+    """The imprecision per permission and per role of a release (and of plain Mondrian on the
+    same workload), as plain data the release keeps among the owner's figures: the imprecision
+    ``|Q_T*| − |Q_T|`` needs the true answers on the original, so it goes into the internal
+    report only (never the public manifest)."""
+    out: dict[str, Any] = {"permissions": report.to_pandas().to_dict(orient="records"),
+                           "roles": report.roles_to_pandas().to_dict(orient="records")}
+    if baseline is not None:
+        out["mondrian_permissions"] = baseline.to_pandas().to_dict(orient="records")
+        out["mondrian_roles"] = baseline.roles_to_pandas().to_dict(orient="records")
+    return out
+
+
+def access_report_items(fig: Mapping[str, Any]) -> list[Any]:
+    """The report items of :func:`access_figures`: a table per permission and per role (with
+    plain Mondrian's imprecision beside), and the permissions met."""
+    from ..release.figures import Table, Value
+
+    perms, roles = list(fig.get("permissions") or []), list(fig.get("roles") or [])
+    base_p = list(fig.get("mondrian_permissions") or [None] * len(perms))
+    base_r = {r["role"]: r for r in fig.get("mondrian_roles") or []}
+    about = "comparison"  # the true answers |Q_T| are the original's
+    met = sum(bool(p["satisfied"]) for p in perms)
+    note = "imprecision = records the release returns for the query (every class its region overlaps) − true answer"
+    return [
+        Value("utility_permissions_met", "Permissions whose imprecision bound holds", met, about=about, unit="permissions",
+              note=f"{met:,} of {len(perms):,}; " + note),
+        Table("utility_imprecision_per_permission", "Imprecision per permission",
+              ["role", "permission", "bound", "true answer", "returned", "imprecision", "bound holds",
+               "imprecision with plain Mondrian"],
+              [[p["role"], p["name"] or p["role"], p["bound"], int(p["true_count"]), int(p["returned"]), int(p["imprecision"]),
+                "yes" if p["satisfied"] else "no", int(b["imprecision"]) if b else None] for p, b in zip(perms, base_p)],
+              about=about, note=note),
+        Table("utility_imprecision_per_role", "Imprecision per role",
+              ["role", "permissions met", "permissions", "total imprecision", "total imprecision with plain Mondrian"],
+              [[r["role"], int(r["n_satisfied"]), int(r["n_permissions"]), int(r["total_imprecision"]),
+                int(base_r[r["role"]]["total_imprecision"]) if r["role"] in base_r else None] for r in roles],
+              about=about, note="per role: the permissions whose bound holds and the sum of their imprecision"),
+    ]
 
 
 # ----------------------------------------------------------------------------- selection

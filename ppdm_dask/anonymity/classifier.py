@@ -7,7 +7,9 @@ on the released rows of the training records and tested on the other records: ea
 is put in the class its quasi-identifiers were generalised to (the release row of that record)
 and its true label is compared with the class's prediction. The same classifier on the
 original quasi-identifier tuples is the baseline (the accuracy the data had before it was
-anonymised).
+anonymised), and the majority-class rate (:func:`majority_rate`: the share of the most frequent
+label among the held-out records, the accuracy of always guessing it) is the floor either
+accuracy is to be read against: an accuracy near it means the quasi-identifiers predict nothing.
 
 The split is public and fixed (``TEST_SHARE`` of the records, chosen by the record's position in
 the input with a multiplicative hash), so the figure is reproducible and the same records are
@@ -27,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["TEST_SHARE", "MAX_RECORDS", "is_test", "label_counts", "accuracy", "classifier_accuracy", "ClassifierPlan"]
+__all__ = ["TEST_SHARE", "MAX_RECORDS", "is_test", "label_counts", "accuracy", "majority_rate", "classifier_accuracy", "ClassifierPlan"]
 
 #: share of the records held out for testing
 TEST_SHARE = 0.2
@@ -75,6 +77,15 @@ def accuracy(counts: pd.DataFrame) -> tuple[float, int, int]:
     return float(test.loc[predicted.to_numpy() == test["label"].to_numpy(), "n"].sum() / n_test), n_test, n_train
 
 
+def majority_rate(counts: pd.DataFrame) -> float:
+    """The share of the most frequent label among the held-out (test) records of merged
+    :func:`label_counts`: the accuracy of always guessing that label (NaN without test records)."""
+    test = counts[counts["test"].to_numpy(dtype=bool)]
+    per = test.groupby("label")["n"].sum()
+    total = int(per.sum())
+    return float(per.max() / total) if total else float("nan")
+
+
 class ClassifierPlan:
     """The lazy counts of :func:`classifier_accuracy` (``lazy``, to be computed with other
     passes) and :meth:`finish`, which turns their results into accuracies."""
@@ -88,6 +99,8 @@ class ClassifierPlan:
                 tables = [(t.partitions[:upto], c) for t, c in tables]
                 partition_rows = list(partition_rows)[:upto]
         self.tables, self.label = list(tables), label
+        #: the majority-class rate of each table's held-out records (set by :meth:`finish`)
+        self.majority_rates: list[float] = []
         self.guess = [list(partition_rows) if partition_rows is not None and len(partition_rows) == t.npartitions else None
                       for t, _ in self.tables]
         #: lazy: row counts of the tables whose partition sizes are unknown (a first pass)
@@ -116,6 +129,7 @@ class ClassifierPlan:
         for i, ((t, c), g) in enumerate(zip(self.tables, self.guess)):
             if list(merged[i][0]) != list(g):
                 (merged[i],) = compute(self._lazy(t, c, merged[i][0]), **compute_kwargs)
+        self.majority_rates = [majority_rate(m[1]) for m in merged]
         return [accuracy(m[1]) for m in merged]
 
 

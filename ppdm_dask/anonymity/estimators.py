@@ -310,8 +310,12 @@ class AccessControlAnonymizer(_TableAnonymizer):
 
     def transform(self, X: Any = None) -> AnonymizedRelease:
         """The release of the fitted table (``X``, if given, must be that table)."""
+        from .access_control import access_figures
+
         check_is_fitted(self, "result_")
-        return self._release(X, self.result_.release)
+        rel = self._release(X, self.result_.release)
+        rel.figures["access"] = access_figures(self.result_.report, self.result_.baseline)  # the owner's: the internal report
+        return rel
 
 
 class KmAnonymizer(Estimator):

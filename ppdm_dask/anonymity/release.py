@@ -154,6 +154,51 @@ class AnonymizedRelease(TableRelease):
             self.input_frequency = fitted.input_frequency
         return self
 
+    # ------------------------------------------------------------------ published hierarchies
+    def _public_hierarchies(self) -> Any:
+        """The side file of the hierarchies (:mod:`.public_hierarchies`), None without any."""
+        from .public_hierarchies import public_hierarchies_table
+
+        h = {a: x for a, x in (self.hierarchies or {}).items() if a in self.qi}
+        return public_hierarchies_table(h, self.qi) if h else None
+
+    def _extra_tables(self) -> dict[str, Any]:
+        """``_hierarchies.parquet`` beside the rows: what reading the released labels needs."""
+        from .public_hierarchies import HIERARCHIES_FILE
+
+        table = self._public_hierarchies()
+        return {**super()._extra_tables(), **({HIERARCHIES_FILE: table} if table is not None else {})}
+
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Any) -> dict[str, Any]:
+        # a CSV release is one file: its published hierarchies go into the sidecar manifest
+        layout = super()._csv_write(fh, blocks, compute)
+        table = self._public_hierarchies()
+        return {**layout, **({"hierarchies": table.to_pydict()} if table is not None else {})}
+
+    @classmethod
+    def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
+        from ..data.folder import read_part
+        from .public_hierarchies import HIERARCHIES_FILE
+
+        data = super()._open_data(fs, path, manifest, url, verify)
+        entry = next((e for e in manifest.get("files", []) if e.get("file") == HIERARCHIES_FILE), None)
+        return _WithHierarchies(data, read_part(fs, path, entry, verify=verify, url=url)) if entry else data
+
+    @classmethod
+    def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:
+        return _WithHierarchies(super()._open_csv(fs, path, manifest, url), manifest.get("hierarchies"))
+
+    @classmethod
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "AnonymizedRelease":
+        from .public_hierarchies import read_public_hierarchies
+
+        table = None
+        if isinstance(data, _WithHierarchies):
+            data, table = data.data, data.hierarchies
+        obj = super()._reopen(data, manifest)
+        obj.hierarchies = read_public_hierarchies(table) or None
+        return obj
+
     # ------------------------------------------------------------------ parameters
     @property
     def k(self) -> int:
@@ -409,6 +454,7 @@ class AnonymizedRelease(TableRelease):
         else:
             dropped = 0
         figs = figs + self._original_figures(orig, first_got, counts, qi, dropped, hierarchies, threshold, ckw, fs)
+        figs = figs + self._access_figures()
         plan, notes = self._classifier_plan(orig, qi, label)
         if plan is None:
             return figs + Figures(notes=notes)
@@ -438,6 +484,19 @@ class AnonymizedRelease(TableRelease):
         declared = [str(c) for c in (self.roles.sensitive if self.roles is not None else ())] or ([sens] if sens else [])
         return relational_threat(self.method, self.parameters, qi, kept[_COUNT].to_numpy(), summary, declared=declared,
                                  with_original=with_original)
+
+    def _access_figures(self) -> Figures:
+        """Access control: the imprecision per permission and per role the anonymiser measured
+        (the owner's figures, handed to the written release; :func:`.access_control.access_report_items`)."""
+        from .access_control import access_report_items
+
+        fig = (self.figures or {}).get("access")
+        if fig:
+            return Figures(utility=access_report_items(fig))
+        if self.method == "access-control":
+            return Figures(notes=["the imprecision per permission and per role needs the permission workload: only the "
+                                  "job that made the release reports it"])
+        return Figures()
 
     def _frequency_of(self, orig: Any) -> Any:
         """The anonymizer's frequency set of ``orig`` when ``orig`` is the very input it counted."""
@@ -483,12 +542,22 @@ class AnonymizedRelease(TableRelease):
         sample = f"; estimated on the first {n_test + n_train:,} of {total:,} records" if total and n_test + n_train < total else ""
         note = (f"majority '{label}' per class, learnt on {n_train:,} records and tested on {n_test:,} held-out records "
                 f"({TEST_SHARE:.0%}, a fixed public split{sample})")
+        rates = list(getattr(plan, "majority_rates", None) or [])
+        # the held-out records are the same on both sides: the original's gives their label shares
+        majority = rates[-1] if rates else float("nan")
+        against = f"; read it against the majority-class rate {majority:.2%}" if majority == majority else ""
         return Figures(utility=[
             Value("utility_classifier_accuracy", f"Accuracy predicting {label} (trained on the release)", acc,
-                  about="comparison", note=note + "; each test record in the class it was generalised to"),
+                  about="comparison", unit="share", score=True,
+                  note=note + "; each test record in the class it was generalised to" + against),
             Value("utility_classifier_accuracy_original", f"Accuracy predicting {label} (trained on the original)", base,
-                  about="comparison", note=note + "; classes: the original quasi-identifier tuples"),
-        ])
+                  about="comparison", unit="share", note=note + "; classes: the original quasi-identifier tuples" + against),
+            Value("utility_majority_rate", f"Majority-class rate of {label} (always guessing the most frequent value)",
+                  majority, about="comparison", unit="share", score=True,
+                  note=f"share of the most frequent '{label}' among the {n_test:,} held-out records: the accuracy of a "
+                       "classifier that learns nothing from the quasi-identifiers"),
+        ], notes=[f"classifier accuracy is to be read against the majority-class rate ({majority:.2%}): only the part "
+                  "above it is learnt from the quasi-identifiers"] if majority == majority else [])
 
     def _original_figures(self, orig: Any, got: Sequence[Any] | None, counts: pd.DataFrame, qi: list[str],
                           dropped: int | None, hierarchies: Mapping[str, Any], threshold: float, ckw: dict[str, Any],
@@ -509,8 +578,14 @@ class AnonymizedRelease(TableRelease):
             dropped = max(0, orig_risk["n_records"] - int(counts[_COUNT].sum()))
         items = _risk_items(orig_risk, R.size_histogram(freq), threshold, "original", False)
         numeric = {a: pd.api.types.is_numeric_dtype(orig[a].dtype) and not pd.api.types.is_bool_dtype(orig[a].dtype) for a in qi}
-        domains = {a: U.domain_of(a, vc, numeric[a]) for a, vc in zip(qi, got[1:])}
-        tables = {a: U.label_table(pd.unique(counts[a].astype(str)), domains[a], hierarchies.get(a)) for a in qi}
+        # a text column with a categorical hierarchy (zip codes) is categorical, as the anonymiser reads it
+        domains = {a: U.domain_of(a, vc, numeric[a], not numeric[a] and getattr(hierarchies.get(a), "kind", None) == "categorical")
+                   for a, vc in zip(qi, got[1:])}
+        # as the anonymiser: full-domain methods publish hierarchy nodes; the partitioning ones
+        # (Mondrian, clustering, access control) publish numeric QIs as value ranges over the data
+        full_domain = self.method in ("lattice", "datafly")
+        used = {a: hierarchies.get(a) if full_domain or not domains[a].numeric else None for a in qi}
+        tables = {a: U.label_table(pd.unique(counts[a].astype(str)), domains[a], used[a]) for a in qi}
         summary = U.utility_summary(counts, qi, tables, dropped)
         queries = U.query_workload([domains[a] for a in qi])
         if fs is not None:
@@ -522,7 +597,63 @@ class AnonymizedRelease(TableRelease):
             (answers,) = compute(dask.delayed(_sum_arrays, pure=True)(parts, len(queries)), **ckw)
         errors = U.relative_errors(U.estimate_queries(counts, queries, tables), answers, summary["n_total"])
         return Figures(risk=items, utility=_utility_items(summary, errors, self.k, counts, qi),
-                       notes=_unread_notes(summary))
+                       notes=_unread_notes(summary)) + self._quality_figures(orig, counts, qi, domains, tables, used, ckw)
+
+    def _quality_figures(self, orig: Any, counts: pd.DataFrame, qi: list[str], domains: Mapping[str, Any],
+                         tables: Mapping[str, Any], used: Mapping[str, Any], ckw: dict[str, Any]) -> Figures:
+        """The quality score (:mod:`ppdm_dask.metrics.quality`): the columns published as is
+        (sensitive, insensitive) compared directly, with their pair trends (two passes over the
+        release and the original); each quasi-identifier's shape from the released classes, their
+        records spread evenly over the original values each label covers (no pass), read with
+        only what the release publishes of its hierarchies (``used``: the hierarchy each label
+        table was read with), so the job's report and ``ppdm report`` give the same score."""
+        from ..metrics.quality import Quality, ks_complement, quality_figures, quality_report
+        from .frequency import as_dask
+        from .public_hierarchies import as_public
+        from .utility import label_table, spread_over_domain
+
+        roles = self.roles
+        as_is = [c for c in (*(roles.sensitive if roles else ()), *(roles.insensitive if roles else ()))
+                 if c in self.data.columns and c in orig.columns]
+        q = Quality({}, {}, [])
+        if as_is:
+            rows = as_dask(self.data)
+            if not self.keep_suppressed:  # measured as written: the suppressed rows are left out
+                rows = rows.map_partitions(_kept_rows, qi, meta=rows._meta)
+            q = quality_report(orig[as_is], rows[as_is], **ckw)
+        for a in qi:
+            dom, t = domains[a], tables[a]
+            if used.get(a) is not None:  # a reader has the published part only: categorical nodes without their leaves
+                t = label_table(t.labels, dom, as_public(used[a]))
+            if not dom.size or not t.read.all():
+                q.notes.append(f"{a}: left out of the column shapes (released hierarchy nodes: the release does not publish "
+                               "which values they cover)")
+                continue
+            released = spread_over_domain(counts, a, t)
+            truth = dom.counts.astype(float)
+            if dom.numeric:
+                q.shapes[a] = ("KS complement (labels spread over the values)", ks_complement(truth, released))
+            else:
+                tv = 1.0 - 0.5 * float(np.abs(truth / truth.sum() - released / max(released.sum(), 1e-300)).sum())
+                q.shapes[a] = ("TV complement (labels spread over the values)", tv)
+        q.notes.append("quality score: quasi-identifiers compared through their released labels (each class spread evenly "
+                       "over the original values its label covers), pair trends among the columns published as is only")
+        return Figures(utility=quality_figures(q, "the released table"), notes=[f"quality: {n}" for n in q.notes[:-1]] + q.notes[-1:])
+
+
+class _WithHierarchies:
+    """The rows read back with the release's published hierarchies (``_reopen`` unpacks them)."""
+
+    def __init__(self, data: Any, hierarchies: Any) -> None:
+        self.data, self.hierarchies = data, hierarchies
+
+
+def _kept_rows(part: pd.DataFrame, qi: Sequence[str]) -> pd.DataFrame:
+    """Kernel: the rows of one partition that are not suppressed (some QI not ``'*'``)."""
+    star = np.ones(len(part), dtype=bool)
+    for a in qi:
+        star &= part[a].astype(str).to_numpy() == SUPPRESSED
+    return part[~star]
 
 
 def _split_sensitive(na: pd.Series, sizes: pd.Series, qi: list[str], sens: str | None) -> tuple[pd.DataFrame, Any, list[str]]:
@@ -619,11 +750,13 @@ def _utility_items(s: dict[str, Any], errors: np.ndarray, k: int, counts: pd.Dat
         Plot("utility_ncp_per_qi", "NCP per quasi-identifier", "bar", [Series("NCP", qi, [s["ncp"][a] for a in qi])],
              x_label="quasi-identifier", y_label="NCP", about="comparison"),
         Value("utility_query_error_mean", "Mean relative error of COUNT queries", float(np.mean(errors)) if len(errors) else None,
-              "comparison", note=workload),
+              "comparison", unit="share", note=workload + "; a share (1 = 100 % of the true count)"),
         Value("utility_query_error_median", "Median relative error of COUNT queries",
-              float(np.median(errors)) if len(errors) else None, "comparison", note=workload),
+              float(np.median(errors)) if len(errors) else None, "comparison", unit="share",
+              note=workload + "; a share (1 = 100 % of the true count)"),
         Plot("utility_query_errors", f"Relative error of {N_QUERIES} COUNT queries", "histogram",
-             [Series("queries", edges, hist)], x_label="relative error", y_label="queries", about="comparison", note=workload),
+             [Series("queries", edges, hist)], x_label="relative error (share of the true count, 1 = 100 %)",
+             y_label="queries", about="comparison", note=workload),
     ]
 
 
@@ -631,6 +764,12 @@ def _unread_notes(s: dict[str, Any]) -> list[str]:
     """A sentence per quasi-identifier whose released labels could not all be read."""
     out = []
     for a, labels in s["unread"].items():
+        sized = set(s.get("sized", {}).get(a, ()))
+        if sized:
+            out.append(f"{len(sized)} released label(s) of {a!r} are nodes of its published hierarchy: their NCP comes from "
+                       "the node sizes, but the release does not publish the leaves, so the query estimates take them as "
+                       "covering every value")
+            labels = [x for x in labels if x not in sized]
         if labels:
             shown = ", ".join(repr(x) for x in labels[:5]) + (" ..." if len(labels) > 5 else "")
             out.append(f"{len(labels)} released label(s) of {a!r} ({shown}; {s['unread_records'][a]:,} records) could not be "

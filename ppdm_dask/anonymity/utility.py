@@ -47,7 +47,8 @@ from ..data.hierarchy import ROOT, as_keys
 from .metrics import discernibility
 
 __all__ = ["SEED", "N_QUERIES", "Domain", "Query", "domain_of", "hierarchy_nodes", "coverage", "label_table", "utility_summary",
-           "query_workload", "answer_queries", "estimate_queries", "relative_errors", "error_bound"]
+           "query_workload", "answer_queries", "estimate_queries", "relative_errors", "error_bound",
+           "spread_over_domain"]
 
 #: the public seed of the query workload (the same queries for every release of a table)
 SEED = 20_160_517
@@ -83,16 +84,18 @@ class Domain:
         return float(self.values[-1] - self.values[0])
 
 
-def domain_of(name: str, counts: pd.Series, numeric_dtype: bool = False) -> Domain:
+def domain_of(name: str, counts: pd.Series, numeric_dtype: bool = False, categorical: bool = False) -> Domain:
     """The :class:`Domain` of a column from its value counts (missing values left out).
 
-    Numeric when the column's dtype is (``numeric_dtype``) or every value reads as a number."""
+    Numeric when the column's dtype is (``numeric_dtype``) or every value reads as a number,
+    unless ``categorical`` (a column generalised by a categorical hierarchy, e.g. zip codes:
+    their loss is counted in leaves, not as a numeric range, as the anonymiser does)."""
     keys = as_keys(pd.Series(counts.index.to_numpy(dtype=object)))
     vc = pd.Series(counts.to_numpy(dtype=np.int64), index=keys)
     vc = vc[pd.notna(vc.index)].groupby(level=0).sum()
     keys = vc.index.to_numpy(dtype=object)
     nums = pd.to_numeric(pd.Series(keys, dtype=object), errors="coerce").to_numpy(dtype=float)
-    numeric = bool(len(keys)) and (numeric_dtype or bool(np.isfinite(nums).all()))
+    numeric = bool(len(keys)) and not categorical and (numeric_dtype or bool(np.isfinite(nums).all()))
     if numeric:
         order = np.argsort(nums, kind="stable")
         return Domain(name, keys[order], vc.to_numpy()[order], True, nums[order])
@@ -185,20 +188,49 @@ class Labels:
 
 def label_table(labels: Sequence[Any], dom: Domain, hierarchy: Any = None) -> Labels:
     """Read every distinct label of a quasi-identifier (unread labels cover the whole domain,
-    NCP 1). ``hierarchy``: the quasi-identifier's hierarchy, when known."""
+    NCP 1). ``hierarchy``: the quasi-identifier's hierarchy, when known — a
+    :class:`~ppdm_dask.data.hierarchy.Hierarchy`, or the part a written release publishes
+    (:class:`~.public_hierarchies.PublicHierarchy`: node sizes without the leaves).
+
+    With a hierarchy, the NCP of its nodes is the anonymiser's (categorical: leaves under the node
+    over the hierarchy's leaves; interval: the width over the hierarchy's range), so the console,
+    the manifest and every report give one GCP. A categorical node of a published hierarchy has a
+    known NCP but cannot be mapped to the original's values: its coverage stays unread."""
+    from .public_hierarchies import as_public, node_ncp, set_ncp
+
     labels = np.asarray(list(labels), dtype=object)
-    nodes = hierarchy_nodes(hierarchy)
+    nodes = hierarchy_nodes(hierarchy) if not _is_public(hierarchy) else {}
+    pub = as_public(hierarchy)
     cover = np.ones((len(labels), dom.size), dtype=bool)
     ncp = np.ones(len(labels))
     read = np.zeros(len(labels), dtype=bool)
     for i, lab in enumerate(labels):
+        key = as_keys([lab])[0]
         mask, bounds = coverage(lab, dom, nodes)
+        known = node_ncp(pub, key) if pub is not None else None
         if mask is None:
+            if known is not None:  # a published node: its loss is known, the values it covers are not
+                ncp[i] = known
             continue
         read[i] = True
         cover[i] = mask
-        ncp[i] = 1.0 if as_keys([lab])[0] == ROOT else _ncp(mask, bounds, dom)
+        if key == ROOT:
+            ncp[i] = 1.0
+        elif known is not None and not (dom.size and (dom.keys == key).any()):
+            ncp[i] = known
+        elif pub is not None and pub.kind == "categorical" and "|" in key:
+            ncp[i] = set_ncp(pub, len(key.split("|")))
+        elif pub is not None and pub.kind == "categorical":
+            ncp[i] = 0.0  # a leaf
+        else:
+            ncp[i] = _ncp(mask, bounds, dom)
     return Labels(labels, cover, ncp, read)
+
+
+def _is_public(hierarchy: Any) -> bool:
+    from .public_hierarchies import PublicHierarchy
+
+    return isinstance(hierarchy, PublicHierarchy)
 
 
 def _codes(classes: pd.DataFrame, column: str, table: Labels) -> np.ndarray:
@@ -224,7 +256,8 @@ def utility_summary(classes: pd.DataFrame, qi: Sequence[str], tables: Mapping[st
     dict
         ``n_total`` (N, input records), ``n_suppressed``, ``discernibility``, ``ncp``
         (``{qi: mean NCP}``), ``gcp``, ``unread`` (``{qi: [labels that could not be read]}``)
-        and ``unread_records`` (``{qi: records with such a label}``).
+        and ``unread_records`` (``{qi: records with such a label}``), ``sized`` (``{qi: the
+        unread labels whose NCP a published hierarchy gives}``).
     """
     qi = list(qi)
     counts = classes[COUNT].to_numpy(dtype=np.int64)
@@ -238,6 +271,7 @@ def utility_summary(classes: pd.DataFrame, qi: Sequence[str], tables: Mapping[st
     ncp: dict[str, float] = {}
     unread: dict[str, list[str]] = {}
     unread_records: dict[str, int] = {}
+    sized: dict[str, list[str]] = {}
     for a in qi:
         t = tables[a]
         code = _codes(classes, a, t)
@@ -245,10 +279,12 @@ def utility_summary(classes: pd.DataFrame, qi: Sequence[str], tables: Mapping[st
         ncp[a] = (float((per * counts).sum()) + n_dropped) / n_total if n_total else 0.0
         bad = ~t.read
         unread[a] = [str(x) for x in t.labels[bad]]
+        # unread labels whose NCP a published hierarchy still gives (node sizes without leaves)
+        sized[a] = [str(x) for x in t.labels[bad & (t.ncp < 1.0)]]
         unread_records[a] = int(counts[(code >= 0) & bad[np.maximum(code, 0)]].sum())
     gcp = float(np.mean(list(ncp.values()))) if ncp else 0.0
     return {"n_total": n_total, "n_suppressed": n_suppressed, "discernibility": dm, "ncp": ncp, "gcp": gcp,
-            "unread": unread, "unread_records": unread_records}
+            "unread": unread, "unread_records": unread_records, "sized": sized}
 
 
 # ---------------------------------------------------------------------------- query workload
@@ -416,3 +452,16 @@ def relative_errors(estimates: np.ndarray, truth: np.ndarray, n_total: int) -> n
     """``|estimate - true| / max(true, bound)`` per query (see :func:`error_bound`)."""
     truth = np.asarray(truth, dtype=float)
     return np.abs(np.asarray(estimates, dtype=float) - truth) / np.maximum(truth, error_bound(n_total))
+
+
+def spread_over_domain(classes: pd.DataFrame, column: str, table: Labels) -> np.ndarray:
+    """The records of the released ``classes`` spread over the domain values of ``column``:
+    each class's ``count`` shared evenly among the values its label covers (the distribution a
+    reader of the release infers, as the query estimates do); float, one per ``table``'s domain
+    value (the order of :attr:`Domain.keys`)."""
+    code = _codes(classes, column, table)
+    per = classes[COUNT].to_numpy(dtype=float)
+    mass = np.bincount(np.maximum(code, 0), weights=np.where(code >= 0, per, 0.0), minlength=len(table.labels))
+    size = table.cover.sum(axis=1).astype(float)
+    share = np.divide(mass, size, out=np.zeros_like(mass), where=size > 0)
+    return (table.cover * share[:, None]).sum(axis=0)

@@ -50,7 +50,11 @@ Utility, with the original (``about="comparison"``):
     When a class column was condensed with the attributes (``label``, ``class``, ``target`` or
     ``y``): 1-NN accuracy (Euclidean on the other attributes) on a fixed sample of original test
     records, trained on the pseudo-data (their class value rounded to the nearest class) and on
-    the other original records.
+    the other original records; ``nn_majority_rate`` the share of the most frequent class among
+    the test records (the accuracy of always guessing it).
+``utility_quality_score``, ``utility_column_shapes``, ``utility_pair_trends``
+    The quality score of the pseudo-data as SDMetrics defines it (:mod:`ppdm_dask.metrics.quality`):
+    1 − KS per attribute, 1 − |Δ Pearson r| / 2 per pair, the mean of the two means.
 
 The moments and the nearest neighbours are computed per partition (one task each) and added
 up or merged on the client; the test sample is drawn from a fixed public seed by global row.
@@ -338,6 +342,39 @@ def condensed_report_figures(rel: "CondensedRelease", original: Any = None, **ck
     items, pseudo_rows = _covariance_figures(pseudo_parts, list(X.to_delayed().ravel()), d, **ckw)
     fig.utility += items
     items, notes = _accuracy_figures(rel, X, pseudo_parts, pseudo_rows, **ckw)
-    fig.utility += items
+    fig.utility += items + (_majority_figures(rel, X, **ckw) if items else [])
     fig.notes += notes
+    fig += _quality_figures(rel, X, **ckw)
     return fig
+
+
+def _majority_figures(rel: "CondensedRelease", X: Any, **ckw: Any) -> list[Any]:
+    """The majority-class rate of the 1-NN test records (the same fixed sample): the accuracy of
+    always guessing the most frequent class, the floor the 1-NN accuracies are read against."""
+    from ..progress import compute
+
+    label = _label_index(rel.columns)
+    N = int(X.shape[0])
+    rows = np.sort(np.random.default_rng(_TEST_SEED).permutation(N)[: min(TEST_SAMPLE, N // 3)])
+    (y,) = compute(X[rows, label], **ckw)
+    _, counts = np.unique(np.asarray(y), return_counts=True)
+    rate = float(counts.max() / counts.sum()) if counts.size else float("nan")
+    return [Value("nn_majority_rate", "Majority-class rate of the 1-NN test records (always guessing the most frequent class)",
+                  rate, about="comparison", unit="share",
+                  note=f"{rows.size} original test records; read the 1-NN accuracies against it")]
+
+
+def _quality_figures(rel: "CondensedRelease", X: Any, **ckw: Any) -> Figures:
+    """The quality score of the pseudo-data against the original (:mod:`ppdm_dask.metrics.quality`),
+    every attribute numeric (a condensed class column too: its pseudo-values are continuous)."""
+    import dask.dataframe as dd
+
+    from ..metrics.quality import quality_figures, quality_report
+
+    cols = [str(c) for c in rel.columns] or [f"x{j}" for j in range(int(X.shape[1]))]
+    orig = dd.from_dask_array(X, columns=cols)
+    pseudo = rel.data if hasattr(rel.data, "columns") else dd.from_dask_array(rel.data, columns=cols)
+    pseudo = pseudo.rename(columns=dict(zip(pseudo.columns, cols)))
+    q = quality_report(orig, pseudo, cols, numeric=cols, **ckw)
+    return Figures(utility=quality_figures(q, "the pseudo-data", column_kind="attribute"),
+                   notes=[f"quality: {n}" for n in q.notes])

@@ -337,7 +337,9 @@ class GeneratedRelease(TransactionRelease):
         ``ds`` (dissimilarity; the original coded by the generator's own patterns, the
         generated rows by a KRIMP run on them, only up to :attr:`report_ds_max_nnz` item
         occurrences) and ``itemsets_sigma_plus``, ``itemsets_sigma_minus``, ``itemsets_rho``,
-        ``itemsets_support_scatter``. Every figure that needs the original is about
+        ``itemsets_support_scatter``; the quality score ``utility_quality_score`` (item supports
+        as column shapes, pairs of the 50 items most frequent in the original as pair trends:
+        :func:`~ppdm_dask.metrics.quality.basket_quality`). Every figure that needs the original is about
         ``comparison`` or ``original``: only the internal report shows it. With the original also
         ``unique_records_copied``, ``rows_copying_records``, ``records_shared`` and
         ``membership_chance``, which the summary's attacks read (:mod:`.threat`: guarantee,
@@ -364,7 +366,16 @@ class GeneratedRelease(TransactionRelease):
         ms = self.parameters.get("min_support")
         threshold = utility_threshold(original.n_transactions, ms if isinstance(ms, int) else None, self.report_min_support)
         figs += utility_figures(original, self.data, threshold, max_length=self.report_max_length, **ckw)
+        figs += self._quality_figures(original, ckw)
         return with_summary(self, figs, original, **ckw)
+
+    def _quality_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
+        """The quality score of the generated rows (:func:`ppdm_dask.metrics.quality.basket_quality`):
+        every item a 0/1 column, pairs of the items most frequent in the original."""
+        from ..metrics.quality import basket_quality, quality_figures
+
+        q = basket_quality(original, self.data, **ckw)
+        return Figures(utility=quality_figures(q, "the generated rows", column_kind="item"), notes=[f"quality: {n}" for n in q.notes])
 
     def _pattern_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
         from ..metrics.release_utility import exact_supports

@@ -101,7 +101,9 @@ def utility_figures(original: Any, release: Any, min_support: float | int, *, ma
     from .release_utility import itemset_utility
 
     ckw = compute_options(compute_kwargs)
-    where = f"min_support {min_support:g}" + (f", itemsets of <= {max_length} items" if max_length else "")
+    # the longest itemset is said everywhere: |F| changes with it (a console mining every length
+    # finds more itemsets than a report mining up to 3 items)
+    where = f"min_support {min_support:g}, " + (f"itemsets of at most {max_length} items" if max_length else "itemsets of any length")
     try:
         u = itemset_utility(original, release, min_support, max_length=max_length, miner=miner, recount=recount,
                             max_itemsets=max_itemsets, **ckw)
@@ -114,6 +116,10 @@ def utility_figures(original: Any, release: Any, min_support: float | int, *, ma
             f"|F ∩ R| = {acc['n_common']:,}")
     figs = Figures()
     figs.utility += [
+        Value("itemsets_max_length", "Longest itemset compared", max_length if max_length else "any", about="comparison",
+              unit="items" if max_length else None,
+              note=f"{where}; |F| = {u['n_original']:,} frequent itemsets of the original at this length (mine with the same "
+                   "maximum length to compare)"),
         Value("itemsets_sigma_plus", "σ⁺: itemsets frequent only in the release", acc["sigma_plus"], about="comparison", unit="%",
               note=note + "; in percent of |F|"),
         Value("itemsets_sigma_minus", "σ⁻: frequent itemsets of the original lost", acc["sigma_minus"], about="comparison", unit="%",

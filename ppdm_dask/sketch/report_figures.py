@@ -284,7 +284,7 @@ def _similarity_figures(rel: "SketchRelease", original: Any, al: _Alignment, **c
         Value("cosine_mean_abs_error", "Mean absolute error of the estimated cosine", float(np.mean(np.abs(est_cos - cos))),
               about="comparison", note=f"over {k} random pairs of published records"),
         Value("dot_mean_relative_error", "Mean relative error of the estimated dot product", rel_err, about="comparison",
-              note=f"|estimate - exact| / |exact| over the {int(nz.sum())} sampled pairs with a non-zero exact dot product"),
+              unit="share", note=f"|estimate - exact| / |exact| over the {int(nz.sum())} sampled pairs with a non-zero exact dot product"),
     ]
     return items, []
 
@@ -342,7 +342,17 @@ def _knn_figures(rel: "SketchRelease", original: Any, al: _Alignment | None, **c
         Value("knn_accuracy_sketches", "1-NN accuracy on the sketches", acc, about="comparison", note=note),
         Value("knn_accuracy_original", "1-NN accuracy on the original records", base, about="comparison", note=note),
         Value("knn_accuracy_ratio", "1-NN accuracy, sketches / original", ratio, about="comparison"),
+        _knn_majority(y[test]),
     ], []
+
+
+def _knn_majority(y_test: np.ndarray) -> Value:
+    """The majority-class rate of the original's 1-NN test records: the accuracy of always
+    guessing the most frequent label, the floor both accuracies are read against."""
+    _, counts = np.unique(np.asarray(y_test), return_counts=True)
+    rate = float(counts.max() / counts.sum()) if counts.size else float("nan")
+    return Value("knn_majority_rate", "Majority-class rate of the 1-NN test records (always guessing the most frequent label)",
+                 rate, about="comparison", unit="share", note=f"{counts.sum():,} original test records; read the 1-NN accuracies against it")
 
 
 def frontier_levels(method: str, level: float) -> list[float]:

@@ -109,7 +109,7 @@ def test_console_script_on_local_cluster(tmp_path):
     assert verify(str(out / "people_release")).ok and verify(str(out / "baskets_release")).ok
     baskets = quest("T10.I4.D20K.N1K", key=Key.from_file(key))
     m, b = summary["mining"], summary["baskets"]
-    assert m["true_itemsets"] == len(apriori(baskets, 0.01))
+    assert m["true_itemsets"] == len(apriori(baskets, 0.01, max_length=m["max_length"]))
     s0 = baskets.describe()["mean_length"] / baskets.n_items
     assert abs(b["basic_privacy"] - basic_privacy(b["p"], b["q"], s0=s0)) < 1e-9
     assert 0 < m["found"] <= m["true_itemsets"] and m["reconstructed_itemsets"] >= m["found"]
@@ -124,6 +124,9 @@ def test_console_script_on_local_cluster(tmp_path):
         validate_report(doc)
         assert doc["release"]["family"] == family and doc["verdict"]["ok"] and (out / f"{name}.report.html").exists()
         assert not list((out / name).glob("_report*")), "no report inside a release folder"
+    # the baskets report compares itemsets of the length the console mined, and its |F| is the console's
+    text = (out / "baskets_release.report.json").read_text()
+    assert f"|F| = {m['true_itemsets']:,} " in text and f"at most {m['max_length']} items" in text
 
 
 @pytest.mark.oldest

@@ -135,11 +135,14 @@ def test_itemset_utility_against_brute_force():
 
     figs = utility_figures(original, release, min_support, max_length=max_len)
     by_id = {i.id: i for i in figs.utility}
-    assert set(by_id) == {"itemsets_sigma_plus", "itemsets_sigma_minus", "itemsets_rho", "itemsets_support_scatter"}
+    assert set(by_id) == {"itemsets_max_length", "itemsets_sigma_plus", "itemsets_sigma_minus", "itemsets_rho",
+                          "itemsets_support_scatter"}
     assert all(i.about == "comparison" for i in figs.utility)
     assert by_id["itemsets_rho"].value == pytest.approx(itemset_accuracy(fs, rs)["rho"])
     assert "min_support 0.08" in by_id["itemsets_rho"].note
     assert sum(len(s.x) for s in by_id["itemsets_support_scatter"].series) == len(u["points"])
+    # the longest itemset is said, with the |F| of that length (brute force above)
+    assert by_id["itemsets_max_length"].value == max_len and f"|F| = {len(f):,} " in by_id["itemsets_max_length"].note
 
 
 def test_itemset_utility_against_pyfim():

@@ -192,6 +192,8 @@ def test_knn_baseline_matches_sklearn():
     zero_hits = int(np.sum(ys[test][~nz] == ys[train][live][0]))
     assert got_rows == pytest.approx(want * nz.sum() + zero_hits)
     assert 0 <= items["knn_accuracy_sketches"].value <= 1
+    # beside them, the share of the most frequent label among the test records (always guessing it)
+    assert items["knn_majority_rate"].value == pytest.approx(np.bincount(ys[test]).max() / test.size)
 
 
 def test_figures_do_not_depend_on_the_partitioning():
