@@ -253,7 +253,8 @@ def emask_threat(rel: Any, figs: Figures, original: Any, ckw: dict[str, Any]) ->
               f"{_share(base)} from the item supports alone", test=f"{_TEST}::test_item_inference_by_hand"))
     if original is not None:
         figs.attacks += _comparison_attacks(rel, original, k, p, q, ckw)
-        figs.warnings += _item_list_warning(rel, original, catalogue, ckw)
+        # counted on the original: a warning for the owner's report only
+        figs.warnings += [Text("warning_item_list", w, about="comparison") for w in _item_list_warning(rel, original, catalogue, ckw)]
     have = {i.id for i in figs.utility}
     figs.headline = [i for i in ("itemsets_rho", "itemsets_sigma_minus", "itemsets_sigma_plus") if i in have]
     return figs

@@ -190,13 +190,16 @@ def _generic_guarantee(checks: list[Any]) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _decision(checks: list[Any], attacks: list[Any], warnings: list[str]) -> dict[str, Any]:
-    from .decision import attack_sentence, decide
+def _decision(checks: list[Any], attacks: list[Any], warnings: list[Any]) -> dict[str, Any]:
+    """The document's ``decision``; a warning about the original (a :class:`Text` not about the
+    release) goes to ``owner_warnings``, which the external report leaves out."""
+    from .decision import attack_sentence, decide, warning_text
 
     d = decide(checks, attacks, warnings)
     out = d.to_dict()
     out["risks"] = [{**r.to_dict(), "sentence": attack_sentence(r)} for r in d.risks]
-    out["warnings"] = list(warnings)
+    out["warnings"] = [warning_text(w) for w in warnings if isinstance(w, str) or w.about == "release"]
+    out["owner_warnings"] = [warning_text(w) for w in warnings if not (isinstance(w, str) or w.about == "release")]
     return out
 
 

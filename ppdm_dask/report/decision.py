@@ -60,6 +60,12 @@ def attack_sentence(a: Any) -> str:
     return text + (f"; {a.found}" if a.found else "")
 
 
+def warning_text(w: Any) -> str:
+    """The sentence of a warning: a string, or a :class:`~ppdm_dask.release.figures.Text`
+    (whose ``about`` says whether it describes the original: the owner's report only)."""
+    return w if isinstance(w, str) else str(w.text)
+
+
 def decide(checks: Iterable[Any], attacks: Sequence[Any] = (), warnings: Sequence[str] = ()) -> Decision:
     """The colour and reasons of a report's summary.
 
@@ -69,7 +75,7 @@ def decide(checks: Iterable[Any], attacks: Sequence[Any] = (), warnings: Sequenc
         The verdict's checks (:class:`ppdm_dask.release.Check`).
     attacks : sequence of Attack
         The family's attack results (:class:`ppdm_dask.release.figures.Attack`).
-    warnings : sequence of str
+    warnings : sequence of str or Text
         The family's risk warnings (:attr:`Figures.warnings`).
     """
     checks = list(checks)
@@ -86,7 +92,8 @@ def decide(checks: Iterable[Any], attacks: Sequence[Any] = (), warnings: Sequenc
         reasons.append(f"Floor overridden with --allow-weak: {c.name} ({num(c.figure)} against the floor {num(c.threshold)})"
                        + (f"; consequence: {c.detail}" if c.detail else "") + ".")
     reasons += [attack_sentence(a) + "." for a in flagged]
-    reasons += [w if w.endswith(".") else w + "." for w in warnings]
+    texts = [warning_text(w) for w in warnings]
+    reasons += [w if w.endswith(".") else w + "." for w in texts]
     colour = "red" if failed else ("amber" if overridden or flagged or warnings else "green")
     # the three largest risks: the flagged attacks, then the largest advantages below threshold
     rest = sorted((a for a in attacks if not a.flagged), key=lambda a: -a.advantage)

@@ -413,3 +413,25 @@ def test_empty_sections_say_why(people_release, tmp_path, monkeypatch):
     assert "give it with --original" not in html
     internal = rel.report(table, out=str(tmp_path / "c.html"))
     assert not note(internal) and "summary_utility" not in section(internal, "summary")
+
+
+def test_a_warning_counted_on_the_original_stays_in_the_internal_report(people_release, tmp_path, monkeypatch):
+    """A warning about the original (a Text not about the release) makes the owner's report
+    amber and is left out of the external one, whose decision is taken without it."""
+    url, _, table = people_release
+    rel = open_release(url)
+    secret = "7 items of the item list are held by a single basket of the original"
+    monkeypatch.setattr(type(rel), "report_figures", lambda self, original=None, **k: Figures(
+        warnings=[Text("warning_owner", secret, about="comparison"), "a release-side warning"]))
+    internal = rel.report(table, out=str(tmp_path / "r.html"))
+    assert internal["decision"]["owner_warnings"] == [secret] and internal["decision"]["warnings"] == ["a release-side warning"]
+    assert any(secret in r for r in internal["decision"]["reasons"]) and internal["decision"]["colour"] == "amber"
+    external = for_audience({k: v for k, v in internal.items() if k != "paths"}, "external")
+    validate_report(external)
+    assert secret not in json.dumps(external) and external["decision"]["warnings"] == ["a release-side warning"]
+    monkeypatch.setattr(type(rel), "report_figures", lambda self, original=None, **k: Figures(
+        warnings=[Text("warning_owner", secret, about="comparison")]))
+    internal = rel.report(table, out=str(tmp_path / "r2.html"))
+    external = for_audience({k: v for k, v in internal.items() if k != "paths"}, "external")
+    assert internal["decision"]["colour"] == "amber" and external["decision"]["colour"] == "green"
+    assert secret not in render_html(external)
