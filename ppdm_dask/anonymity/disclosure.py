@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..release.figures import Plot, Series, Table, Value, histogram
+from ..report.units import percent as _pct
 from ._diversity import value_order
 
 __all__ = ["SHARE_THRESHOLD", "TOP_CLASSES", "class_profile", "DisclosureSummary", "disclosure_summary",
@@ -232,10 +233,6 @@ def disclosing_classes(s: DisclosureSummary, qi: Sequence[str], top: int = TOP_C
     sel["_i"] = np.arange(len(sel))
     sel = sel.sort_values(["share", "size", "_i"], ascending=[False, False, True]).drop(columns="_i")
     return sel.head(int(top))
-
-
-def _pct(x: float) -> str:
-    return f"{100 * float(x):.1f} %"
 
 
 def disclosure_items(s: DisclosureSummary, qi: Sequence[str], *, top: int = TOP_CLASSES) -> list[Any]:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..release.figures import Attack, Figures, Text, Value
+from ..report.units import percent as _pct
 
 __all__ = ["km_threat", "km_utility", "item_images", "generalised", "M_PLUS_1_THRESHOLD"]
 
@@ -86,10 +87,6 @@ def generalised(original: Any, release: Any, images: dict[str, str]) -> Any:
     tasks = [(K.recode_block, b.key, col_map, n_cols) for b in original.blocks.to_delayed().ravel()]
     blocks = blocks_from_tasks(name, tasks, original.partition_rows, n_cols, meta=CSR_META, dependencies=[original.blocks])
     return TransactionArray(blocks, vocab, metadata=dict(original.metadata))
-
-
-def _pct(x: float) -> str:
-    return f"{100.0 * x:.1f} %"
 
 
 def km_threat(rel: Any, figs: Figures, original: Any, ckw: dict[str, Any]) -> Figures:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..release.figures import Attack, Figures, Text, Value
+from ..report.units import percent as _pct
 from .disclosure import DisclosureSummary, disclosing_classes, disclosure_items
 
 __all__ = ["LINKAGE_THRESHOLD", "INFERENCE_THRESHOLD", "HEADLINE", "relational_threat", "model_warning"]
@@ -54,10 +55,6 @@ HEADLINE = ["utility_gcp", "utility_query_error_mean", "utility_classifier_accur
 NAMED = 3
 
 TEST = "tests/anonymity/test_disclosure.py"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * float(x):.1f} %"
 
 
 def _records(n: int) -> str:

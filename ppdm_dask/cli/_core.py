@@ -180,7 +180,7 @@ def write_release(obj: Context, release: Any, dst: str | None, *, original: Any 
     """Write ``release`` at ``dst`` (nothing without ``dst``) and, unless ``report`` is false, its
     privacy and utility report beside it (against ``original``, the job's input; the verdict is
     the one recounted on the written files before the commit). Returns ``(manifest, report
-    paths)``."""
+    paths)``, the paths with the report's ``decision``."""
     if not dst:
         return None, None
     manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
@@ -197,7 +197,7 @@ def write_release(obj: Context, release: Any, dst: str | None, *, original: Any 
         click.echo(f"ppdm: warning: {dst} is written and verified, but its report could not be made: "
                    f"{exc.message_for('cli')} ('ppdm report {dst}' retries)", err=True)
         return manifest, None
-    return manifest, doc["paths"]
+    return manifest, {**doc["paths"], "decision": doc.get("decision")}
 
 
 # the uniform release summary lives beside the core; commands import it from here

@@ -60,4 +60,19 @@ def emit_release(obj: Any, release: Any, *, src: str | None, dst: str | None, ma
                "seconds": job.seconds, "scheduler": job.where, "report_html": (report or {}).get("html"),
                **dict(extra_json or {})}
     text = release_text(summary, src=src, dst=dst, verdict=verdict, job=job, extra=extra_text)
+    decision = (report or {}).get("decision")
+    if decision:
+        payload["decision"] = decision
+        text += "\n" + decision_text(decision)
     obj.emit(payload, text + (f"\n  report: {report['html']}" if report else ""))
+
+
+def decision_text(decision: Mapping[str, Any], reasons: int = 3) -> str:
+    """The report's decision in a few lines: the colour and headline, then the first reasons."""
+    lines = [f"  {'decision':<12} {str(decision['colour']).upper()}: {decision['headline']}"]
+    for r in list(decision.get("reasons") or [])[:reasons]:
+        lines.append(f"  {'':<12} - {r if len(r) <= 220 else r[:217] + '...'}")
+    more = len(decision.get("reasons") or []) - reasons
+    if more > 0:
+        lines.append(f"  {'':<12} ({more} more in the report)")
+    return "\n".join(lines)

@@ -28,11 +28,15 @@ from ._options import as_baskets
               help="Tables: the population's number of records (at least the table's), instead of --sampling-fraction.")
 @click.option("--weight-column", default=None, metavar="COL",
               help="Tables: a sampling-weight column (of --original, or published): sdcMicro's individual risk.")
+@click.option("--hierarchy", "hierarchy", multiple=True, metavar="ATTR=FILE|ATTR=interval:LO:HI:W",
+              help="Tables: the owner's hierarchy of a QI (as given to the job), to read released nodes with their leaves. Repeatable.")
+@click.option("--hierarchies", "hierarchy_dir", default=None, metavar="DIR",
+              help="Tables: the folder of the owner's hierarchies (as given to the job): the report's figures then equal the job's.")
 @as_baskets
 @click.pass_obj
 def report_cmd(obj: Context, release: str, original: str | None, out: str | None, audience: str, sep: str | None, dtype,
                reverify: bool, overwrite: bool, sampling_fraction: float | None = None, population_size: float | None = None,
-               weight_column: str | None = None) -> None:
+               weight_column: str | None = None, hierarchy: tuple[str, ...] = (), hierarchy_dir: str | None = None) -> None:
     """Write the privacy and utility report of RELEASE: report.json (validated against the
     schema shipped with ppdm) and one self-contained report.html with the figures. Sections:
     the decision (green, amber or red, with its reasons; also the first line printed), what an
@@ -51,6 +55,14 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
         if population:
             _check_table_release(rel)
             owner["figure_options"] = population
+        if hierarchy or hierarchy_dir:
+            # the release publishes its hierarchies' node sizes, not their leaves: the owner's own
+            # files make the query estimates (and so the report) the same as the job's
+            from ..anonymity.hierarchies import load_hierarchies
+
+            _check_table_release(rel, "--hierarchies / --hierarchy")
+            owner.setdefault("figure_options", {})["hierarchies"] = load_hierarchies(
+                list(hierarchy), hierarchy_dir, list(rel.qi), storage_options=obj.storage_options)
         opts = {"sep": sep, "dtype": list(dtype)} if (original and (sep or dtype)) else {}
         doc = rel.report(original, out=out, audience=audience, storage_options=obj.storage_options, verify=reverify,
                          overwrite=overwrite, original_options=opts, progress=obj.progress, **owner)
@@ -96,11 +108,11 @@ def _population_options(fraction: float | None, size: float | None, weights: str
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _check_table_release(rel) -> None:
-    """The population options apply to table releases only."""
+def _check_table_release(rel, flags: str = "--sampling-fraction, --population-size and --weight-column") -> None:
+    """The population and hierarchy options apply to table releases only."""
     from ..anonymity.release import AnonymizedRelease
     from ..errors import InvalidParameter
 
     if not isinstance(rel, AnonymizedRelease):
-        raise InvalidParameter(f"--sampling-fraction, --population-size and --weight-column apply to table releases, "
-                               f"not to a {rel.family} release", cli="leave them out for this release")
+        raise InvalidParameter(f"{flags} apply to table releases, not to a {rel.family} release",
+                               cli="leave them out for this release")

@@ -48,6 +48,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..release.figures import Attack, Figures, Text, Value
+from ..report.units import count_of as _n, percent as _percent
 
 if TYPE_CHECKING:
     from .release import CondensedRelease
@@ -70,15 +71,6 @@ _ATTRIBUTE_SEED = 0x5EED_0037
 #: the utility figures the summary prefers (after any single-number quality score)
 HEADLINE = ("covariance_compatibility", "nn_accuracy_pseudo", "nn_accuracy_ratio")
 _TESTS = "tests/condensation/test_threat.py"
-
-
-def _percent(x: float) -> str:
-    return f"{100.0 * float(x):.1f} %"
-
-
-def _n(count: int, word: str) -> str:
-    """``count`` and ``word``, plural unless the count is 1 ("1 record", "2 records")."""
-    return f"{int(count):,} {word}{'' if int(count) == 1 else 's'}"
 
 
 # ---------------------------------------------------------------------- release side

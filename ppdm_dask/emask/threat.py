@@ -41,6 +41,7 @@ import scipy.sparse as sp
 
 from ..errors import PPDMError
 from ..release.figures import Attack, Figures, Text, Value
+from ..report.units import percent as _share
 from .privacy import basic_privacy, ldp_epsilon
 
 __all__ = ["emask_threat", "item_posteriors", "record_epsilon_text", "item_inference", "linkage_kernel", "linkage_success", "row_linkage",
@@ -185,10 +186,6 @@ def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any], sign: int = 1)
     D = gather_rows(aligned, targets, **ckw)
     own = sign * np.asarray([int((D[[j]] @ known[:, [j]]).toarray()[0, 0]) for j in range(targets.size)])
     return {"success": linkage_success(own, best, ties), "targets": targets, "known": known, "rows": n}
-
-
-def _share(x: float) -> str:
-    return f"{100.0 * x:.1f} %"
 
 
 def emask_threat(rel: Any, figs: Figures, original: Any, ckw: dict[str, Any]) -> Figures:

@@ -39,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..release.figures import Attack, Figures, Text, Value
+from ..report.units import count_of as _n, percent as _percent
 
 if TYPE_CHECKING:
     from .release import GeneratedRelease
@@ -58,15 +59,6 @@ _SAMPLE_SEED = 0x5EED_0038
 #: the utility figures the summary prefers (after any single-number quality score)
 HEADLINE = ("ds", "patterns_close", "itemsets_rho")
 _TESTS = "tests/krimp/test_threat.py"
-
-
-def _percent(x: float) -> str:
-    return f"{100.0 * float(x):.1f} %"
-
-
-def _n(count: int, word: str) -> str:
-    """``count`` and ``word``, plural unless the count is 1 ("1 row", "2 rows")."""
-    return f"{int(count):,} {word}{'' if int(count) == 1 else 's'}"
 
 
 # ---------------------------------------------------------------------- from the measured figures

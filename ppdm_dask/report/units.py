@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["show_number", "show_value", "percent", "plural", "share_unit"]
+__all__ = ["show_number", "show_value", "percent", "plural", "count_of", "share_unit"]
 
 
 def show_number(value: Any) -> str:
@@ -62,6 +62,12 @@ def plural(unit: str, value: Any) -> str:
     elif len(first) > 3 and first.endswith("s") and not first.endswith("ss") and first.isalpha():
         first = first[:-1]
     return first + (" " + rest if rest else "")
+
+
+def count_of(count: int, word: str) -> str:
+    """``count`` and a singular ``word``, plural unless the count is 1 (``1 record``,
+    ``2,000 records``): for sentences that name a count."""
+    return f"{int(count):,} {word}{'' if int(count) == 1 else 's'}"
 
 
 def share_unit(unit: str) -> str | None:
