@@ -19,6 +19,7 @@ from ppdm_dask.condensation.release import GROUPS_FILE
 from ppdm_dask.random import Key
 from ppdm_dask.release import Release
 from ppdm_dask.report.decision import decide
+from ppdm_dask.report.units import percent
 from ppdm_dask.verification import verify
 from tests.release.helpers import forge_part, manifest_of
 
@@ -94,7 +95,7 @@ def test_attribute_attack_by_brute_force(condensed):
     j = ["a", "b", "c"].index(attack.name.split("(")[1].split(" ")[0])
     assert attack.success == pytest.approx(success[j]) and attack.baseline == pytest.approx(baseline[j])
     for c, name in enumerate("abc"):
-        assert f"{name} {100 * success[c]:.1f} % (others {100 * baseline[c]:.1f} %)" in attack.found
+        assert f"{name} {percent(success[c])} (others {percent(baseline[c])})" in attack.found
     assert attack.threshold > T.ATTRIBUTE_THRESHOLD  # plus the sampling noise
     # the same figures whatever the partitioning of the pseudo-data and of the original
     pseudo = rel.data.compute()
@@ -189,12 +190,13 @@ def test_summary_words_carry_this_release(condensed):
     about = {t.id: t.about for t in fig.learn}
     assert about["learn_membership"] == about["learn_location"] == about["learn_attribute"] == "comparison"
     assert about["learn_smallest_level"] == about["learn_groups"] == "release"
-    assert fig.headline == ["covariance_compatibility"] and not fig.warnings
+    # the quality score (a single-number comparison score) first, then the family's own figures
+    assert fig.headline == ["utility_quality_score", "covariance_compatibility"] and not fig.warnings
     # with a class column the 1-NN accuracies join the headline
     df2 = df.assign(label=(df["a"] > 0).astype(float))
     p = privacy_levels(len(df2), 2, 5, key=1)
     fig2 = Condenser(key=Key(4)).fit(df2, p).transform().report_figures(df2)
-    assert fig2.headline == ["covariance_compatibility", "nn_accuracy_pseudo", "nn_accuracy_ratio"]
+    assert fig2.headline == ["utility_quality_score", "covariance_compatibility", "nn_accuracy_pseudo"]
     assert set(fig2.headline) <= {v.id for v in fig2.utility}
     assert "levels were given per record" not in fig2.guarantee and "per-record privacy levels" in fig2.guarantee
 
@@ -207,5 +209,5 @@ def test_a_headline_chosen_before_comes_first(condensed):
     score = Value("quality_score", "Quality score", 0.9, about="comparison", score=True)
     base = Figures(risk=list(fig.risk), utility=fig.utility + [score], headline=["quality_score"])
     out = T.with_summary(rel, base)
-    assert out.headline == ["quality_score", "covariance_compatibility"]
+    assert out.headline == ["quality_score", "utility_quality_score", "covariance_compatibility"]
     assert [a.id for a in out.attacks] == ["attack_reconstruction"]  # no original given here

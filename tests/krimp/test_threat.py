@@ -15,6 +15,7 @@ from ppdm_dask import Key, TransactionArray
 from ppdm_dask.krimp import KrimpGenerator
 from ppdm_dask.krimp import threat as T
 from ppdm_dask.report.decision import decide
+from ppdm_dask.report.units import percent
 
 D = 4
 DOMAINS = [[10 * (a + 1) + v for v in range(3)] for a in range(D)]
@@ -87,7 +88,7 @@ def test_attacks_recomputed_by_brute_force(generated):
     assert a["attack_attribute"].success == pytest.approx(success[j])
     assert a["attack_attribute"].baseline == pytest.approx(baseline[j])
     for c in range(D):
-        assert f"{c + 1}: {100 * success[c]:.1f} % (others {100 * baseline[c]:.1f} %)" in a["attack_attribute"].found
+        assert f"{c + 1}: {percent(success[c])} (others {percent(baseline[c])})" in a["attack_attribute"].found
 
 
 def test_disco_by_brute_force():
@@ -122,7 +123,7 @@ def test_a_forged_release_is_flagged(generated):
     success = _disco(original, original, False).mean(axis=0)
     baseline = _disco(original, original, True).mean(axis=0)
     assert (success >= baseline).all() and (success > baseline).any()
-    assert f"{100 * success[0]:.1f} % (others {100 * baseline[0]:.1f} %)" in a["attack_attribute"].found
+    assert f"{percent(success[0])} (others {percent(baseline[0])})" in a["attack_attribute"].found
     decision = decide(forged.guarantee_checks(tx), fig.attacks, fig.warnings)
     assert decision.colour == "red" and "attack_copies" in {r.id for r in decision.risks}
     # the release alone: no attack can run, and the summary says why
@@ -144,7 +145,7 @@ def test_summary_words_carry_this_release(generated):
     about = {t.id: t.about for t in fig.learn}  # what needs the original stays out of the external report
     assert about["learn_shared"] == about["learn_membership"] == about["learn_attribute"] == "comparison"
     assert about["learn_patterns"] == about["learn_not_dp"] == "release"
-    assert fig.headline and set(fig.headline) <= {v.id for v in fig.utility} and fig.headline[0] == "ds"
+    assert fig.headline and set(fig.headline) <= {v.id for v in fig.utility} and fig.headline[:2] == ["utility_quality_score", "ds"]
     # the figures the attacks read, recounted
     risk = {v.id: v for v in fig.risk}
     counts = Counter(frozenset(r) for r in original)
