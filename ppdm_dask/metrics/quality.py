@@ -172,7 +172,7 @@ def quality_report(original: Any, release: Any, columns: Sequence[str] | None = 
         The numeric columns (default: those numeric in the original; a column numeric in the
         original but not in the release is compared as categorical).
     **compute_kwargs
-        ``client=``, ``progress=`` of the two passes.
+        ``client=``, ``progress=`` of the passes (one profile pass; a second for numeric CDFs and pair tables when there are any).
     """
     import dask
 
@@ -191,10 +191,12 @@ def quality_report(original: Any, release: Any, columns: Sequence[str] | None = 
     po, pr = compute(*prof, **ckw)
     notes: list[str] = []
     plan = _plan(po, pr, numeric, categorical, notes)
-    lazy_plan = dask.delayed(plan, pure=True)
-    tal = [dask.delayed(K.merge_tallies, pure=True)([dask.delayed(K.tally, pure=True)(p, lazy_plan) for p in t[cols].to_delayed()])
-           for t in (o, r)]
-    to, tr = compute(*tal, **ckw)
+    to = tr = None
+    if plan["grids"] or plan["pairs"]:  # categorical shapes alone come from the profiles: no second pass
+        lazy_plan = dask.delayed(plan, pure=True)
+        tal = [dask.delayed(K.merge_tallies, pure=True)([dask.delayed(K.tally, pure=True)(p, lazy_plan) for p in t[cols].to_delayed()])
+               for t in (o, r)]
+        to, tr = compute(*tal, **ckw)
     shapes: dict[str, tuple[str, float]] = {}
     for c in cols:
         if c in plan["grids"]:

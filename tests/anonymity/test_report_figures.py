@@ -208,6 +208,7 @@ def _hierarchy_leaves(path, label):
     return set(h.loc[(h == label).any(axis=1), 0]), set(h[0])
 
 
+@pytest.mark.slow  # the full Adult; the adult sample's GCP is recounted in the default suite (test_utility_consistency)
 def test_adult_ncp_gcp_against_pandas(adult, adult_written):
     """NCP per QI recounted from the written files: numeric ranges 'lo-hi' by their width over
     the age range, categorical labels by the leaves their hierarchy rows list over the

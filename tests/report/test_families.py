@@ -165,7 +165,12 @@ FAMILIES = {"relational": relational, "km": km, "emask": emask, "sketch": sketch
             "krimp": krimp}
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+#: in the default suite; the others are marked slow (CI runs them in its slow pass and in the
+#: oldest-versions job) to keep the default suite within its time budget
+DEFAULT_FAMILIES = ("relational", "emask")
+
+
+@pytest.mark.parametrize("family", [f if f in DEFAULT_FAMILIES else pytest.param(f, marks=pytest.mark.slow) for f in FAMILIES])
 def test_report_of_real_data(family, shared_data, tmp_path):
     rel, original, recount = FAMILIES[family](shared_data)
     folder = tmp_path / family

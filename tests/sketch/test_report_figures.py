@@ -207,6 +207,7 @@ def test_figures_do_not_depend_on_the_partitioning():
     assert out[0] == out[1]
 
 
+@pytest.mark.slow  # 20 Newsgroups written and read back; the figures' oracles run on small data by default
 def test_twenty_newsgroups_release_on_disk(shared_data, tmp_path):
     z = np.load(shared_data / "text" / "20news_bydate_counts.npz")
     X = sp.csr_array((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
