@@ -67,6 +67,7 @@ def test_every_block_is_run_or_says_why_not():
     assert all("reason=" in str(m) for b in skipped for m in b.marks if "skip" in str(m))
 
 
+@pytest.mark.slow  # five minutes on one worker: CI runs it in its slow pass and in the oldest-versions job
 def test_readme_runs_as_pasted(tmp_path):
     outputs = []
     for line, syntax, code in _groups():
