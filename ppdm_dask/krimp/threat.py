@@ -290,10 +290,7 @@ def _learn(rel: "GeneratedRelease", values: dict[str, Value], attacks: list[Atta
 def with_summary(rel: "GeneratedRelease", fig: Figures, original: Any = None, **ckw: Any) -> Figures:
     """``fig`` with the summary of :func:`summary_figures` added; the headline is ``fig``'s own
     first (a quality score another part of the report chose), then the summary's, at most three."""
-    summary = summary_figures(rel, fig, original, **ckw)
-    out = fig + summary
-    out.headline = list(dict.fromkeys(fig.headline + summary.headline))[:3]
-    return out
+    return fig.with_summary(summary_figures(rel, fig, original, **ckw))
 
 
 def summary_figures(rel: "GeneratedRelease", fig: Figures, original: Any = None, **ckw: Any) -> Figures:

@@ -295,6 +295,13 @@ class Figures:
     def ids(self) -> list[str]:
         return [i.id for i in (*self.risk, *self.utility, *self.learn, *self.attacks)]
 
+    def with_summary(self, summary: "Figures") -> "Figures":
+        """These figures with a family's ``summary`` added: the headline is this one's first (a
+        score another part of the report chose), then the summary's, each once, at most three."""
+        out = self + summary
+        out.headline = list(dict.fromkeys(self.headline + summary.headline))[:3]
+        return out
+
 
 def histogram(values: Any, bins: Any = "auto", *, integer: bool = False) -> tuple[list[float], list[int]]:
     """``(edges, counts)`` of ``values`` for a ``histogram`` plot (driver side, on small data
