@@ -35,6 +35,14 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _private_ledger(tmp_path_factory, monkeypatch):
+    """Every test records its releases in a ledger of its own (never the user's): releases of
+    one sample input in two tests must not compose with each other."""
+    monkeypatch.setenv("PPDM_LEDGER", str(tmp_path_factory.mktemp("ledger")))
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _sync_scheduler_by_default():
     """Tests run on the synchronous scheduler unless they ask for the cluster."""
     with dask.config.set(scheduler="sync"):

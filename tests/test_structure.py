@@ -15,7 +15,7 @@ FLOORS = [
     {"errors", "random"},
     {"graph", "cluster", "progress", "base", "arrow_threads"},
     {"data", "io"},
-    {"release", "report"},
+    {"release", "report", "ledger"},
     {"mining", "metrics", "neighbors"},
     {"emask", "sketch", "condensation", "anonymity", "krimp"},
     {"verification", "cli", "__init__"},

@@ -51,6 +51,7 @@ __all__ = [
     "restore_interrupted",
     "TMP_MARK",
     "OLD_MARK",
+    "exclusive",
 ]
 
 TMP_MARK = ".__ppdm_tmp-"
@@ -326,6 +327,19 @@ def _remote_lock(fs: Any, path: str, url: str) -> Iterator[None]:
         if held:
             with contextlib.suppress(Exception):
                 fs.rm(lock)
+
+
+@contextlib.contextmanager
+def exclusive(fs: Any, path: str, url: str) -> Iterator[None]:
+    """Hold the lock of ``path`` (the one commits take): a lock file beside it on the local file
+    system, a lock object created by a conditional put on object stores. Used by whatever must
+    read, decide and write without another job between (the ledger's records of one input)."""
+    if is_local(fs):
+        with _local_lock(path):
+            yield
+    else:
+        with _remote_lock(fs, path, url):
+            yield
 
 
 def _commit_remote(fs: Any, tmp: str, path: str, url: str, *, overwrite: bool, folder: bool) -> None:

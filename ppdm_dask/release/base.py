@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import abc
 import json
+import os
 import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, ClassVar
@@ -179,6 +180,11 @@ class Release(abc.ABC):
         #: owner-side record of the input's files (url, names, sizes, SHA-256), set by
         #: :meth:`write`; for the internal report only, never written into the release
         self.owner_input: dict[str, Any] | None = None
+        #: the ledger that :meth:`write` records the release in (``"default"``: the user's; a
+        #: :class:`~ppdm_dask.ledger.Ledger` or a location; None: opted out, said in the manifest)
+        self.ledger: Any = "default"
+        #: the composition with the input's earlier releases, set by :meth:`write`
+        self.composition: Any = None
 
     # ------------------------------------------------------------------ identity
     @property
@@ -274,6 +280,27 @@ class Release(abc.ABC):
     def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:
         """Family hook of the families with ``csv_output``: the data of a CSV release."""
         raise DataFormatError(f"{url}: {cls.family} releases are Parquet folders; this manifest names a CSV file")
+
+    # ------------------------------------------------------------------ ledger hooks
+    def ledger_figures(self) -> dict[str, Any]:
+        """Family hook: the figures the ledger keeps of this release for composing later ones
+        (JSON-ready; e.g. EMASK's ε). Default: none beyond the public parameters."""
+        return {}
+
+    def ledger_rows(self) -> Callable[[Any], Any] | None:
+        """Family hook: a picklable ``row block -> 1-D array`` of per-record values, in the
+        input's row order, that later releases compose with (a class label, a number of sketch
+        components); stored privately in the ledger. Default: None (nothing per record)."""
+        return None
+
+    def compose(self, earlier: Sequence[Any], ledger: Any, rows: Any = None) -> Any:
+        """Family hook: this release composed with the ``earlier`` releases of its input (ledger
+        :class:`~ppdm_dask.ledger.Record` s): a :class:`~ppdm_dask.ledger.Composition`. ``rows``
+        are this release's :meth:`ledger_rows` values once written (None before the work).
+        Default: the number of releases."""
+        from ..ledger.compose import default_composition
+
+        return default_composition(self, earlier)
 
     # ------------------------------------------------------------------ common behaviour
     def floor(self, name: str, ok: bool, figure: Any, threshold: Any, detail: str = "") -> Check:
@@ -486,8 +513,15 @@ class Release(abc.ABC):
 
     def write(self, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False,
               progress: bool = False, client: Any = None, rows_per_file: int | None = None,
-              check: bool = True) -> dict[str, Any]:
+              check: bool = True, ledger: Any = "unset", allow_composition: bool = False,
+              notify: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Write the release atomically at ``url`` and return its manifest.
+
+        The release is recorded in the ledger before its work (``ledger``: default the one the
+        estimator was given, else the user's; None opts out, which the manifest says) and
+        composed with the earlier releases of its input (docs/ledger.md): beyond a limit it is
+        refused unless ``allow_composition`` (recorded as an override). ``notify`` receives what
+        the ledger says before the work (default: the ``ppdm_dask.ledger`` logger).
 
         ``url`` ending in ``.csv`` gives one CSV file with ``<url>.manifest.json`` beside it
         (families with ``csv_output``); anything else a Parquet dataset folder. Rows are written
@@ -503,9 +537,9 @@ class Release(abc.ABC):
             A privacy floor fails and was not overridden.
         PrivacyViolation
             The written release does not meet its guarantee.
+        CompositionRefused
+            Composed with the earlier releases of its input, it exceeds a limit of the ledger.
         """
-        from ..progress import compute
-
         opts = dict(storage_options or {})
         csv_out = is_csv_destination(url)
         if csv_out and not self.csv_output:
@@ -519,15 +553,78 @@ class Release(abc.ABC):
         if self._key is None:  # the key of this release: a fresh secret one, kept for its report
             self._key = Key.generate()
         key = self._key
+        adm = self._admit(self.ledger if ledger == "unset" else ledger, key, url, allow_composition, notify)
+        try:
+            manifest = self._write(url, opts, csv_out, overwrite, key, rows_per_file, check, client, ckw, adm)
+        except BaseException as exc:
+            if adm is not None:
+                adm.failed(exc)
+            raise
+        if adm is not None:
+            adm.committed()
+        return manifest
+
+    def _admit(self, ledger: Any, key: Key, url: str, allow: bool, notify: Callable[[str], None] | None) -> Any:
+        """The release's passage through the ledger, opened (None when opted out)."""
+        from ..ledger.compose import OVERRIDE_PREFIX, Admission, resolve
+
+        store = resolve(ledger)
+        self.composition = None
+        self.overrides = tuple(o for o in self.overrides if not o.startswith(OVERRIDE_PREFIX))
+        if store is None:
+            return None
+        where = url if "://" in url else os.path.abspath(os.path.expanduser(url))
+        adm = Admission(store, self, release_id=provenance(key, self.identity)["id"], destination=where,
+                        allow_composition=allow, notify=notify)
+        adm.open()
+        self._accept(adm)
+        return adm
+
+    def _accept(self, adm: Any) -> None:
+        """Record the composition limits the owner accepted as overrides."""
+        self.composition = adm.composition
+        self.overrides = tuple(dict.fromkeys([*self.overrides, *adm.accepted]))
+
+    def _ledger_manifest(self, adm: Any, rows: Any) -> dict[str, Any]:
+        """The manifest's ``release.ledger``: the composition's public part, or the opt-out."""
+        from ..ledger.compose import OPTED_OUT
+
+        if adm is None:
+            return dict(OPTED_OUT)
+        comp = adm.finish(rows)
+        self._accept(adm)
+        return {"recorded": True, "composition": comp.manifest_dict()}
+
+    def _ledger_row_tasks(self, adm: Any, blocks: list[Any]) -> list[Any]:
+        """Tasks of the per-record values the ledger stores (none without a ledger)."""
+        fn = self.ledger_rows() if adm is not None else None
+        return [] if fn is None else [dask.delayed(fn, pure=True)(b) for b in blocks]
+
+    @staticmethod
+    def _ledger_values(parts: Sequence[Any]) -> Any:
+        import numpy as np
+
+        return np.concatenate([np.asarray(p) for p in parts]) if len(parts) else None
+
+    def _write(self, url: str, opts: dict[str, Any], csv_out: bool, overwrite: bool, key: Key,
+               rows_per_file: int | None, check: bool, client: Any, ckw: dict[str, Any], adm: Any) -> dict[str, Any]:
+        from ..progress import compute
+
         skey = stream_key(key, self.identity)
         blocks, rows = self._row_blocks()
         rpf = int(rows_per_file or self.default_rows_per_file)
         n_out = n_files(sum(rows), rpf)
         head = {"format": self.data_format, "version": MANIFEST_VERSION}
+        row_tasks = self._ledger_row_tasks(adm, blocks)
 
         if csv_out:
             out_blocks = shuffle(blocks, rows, skey, n_out, self.ops, name=f"release-{self.family}")
-            return self._write_csv_release(url, opts, out_blocks, head, key, n_out, rpf, check, ckw, overwrite)
+            values = None
+            if row_tasks:
+                (vals,) = compute(row_tasks, **ckw)
+                values = self._ledger_values(vals)
+            return self._write_csv_release(url, opts, out_blocks, head, key, n_out, rpf, check, ckw, overwrite,
+                                           adm=adm, values=values)
 
         encode = self._encoder()
         plan, why = self.shuffle_plan(sum(rows), client)
@@ -545,13 +642,20 @@ class Release(abc.ABC):
                 tasks = [dask.delayed(_write_block, pure=False)(fs, posixpath.join(tmp, n), b, encode)
                          for n, b in zip(names, out_blocks)]
             # the blocks' arrays were optimized by to_delayed; culling the shuffle again for
-            # every write task costs more than the write at 30 M rows
-            (parts,) = compute(tasks, optimize_graph=False, **ckw)
+            # every write task costs more than the write at 30 M rows. The ledger's per-record
+            # values share the blocks with the write (one pass) unless the shuffle was staged.
+            if plan == "staged" or not row_tasks:
+                (parts,) = compute(tasks, optimize_graph=False, **ckw)
+                vals = compute(row_tasks, **ckw)[0] if row_tasks else []
+            else:
+                parts, vals = compute(tasks, row_tasks, optimize_graph=False, **ckw)
             if plan == "staged":
                 fs.rm(stage, recursive=True)  # before anything is read back or committed
+            ledger_entry = self._ledger_manifest(adm, self._ledger_values(vals) if row_tasks else None)
             files = [write_part(fs, posixpath.join(tmp, name), table) for name, table in self._extra_tables().items()]
             manifest = {**head, **self._layout(list(parts)), "partitions": list(parts), "files": files}
             manifest["release"] = self._manifest_release(key, n_out, rpf, "parquet")
+            manifest["release"]["ledger"] = ledger_entry
             manifest["release"]["row_order"].update(shuffle=plan, shuffle_reason=why)
             manifest["input"] = self._public_input(key)
             manifest["guarantees"] = self._check_written(fs, tmp, manifest, url, check, ckw)
@@ -578,7 +682,8 @@ class Release(abc.ABC):
         return verdict.to_dict()
 
     def _write_csv_release(self, url: str, opts: dict[str, Any], out_blocks: list[Any], head: dict[str, Any], key: Key,
-                           n_out: int, rpf: int, check: bool, ckw: Mapping[str, Any], overwrite: bool = False) -> dict[str, Any]:
+                           n_out: int, rpf: int, check: bool, ckw: Mapping[str, Any], overwrite: bool = False, *,
+                           adm: Any = None, values: Any = None) -> dict[str, Any]:
         from ..data.folder import sha256_file
         from ..progress import compute
 
@@ -596,7 +701,9 @@ class Release(abc.ABC):
             size = int(fs.size(tmp))
             entry = {"file": posixpath.basename(path), "rows": layout.pop("rows"), "bytes": size, "sha256": sha256_file(fs, tmp)}
             manifest = {**head, **layout, "partitions": [entry], "files": []}
+            ledger_entry = self._ledger_manifest(adm, values)
             manifest["release"] = self._manifest_release(key, n_out, rpf, "csv")
+            manifest["release"]["ledger"] = ledger_entry
             manifest["input"] = self._public_input(key)
             check_manifest = {**manifest, "partitions": [{**entry, "file": posixpath.basename(tmp)}]}
             manifest["guarantees"] = self._check_written(fs, parent or ".", check_manifest, url, check, ckw)
