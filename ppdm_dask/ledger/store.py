@@ -354,8 +354,10 @@ class Ledger:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        values = np.asarray(values)
+        cols = {"value": values} if values.ndim == 1 else {f"value{j}": values[:, j] for j in range(values.shape[1])}
         buf = io.BytesIO()
-        pq.write_table(pa.table({"value": np.asarray(values)}), buf, compression="zstd")
+        pq.write_table(pa.table(cols), buf, compression="zstd")
         self._put(self._path("rows", record.uid + ".parquet"), buf.getvalue())
 
     def read_rows(self, record: Record) -> np.ndarray | None:
@@ -365,9 +367,12 @@ class Ledger:
         path = self._path("rows", record.uid + ".parquet")
         try:
             with self.fs.open(path, "rb") as fh:
-                return pq.read_table(fh).column("value").to_numpy()
+                table = pq.read_table(fh)
         except FileNotFoundError:
             return None
+        if table.column_names == ["value"]:
+            return table.column("value").to_numpy()
+        return np.column_stack([table.column(c).to_numpy() for c in table.column_names])
 
     # ------------------------------------------------------------------ export
     def export(self, fingerprint: str | None = None) -> dict[str, Any]:

@@ -287,10 +287,12 @@ class Release(abc.ABC):
         (JSON-ready; e.g. EMASK's ε). Default: none beyond the public parameters."""
         return {}
 
-    def ledger_rows(self) -> Callable[[Any], Any] | None:
-        """Family hook: a picklable ``row block -> 1-D array`` of per-record values, in the
-        input's row order, that later releases compose with (a class label, a number of sketch
-        components); stored privately in the ledger. Default: None (nothing per record)."""
+    def ledger_rows(self, blocks: list[Any]) -> list[Any] | None:
+        """Family hook: per-record values that later releases compose with (a class label, a
+        number of sketch components ...), in the input's row order, as one lazy task per block
+        (each computing a 1-D array, or 2-D with one column per value); ``blocks`` are the
+        release's row blocks in input order (:meth:`_row_blocks`). Stored privately in the
+        ledger. Default: None (nothing per record)."""
         return None
 
     def compose(self, earlier: Sequence[Any], ledger: Any, rows: Any = None) -> Any:
@@ -597,8 +599,7 @@ class Release(abc.ABC):
 
     def _ledger_row_tasks(self, adm: Any, blocks: list[Any]) -> list[Any]:
         """Tasks of the per-record values the ledger stores (none without a ledger)."""
-        fn = self.ledger_rows() if adm is not None else None
-        return [] if fn is None else [dask.delayed(fn, pure=True)(b) for b in blocks]
+        return (self.ledger_rows(blocks) or []) if adm is not None else []
 
     @staticmethod
     def _ledger_values(parts: Sequence[Any]) -> Any:
