@@ -26,19 +26,25 @@ from ._options import parse_storage_options
               help="fsspec storage option, repeatable (e.g. endpoint_url=http://..., key=..., anon=true).")
 @click.option("--key-file", type=click.Path(dir_okay=False), default=None,
               help="File holding the random key; created (mode 600) if missing. Without it a fresh secret key is used.")
+@click.option("--ledger", "ledger", default=None, metavar="URL",
+              help="The release ledger (a folder or fsspec URL shared by a team). Default: $PPDM_LEDGER, else "
+                   "ppdm-dask/ledger in the user's data directory.")
+@click.option("--no-ledger", is_flag=True, help="Do not record releases in a ledger (said in each manifest).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job summary as JSON on stdout.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @click.option("--verify-input", is_flag=True, help="Check the SHA-256 of every part of ppdm input datasets against their manifest.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @click.version_option(package_name="ppdm-dask")
 @click.pass_context
-def cli(ctx: click.Context, scheduler, workers, storage_option, key_file, as_json, progress, verify_input, debug) -> None:
+def cli(ctx: click.Context, scheduler, workers, storage_option, ledger, no_ledger, key_file, as_json, progress, verify_input,
+        debug) -> None:
     """Privacy-preserving data mining on Dask."""
     ctx.obj = Context(scheduler=scheduler, workers=workers, storage_options=parse_storage_options(storage_option),
-                      key_file=key_file, as_json=as_json, progress=progress, debug=debug, verify_input=verify_input)
+                      key_file=key_file, as_json=as_json, progress=progress, debug=debug, verify_input=verify_input,
+                      ledger=ledger, no_ledger=no_ledger)
 
 
 # one module per family registers its commands on ``cli``
-from . import anonymity, condensation, data, demo, emask, krimp, mining, report, sketch, verify  # noqa: E402,F401
+from . import anonymity, condensation, data, demo, emask, krimp, ledger, mining, report, sketch, verify  # noqa: E402,F401
 
 __all__ = ["cli", "main", "Context"]

@@ -29,7 +29,7 @@ class Context:
 
     def __init__(self, *, scheduler: str | None = None, workers: int | None = None, storage_options: Mapping[str, Any] | None = None,
                  key_file: str | None = None, as_json: bool = False, progress: bool = True, debug: bool = False,
-                 verify_input: bool = False) -> None:
+                 verify_input: bool = False, ledger: str | None = None, no_ledger: bool = False) -> None:
         self.scheduler = scheduler
         self.workers = workers
         self.storage_options = dict(storage_options or {})
@@ -40,6 +40,22 @@ class Context:
         self.verify_input = verify_input
         #: ``--as-baskets`` of the command: text input that looks like a table is read as baskets
         self.as_baskets = False
+        self.ledger_url = ledger
+        self.no_ledger = bool(no_ledger)
+        #: ``--allow-composition`` of the release command (set by the option's callback)
+        self.allow_composition = False
+
+    def ledger(self) -> Any:
+        """The release ledger of the job (``--ledger``, else the default), or None with
+        ``--no-ledger``."""
+        if self.no_ledger:
+            if self.ledger_url:
+                raise usage_error("--ledger and --no-ledger contradict each other", "give one of them")
+            return None
+        from ..ledger import Ledger
+
+        return Ledger(self.ledger_url, storage_options=self.storage_options if self.ledger_url and "://" in self.ledger_url
+                      else None)
 
     @contextlib.contextmanager
     def runtime(self) -> Iterator[str]:
@@ -184,7 +200,8 @@ def write_release(obj: Context, release: Any, dst: str | None, *, original: Any 
     if not dst:
         return None, None
     manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                             rows_per_file=rows_per_file, check=check)
+                             rows_per_file=rows_per_file, check=check, ledger=obj.ledger(),
+                             allow_composition=obj.allow_composition, notify=lambda line: click.echo(line, err=True))
     if not report:
         return manifest, None
     from ..verification import open_release

@@ -121,6 +121,11 @@ def _read_as_baskets(ctx: click.Context, param: click.Parameter, value: bool) ->
         ctx.obj.as_baskets = True  # the job's runtime reads table-like text as baskets
 
 
+def _allow_composition(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if ctx.obj is not None:
+        ctx.obj.allow_composition = bool(value)  # the job's release write reads it
+
+
 #: ``--as-baskets``: the override of the input-kind check (:mod:`ppdm_dask.data.kind`)
 as_baskets = click.option("--as-baskets", is_flag=True, expose_value=False, callback=_read_as_baskets,
                           help="Read text input as baskets even where it looks like a table (a header row of column names, "
@@ -143,6 +148,10 @@ release_output = stack(
                  help="Rows per output part file (default: the family's, ~100 MB per file)."),
     click.option("--allow-weak", is_flag=True,
                  help="Accept parameters below the privacy floors (e.g. k < 2, basic privacy < 90%); the override is recorded in the manifest."),
+    click.option("--allow-composition", is_flag=True, expose_value=False,
+                 callback=_allow_composition,
+                 help="Accept a release that, composed with the earlier releases of its input in the ledger, exceeds a "
+                      "limit (an ε budget, k of the intersected classes ...); recorded in the manifest."),
     click.option("--check/--no-check", default=True, show_default=True,
                  help="Read the written release back and recount its guarantee before committing it."),
     click.option("--report/--no-report", default=True, show_default=True,

@@ -52,6 +52,7 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
     population = _population_options(sampling_fraction, population_size, weight_column)
     with job(obj) as j:
         rel = open_release(release, storage_options=obj.storage_options)
+        rel.ledger = obj.ledger()  # where the report finds the release's composition (--ledger)
         if population:
             _check_table_release(rel)
             owner["figure_options"] = population

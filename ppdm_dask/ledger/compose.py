@@ -140,7 +140,8 @@ class Admission:
                 f"{c.line()} with {len(comp.earlier)} earlier release(s) of this input in the ledger; refused",
                 python="write(..., allow_composition=True) (recorded in the manifest)",
                 cli="--allow-composition (recorded in the manifest)")
-        comp.checks = [Check(c.name, c.ok, c.figure, c.threshold, where=c.where, detail=c.detail, overridden=not c.ok,
+        # where="ledger": the report tells a composition limit from a floor of the release itself
+        comp.checks = [Check(c.name, c.ok, c.figure, c.threshold, where="ledger", detail=c.detail, overridden=not c.ok,
                              stats=c.stats) for c in comp.checks]
         for c in bad:
             name = OVERRIDE_PREFIX + c.name
@@ -218,3 +219,34 @@ def default_composition(release: Any, earlier: Sequence[Record]) -> Composition:
 
 def opt_out_manifest() -> Mapping[str, Any]:
     return dict(OPTED_OUT)
+
+
+def destination_release_id(destination: str, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """The release id in the manifest committed at ``destination`` (None: nothing committed
+    there, or not readable)."""
+    from ..errors import PPDMError
+    from ..release.base import Release
+
+    try:
+        _, _, manifest = Release.load_manifest(destination, storage_options=storage_options)
+    except (PPDMError, OSError, ValueError):
+        return None
+    return str((manifest.get("release") or {}).get("id") or "") or None
+
+
+def reconcile(ledger: Ledger, storage_options: Mapping[str, Any] | None = None) -> list[tuple[Record, str]]:
+    """Settle the pending records: a release committed at its destination (its manifest has the
+    record's release id) gets its ``committed`` event; one whose job is gone without a commit
+    gets ``failed`` ("not committed"). Returns ``(record, what was done)`` for each changed."""
+    changed = []
+    for rec in ledger.records():
+        if rec.status not in ("pending", "not committed") or rec.last("failed"):
+            continue
+        if destination_release_id(str(rec.get("destination")), storage_options) == rec.release_id:
+            ledger.event(rec, "committed", reason="found committed at its destination by 'ppdm ledger check' (the job "
+                         "ended before recording its commit)")
+            changed.append((rec, "committed"))
+        elif rec.status == "not committed":
+            ledger.event(rec, "failed", reason="the job ended between its record and its commit")
+            changed.append((rec, "not committed"))
+    return changed

@@ -136,11 +136,12 @@ def _status(c: Any) -> str:
     return "ok" if c.ok else ("overridden" if c.overridden else "FAILED")
 
 
-def _privacy(verdict: Any, verified: str, figures: Figures) -> list[dict]:
-    # one row per check, but the per-file checks of a many-file release in one row (failures named)
+def _privacy(verdict: Any, verified: str, figures: Figures, composed: list[Any] = ()) -> list[dict]:
+    # one row per check, but the per-file checks of a many-file release in one row (failures named);
+    # the limits of the composition with the input's earlier releases (the ledger) come last
     files = [c for c in verdict.checks if c.name == _FILE_CHECK]
     rows = []
-    for c in verdict.checks:
+    for c in [*verdict.checks, *composed]:
         if c.name != _FILE_CHECK:
             rows.append([c.name, _status(c), plain(c.figure), plain(c.threshold), c.where or "", c.detail])
         elif c is files[0]:
@@ -295,6 +296,8 @@ def build_report(release: Any, original: Any = None, *, verdict: Any, verified: 
         from ..errors import InvalidParameter
 
         raise InvalidParameter(f"audience must be one of {AUDIENCES}, got {audience!r}", cli="--audience internal|external")
+    from .ledger import composition_checks, composition_of, ledger_items
+
     figures = figures or Figures()
     released, record, inp = _released(release, manifest, url)
     utility = [i.to_dict() for i in figures.utility]
@@ -303,14 +306,15 @@ def build_report(release: Any, original: Any = None, *, verdict: Any, verified: 
     if not original_given:
         notes = [n for n in notes if "need the original" not in n]  # the families say it their way; once is enough
         notes.append("No original data was given: the utility figures and the original's risk need it (--original SRC).")
-    checks = list(verdict.checks)
+    composed = composition_checks(composition_of(release)[0])
+    checks = [*verdict.checks, *composed]
     headline = _headline_values(utility, list(figures.headline))
     summary = _summary(figures.guarantee or _generic_guarantee(checks), figures.protects, verified, headline,
                        _why_no_headline(original_given, "internal"))
     items = {
         "summary": summary,
         "learn": [i.to_dict() for i in figures.learn],
-        "privacy": _privacy(verdict, verified, figures),
+        "privacy": _privacy(verdict, verified, figures, composed) + ledger_items(release, manifest),
         "attacks": [a.to_dict() for a in figures.attacks],
         "utility": utility,
         "released": released,
@@ -399,6 +403,9 @@ def for_audience(doc: Mapping[str, Any], audience: str) -> dict[str, Any]:
     # the decision on what this audience sees: the attacks run on the release alone
     attacks = [_attack(i) for s in out["sections"] for i in s["items"] if i.get("type") == "attack"]
     checks = [Check.from_dict(c) for c in (out.get("verdict") or {}).get("checks", [])]
+    # composition limits the owner accepted are public (the manifest's overrides); their figures are not
+    checks += [Check(o[len("composition: "):], False, where="ledger", overridden=True)
+               for o in out["release"].get("overrides") or [] if str(o).startswith("composition: ")]
     out["decision"] = _decision(checks, attacks, list((doc.get("decision") or {}).get("warnings") or []))
     _section_notes(out, bool(doc.get("with_original")), audience)
     out["notes"] = [*out.get("notes", []), "External report: only what can be recounted from the release itself is shown, "

@@ -89,6 +89,11 @@ def decide(checks: Iterable[Any], attacks: Sequence[Any] = (), warnings: Sequenc
         reasons.append(f"Check failed: {c.name}" + (f" ({num(c.figure)} against {num(c.threshold)})" if c.figure is not None else "")
                        + (f" in {c.where}" if c.where else "") + (f": {c.detail}" if c.detail else "") + ".")
     for c in overridden:
+        against = f" ({num(c.figure)} against {num(c.threshold)})" if c.figure is not None else ""
+        if c.where == "ledger":  # a limit of the composition with the input's earlier releases
+            reasons.append(f"Limit of the composition with earlier releases of this input accepted with --allow-composition: "
+                           f"{c.name}{against}" + (f"; {c.detail}" if c.detail else "") + ".")
+            continue
         reasons.append(f"Floor overridden with --allow-weak: {c.name} ({num(c.figure)} against the floor {num(c.threshold)})"
                        + (f"; consequence: {c.detail}" if c.detail else "") + ".")
     reasons += [attack_sentence(a) + "." for a in flagged]
