@@ -28,6 +28,20 @@ def _store(obj: Context) -> Any:
     return store
 
 
+def _release_id(obj: Context, ident: str) -> str:
+    """A release id, or the id in the manifest of the release written at ``ident``."""
+    from ..ledger.compose import destination_release_id
+
+    if "/" in ident or "\\" in ident or "://" in ident:
+        rid = destination_release_id(ident, obj.storage_options)
+        if rid is None:
+            from ..errors import DatasetNotFoundError
+
+            raise DatasetNotFoundError(f"no committed release at {ident}", cli="give a release id ('ppdm ledger list')")
+        return rid
+    return ident
+
+
 @ledger.command("list")
 @click.option("--input", "fingerprint", default=None, metavar="FP", help="Only the releases of this input (its ledger fingerprint).")
 @click.pass_obj
@@ -50,9 +64,9 @@ def ledger_list(obj: Context, fingerprint) -> None:
 @click.argument("release_id")
 @click.pass_obj
 def ledger_show(obj: Context, release_id) -> None:
-    """One release: its record, events, status and composition (RELEASE_ID: a release id or a
-    unique prefix, as 'ppdm ledger list' shows)."""
-    rec = _store(obj).find(release_id)
+    """One release: its record, events, status and composition (RELEASE_ID: a release id, a
+    unique prefix of one as 'ppdm ledger list' shows, or the path of the written release)."""
+    rec = _store(obj).find(_release_id(obj, release_id))
     s = rec.summary()
     comp = s.get("composition") or {}
     lines = [rec.line(), f"  input        {s.get('input')}", f"  parameters   {json.dumps(s.get('parameters'), default=str)}"]
@@ -124,8 +138,9 @@ def ledger_export(obj: Context, out, fingerprint) -> None:
 @click.option("--reason", required=True, help="Why the release is withdrawn (kept in the ledger).")
 @click.pass_obj
 def ledger_forget(obj: Context, release_id, reason) -> None:
-    """Mark a release as withdrawn: it no longer counts when later releases of its input are
-    composed. The record stays (never deleted). Withdraw only a release whose data never
-    reached anyone: what was published stays published."""
-    rec = _store(obj).forget(release_id, reason)
+    """Mark a release as withdrawn (RELEASE_ID: its id or the path of the written release): it no
+    longer counts when later releases of its input are composed. The record stays (never
+    deleted). Withdraw only a release whose data never reached anyone: what was published stays
+    published."""
+    rec = _store(obj).forget(_release_id(obj, release_id), reason)
     obj.emit({"release_id": rec.release_id, "status": rec.status, "reason": reason}, f"withdrawn: {rec.line()}")

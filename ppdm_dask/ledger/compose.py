@@ -137,7 +137,8 @@ class Admission:
         if bad and not self.allow:
             c = bad[0]
             raise CompositionRefused(
-                f"{c.line()} with {len(comp.earlier)} earlier release(s) of this input in the ledger; refused",
+                f"{c.line()} with {len(comp.earlier)} earlier release(s) of this input in the ledger; refused (an earlier "
+                "release that never reached anyone can be withdrawn: ppdm ledger forget ID --reason TEXT)",
                 python="write(..., allow_composition=True) (recorded in the manifest)",
                 cli="--allow-composition (recorded in the manifest)")
         # where="ledger": the report tells a composition limit from a floor of the release itself
