@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json-dir", default=str(HERE / "results"), help="where to write <suite>.json")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(HERE))
+    # benchmark releases are measured, not published: a ledger of this run's own, never the user's
+    # (and repeated runs must not compose with each other)
+    os.environ.setdefault("PPDM_LEDGER", tempfile.mkdtemp(prefix="ppdm-bench-ledger-"))
     suites = args.suites or available()
     for name in suites:
         if name not in available():

@@ -45,6 +45,8 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
 
     folder = out or tempfile.mkdtemp(prefix="ppdm-demo-")
     os.makedirs(folder, exist_ok=True)
+    if not obj.no_ledger and not obj.ledger_url:  # the demo's throwaway releases stay out of the user's ledger
+        obj.ledger_url = os.path.join(folder, "ledger")
     key = obj.key()
     with job(obj, outputs=[os.path.join(folder, "people_release"), os.path.join(folder, "baskets_release")]) as j:
         people_csv, zips, _ = sample_files("people")
