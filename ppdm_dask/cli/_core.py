@@ -184,7 +184,8 @@ def write_release(obj: Context, release: Any, dst: str | None, *, original: Any 
     if not dst:
         return None, None
     manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                             rows_per_file=rows_per_file, check=check)
+                             rows_per_file=rows_per_file, check=check,
+                             allow_composition=getattr(obj, "allow_composition", False), notify=lambda t: click.echo(t, err=True))
     if not report:
         return manifest, None
     from ..verification import open_release

@@ -136,6 +136,11 @@ input_format = stack(
 #: ``--overwrite``
 overwrite = click.option("--overwrite", is_flag=True, help="Replace an existing output (refused otherwise, before any work).")
 
+def _allow_composition(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if ctx.obj is not None:
+        ctx.obj.allow_composition = bool(value)  # write_release hands it to Release.write
+
+
 #: options of every command that writes a release
 release_output = stack(
     overwrite,
@@ -143,6 +148,9 @@ release_output = stack(
                  help="Rows per output part file (default: the family's, ~100 MB per file)."),
     click.option("--allow-weak", is_flag=True,
                  help="Accept parameters below the privacy floors (e.g. k < 2, basic privacy < 90%); the override is recorded in the manifest."),
+    click.option("--allow-composition", is_flag=True, expose_value=False, callback=_allow_composition,
+                 help="Accept a release whose composition with the earlier releases of its input in the ledger goes beyond "
+                      "a limit (a privacy budget); the override is recorded in the manifest."),
     click.option("--check/--no-check", default=True, show_default=True,
                  help="Read the written release back and recount its guarantee before committing it."),
     click.option("--report/--no-report", default=True, show_default=True,
