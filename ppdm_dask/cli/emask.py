@@ -98,21 +98,26 @@ def _catalogue(obj: Context, url: str, tx: Any) -> list[Any]:
               help="A public item catalogue, one item label a line, fixed before the data are seen: every item of it is "
                    "distorted, so the release's item list tells nothing about the data. Default: the input's own items, "
                    "which the release publishes (they tell which items some basket holds).")
+@click.option("--epsilon-budget", type=Number(0, min_open=True), default=None, metavar="E",
+              help="Most local-DP epsilon per item that all the releases of SRC in the ledger may add up to: a release "
+                   "beyond it is refused unless --allow-composition (recorded). Default: no epsilon budget; the "
+                   "composition is held to the privacy floor.")
 @input_format
 @release_output
 @click.pass_obj
-def emask_distort(obj: Context, src, dst, p, q, privacy_floor, items_file, fmt, overwrite, rows_per_file, allow_weak, check,
-                  report) -> None:
+def emask_distort(obj: Context, src, dst, p, q, privacy_floor, items_file, epsilon_budget, fmt, overwrite, rows_per_file,
+                  allow_weak, check, report) -> None:
     """Release a distorted copy of SRC at DST (rows in a keyed random order; p and q in the
     manifest, never the key nor the data's s0); refused below the basic-privacy floor unless
-    --allow-weak."""
+    --allow-weak, and, composed with the earlier releases of SRC in the ledger, below the floor
+    or beyond --epsilon-budget unless --allow-composition."""
     from ..emask import Distorter
 
     with job(obj, outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         items = _catalogue(obj, items_file, tx) if items_file else None
         est = Distorter(p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak,
-                        items=items).fit(tx, progress=obj.progress)
+                        items=items, epsilon_budget=epsilon_budget).fit(tx, progress=obj.progress)
         release = est.transform(tx)
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)

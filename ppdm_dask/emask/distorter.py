@@ -42,6 +42,17 @@ class Distorter(Estimator):
         distorted, including those no basket holds, and s0 is over it. Without it the universe
         is the input's own item list, which the release publishes: it tells which items some
         original basket holds (docs/emask.md#the-item-universe).
+    epsilon_budget : float, optional
+        The most local-DP ε per item that all the releases of the input may add up to
+        (docs/emask.md#repeated-releases): a release whose composition with the earlier ones in
+        the ledger goes beyond it is refused when written, unless ``write(...,
+        allow_composition=True)`` (recorded in the manifest). The smallest budget given with any
+        release of the input holds. Without it the composition is held to the privacy floor
+        alone. Not part of the release's identity: it does not change the release's noise.
+    ledger : "default", Ledger, str or None, default "default"
+        Where the releases are recorded (:class:`~ppdm_dask.ledger.Ledger`, or its location):
+        ``"default"`` the user's; None opts out (the manifest says so). Handed to the
+        releases, whose :meth:`~ppdm_dask.release.Release.write` records them.
 
     Attributes
     ----------
@@ -57,13 +68,16 @@ class Distorter(Estimator):
     """
 
     def __init__(self, p: float, q: float, *, key: Any = None, privacy_floor: float = 90.0,
-                 allow_weak: bool | Sequence[str] = False, items: Sequence[Any] | None = None) -> None:
+                 allow_weak: bool | Sequence[str] = False, items: Sequence[Any] | None = None,
+                 epsilon_budget: float | None = None, ledger: Any = "default") -> None:
         self.p = p
         self.q = q
         self.key = key
         self.privacy_floor = privacy_floor
         self.allow_weak = allow_weak
         self.items = items
+        self.epsilon_budget = epsilon_budget
+        self.ledger = ledger
 
     def _universe(self, tx: Any) -> Any:
         """``tx`` on its item universe: the catalogue's columns when ``items`` is given."""
@@ -78,7 +92,18 @@ class Distorter(Estimator):
         floor = self.privacy_floor
         if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= float(floor) <= 100.0:
             raise InvalidParameter(f"privacy_floor must be a percentage in [0, 100], got {floor!r}", cli="--privacy-floor")
+        self._budget()
         return p, q, float(floor), frozenset(overrides_for(self.allow_weak, FLOORS))
+
+    def _budget(self) -> float | None:
+        """``epsilon_budget`` checked: None or a positive finite number."""
+        b = self.epsilon_budget
+        if b is None:
+            return None
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0:
+            raise InvalidParameter(f"epsilon_budget must be a positive finite number of ε per item, got {b!r}",
+                                   cli="--epsilon-budget E with E > 0")
+        return float(b)
 
     def _assess(self, tx: Any, *, client: Any = None, progress: bool = False) -> dict[str, Any]:
         """s0 and BP of ``tx``; raises :class:`WeakParameterError` below a floor not overridden."""
@@ -151,6 +176,10 @@ class Distorter(Estimator):
                    # an infinite epsilon (p or q in {0, 1}) is written as "inf": the manifest stays strict JSON
                    "privacy": {"s0": report["s0"], "basic_privacy": report["basic_privacy"],
                                "ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}}
-        return DistortedRelease(data, method=method, parameters=parameters, figures=figures, key=key,
-                                source=source_of(X), input_info={"rows": report["n_transactions"], "n_items": report["n_items"]},
-                                overrides=report["overrides"], input_digest=digest)
+        release = DistortedRelease(data, method=method, parameters=parameters, figures=figures, key=key,
+                                   source=source_of(X), input_info={"rows": report["n_transactions"], "n_items": report["n_items"]},
+                                   overrides=report["overrides"], input_digest=digest)
+        # the ledger's business, not the release's identity: its write records and budgets it
+        release.ledger = self.ledger
+        release.epsilon_budget = self._budget()
+        return release

@@ -150,6 +150,12 @@ class DistortedRelease(TransactionRelease):
     report_epsilon_points: ClassVar[int] = 1000
     #: ones of the released rows once counted (written or read back); see :meth:`released_ones`
     _released_nnz: int | None = None
+    #: the owner's budget of local-DP ε per item over every release of the input
+    #: (:class:`~.distorter.Distorter` ``epsilon_budget``; docs/emask.md#repeated-releases). Not a
+    #: public parameter: it limits what the ledger admits, not what this release is, so it stays
+    #: out of the release's identity (and its noise); the ledger's record and the manifest's
+    #: composition show it.
+    epsilon_budget: float | None = None
 
     # ------------------------------------------------------------------ parameters
     def owner_s0(self) -> float | None:
@@ -198,6 +204,23 @@ class DistortedRelease(TransactionRelease):
             return []
         bp = basic_privacy(p, q, s0=s0)
         return [self.floor("basic privacy", bp >= floor, bp, floor, detail=f"at s0 = {s0:.4g}, the average item support of the input")]
+
+    # ------------------------------------------------------------------ ledger
+    def ledger_figures(self) -> dict[str, Any]:
+        """p, q, n_items, the floor, the budget, ε per item and per record; and the owner's s0 and
+        basic privacy at it (the ledger is the owner's: no public file shows them)."""
+        from .composition import Terms
+
+        return Terms.of_release(self).figures()
+
+    def compose(self, earlier: Any, ledger: Any, rows: Any = None) -> Any:
+        """Sequential composition with the earlier EMASK releases of the input: ε per item and
+        per record add up, the basic privacy of a bit seen in every release, and the limits
+        (:func:`.composition.compose_release`). Nothing per record is needed: every figure
+        follows from the releases' parameters and the input's s0."""
+        from .composition import compose_release
+
+        return compose_release(self, earlier)
 
     # ------------------------------------------------------------------ writing
     def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:

@@ -71,8 +71,8 @@ def test_verify_fails_on_tampering(orig, tmp_path):
     forge_part(rel, "part-00000.parquet", pa.table({"items": csr_to_arrow_list(read(str(orig)).compute())}))
     r = run("verify", str(rel), ok=False)
     assert r.exit_code == 2 and "ppdm: error: FAILED s0 from the release density" in r.output
-    rel2 = tmp_path / "rel2"
-    run("emask", "distort", str(orig), str(rel2), "--p", "0.4", "--q", "0.98")
+    rel2 = tmp_path / "rel2"  # a second release of orig: composed with the first, accepted (docs/emask.md#repeated-releases)
+    run("emask", "distort", str(orig), str(rel2), "--p", "0.4", "--q", "0.98", "--allow-composition")
     flip_byte(rel2 / "part-00000.parquet")
     r = run("verify", str(rel2), ok=False)
     assert r.exit_code == 2 and "FAILED file matches the manifest in part-00000.parquet" in r.output
@@ -88,9 +88,10 @@ def test_floor_refused_then_overridden(tmp_path):
     assert lines[0].startswith("ppdm: error: basic privacy 7") and "below the floor 90%" in lines[0] and "--allow-weak" in lines[0]
     assert not dst.exists()
     assert run("emask", "distort", str(src), str(tmp_path / "low"), "--p", "0.5", "--q", "0.97", "--privacy-floor", "70").exit_code == 0
-    text = run("emask", "distort", str(src), str(dst), "--p", "0.5", "--q", "0.97", "--allow-weak").stdout
+    text = run("emask", "distort", str(src), str(dst), "--p", "0.5", "--q", "0.97", "--allow-weak", "--allow-composition").stdout
     assert "OVERRIDES" in text and "basic privacy" in text
-    assert manifest_of(dst)["release"]["overrides"] == ["basic privacy"]
+    # the second release of src also goes below the floor composed with the first (accepted apart)
+    assert manifest_of(dst)["release"]["overrides"] == ["basic privacy", "composition: composed basic privacy"]
     v = run("verify", str(dst), "--original", str(src))
     assert "OVERRIDDEN basic privacy" in v.stdout
 

@@ -49,7 +49,7 @@ def test_two_releases_with_one_key_do_not_line_up(quest_tx, tmp_path):
     urls = []
     for i, (p, q) in enumerate([(0.4, 0.98), (0.5, 0.97)]):
         urls.append(str(tmp_path / f"rel{i}"))
-        Distorter(p, q, key=key, allow_weak=True).fit_transform(quest_tx).write(urls[-1])
+        Distorter(p, q, key=key, allow_weak=True).fit_transform(quest_tx).write(urls[-1], allow_composition=True)
     labels = np.asarray(quest_tx.vocabulary.labels)
     (a, la), (b, lb) = rows_in_file_order(urls[0]), rows_in_file_order(urls[1])
     a, b = on_columns(a, la, labels), on_columns(b, lb, labels)
@@ -225,7 +225,7 @@ def test_the_item_list_is_an_oracle_unless_a_public_catalogue_is_given(tmp_path)
         tx = _target_data(holds)
         for items in (None, list(range(40))):
             url = str(tmp_path / f"{holds}-{items is not None}")
-            Distorter(0.5, 0.95, key=Key(3), allow_weak=True, items=items).fit_transform(tx).write(url)
+            Distorter(0.5, 0.95, key=Key(3), allow_weak=True, items=items).fit_transform(tx).write(url, allow_composition=True)
             out[holds, items is not None] = url
             assert verify(url, original=tx, key=Key(3)).ok
             assert audit(tx, open_release(url), 0.05, key=Key(3))["reinterrogated_privacy"] is not None

@@ -60,14 +60,15 @@ def test_release_bytes_same_for_1_3_and_19_partitions(tmp_path):
     assert len([n for n in a if n.startswith("part-")]) == 4
     assert a == b == c
     other = str(tmp_path / "other-key")
-    Distorter(0.4, 0.98, key=Key(78)).fit_transform(tx).write(other, rows_per_file=20_000)
+    Distorter(0.4, 0.98, key=Key(78)).fit_transform(tx).write(other, rows_per_file=20_000, allow_composition=True)
     assert data_bytes(other) != a
 
 
 # ---------------------------------------------------------------------------- estimator contract
 def test_estimator_contract(quest_tx):
     est = Distorter(0.4, 0.98, key=Key(123456789), privacy_floor=85.0)
-    assert est.get_params() == {"p": 0.4, "q": 0.98, "key": Key(123456789), "privacy_floor": 85.0, "allow_weak": False, "items": None}
+    assert est.get_params() == {"p": 0.4, "q": 0.98, "key": Key(123456789), "privacy_floor": 85.0, "allow_weak": False, "items": None,
+                              "epsilon_budget": None, "ledger": "default"}
     clone = Distorter(**est.get_params())
     assert clone.get_params() == est.get_params()
     est.set_params(privacy_floor=90.0)
