@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = ("index", "mining", "emask", "sketches", "condensation", "anonymity", "krimp", "randomness", "data", "report",
+PAGES = ("index", "mining", "emask", "sketches", "condensation", "anonymity", "krimp", "randomness", "data", "report", "ledger",
          "threat-model")
 SCANNED = ("ppdm_dask", "tests", "benchmarks")
 
