@@ -258,6 +258,7 @@ class Release(abc.ABC):
             self.input_info = {**fitted.input_info, **self.input_info}
             self.source = self.source or fitted.source
             self.owner_input = self.owner_input or fitted.owner_input
+            self.composition = self.composition if self.composition is not None else fitted.composition
         return self._adopt(fitted)
 
     def _adopt(self, fitted: "Release") -> "Release":
