@@ -1,5 +1,6 @@
 """The earlier releases of an input, read back from where the ledger says they were written
-(docs/ledger.md#synthetic-data-the-union-of-the-releases).
+(docs/ledger.md; docs/condensation.md#repeated-releases,
+docs/krimp.md#repeated-releases).
 
 Some families compose the released records themselves rather than figures: two synthetic
 releases of one input together hold twice as many generated records, and what counts is how
