@@ -191,6 +191,11 @@ class Condenser(Estimator):
         Also publish ``n``, ``Fs`` and ``Sc`` of the groups of more than d + 1 records (a
         public parameter; the smaller groups' statistics would give their members away and are
         never published).
+    ledger : Ledger, str or None, default "default"
+        Where :meth:`~ppdm_dask.release.Release.write` records the release (docs/ledger.md): the
+        user's ledger (``"default"``), a :class:`~ppdm_dask.ledger.Ledger` or its location, or
+        None to opt out (said in the manifest). Repeated releases of one input are counted there
+        and their union measured in the owner's report (docs/condensation.md#repeated-releases).
 
     Attributes
     ----------
@@ -213,6 +218,7 @@ class Condenser(Estimator):
         columns: Any = None,
         allow_weak: Any = False,
         publish_statistics: bool = False,
+        ledger: Any = "default",
     ) -> None:
         self.privacy_levels = privacy_levels
         self.rows_per_partition = rows_per_partition
@@ -222,6 +228,7 @@ class Condenser(Estimator):
         self.columns = columns
         self.allow_weak = allow_weak
         self.publish_statistics = publish_statistics
+        self.ledger = ledger
 
     def _waves(self, n_cells: int, n: int, d: int, client: Any) -> list[tuple[int, int]]:
         """Ranges of cells condensed together. The all-to-all holds every row of a wave's cells
@@ -361,10 +368,12 @@ class Condenser(Estimator):
             A privacy floor fails and was not overridden (e.g. a group of a single record).
         """
         check_is_fitted(self, "groups_")
-        return condensed_release(self.groups_, method="static", parameters=self._parameters, key=self._key,
-                                 input_digest=self._input_digest, originals=self._records,
-                                 source=source_of(X) if X is not None else self._source, overrides=self._overrides,
-                                 client=client, progress=progress)
+        rel = condensed_release(self.groups_, method="static", parameters=self._parameters, key=self._key,
+                                input_digest=self._input_digest, originals=self._records,
+                                source=source_of(X) if X is not None else self._source, overrides=self._overrides,
+                                client=client, progress=progress)
+        rel.ledger = self.ledger
+        return rel
 
     def check(self, X: Any) -> Verdict:
         """:func:`check_condensation` of this fit against the original records ``X`` (raises

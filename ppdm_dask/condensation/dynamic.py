@@ -160,7 +160,7 @@ class StreamingCondenser(Estimator):
         — so that every published group meets its members' levels. False
         publishes the paper's groups; the release then fails its check
         ``"group size >= largest privacy level"`` unless that name is in ``allow_weak``.
-    privacy_levels, privacy_column, columns, allow_weak, publish_statistics
+    privacy_levels, privacy_column, columns, allow_weak, publish_statistics, ledger
         As :class:`~.condenser.Condenser` (the first three used by :meth:`fit`).
 
     Attributes
@@ -206,7 +206,8 @@ class StreamingCondenser(Estimator):
 
     def __init__(self, *, init_number: int | None = None, split_strict: bool = False, key: KeyLike = None,
                  repair_splits: bool = True, privacy_levels: Any = None, privacy_column: str | None = None,
-                 columns: Any = None, allow_weak: Any = False, publish_statistics: bool = False) -> None:
+                 columns: Any = None, allow_weak: Any = False, publish_statistics: bool = False,
+                 ledger: Any = "default") -> None:
         self.init_number = init_number
         self.split_strict = split_strict
         self.key = key
@@ -216,6 +217,7 @@ class StreamingCondenser(Estimator):
         self.columns = columns
         self.allow_weak = allow_weak
         self.publish_statistics = publish_statistics
+        self.ledger = ledger
 
     def _start(self, init_target: Any, key: Any = None) -> None:
         """Validate the parameters and open a new, empty stream (``key``: the fitted key)."""
@@ -478,10 +480,12 @@ class StreamingCondenser(Estimator):
             from .release import FLOORS, SIZE_CHECK
 
             overrides = overrides_for(self.allow_weak, list(FLOORS) + ([] if self.repair_splits else [SIZE_CHECK]))
-        return condensed_release(groups, method="dynamic", parameters=params, key=self._key, input_digest=self._digest.digest(),
-                                 originals=originals, source=source, overrides=overrides,
-                                 figures={"privacy": {"split_groups_repaired": repaired if self.repair_splits else 0},
-                                          "utility": {"splits": int(self.n_splits_)}}, client=client, progress=progress)
+        rel = condensed_release(groups, method="dynamic", parameters=params, key=self._key, input_digest=self._digest.digest(),
+                                originals=originals, source=source, overrides=overrides,
+                                figures={"privacy": {"split_groups_repaired": repaired if self.repair_splits else 0},
+                                         "utility": {"splits": int(self.n_splits_)}}, client=client, progress=progress)
+        rel.ledger = self.ledger
+        return rel
 
     def finalize(self) -> GroupTable:
         """Close the stream and return the groups.

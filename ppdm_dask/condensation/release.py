@@ -362,15 +362,33 @@ class CondensedRelease(TableRelease):
         statistics withheld) and, with ``original`` (a table, an array, ``(X, levels)`` or a
         URL), how close the pseudo-records come to the originals, the membership-inference
         advantage and the utility figures (covariance compatibility, 1-NN accuracy); see
-        :mod:`.report_figures`. The summary's guarantee, what an attacker can still learn and
-        the threat model's attacks come from :mod:`.threat`."""
+        :mod:`.report_figures`. A release of an input with earlier releases in the ledger also
+        gets the copies and distances of their union (:mod:`.composition`). The summary's
+        guarantee, what an attacker can still learn and the threat model's attacks come from
+        :mod:`.threat`."""
+        from .composition import union_figures
         from .report_figures import condensed_report_figures
         from .threat import with_summary
 
         if isinstance(original, str):
             original = type(self).read_original(original)
         fig = condensed_report_figures(self, original, **compute_kwargs)
+        fig += union_figures(self, original, **compute_kwargs)
         return with_summary(self, fig, original, **compute_kwargs)
+
+    # ------------------------------------------------------------------ ledger
+    def ledger_figures(self) -> dict[str, Any]:
+        """The pseudo-records released and the public figures of the groups (:mod:`.composition`)."""
+        from .composition import ledger_figures
+
+        return ledger_figures(self)
+
+    def compose(self, earlier: Any, ledger: Any, rows: Any = None) -> Any:
+        """The number of releases of the input and which earlier ones are still readable; the
+        figures of their union are the report's (:func:`.composition.union_figures`)."""
+        from .composition import compose
+
+        return compose(self, earlier, ledger, rows)
 
     # ------------------------------------------------------------------ checks
     def floor_checks(self) -> list[Check]:

@@ -869,6 +869,11 @@ class KrimpGenerator(Estimator):
         Find the code table with the cover kept on the cluster's workers (one block per
         partition of the data, docs/krimp.md#distributed-search): the same table, for data whose
         rows do not fit the driver.
+    ledger : Ledger, str or None, default "default"
+        Where :meth:`~ppdm_dask.release.Release.write` records the release (docs/ledger.md): the
+        user's ledger (``"default"``), a :class:`~ppdm_dask.ledger.Ledger` or its location, or
+        None to opt out (said in the manifest). Repeated releases of one input are counted there
+        and their union measured in the owner's report (docs/krimp.md#repeated-releases).
 
     Attributes
     ----------
@@ -909,6 +914,7 @@ class KrimpGenerator(Estimator):
         allow_weak: bool | Sequence[str] = False,
         max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
         distributed: bool = False,
+        ledger: Any = "default",
     ) -> None:
         self.min_support = min_support
         self.laplace = laplace
@@ -924,6 +930,7 @@ class KrimpGenerator(Estimator):
         self.allow_weak = allow_weak
         self.max_candidates = max_candidates
         self.distributed = distributed
+        self.ledger = ledger
 
     # ------------------------------------------------------------------ fitting
     def _check_params(self) -> None:
@@ -1137,9 +1144,11 @@ class KrimpGenerator(Estimator):
         skey = GeneratedRelease.streams_for(key, METHOD, params, digest)
         data, stats = self._generate(n, skey, forbid=self._forbid(uniques))
         source = source_of(X) if X is not None else getattr(self, "_source", None)
-        return GeneratedRelease(data, method=METHOD, parameters=params, figures=figures, key=key, source=source,
-                                input_info={"rows": self.n_rows_, "n_items": int(self._tables.alphabet.size)},
-                                overrides=overrides, patterns=patterns, input_digest=digest, redraws=stats)
+        rel = GeneratedRelease(data, method=METHOD, parameters=params, figures=figures, key=key, source=source,
+                               input_info={"rows": self.n_rows_, "n_items": int(self._tables.alphabet.size)},
+                               overrides=overrides, patterns=patterns, input_digest=digest, redraws=stats)
+        rel.ledger = self.ledger
+        return rel
 
     def _input_facts(self, X: Any) -> tuple[bytes, np.ndarray | None]:
         """Content digest and unique records of ``X`` (one pass), for a generator built from a

@@ -48,7 +48,8 @@ from ..errors import CorruptDatasetError
 from ..release import Check, Figures, Plot, Series, TransactionRelease, Value
 
 __all__ = ["GeneratedRelease", "PATTERNS_FILE", "FLOORS", "MIN_SUPPORT_FLOOR", "UNIQUE_COPIES", "OVERRIDABLE", "METHOD",
-           "UNIQUE_COPIES_CHECK", "patterns_table", "allowed_overrides", "unique_copies_parameter"]
+           "UNIQUE_COPIES_CHECK", "patterns_table", "allowed_overrides", "unique_copies_parameter", "row_comparison",
+           "compare_counts"]
 
 PATTERNS_FILE = "_patterns.parquet"
 METHOD = "krimp-generator"
@@ -179,6 +180,20 @@ class GeneratedRelease(TransactionRelease):
         if isinstance(fitted, GeneratedRelease) and fitted is not self:
             self._redraws = fitted._redraws
         return self
+
+    # ------------------------------------------------------------------ ledger
+    def ledger_figures(self) -> dict[str, Any]:
+        """The rows generated and the public figures (:mod:`.composition`)."""
+        from .composition import ledger_figures
+
+        return ledger_figures(self)
+
+    def compose(self, earlier: Any, ledger: Any, rows: Any = None) -> Any:
+        """The number of releases of the input and which earlier ones are still readable; the
+        copies of their union are the report's (:func:`.composition.union_figures`)."""
+        from .composition import compose
+
+        return compose(self, earlier, ledger, rows)
 
     # ------------------------------------------------------------------ public and owner figures
     def public_privacy(self) -> dict[str, Any]:
@@ -343,10 +358,13 @@ class GeneratedRelease(TransactionRelease):
         ``comparison`` or ``original``: only the internal report shows it. With the original also
         ``unique_records_copied``, ``rows_copying_records``, ``records_shared`` and
         ``membership_chance``, which the summary's attacks read (:mod:`.threat`: guarantee,
-        what an attacker can still learn, attacks, headline).
+        what an attacker can still learn, attacks, headline). A release of an input with
+        earlier releases in the ledger also gets the copies of their union (``union_*``,
+        :mod:`.composition`).
         """
         from ..metrics.report_figures import (audit_figures, compute_options, unique_basket_figures, utility_figures,
                                               utility_threshold)
+        from .composition import union_figures
         from .threat import with_summary
 
         if isinstance(original, str):
@@ -357,6 +375,7 @@ class GeneratedRelease(TransactionRelease):
         if original is None:
             figs.notes.append("NAS, the unique copies, membership inference, the pattern comparison, DS and the itemset "
                               "comparison need the original data")
+            figs += union_figures(self, None)
             return with_summary(self, figs, None)
         figs += self._reproduction_figures(original, ckw)
         fits = self._fits_in_memory(original, ckw)  # one count for both in-memory experiments
@@ -367,6 +386,7 @@ class GeneratedRelease(TransactionRelease):
         threshold = utility_threshold(original.n_transactions, ms if isinstance(ms, int) else None, self.report_min_support)
         figs += utility_figures(original, self.data, threshold, max_length=self.report_max_length, **ckw)
         figs += self._quality_figures(original, ckw)
+        figs += union_figures(self, original, **ckw)
         return with_summary(self, figs, original, **ckw)
 
     def _quality_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
@@ -526,10 +546,18 @@ def row_comparison(released: Any, original: Any, **compute_kwargs: Any) -> dict[
     rows (``rows``) and those equal to any original record (``rows_copying``)."""
     from ..progress import compute
     from .scores import _fingerprint_counts_lazy
-    from .uniques import in_sorted
 
     ckw = {"client": compute_kwargs.get("client"), "progress": bool(compute_kwargs.get("progress", False))}
     (fo, co), (fp, cp) = compute(_fingerprint_counts_lazy(original), _fingerprint_counts_lazy(released), **ckw)
+    return compare_counts(fo, co, fp, cp)
+
+
+def compare_counts(fo: np.ndarray, co: np.ndarray, fp: np.ndarray, cp: np.ndarray) -> dict[str, Any]:
+    """:func:`row_comparison` from the distinct-row fingerprints and counts of the original
+    (``fo``, ``co``) and of the released rows (``fp``, ``cp``; any rows, e.g. the union of
+    several releases), each sorted and unique as :mod:`.scores` counts them."""
+    from .uniques import in_sorted
+
     present = in_sorted(fp, fo)  # distinct original records that are released rows
     levels, inv = np.unique(co, return_inverse=True)
     n_level = np.bincount(inv, minlength=levels.size)

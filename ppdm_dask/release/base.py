@@ -258,7 +258,7 @@ class Release(abc.ABC):
             self.input_info = {**fitted.input_info, **self.input_info}
             self.source = self.source or fitted.source
             self.owner_input = self.owner_input or fitted.owner_input
-            self.composition = self.composition or fitted.composition
+            self.composition = self.composition if self.composition is not None else fitted.composition
             self.ledger = fitted.ledger
         return self._adopt(fitted)
 
