@@ -188,6 +188,9 @@ def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, rows: An
         count = int(bad.sum())
         comp.figures["records_breaking_delta_condition"] = count
         comp.figures["share_breaking_delta_condition"] = count / n if n else 0.0
+        # the δ the releases together still guarantee: the smallest V_x / m over records with a component
+        has = composed > 0
+        comp.figures["delta_met"] = float(np.min(v[has] / composed[has])) if has.any() else None
         comp.checks.append(Check(
             DELTA_CHECK, count == 0, count, 0,
             detail=f"records whose sketches of {len(tables)} release(s) together have more than floor(V_x/δ) components "

@@ -86,6 +86,8 @@ def test_two_delta_releases_recounted_from_their_files_match_the_ledger(tmp_path
     assert figures["records_breaking_delta_condition"] == int(breaking.sum())
     assert figures["share_breaking_delta_condition"] == pytest.approx(breaking.mean())
     assert figures["delta"] == delta
+    has = m > 0  # the δ the two releases together still guarantee
+    assert figures["delta_met"] == pytest.approx(float(np.min(_variance(x)[has] / m[has]))) and figures["delta_met"] < delta
     # the manifest: the override, and only public parameters of the composition
     assert "composition: " + DELTA_CHECK in manifest["release"]["overrides"]
     public = manifest["release"]["ledger"]["composition"]
