@@ -133,6 +133,17 @@ def row_tasks(release: Any) -> list[Any] | None:
             for i, (mb, vb) in enumerate(zip(m.to_delayed().ravel(), v.to_delayed().ravel()))]
 
 
+def _values_now(release: Any) -> np.ndarray | None:
+    """The release's :func:`ledger_block` values computed now (None without its input)."""
+    from ..progress import compute
+
+    tasks = row_tasks(release)
+    if not tasks:
+        return None
+    (parts,) = compute(tasks, progress=False)
+    return np.concatenate([np.asarray(p) for p in parts])
+
+
 def _method(record: Any) -> tuple[str, dict[str, Any]]:
     return str(record.get("method") or ""), dict(record.get("parameters") or {})
 
@@ -140,9 +151,10 @@ def _method(record: Any) -> tuple[str, dict[str, Any]]:
 def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, rows: Any = None) -> SketchComposition:
     """The sketch release ``release`` composed with the ``earlier`` releases of its input.
 
-    Before the work (``rows`` None) only the releases and the δ of the composition are known;
-    once the sketches are written (``rows``: this release's :func:`ledger_block` values) every
-    record's components are added up over the releases and checked."""
+    ``rows`` are this release's :func:`ledger_block` values once the sketches are written; before
+    the work (``rows`` None) they are computed from the input when an earlier sketch release is
+    recorded (one pass, no sketching), so that a release beyond a limit is refused before it is
+    sketched. Every record's components are added up over the releases and checked."""
     comp = SketchComposition(list(earlier))
     sketches = [r for r in earlier if r.family == "sketch"]
     others = len(earlier) - len(sketches)
@@ -159,10 +171,14 @@ def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, rows: An
     if others:
         comp.notes.append(f"{others} release(s) of other families of this input are counted, not composed with sketches")
     if rows is None:
-        if sketches:
-            comp.notes.append("each record's components over the releases are added up and checked once the sketches "
-                              "are written, before the commit")
-        return comp
+        # before the work: one pass over the input (no sketching) refuses a release that would
+        # break a limit before it is sketched and written; checked again once written
+        rows = _values_now(release) if sketches else None
+        if rows is None:
+            if sketches:
+                comp.notes.append("each record's components over the releases are added up and checked once the "
+                                  "sketches are written, before the commit")
+            return comp
 
     current = np.asarray(rows, dtype=np.float64)
     if current.ndim != 2 or current.shape[1] < 2:
