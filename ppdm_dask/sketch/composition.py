@@ -16,7 +16,8 @@ The checks:
 
 * composed δ-anonymity (when one of the composed releases is δ-anonymous): with δ the smallest
   δ of those releases (the weakest promise made), a record breaks the condition when
-  ``sum_r m_r > floor(V_x / δ)``;
+  ``sum_r m_r > floor(V_x / δ)``; the owner's figure ``delta_met`` is the δ the releases
+  together still guarantee, ``min V_x / sum_r m_r`` over the records with a component;
 * composed k-variance anonymity (when one of them is k-variance anonymous): the dot product
   x_i.x_j is estimated from ``min(m_i, m_j)`` components of each release, so an edge (i, j) of
   the k-NN graph of a k-variance release breaks when ``sum_r min(m_i^r, m_j^r) > M_ij``; a
@@ -38,7 +39,7 @@ from ..ledger.compose import Composition
 from ..release.verdict import Check
 from . import _kernels as K
 
-__all__ = ["SketchComposition", "record_variance", "ledger_block", "row_tasks", "compose_sketches",
+__all__ = ["SketchComposition", "record_variance", "ledger_block", "edge_columns", "row_tasks", "compose_sketches",
            "delta_breaks", "kvariance_breaks", "DELTA_CHECK", "KVARIANCE_CHECK"]
 
 DELTA_CHECK = "composed δ-anonymity"
