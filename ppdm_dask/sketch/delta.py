@@ -76,6 +76,10 @@ class DeltaAnonymizer(Estimator):
         Publish a ``record_id`` column of the input (dropped by default).
     allow_weak : bool or sequence of str
         Privacy floors explicitly overridden (recorded in the manifest).
+    ledger : "default", Ledger, str or None
+        Where the release is recorded and composed with the earlier releases of its input
+        (docs/sketches.md#repeated-releases): ``"default"`` the user's ledger, a
+        :class:`~ppdm_dask.ledger.Ledger` or its location, None to opt out (said in the manifest).
 
     Attributes
     ----------
@@ -94,7 +98,7 @@ class DeltaAnonymizer(Estimator):
 
     def __init__(self, delta: float = 0.2, m_max: int = 256, key: KeyLike = None,
                  generator: SketchGenerator | None = None, keep_suppressed: bool = False,
-                 keep_record_ids: bool = False, allow_weak: Any = False) -> None:
+                 keep_record_ids: bool = False, allow_weak: Any = False, ledger: Any = "default") -> None:
         self.delta = delta
         self.m_max = m_max
         self.key = key
@@ -102,6 +106,7 @@ class DeltaAnonymizer(Estimator):
         self.keep_suppressed = keep_suppressed
         self.keep_record_ids = keep_record_ids
         self.allow_weak = allow_weak
+        self.ledger = ledger
 
     def _parameters(self) -> dict[str, Any]:
         delta, m_max = check_delta(self.delta, self.m_max)
@@ -147,9 +152,13 @@ class DeltaAnonymizer(Estimator):
         out = sketch(X, m, generator=self.generator_, m_max=params["m_max"])
         out.metadata.update({"method": "delta", "delta": params["delta"], "m_max": params["m_max"]})
         report = self.report_ if self._fitted is not None and collection_name(X) == self._fitted else self.report(m)
-        return SketchRelease(out, method="delta", parameters=params, figures=sketch_figures(report, {"delta": params["delta"]}),
-                             key=self._key, source=source_of(X), input_info={"rows": int(X.n_transactions)},
-                             overrides=self._overrides, input_digest=self._input_digest)
+        release = SketchRelease(out, method="delta", parameters=params,
+                                figures=sketch_figures(report, {"delta": params["delta"]}), key=self._key,
+                                source=source_of(X), input_info={"rows": int(X.n_transactions)},
+                                overrides=self._overrides, input_digest=self._input_digest)
+        release.ledger = self.ledger
+        release._ledger_input = X  # each record's V_x for the ledger (docs/sketches.md#repeated-releases)
+        return release
 
     def report(self, sketches: Any, **compute_kwargs: Any) -> dict[str, Any]:
         """Suppression and component figures of ``sketches`` (a SketchArray, a SketchRelease or

@@ -172,6 +172,10 @@ class KVarianceAnonymizer(Estimator):
         :class:`~.delta.DeltaAnonymizer`).
     allow_weak : bool or sequence of str
         Privacy floors explicitly overridden (``"k >= 2"``), recorded in the manifest.
+    ledger : "default", Ledger, str or None
+        Where the release is recorded and composed with the earlier releases of its input
+        (docs/sketches.md#repeated-releases): ``"default"`` the user's ledger, a
+        :class:`~ppdm_dask.ledger.Ledger` or its location, None to opt out (said in the manifest).
 
     Attributes
     ----------
@@ -202,6 +206,7 @@ class KVarianceAnonymizer(Estimator):
         keep_suppressed: bool = False,
         keep_record_ids: bool = False,
         allow_weak: Any = False,
+        ledger: Any = "default",
     ) -> None:
         self.k = k
         self.m_max = m_max
@@ -217,6 +222,7 @@ class KVarianceAnonymizer(Estimator):
         self.keep_suppressed = keep_suppressed
         self.keep_record_ids = keep_record_ids
         self.allow_weak = allow_weak
+        self.ledger = ledger
 
     def _parameters(self) -> dict[str, Any]:
         return {"k": int(self.k), "m_max": int(self.m_max), "metric": self.metric, "neighbourhood": self.neighbourhood,
@@ -305,6 +311,11 @@ class KVarianceAnonymizer(Estimator):
         r = self.report_
         privacy = {"k": int(self.k), "violations": int(r["violations"]), "converged": bool(r["converged"]),
                    "knn_scope": self.knn_scope, "approximate": bool(self.approximate)}
-        return SketchRelease(out, method="k-variance", parameters=self._parameters(), figures=sketch_figures(r, privacy),
-                             key=self._key, source=source_of(tx), input_info={"rows": int(tx.n_transactions)},
-                             overrides=self._overrides, input_digest=self._input_digest)
+        release = SketchRelease(out, method="k-variance", parameters=self._parameters(),
+                                figures=sketch_figures(r, privacy), key=self._key, source=source_of(tx),
+                                input_info={"rows": int(tx.n_transactions)}, overrides=self._overrides,
+                                input_digest=self._input_digest)
+        release.ledger = self.ledger
+        # each record's V_x and k-NN edges for the ledger (docs/sketches.md#repeated-releases)
+        release._ledger_input, release._ledger_graph = tx, (self.graph_, self.threshold)
+        return release

@@ -254,6 +254,38 @@ class SketchRelease(Release):
     def _encoder(self) -> Callable[[Any], tuple[pa.Table, dict[str, Any]]]:
         return partial(_encode, kv=_public_part_metadata(self.data), keep_suppressed=self.keep_suppressed)
 
+    # ------------------------------------------------------------------ ledger hooks
+    #: the input the release was made from (owner only, never written): the ledger's per-record
+    #: values are computed from it (:mod:`.composition`)
+    _ledger_input: Any = None
+    #: a k-variance release's (k-NN graph, threshold): its edges are stored in the ledger
+    _ledger_graph: Any = None
+
+    def ledger_figures(self) -> dict[str, Any]:
+        """The parameters a later release composes with: the method, δ or k, and ``m_max``."""
+        p = self.parameters
+        out: dict[str, Any] = {"method": self.method, "m_max": self.m_max}
+        if self.method == "k-variance":
+            out.update(k=p.get("k"), threshold=p.get("threshold", "corrected"))
+        else:
+            out["delta"] = p.get("delta")
+        return out
+
+    def ledger_rows(self, blocks: list[Any]) -> list[Any] | None:
+        """Per record, in input order: its components m and ``V_x`` (and, for k-variance, its
+        k-NN neighbours and their bounds), one task per row chunk of :attr:`data` built from the
+        input the release was made from (docs/sketches.md#repeated-releases)."""
+        from .composition import row_tasks
+
+        return row_tasks(self)
+
+    def compose(self, earlier: Any, ledger: Any, rows: Any = None) -> Any:
+        """Every record's components added up over the sketch releases of its input, checked
+        against the δ condition and the k-variance bounds (:func:`.composition.compose_sketches`)."""
+        from .composition import compose_sketches
+
+        return compose_sketches(self, earlier, ledger, rows)
+
     # ------------------------------------------------------------------ reading hooks
     @classmethod
     def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
