@@ -38,6 +38,8 @@ NOT_PUBLISHED = np.uint64(0)
 TABLE_FAMILIES = ("relational", "km")
 #: the name of the limit (and of the override written in the manifest when it is accepted)
 CHECK_NAME = "composed k-anonymity"
+#: the text a missing released value is hashed as (no released label contains a NUL)
+_MISSING = "\x00missing"
 
 
 def _published(h: np.ndarray) -> np.ndarray:
@@ -58,17 +60,23 @@ def table_labels(block: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
     :data:`NOT_PUBLISHED`, whether it is left out of the files or kept as ``'*'`` (the release's
     own k-anonymity leaves it out in both cases).
     """
-    import pyarrow as pa
-
-    from ..data._digest_kernels import frame_row_hashes
+    from ..data.fingerprints import label_hashes
     from ..data.hierarchy import as_keys
     from ..release.tables import _suppressed
 
     n = len(block)
     if not qi or not n:
         return np.zeros(n, dtype=np.uint64)
-    text = [(str(a), pa.array(as_keys(block[a]), type=pa.string())) for a in qi]
-    labels = _published(frame_row_hashes(text)[:, 0])
+    h = np.zeros(n, dtype=np.uint64)
+    for j, a in enumerate(qi):
+        keys = as_keys(block[a])
+        keys[pd.isna(keys)] = _MISSING
+        codes, uniques = pd.factorize(keys)
+        # each distinct (position, value) hashed once; the row's label sums them (mod 2^64)
+        text = np.array([f"{j}\x1f{u}" for u in uniques], dtype=object)
+        with np.errstate(over="ignore"):
+            h += label_hashes(text)[0][codes]
+    labels = _published(h)
     labels[_suppressed(block, tuple(qi))] = NOT_PUBLISHED
     return labels
 
