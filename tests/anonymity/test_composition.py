@@ -177,7 +177,8 @@ def test_two_km_releases_against_the_written_baskets(tmp_path):
     j % 4): together they tell items apart that each merges."""
     tx = _baskets()
     n = tx.n_transactions
-    by_block, by_rest = _hierarchy(tmp_path / "a.csv", lambda j: f"a{j // 4}"), _hierarchy(tmp_path / "b.csv", lambda j: f"b{j % 4}")
+    by_block = _hierarchy(tmp_path / "a.csv", lambda j: f"a{j // 4}")
+    by_rest = _hierarchy(tmp_path / "b.csv", lambda j: f"b{j % 4}")
     KmAnonymizer(by_block, k=3, m=2, key=Key(1)).fit_transform(tx).write(str(tmp_path / "k1"))
     rel = KmAnonymizer(by_rest, k=4, m=2, key=Key(2)).fit_transform(tx)
     with pytest.raises(CompositionRefused):
