@@ -137,6 +137,7 @@ class _TableAnonymizer(Estimator):
                                 key=as_key(self.key) if self.key is not None else None, source=info["source"],
                                 input_info=info["input_info"], overrides=self.overrides_, input_digest=info["digest"])
         rel.partition_rows = res.partition_rows
+        rel.ledger = self.ledger  # where write() records it (docs/ledger.md)
         rel.hierarchies = info.get("hierarchies")  # the report reads released hierarchy nodes with them
         if info.get("frequency") is not None:  # the report's figures of this input need no pass over it
             rel.input_frequency = (info["name"], info["frequency"])
@@ -178,6 +179,10 @@ class KAnonymizer(_TableAnonymizer):
         ``["k >= 2"]``); recorded in the manifest.
     key : Key, int or bytes, optional
         Secret key of the release's row order (never shown; a fresh one when None).
+    ledger : "default", Ledger, str or None
+        Where ``release.write`` records the release and composes it with the earlier releases of
+        its input (docs/ledger.md): ``"default"`` the user's ledger, a
+        :class:`~ppdm_dask.ledger.Ledger` or its location, None to opt out (said in the manifest).
 
     Attributes
     ----------
@@ -192,7 +197,7 @@ class KAnonymizer(_TableAnonymizer):
                  allow_unique: Any = (), l: float | None = None, kind: str = "distinct", c: float | None = None,
                  max_suppression: float = 0.0, method: str = "lattice", hierarchies: Mapping[str, Hierarchy] | None = None,
                  keep_suppressed: bool = False, allow_weak: bool | str | Iterable[str] = False, key: Any = None,
-                 t: float | None = None, t_kind: str = "auto") -> None:
+                 t: float | None = None, t_kind: str = "auto", ledger: Any = "default") -> None:
         self.quasi_identifiers = quasi_identifiers
         self.k = k
         self.sensitive = sensitive
@@ -210,6 +215,7 @@ class KAnonymizer(_TableAnonymizer):
         self.keep_suppressed = keep_suppressed
         self.allow_weak = allow_weak
         self.key = key
+        self.ledger = ledger
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KAnonymizer":
         """Check roles and floors, anonymise ``X`` (pandas or dask DataFrame); returns self."""
@@ -255,7 +261,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
     permissions : list of dict, ``{"permissions": [...]}``, or Permission objects
         ``{"role", "bound", "where": {attr: [lo, hi] | value | [values]}, "name"}``.
     quasi_identifiers, k, sensitive, identifiers, insensitive, allow_unique, l, kind, c, t, t_kind,
-    hierarchies, allow_weak, key
+    hierarchies, allow_weak, key, ledger
         As :class:`KAnonymizer`.
 
     Attributes
@@ -270,7 +276,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
                  insensitive: Any = (), allow_unique: Any = (), l: float | None = None, kind: str = "distinct",
                  c: float | None = None, hierarchies: Mapping[str, Hierarchy] | None = None,
                  allow_weak: bool | str | Iterable[str] = False, key: Any = None, t: float | None = None,
-                 t_kind: str = "auto") -> None:
+                 t_kind: str = "auto", ledger: Any = "default") -> None:
         self.permissions = permissions
         self.quasi_identifiers = quasi_identifiers
         self.k = k
@@ -286,6 +292,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
         self.hierarchies = hierarchies
         self.allow_weak = allow_weak
         self.key = key
+        self.ledger = ledger
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "AccessControlAnonymizer":
         """Check roles and floors, anonymise ``X`` for the permissions; returns self."""
@@ -332,7 +339,7 @@ class KmAnonymizer(Estimator):
     method : {"AA", "DA"}
     fan_out : int, optional
         Instead of ``hierarchy``: a balanced hierarchy over the sorted item labels.
-    allow_weak, key
+    allow_weak, key, ledger
         As :class:`KAnonymizer`.
 
     Attributes
@@ -343,7 +350,8 @@ class KmAnonymizer(Estimator):
     """
 
     def __init__(self, hierarchy: Hierarchy | str | None = None, *, k: int, m: int = 2, method: str = "AA",
-                 fan_out: int | None = None, allow_weak: bool | str | Iterable[str] = False, key: Any = None) -> None:
+                 fan_out: int | None = None, allow_weak: bool | str | Iterable[str] = False, key: Any = None,
+                 ledger: Any = "default") -> None:
         self.hierarchy = hierarchy
         self.k = k
         self.m = m
@@ -351,6 +359,7 @@ class KmAnonymizer(Estimator):
         self.fan_out = fan_out
         self.allow_weak = allow_weak
         self.key = key
+        self.ledger = ledger
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KmAnonymizer":
         """Check the floors, then k^m-anonymise ``X`` (a TransactionArray or lists of items)."""
@@ -399,6 +408,7 @@ class KmAnonymizer(Estimator):
         release = KmRelease(res.transactions, method=res.method, parameters=info["parameters"], figures=figures,
                             key=as_key(self.key) if self.key is not None else None, source=info["source"],
                             input_info=info["input_info"], overrides=self.overrides_, input_digest=info["digest"])
+        release.ledger = self.ledger  # where write() records it (docs/ledger.md)
         release.item_images = res.item_images  # the owner's: the report compares itemsets at the generalised level
         return release
 

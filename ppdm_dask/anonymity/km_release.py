@@ -36,6 +36,7 @@ in words, what stays unique at m + 1 known items).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -60,6 +61,29 @@ class KmRelease(TransactionRelease):
     def floor_checks(self) -> list[Check]:
         k = self.parameters.get("k")
         return [self.floor("k >= 2", k is not None and k >= 2, k, 2, detail="k^m-anonymity with k = 1 protects nobody")]
+
+    # ------------------------------------------------------------------ ledger hooks
+    def ledger_figures(self) -> dict[str, Any]:
+        """What the ledger keeps to compose later releases: k and m."""
+        return {"k": int(self.parameters["k"]), "m": int(self.parameters["m"])}
+
+    def ledger_rows(self, blocks: list[Any]) -> list[Any]:
+        """Per transaction, in the input's order: the 64-bit label of its class (the hash of its
+        whole released itemset), one task per block (:func:`.composition.basket_labels`)."""
+        import dask
+
+        from ..data.fingerprints import label_hashes
+        from .composition import basket_labels
+
+        hashes = dask.delayed(label_hashes, pure=True)(np.asarray(self.data.vocabulary.labels))  # once, not per block
+        return [dask.delayed(basket_labels, pure=True)(b, hashes) for b in blocks]
+
+    def compose(self, earlier: Sequence[Any], ledger: Any, rows: Any = None) -> Any:
+        """The intersection of this release's classes with the earlier table releases' of its
+        input (:func:`.composition.compose_tables`)."""
+        from .composition import compose_tables
+
+        return compose_tables(self, earlier, ledger, rows)
 
     def _adopt(self, fitted: Any) -> "KmRelease":
         """The owner's figures (input items, the cut, NCP) and generalisation map from the release in memory."""

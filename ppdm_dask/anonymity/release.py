@@ -228,6 +228,27 @@ class AnonymizedRelease(TableRelease):
     def floor_checks(self) -> list[Check]:
         return anonymity_floors(self, self.parameters)
 
+    # ------------------------------------------------------------------ ledger hooks
+    def ledger_figures(self) -> dict[str, Any]:
+        """What the ledger keeps to compose later releases: k and the quasi-identifiers."""
+        return {"k": self.k, "quasi_identifiers": list(self.qi)}
+
+    def ledger_rows(self, blocks: list[Any]) -> list[Any]:
+        """Per record, in the input's order: the 64-bit label of its class (the hash of its
+        released quasi-identifier values; 0 when suppressed), one task per block
+        (:func:`.composition.table_labels`)."""
+        from .composition import table_labels
+
+        qi = list(self.qi)
+        return [dask.delayed(table_labels, pure=True)(b, qi) for b in blocks]
+
+    def compose(self, earlier: Sequence[Any], ledger: Any, rows: Any = None) -> Any:
+        """The intersection of this release's classes with the earlier table releases' of its
+        input (:func:`.composition.compose_tables`)."""
+        from .composition import compose_tables
+
+        return compose_tables(self, earlier, ledger, rows)
+
     def public_privacy(self) -> dict[str, Any]:
         """The class figures of the released table — k achieved, classes, the highest and
         average prosecutor risk — as the write-time check recounted them from the written files
