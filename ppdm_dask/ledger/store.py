@@ -28,6 +28,7 @@ import os
 import posixpath
 import secrets
 import socket
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,7 +120,7 @@ class Record:
 
     def summary(self) -> dict[str, Any]:
         """The record as shown by ``ppdm ledger`` (no per-record values)."""
-        out = {k: v for k, v in self.data.items() if k not in ("host", "pid")}
+        out = {k: v for k, v in self.data.items() if k not in ("host", "pid", "time_ns")}
         out["status"] = self.status
         out["composition"] = self.composition
         why = self.last("failed") or self.last("withdrawn")
@@ -290,8 +291,9 @@ class Ledger:
         from ..release.manifest import created
 
         uid = f"{created().replace(':', '').replace('-', '')}-{secrets.token_hex(6)}"
-        data = {"version": LEDGER_VERSION, "record": uid, "created": created(), "host": _host_tag(), "pid": os.getpid(),
-                **dict(fields)}
+        # time_ns orders the records of one second (created is to the second, for people)
+        data = {"version": LEDGER_VERSION, "record": uid, "created": created(), "time_ns": time.time_ns(), "host": _host_tag(),
+                "pid": os.getpid(), **dict(fields)}
         self._put(self._path("records", str(data["input"]), uid + ".json"), _dumps(data))
         return Record(data)
 
@@ -325,7 +327,7 @@ class Ledger:
                 data = self._read_json(p)
                 if data:
                     out.append(Record(data, self._events(str(data["record"]))))
-        return sorted(out, key=lambda r: (str(r.get("created")), r.uid))
+        return sorted(out, key=lambda r: (int(r.get("time_ns") or 0), str(r.get("created")), r.uid))
 
     def find(self, ident: str) -> Record:
         """The record of a release id or record id (a unique prefix of either is enough)."""
