@@ -34,12 +34,18 @@ def shared_data() -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def _private_ledger(tmp_path_factory, monkeypatch):
-    """Every test records its releases in a ledger of its own (never the user's): releases of
-    one sample input in two tests must not compose with each other."""
-    monkeypatch.setenv("PPDM_LEDGER", str(tmp_path_factory.mktemp("ledger")))
-    yield
+def _ledger_of_its_own(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PPDM_LEDGER", str(tmp_path_factory.mktemp("ledger")))
+        yield
+
+
+#: Every test records its releases in a ledger of its own, never the user's: releases of one
+#: sample input in two tests must not compose with each other. Module- and session-scoped
+#: fixtures that write releases run before a test's own fixture: they get one per module / run.
+_session_ledger = pytest.fixture(scope="session", autouse=True)(_ledger_of_its_own)
+_module_ledger = pytest.fixture(scope="module", autouse=True)(_ledger_of_its_own)
+_private_ledger = pytest.fixture(autouse=True)(_ledger_of_its_own)
 
 
 @pytest.fixture(autouse=True)
