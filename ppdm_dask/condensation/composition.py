@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..ledger.compose import Composition
-from ..ledger.earlier import Earlier, composition_of, count_composition, open_earlier, union_items
+from ..ledger.earlier import Earlier, composition_of, count_composition, open_earlier, union_start
 from ..ledger.store import Record
 from ..release.figures import Figures, Text, Value
 
@@ -77,15 +77,8 @@ def union_figures(rel: "CondensedRelease", original: Any = None, **ckw: Any) -> 
     from .closest import COPY_RTOL, closeness
     from .copies import exact_copies
 
-    opened = union_opened(rel)
-    if not opened:
-        return Figures()
-    fig = Figures(risk=union_items(rel.family, opened))
-    good = [e.release for e in opened if e.readable]
+    fig, good = union_start(rel.family, union_opened(rel), original, "the copies and distances")
     if not good:
-        return fig
-    if original is None:
-        fig.notes.append("the copies and distances of the union of the releases need the original data")
         return fig
     ckw.setdefault("progress", False)
     X = rel._original_arrays(original)[0]

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.fingerprints import merge_fingerprint_counts
 from ..ledger.compose import Composition
-from ..ledger.earlier import Earlier, composition_of, count_composition, open_earlier, union_items
+from ..ledger.earlier import Earlier, composition_of, count_composition, open_earlier, union_start
 from ..ledger.store import Record
 from ..release.figures import Figures, Text, Value
 
@@ -65,15 +65,8 @@ def union_figures(rel: "GeneratedRelease", original: Any = None, **ckw: Any) -> 
     from .release import compare_counts
     from .scores import _fingerprint_counts_lazy
 
-    opened = union_opened(rel)
-    if not opened:
-        return Figures()
-    fig = Figures(risk=union_items(rel.family, opened))
-    good = [e.release for e in opened if e.readable]
+    fig, good = union_start(rel.family, union_opened(rel), original, "the copies")
     if not good:
-        return fig
-    if original is None:
-        fig.notes.append("the copies of the union of the releases need the original data")
         return fig
     ckw = {"client": ckw.get("client"), "progress": bool(ckw.get("progress", False))}
     (fo, co), mine, *theirs = compute(_fingerprint_counts_lazy(original), _fingerprint_counts_lazy(rel.data),

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PPDMError
-from ..release.figures import Text, Value
+from ..release.figures import Figures, Text, Value
 from .compose import Composition, default_composition, resolve
 from .store import Record
 
-__all__ = ["Earlier", "unreadable_reason", "open_earlier", "count_composition", "composition_of", "union_items", "short_id"]
+__all__ = ["union_start", "Earlier", "unreadable_reason", "open_earlier", "count_composition", "composition_of", "union_items", "short_id"]
 
 
 def short_id(record: Record) -> str:
@@ -157,3 +157,17 @@ def union_items(family: str, opened: Sequence[Earlier]) -> list[Any]:
         items.append(Text("union_unreadable", "Earlier releases of this input not in the union: "
                           + "; ".join(e.line() for e in bad) + ".", about="comparison"))
     return items
+
+
+def union_start(family: str, opened: Sequence[Earlier], original: Any, needs: str) -> tuple[Figures, list[Any]]:
+    """The union's first figures (which earlier releases were read, :func:`union_items`) and the
+    readable earlier releases to measure it on; none when no earlier release is readable, or
+    without the original (a note then says that ``needs`` it)."""
+    if not opened:
+        return Figures(), []
+    fig = Figures(risk=union_items(family, opened))
+    good = [e.release for e in opened if e.readable]
+    if good and original is None:
+        fig.notes.append(f"{needs} of the union of the releases need the original data")
+        return fig, []
+    return fig, good
