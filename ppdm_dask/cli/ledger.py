@@ -9,6 +9,7 @@ import click
 
 from . import cli
 from ._core import Context, json_default
+from ._summary import _fmt as fmt
 
 
 @cli.group()
@@ -73,9 +74,9 @@ def ledger_show(obj: Context, release_id) -> None:
     if s.get("overrides"):
         lines.append(f"  overrides    {', '.join(s['overrides'])}")
     lines.append(f"  composed     {comp.get('releases', 1)} release(s): " + ", ".join(
-        f"{k}={v}" for k, v in (comp.get("figures") or {}).items()))
+        f"{k}={fmt(v)}" for k, v in (comp.get("figures") or {}).items()))
     lines += [f"               {c.get('name')}: {'ok' if c.get('ok') else ('OVERRIDDEN' if c.get('overridden') else 'FAILED')}"
-              f" ({c.get('figure')} against {c.get('threshold')})" for c in comp.get("checks") or []]
+              f" ({fmt(c.get('figure'))} against {fmt(c.get('threshold'))})" for c in comp.get("checks") or []]
     lines += [f"  event        {e.get('time')} {e.get('event')}" + (f": {e['reason']}" if e.get("reason") else "")
               for e in s.get("events") or []]
     obj.emit(s, "\n".join(lines))
@@ -106,7 +107,7 @@ def ledger_check(obj: Context) -> None:
                        "stale": stale})
         if n > 1 or stale:
             lines.append(f"input {fp}: {n} release(s) compose; latest {latest.line()}")
-            lines += [f"  composed {k}: {v}" for k, v in (comp.get("figures") or {}).items()]
+            lines += [f"  composed {k.replace('_', ' ')}: {fmt(v)}" for k, v in (comp.get("figures") or {}).items()]
             if stale:
                 lines.append(f"  note: the latest release was composed with {comp.get('releases', 1)} release(s); "
                              f"{n} count now (a release was withdrawn or settled since)")
