@@ -43,9 +43,9 @@ def _ledger_of_its_own(tmp_path_factory):
 #: Every test records its releases in a ledger of its own, never the user's: releases of one
 #: sample input in two tests must not compose with each other. Module- and session-scoped
 #: fixtures that write releases run before a test's own fixture: they get one per module / run.
-_session_ledger = pytest.fixture(scope="session", autouse=True)(_ledger_of_its_own)
-_module_ledger = pytest.fixture(scope="module", autouse=True)(_ledger_of_its_own)
-_private_ledger = pytest.fixture(autouse=True)(_ledger_of_its_own)
+_session_ledger = pytest.fixture(scope="session", autouse=True, name="_session_ledger")(_ledger_of_its_own)
+_module_ledger = pytest.fixture(scope="module", autouse=True, name="_module_ledger")(_ledger_of_its_own)
+_private_ledger = pytest.fixture(autouse=True, name="_private_ledger")(_ledger_of_its_own)
 
 
 @pytest.fixture(autouse=True)
