@@ -59,12 +59,28 @@ def emit_release(obj: Any, release: Any, *, src: str | None, dst: str | None, ma
                "key_fingerprint": manifest["release"]["key_fingerprint"] if manifest else None,
                "seconds": job.seconds, "scheduler": job.where, "report_html": (report or {}).get("html"),
                **dict(extra_json or {})}
+    comp = getattr(release, "composition", None)
+    if comp is not None:  # the composition with the input's earlier releases (the ledger)
+        payload["ledger"] = comp.to_dict()
+        extra_text = [*extra_text, ledger_text(comp)]
+    elif manifest and (manifest["release"].get("ledger") or {}).get("recorded") is False:
+        payload["ledger"] = manifest["release"]["ledger"]
+        extra_text = [*extra_text, f"  {'ledger':<12} not recorded (--no-ledger; said in the manifest)"]
     text = release_text(summary, src=src, dst=dst, verdict=verdict, job=job, extra=extra_text)
     decision = (report or {}).get("decision")
     if decision:
         payload["decision"] = decision
         text += "\n" + decision_text(decision)
     obj.emit(payload, text + (f"\n  report: {report['html']}" if report else ""))
+
+
+def ledger_text(comp: Any) -> str:
+    """One line on the release's composition with the earlier releases of its input."""
+    if not comp.earlier:
+        return f"  {'ledger':<12} recorded: the first release of this input"
+    limits = ", ".join(f"{c.name} {'ok' if c.ok else 'OVERRIDDEN'}" for c in comp.checks)
+    return (f"  {'ledger':<12} recorded: composed with {len(comp.earlier)} earlier release(s) of this input"
+            + (f" ({limits})" if limits else ""))
 
 
 def decision_text(decision: Mapping[str, Any], reasons: int = 3) -> str:

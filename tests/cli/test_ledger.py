@@ -36,6 +36,7 @@ def test_two_releases_are_recorded_and_the_second_names_the_first(tmp_path):
     second = _distort(tmp_path / "r2")
     # said before the work: the earlier release by its id, before the job's summary
     assert "this input has 1 earlier release(s)" in second.stderr and rid1 in second.stderr
+    assert "ledger       recorded: composed with 1 earlier release(s) of this input" in second.stdout  # the job's summary
     listed = json.loads(run("--json", "ledger", "list").stdout)
     (records,) = listed["inputs"].values()
     assert [r["release_id"] for r in records][0] == rid1 and len(records) == 2
@@ -60,7 +61,9 @@ def test_two_releases_are_recorded_and_the_second_names_the_first(tmp_path):
 
 
 def test_no_ledger_is_said_in_the_manifest_and_records_nothing(tmp_path):
-    _distort(tmp_path / "r", "--no-ledger")
+    r = _distort(tmp_path / "r", "--no-ledger")
+    assert "ledger       not recorded" in r.stdout
+    assert json.loads(_distort(tmp_path / "j", "--no-ledger", "--json").stdout)["ledger"]["recorded"] is False
     manifest = json.loads((tmp_path / "r" / "_SUCCESS").read_text())
     assert manifest["release"]["ledger"]["recorded"] is False and "opt" in json.dumps(manifest["release"]["ledger"])
     assert Ledger().records() == []
