@@ -383,13 +383,6 @@ class Ledger:
 
 
 def _dumps(obj: Any) -> bytes:
-    def default(o: Any) -> Any:
-        if isinstance(o, np.integer):
-            return int(o)
-        if isinstance(o, np.floating):
-            return float(o)
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-        return str(o)
+    from ..release.figures import plain  # numpy values to Python ones, non-finite numbers as text
 
-    return json.dumps(obj, indent=1, default=default, allow_nan=True).encode()
+    return json.dumps(plain(obj), indent=1, default=str).encode()
