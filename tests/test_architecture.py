@@ -358,3 +358,12 @@ def test_the_registry_never_imports_a_family_up_front():
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert imported <= {"__future__", "importlib", "re", "dataclasses", "typing", "errors"}, imported
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "ppdm_dask").rglob("_*kernels.py")), ids=lambda p: p.name)
+def test_kernels_import_no_dask(path):
+    # the page says so: per-partition kernels are plain numpy / numba, the wiring builds the graph
+    tree = ast.parse(path.read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
+    assert not imported & {"dask", "distributed"}, imported
