@@ -367,3 +367,18 @@ def test_kernels_import_no_dask(path):
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
     assert not imported & {"dask", "distributed"}, imported
+
+
+def test_a_family_is_imported_only_when_its_release_is_needed():
+    # before the registry, reading any release imported every family's module first
+    code = """
+import sys
+import ppdm_dask
+from ppdm_dask import families
+mods = {f.name: f.release.split(":")[0] for f in families.FAMILIES}
+before = [m for m in mods.values() if m in sys.modules]
+families.release_class("emask")
+print(before, [n for n, m in mods.items() if m in sys.modules])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["[]", "['emask']"]
