@@ -32,7 +32,12 @@ BLOCK_ROWS = 65536
 
 
 class Tag(enum.IntEnum):
-    """Stream tags: one per randomized algorithm (the table of docs/randomness.md#streams-and-tags)."""
+    """Stream tags: one per randomized algorithm (the table of docs/randomness.md#streams-and-tags).
+
+    A tag's number enters every stream drawn with it: numbers are written out here and never
+    reused or changed. Which family draws from which tag is said by its entry in
+    :mod:`ppdm_dask.families` (``Family.tags``; the shared layers' in ``SHARED_TAGS``).
+    """
 
     SKETCH = 0  # shared ±1 generator of the sketches (per component)
     CONDENSE_STATIC = 1  # static condensation: Segment's samples (per cell)

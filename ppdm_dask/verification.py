@@ -14,34 +14,18 @@ The result is a :class:`~ppdm_dask.release.Verdict` with one check per condition
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
 from .release import Release, Verdict
 from .release.files import file_checks, verify_files
 
-__all__ = ["verify", "open_release", "file_checks", "FAMILY_MODULES"]
-
-#: The modules that define the release of each family (imported to register them).
-FAMILY_MODULES = (
-    "ppdm_dask.anonymity.release",
-    "ppdm_dask.anonymity.km_release",
-    "ppdm_dask.emask.release",
-    "ppdm_dask.sketch.release",
-    "ppdm_dask.condensation.release",
-    "ppdm_dask.krimp.release",
-)
-
-
-def _load_families() -> None:
-    for name in FAMILY_MODULES:
-        importlib.import_module(name)
+__all__ = ["verify", "open_release", "file_checks"]
 
 
 def open_release(url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> Release:
-    """The release written at ``url``, of any family (data lazy; see :meth:`Release.open`)."""
-    _load_families()
+    """The release written at ``url``, of any family (data lazy; see :meth:`Release.open`: the
+    family's class comes from :mod:`ppdm_dask.families`)."""
     return Release.open(url, storage_options=storage_options, verify=verify)
 
 
@@ -64,5 +48,4 @@ def verify(url: str, *, original: Any = None, storage_options: Mapping[str, Any]
     -------
     Verdict
     """
-    _load_families()
     return verify_files(url, original=original, storage_options=storage_options, checksums=checksums, **compute_kwargs)

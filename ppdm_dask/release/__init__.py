@@ -3,7 +3,8 @@ parameters, ``summary``, ``verify``, ``write``), :class:`Verdict` / :class:`Chec
 attribute :class:`Roles`, the keyed row order and the manifest v2.
 
 Family releases live in their packages (``anonymity``, ``emask``, ``sketch``, ``condensation``,
-``krimp``); :func:`ppdm_dask.verify` re-checks any written release from its files alone.
+``krimp``), registered in :mod:`ppdm_dask.families`; :func:`ppdm_dask.verify` re-checks any
+written release from its files alone.
 """
 
 from .base import Release, is_csv_destination, sidecar_manifest

@@ -14,7 +14,8 @@ operations that behave the same for every family:
   **before** the commit, then the manifest v2 (:mod:`.manifest`) last. A release whose
   guarantee does not hold on the written files is never committed.
 
-:meth:`Release.open` reads a written release back (any family) for ``ppdm verify``.
+:meth:`Release.open` reads a written release back (any family of :mod:`ppdm_dask.families`)
+for ``ppdm verify``.
 
 A family subclasses :class:`Release` and fills in the hooks marked "family hook": how its data
 is cut into row blocks, encoded into part files and read back, its extra files, its floors and
@@ -139,7 +140,8 @@ class Release(abc.ABC):
         written.
     """
 
-    #: family hook: registry name, written as ``release.family``
+    #: family hook: the family's name in :mod:`ppdm_dask.families` (its registry), written as
+    #: ``release.family``
     family: ClassVar[str] = ""
     #: family hook: ``format`` of the written folder (what readers of the data expect)
     data_format: ClassVar[str] = ""
@@ -154,13 +156,6 @@ class Release(abc.ABC):
     SHUFFLE_MEMORY_SHARE: ClassVar[float] = 0.25
     #: family hook: floors that ``allow_weak=True`` does not lift (each must be named)
     NAMED_ONLY_FLOORS: ClassVar[tuple[str, ...]] = ()
-
-    registry: ClassVar[dict[str, type["Release"]]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.family:
-            Release.registry[cls.family] = cls
 
     def __init__(self, data: Any, *, method: str, parameters: Mapping[str, Any], figures: Mapping[str, Any] | None = None,
                  roles: Roles | None = None, key: Key | None = None, source: Any = None,
@@ -764,14 +759,16 @@ class Release(abc.ABC):
 
     @classmethod
     def open(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> "Release":
-        """The release written at ``url`` (any family whose module is imported; use
-        :func:`ppdm_dask.verify` / :func:`ppdm_dask.open_release` to have them all), its data
-        lazy and checked against the manifest as it is read (checksums with ``verify``)."""
+        """The release written at ``url``, of any family registered in :mod:`ppdm_dask.families`
+        (the class is imported from the registry when first needed), its data lazy and checked
+        against the manifest as it is read (checksums with ``verify``)."""
+        from .. import families
+
         fs, folder, manifest = cls.load_manifest(url, storage_options=storage_options)
         family = manifest["release"].get("family")
-        klass = Release.registry.get(family)
-        if klass is None:
-            raise DataFormatError(f"{url}: unknown release family {family!r}")
+        if family not in families.names():
+            raise DataFormatError(f"{url}: unknown release family {family!r} (registered: {', '.join(families.names())})")
+        klass = families.release_class(family)
         if manifest["release"].get("output") == "csv":
             data = klass._open_csv(fs, folder, manifest, url)
         else:

@@ -9,6 +9,7 @@ from typing import Any
 
 import dask
 
+from .. import families
 from ..data.folder import MANIFEST, sha256_file
 from ..errors import PPDMError
 from .base import INTERNAL_REPORT_FILES, REPORT_FILES, Release
@@ -55,14 +56,16 @@ def file_checks(fs: Any, folder: str, manifest: Mapping[str, Any], *, checksums:
 
 def verify_files(url: str, *, original: Any = None, storage_options: Mapping[str, Any] | None = None,
                  checksums: bool = True, **compute_kwargs: Any) -> Verdict:
-    """The checks of :func:`ppdm_dask.verify` for a release whose family is registered (its
-    module imported): the manifest, the files, then the family's recount (with ``original``)."""
+    """The checks of :func:`ppdm_dask.verify` for a release of a family registered in
+    :mod:`ppdm_dask.families`: the manifest, the files, then the family's recount (with
+    ``original``)."""
     key = compute_kwargs.pop("key", None)  # the owner's, to check provenance against the original
     fs, folder, manifest = Release.load_manifest(url, storage_options=storage_options)
     rel = manifest["release"]
     family = rel.get("family")
-    checks = [Check("manifest", family in Release.registry, figure=f"{family} / {rel.get('method')}",
-                    detail="" if family in Release.registry else f"unknown family {family!r}")]
+    known = family in families.names()
+    checks = [Check("manifest", known, figure=f"{family} / {rel.get('method')}",
+                    detail="" if known else f"unknown family {family!r}")]
     if not checks[0].ok:
         return Verdict(checks)
     checks += file_checks(fs, folder, manifest, checksums=checksums, **compute_kwargs)

@@ -4,7 +4,7 @@ what was verified.
 Fields common to every release (each family adds its layout fields, e.g. ``n_items``)::
 
     format, version           the data format of the folder and its version (2)
-    release.family            relational | km | emask | sketch | condensation | krimp
+    release.family            a family of ppdm_dask.families (relational, km, emask, sketch ...)
     release.method            the algorithm (lattice, mondrian, AA, delta, static ...)
     release.parameters        the public parameters (k, l, p, q, delta, levels, min-support ...)
     release.roles             attribute roles (relational releases)

@@ -9,8 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from ppdm_dask import TransactionArray, read
+from ppdm_dask import TransactionArray, families, read
 from ppdm_dask.errors import DatasetExistsError, PrivacyViolation, WeakParameterError
+from ppdm_dask.families import Family
 from ppdm_dask.random import Key
 from ppdm_dask.release import Check, Release, TransactionRelease
 from ppdm_dask.verification import verify
@@ -47,8 +48,11 @@ def _tx(n=2000, parts=1, seed=0, min_len=2):
 
 
 @pytest.fixture(autouse=True)
-def _only_the_toy_family(monkeypatch):
-    monkeypatch.setattr("ppdm_dask.verification.FAMILY_MODULES", ())
+def _the_toy_family():
+    # a family plugs in through the registry (docs/architecture.md, "Adding a family")
+    families.register(Family("test-min-length", f"{__name__}:MinLengthRelease"))
+    yield
+    families.unregister("test-min-length")
 
 
 def test_write_open_verify_and_partition_independence(tmp_path):
