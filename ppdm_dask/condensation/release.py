@@ -134,8 +134,10 @@ def _read_published(fs: Any, folder: str, manifest: Mapping[str, Any], url: str,
     name = manifest.get("groups", GROUPS_FILE)
     t = _read_table(fs, folder, manifest, name, url, verify, manifest.get("n_groups"))
     G = t.num_rows
-    p_max = t.column("p_max").to_numpy() if "p_max" in t.column_names else np.ones(G, np.int64)  # version 1: not published
-    pub = {"n": t.column("n").to_numpy().astype(np.int64), "p_max": np.asarray(p_max, np.int64)}
+    missing = [c for c in ("n", "p_max") if c not in t.column_names]
+    if missing:
+        raise DataFormatError(f"{url}: {name} has no column {missing[0]} (not a condensed release of this version)")
+    pub = {"n": t.column("n").to_numpy().astype(np.int64), "p_max": t.column("p_max").to_numpy().astype(np.int64)}
     if "Fs" in t.column_names:  # the earlier layout
         return pub, {"n": pub["n"], "Fs": _flat(t, "Fs", d, name), "Sc": _flat(t, "Sc", d * d, name).reshape(G, d, d)}, name
     sname = manifest.get("statistics")

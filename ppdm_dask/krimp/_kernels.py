@@ -260,14 +260,6 @@ class Database:
         return _pack_columns(self.indptr, self.indices, self.new_ids, self.n_items)
 
     @cached_property
-    def new_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """CSR ``(indptr, new ids)`` with the new ids ascending inside every row."""
-        ni = self.new_ids[self.indices]
-        rowid = np.repeat(np.arange(self.n_rows, dtype=np.int64), np.diff(self.indptr))
-        o = np.lexsort((ni, rowid))
-        return self.indptr, ni[o].astype(np.int64)
-
-    @cached_property
     def std_lengths(self) -> np.ndarray:
         """stdlen per alphabet position: −log2(fr/F), F = total item occurrences
         (docs/krimp.md#clarification-usage-not-support-and-what-is-encoded)."""
@@ -292,10 +284,6 @@ class Database:
     def to_new(self, items: Any) -> np.ndarray:
         """New ids of original ids."""
         return self.new_ids[self.positions(items)]
-
-    def from_new(self, new: Any) -> np.ndarray:
-        """Original ids of new ids."""
-        return self.new_labels[np.asarray(new, dtype=np.int64)]
 
     def to_lists(self) -> list[list[int]]:
         """Rows as lists of original ids (small data / tests)."""

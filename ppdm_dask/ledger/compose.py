@@ -219,10 +219,6 @@ def default_composition(release: Any, earlier: Sequence[Record]) -> Composition:
     return comp
 
 
-def opt_out_manifest() -> Mapping[str, Any]:
-    return dict(OPTED_OUT)
-
-
 def destination_release_id(destination: str, storage_options: Mapping[str, Any] | None = None) -> str | None:
     """The release id in the manifest committed at ``destination`` (None: nothing committed
     there, or not readable)."""

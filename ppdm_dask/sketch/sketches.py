@@ -1,7 +1,7 @@
 """Published sketches (:class:`SketchArray`), their computation (:func:`sketch`) and Parquet I/O.
 
 Parquet layout of a sketch dataset at ``URL`` (a folder, the commit protocol of
-:mod:`ppdm_dask.data.folder`; format version 2, version 1 still read)::
+:mod:`ppdm_dask.data.folder`; format version 2)::
 
     URL/part-00000.parquet ...  one file (one row group) per block: ``sketch: list<float32>``
                                 with exactly m_i values per record (suppressed records are left
@@ -49,8 +49,7 @@ __all__ = ["SketchArray", "sketch", "read_sketches", "sketches_from_manifest", "
            "compact_values", "FORMAT_NAME"]
 
 FORMAT_NAME = "ppdm-sketches"
-#: 2: every part hashed in the manifest (rows, bytes, SHA-256), ``n_published``; version 1
-#: folders are still read.
+#: 2: every part hashed in the manifest (rows, bytes, SHA-256), ``n_published``
 FORMAT_VERSION = 2
 _VALUES_META = np.empty((0, 0), dtype=np.float64)
 
@@ -498,7 +497,7 @@ def _read_values(fs: Any, folder: str, entry: Mapping[str, Any], m_max: int, ver
 
 
 def sketches_from_manifest(fs: Any, path: str, manifest: Mapping[str, Any], url: str, *, verify: bool = False) -> SketchArray:
-    """The lazy SketchArray of a committed sketch folder (format version 1 or 2), every part
+    """The lazy SketchArray of a committed sketch folder, every part
     checked against its manifest entry when read (rows; SHA-256 with ``verify``)."""
     parts = list(manifest["partitions"])
     check_listing(fs, path, parts, url)
@@ -520,13 +519,13 @@ def sketches_from_manifest(fs: Any, path: str, manifest: Mapping[str, Any], url:
 
 
 def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> SketchArray:
-    """Read a sketch dataset (a release, or a folder written by :meth:`SketchArray.to_parquet`;
-    format versions 1 and 2) lazily.
+    """Read a sketch dataset (a release, or a folder written by :meth:`SketchArray.to_parquet`)
+    lazily.
 
     Parameters
     ----------
     verify : bool
-        Check the SHA-256 of every part against the manifest as it is read (version 2).
+        Check the SHA-256 of every part against the manifest as it is read.
 
     Raises
     ------
@@ -537,7 +536,7 @@ def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None,
     CorruptDatasetError
         A part file missing, resized, or with other rows than the manifest says.
     DataFormatError
-        Not a sketch dataset, or a newer format version.
+        Not a sketch dataset, or another format version.
     """
     fs, path = open_fs(url, storage_options)
     if not fs.exists(path):
