@@ -13,6 +13,7 @@ from the published sketches.
 from __future__ import annotations
 
 from .delta import DeltaAnonymizer, anonymize_record, delta_components
+from . import primitives
 from .generator import SketchGenerator
 from .primitives import (
     attribute_estimate,
@@ -55,22 +56,6 @@ __all__ = [
     "SketchKMeans",
     "average_cosine_similarity",
     "classification_accuracy",
-    # primitives on sketches
-    "attribute_estimate",
-    "dot",
-    "sqnorm",
-    "sqdist",
-    "cosine",
-    "centroid",
-    "component_sums",
-    "dot_matrix",
-    "cosine_matrix",
-    "similarity_matrix",
-    "shrunk_cosine",
-    "estimate_shrinkage",
-    # exact variances (docs/sketches.md#estimators-and-their-variances)
-    "attribute_variance",
-    "dot_variance",
-    "sqnorm_variance",
-    "sqdist_variance",
+    # primitives on sketches and their exact variances (docs/sketches.md#estimators-and-their-variances)
+    *primitives.__all__,
 ]
