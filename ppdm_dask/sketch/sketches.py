@@ -184,9 +184,30 @@ class SketchArray:
         pass (``n_records`` = input records, ``n_suppressed`` of them). Suppressed records
         (m = 0) are left out of the files — a suppressed record publishes nothing, not even its
         label or id — unless ``keep_suppressed=True`` (rows with an empty sketch, for
-        row-aligned releases). The generator's public seed is written; no key ever is."""
-        return write_sketches(self, url, storage_options=storage_options, overwrite=overwrite,
-                              compression=compression, progress=progress, keep_suppressed=keep_suppressed)
+        row-aligned releases). The generator's public seed is written; no key ever is. The rows
+        are in input order: a release (keyed row order, verified) is written by
+        :class:`~.release.SketchRelease`."""
+        from ..progress import compute
+
+        kv = part_metadata(self)
+        names = [f"part-{i:05d}.parquet" for i in range(self.n_partitions)]
+        vals = self.values.to_delayed().ravel()
+        ms = self.m.to_delayed().ravel()
+        col_parts = {k: v.to_delayed().ravel() for k, v in self.columns.items()}
+
+        def write(fs: Any, tmp: str) -> dict[str, Any]:
+            writes = [
+                dask.delayed(_write_part, pure=False)(
+                    fs, posixpath.join(tmp, names[i]), vals[i], ms[i],
+                    {k: parts[i] for k, parts in col_parts.items()}, kv, compression, keep_suppressed,
+                )
+                for i in range(len(names))
+            ]
+            (parts,) = compute(writes, progress=progress)
+            return {"format": FORMAT_NAME, "version": FORMAT_VERSION,
+                    **layout_fields(self, list(parts), keep_suppressed, self.columns), "partitions": list(parts)}
+
+        return write_folder(url, storage_options, overwrite, write)
 
 
 def _summary(n: int, n_suppressed: int, total: int, m_max: int) -> dict[str, Any]:
@@ -442,41 +463,6 @@ def _write_part(fs: Any, path: str, values: np.ndarray, m: np.ndarray, cols: dic
                 compression: str, keep_suppressed: bool) -> dict[str, Any]:
     table, stats = sketch_table(values, m, cols, kv, keep_suppressed)
     return {**write_part(fs, path, table, compression=compression), **stats}
-
-
-def write_sketches(
-    sk: SketchArray,
-    url: str,
-    *,
-    storage_options: Mapping[str, Any] | None = None,
-    overwrite: bool = False,
-    compression: str = "zstd",
-    progress: bool = False,
-    keep_suppressed: bool = False,
-) -> dict[str, Any]:
-    """Write ``sk`` atomically at ``url`` in input order (see :meth:`SketchArray.to_parquet`);
-    a release (keyed row order, verified) is written by :class:`~.release.SketchRelease`."""
-    from ..progress import compute
-
-    kv = part_metadata(sk)
-    names = [f"part-{i:05d}.parquet" for i in range(sk.n_partitions)]
-    vals = sk.values.to_delayed().ravel()
-    ms = sk.m.to_delayed().ravel()
-    col_parts = {k: v.to_delayed().ravel() for k, v in sk.columns.items()}
-
-    def write(fs: Any, tmp: str) -> dict[str, Any]:
-        writes = [
-            dask.delayed(_write_part, pure=False)(
-                fs, posixpath.join(tmp, names[i]), vals[i], ms[i],
-                {k: parts[i] for k, parts in col_parts.items()}, kv, compression, keep_suppressed,
-            )
-            for i in range(len(names))
-        ]
-        (parts,) = compute(writes, progress=progress)
-        return {"format": FORMAT_NAME, "version": FORMAT_VERSION,
-                **layout_fields(sk, list(parts), keep_suppressed, sk.columns), "partitions": list(parts)}
-
-    return write_folder(url, storage_options, overwrite, write)
 
 
 # ---------------------------------------------------------------------- reading
