@@ -206,7 +206,7 @@ def std_lengths_from_frequencies(frequencies: Sequence[int]) -> np.ndarray:
     return np.array([-math.log2(f / total) if f > 0 else 0.0 for f in fr], dtype=np.float64)
 
 
-class ItemsView:
+class AlphabetItems:
     """What follows from a database's items — ``labels`` (original ids, ascending), their
     ``frequencies`` and the renumbering ``order`` (new id → alphabet position) — for
     :class:`Database` and the distributed search's alphabet alike."""
@@ -236,7 +236,7 @@ class ItemsView:
 
 
 @dataclass(frozen=True, eq=False)
-class Database(ItemsView):
+class Database(AlphabetItems):
     """A transaction database normalised for KRIMP (driver memory).
 
     Attributes

@@ -46,7 +46,7 @@ import numpy as np
 from ..errors import DataFormatError, InvalidParameter, PPDMError
 from . import _cover as C
 from . import _decide as X
-from ._kernels import ItemsView, pack_rows, renumber
+from ._kernels import AlphabetItems, pack_rows, renumber
 from .candidates import DEFAULT_MAX_CANDIDATES, CandidateStream, _check_int, _exclusion_bits
 
 __all__ = ["CoverBlock", "StaleBlock", "BatchPlanner", "krimp_distributed", "Alphabet"]
@@ -68,7 +68,7 @@ class StaleBlock(PPDMError, RuntimeError):
 
 # ----------------------------------------------------------------------------- the alphabet
 @dataclass(frozen=True, eq=False)
-class Alphabet(ItemsView):
+class Alphabet(AlphabetItems):
     """What the search needs of a database besides its rows: the items (original ids, ascending),
     their frequencies, the renumbering (docs/krimp.md#clarification-item-renumbering-decides-every-tie)
     and the number of rows. Quacks like :class:`~ppdm_dask.krimp.Database` for
