@@ -760,10 +760,18 @@ def check_km_anonymity(
                                stats=stats)])
 
 
-def is_km_anonymous(tx: TransactionArray | Iterable[Iterable[Any]], k: int, m: int, **compute_kwargs: Any) -> bool:
+def is_km_anonymous(
+    tx: TransactionArray | Iterable[Iterable[Any]],
+    k: int,
+    m: int,
+    *,
+    client: Any = None,
+    progress: bool = False,
+    split_every: int = 8,
+) -> bool:
     """Whether every itemset of at most ``m`` items is supported 0 or >= ``k`` times (see
-    :func:`check_km_anonymity`, whose keywords ``client``, ``progress``, ``split_every`` it takes)."""
-    return check_km_anonymity(tx, k, m, **compute_kwargs).ok
+    :func:`check_km_anonymity`)."""
+    return check_km_anonymity(tx, k, m, client=client, progress=progress, split_every=split_every).ok
 
 
 # ---------------------------------------------------------------------- validation
