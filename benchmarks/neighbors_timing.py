@@ -12,7 +12,7 @@ exact graphs are checked to be identical.
 Target: exact C20.I6.D200K k=10 <= 90 s wall on the 2-worker cluster (the whole k-variance
 anonymisation must fit in 2 minutes).
 
-Run: ``python benchmarks/bench_neighbors_scratch.py [--skip-single] [--large]``
+Run: ``python benchmarks/neighbors_timing.py [--skip-single] [--large]``
 (``--large`` adds C20.I6.D400K to show how exact and approximate costs scale).
 """
 

@@ -46,6 +46,11 @@ from .km import check_km_anonymity
 
 __all__ = ["KmRelease"]
 
+#: checks that need the original: their names in :meth:`original_only_checks` and in the checks
+_ROWS_CHECK = "transactions"
+_LENGTHS_CHECK = "transaction lengths"
+_ITEMS_CHECK = "published items"
+
 
 class KmRelease(TransactionRelease):
     """k^m-anonymous transactions; parameters ``k``, ``m`` (and the hierarchy used)."""
@@ -93,9 +98,9 @@ class KmRelease(TransactionRelease):
         return self
 
     def original_only_checks(self) -> list[tuple[str, str]]:
-        return [("transactions", "the original's transaction count"),
-                ("transaction lengths", "the original's transaction lengths"),
-                ("published items", "the original's items")]
+        return [(_ROWS_CHECK, "the original's transaction count"),
+                (_LENGTHS_CHECK, "the original's transaction lengths"),
+                (_ITEMS_CHECK, "the original's items")]
 
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
         ckw = {"progress": False, **compute_kwargs}
@@ -121,7 +126,7 @@ class KmRelease(TransactionRelease):
         orig = _as_transactions(original)
         rel = self.data
         n_rel, n_orig = rel.n_transactions, orig.n_transactions
-        checks = [Check("transactions", n_rel == n_orig, n_rel, n_orig, detail="one released transaction per original transaction")]
+        checks = [Check(_ROWS_CHECK, n_rel == n_orig, n_rel, n_orig, detail="one released transaction per original transaction")]
         rl, ol = compute(rel.row_lengths(), orig.row_lengths(), **compute_kwargs)
         rl, ol = np.asarray(rl, dtype=np.int64), np.asarray(ol, dtype=np.int64)
         top = int(max(rl.max(initial=0), ol.max(initial=0))) + 1
@@ -133,19 +138,19 @@ class KmRelease(TransactionRelease):
         ok = empty_rel == empty_orig and not longer.size
         where = f"transactions of >= {int(longer[0]) + 1} items" if longer.size else (
             "empty transactions" if empty_rel != empty_orig else None)
-        checks.append(Check("transaction lengths", ok, empty_rel, empty_orig, where=where,
+        checks.append(Check(_LENGTHS_CHECK, ok, empty_rel, empty_orig, where=where,
                             detail="generalisation never lengthens a transaction nor empties one (figure: empty transactions)"))
         cut = (self.figures.get("utility") or {}).get("cut")
         labels = [str(x) for x in rel.vocabulary.labels]
         if cut is not None:
             allowed = {str(x) for x in orig.vocabulary.labels} | {str(x) for x in cut}
             foreign = [x for x in labels if x not in allowed]
-            checks.append(Check("published items", not foreign, len(foreign), 0,
+            checks.append(Check(_ITEMS_CHECK, not foreign, len(foreign), 0,
                                 where=f"{len(foreign)} label(s), e.g. {foreign[0]!r}" if foreign else None,
                                 detail="every released item is an original item or a node of the anonymiser's cut"))
         else:  # read back without the owner's cut: a global recoding publishes at most as many items
             n_items = len(orig.vocabulary.labels)
-            checks.append(Check("published items", len(labels) <= n_items, len(labels), n_items,
+            checks.append(Check(_ITEMS_CHECK, len(labels) <= n_items, len(labels), n_items,
                                 detail="released items <= the original's items (a global generalisation maps items onto "
                                        "nodes; the cut itself is the owner's)"))
         return checks
@@ -172,6 +177,6 @@ class KmRelease(TransactionRelease):
         figs = audit_figures(self.data, orig, k, m, guaranteed_m=m, **compute_kwargs)
         figs += unique_basket_figures(self.data, orig, **compute_kwargs)
         if orig is None:
-            figs.notes.append("the utility figures (frequent itemsets against the original) need the original data")
+            figs.needs_original.append("the utility figures (frequent itemsets against the original) need the original data")
             return km_threat(self, figs, None, ckw)
         return km_threat(self, figs + km_utility(self, orig, ckw), orig, ckw)

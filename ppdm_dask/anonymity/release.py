@@ -63,6 +63,9 @@ FORMAT_NAME = "ppdm-anonymized"
 _COUNT = "count"
 #: the largest t accepted without an override (see :func:`anonymity_floors`)
 T_FLOOR = 0.5
+#: checks that need the original: their names in :meth:`original_only_checks` and in the checks
+_IDENTIFIERS_CHECK = "identifier values absent"
+_RECORDS_CHECK = "records"
 
 
 def anonymity_floors(release: Any, parameters: Mapping[str, Any]) -> list[Check]:
@@ -267,8 +270,8 @@ class AnonymizedRelease(TableRelease):
 
     def original_only_checks(self) -> list[tuple[str, str]]:
         """The properties only the original establishes (listed as not checked without it)."""
-        out = [("identifier values absent", "the original's columns that are not published"),
-               ("records", "the original's row count (released rows + suppressed rows left out)")]
+        out = [(_IDENTIFIERS_CHECK, "the original's columns that are not published"),
+               (_RECORDS_CHECK, "the original's row count (released rows + suppressed rows left out)")]
         published = [str(c) for c in self.data.columns] if self.data is not None else []
         out += sorted({(f"{self._role_of(c)} values", "the original's values of the columns published as is")
                        for c in published if c not in self.qi})
@@ -367,7 +370,7 @@ class AnonymizedRelease(TableRelease):
         leaked = {c: {t for t in tokens[c] if t in id_hits and t not in orig_counts.get(c, pd.Series([], dtype=np.int64)).index}
                   for c in columns}
         bad = {c: len(v) for c, v in leaked.items() if v}
-        checks.append(Check("identifier values absent", not bad, int(sum(bad.values())), 0,
+        checks.append(Check(_IDENTIFIERS_CHECK, not bad, int(sum(bad.values())), 0,
                             where=", ".join(f"column {c!r} ({n})" for c, n in bad.items()) or None,
                             detail=f"values of {identifiers} of the original found in the release" if bad
                             else (f"no value of {identifiers} of the original is in the release" if identifiers
@@ -395,10 +398,10 @@ class AnonymizedRelease(TableRelease):
         suppressed = max(dropped, 0) + n_star
         limit = int(np.floor(float(self.parameters.get("max_suppression") or 0.0) * n_orig + 1e-9))
         if dropped < 0 or (not left_out and n_rows != n_orig):
-            return Check("records", False, n_rows, n_orig,
+            return Check(_RECORDS_CHECK, False, n_rows, n_orig,
                          detail="released rows" + (" (more than the original's)" if dropped < 0 else
                                                    ", suppressed ones included, differ from the rows of the original"))
-        return Check("records", suppressed <= limit, n_rows, n_orig,
+        return Check(_RECORDS_CHECK, suppressed <= limit, n_rows, n_orig,
                      where=None if suppressed <= limit else f"{suppressed:,} suppressed records",
                      detail=f"released rows + {suppressed:,} suppressed record(s) = rows of the original; at most "
                             f"{limit:,} may be suppressed (max_suppression)")
@@ -466,7 +469,7 @@ class AnonymizedRelease(TableRelease):
         figs = figs + plan.figures(pop_got, kept, self.k, threshold)
         figs = figs + self._threat_figures(by_value, kept, sens, original is not None) + Figures(notes=threat_notes)
         if original is None:
-            figs.notes.append("the utility figures and the original's risk need the original data")
+            figs.needs_original.append("the utility figures and the original's risk need the original data")
             return figs
         if self.manifest is not None:  # how many were left out is not published: the original says
             dropped = None

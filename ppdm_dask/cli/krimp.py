@@ -152,6 +152,7 @@ def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows
     (--min-count 2) unless --allow-weak. A generated row equal to a record that occurs once in SRC
     is redrawn (unless --allow-unique-copies)."""
     from ..krimp import KrimpGenerator, avg_patterns_per_row, dissimilarity, normalized_anonymity_score
+    from ..krimp.release import MIN_SUPPORT, UNIQUE_COPIES
     from ..mining import min_count_of
 
     support = support_from(min_support, min_count)
@@ -161,7 +162,7 @@ def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows
         check_count(support, tx.n_transactions, src)
         _check_exclude(excluded, tx, src)
         ms = min_count_of(support, tx.n_transactions)
-        weak = [*(["min-support"] if allow_weak else []), *(["unique copies"] if allow_unique_copies else [])]
+        weak = [*([MIN_SUPPORT] if allow_weak else []), *([UNIQUE_COPIES] if allow_unique_copies else [])]
         gen = KrimpGenerator(ms, laplace, closed=closed, prune=prune, max_len=max_len, exclude=excluded, domain_order=domain_order,
                              key=obj.key(), n_rows=rows, allow_weak=weak, max_candidates=max_candidates,
                              distributed=distributed).fit(tx, progress=obj.progress)

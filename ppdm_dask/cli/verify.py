@@ -25,6 +25,7 @@ def verify_cmd(ctx: click.Context, release: str, original: str | None, sep: str 
     that the release was made with that key from that input and its recorded parameters.
     Properties that need the original are listed as NOT CHECKED without it. Exit 0 only when
     every check holds; one line per failed check."""
+    from ..release.names import FILE_CHECK
     from ..verification import open_release, verify
 
     obj: Context = ctx.obj
@@ -49,10 +50,10 @@ def verify_cmd(ctx: click.Context, release: str, original: str | None, sep: str 
     notes = verdict.notes()
     text = [f"{release}: {'verified' if verdict.ok else 'VERIFICATION FAILED'} ({len(verdict) - len(notes)} checks, {len(failed)} failed, "
             f"{j.seconds:.1f} s)"]
-    shown = failed if failed else [c for c in verdict if c.name != "file matches the manifest" and c.status == "check"]
+    shown = failed if failed else [c for c in verdict if c.name != FILE_CHECK and c.status == "check"]
     text += ["  " + c.line() for c in [*shown, *notes]]
     if verdict.ok:
-        n_files = sum(1 for c in verdict if c.name == "file matches the manifest")
+        n_files = sum(1 for c in verdict if c.name == FILE_CHECK)
         text.append(f"  ok {n_files} file(s) match their SHA-256 in the manifest" if not no_checksums else f"  ok {n_files} file(s) present")
     obj.emit({"release": release, "original": original, **verdict.to_dict(), "seconds": j.seconds}, "\n".join(text))
     for c in failed:

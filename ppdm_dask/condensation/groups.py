@@ -260,6 +260,16 @@ def _table_moments(X, labels, privacy, G):  # pragma: no cover - compiled
 
 
 # --------------------------------------------------------------------------- many groups
+def _common_d(items: list[Any], method: str, kind: str) -> int:
+    """The number of attributes of a non-empty list of groups or tables that all have it."""
+    if not items:
+        raise InvalidParameter(f"{method} needs at least one {kind}; use GroupTable.empty(d)")
+    d = items[0].d
+    if any(x.d != d for x in items):
+        raise InvalidParameter(f"all {kind}s must have the same number of attributes")
+    return d
+
+
 class GroupTable:
     """G groups over d attributes as arrays: the unit that travels between Dask tasks.
 
@@ -307,11 +317,7 @@ class GroupTable:
     def from_groups(cls, groups: list[CondensedGroup]) -> GroupTable:
         """Stack a non-empty list of groups (use :meth:`empty` for none)."""
         groups = list(groups)
-        if not groups:
-            raise InvalidParameter("from_groups needs at least one group; use GroupTable.empty(d)")
-        d = groups[0].d
-        if any(g.d != d for g in groups):
-            raise InvalidParameter("all groups must have the same number of attributes")
+        _common_d(groups, "from_groups", "group")
         return cls(
             np.array([g.n for g in groups], dtype=np.int64),
             np.stack([g.mean for g in groups]),
@@ -324,11 +330,7 @@ class GroupTable:
     def concat(cls, tables: list[GroupTable]) -> GroupTable:
         """The groups of all ``tables`` in order (a non-empty list, same ``d``)."""
         tables = list(tables)
-        if not tables:
-            raise InvalidParameter("concat needs at least one table; use GroupTable.empty(d)")
-        d = tables[0].d
-        if any(t.d != d for t in tables):
-            raise InvalidParameter("all tables must have the same number of attributes")
+        _common_d(tables, "concat", "table")
         return cls(
             np.concatenate([t.n for t in tables]),
             np.concatenate([t.mean for t in tables]),

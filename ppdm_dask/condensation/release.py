@@ -62,6 +62,9 @@ COPY_CHECK = "pseudo-data copies original records"
 STATISTICS_CHECK = "statistics only of groups of more than d + 1 records"
 #: redraws of a pseudo-record copying a unique original, at most
 MAX_REDRAWS = 8
+#: checks that need the original: their names in :meth:`original_only_checks` and in the checks
+_RECORDS_CHECK = "records match the original"
+_LEVELS_CHECK = "privacy levels covered"
 
 
 def statistics_min_size(d: int) -> int:
@@ -131,8 +134,10 @@ def _read_published(fs: Any, folder: str, manifest: Mapping[str, Any], url: str,
     name = manifest.get("groups", GROUPS_FILE)
     t = _read_table(fs, folder, manifest, name, url, verify, manifest.get("n_groups"))
     G = t.num_rows
-    p_max = t.column("p_max").to_numpy() if "p_max" in t.column_names else np.ones(G, np.int64)  # version 1: not published
-    pub = {"n": t.column("n").to_numpy().astype(np.int64), "p_max": np.asarray(p_max, np.int64)}
+    missing = [c for c in ("n", "p_max") if c not in t.column_names]
+    if missing:
+        raise DataFormatError(f"{url}: {name} has no column {missing[0]} (not a condensed release of this version)")
+    pub = {"n": t.column("n").to_numpy().astype(np.int64), "p_max": t.column("p_max").to_numpy().astype(np.int64)}
     if "Fs" in t.column_names:  # the earlier layout
         return pub, {"n": pub["n"], "Fs": _flat(t, "Fs", d, name), "Sc": _flat(t, "Sc", d * d, name).reshape(G, d, d)}, name
     sname = manifest.get("statistics")
@@ -397,8 +402,8 @@ class CondensedRelease(TableRelease):
         return [level_floor(top, self.overrides), single_floor(self.published.get("n", np.zeros(0)), self.overrides)]
 
     def original_only_checks(self) -> list[tuple[str, str]]:
-        return [("records match the original", "the original's number of records"),
-                ("privacy levels covered", "the original's privacy levels"),
+        return [(_RECORDS_CHECK, "the original's number of records"),
+                (_LEVELS_CHECK, "the original's privacy levels"),
                 (COPY_CHECK, "the original records, to compare the pseudo-records with")]
 
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
@@ -476,7 +481,7 @@ class CondensedRelease(TableRelease):
         if int(X.shape[1]) != d:
             return [Check("attributes match the original", False, int(X.shape[1]), d)]
         N = int(X.shape[0])
-        checks = [Check("records match the original", int(pub["n"].sum()) == N, int(pub["n"].sum()), N, detail="sum of n")]
+        checks = [Check(_RECORDS_CHECK, int(pub["n"].sum()) == N, int(pub["n"].sum()), N, detail="sum of n")]
         if levels is not None:
             (p,) = compute(levels, **ckw)
             p = np.asarray(p, dtype=np.int64)
@@ -485,11 +490,11 @@ class CondensedRelease(TableRelease):
             need = np.array([np.count_nonzero(p >= t) for t in levels_u])
             have = np.array([int(pub["n"][pub["p_max"] >= t].sum()) for t in levels_u])
             short = np.flatnonzero(have < need)
-            checks.append(Check("privacy levels covered", short.size == 0, int(short.size), 0,
+            checks.append(Check(_LEVELS_CHECK, short.size == 0, int(short.size), 0,
                                 where=f"level {int(levels_u[short[0]])}" if short.size else None,
                                 detail="levels t whose records outnumber the records of the groups with p_max >= t"))
         else:
-            checks.append(Check("privacy levels covered", True, status="unchecked",
+            checks.append(Check(_LEVELS_CHECK, True, status="unchecked",
                                 detail="not checked: the levels were " + ("drawn from the release's stream key (only the key "
                                         "holder can draw them again)" if "privacy_range" in self.parameters
                                         else "given per record: give the original as (records, levels)")))

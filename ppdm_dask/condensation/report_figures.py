@@ -326,7 +326,7 @@ def condensed_report_figures(rel: "CondensedRelease", original: Any = None, **ck
     ckw.setdefault("progress", False)
     fig = Figures(risk=group_figures(rel.published) + statistics_figures(rel))
     if original is None:
-        fig.notes.append("the utility figures and the distances to the original records need the original data")
+        fig.needs_original.append("the utility figures and the distances to the original records need the original data")
         return fig
     X, levels = rel._original_arrays(original)
     d = len(rel.columns) or int(X.shape[1])

@@ -34,6 +34,7 @@ __all__ = [
     "open_fs",
     "write_folder",
     "read_manifest",
+    "check_version",
     "write_part",
     "write_file",
     "read_part",
@@ -154,17 +155,29 @@ def load_manifest_json(fs: Any, manifest_path: str, url: str) -> Any:
         raise CorruptDatasetError(f"{url}: cannot read its {name} manifest ({exc.strerror or exc})") from None
 
 
-def read_manifest(fs: Any, manifest_path: str, url: str, format_name: str | Sequence[str], max_version: int) -> dict[str, Any]:
+def read_manifest(fs: Any, manifest_path: str, url: str, format_name: str | Sequence[str], version: int) -> dict[str, Any]:
     """The ``_SUCCESS`` manifest of a committed dataset, checked to be of ``format_name`` (one
-    name or several) written by this or an older format version."""
+    name or several) in format ``version`` (see :func:`check_version`)."""
     manifest = load_manifest_json(fs, manifest_path, url)
     names = (format_name,) if isinstance(format_name, str) else tuple(format_name)
     if not isinstance(manifest, dict) or manifest.get("format") not in names:
         raise DataFormatError(f"{url}: not a {' or '.join(names)} dataset (format {manifest.get('format') if isinstance(manifest, dict) else None!r})")
-    if manifest.get("version", 0) > max_version:
-        raise DataFormatError(f"{url}: written by a newer ppdm-dask (format version {manifest['version']})")
+    check_version(manifest, url, version)
     _check_totals(manifest, url)
     return manifest
+
+
+def check_version(manifest: Mapping[str, Any], url: str, version: int) -> None:
+    """Refuse a manifest in another format version than ``version``, the one this package
+    writes: a newer one, and an older one (only development versions, never released, wrote
+    version 1: its parts are not hashed, so it is not read)."""
+    got = manifest.get("version", 0)
+    if got == version:
+        return
+    if isinstance(got, int) and got > version:
+        raise DataFormatError(f"{url}: written by a newer ppdm-dask (format version {got})")
+    raise DataFormatError(f"{url}: format version {got!r}, written by a development version of ppdm-dask; this "
+                          f"version reads format version {version} only: write the dataset again")
 
 
 #: the manifest field that counts the rows of the part files, per format

@@ -12,7 +12,7 @@ from ..random import as_key
 from ..release.base import overrides_for
 from .distortion import check_pq, distort
 from .privacy import basic_privacy, ldp_epsilon
-from .release import FLOORS, DistortedRelease, nnz_lazy
+from .release import BASIC_PRIVACY, FLOORS, DistortedRelease, nnz_lazy
 
 __all__ = ["Distorter"]
 
@@ -121,7 +121,7 @@ class Distorter(Estimator):
         if not 0.0 < s0 < 1.0:
             raise InvalidParameter(f"the data has {'no ones' if s0 == 0 else 'every item in every row'}: basic privacy is undefined")
         bp = basic_privacy(p, q, s0=s0)
-        weak = [] if bp >= floor else ["basic privacy"]
+        weak = [] if bp >= floor else [BASIC_PRIVACY]
         refused = [w for w in weak if w not in allowed]
         if refused:
             raise WeakParameterError(

@@ -52,10 +52,19 @@ from .distortion import check_pq
 from .flip_rates import Z_MAX
 from .privacy import basic_privacy, ldp_epsilon
 
-__all__ = ["DistortedRelease", "FLOORS", "Z_MAX", "nnz_lazy", "pq_from_manifest", "reconstructed_supports"]
+__all__ = ["DistortedRelease", "BASIC_PRIVACY", "FLOORS", "Z_MAX", "nnz_lazy", "pq_from_manifest", "reconstructed_supports"]
 
+#: The basic-privacy floor (its check's name, and the name ``allow_weak`` accepts).
+BASIC_PRIVACY = "basic privacy"
 #: The privacy floors of an EMASK release (names accepted by ``allow_weak``).
-FLOORS = ("basic privacy",)
+FLOORS = (BASIC_PRIVACY,)
+#: checks that need the original: their names in :meth:`original_only_checks` and in the checks
+_SHAPE_CHECK = "same rows and items as the original"
+_S0_CHECK = "s0 of the original"
+_BP_ORIGINAL_CHECK = "basic privacy (original)"
+_ONES_CHECK = "ones consistent with a (p, q) distortion of the original"
+_FLIP_RATES_CHECK = "flip rates as declared"
+_ROW_FLIPS_CHECK = "flip rates per row"
 
 
 def _nnz_kernel(block: Any) -> np.ndarray:
@@ -187,7 +196,7 @@ class DistortedRelease(TransactionRelease):
         return float(floor)
 
     def _overridden(self, ok: bool) -> bool:
-        return not ok and "basic privacy" in self.overrides
+        return not ok and BASIC_PRIVACY in self.overrides
 
     def floor_checks(self) -> list[Check]:
         """``basic privacy``: BP(p, q) at the original's exact s0 >= ``privacy_floor``, on the
@@ -203,7 +212,7 @@ class DistortedRelease(TransactionRelease):
         if s0 is None or not 0.0 < s0 < 1.0:
             return []
         bp = basic_privacy(p, q, s0=s0)
-        return [self.floor("basic privacy", bp >= floor, bp, floor, detail=f"at s0 = {s0:.4g}, the average item support of the input")]
+        return [self.floor(BASIC_PRIVACY, bp >= floor, bp, floor, detail=f"at s0 = {s0:.4g}, the average item support of the input")]
 
     # ------------------------------------------------------------------ ledger
     def ledger_figures(self) -> dict[str, Any]:
@@ -274,12 +283,12 @@ class DistortedRelease(TransactionRelease):
 
     # ------------------------------------------------------------------ guarantee
     def original_only_checks(self) -> list[tuple[str, str]]:
-        return [("same rows and items as the original", "the original's rows and items"),
-                ("s0 of the original", "the original's number of ones"),
-                ("basic privacy (original)", "the original's average item support"),
-                ("ones consistent with a (p, q) distortion of the original", "the original's number of ones"),
-                ("flip rates as declared", "the original's item counts"),
-                ("flip rates per row", "the original and the owner's key (the rows are in keyed order)")]
+        return [(_SHAPE_CHECK, "the original's rows and items"),
+                (_S0_CHECK, "the original's number of ones"),
+                (_BP_ORIGINAL_CHECK, "the original's average item support"),
+                (_ONES_CHECK, "the original's number of ones"),
+                (_FLIP_RATES_CHECK, "the original's item counts"),
+                (_ROW_FLIPS_CHECK, "the original and the owner's key (the rows are in keyed order)")]
 
     def verify(self, original: Any = None, *, storage_options: Any = None, **compute_kwargs: Any) -> Any:
         """:meth:`Release.verify`, plus, with the original, the flip rates measured row by row
@@ -369,7 +378,7 @@ class DistortedRelease(TransactionRelease):
         n, d = original.n_transactions, original.n_items
         catalogue = "item_catalogue" in self.parameters
         same = tx.n_transactions == n and (n_items == d or catalogue) and self._same_items(original)
-        checks = [Check("same rows and items as the original", same, figure=f"{tx.n_transactions} x {n_items}",
+        checks = [Check(_SHAPE_CHECK, same, figure=f"{tx.n_transactions} x {n_items}",
                         threshold=f"{n} x {d}" + (" (items within the catalogue)" if catalogue else ""),
                         detail="" if same else "the release is not a distortion of this original")]
         if not same or n * d == 0:
@@ -379,16 +388,16 @@ class DistortedRelease(TransactionRelease):
         s0 = nnz_t / (n * d)
         s_hat, tol = self.s0_from_release(nnz)  # type: ignore[misc]
         inside = s_hat - tol <= s0 <= s_hat + tol
-        checks.append(Check("s0 of the original", inside, figure=s0, threshold=f"[{s_hat - tol:.6g}, {s_hat + tol:.6g}]",
+        checks.append(Check(_S0_CHECK, inside, figure=s0, threshold=f"[{s_hat - tol:.6g}, {s_hat + tol:.6g}]",
                             detail="nnz / (N d) of the original inside the interval the release's density gives"))
         if 0.0 < s0 < 1.0:
             bp = basic_privacy(p, q, s0=s0)
-            checks.append(Check("basic privacy (original)", bp >= floor, figure=bp, threshold=floor, detail=f"at the exact s0 = {s0:.4g}",
+            checks.append(Check(_BP_ORIGINAL_CHECK, bp >= floor, figure=bp, threshold=floor, detail=f"at the exact s0 = {s0:.4g}",
                                 overridden=self._overridden(bp >= floor)))
         mean = p * nnz_t + (1.0 - q) * (n * d - nnz_t)
         var = p * (1 - p) * nnz_t + q * (1 - q) * (n * d - nnz_t)
         z = abs(nnz - mean) / math.sqrt(var) if var > 0 else (0.0 if nnz == mean else math.inf)
-        checks.append(Check("ones consistent with a (p, q) distortion of the original", z < Z_MAX, figure=z, threshold=f"< {Z_MAX:g}",
+        checks.append(Check(_ONES_CHECK, z < Z_MAX, figure=z, threshold=f"< {Z_MAX:g}",
                             detail=f"|z| of {nnz:,} ones against the binomial mean {mean:,.1f}"))
         checks.append(self._item_flip_check(p, q, released, original, orig_counts))
         return checks
@@ -413,7 +422,7 @@ class DistortedRelease(TransactionRelease):
         if not t["ok"]:
             detail += ": the published rows are not a distortion with the declared flip rates"
         stats = {k: t[k] for k in ("p_hat", "q_hat", "se_p", "se_q", "statistic", "dof", "threshold", "exact_mismatches")}
-        return Check("flip rates as declared", t["ok"], figure=t["statistic"], threshold=f"<= {t['threshold']:.4g}", detail=detail,
+        return Check(_FLIP_RATES_CHECK, t["ok"], figure=t["statistic"], threshold=f"<= {t['threshold']:.4g}", detail=detail,
                      stats=stats)
 
     def _row_flip_check(self, original: Any, key: Any, **compute_kwargs: Any) -> Check:
@@ -426,7 +435,7 @@ class DistortedRelease(TransactionRelease):
         from .audit import _aligned_distortion
         from .flip_rates import label_map, row_flip_test
 
-        name = "flip rates per row"
+        name = _ROW_FLIPS_CHECK
         p, q = self._pq()
         tx = self.data
         if tx.n_transactions != original.n_transactions or not self._same_items(original):
@@ -529,7 +538,7 @@ class DistortedRelease(TransactionRelease):
             s0 = self.owner_s0()
             if s0 is not None and 0.0 < s0 < 1.0:
                 figs.risk.append(self._exact_bp(p, q, s0))
-            figs.notes.append("the utility figures, the item-weighted and the re-interrogated privacy need the original data")
+            figs.needs_original.append("the utility figures, the item-weighted and the re-interrogated privacy need the original data")
             return emask_threat(self, figs, None, ckw)
         figs.risk += self._original_privacy(p, q, original, ckw)
         mined: dict[str, Any] = {}

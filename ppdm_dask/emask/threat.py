@@ -160,15 +160,15 @@ def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any], sign: int = 1)
 
     from ..progress import compute
     from ..metrics.km_audit import gather_rows
+    from ..release.attacks import public_sample
     from .flip_rates import label_map
 
     n = int(original.n_transactions)
     (lengths,) = compute(original.row_lengths(), **ckw)
-    candidates = np.flatnonzero(np.asarray(lengths) > 0)
-    if not candidates.size:
+    drawn = public_sample(np.asarray(lengths) > 0, LINK_TARGETS, _LINK_SEED)
+    if drawn is None:
         return None
-    rng = np.random.default_rng(_LINK_SEED)
-    targets = np.sort(rng.choice(candidates, min(LINK_TARGETS, candidates.size), replace=False))
+    targets, rng = drawn
     X = gather_rows(original, targets, **ckw)
     to_release = label_map(np.asarray(original.vocabulary.labels), np.asarray(aligned.vocabulary.labels))
     rows, cols = [], []

@@ -427,11 +427,6 @@ def initial_state(row_bits: np.ndarray, n_cover: int) -> tuple[np.ndarray, np.nd
     return rec, rec.view(np.int32)
 
 
-def cover_slots(rec32: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
-    """(number of elements, slots) of every row's cover, for tests and inspection."""
-    return rec32[:, 4 * w].copy(), rec32[:, 4 * w + 1 :].copy()
-
-
 def resize_slots(obj: object, cap: int, old: int, words: int, names: tuple[str, ...], float_names: tuple[str, ...] = ()) -> None:
     """Give ``obj`` per-slot arrays for ``cap`` slots, keeping the first ``old``: the int64
     vectors ``names`` (float64 for ``float_names``), the bitsets ``sbits``/``lbits`` (``words``
@@ -459,13 +454,6 @@ def index_budget(budget: int | None, memory_limit: int | None) -> int:
 
         memory_limit = MEMORY_LIMIT
     return int(INDEX_SHARE * memory_limit)
-
-
-def cover_bytes(n_rows: int, n_items: int, longest_row: int) -> int:
-    """Bytes a block of ``n_rows`` needs without indexes: row records and item row bitsets."""
-    w = max(1, (n_items + 63) // 64)
-    words = 2 * w + (1 + max(int(longest_row) // 2, 1) + 1) // 2
-    return int(n_rows) * words * 8 + n_items * ((int(n_rows) + 63) // 64) * 8
 
 
 def block_state(row_bits: np.ndarray, n_items: int, longest_row: int, budget: int) -> tuple:

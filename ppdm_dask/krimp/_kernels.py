@@ -199,8 +199,44 @@ def cover_lists(rowbits, elbits, n_elements, n_bits):
 
 
 # ---------------------------------------------------------------------------- the database
+def std_lengths_from_frequencies(frequencies: Sequence[int]) -> np.ndarray:
+    """stdlen(i) = −log2(fr(i)/F) with F = Σ fr (0 where fr = 0), with ``math.log2``."""
+    fr = [int(f) for f in np.asarray(frequencies).tolist()]
+    total = sum(fr)
+    return np.array([-math.log2(f / total) if f > 0 else 0.0 for f in fr], dtype=np.float64)
+
+
+class AlphabetItems:
+    """What follows from a database's items — ``labels`` (original ids, ascending), their
+    ``frequencies`` and the renumbering ``order`` (new id → alphabet position) — for
+    :class:`Database` and the distributed search's alphabet alike."""
+
+    labels: np.ndarray
+    frequencies: np.ndarray
+    order: np.ndarray
+
+    @property
+    def n_items(self) -> int:
+        return int(self.labels.size)
+
+    @cached_property
+    def new_labels(self) -> np.ndarray:
+        """Original id of every new id (``labels[order]``)."""
+        return self.labels[self.order]
+
+    @cached_property
+    def new_frequencies(self) -> np.ndarray:
+        return self.frequencies[self.order]
+
+    @cached_property
+    def std_lengths(self) -> np.ndarray:
+        """stdlen per alphabet position: −log2(fr/F), F = total item occurrences
+        (docs/krimp.md#clarification-usage-not-support-and-what-is-encoded)."""
+        return std_lengths_from_frequencies(self.frequencies)
+
+
 @dataclass(frozen=True, eq=False)
-class Database:
+class Database(AlphabetItems):
     """A transaction database normalised for KRIMP (driver memory).
 
     Attributes
@@ -232,22 +268,9 @@ class Database:
         return int(self.indptr.size - 1)
 
     @property
-    def n_items(self) -> int:
-        return int(self.labels.size)
-
-    @property
     def n_words(self) -> int:
         """uint64 words per row bitset."""
         return n_words(self.n_items)
-
-    @cached_property
-    def new_labels(self) -> np.ndarray:
-        """Original id of every new id (``labels[order]``)."""
-        return self.labels[self.order]
-
-    @cached_property
-    def new_frequencies(self) -> np.ndarray:
-        return self.frequencies[self.order]
 
     @cached_property
     def row_bits(self) -> np.ndarray:
@@ -258,21 +281,6 @@ class Database:
     def tid_bits(self) -> np.ndarray:
         """(n_items, ceil(n_rows/64)) uint64: rows holding new id ``r``."""
         return _pack_columns(self.indptr, self.indices, self.new_ids, self.n_items)
-
-    @cached_property
-    def new_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """CSR ``(indptr, new ids)`` with the new ids ascending inside every row."""
-        ni = self.new_ids[self.indices]
-        rowid = np.repeat(np.arange(self.n_rows, dtype=np.int64), np.diff(self.indptr))
-        o = np.lexsort((ni, rowid))
-        return self.indptr, ni[o].astype(np.int64)
-
-    @cached_property
-    def std_lengths(self) -> np.ndarray:
-        """stdlen per alphabet position: −log2(fr/F), F = total item occurrences
-        (docs/krimp.md#clarification-usage-not-support-and-what-is-encoded)."""
-        total = int(self.frequencies.sum())
-        return np.array([-math.log2(int(f) / total) if f > 0 else 0.0 for f in self.frequencies.tolist()])
 
     def positions(self, items: Any) -> np.ndarray:
         """Alphabet positions of original ids; :class:`ItemIdError` for ids not in the alphabet."""
@@ -292,10 +300,6 @@ class Database:
     def to_new(self, items: Any) -> np.ndarray:
         """New ids of original ids."""
         return self.new_ids[self.positions(items)]
-
-    def from_new(self, new: Any) -> np.ndarray:
-        """Original ids of new ids."""
-        return self.new_labels[np.asarray(new, dtype=np.int64)]
 
     def to_lists(self) -> list[list[int]]:
         """Rows as lists of original ids (small data / tests)."""

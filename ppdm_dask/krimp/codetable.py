@@ -27,18 +27,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataFormatError, InvalidParameter, ItemIdError
-from ._kernels import cover_bits, cover_lists, dedupe_sorted_rows, n_words, pack_rows, rows_as_label_csr
+from ._kernels import (cover_bits, cover_lists, dedupe_sorted_rows, n_words, pack_rows, rows_as_label_csr,
+                       std_lengths_from_frequencies)
 
 __all__ = ["CodeTable", "cover_usages", "cover", "encoded_length", "std_lengths_from_frequencies"]
 
 _FORMAT = "ppdm-krimp-codetable"
-
-
-def std_lengths_from_frequencies(frequencies: Sequence[int]) -> np.ndarray:
-    """stdlen(i) = −log2(fr(i)/F) with F = Σ fr (0 where fr = 0), with ``math.log2``."""
-    fr = [int(f) for f in np.asarray(frequencies).tolist()]
-    total = sum(fr)
-    return np.array([-math.log2(f / total) if f > 0 else 0.0 for f in fr], dtype=np.float64)
 
 
 def _as_itemset(x: Any) -> np.ndarray:

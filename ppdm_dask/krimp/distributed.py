@@ -46,9 +46,8 @@ import numpy as np
 from ..errors import DataFormatError, InvalidParameter, PPDMError
 from . import _cover as C
 from . import _decide as X
-from ._kernels import pack_rows, renumber
+from ._kernels import AlphabetItems, pack_rows, renumber
 from .candidates import DEFAULT_MAX_CANDIDATES, CandidateStream, _check_int, _exclusion_bits
-from .codetable import std_lengths_from_frequencies
 
 __all__ = ["CoverBlock", "StaleBlock", "BatchPlanner", "krimp_distributed", "Alphabet"]
 
@@ -69,7 +68,7 @@ class StaleBlock(PPDMError, RuntimeError):
 
 # ----------------------------------------------------------------------------- the alphabet
 @dataclass(frozen=True, eq=False)
-class Alphabet:
+class Alphabet(AlphabetItems):
     """What the search needs of a database besides its rows: the items (original ids, ascending),
     their frequencies, the renumbering (docs/krimp.md#clarification-item-renumbering-decides-every-tie)
     and the number of rows. Quacks like :class:`~ppdm_dask.krimp.Database` for
@@ -95,21 +94,6 @@ class Alphabet:
         new_ids, order = renumber(lab, cnt)
         return cls(lab, cnt, new_ids, order, int(n_rows))
 
-    @property
-    def n_items(self) -> int:
-        return int(self.labels.size)
-
-    @property
-    def new_labels(self) -> np.ndarray:
-        return self.labels[self.order]
-
-    @property
-    def new_frequencies(self) -> np.ndarray:
-        return self.frequencies[self.order]
-
-    @property
-    def std_lengths(self) -> np.ndarray:
-        return std_lengths_from_frequencies(self.frequencies)
 
 
 # ----------------------------------------------------------------------------- blocks (worker side)

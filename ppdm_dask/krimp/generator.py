@@ -950,19 +950,19 @@ class KrimpGenerator(Estimator):
     def _floor(self, min_support: int | None) -> tuple[str, ...]:
         """Overrides of the ``min-support`` floor and of the unique-copy rule; raises
         :class:`WeakParameterError` when the floor fails and ``allow_weak`` does not cover it."""
-        from .release import MIN_SUPPORT_FLOOR, UNIQUE_COPIES
+        from .release import MIN_SUPPORT, MIN_SUPPORT_FLOOR, UNIQUE_COPIES
 
         allowed = self._allowed()
         out = (UNIQUE_COPIES,) if UNIQUE_COPIES in allowed else ()
         if min_support is None or min_support >= MIN_SUPPORT_FLOOR:
             return out
-        if "min-support" not in allowed:
+        if MIN_SUPPORT not in allowed:
             raise WeakParameterError(
                 f"min-support {min_support} is below the floor {MIN_SUPPORT_FLOOR}: a pattern seen in a single record can "
                 "copy that record into the generated data; refused",
                 python="min_support >= 2, or allow_weak=['min-support'] (recorded in the manifest)",
                 cli="--min-count 2 or more, or --allow-weak (recorded in the manifest)")
-        return ("min-support", *out)
+        return (MIN_SUPPORT, *out)
 
     def _copies_allowed(self) -> bool:
         from .release import UNIQUE_COPIES

@@ -47,14 +47,16 @@ import pyarrow as pa
 from ..errors import CorruptDatasetError
 from ..release import Check, Figures, Plot, Series, TransactionRelease, Value
 
-__all__ = ["GeneratedRelease", "PATTERNS_FILE", "FLOORS", "MIN_SUPPORT_FLOOR", "UNIQUE_COPIES", "OVERRIDABLE", "METHOD",
+__all__ = ["GeneratedRelease", "PATTERNS_FILE", "MIN_SUPPORT", "FLOORS", "MIN_SUPPORT_FLOOR", "UNIQUE_COPIES", "OVERRIDABLE", "METHOD",
            "UNIQUE_COPIES_CHECK", "patterns_table", "allowed_overrides", "unique_copies_parameter", "row_comparison",
            "compare_counts"]
 
 PATTERNS_FILE = "_patterns.parquet"
 METHOD = "krimp-generator"
 #: The privacy floors of the parameters of a KRIMP release (``allow_weak=True`` overrides them).
-FLOORS = ("min-support",)
+#: The min-support floor (its check's name, and the name ``allow_weak`` accepts).
+MIN_SUPPORT = "min-support"
+FLOORS = (MIN_SUPPORT,)
 MIN_SUPPORT_FLOOR = 2
 #: The unique-copy rule: overridden only when named (``allow_weak=["unique copies"]``).
 UNIQUE_COPIES = "unique copies"
@@ -226,9 +228,9 @@ class GeneratedRelease(TransactionRelease):
     def floor_checks(self) -> list[Check]:
         ms = self.parameters.get("min_support")
         if isinstance(ms, bool) or not isinstance(ms, int):
-            checks = [Check("min-support", False, figure=ms, threshold=MIN_SUPPORT_FLOOR, detail="not an integer count")]
+            checks = [Check(MIN_SUPPORT, False, figure=ms, threshold=MIN_SUPPORT_FLOOR, detail="not an integer count")]
         else:
-            checks = [self.floor("min-support", ms >= MIN_SUPPORT_FLOOR, ms, MIN_SUPPORT_FLOOR,
+            checks = [self.floor(MIN_SUPPORT, ms >= MIN_SUPPORT_FLOOR, ms, MIN_SUPPORT_FLOOR,
                                  detail="a pattern seen in fewer records can copy one record; such patterns were drawn but are "
                                         "not published" if ms < MIN_SUPPORT_FLOOR else "")]
         rule = self.parameters.get("unique_copies")
@@ -373,7 +375,7 @@ class GeneratedRelease(TransactionRelease):
         figs = audit_figures(self.data, original, self.report_audit_k, self.report_audit_m, **ckw)
         figs += unique_basket_figures(self.data, original, **ckw)
         if original is None:
-            figs.notes.append("NAS, the unique copies, membership inference, the pattern comparison, DS and the itemset "
+            figs.needs_original.append("NAS, the unique copies, membership inference, the pattern comparison, DS and the itemset "
                               "comparison need the original data")
             figs += union_figures(self, None)
             return with_summary(self, figs, None)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import WeakParameterError
+from ..release.names import COMPOSITION_OVERRIDE, COMPOSITION_WHERE
 from ..release.verdict import Check
 from .store import Ledger, Record, counts_in_composition
 
@@ -32,7 +33,7 @@ DEFAULT = "default"
 #: what the manifest says of a release written with ``ledger=None``
 OPTED_OUT = {"recorded": False, "opt_out": "the owner chose not to record this release in a ledger (ledger=None / --no-ledger)"}
 #: override name written in the manifest when a composition limit was accepted
-OVERRIDE_PREFIX = "composition: "
+OVERRIDE_PREFIX = COMPOSITION_OVERRIDE
 
 
 class CompositionRefused(WeakParameterError):
@@ -141,8 +142,8 @@ class Admission:
                 "release that never reached anyone can be withdrawn: ppdm ledger forget ID --reason TEXT)",
                 python="write(..., allow_composition=True) (recorded in the manifest)",
                 cli="--allow-composition (recorded in the manifest)")
-        # where="ledger": the report tells a composition limit from a floor of the release itself
-        comp.checks = [Check(c.name, c.ok, c.figure, c.threshold, where="ledger", detail=c.detail, overridden=not c.ok,
+        # the report tells a composition limit from a floor of the release itself by its where
+        comp.checks = [Check(c.name, c.ok, c.figure, c.threshold, where=COMPOSITION_WHERE, detail=c.detail, overridden=not c.ok,
                              stats=c.stats) for c in comp.checks]
         for c in bad:
             name = OVERRIDE_PREFIX + c.name
@@ -216,10 +217,6 @@ def default_composition(release: Any, earlier: Sequence[Record]) -> Composition:
     comp = Composition(list(earlier))
     comp.figures["releases"] = comp.releases
     return comp
-
-
-def opt_out_manifest() -> Mapping[str, Any]:
-    return dict(OPTED_OUT)
 
 
 def destination_release_id(destination: str, storage_options: Mapping[str, Any] | None = None) -> str | None:

@@ -168,6 +168,6 @@ def union_start(family: str, opened: Sequence[Earlier], original: Any, needs: st
     fig = Figures(risk=union_items(family, opened))
     good = [e.release for e in opened if e.readable]
     if good and original is None:
-        fig.notes.append(f"{needs} of the union of the releases need the original data")
+        fig.needs_original.append(f"{needs} of the union of the releases need the original data")
         return fig, []
     return fig, good

@@ -281,7 +281,7 @@ def knn(
     Cost of the global scope: O(sum_t supp(t)^2 / 2) to accumulate the dot products through
     the item postings plus O(N^2 / 2) for a vectorised scan of them; memory O(block_rows * k)
     per task, never an N x N matrix. Measured on Quest C20.I6.D200K, k = 10, cosine: 41 s on
-    one thread, 20 s on a 2-worker LocalCluster (benchmarks/bench_neighbors_scratch.py).
+    one thread, 20 s on a 2-worker LocalCluster (benchmarks/neighbors_timing.py).
     """
     from ..progress import compute
 

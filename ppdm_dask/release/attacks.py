@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["public_files", "input_oracle", "position_linkage", "rank_correlation"]
+__all__ = ["public_files", "input_oracle", "position_linkage", "rank_correlation", "public_sample"]
 
 
 def public_files(url: str, *, storage_options: Mapping[str, Any] | None = None) -> dict[str, bytes]:
@@ -138,3 +138,14 @@ def position_linkage(a: Sequence[Any], b: Sequence[Any], similarity: Callable[[A
     base = [float(np.mean([similarity(a[i], b[(i + s) % n]) for i in range(n)])) for s in shifts if s % n]
     rnd = float(np.mean(base)) if base else 0.0
     return {"same": same, "random": rnd, "ratio": same / rnd if rnd > 0 else (1.0 if same == 0 else float("inf"))}
+
+
+def public_sample(eligible: np.ndarray, limit: int, seed: int) -> tuple[np.ndarray, np.random.Generator] | None:
+    """The targets of an attack: at most ``limit`` of the positions where ``eligible`` holds,
+    drawn without replacement and sorted, with the generator of public ``seed`` (it only chooses
+    what to measure), returned too for the attack's further draws; None when none is eligible."""
+    candidates = np.flatnonzero(eligible)
+    if not candidates.size:
+        return None
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(candidates, min(limit, candidates.size), replace=False)), rng

@@ -34,7 +34,7 @@ from typing import Any, Callable, ClassVar
 import dask
 import pyarrow as pa
 
-from ..data.folder import MANIFEST, load_manifest_json, open_fs, read_manifest, refuse_existing, write_folder, write_part
+from ..data.folder import MANIFEST, check_version, load_manifest_json, open_fs, read_manifest, refuse_existing, write_folder, write_part
 from ..errors import DataFormatError, DatasetNotFoundError, PrivacyViolation, WeakParameterError
 from ..random import Key
 from .identity import ReleaseIdentity, provenance, stream_key
@@ -753,8 +753,7 @@ class Release(abc.ABC):
         manifest = load_manifest_json(fs, manifest_path, url)
         if not isinstance(manifest, dict) or "release" not in manifest:
             raise DataFormatError(f"{url}: not a ppdm release (its manifest has no release record; written by an older version?)")
-        if int(manifest.get("version", 0)) > MANIFEST_VERSION:
-            raise DataFormatError(f"{url}: written by a newer ppdm-dask (manifest version {manifest['version']})")
+        check_version(manifest, url, MANIFEST_VERSION)
         return fs, folder, manifest
 
     @classmethod

@@ -257,7 +257,12 @@ class Figures:
         The risk figures and the utility figures (:class:`Value`, :class:`Plot`,
         :class:`Table`, :class:`Text`).
     notes : list of str
-        Sentences for the reader (e.g. "utility needs --original").
+        Sentences for the reader on how the figures were made.
+    needs_original : list of str
+        What these figures leave out because the original was not given, one sentence each in
+        the family's words ("the utility figures ... need the original data"): a list apart, so
+        that the report can replace them by its one sentence on how to give the original
+        without matching their words.
     guarantee : str
         The guarantee in plain words with this release's parameters and figures (the summary
         box's first sentence).
@@ -284,13 +289,14 @@ class Figures:
     attacks: list[Attack] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    needs_original: list[str] = field(default_factory=list)
 
     def __add__(self, other: "Figures") -> "Figures":
         join = lambda a, b: " ".join(t for t in (a, b) if t)  # noqa: E731
         return Figures(self.risk + other.risk, self.utility + other.utility, self.notes + other.notes,
                        join(self.guarantee, other.guarantee), join(self.protects, other.protects),
                        self.learn + other.learn, self.attacks + other.attacks, self.headline + other.headline,
-                       self.warnings + other.warnings)
+                       self.warnings + other.warnings, self.needs_original + other.needs_original)
 
     def ids(self) -> list[str]:
         return [i.id for i in (*self.risk, *self.utility, *self.learn, *self.attacks)]

@@ -13,6 +13,7 @@ from .. import families
 from ..data.folder import MANIFEST, sha256_file
 from ..errors import PPDMError
 from .base import INTERNAL_REPORT_FILES, REPORT_FILES, Release
+from .names import FILE_CHECK
 from .verdict import Check, Verdict
 
 __all__ = ["file_checks", "verify_files"]
@@ -40,7 +41,7 @@ def file_checks(fs: Any, folder: str, manifest: Mapping[str, Any], *, checksums:
     entries = [*manifest.get("partitions", []), *manifest.get("files", [])]
     tasks = [dask.delayed(_file_entry, pure=False)(fs, folder, e, checksums) for e in entries]
     (results,) = compute(tasks, **{"progress": False, **compute_kwargs}) if tasks else ([],)
-    checks = [Check("file matches the manifest", problem is None, where=name, detail=problem or "") for name, problem, _ in results]
+    checks = [Check(FILE_CHECK, problem is None, where=name, detail=problem or "") for name, problem, _ in results]
     if manifest.get("release", {}).get("output") != "csv":  # a CSV release shares its folder with other files
         listed = {e["file"] for e in entries} | {MANIFEST} | set(REPORT_FILES)
         for d in fs.ls(folder, detail=False):

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from ..release.figures import Attack, Figures, Table, Text, plain
 from ..release.manifest import created, versions
+from ..release.names import COMPOSITION_OVERRIDE, COMPOSITION_WHERE, FILE_CHECK
 
 __all__ = ["REPORT_FORMAT", "REPORT_VERSION", "AUDIENCES", "SECTIONS", "build_report", "for_audience"]
 
@@ -125,9 +126,6 @@ def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None)
     return items, record, {**inp, "fingerprint": inp_rows["fingerprint"]}
 
 
-_FILE_CHECK = "file matches the manifest"
-
-
 def _status(c: Any) -> str:
     if c.status == "unchecked":
         return "not checked"
@@ -139,10 +137,10 @@ def _status(c: Any) -> str:
 def _privacy(verdict: Any, verified: str, figures: Figures, composed: list[Any] = ()) -> list[dict]:
     # one row per check, but the per-file checks of a many-file release in one row (failures named);
     # the limits of the composition with the input's earlier releases (the ledger) come last
-    files = [c for c in verdict.checks if c.name == _FILE_CHECK]
+    files = [c for c in verdict.checks if c.name == FILE_CHECK]
     rows = []
     for c in [*verdict.checks, *composed]:
-        if c.name != _FILE_CHECK:
+        if c.name != FILE_CHECK:
             rows.append([c.name, _status(c), plain(c.figure), plain(c.threshold), c.where or "", c.detail])
         elif c is files[0]:
             bad = [f for f in files if not f.ok]
@@ -173,7 +171,7 @@ def _generic_guarantee(checks: list[Any]) -> str:
     (``k-anonymity: 5 (needs 5)``; a check of an absence by its name alone)."""
     from .units import show_number
 
-    own = [c for c in checks if c.name != _FILE_CHECK and c.status == "check"]
+    own = [c for c in checks if c.name != FILE_CHECK and c.status == "check"]
     if not own:
         return "The release was checked against its manifest; the family states no guarantee of its own."
 
@@ -301,10 +299,11 @@ def build_report(release: Any, original: Any = None, *, verdict: Any, verified: 
     figures = figures or Figures()
     released, record, inp = _released(release, manifest, url)
     utility = [i.to_dict() for i in figures.utility]
-    notes = list(figures.notes)
     original_given = original is not None
-    if not original_given:
-        notes = [n for n in notes if "need the original" not in n]  # the families say it their way; once is enough
+    notes = list(figures.notes)
+    if original_given:
+        notes += figures.needs_original
+    else:  # the families say what needs the original their way; once is enough
         notes.append("No original data was given: the utility figures and the original's risk need it (--original SRC).")
     composed = composition_checks(composition_of(release)[0])
     checks = [*verdict.checks, *composed]
@@ -404,8 +403,8 @@ def for_audience(doc: Mapping[str, Any], audience: str) -> dict[str, Any]:
     attacks = [_attack(i) for s in out["sections"] for i in s["items"] if i.get("type") == "attack"]
     checks = [Check.from_dict(c) for c in (out.get("verdict") or {}).get("checks", [])]
     # composition limits the owner accepted are public (the manifest's overrides); their figures are not
-    checks += [Check(o[len("composition: "):], False, where="ledger", overridden=True)
-               for o in out["release"].get("overrides") or [] if str(o).startswith("composition: ")]
+    checks += [Check(o[len(COMPOSITION_OVERRIDE):], False, where=COMPOSITION_WHERE, overridden=True)
+               for o in out["release"].get("overrides") or [] if str(o).startswith(COMPOSITION_OVERRIDE)]
     out["decision"] = _decision(checks, attacks, list((doc.get("decision") or {}).get("warnings") or []))
     _section_notes(out, bool(doc.get("with_original")), audience)
     out["notes"] = [*out.get("notes", []), "External report: only what can be recounted from the release itself is shown, "

@@ -83,6 +83,7 @@ def decide(checks: Iterable[Any], attacks: Sequence[Any] = (), warnings: Sequenc
     overridden = [c for c in checks if c.overridden]
     flagged = sorted((a for a in attacks if a.flagged), key=lambda a: -a.advantage)
     reasons: list[str] = []
+    from ..release.names import COMPOSITION_WHERE
     from .units import show_number as num
 
     for c in failed:
@@ -90,7 +91,7 @@ def decide(checks: Iterable[Any], attacks: Sequence[Any] = (), warnings: Sequenc
                        + (f" in {c.where}" if c.where else "") + (f": {c.detail}" if c.detail else "") + ".")
     for c in overridden:
         against = f" ({num(c.figure)} against {num(c.threshold)})" if c.figure is not None else ""
-        if c.where == "ledger":  # a limit of the composition with the input's earlier releases
+        if c.where == COMPOSITION_WHERE:  # a limit of the composition with the input's earlier releases
             reasons.append(f"Limit of the composition with earlier releases of this input accepted with --allow-composition: "
                            f"{c.name}{against}" + (f"; {c.detail}" if c.detail else "") + ".")
             continue

@@ -13,25 +13,9 @@ from the published sketches.
 from __future__ import annotations
 
 from .delta import DeltaAnonymizer, anonymize_record, delta_components
+from . import primitives
 from .generator import SketchGenerator
-from .primitives import (
-    attribute_estimate,
-    attribute_variance,
-    centroid,
-    component_sums,
-    cosine,
-    cosine_matrix,
-    dot,
-    dot_matrix,
-    dot_variance,
-    estimate_shrinkage,
-    shrunk_cosine,
-    similarity_matrix,
-    sqdist,
-    sqdist_variance,
-    sqnorm,
-    sqnorm_variance,
-)
+from .primitives import *  # noqa: F403  (the estimators on sketches: their list is primitives.__all__)
 from .kvariance import KVarianceAnonymizer, kvariance_components
 from .mining import SketchKMeans, SketchKNNClassifier, average_cosine_similarity, classification_accuracy
 from .release import SketchRelease
@@ -55,22 +39,6 @@ __all__ = [
     "SketchKMeans",
     "average_cosine_similarity",
     "classification_accuracy",
-    # primitives on sketches
-    "attribute_estimate",
-    "dot",
-    "sqnorm",
-    "sqdist",
-    "cosine",
-    "centroid",
-    "component_sums",
-    "dot_matrix",
-    "cosine_matrix",
-    "similarity_matrix",
-    "shrunk_cosine",
-    "estimate_shrinkage",
-    # exact variances (docs/sketches.md#estimators-and-their-variances)
-    "attribute_variance",
-    "dot_variance",
-    "sqnorm_variance",
-    "sqdist_variance",
+    # primitives on sketches and their exact variances (docs/sketches.md#estimators-and-their-variances)
+    *primitives.__all__,
 ]

@@ -173,9 +173,7 @@ class KVarianceAnonymizer(Estimator):
     allow_weak : bool or sequence of str
         Privacy floors explicitly overridden (``"k >= 2"``), recorded in the manifest.
     ledger : "default", Ledger, str or None
-        Where the release is recorded and composed with the earlier releases of its input
-        (docs/sketches.md#repeated-releases): ``"default"`` the user's ledger, a
-        :class:`~ppdm_dask.ledger.Ledger` or its location, None to opt out (said in the manifest).
+        As :class:`~.delta.DeltaAnonymizer`.
 
     Attributes
     ----------

@@ -55,6 +55,10 @@ OWNER_METADATA = ("n_suppressed", "n_records")
 _BLOCK_BYTES = 64 * 2**20
 #: in-memory bytes of one shuffle input (compact rows, counted at m_max components each)
 _SHUFFLE_IN_BYTES = 64 * 2**20
+#: checks that need the original: their names in :meth:`original_only_checks` and in the checks
+_RECORDS_CHECK = "records match the original"
+_DELTA_CHECK = "δ rule"
+_KVARIANCE_CHECK = "k-variance (Def. 3)"
 
 
 # ---------------------------------------------------------------------- row blocks
@@ -417,11 +421,11 @@ class SketchRelease(Release):
         return checks
 
     def original_only_checks(self) -> list[tuple[str, str]]:
-        out = [("records match the original", "the original's number of records")]
+        out = [(_RECORDS_CHECK, "the original's number of records")]
         if self.method == "delta":
-            out.append(("δ rule", "the original's records (their variance V gives each record's m)"))
+            out.append((_DELTA_CHECK, "the original's records (their variance V gives each record's m)"))
         elif not self.parameters.get("approximate", False):
-            out.append(("k-variance (Def. 3)", "the original's k-NN graph (checked on a release in input order)"))
+            out.append((_KVARIANCE_CHECK, "the original's k-NN graph (checked on a release in input order)"))
         return out
 
     def _input_counts(self, total: Mapping[str, Any]) -> tuple[int | None, int | None]:
@@ -459,9 +463,9 @@ class SketchRelease(Release):
                          **ckw: Any) -> list[Check]:
         n = int(original.n_transactions)
         if n_input is not None:
-            checks = [Check("records match the original", n == n_input, n_input, n, detail="input records of the release")]
+            checks = [Check(_RECORDS_CHECK, n == n_input, n_input, n, detail="input records of the release")]
         else:
-            checks = [Check("records match the original", published <= n, published, f"<= {n}",
+            checks = [Check(_RECORDS_CHECK, published <= n, published, f"<= {n}",
                             detail="published records against the original's (the suppressed ones are not counted in "
                                    "any public file" + ("; the δ rule check matches each published m" if self.method == "delta"
                                                         else "") + ")")]
@@ -470,7 +474,7 @@ class SketchRelease(Release):
         elif self._disk is None and not self.parameters.get("approximate", False) and n == n_input:
             checks.append(self._kvariance_check(original, **ckw))
         elif not self.parameters.get("approximate", False):
-            checks.append(Check("k-variance (Def. 3)", True, status="unchecked",
+            checks.append(Check(_KVARIANCE_CHECK, True, status="unchecked",
                                 detail="not checked: each record's m must be matched to its own k-NN edges, and the written "
                                        "rows are in keyed order without the suppressed records (checked on the release in "
                                        "memory before the commit)"))
@@ -488,7 +492,7 @@ class SketchRelease(Release):
             want, got = np.concatenate(want) if want else np.zeros(0, np.int64), np.asarray(got)
             bad = int(np.count_nonzero(want != got))
             first = int(np.flatnonzero(want != got)[0]) if bad else None
-            return Check("δ rule", bad == 0, bad, 0, where=f"record {first}" if bad else None,
+            return Check(_DELTA_CHECK, bad == 0, bad, 0, where=f"record {first}" if bad else None,
                          detail="records whose m differs from min(floor(V/δ), m_max) of the original")
         total, _ = self._recount(**ckw)
         (want,) = compute(rule, **ckw)
@@ -498,7 +502,7 @@ class SketchRelease(Release):
         if n_suppressed is None:  # not published: the published m against the rule's non-zero m
             want_hist[0] = got_hist[0] = 0
         diff = int(np.abs(want_hist - got_hist).sum())
-        return Check("δ rule", diff == 0, diff, 0,
+        return Check(_DELTA_CHECK, diff == 0, diff, 0,
                      detail="multiset of published m against min(floor(V/δ), m_max) of the original"
                             + (" (suppressed records: the empty rows)" if n_suppressed is not None else
                                " (records the rule suppresses must not be published)"))
@@ -521,6 +525,6 @@ class SketchRelease(Release):
         bad_edges = valid & (lo > bounds)
         bad = int(bad_edges.sum())
         first = int(np.flatnonzero(bad_edges.any(axis=1))[0]) if bad else None
-        return Check("k-variance (Def. 3)", bad == 0, bad, 0, where=f"record {first}" if bad else None,
+        return Check(_KVARIANCE_CHECK, bad == 0, bad, 0, where=f"record {first}" if bad else None,
                      detail=f"k-NN edges (exact {p.get('knn_scope', 'global')} graph of the original) whose estimate "
                             "variance is below the similarity gap")

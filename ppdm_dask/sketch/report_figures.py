@@ -427,7 +427,7 @@ def sketch_report_figures(rel: "SketchRelease", original: Any = None, **ckw: Any
     ckw.setdefault("progress", False)
     fig = Figures(risk=_component_figures(rel, original, **ckw))
     if original is None:
-        fig.notes.append("the variance margins and the utility figures need the original data")
+        fig.needs_original.append("the variance margins and the utility figures need the original data")
         return sketch_threat(rel, fig, **ckw)
     # the released rows of a written release are in a keyed order: the release in memory that was
     # written (handed over with adopt) is in input order and holds the same sketches

@@ -1,7 +1,7 @@
 """Published sketches (:class:`SketchArray`), their computation (:func:`sketch`) and Parquet I/O.
 
 Parquet layout of a sketch dataset at ``URL`` (a folder, the commit protocol of
-:mod:`ppdm_dask.data.folder`; format version 2, version 1 still read)::
+:mod:`ppdm_dask.data.folder`; format version 2)::
 
     URL/part-00000.parquet ...  one file (one row group) per block: ``sketch: list<float32>``
                                 with exactly m_i values per record (suppressed records are left
@@ -49,8 +49,7 @@ __all__ = ["SketchArray", "sketch", "read_sketches", "sketches_from_manifest", "
            "compact_values", "FORMAT_NAME"]
 
 FORMAT_NAME = "ppdm-sketches"
-#: 2: every part hashed in the manifest (rows, bytes, SHA-256), ``n_published``; version 1
-#: folders are still read.
+#: 2: every part hashed in the manifest (rows, bytes, SHA-256), ``n_published``
 FORMAT_VERSION = 2
 _VALUES_META = np.empty((0, 0), dtype=np.float64)
 
@@ -185,9 +184,30 @@ class SketchArray:
         pass (``n_records`` = input records, ``n_suppressed`` of them). Suppressed records
         (m = 0) are left out of the files — a suppressed record publishes nothing, not even its
         label or id — unless ``keep_suppressed=True`` (rows with an empty sketch, for
-        row-aligned releases). The generator's public seed is written; no key ever is."""
-        return write_sketches(self, url, storage_options=storage_options, overwrite=overwrite,
-                              compression=compression, progress=progress, keep_suppressed=keep_suppressed)
+        row-aligned releases). The generator's public seed is written; no key ever is. The rows
+        are in input order: a release (keyed row order, verified) is written by
+        :class:`~.release.SketchRelease`."""
+        from ..progress import compute
+
+        kv = part_metadata(self)
+        names = [f"part-{i:05d}.parquet" for i in range(self.n_partitions)]
+        vals = self.values.to_delayed().ravel()
+        ms = self.m.to_delayed().ravel()
+        col_parts = {k: v.to_delayed().ravel() for k, v in self.columns.items()}
+
+        def write(fs: Any, tmp: str) -> dict[str, Any]:
+            writes = [
+                dask.delayed(_write_part, pure=False)(
+                    fs, posixpath.join(tmp, names[i]), vals[i], ms[i],
+                    {k: parts[i] for k, parts in col_parts.items()}, kv, compression, keep_suppressed,
+                )
+                for i in range(len(names))
+            ]
+            (parts,) = compute(writes, progress=progress)
+            return {"format": FORMAT_NAME, "version": FORMAT_VERSION,
+                    **layout_fields(self, list(parts), keep_suppressed, self.columns), "partitions": list(parts)}
+
+        return write_folder(url, storage_options, overwrite, write)
 
 
 def _summary(n: int, n_suppressed: int, total: int, m_max: int) -> dict[str, Any]:
@@ -445,41 +465,6 @@ def _write_part(fs: Any, path: str, values: np.ndarray, m: np.ndarray, cols: dic
     return {**write_part(fs, path, table, compression=compression), **stats}
 
 
-def write_sketches(
-    sk: SketchArray,
-    url: str,
-    *,
-    storage_options: Mapping[str, Any] | None = None,
-    overwrite: bool = False,
-    compression: str = "zstd",
-    progress: bool = False,
-    keep_suppressed: bool = False,
-) -> dict[str, Any]:
-    """Write ``sk`` atomically at ``url`` in input order (see :meth:`SketchArray.to_parquet`);
-    a release (keyed row order, verified) is written by :class:`~.release.SketchRelease`."""
-    from ..progress import compute
-
-    kv = part_metadata(sk)
-    names = [f"part-{i:05d}.parquet" for i in range(sk.n_partitions)]
-    vals = sk.values.to_delayed().ravel()
-    ms = sk.m.to_delayed().ravel()
-    col_parts = {k: v.to_delayed().ravel() for k, v in sk.columns.items()}
-
-    def write(fs: Any, tmp: str) -> dict[str, Any]:
-        writes = [
-            dask.delayed(_write_part, pure=False)(
-                fs, posixpath.join(tmp, names[i]), vals[i], ms[i],
-                {k: parts[i] for k, parts in col_parts.items()}, kv, compression, keep_suppressed,
-            )
-            for i in range(len(names))
-        ]
-        (parts,) = compute(writes, progress=progress)
-        return {"format": FORMAT_NAME, "version": FORMAT_VERSION,
-                **layout_fields(sk, list(parts), keep_suppressed, sk.columns), "partitions": list(parts)}
-
-    return write_folder(url, storage_options, overwrite, write)
-
-
 # ---------------------------------------------------------------------- reading
 def _read_values(fs: Any, folder: str, entry: Mapping[str, Any], m_max: int, verify: bool, url: str) -> np.ndarray:
     table = read_part(fs, folder, entry, columns=["sketch"], verify=verify, url=url)
@@ -498,7 +483,7 @@ def _read_values(fs: Any, folder: str, entry: Mapping[str, Any], m_max: int, ver
 
 
 def sketches_from_manifest(fs: Any, path: str, manifest: Mapping[str, Any], url: str, *, verify: bool = False) -> SketchArray:
-    """The lazy SketchArray of a committed sketch folder (format version 1 or 2), every part
+    """The lazy SketchArray of a committed sketch folder, every part
     checked against its manifest entry when read (rows; SHA-256 with ``verify``)."""
     parts = list(manifest["partitions"])
     check_listing(fs, path, parts, url)
@@ -520,13 +505,13 @@ def sketches_from_manifest(fs: Any, path: str, manifest: Mapping[str, Any], url:
 
 
 def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> SketchArray:
-    """Read a sketch dataset (a release, or a folder written by :meth:`SketchArray.to_parquet`;
-    format versions 1 and 2) lazily.
+    """Read a sketch dataset (a release, or a folder written by :meth:`SketchArray.to_parquet`)
+    lazily.
 
     Parameters
     ----------
     verify : bool
-        Check the SHA-256 of every part against the manifest as it is read (version 2).
+        Check the SHA-256 of every part against the manifest as it is read.
 
     Raises
     ------
@@ -537,7 +522,7 @@ def read_sketches(url: str, *, storage_options: Mapping[str, Any] | None = None,
     CorruptDatasetError
         A part file missing, resized, or with other rows than the manifest says.
     DataFormatError
-        Not a sketch dataset, or a newer format version.
+        Not a sketch dataset, or another format version.
     """
     fs, path = open_fs(url, storage_options)
     if not fs.exists(path):

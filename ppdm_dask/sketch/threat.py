@@ -98,14 +98,14 @@ def _column_means(original: Any, **ckw: Any) -> np.ndarray:
 
 def _reconstruction(rel: Any, original: Any, al: Any, **ckw: Any) -> Attack | None:
     from ..progress import compute
+    from ..release.attacks import public_sample
     from .report_figures import _gather_original, _gather_sketches
 
     (m_all,) = compute(al.m, **ckw)
-    pub = np.flatnonzero(np.asarray(m_all) > 0)
-    if not pub.size:
+    drawn = public_sample(np.asarray(m_all) > 0, RECON_RECORDS, _RECON_SEED)
+    if drawn is None:
         return None
-    rng = np.random.default_rng(_RECON_SEED)
-    sample = np.sort(rng.choice(pub, min(RECON_RECORDS, pub.size), replace=False))
+    sample = drawn[0]
     X = _gather_original(original, sample, **ckw)
     rows = sample if al.release_row is None else al.release_row[sample]
     S, m = _gather_sketches(rel.data, rows, **ckw)

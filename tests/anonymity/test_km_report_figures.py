@@ -34,7 +34,7 @@ def test_km_figures_small():
     alone = rel.report_figures()
     assert [i.id for i in alone.risk] == ["km_audit_release", "km_rare_itemsets_release", "unique_baskets_release"]
     assert [a.id for a in alone.attacks] == ["attack_km_m_plus_1"] and not alone.utility
-    assert any("need the original" in n for n in alone.notes)
+    assert any("need the original" in n for n in alone.needs_original)
     figs = rel.report_figures(tx)
     by_id = {i.id: i for i in (*figs.risk, *figs.utility)}
     assert set(by_id) >= {"km_audit_release", "km_rare_itemsets_release", "km_audit_original", "km_rare_itemsets_original",

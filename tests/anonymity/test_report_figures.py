@@ -61,7 +61,7 @@ def test_patients_risk_by_hand():
     assert [r[1] for r in rows] == pytest.approx([0.0, 0.4, 1.0, 1.0, 1.0]) and [r[2] for r in rows] == [0, 4, 10, 10, 10]
     hist = fig(f, "risk_class_sizes").series[0]
     assert list(hist.x) == [1.5, 2.5, 3.5] and list(hist.y) == [2, 2]  # two classes of 2, two of 3
-    assert any("utility" in n for n in f.notes) and not f.utility
+    assert any("utility" in n for n in f.needs_original) and not f.utility
 
     # Kishor moved to Tamil Nadu: sizes 2 (F/TN), 2 (F/Kerala), 2 (M/Karnataka), 1 (Kishor), 3
     g = wrap(kishor_moved()).report_figures(threshold=0.4)

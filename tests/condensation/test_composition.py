@@ -127,7 +127,7 @@ def test_first_release_and_release_read_from_disk(tmp_path):
     assert "union_pseudo_copies" in {i.id for i in fig.risk}
     # without the original: the count and a note
     fig = union_figures(open_release(str(tmp_path / "r2")), None)
-    assert [i.id for i in fig.risk if i.id.startswith("union_releases")] and any("need the original" in n for n in fig.notes)
+    assert [i.id for i in fig.risk if i.id.startswith("union_releases")] and any("need the original" in n for n in fig.needs_original)
 
 
 @pytest.mark.parametrize("make", [lambda **kw: Condenser(privacy_levels=3, **kw),

@@ -223,6 +223,21 @@ def test_external_leaves_out_the_original(people_release, tmp_path, monkeypatch)
     assert ids == set(items)
 
 
+def test_what_needs_the_original_is_said_once(people_release, tmp_path, monkeypatch):
+    # the families' sentences on what needs the original give way to the report's one sentence
+    url, _, table = people_release
+    rel = open_release(url)
+    family = "the frobnication figures need the original data"
+    figs = _figures()
+    figs.needs_original.append(family)
+    monkeypatch.setattr(type(rel), "report_figures", lambda self, original=None, **k: figs)
+    alone = rel.report(None, out=str(tmp_path / "alone.html"))
+    assert alone["notes"][0] == "a note for the reader" and family not in alone["notes"]
+    assert [n for n in alone["notes"] if n.startswith("No original data was given")] == [alone["notes"][-1]]
+    given = rel.report(table, out=str(tmp_path / "given.html"))
+    assert given["notes"] == ["a note for the reader", family]
+
+
 def test_html_is_self_contained_and_shows_the_json(people_release, tmp_path, monkeypatch):
     url, _, table = people_release
     doc = _report(open_release(url), table, tmp_path, monkeypatch)

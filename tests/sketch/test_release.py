@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from ppdm_dask import TransactionArray
-from ppdm_dask.errors import NotFittedError, PrivacyViolation, WeakParameterError
+from ppdm_dask.errors import DataFormatError, NotFittedError, PrivacyViolation, WeakParameterError
 from ppdm_dask.random import Key
 from ppdm_dask.sketch import DeltaAnonymizer, KVarianceAnonymizer, SketchArray, read_sketches, sketch
 from ppdm_dask.sketch.release import SketchRelease
@@ -196,18 +196,19 @@ def test_keep_suppressed_and_record_ids(tmp_path):
     assert "record_id" in manifest_of(tmp_path / "ids")["columns"]
 
 
-def test_version_1_folders_are_still_read(tmp_path):
+def test_other_format_versions_are_refused(tmp_path):
+    # only development versions wrote format version 1 (parts not hashed): refused, as is a newer one
     tx, _ = _tx()
     sk = DeltaAnonymizer(delta=2.0, m_max=16, key=Key(3)).fit_transform(tx).data
     sk.to_parquet(str(tmp_path / "v1"), progress=False)
     man = manifest_of(tmp_path / "v1")
     assert man["version"] == 2 and all("sha256" in p for p in man["partitions"])
-    man["version"] = 1
-    for p in man["partitions"]:
-        p.pop("bytes"), p.pop("sha256")
-    (tmp_path / "v1" / "_SUCCESS").write_text(json.dumps(man))
     back = read_sketches(str(tmp_path / "v1"))
     assert np.array_equal(back.compute(progress=False)[1], sk.compute(progress=False)[1][sk.compute(progress=False)[1] > 0])
+    for version, says in ((1, "development version"), (3, "newer ppdm-dask")):
+        (tmp_path / "v1" / "_SUCCESS").write_text(json.dumps({**man, "version": version}))
+        with pytest.raises(DataFormatError, match=says):
+            read_sketches(str(tmp_path / "v1"))
 
 
 # ---------------------------------------------------------------- k-variance
