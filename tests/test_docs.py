@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = ("index", "mining", "emask", "sketches", "condensation", "anonymity", "krimp", "randomness", "data", "report", "ledger",
-         "threat-model", "architecture")
+         "threat-model", "architecture", "benchmarks")
 SCANNED = ("ppdm_dask", "tests", "benchmarks")
 
 #: ``docs/<page>.md#<anchor>`` (an anchor never contains '.', ')' or quotes: GitHub drops punctuation)
