@@ -6,6 +6,10 @@ counted with one ``bincount`` (int32 ``X.T @ X`` for very many items), summed in
 in frequent 2-itemsets are built once and persisted on the workers; each level sends only the
 candidate arrays and tree-sums one count vector. The counts are exact integers, so the result
 does not depend on partitioning or workers.
+
+The levels are mined by the one level-wise driver (:class:`~ppdm_dask.mining.levelwise.LevelwiseDriver`,
+shared with EMASK-Apriori) with the judge :class:`ExactCounts`; only the partition strategy of the
+levels >= 3 is Apriori's own.
 """
 
 from __future__ import annotations
