@@ -51,7 +51,7 @@ _DEBRUIJN = np.array(
 )  # bit scan forward: ((x ^ (x - 1)) * 0x03f79d71b4cb0a89) >> 58
 
 __all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES",
-           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY"]
+           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY", "exclusion_bits", "Spiller"]
 
 #: Default bound on the number of candidates a KRIMP run may hold (about 0.5-2 GB of bitsets).
 DEFAULT_MAX_CANDIDATES = 20_000_000
@@ -106,7 +106,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
     one pass. Returns (bits[n_out, W], supports[n_out]); with ``max_out > 0`` it stops as soon as
     it has found ``max_out + 1`` itemsets (the caller reports the explosion before memory runs
     out). With ``flush_every > 0`` it hands every ``flush_every`` itemsets to the thread's sink
-    (:func:`_emit`, set by :class:`_Spiller`) and keeps only the rest.
+    (:func:`_emit`, set by :class:`Spiller`) and keeps only the rest.
 
     Closed mode, known failures (LCM): the extensions of a node are tried in descending item
     order, so when a child Q = closure(P ∪ {e'}) is built every e > e' has been tried at P. If
@@ -566,7 +566,7 @@ class Candidates:
         return f"Candidates({len(self)} {kind}itemsets, min_support={self.min_support})"
 
 
-def _exclusion_bits(d: Any, exclude: Sequence[Sequence[int]]) -> np.ndarray:
+def exclusion_bits(d: Any, exclude: Sequence[Sequence[int]]) -> np.ndarray:
     """Bitsets (new ids) of the excluded combinations whose items all occur in ``d`` (a
     :class:`Database` or anything with its sorted ``labels`` and ``new_ids``); a combination
     with an item that does not occur excludes nothing."""
@@ -695,15 +695,12 @@ def _subsets_over(lengths: np.ndarray, max_len: int, cap: int) -> np.ndarray:
 
 def _check_kernel_memory(d: Any, closed: bool, max_depth: int) -> None:
     """Refuse a search whose per-level tables would not fit in half the available memory."""
-    from ..mining.apriori import MEMORY_SHARE, _available_bytes, _gib
+    from ..mining.guards import check_memory, format_bytes
 
     need = _kernel_bytes(d, closed, max_depth)
-    avail = _available_bytes()
-    if avail is not None and need > MEMORY_SHARE * avail:
-        raise ResultTooLargeError(
-            f"the candidate miner's tables for {d.n_items:,} items, {d.n_rows:,} rows and {max_depth:,} levels would take "
-            f"{_gib(need)}, more than {MEMORY_SHARE:.0%} of the {_gib(avail)} of memory available",
-            python="set max_len=... (fewer levels) or raise min_support", cli="set --max-len (fewer levels) or raise --min-support or --min-count")
+    check_memory(need, f"the candidate miner's tables for {d.n_items:,} items, {d.n_rows:,} rows and {max_depth:,} levels would take "
+                       f"{format_bytes(need)}",
+                 python="set max_len=... (fewer levels) or raise min_support", cli="set --max-len (fewer levels) or raise --min-support or --min-count")
 
 
 def _before_mining(d: Any, minsup: int, closed: bool, ml: int, n_excluded: int, cap: int) -> int:
@@ -770,7 +767,7 @@ def mine_candidates(
     ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
     if exclude is None:
         exclude = ()
-    ex = _exclusion_bits(d, exclude)
+    ex = exclusion_bits(d, exclude)
     max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
     bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap, 0)
     if cap and sup.size > cap:
@@ -850,7 +847,7 @@ def _merge_runs(recs, pos, end, out):
     return n
 
 
-class _Spiller:
+class Spiller:
     """Collects the miner's output; sorts it into runs on disk when it outgrows the budget."""
 
     def __init__(self, w: int, budget: int, spill_dir: str | None) -> None:
@@ -931,7 +928,7 @@ class CandidateStream:
         Time spent mining, sorting and merging (also while chunks are handed out).
     """
 
-    def __init__(self, bits: np.ndarray | None, sup: np.ndarray | None, spiller: _Spiller | None = None, seconds: float = 0.0) -> None:
+    def __init__(self, bits: np.ndarray | None, sup: np.ndarray | None, spiller: Spiller | None = None, seconds: float = 0.0) -> None:
         self._bits, self._sup, self._spiller = bits, sup, spiller
         self.n_candidates = int(sup.size) if sup is not None else int(spiller.total)
         self.n_runs = 0 if spiller is None else len(spiller.runs)
@@ -997,9 +994,9 @@ def candidate_stream(
     minsup = _check_int("min_support", min_support, 1)
     ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
     budget = DEFAULT_CANDIDATE_MEMORY if memory is None else _check_int("memory", memory, 1)
-    ex = _exclusion_bits(d, exclude or ())
+    ex = exclusion_bits(d, exclude or ())
     max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
-    spiller = _Spiller(d.n_words, budget, spill_dir)
+    spiller = Spiller(d.n_words, budget, spill_dir)
     t = time.perf_counter()
     _sink.spiller = spiller
     try:
