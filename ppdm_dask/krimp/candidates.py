@@ -41,28 +41,14 @@ from ..errors import InvalidParameter, ResultTooLargeError
 
 # the miner hands full buffers to Python in object mode (rarely, between long compiled stretches)
 warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel execution", category=numba.NumbaWarning)
+from ._cover import ctz, popcount  # the one compiled bit scan and popcount of the KRIMP kernels (inlined)
 from ._kernels import Database, as_database, fits, n_words
-
-_DEBRUIJN = np.array(
-    [0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61, 54, 58, 35, 52, 50, 42, 21, 44,
-     38, 32, 29, 23, 17, 11, 4, 62, 46, 55, 26, 59, 40, 36, 15, 53, 34, 51, 20, 43, 31, 22, 10, 45,
-     25, 39, 14, 33, 19, 30, 9, 24, 13, 18, 8, 12, 7, 6, 5, 63],
-    dtype=np.int64,
-)  # bit scan forward: ((x ^ (x - 1)) * 0x03f79d71b4cb0a89) >> 58
 
 __all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES",
            "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY", "exclusion_bits", "Spiller"]
 
 #: Default bound on the number of candidates a KRIMP run may hold (about 0.5-2 GB of bitsets).
 DEFAULT_MAX_CANDIDATES = 20_000_000
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _popcount(x):
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -87,11 +73,6 @@ def _grow2(a, need):
     b = np.empty((cap, a.shape[1]), a.dtype)
     b[: a.shape[0]] = a
     return b
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _ctz(x):
-    return _DEBRUIJN[((x ^ (x - np.uint64(1))) * np.uint64(0x03F79D71B4CB0A89)) >> np.uint64(58)]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -163,7 +144,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 Q[k] &= row_bits[t, k]
     qlen = 0
     for k in range(w):
-        qlen += _popcount(Q[k])
+        qlen += popcount(Q[k])
     if max_len > 0 and qlen > max_len:
         return empty_b, empty_s
     for x in range(n_ex):
@@ -209,7 +190,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 for k in range(w):
                     x = KF[d - 1, k] & gt[k] & ~Q[k]
                     while x:
-                        b = _ctz(x)
+                        b = ctz(x)
                         x &= x - np.uint64(1)
                         e = k * 64 + b
                         j = wit[d - 1, e]
@@ -224,7 +205,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 for k in range(w):
                     x = pb[t, k] & gt[k] & ~Q[k] & ~KF[d, k]
                     while x:
-                        b = _ctz(x)
+                        b = ctz(x)
                         x &= x - np.uint64(1)
                         e = k * 64 + b
                         if cnt[e] == 0:
@@ -314,7 +295,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 for k in range(w):
                     x = pb[t, k] & Fm[k]
                     while x:
-                        b = _ctz(x)
+                        b = ctz(x)
                         x &= x - np.uint64(1)
                         bc[k * 64 + b] += 1
                         total += 1
@@ -330,7 +311,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
             for k in range(w):
                 x = Fm[k]
                 while x:
-                    b = _ctz(x)
+                    b = ctz(x)
                     x &= x - np.uint64(1)
                     e = k * 64 + b
                     ext_item[a] = e
@@ -344,7 +325,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 for k in range(w):
                     x = pb[t, k] & Fm[k]
                     while x:
-                        b = _ctz(x)
+                        b = ctz(x)
                         x &= x - np.uint64(1)
                         e = k * 64 + b
                         buf[fill[e]] = t
@@ -388,7 +369,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                     diff &= (np.uint64(1) << np.uint64(e & 63)) - np.uint64(1)
                 if diff:
                     ok = False
-                    wit[d, e] = k * 64 + _ctz(diff)
+                    wit[d, e] = k * 64 + ctz(diff)
                     KF[d, e >> 6] |= np.uint64(1) << np.uint64(e & 63)
                     break
             if not ok:
@@ -399,7 +380,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
             Q[e >> 6] |= np.uint64(1) << np.uint64(e & 63)
         qlen = 0
         for k in range(w):
-            qlen += _popcount(Q[k])
+            qlen += popcount(Q[k])
         if max_len > 0 and qlen > max_len:
             continue
         excluded = False
@@ -440,7 +421,7 @@ def _bits_to_sorted_items(bits, labels_of_new):
     for i in range(n):
         c = 0
         for k in range(w):
-            c += _popcount(bits[i, k])
+            c += popcount(bits[i, k])
         off[i + 1] = off[i] + c
     new = np.empty(off[n], np.int64)
     orig = np.empty(off[n], np.int64)
@@ -449,7 +430,7 @@ def _bits_to_sorted_items(bits, labels_of_new):
         for k in range(w):
             x = bits[i, k]
             while x:
-                b = _ctz(x)
+                b = ctz(x)
                 x &= x - np.uint64(1)
                 r = k * 64 + b
                 new[p] = r
@@ -489,7 +470,7 @@ def _order_keys(bits):
         c = 0
         for k in range(w):
             x = bits[i, k]
-            c += _popcount(x)
+            c += popcount(x)
             r = np.uint64(0)
             for _ in range(64):
                 r = (r << np.uint64(1)) | (x & np.uint64(1))
@@ -817,8 +798,8 @@ def _before(a, b):
     la = 0
     lb = 0
     for k in range(w):
-        la += _popcount(a[k])
-        lb += _popcount(b[k])
+        la += popcount(a[k])
+        lb += popcount(b[k])
     if la != lb:
         return la > lb
     for k in range(w):

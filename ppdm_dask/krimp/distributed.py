@@ -611,7 +611,7 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
     from ..mining import apriori
     from .candidates import DEFAULT_CANDIDATE_MEMORY, Spiller
 
-    from ..mining.apriori import DEFAULT_MAX_ITEMSETS
+    from ..mining.guards import DEFAULT_MAX_ITEMSETS
 
     cap = DEFAULT_MAX_ITEMSETS if max_candidates is None else int(max_candidates)
     # closed sets of length <= max_len need the level above to be recognised

@@ -19,6 +19,12 @@ DEFAULT_MAX_ITEMSETS = 50_000_000
 #: Default bound on the candidates of one level, checked *before* they are built
 #: (:func:`check_candidates`).
 DEFAULT_MAX_CANDIDATES = 20_000_000
+
+
+class ItemsetExplosionWarning(UserWarning):
+    """A level has a very large number of candidates."""
+
+
 #: Driver bytes per candidate of length k: ``BYTES_PER_CANDIDATE + BYTES_PER_CANDIDATE_ITEM * k``.
 #: The prefix join and subset pruning of :func:`~.candidates.apriori_gen` hold a few 8-byte arrays
 #: per joined pair at their peak, the candidates 4 bytes per item, then their counts and the
@@ -26,17 +32,15 @@ DEFAULT_MAX_CANDIDATES = 20_000_000
 #: 119 and 124 at k = 5 and 6 on mushroom at min-count 1).
 BYTES_PER_CANDIDATE = 64
 BYTES_PER_CANDIDATE_ITEM = 10
-#: Never use more than this share of the driver's available memory for one level's candidates.
-MEMORY_SHARE = 0.5
-
-
-class ItemsetExplosionWarning(UserWarning):
-    """A level has a very large number of candidates."""
 
 
 def candidate_bytes(n_candidates: int, k: int, extra_per_candidate: int = 0) -> int:
     """Estimated driver memory to build and count ``n_candidates`` candidates of length ``k``."""
     return int(n_candidates) * (BYTES_PER_CANDIDATE + BYTES_PER_CANDIDATE_ITEM * int(k) + int(extra_per_candidate))
+
+
+#: Never use more than this share of the driver's available memory for one level's candidates.
+MEMORY_SHARE = 0.5
 
 
 def available_bytes() -> int | None:
