@@ -116,7 +116,7 @@ class _LocalLines(Callback):
             self._lines.__exit__(RuntimeError if errored else None)
 
 
-def _pick_client(client: distributed.Client | None, kwargs: dict[str, Any]) -> distributed.Client | None:
+def pick_client(client: distributed.Client | None, kwargs: dict[str, Any]) -> distributed.Client | None:
     """The distributed client to use (removing ``scheduler`` from kwargs), or None for dask's."""
     if client is not None:
         kwargs.pop("scheduler", None)
@@ -212,7 +212,7 @@ def compute(
         One result per input collection, as :func:`dask.compute` returns them.
     """
     collections = tuple(_one_graph(c) for c in collections)
-    active = _pick_client(client, kwargs)
+    active = pick_client(client, kwargs)
     if active is None:
         with _local_progress() if progress else contextlib.nullcontext():
             return dask.compute(*collections, **kwargs)
@@ -239,7 +239,7 @@ def compute_each(tasks: Sequence[Any], consume: Callable[[int, Any], None], *, c
     results never pile up in the workers' memory (as they do until the last task finishes with
     :func:`compute`); on the local schedulers they are computed together, then consumed.
     """
-    active = _pick_client(client, {})
+    active = pick_client(client, {})
     if active is None:
         for i, result in enumerate(dask.compute(*tasks)):
             consume(i, result)
@@ -261,7 +261,7 @@ def ship(payloads: Sequence[Any], client: distributed.Client | None = None) -> l
     """Driver-side payloads (arrays, tuples of arrays) for tasks: scattered to the workers of a
     distributed client, so the task graph stays small and each payload travels once; on the local
     schedulers they are returned as they are (embedded in the graph, where nothing travels)."""
-    active = _pick_client(client, {})
+    active = pick_client(client, {})
     return list(active.scatter(list(payloads), hash=False)) if active is not None else list(payloads)
 
 
@@ -292,7 +292,7 @@ def persist(
     tuple
         The persisted collections, one per input.
     """
-    active = _pick_client(client, kwargs)
+    active = pick_client(client, kwargs)
     if active is None:
         with _local_progress() if progress else contextlib.nullcontext():
             return dask.persist(*collections, **kwargs)
@@ -315,7 +315,7 @@ def persist(
     return tuple(persisted)
 
 
-__all__ = ["compute", "compute_each", "persist", "step_reporter", "log_interval"]
+__all__ = ["compute", "compute_each", "persist", "step_reporter", "log_interval", "pick_client"]
 
 
 def step_reporter(label: str) -> Callable[[int, int, str], None]:

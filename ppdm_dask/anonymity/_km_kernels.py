@@ -31,9 +31,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 import scipy.sparse as sp
-from numba import types as nbtypes
-from numba.extending import intrinsic
 
+from ..bitops import ctpop  # LLVM's population count, shared by every family's kernels
 from ..errors import InvalidParameter
 
 __all__ = [
@@ -114,15 +113,6 @@ def empty_counts() -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------------- counting
-@intrinsic
-def _ctpop(typingctx, x):  # pragma: no cover - compiled
-    # LLVM's population count (one instruction where the CPU has it)
-    def codegen(context, builder, signature, args):
-        return builder.ctpop(args[0])
-
-    return nbtypes.uint64(nbtypes.uint64), codegen
-
-
 @numba.njit(cache=True, nogil=True)
 def _slot(key, shift):  # pragma: no cover - compiled
     return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(shift))
@@ -318,12 +308,12 @@ def _count_vertical(indptr, indices, rows, node_map, parent, tin, tout, m, bits,
             if d == 0:
                 for w in range(n_words):
                     cur[0, w] = row[w]
-                    c += _ctpop(row[w])
+                    c += ctpop(row[w])
             else:
                 for w in range(n_words):
                     v = cur[d - 1, w] & row[w]
                     cur[d, w] = v
-                    c += _ctpop(v)
+                    c += ctpop(v)
             if c > 0:
                 key = acc[d] | ((x + 1) << shifts[d])
                 if n_out == cap:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..errors import InvalidParameter, PrivacyViolation
 from ._diversity import diverse_mask, validate_diversity
-from .mondrian import Regions, _as_2d_float, _as_counts, _check_categorical, _check_k, class_regions, mondrian_partition
+from .mondrian import Regions, as_2d_float, as_counts, _check_categorical, _check_k, class_regions, mondrian_partition
 
 __all__ = [
     "permission_entries",
@@ -339,7 +339,7 @@ def _compiled(query: Query | Mapping[int, Any], schema: QISchema) -> dict[int, A
 def query_mask(X: Any, query: Query, *, schema: QISchema | None = None,
                categorical: Sequence[bool] | None = None) -> np.ndarray:
     """Which tuples of X satisfy ``query`` (bool, one per row)."""
-    X = _as_2d_float(X)
+    X = as_2d_float(X)
     sch = _schema(schema, categorical, X.shape[1])
     m = np.ones(len(X), dtype=bool)
     for j, cons in _compiled(query, sch).items():
@@ -352,7 +352,7 @@ def query_count(X: Any, weights: Any, query: Query, *, schema: QISchema | None =
                 categorical: Sequence[bool] | None = None) -> int:
     """|Q_T|: number of records satisfying ``query``."""
     m = query_mask(X, query, schema=schema, categorical=categorical)
-    w = _as_counts(weights, "weights", 1)
+    w = as_counts(weights, "weights", 1)
     if w.shape != m.shape:
         raise InvalidParameter(f"weights has shape {w.shape}, X has {len(m)} rows")
     return int(w[m].sum())
@@ -396,7 +396,7 @@ def imprecision(X: Any, weights: Any, class_id: Any, query: Query, *, schema: QI
     regions : Regions, optional
         Precomputed ``class_regions(X, weights, class_id, ...)``.
     """
-    X = _as_2d_float(X)
+    X = as_2d_float(X)
     sch = _schema(schema, categorical, X.shape[1])
     reg = _regions(X, weights, class_id, sch, regions)
     returned = int(reg.sizes[overlapping_classes(reg, query, schema=sch)].sum())
@@ -469,10 +469,10 @@ def evaluate_permissions(X: Any, weights: Any, class_id: Any, permissions: Seque
     AccessReport
         Roles appear in order of first appearance in ``permissions``.
     """
-    X = _as_2d_float(X)
+    X = as_2d_float(X)
     sch = _schema(schema, categorical, X.shape[1])
     reg = _regions(X, weights, class_id, sch, regions)
-    w = _as_counts(weights, "weights", 1)
+    w = as_counts(weights, "weights", 1)
     results = []
     for p in permissions:
         if not isinstance(p, Permission):
@@ -583,9 +583,9 @@ def select_anonymization(candidates: Sequence[Any] | Mapping[Any, Any], permissi
     InvalidParameter
         No candidates, or a candidate of the wrong length.
     """
-    X = _as_2d_float(X)
+    X = as_2d_float(X)
     sch = _schema(schema, categorical, X.shape[1])
-    w = _as_counts(weights, "weights", 1)
+    w = as_counts(weights, "weights", 1)
     if w.shape != (len(X),):
         raise InvalidParameter(f"weights has shape {w.shape}, X has {len(X)} rows")
     items = list(candidates.items()) if isinstance(candidates, Mapping) else list(enumerate(candidates))
@@ -598,13 +598,13 @@ def select_anonymization(candidates: Sequence[Any] | Mapping[Any, Any], permissi
     if l is not None:
         if sensitive_counts is None:
             raise InvalidParameter("checking l-diversity needs sensitive_counts")
-        S = _as_counts(sensitive_counts, "sensitive_counts", 2)
+        S = as_counts(sensitive_counts, "sensitive_counts", 2)
         if S.shape[0] != len(X):
             raise InvalidParameter(f"sensitive_counts has {S.shape[0]} rows, X has {len(X)}")
     reports: dict[Any, AccessReport] = {}
     labels: dict[Any, np.ndarray] = {}
     for key, cand in items:
-        cid = _as_counts(cand, f"candidate {key!r}", 1)
+        cid = as_counts(cand, f"candidate {key!r}", 1)
         if cid.shape != (len(X),):
             raise InvalidParameter(f"candidate {key!r} labels {cid.shape[0]} tuples, X has {len(X)}")
         _check_privacy(key, w, cid, k, S, l, kind, c)
@@ -671,7 +671,7 @@ class AccuracyConstrainedAnonymizer:
         -------
         self
         """
-        X = _as_2d_float(X)
+        X = as_2d_float(X)
         sch = _schema(schema, categorical, X.shape[1])
         perms = list(self.permissions)
         for p in perms:

@@ -25,7 +25,7 @@ from ..errors import DataFormatError, InvalidParameter
 from ..release import Check, Verdict
 
 __all__ = ["equivalence_classes", "class_counts", "k_anonymity_check", "l_diversity_check", "t_closeness_check",
-           "check_k_anonymity", "check_l_diversity", "check_t_closeness", "is_k_anonymous", "is_l_diverse", "SUPPRESSED"]
+           "check_k_anonymity", "check_l_diversity", "check_t_closeness", "is_k_anonymous", "is_l_diverse", "SUPPRESSED", "qi_columns"]
 
 COUNT = "count"
 SUPPRESSED = "*"
@@ -38,7 +38,7 @@ def _is_dask(df: Any) -> bool:
     return hasattr(df, "npartitions") and hasattr(df, "map_partitions")
 
 
-def _columns(df: Any, qi: str | Sequence[str], extra: Sequence[str] = ()) -> list[str]:
+def qi_columns(df: Any, qi: str | Sequence[str], extra: Sequence[str] = ()) -> list[str]:
     """Validate the column names and return the QI list."""
     qi = [qi] if isinstance(qi, str) else list(qi)
     if not qi:
@@ -133,7 +133,7 @@ def equivalence_classes(df: Any, qi: str | Sequence[str]) -> pd.DataFrame:
     DataFormatError
         Missing values in a QI column.
     """
-    return _counts(df, _columns(df, qi))
+    return _counts(df, qi_columns(df, qi))
 
 
 def class_counts(df: Any, qi: str | Sequence[str], sensitive: str | None = None, **compute_kwargs: Any) -> pd.DataFrame:
@@ -142,7 +142,7 @@ def class_counts(df: Any, qi: str | Sequence[str], sensitive: str | None = None,
 
     ``compute_kwargs`` (``client=``, ``progress=``) go to the distributed pass.
     """
-    qi = _columns(df, qi, extra=[sensitive] if sensitive else [])
+    qi = qi_columns(df, qi, extra=[sensitive] if sensitive else [])
     return _counts(df, [*qi, *([sensitive] if sensitive else [])], **compute_kwargs)
 
 
@@ -321,7 +321,7 @@ def check_t_closeness(df: Any, qi: str | Sequence[str], sensitive: str, t: float
     t, t_kind = validate_closeness(t, t_kind)
     if not isinstance(sensitive, str):
         raise InvalidParameter(f"sensitive must be one column name, got {sensitive!r}")
-    qi = _columns(df, qi, extra=[sensitive])
+    qi = qi_columns(df, qi, extra=[sensitive])
     kind = resolve_t_kind(t_kind, df[sensitive].dtype)
     counts = _counts(df, [*qi, sensitive], **compute_kwargs)
     return Verdict([t_closeness_check(counts, qi, sensitive, t, kind)])
@@ -355,7 +355,7 @@ def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppr
         table is (vacuously) k-anonymous.
     """
     k = _check_int("k", k)
-    qi = _columns(df, qi)
+    qi = qi_columns(df, qi)
     return Verdict([k_anonymity_check(_counts(df, qi, **compute_kwargs), qi, k, exclude_suppressed=exclude_suppressed)])
 
 
@@ -401,7 +401,7 @@ def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float
     l, kind, c = validate_diversity(l, kind, c)
     if not isinstance(sensitive, str):
         raise InvalidParameter(f"sensitive must be one column name, got {sensitive!r}")
-    qi = _columns(df, qi, extra=[sensitive])
+    qi = qi_columns(df, qi, extra=[sensitive])
     counts = _counts(df, [*qi, sensitive], **compute_kwargs)
     return Verdict([l_diversity_check(counts, qi, sensitive, l, kind, c, exclude_suppressed=exclude_suppressed)])
 

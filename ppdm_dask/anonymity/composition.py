@@ -62,7 +62,7 @@ def table_labels(block: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
     """
     from ..data.fingerprints import label_hashes
     from ..data.hierarchy import as_keys
-    from ..release.tables import _suppressed
+    from ..release.tables import suppressed_rows
 
     n = len(block)
     if not qi or not n:
@@ -77,7 +77,7 @@ def table_labels(block: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
         with np.errstate(over="ignore"):
             h += label_hashes(text)[0][codes]
     labels = _published(h)
-    labels[_suppressed(block, tuple(qi))] = NOT_PUBLISHED
+    labels[suppressed_rows(block, tuple(qi))] = NOT_PUBLISHED
     return labels
 
 

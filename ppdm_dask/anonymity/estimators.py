@@ -363,7 +363,7 @@ class KmAnonymizer(Estimator):
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KmAnonymizer":
         """Check the floors, then k^m-anonymise ``X`` (a TransactionArray or lists of items)."""
-        from .km import _as_transactions, km_anonymize
+        from .km import as_transactions, km_anonymize
         from .km_release import KmRelease
 
         if (self.hierarchy is None) == (self.fan_out is None):
@@ -371,7 +371,7 @@ class KmAnonymizer(Estimator):
         method = str(self.method).upper()
         params = {"k": self.k, "m": self.m}
         overrides = KmRelease(None, method=method, parameters=params).apply_overrides(self.allow_weak)
-        tx = _as_transactions(X)
+        tx = as_transactions(X)
         if self.fan_out is not None:
             hier = Hierarchy.balanced(tx.n_items, self.fan_out, labels=tx.vocabulary.labels, name="items")
         elif isinstance(self.hierarchy, str):

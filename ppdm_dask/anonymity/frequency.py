@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataFormatError, InvalidParameter
-from .checks import _columns
+from .checks import qi_columns
 from ..data.hierarchy import ROOT, Hierarchy, as_keys
 
 COUNT = "__count"
@@ -255,7 +255,7 @@ def frequency_set(
     ddf = as_dask(df)
     if sensitive is not None and sensitive not in ddf.columns:
         raise InvalidParameter(f"unknown sensitive attribute {sensitive!r}; the table has {list(ddf.columns)}")
-    qi = _columns(ddf, qi, extra=[sensitive] if sensitive else [])
+    qi = qi_columns(ddf, qi, extra=[sensitive] if sensitive else [])
     hier = check_hierarchies(qi, hierarchies, required=require_hierarchies, columns=list(ddf.columns))
     cols = [*qi, *([sensitive] if sensitive else [])]
     sizes = ddf.groupby(cols, dropna=False, observed=True).size(split_every=split_every, split_out=1)

@@ -58,6 +58,7 @@ __all__ = [
     "is_km_anonymous",
     "check_km_anonymity",
     "KM_ANONYMITY",
+    "as_transactions",
 ]
 
 _METHODS = ("AA", "DA")
@@ -343,7 +344,7 @@ def count_tree(
     -------
     CountTree
     """
-    tx = _as_transactions(tx)
+    tx = as_transactions(tx)
     _check_int("m", m)
     nodes = _node_tree(hierarchy, tx.vocabulary)
     return _count(tx, nodes, np.arange(nodes.n_items), int(m), client=client, progress=progress, split_every=split_every)
@@ -687,7 +688,7 @@ def ncp_km(
         counts = np.zeros(len(vocab), np.int64)
         counts[vocab.encode(np.array(labels, dtype=vocab.labels.dtype))] = [int(v) for v in tx.values()]
     else:
-        txa = _as_transactions(tx)
+        txa = as_transactions(tx)
         vocab = txa.vocabulary
         counts = _compute(txa.item_supports_lazy(), client, False)
     nodes = _node_tree(hierarchy, vocab)
@@ -739,7 +740,7 @@ def check_km_anonymity(
         ``min_support``, ``examples`` (up to 10 violating itemsets as lists of labels, in
         lexicographic order of column ids), ``n_itemsets`` (distinct itemsets of size <= m).
     """
-    tx = _as_transactions(tx)
+    tx = as_transactions(tx)
     k = _check_int("k", k)
     m = _check_int("m", m)
     bits = K.key_bits(m, tx.n_items)
@@ -783,7 +784,8 @@ def _check_int(name: str, value: Any) -> int:
     return int(value)
 
 
-def _as_transactions(tx: Any) -> TransactionArray:
+def as_transactions(tx: Any) -> TransactionArray:
+    """``tx`` as a TransactionArray (a list of item lists is read into one)."""
     if isinstance(tx, TransactionArray):
         return tx
     if isinstance(tx, (str, bytes)) or not isinstance(tx, Iterable):
@@ -794,7 +796,7 @@ def _as_transactions(tx: Any) -> TransactionArray:
 def _prepare(tx: Any, hierarchy: Hierarchy, k: Any, m: Any) -> tuple[TransactionArray, _Nodes, int, int]:
     k = _check_int("k", k)
     m = _check_int("m", m)
-    tx = _as_transactions(tx)
+    tx = as_transactions(tx)
     nodes = _node_tree(hierarchy, tx.vocabulary)
     K.key_bits(m, nodes.n_nodes)
     if k > tx.n_transactions:

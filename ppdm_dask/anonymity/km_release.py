@@ -121,9 +121,9 @@ class KmRelease(TransactionRelease):
 
     def _original_checks(self, original: Any, **compute_kwargs: Any) -> list[Check]:
         from ..progress import compute
-        from .km import _as_transactions
+        from .km import as_transactions
 
-        orig = _as_transactions(original)
+        orig = as_transactions(original)
         rel = self.data
         n_rel, n_orig = rel.n_transactions, orig.n_transactions
         checks = [Check(_ROWS_CHECK, n_rel == n_orig, n_rel, n_orig, detail="one released transaction per original transaction")]
@@ -166,12 +166,12 @@ class KmRelease(TransactionRelease):
         and ``km_items_published_as_is``, ``km_ncp``. See
         :mod:`ppdm_dask.metrics.report_figures` and :mod:`.km_threat` (the summary fields)."""
         from ..metrics.report_figures import audit_figures, compute_options, unique_basket_figures
-        from .km import _as_transactions
+        from .km import as_transactions
         from .km_threat import km_threat, km_utility
 
         if isinstance(original, str):
             original = type(self).read_original(original)
-        orig = _as_transactions(original) if original is not None else None
+        orig = as_transactions(original) if original is not None else None
         ckw = compute_options(compute_kwargs)
         k, m = int(self.parameters["k"]), int(self.parameters["m"])
         figs = audit_figures(self.data, orig, k, m, guaranteed_m=m, **compute_kwargs)

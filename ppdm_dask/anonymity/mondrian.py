@@ -42,7 +42,7 @@ SPLITS = ("median", "imprecision")
 #: for a categorical column; a conjunction over the listed columns (closed ranges)
 CompiledQuery = Mapping[int, Any]
 
-__all__ = ["SPLITS", "Regions", "mondrian_partition", "class_regions"]
+__all__ = ["SPLITS", "Regions", "mondrian_partition", "class_regions", "as_2d_float", "as_counts"]
 
 
 # ----------------------------------------------------------------------------- input handling
@@ -67,7 +67,8 @@ class _Table:
     closeness: Closeness | None = None
 
 
-def _as_2d_float(X: Any) -> np.ndarray:
+def as_2d_float(X: Any) -> np.ndarray:
+    """``X`` as a finite float64 (tuples x quasi-identifiers) array, or one clear error."""
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as e:
@@ -83,7 +84,8 @@ def _as_2d_float(X: Any) -> np.ndarray:
     return X
 
 
-def _as_counts(a: Any, name: str, ndim: int) -> np.ndarray:
+def as_counts(a: Any, name: str, ndim: int) -> np.ndarray:
+    """``a`` as an int64 ``ndim``-d array of integer counts (``name`` for the error)."""
     arr = np.asarray(a)
     if arr.ndim != ndim:
         raise InvalidParameter(f"{name} must be a {ndim}-d array, got shape {arr.shape}")
@@ -113,10 +115,10 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
              l: Any, kind: str, c: Any, closeness: Closeness | None = None) -> _Table:
     k = _check_k(k)
     l, kind, c = validate_diversity(l, kind, c)
-    X = _as_2d_float(X)
+    X = as_2d_float(X)
     n, q = X.shape
     cat = _check_categorical(categorical, q)
-    w = _as_counts(weights, "weights", 1)
+    w = as_counts(weights, "weights", 1)
     if w.shape != (n,):
         raise InvalidParameter(f"weights has shape {w.shape}, X has {n} rows")
     if n and w.min() < 1:
@@ -128,7 +130,7 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
     if l is not None or closeness is not None:
         if sensitive_counts is None:
             raise InvalidParameter("l-diversity and t-closeness need sensitive_counts (tuples x sensitive values)")
-        S = _as_counts(sensitive_counts, "sensitive_counts", 2)
+        S = as_counts(sensitive_counts, "sensitive_counts", 2)
         if S.shape[0] != n:
             raise InvalidParameter(f"sensitive_counts has {S.shape[0]} rows, X has {n}")
         if S.size and S.min() < 0:
@@ -546,11 +548,11 @@ def class_regions(X: Any, weights: Any, class_id: Any, categorical: Sequence[boo
     -------
     Regions
     """
-    X = _as_2d_float(X)
+    X = as_2d_float(X)
     n, q = X.shape
     cat = _check_categorical(categorical, q)
-    w = _as_counts(weights, "weights", 1)
-    cid = _as_counts(class_id, "class_id", 1)
+    w = as_counts(weights, "weights", 1)
+    cid = as_counts(class_id, "class_id", 1)
     if w.shape != (n,) or cid.shape != (n,):
         raise InvalidParameter(f"weights {w.shape} and class_id {cid.shape} must have one entry per row of X ({n})")
     if n and (cid.min() < 0 or w.min() < 1):

@@ -198,7 +198,7 @@ class StreamDigest:
 
     def digest(self) -> bytes:
         """The 32-byte digest of the stream so far."""
-        from ..data.digest import _join, finish_digest
+        from ..data.digest import join_digests, finish_digest
 
-        return _join([finish_digest(f"array:{self.d}", self._x),
+        return join_digests([finish_digest(f"array:{self.d}", self._x),
                       finish_digest("array:1", self._p) if self.levels else b"none"])

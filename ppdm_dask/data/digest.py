@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _digest_kernels as K
 
-__all__ = ["content_digest", "content_digest_lazy", "finish_digest"]
+__all__ = ["content_digest", "content_digest_lazy", "finish_digest", "join_digests"]
 
 
 def _tx_block(block: Any, weights: Any, cols: tuple, label_hash: np.ndarray) -> tuple:
@@ -102,10 +102,11 @@ def content_digest_lazy(*objs: Any) -> Any:
         kind, parts = _parts(obj)
         state = tree_reduce(parts, K.combine_polys) if parts else dask.delayed(K.EMPTY_POLY)
         pieces.append(dask.delayed(finish_digest, pure=True)(kind, state))
-    return dask.delayed(_join, pure=True)(pieces)
+    return dask.delayed(join_digests, pure=True)(pieces)
 
 
-def _join(pieces: list[bytes]) -> bytes:
+def join_digests(pieces: list[bytes]) -> bytes:
+    """One digest of several: the piece itself when there is one, else a SHA-256 of the tuple."""
     if len(pieces) == 1:
         return pieces[0]
     return hashlib.sha256(b"ppdm-content-digest-tuple\0" + b"".join(pieces)).digest()

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from ..errors import InvalidParameter
 
-__all__ = ["realign", "audit"]
+__all__ = ["realign", "audit", "aligned_distortion"]
 
 
 def _split(block: sp.csr_array, rows: np.ndarray, bounds: np.ndarray) -> tuple:
@@ -72,7 +72,7 @@ def realign(released: Any, key: Any, n_files: int, partition_rows: tuple[int, ..
     return TransactionArray(blocks, released.vocabulary, metadata=released.metadata)
 
 
-def _aligned_distortion(original: Any, released: Any, key: Any) -> Any:
+def aligned_distortion(original: Any, released: Any, key: Any) -> Any:
     """The distorted rows in the original's order, or None when that needs a key not given."""
     from ..release import Release
 
@@ -146,7 +146,7 @@ def audit(original: Any, released: Any, min_support: float | int, *, p: float | 
     (nnz,) = compute(nnz_lazy(original), **ckw)
     s0 = int(nnz[0]) / (original.n_transactions * original.n_items)
     bp = basic_privacy(p, q, s0=s0)
-    aligned = _aligned_distortion(given, released, key)
+    aligned = aligned_distortion(given, released, key)
     rp = reinterrogated_privacy(original, aligned, rec, bp, **ckw) if aligned is not None else None
     return {"p": p, "q": q, "s0": s0, "basic_privacy": bp, "reinterrogated_privacy": rp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
             "slowdown": t_emask / t_apriori if t_apriori > 0 else None, "seconds_apriori": t_apriori, "seconds_emask": t_emask,

@@ -9,7 +9,6 @@ docs/emask.md#the-closed-form (identical to M^-1 applied to the inclusion-exclus
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Callable
@@ -17,22 +16,16 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InvalidParameter
-from ..mining.apriori import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_ITEMSETS, ResultTooLargeError, check_candidates, min_count_of
-from ..mining.candidates import RowIndex, apriori_gen, join_count
-from ..mining.ahead import CountAhead
+from ..mining.apriori import min_count_of
+from ..mining.candidates import RowIndex
 from ..mining.counting import SupportCounter
+from ..mining.guards import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_ITEMSETS
+from ..mining.levelwise import CandidateIds, LevelwiseDriver, Verdict
 from ..mining.results import FrequentItemsets
 from . import _kernels as K
 from .distortion import check_pq
 
-__all__ = ["mine", "EstimatedItemsets", "lookup_rows"]
-
-
-def _store_bytes(k: int) -> int:
-    """Driver bytes per candidate of length k beyond plain Apriori's: its distorted count and
-    row index stay in the store until the end, and k + 1 subset sums are reconstructed (traced
-    peak of a level: 143 bytes per candidate at k = 4, mushroom with p = q = 0)."""
-    return 24 + 8 * k
+__all__ = ["mine", "EstimatedItemsets", "ReconstructedSupports", "lookup_rows"]
 
 
 @dataclass(repr=False)  # keep FrequentItemsets' one-line summary
@@ -72,6 +65,67 @@ def lookup_rows(query: np.ndarray, index: RowIndex, values: np.ndarray) -> np.nd
     if not np.all(found):
         raise AssertionError("a subset of a candidate is missing from the counted store")
     return values[idx]
+
+
+class ReconstructedSupports:
+    """EMASK-Apriori's judge for :class:`~ppdm_dask.mining.levelwise.LevelwiseDriver`.
+
+    The distorted count of every candidate of every level is kept (the store); a level's true
+    supports are reconstructed from the counts of all subsets of its candidates with the closed
+    form (:func:`~ppdm_dask.emask._kernels.closed_form_estimate`). Candidates whose estimate is
+    >= ``keep_threshold`` grow the next level; those >= ``threshold`` are reported.
+
+    Parameters
+    ----------
+    n : int
+        Transactions.
+    p, q : float
+        The distortion parameters.
+    threshold, keep_threshold : float
+        Reporting and pipeline thresholds on the estimated counts.
+    return_se : bool
+        Also keep the variance estimate of every reported support (:attr:`variances`).
+    """
+
+    def __init__(self, n: int, p: float, q: float, threshold: float, keep_threshold: float, return_se: bool) -> None:
+        self.n, self.p, self.q = n, p, q
+        self.threshold, self.keep_threshold, self.return_se = threshold, keep_threshold, return_se
+        self.variances: dict[int, np.ndarray] = {}
+        self._c1 = np.zeros(0, np.int64)
+        # distorted counts of everything counted so far: level -> (index of column-id rows, counts)
+        self._store: dict[int, tuple[RowIndex, np.ndarray]] = {}
+
+    def extra_bytes(self, k: int) -> int:
+        """Driver bytes per candidate of length k beyond plain Apriori's: its distorted count and
+        row index stay in the store until the end, and k + 1 subset sums are reconstructed (traced
+        peak of a level: 143 bytes per candidate at k = 4, mushroom with p = q = 0)."""
+        return 24 + 8 * k
+
+    def _sigma(self, k: int, counts: np.ndarray, cand_ids: np.ndarray) -> list[np.ndarray]:
+        """Sums of the distorted counts of the candidates' j-subsets, j = 0 .. k."""
+        if k == 1:
+            self._c1 = counts.astype(np.int64)
+            return [np.full(counts.size, float(self.n)), self._c1]
+        self._store[k] = (RowIndex(cand_ids), counts)
+        sigma = [np.full(counts.size, float(self.n)), self._c1[cand_ids].sum(axis=1)]
+        for j in range(2, k):
+            index, stored = self._store[j]
+            total = np.zeros(counts.size, np.float64)
+            for combo in combinations(range(k), j):
+                total += lookup_rows(cand_ids[:, combo], index, stored)
+            sigma.append(total)
+        sigma.append(counts)
+        return sigma
+
+    def judge(self, k: int, counts: np.ndarray, ids: CandidateIds) -> Verdict:
+        """Reconstruct the level's supports; grow the kept candidates, report the frequent ones."""
+        cand_ids = ids()
+        sigma = self._sigma(k, counts, cand_ids)
+        est = K.closed_form_estimate(sigma, k, self.p, self.q)
+        report = est >= self.threshold
+        if self.return_se:
+            self.variances[k] = K.closed_form_variance(sigma, k, self.p, self.q, est)[report]
+        return Verdict(np.flatnonzero(est >= self.keep_threshold), cand_ids[report], est[report])
 
 
 def mine(
@@ -133,93 +187,8 @@ def mine(
     n = distorted.n_transactions
     min_count = min_count_of(min_support, n)  # validates
     threshold = float(min_support) * n if isinstance(min_support, float) else float(min_support)
-    keep_thr = threshold * (1.0 - prune_margin)
     counter = SupportCounter(distorted, client=client, progress=progress, memory_plan=memory_plan)
-    levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    variances: dict[int, np.ndarray] = {}
-    stats: list[dict[str, Any]] = []
-    # distorted counts of everything counted so far: level -> (index of column-id rows, counts)
-    store: dict[int, tuple[RowIndex, np.ndarray]] = {}
-
-    def finish(k: int, n_cand: int, ids: np.ndarray, sigma: list[np.ndarray], t0: float, counted_with: int | None = None) -> np.ndarray:
-        est = K.closed_form_estimate(sigma, k, p, q)
-        pipeline = est >= keep_thr
-        report = est >= threshold
-        levels[k] = (ids[report].astype(np.int32), est[report])
-        if return_se:
-            variances[k] = K.closed_form_variance(sigma, k, p, q, est)[report]
-        st = {"length": k, "candidates": int(n_cand), "frequent": int(report.sum()), "seconds": time.perf_counter() - t0}
-        if counted_with is not None:  # no pass of its own (see ppdm_dask.mining.ahead)
-            st["counted_with"] = counted_with
-        st.update(counter.plan_fields())  # the memory plans of the rows and bitsets, and why
-        stats.append(st)
-        if on_level is not None:
-            on_level(st)
-        if sum(lv[1].size for lv in levels.values()) > max_itemsets:
-            raise ResultTooLargeError(f"more than {max_itemsets:,} itemsets", python="raise min_support or set max_length",
-                                         cli="raise --min-support or --min-count, or set --max-length")
-        return pipeline
-
-    def result() -> EstimatedItemsets:
-        counter.release()
-        return EstimatedItemsets(levels, distorted.vocabulary, n, min_count, stats, variances=variances, p=p, q=q)
-
-    # ---- level 1: all items
-    t0 = time.perf_counter()
-    c1 = counter.item_counts().astype(np.int64)
-    all_items = np.arange(distorted.n_items, dtype=np.int32)
-    keep1 = finish(1, distorted.n_items, all_items[:, None], [np.full(c1.size, float(n)), c1], t0)
-    f1 = all_items[keep1]
-    if (max_length is not None and max_length < 2) or f1.size < 2:
-        return result()
-
-    # ---- level 2: all pairs of kept items
-    t0 = time.perf_counter()
-    n_pairs = f1.size * (f1.size - 1) // 2
-    check_candidates(n_pairs, 2, max_candidates, extra_per_candidate=_store_bytes(2))  # before counting them
-    if n_pairs > max_itemsets:
-        raise ResultTooLargeError(f"{n_pairs:,} pair candidates exceed max_itemsets={max_itemsets:,}",
-                                  python="raise min_support or set max_length", cli="raise --min-support or --min-count, or set --max-length")
-    pc = counter.pair_counts(f1)
-    ia, ib = np.triu_indices(f1.size, 1)
-    pairs = np.stack([f1[ia], f1[ib]], axis=1)
-    store[2] = (RowIndex(pairs), pc)
-    keep2 = finish(2, n_pairs, pairs, [np.full(pc.size, float(n)), c1[pairs[:, 0]] + c1[pairs[:, 1]], pc], t0)
-    frequent_ids = pairs[keep2]
-    if (max_length is not None and max_length < 3) or frequent_ids.shape[0] < 3:
-        return result()
-
-    # ---- levels >= 3 on the persisted bitsets
-    items = np.unique(frequent_ids)
-    counter.use_bitsets(items)
-    items = counter.bit_items  # may be a superset (bitsets kept from level 2)
-    frequent = np.searchsorted(items, frequent_ids).astype(np.int32)
-    ahead = CountAhead(counter, max_length)
-    k = 3
-    while max_length is None or k <= max_length:
-        t0 = time.perf_counter()
-        # before building them (the store keeps every level's counts: they add up)
-        check_candidates(join_count(frequent), k, max_candidates, extra_per_candidate=_store_bytes(k), upper_bound=True)
-        cands, left = apriori_gen(frequent)
-        if cands.shape[0] == 0:
-            break
-        if cands.shape[0] + sum(lv[1].size for lv in levels.values()) > max_itemsets:
-            raise ResultTooLargeError(f"level {k}: {cands.shape[0]:,} candidates exceed max_itemsets={max_itemsets:,}",
-                                      python="raise min_support or set max_length", cli="raise --min-support or --min-count, or set --max-length")
-        ck, counted_with = ahead.counts(frequent, cands, left, k)
-        cand_ids = items[cands]
-        store[k] = (RowIndex(cand_ids), ck)
-        sigma = [np.full(ck.size, float(n)), c1[cand_ids].sum(axis=1)]
-        for j in range(2, k):
-            index, counts = store[j]
-            total = np.zeros(ck.size, np.float64)
-            for combo in combinations(range(k), j):
-                total += lookup_rows(cand_ids[:, combo], index, counts)
-            sigma.append(total)
-        sigma.append(ck)
-        keep = finish(k, cands.shape[0], cand_ids, sigma, t0, counted_with)
-        frequent = cands[keep]
-        if frequent.shape[0] < k + 1:
-            break
-        k += 1
-    return result()
+    judge = ReconstructedSupports(n, p, q, threshold, threshold * (1.0 - prune_margin), return_se)
+    driver = LevelwiseDriver(counter, judge, distorted.n_items, max_length=max_length, max_itemsets=max_itemsets,
+                             max_candidates=max_candidates, on_level=on_level).run(stacklevel=2)
+    return EstimatedItemsets(driver.levels, distorted.vocabulary, n, min_count, driver.stats, variances=judge.variances, p=p, q=q)

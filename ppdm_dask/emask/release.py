@@ -432,7 +432,7 @@ class DistortedRelease(TransactionRelease):
 
         from ..progress import compute
         from ._flip_kernels import row_flip_sums
-        from .audit import _aligned_distortion
+        from .audit import aligned_distortion
         from .flip_rates import label_map, row_flip_test
 
         name = _ROW_FLIPS_CHECK
@@ -441,7 +441,7 @@ class DistortedRelease(TransactionRelease):
         if tx.n_transactions != original.n_transactions or not self._same_items(original):
             return Check(name, False, detail="not attempted: the release does not have the original's rows and items")
         try:
-            aligned = _aligned_distortion(original, self, key)
+            aligned = aligned_distortion(original, self, key)
         except InvalidParameter as exc:
             return Check(name, False, detail=f"not attempted: {exc}")
         if aligned is None:
@@ -588,12 +588,12 @@ class DistortedRelease(TransactionRelease):
 
     def _reinterrogated(self, p: float, q: float, original: Any, itemsets: Any, ckw: dict[str, Any]) -> Figures:
         from ..progress import compute
-        from .audit import _aligned_distortion
+        from .audit import aligned_distortion
         from .privacy import reinterrogated_privacy
 
         if itemsets is None or not len(itemsets):
             return Figures(notes=["re-interrogated privacy skipped: no itemset mined from the release"])
-        aligned = _aligned_distortion(original, self, self._key)
+        aligned = aligned_distortion(original, self, self._key)
         if aligned is None:
             return Figures(notes=["re-interrogated privacy needs the rows in the original's order: "
                                   "the release was written in keyed order (give the key)"])

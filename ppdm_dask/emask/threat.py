@@ -259,7 +259,7 @@ def emask_threat(rel: Any, figs: Figures, original: Any, ckw: dict[str, Any]) ->
 
 def _comparison_attacks(rel: Any, original: Any, k: np.ndarray, p: float, q: float, ckw: dict[str, Any]) -> list[Attack]:
     from ..progress import compute
-    from .audit import _aligned_distortion
+    from .audit import aligned_distortion
     from .flip_rates import counts_on
 
     n = int(original.n_transactions)
@@ -269,7 +269,7 @@ def _comparison_attacks(rel: Any, original: Any, k: np.ndarray, p: float, q: flo
     ones = float(k.sum())
     base = float((k * c).sum() / (n * ones)) if ones and n else 0.0
     try:
-        aligned = _aligned_distortion(original, rel, rel._key)
+        aligned = aligned_distortion(original, rel, rel._key)
     except PPDMError:  # a release that is not a distortion of this original: the recount says so
         aligned = None
     out = []

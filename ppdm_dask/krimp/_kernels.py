@@ -34,6 +34,7 @@ __all__ = [
     "cover_bits",
     "pack_rows",
     "n_words",
+    "pack_columns",
 ]
 
 
@@ -73,7 +74,7 @@ def pack_rows(indptr, indices, mapping, n_bits):
 
 
 @numba.njit(cache=True, nogil=True)
-def _pack_columns(indptr, indices, mapping, n_items):
+def pack_columns(indptr, indices, mapping, n_items):
     """Vertical tid bitsets: item ``mapping[index]`` → bitset of the rows holding it."""
     n = indptr.size - 1
     tw = max(1, (n + 63) // 64)
@@ -280,7 +281,7 @@ class Database(AlphabetItems):
     @cached_property
     def tid_bits(self) -> np.ndarray:
         """(n_items, ceil(n_rows/64)) uint64: rows holding new id ``r``."""
-        return _pack_columns(self.indptr, self.indices, self.new_ids, self.n_items)
+        return pack_columns(self.indptr, self.indices, self.new_ids, self.n_items)
 
     def positions(self, items: Any) -> np.ndarray:
         """Alphabet positions of original ids; :class:`ItemIdError` for ids not in the alphabet."""

@@ -41,28 +41,14 @@ from ..errors import InvalidParameter, ResultTooLargeError
 
 # the miner hands full buffers to Python in object mode (rarely, between long compiled stretches)
 warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel execution", category=numba.NumbaWarning)
+from ._cover import ctz, popcount  # the one compiled bit scan and popcount of the KRIMP kernels (inlined)
 from ._kernels import Database, as_database, fits, n_words
 
-_DEBRUIJN = np.array(
-    [0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61, 54, 58, 35, 52, 50, 42, 21, 44,
-     38, 32, 29, 23, 17, 11, 4, 62, 46, 55, 26, 59, 40, 36, 15, 53, 34, 51, 20, 43, 31, 22, 10, 45,
-     25, 39, 14, 33, 19, 30, 9, 24, 13, 18, 8, 12, 7, 6, 5, 63],
-    dtype=np.int64,
-)  # bit scan forward: ((x ^ (x - 1)) * 0x03f79d71b4cb0a89) >> 58
-
 __all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES",
-           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY"]
+           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY", "exclusion_bits", "Spiller"]
 
 #: Default bound on the number of candidates a KRIMP run may hold (about 0.5-2 GB of bitsets).
 DEFAULT_MAX_CANDIDATES = 20_000_000
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _popcount(x):
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -89,11 +75,6 @@ def _grow2(a, need):
     return b
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _ctz(x):
-    return _DEBRUIJN[((x ^ (x - np.uint64(1))) * np.uint64(0x03F79D71B4CB0A89)) >> np.uint64(58)]
-
-
 @numba.njit(cache=True, nogil=True)
 def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_depth, max_out, flush_every):
     """Depth-first Eclat / LCM over *reduced, merged* conditional databases.
@@ -106,7 +87,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
     one pass. Returns (bits[n_out, W], supports[n_out]); with ``max_out > 0`` it stops as soon as
     it has found ``max_out + 1`` itemsets (the caller reports the explosion before memory runs
     out). With ``flush_every > 0`` it hands every ``flush_every`` itemsets to the thread's sink
-    (:func:`_emit`, set by :class:`_Spiller`) and keeps only the rest.
+    (:func:`_emit`, set by :class:`Spiller`) and keeps only the rest.
 
     Closed mode, known failures (LCM): the extensions of a node are tried in descending item
     order, so when a child Q = closure(P ∪ {e'}) is built every e > e' has been tried at P. If
@@ -163,7 +144,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 Q[k] &= row_bits[t, k]
     qlen = 0
     for k in range(w):
-        qlen += _popcount(Q[k])
+        qlen += popcount(Q[k])
     if max_len > 0 and qlen > max_len:
         return empty_b, empty_s
     for x in range(n_ex):
@@ -209,7 +190,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 for k in range(w):
                     x = KF[d - 1, k] & gt[k] & ~Q[k]
                     while x:
-                        b = _ctz(x)
+                        b = ctz(x)
                         x &= x - np.uint64(1)
                         e = k * 64 + b
                         j = wit[d - 1, e]
@@ -224,7 +205,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 for k in range(w):
                     x = pb[t, k] & gt[k] & ~Q[k] & ~KF[d, k]
                     while x:
-                        b = _ctz(x)
+                        b = ctz(x)
                         x &= x - np.uint64(1)
                         e = k * 64 + b
                         if cnt[e] == 0:
@@ -314,7 +295,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 for k in range(w):
                     x = pb[t, k] & Fm[k]
                     while x:
-                        b = _ctz(x)
+                        b = ctz(x)
                         x &= x - np.uint64(1)
                         bc[k * 64 + b] += 1
                         total += 1
@@ -330,7 +311,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
             for k in range(w):
                 x = Fm[k]
                 while x:
-                    b = _ctz(x)
+                    b = ctz(x)
                     x &= x - np.uint64(1)
                     e = k * 64 + b
                     ext_item[a] = e
@@ -344,7 +325,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 for k in range(w):
                     x = pb[t, k] & Fm[k]
                     while x:
-                        b = _ctz(x)
+                        b = ctz(x)
                         x &= x - np.uint64(1)
                         e = k * 64 + b
                         buf[fill[e]] = t
@@ -388,7 +369,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                     diff &= (np.uint64(1) << np.uint64(e & 63)) - np.uint64(1)
                 if diff:
                     ok = False
-                    wit[d, e] = k * 64 + _ctz(diff)
+                    wit[d, e] = k * 64 + ctz(diff)
                     KF[d, e >> 6] |= np.uint64(1) << np.uint64(e & 63)
                     break
             if not ok:
@@ -399,7 +380,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
             Q[e >> 6] |= np.uint64(1) << np.uint64(e & 63)
         qlen = 0
         for k in range(w):
-            qlen += _popcount(Q[k])
+            qlen += popcount(Q[k])
         if max_len > 0 and qlen > max_len:
             continue
         excluded = False
@@ -440,7 +421,7 @@ def _bits_to_sorted_items(bits, labels_of_new):
     for i in range(n):
         c = 0
         for k in range(w):
-            c += _popcount(bits[i, k])
+            c += popcount(bits[i, k])
         off[i + 1] = off[i] + c
     new = np.empty(off[n], np.int64)
     orig = np.empty(off[n], np.int64)
@@ -449,7 +430,7 @@ def _bits_to_sorted_items(bits, labels_of_new):
         for k in range(w):
             x = bits[i, k]
             while x:
-                b = _ctz(x)
+                b = ctz(x)
                 x &= x - np.uint64(1)
                 r = k * 64 + b
                 new[p] = r
@@ -489,7 +470,7 @@ def _order_keys(bits):
         c = 0
         for k in range(w):
             x = bits[i, k]
-            c += _popcount(x)
+            c += popcount(x)
             r = np.uint64(0)
             for _ in range(64):
                 r = (r << np.uint64(1)) | (x & np.uint64(1))
@@ -566,7 +547,7 @@ class Candidates:
         return f"Candidates({len(self)} {kind}itemsets, min_support={self.min_support})"
 
 
-def _exclusion_bits(d: Any, exclude: Sequence[Sequence[int]]) -> np.ndarray:
+def exclusion_bits(d: Any, exclude: Sequence[Sequence[int]]) -> np.ndarray:
     """Bitsets (new ids) of the excluded combinations whose items all occur in ``d`` (a
     :class:`Database` or anything with its sorted ``labels`` and ``new_ids``); a combination
     with an item that does not occur excludes nothing."""
@@ -695,15 +676,12 @@ def _subsets_over(lengths: np.ndarray, max_len: int, cap: int) -> np.ndarray:
 
 def _check_kernel_memory(d: Any, closed: bool, max_depth: int) -> None:
     """Refuse a search whose per-level tables would not fit in half the available memory."""
-    from ..mining.apriori import MEMORY_SHARE, _available_bytes, _gib
+    from ..mining.guards import check_memory, format_bytes
 
     need = _kernel_bytes(d, closed, max_depth)
-    avail = _available_bytes()
-    if avail is not None and need > MEMORY_SHARE * avail:
-        raise ResultTooLargeError(
-            f"the candidate miner's tables for {d.n_items:,} items, {d.n_rows:,} rows and {max_depth:,} levels would take "
-            f"{_gib(need)}, more than {MEMORY_SHARE:.0%} of the {_gib(avail)} of memory available",
-            python="set max_len=... (fewer levels) or raise min_support", cli="set --max-len (fewer levels) or raise --min-support or --min-count")
+    check_memory(need, f"the candidate miner's tables for {d.n_items:,} items, {d.n_rows:,} rows and {max_depth:,} levels would take "
+                       f"{format_bytes(need)}",
+                 python="set max_len=... (fewer levels) or raise min_support", cli="set --max-len (fewer levels) or raise --min-support or --min-count")
 
 
 def _before_mining(d: Any, minsup: int, closed: bool, ml: int, n_excluded: int, cap: int) -> int:
@@ -770,7 +748,7 @@ def mine_candidates(
     ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
     if exclude is None:
         exclude = ()
-    ex = _exclusion_bits(d, exclude)
+    ex = exclusion_bits(d, exclude)
     max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
     bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap, 0)
     if cap and sup.size > cap:
@@ -820,8 +798,8 @@ def _before(a, b):
     la = 0
     lb = 0
     for k in range(w):
-        la += _popcount(a[k])
-        lb += _popcount(b[k])
+        la += popcount(a[k])
+        lb += popcount(b[k])
     if la != lb:
         return la > lb
     for k in range(w):
@@ -850,7 +828,7 @@ def _merge_runs(recs, pos, end, out):
     return n
 
 
-class _Spiller:
+class Spiller:
     """Collects the miner's output; sorts it into runs on disk when it outgrows the budget."""
 
     def __init__(self, w: int, budget: int, spill_dir: str | None) -> None:
@@ -931,7 +909,7 @@ class CandidateStream:
         Time spent mining, sorting and merging (also while chunks are handed out).
     """
 
-    def __init__(self, bits: np.ndarray | None, sup: np.ndarray | None, spiller: _Spiller | None = None, seconds: float = 0.0) -> None:
+    def __init__(self, bits: np.ndarray | None, sup: np.ndarray | None, spiller: Spiller | None = None, seconds: float = 0.0) -> None:
         self._bits, self._sup, self._spiller = bits, sup, spiller
         self.n_candidates = int(sup.size) if sup is not None else int(spiller.total)
         self.n_runs = 0 if spiller is None else len(spiller.runs)
@@ -997,9 +975,9 @@ def candidate_stream(
     minsup = _check_int("min_support", min_support, 1)
     ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
     budget = DEFAULT_CANDIDATE_MEMORY if memory is None else _check_int("memory", memory, 1)
-    ex = _exclusion_bits(d, exclude or ())
+    ex = exclusion_bits(d, exclude or ())
     max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
-    spiller = _Spiller(d.n_words, budget, spill_dir)
+    spiller = Spiller(d.n_words, budget, spill_dir)
     t = time.perf_counter()
     _sink.spiller = spiller
     try:

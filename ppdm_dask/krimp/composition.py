@@ -63,14 +63,14 @@ def union_figures(rel: "GeneratedRelease", original: Any = None, **ckw: Any) -> 
     over every release. Empty for a release without earlier ones."""
     from ..progress import compute
     from .release import compare_counts
-    from .scores import _fingerprint_counts_lazy
+    from .scores import fingerprint_counts_lazy
 
     fig, good = union_start(rel.family, union_opened(rel), original, "the copies")
     if not good:
         return fig
     ckw = {"client": ckw.get("client"), "progress": bool(ckw.get("progress", False))}
-    (fo, co), mine, *theirs = compute(_fingerprint_counts_lazy(original), _fingerprint_counts_lazy(rel.data),
-                                      *[_fingerprint_counts_lazy(r.data) for r in good], **ckw)
+    (fo, co), mine, *theirs = compute(fingerprint_counts_lazy(original), fingerprint_counts_lazy(rel.data),
+                                      *[fingerprint_counts_lazy(r.data) for r in good], **ckw)
     alone = compare_counts(fo, co, *mine)
     union = compare_counts(fo, co, *merge_fingerprint_counts([mine, *theirs]))
     n = len(good) + 1

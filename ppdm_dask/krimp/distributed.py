@@ -47,7 +47,7 @@ from ..errors import DataFormatError, InvalidParameter, PPDMError
 from . import _cover as C
 from . import _decide as X
 from ._kernels import AlphabetItems, pack_rows, renumber
-from .candidates import DEFAULT_MAX_CANDIDATES, CandidateStream, _check_int, _exclusion_bits
+from .candidates import DEFAULT_MAX_CANDIDATES, CandidateStream, _check_int, exclusion_bits
 
 __all__ = ["CoverBlock", "StaleBlock", "BatchPlanner", "krimp_distributed", "Alphabet"]
 
@@ -117,9 +117,9 @@ class CoverBlock:
         self.w = max(1, (self.n_items + 63) // 64)
         ident = np.arange(self.n_items, dtype=np.int64)
         row_bits = pack_rows(indptr, new, ident, self.n_items)
-        from ._kernels import _pack_columns
+        from ._kernels import pack_columns
 
-        self.tid_bits = _pack_columns(indptr, new, ident, self.n_items)
+        self.tid_bits = pack_columns(indptr, new, ident, self.n_items)
         self.rec, self.rec32, self.blocked, self.index_memory = C.block_state(row_bits, self.n_items, longest, index_memory)
         self.acc = np.zeros(self.tid_bits.shape[1], np.uint64)
         self.r = np.zeros(self.w, np.uint64)
@@ -593,9 +593,9 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
     distributed Apriori (:func:`ppdm_dask.mining.apriori`): every frequent itemset (closed ones
     kept with ``closed``), renumbered, filtered and streamed in the standard candidate order."""
     from ..mining import apriori
-    from .candidates import DEFAULT_CANDIDATE_MEMORY, _Spiller
+    from .candidates import DEFAULT_CANDIDATE_MEMORY, Spiller
 
-    from ..mining.apriori import DEFAULT_MAX_ITEMSETS
+    from ..mining.guards import DEFAULT_MAX_ITEMSETS
 
     cap = DEFAULT_MAX_ITEMSETS if max_candidates is None else int(max_candidates)
     # closed sets of length <= max_len need the level above to be recognised
@@ -609,8 +609,8 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
         off = np.arange(0, new.size + 1, max(k, 1), dtype=np.int64)[: ids.shape[0] + 1]
         levels[k] = (pack_rows(off, new.ravel(), ident, alphabet.n_items), counts.astype(np.int64))
     keep = _closed_mask(levels) if closed else {k: np.ones(c.size, bool) for k, (_, c) in levels.items()}
-    ex_bits = _exclusion_bits(alphabet, exclude)
-    spiller = _Spiller(w, DEFAULT_CANDIDATE_MEMORY if memory is None else int(memory), spill_dir)
+    ex_bits = exclusion_bits(alphabet, exclude)
+    spiller = Spiller(w, DEFAULT_CANDIDATE_MEMORY if memory is None else int(memory), spill_dir)
     t = time.perf_counter()
     try:
         for k in sorted(levels):
@@ -686,7 +686,7 @@ def krimp_distributed(
     from ..data.transactions import TransactionArray
     from ..mining import min_count_of
     from ..progress import compute
-    from .search import KrimpResult, _progress_callback
+    from .search import KrimpResult, progress_callback
     from ._kernels import as_database
 
     if not isinstance(db, TransactionArray):
@@ -742,7 +742,7 @@ def krimp_distributed(
         blocks = ClusterBlocks(active, db, column_new, alphabet.n_items, longest, index_memory)
     planner = BatchPlanner(batch_size)
     driver = _Driver(blocks, alphabet, prune, planner)
-    callback = _progress_callback(progress, driver.state)
+    callback = progress_callback(progress, driver.state)
     t2 = time.perf_counter()
     try:
         with stream:
@@ -786,9 +786,9 @@ def _client(client: Any) -> Any:
     """The distributed client to use, or None (blocks in this process)."""
     if client is not None:
         return client
-    from ..progress import _pick_client
+    from ..progress import pick_client
 
-    return _pick_client(None, {})
+    return pick_client(None, {})
 
 
 def _given_stream(db: Any, alphabet: Alphabet, column_new: np.ndarray, candidates: Any, ms: int | None, max_len: int | None,
@@ -824,7 +824,7 @@ def _given_stream(db: Any, alphabet: Alphabet, column_new: np.ndarray, candidate
         keep &= sup >= ms
     if max_len is not None:
         keep &= lens <= max_len
-    for eb in _exclusion_bits(alphabet, exclude):
+    for eb in exclusion_bits(alphabet, exclude):
         keep &= ~np.all((bits & eb) == eb, axis=1)
     perm = np.nonzero(keep)[0] if keep_order else standard_order(bits, sup)
     if not keep_order:
@@ -835,13 +835,13 @@ def _given_stream(db: Any, alphabet: Alphabet, column_new: np.ndarray, candidate
 def _block_supports(rows: Any, column_new: np.ndarray, n_items: int, bits: np.ndarray) -> np.ndarray:
     import scipy.sparse as sp
 
-    from ._kernels import _pack_columns
-    from .search import _supports
+    from ._kernels import pack_columns
+    from .search import bitset_supports
 
     m = sp.csr_array(rows)
-    tid = _pack_columns(m.indptr.astype(np.int64), column_new[m.indices.astype(np.int64)], np.arange(n_items, dtype=np.int64),
+    tid = pack_columns(m.indptr.astype(np.int64), column_new[m.indices.astype(np.int64)], np.arange(n_items, dtype=np.int64),
                         n_items)
-    return _supports(bits, tid)
+    return bitset_supports(bits, tid)
 
 
 def count_supports(db: Any, column_new: np.ndarray, n_items: int, bits: np.ndarray, client: Any) -> np.ndarray:

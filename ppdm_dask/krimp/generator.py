@@ -1324,7 +1324,7 @@ def _release_parts(gen: Any, n_rows: int, min_support: int) -> tuple[dict[str, A
     record). Their supports and usages are exact counts of the fitted data: they stay in the
     owner's figures, never in the public file.
     """
-    from .release import MIN_SUPPORT_FLOOR, _plain, patterns_table, unique_copies_parameter
+    from .release import MIN_SUPPORT_FLOOR, as_list, patterns_table, unique_copies_parameter
 
     ct = gen.code_table_
     tables = gen._tables
@@ -1341,7 +1341,7 @@ def _release_parts(gen: Any, n_rows: int, min_support: int) -> tuple[dict[str, A
     params = {"min_support": int(min_support), "laplace": float(gen.laplace), "lp_factor": float(gen.lp_factor),
               "domain_order": gen.domain_order, "closed": search.get("closed"), "prune": search.get("prune"),
               "max_len": search.get("max_len"), "exclude": search.get("exclude"), "n_rows": int(n_rows),
-              "block_rows": BLOCK_ROWS, "n_domains": len(gen.domains_), "domains": [_plain(d) for d in gen.domains_],
+              "block_rows": BLOCK_ROWS, "n_domains": len(gen.domains_), "domains": [as_list(d) for d in gen.domains_],
               "unique_copies": unique_copies_parameter(gen._copies_allowed())}
     sup = supports[drawn]
     figures = {"records": {"rows": int(n_rows), "fitted_rows": int(gen.n_rows_), "domains": len(gen.domains_),

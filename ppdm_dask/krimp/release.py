@@ -49,7 +49,7 @@ from ..release import Check, Figures, Plot, Series, TransactionRelease, Value
 
 __all__ = ["GeneratedRelease", "PATTERNS_FILE", "MIN_SUPPORT", "FLOORS", "MIN_SUPPORT_FLOOR", "UNIQUE_COPIES", "OVERRIDABLE", "METHOD",
            "UNIQUE_COPIES_CHECK", "patterns_table", "allowed_overrides", "unique_copies_parameter", "row_comparison",
-           "compare_counts"]
+           "compare_counts", "as_list"]
 
 PATTERNS_FILE = "_patterns.parquet"
 METHOD = "krimp-generator"
@@ -88,7 +88,8 @@ def patterns_table(itemsets: Sequence[Any]) -> pa.Table:
     return pa.table({"items": pa.array(lists)}) if lists else pa.table({"items": pa.array([], pa.list_(pa.int64()))})
 
 
-def _plain(values: Any) -> list:
+def as_list(values: Any) -> list:
+    """``values`` (array-like) as a list of Python values, for a manifest."""
     return np.asarray(values).tolist()
 
 
@@ -547,10 +548,10 @@ def row_comparison(released: Any, original: Any, **compute_kwargs: Any) -> dict[
     unique records they copy (``unique_copied``) of ``unique_records``, and the released
     rows (``rows``) and those equal to any original record (``rows_copying``)."""
     from ..progress import compute
-    from .scores import _fingerprint_counts_lazy
+    from .scores import fingerprint_counts_lazy
 
     ckw = {"client": compute_kwargs.get("client"), "progress": bool(compute_kwargs.get("progress", False))}
-    (fo, co), (fp, cp) = compute(_fingerprint_counts_lazy(original), _fingerprint_counts_lazy(released), **ckw)
+    (fo, co), (fp, cp) = compute(fingerprint_counts_lazy(original), fingerprint_counts_lazy(released), **ckw)
     return compare_counts(fo, co, fp, cp)
 
 

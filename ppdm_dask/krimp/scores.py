@@ -38,6 +38,7 @@ __all__ = [
     "ds_from_tables",
     "pattern_comparison",
     "avg_patterns_per_row",
+    "fingerprint_counts_lazy",
 ]
 
 
@@ -63,7 +64,9 @@ def row_fingerprint_counts(block: Any, h1: np.ndarray, h2: np.ndarray) -> tuple[
     return fingerprint_counts(row_fingerprints(block, h1, h2), np.ones(block.shape[0], np.int64))
 
 
-def _fingerprint_counts_lazy(tx: Any):
+def fingerprint_counts_lazy(tx: Any):
+    """A delayed count of every row fingerprint of ``tx`` (one tree-summed pass; see
+    :func:`row_fingerprint_counts`)."""
     import dask
 
     from ..graph import tree_reduce
@@ -99,7 +102,7 @@ def _level_table(db_p: Any, db_o: Any, **compute_kwargs: Any) -> tuple[np.ndarra
         to = db_o if _is_transaction_array(db_o) else TransactionArray.from_lists([list(r) for r in _as_list_rows(db_o)])
         tp = db_p if _is_transaction_array(db_p) else TransactionArray.from_lists([list(r) for r in _as_list_rows(db_p)])
         compute_kwargs.setdefault("progress", False)
-        (fo, co), (fp, _) = compute(_fingerprint_counts_lazy(to), _fingerprint_counts_lazy(tp), **compute_kwargs)
+        (fo, co), (fp, _) = compute(fingerprint_counts_lazy(to), fingerprint_counts_lazy(tp), **compute_kwargs)
         if fo.shape[0] == 0:
             raise DataFormatError("the original database is empty")
         present = _rows_in(fo, fp)

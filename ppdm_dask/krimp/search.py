@@ -37,17 +37,17 @@ from ..errors import InvalidParameter
 from . import _cover as C
 from . import _decide as X
 from ._kernels import Database, as_database, pack_rows
-from .candidates import DEFAULT_MAX_CANDIDATES, Candidates, CandidateStream, _check_int, _exclusion_bits, candidate_stream, standard_order
+from .candidates import DEFAULT_MAX_CANDIDATES, Candidates, CandidateStream, _check_int, exclusion_bits, candidate_stream, standard_order
 from .codetable import CodeTable
 
-__all__ = ["krimp", "KrimpResult"]
+__all__ = ["krimp", "KrimpResult", "progress_callback", "bitset_supports"]
 
 #: Candidates handed to the compiled loop at a time (progress granularity, chunk memory).
 CHUNK = 1 << 16
 
 
 @numba.njit(cache=True, nogil=True)
-def _supports(bits, tid_bits):
+def bitset_supports(bits, tid_bits):
     """Support of every bitset row of ``bits`` (AND of tid bitsets + popcount)."""
     out = np.zeros(bits.shape[0], np.int64)
     acc = np.empty(tid_bits.shape[1], np.uint64)
@@ -275,7 +275,7 @@ def _normalise_candidates(
             rowid = np.repeat(np.arange(off.size - 1, dtype=np.int64), np.diff(off))
             new = new[np.lexsort((new, rowid))]
             # supports in this database (they decide nothing in the search, but are reported)
-            sup = _supports(pack_rows(off, new, np.arange(d.n_items, dtype=np.int64), d.n_items), d.tid_bits)
+            sup = bitset_supports(pack_rows(off, new, np.arange(d.n_items, dtype=np.int64), d.n_items), d.tid_bits)
         keep_order = True
     else:
         sets = [np.unique(np.asarray(list(x), dtype=np.int64).ravel()) for x in candidates]
@@ -286,7 +286,7 @@ def _normalise_candidates(
         new = d.to_new(flat)
         rowid = np.repeat(np.arange(len(sets), dtype=np.int64), lens)
         new = new[np.lexsort((new, rowid))]
-        sup = _supports(pack_rows(off, new, np.arange(d.n_items, dtype=np.int64), d.n_items), d.tid_bits)
+        sup = bitset_supports(pack_rows(off, new, np.arange(d.n_items, dtype=np.int64), d.n_items), d.tid_bits)
         keep_order = False
     n = off.size - 1
     lens = np.diff(off)
@@ -297,7 +297,7 @@ def _normalise_candidates(
         keep &= lens <= max_len
     bits = pack_rows(off, new, np.arange(d.n_items, dtype=np.int64), d.n_items)
     if exclude:
-        ex = _exclusion_bits(d, exclude)
+        ex = exclusion_bits(d, exclude)
         for e in ex:
             keep &= ~np.all((bits & e) == e, axis=1)
     if not keep_order:
@@ -425,7 +425,7 @@ def krimp(
         state = TableState(d.n_items, d.n_rows, d.std_lengths[d.order], d.new_frequencies)
         budget = C.index_budget(None if index_memory is None else _check_int("index_memory", index_memory, 0), None)
         block = SingleBlock(d, budget, state.cap)
-        callback = _progress_callback(progress, state)
+        callback = progress_callback(progress, state)
         searched = 0.0
         done = 0
         for cbits, csup in stream.chunks(CHUNK):
@@ -473,7 +473,9 @@ def _scratch(state: TableState) -> tuple:
             state.tlct)
 
 
-def _progress_callback(progress: bool | Callable[[int, int], Any], state: TableState) -> Callable[[int, int], Any] | None:
+def progress_callback(progress: bool | Callable[[int, int], Any], state: TableState) -> Callable[[int, int], Any] | None:
+    """The candidates' progress callback: ``progress`` itself when callable, a reporter on
+    stderr showing the code table's size when True, else None."""
     if callable(progress):
         return progress
     if not progress:

@@ -28,7 +28,7 @@ def available() -> bool:
 
 
 if _numba is not None:
-    from ._kernels import _ctpop
+    from ..bitops import ctpop
 
     @_numba.njit(cache=True, nogil=True)
     def _and_into(out, x, y):  # pragma: no cover - compiled
@@ -39,7 +39,7 @@ if _numba is not None:
     def _count1(x, y):  # pragma: no cover - compiled
         s = np.uint64(0)
         for w in range(x.size):
-            s += _ctpop(x[w] & y[w])
+            s += ctpop(x[w] & y[w])
         return np.int64(s)
 
     @_numba.njit(cache=True, nogil=True)
@@ -51,10 +51,10 @@ if _numba is not None:
         s3 = np.uint64(0)
         for w in range(x.size):
             xw = x[w]
-            s0 += _ctpop(xw & y0[w])
-            s1 += _ctpop(xw & y1[w])
-            s2 += _ctpop(xw & y2[w])
-            s3 += _ctpop(xw & y3[w])
+            s0 += ctpop(xw & y0[w])
+            s1 += ctpop(xw & y1[w])
+            s2 += ctpop(xw & y2[w])
+            s3 += ctpop(xw & y3[w])
         out[o] = np.int64(s0)
         out[o + 1] = np.int64(s1)
         out[o + 2] = np.int64(s2)
@@ -237,7 +237,7 @@ if _numba is not None:
                 s = np.uint64(0)
                 row = bits[last]
                 for w in range(n_words):
-                    s += _ctpop(row[w])
+                    s += ctpop(row[w])
                 out[t] = np.int64(s)
             else:
                 out[t] = _count1(pbits[k - 2], bits[last])

@@ -91,22 +91,13 @@ if _numba is not None:
                     bits[p * n_words + word] |= bit
 
 
-    from numba import types as _nbtypes
-    from numba.extending import intrinsic as _intrinsic
-
-    @_intrinsic
-    def _ctpop(typingctx, x):  # pragma: no cover - compiled
-        # LLVM's population count: one instruction (vectorised VPOPCNTQ where the CPU has it)
-        def codegen(context, builder, signature, args):
-            return builder.ctpop(args[0])
-
-        return _nbtypes.uint64(_nbtypes.uint64), codegen
+    from ..bitops import ctpop  # LLVM's population count, shared by every family's kernels
 
     @_numba.njit(cache=True, nogil=True)
     def _and_count(x, y):  # pragma: no cover - compiled
         s = np.uint64(0)
         for w in range(x.size):
-            s += _ctpop(x[w] & y[w])
+            s += ctpop(x[w] & y[w])
         return s
 
     @_numba.njit(cache=True, nogil=True)
@@ -148,14 +139,14 @@ if _numba is not None:
                         v1 = u1[w]
                         v2 = u2[w]
                         v3 = u3[w]
-                        s0 += _ctpop(xw & v0)
-                        s1 += _ctpop(xw & v1)
-                        s2 += _ctpop(xw & v2)
-                        s3 += _ctpop(xw & v3)
-                        t0 += _ctpop(yw & v0)
-                        t1 += _ctpop(yw & v1)
-                        t2 += _ctpop(yw & v2)
-                        t3 += _ctpop(yw & v3)
+                        s0 += ctpop(xw & v0)
+                        s1 += ctpop(xw & v1)
+                        s2 += ctpop(xw & v2)
+                        s3 += ctpop(xw & v3)
+                        t0 += ctpop(yw & v0)
+                        t1 += ctpop(yw & v1)
+                        t2 += ctpop(yw & v2)
+                        t3 += ctpop(yw & v3)
                     out[a, b] += s0
                     out[a, b + 1] += s1
                     out[a, b + 2] += s2

@@ -19,7 +19,7 @@ import numpy as np
 
 from .candidates import RowIndex, apriori_gen
 
-__all__ = ["CountAhead", "COMBINE_MAX_CANDIDATES"]
+__all__ = ["CountAhead", "COMBINE_MAX_CANDIDATES", "count_ahead_chain"]
 
 #: Bound on the candidates counted in one pass, the current level's and those grown ahead.
 COMBINE_MAX_CANDIDATES = 4096
@@ -33,7 +33,7 @@ def _query(joined: np.ndarray, cands: np.ndarray, left: np.ndarray) -> tuple[np.
     return joined[uniq_left], parent_of.ravel(), cands[:, -1].copy()
 
 
-def _count_ahead_chain(cands: np.ndarray, left: np.ndarray, k: int, max_length: int | None, bound: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def count_ahead_chain(cands: np.ndarray, left: np.ndarray, k: int, max_length: int | None, bound: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """The level's candidates, followed by those of the next levels grown from them (a superset
     of the next levels' real candidates: every real frequent set has all its subsets among
     these candidates), while the total stays within ``bound``."""
@@ -73,7 +73,7 @@ class CountAhead:
                 raise AssertionError(f"level {k}: candidates counted ahead do not cover the level's candidates")
             return counts[where], counted_with
         self._ahead.clear()
-        chain = _count_ahead_chain(cands, left, k, self.max_length, COMBINE_MAX_CANDIDATES)
+        chain = count_ahead_chain(cands, left, k, self.max_length, COMBINE_MAX_CANDIDATES)
         joined = [frequent] + [c for c, _ in chain[:-1]]
         results = self.counter.extension_counts_many([_query(j, c, lf) for j, (c, lf) in zip(joined, chain)])
         for j, ((c, _), counts) in enumerate(zip(chain[1:], results[1:]), start=1):

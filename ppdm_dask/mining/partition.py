@@ -217,10 +217,10 @@ def mine_levels(counter: Any, pairs: np.ndarray, pair_counts: np.ndarray, min_co
 
 def _count_missing_in_rows(block: Any, items: np.ndarray, local: E.LocalResult, query: list[tuple[int, np.ndarray]]) -> np.ndarray:
     """:func:`~._eclat_kernels.count_missing` on a block's rows: bitsets of the queried items only."""
-    from .counting import _build_bitsets
+    from .counting import build_bitsets
 
     used = np.unique(np.concatenate([q.ravel() for _, q in query]))
-    return E.count_missing(_build_bitsets(block, items[used]), local, query, rows_of=used)
+    return E.count_missing(build_bitsets(block, items[used]), local, query, rows_of=used)
 
 
 def _as_arg(payload: Any) -> Any:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from . import _eclat_kernels as E
-from .ahead import COMBINE_MAX_CANDIDATES, _count_ahead_chain
+from .ahead import COMBINE_MAX_CANDIDATES, count_ahead_chain
 from .candidates import apriori_gen, join_count
 from .partition import MAX_PAIR_MATRIX_BYTES, local_thresholds, pair_matrix_bytes
 
@@ -108,7 +108,7 @@ def choose_strategy(requested: str, frequent: np.ndarray, partition_rows: Any, m
         cands, left = apriori_gen(frequent)
         if cands.shape[0] == 0:
             return Choice("levelwise", "no candidates of length 3")
-        chain = _count_ahead_chain(cands, left, 3, max_length, COMBINE_MAX_CANDIDATES)
+        chain = count_ahead_chain(cands, left, 3, max_length, COMBINE_MAX_CANDIDATES)
         sizes = [(3 + j, c.shape[0]) for j, (c, _) in enumerate(chain)]
         last_k = 2 + len(chain)
         complete = (max_length is not None and last_k >= max_length) or apriori_gen(chain[-1][0])[0].shape[0] == 0

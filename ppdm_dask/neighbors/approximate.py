@@ -59,7 +59,7 @@ from ..errors import InvalidParameter
 from ..random import KeyLike, Tag, as_key
 from ..data.packed import PackedRows, pack_rows, packed_nbytes, unpack_rows
 from . import _kernels as K
-from .exact import KNNGraph, _check, _delayed_blocks
+from .exact import KNNGraph, check_neighbors, delayed_blocks
 
 __all__ = ["approximate_knn", "recall"]
 
@@ -353,7 +353,7 @@ def approximate_knn(
     """
     from ..progress import compute_each, persist, step_reporter
 
-    k = _check(tx, k, metric, exclude_self)
+    k = check_neighbors(tx, k, metric, exclude_self)
     for name, value, low in (("n_candidates", n_candidates, 2), ("n_rounds", n_rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise InvalidParameter(f"{name} must be an integer >= {low}, got {value!r}")
@@ -375,7 +375,7 @@ def approximate_knn(
 
     dl = functools.partial(dask.delayed, pure=True)
     # Pass 1 on the input's own blocks: sort keys, |x|^2 and entries (to size the groups).
-    blocks, weights = _delayed_blocks(tx)
+    blocks, weights = delayed_blocks(tx)
     # each block's keys go straight to the driver (8 bytes per record and round: gathered by one
     # task they would not fit in a worker at 10 M records)
     got: dict[int, tuple] = {}
@@ -391,7 +391,7 @@ def approximate_knn(
     # Result blocks of ~group_rows rows; kept in memory only when they fit (else every wave
     # re-reads the input instead of leaving it to the workers to spill).
     txr = tx.repartition(npartitions=max(1, math.ceil(n / group_rows)))
-    blocks, weights = _delayed_blocks(txr)
+    blocks, weights = delayed_blocks(txr)
     if plan["input"] == "persist":  # binary rows kept as varint byte streams (~1.3 bytes per entry)
         blocks = [b if tx.weights is not None else dl(pack_rows)(b) for b in blocks]
         kept = persist(*blocks, *(w for w in weights if w is not None), client=client, progress=False)

@@ -30,7 +30,7 @@ from ..graph import tree_reduce
 from ..errors import InvalidParameter
 from . import _kernels as K
 
-__all__ = ["KNNGraph", "knn", "METRICS", "SCOPES"]
+__all__ = ["KNNGraph", "knn", "METRICS", "SCOPES", "check_neighbors", "delayed_blocks"]
 
 METRICS = ("cosine", "euclidean")
 SCOPES = ("global", "partition")
@@ -109,7 +109,8 @@ class KNNGraph:
 
 
 # ----------------------------------------------------------------------------- validation
-def _check(tx: Any, k: Any, metric: str, exclude_self: bool) -> int:
+def check_neighbors(tx: Any, k: Any, metric: str, exclude_self: bool) -> int:
+    """Check ``metric`` and ``k`` against the records of ``tx``; returns ``k`` as an int."""
     if metric not in METRICS:
         raise InvalidParameter(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
@@ -176,7 +177,8 @@ def _assemble(results: list, sqs: list, k: int, metric: str, scope: str) -> KNNG
     )
 
 
-def _delayed_blocks(tx: Any) -> tuple[list, list]:
+def delayed_blocks(tx: Any) -> tuple[list, list]:
+    """``(blocks, weights)``: one delayed object per partition of ``tx`` (weights None when it has none)."""
     blocks = list(tx.blocks.to_delayed().ravel())
     weights = list(tx.weights.to_delayed().ravel()) if tx.weights is not None else [None] * len(blocks)
     return blocks, weights
@@ -186,7 +188,7 @@ def _global_graph(tx: Any, k: int, cosine: bool, exclude_self: bool, block_rows:
     n = tx.n_transactions
     nb = max(1, math.ceil(n / block_rows))
     txr = tx.repartition(npartitions=nb)
-    blocks, weights = _delayed_blocks(txr)
+    blocks, weights = delayed_blocks(txr)
     starts = np.r_[0, np.cumsum(txr.partition_rows)]
     dl = functools.partial(dask.delayed, pure=True)
     prep = [dl(_prepare)(blocks[b], weights[b], int(starts[b]), cosine) for b in range(nb)]
@@ -212,7 +214,7 @@ def _partition_task(block, weights, start: int, k: int, cosine: bool, exclude_se
 
 
 def _partition_graph(tx: Any, k: int, cosine: bool, exclude_self: bool):
-    blocks, weights = _delayed_blocks(tx)
+    blocks, weights = delayed_blocks(tx)
     starts = np.r_[0, np.cumsum(tx.partition_rows)]
     outs = [
         dask.delayed(_partition_task, pure=True, nout=2)(blocks[b], weights[b], int(starts[b]), k, cosine, exclude_self)
@@ -285,7 +287,7 @@ def knn(
     """
     from ..progress import compute
 
-    k = _check(tx, k, metric, exclude_self)
+    k = check_neighbors(tx, k, metric, exclude_self)
     if scope not in SCOPES:
         raise InvalidParameter(f"unknown scope {scope!r}; choose one of {', '.join(SCOPES)}")
     if block_rows is None:

@@ -14,7 +14,7 @@ import pyarrow as pa
 from .base import Release
 from .order import BlockOps
 
-__all__ = ["TableRelease", "TABLE_OPS"]
+__all__ = ["TableRelease", "TABLE_OPS", "suppressed_rows"]
 
 #: In-memory bytes planned for one output block: an output file's task holds its rows about
 #: five times (the staged pieces, their concatenation, the keyed order, the suppression filter,
@@ -41,7 +41,7 @@ def _concat(blocks: list[pd.DataFrame]) -> pd.DataFrame:
 TABLE_OPS = BlockOps(_n_rows, _take, _concat)
 
 
-def _suppressed(block: pd.DataFrame, qi: tuple[str, ...]) -> np.ndarray:
+def suppressed_rows(block: pd.DataFrame, qi: tuple[str, ...]) -> np.ndarray:
     """Rows whose every quasi-identifier is ``'*'`` (suppressed records)."""
     if not qi or not len(block):
         return np.zeros(len(block), dtype=bool)
@@ -59,7 +59,7 @@ def _finish(block: pd.DataFrame, qi: tuple[str, ...], keep_suppressed: bool) -> 
     """The released rows of ``block``: suppressed rows left out unless they are kept."""
     if keep_suppressed:
         return block
-    sup = _suppressed(block, qi)
+    sup = suppressed_rows(block, qi)
     return block[~sup].reset_index(drop=True) if sup.any() else block
 
 

@@ -14,7 +14,7 @@ from ..errors import InvalidParameter
 from ..random import Key, KeyLike, as_key
 from . import _kernels as K
 from .generator import SketchGenerator
-from .sketches import _resolve_generator, sketch
+from .sketches import resolve_generator, sketch
 
 if TYPE_CHECKING:
     from .release import SketchRelease
@@ -130,9 +130,9 @@ class DeltaAnonymizer(Estimator):
         # content digest): one key never gives two releases the same random vectors. Fitted
         # without data (records sketched one at a time), the identity has no input.
         self._input_digest = None if X is None else content_digest(X, client=client, progress=progress)
-        _resolve_generator(self.key, self.generator)  # refuses key and generator together
-        self.generator_ = (_resolve_generator(None, self.generator) if self.generator is not None else
-                           _resolve_generator(SketchRelease.streams_for(self._key, "delta", params, self._input_digest), None))
+        resolve_generator(self.key, self.generator)  # refuses key and generator together
+        self.generator_ = (resolve_generator(None, self.generator) if self.generator is not None else
+                           resolve_generator(SketchRelease.streams_for(self._key, "delta", params, self._input_digest), None))
         if X is None:
             self.report_, self._fitted = {"delta": params["delta"], "m_max": params["m_max"]}, None
             return self

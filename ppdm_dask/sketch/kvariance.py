@@ -32,7 +32,7 @@ from ..errors import InvalidParameter
 from ..random import Key, KeyLike, as_key
 from . import _kvariance_kernels as KV
 from .generator import SketchGenerator
-from .sketches import _resolve_generator, sketch
+from .sketches import resolve_generator, sketch
 
 if TYPE_CHECKING:
     from .release import SketchRelease
@@ -261,7 +261,7 @@ class KVarianceAnonymizer(Estimator):
         # streams: key + identity, the input named by its content digest
         self._input_digest = content_digest(tx, client=client, progress=progress)
         skey = SketchRelease.streams_for(self._key, "k-variance", self._parameters(), self._input_digest)
-        self.generator_ = _resolve_generator(None if self.generator is not None else skey, self.generator)
+        self.generator_ = resolve_generator(None if self.generator is not None else skey, self.generator)
         t0 = time.perf_counter()
         if self.approximate:
             graph = approximate_knn(tx, self.k, metric=self.metric, key=skey, client=client, progress=progress)

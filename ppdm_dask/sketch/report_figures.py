@@ -65,7 +65,7 @@ from . import _figure_kernels as FK
 if TYPE_CHECKING:
     from .release import SketchRelease
 
-__all__ = ["sketch_report_figures", "frontier_levels", "PAIR_SAMPLE", "KNN_SAMPLE", "FRONTIER_SAMPLE", "LABEL_COLUMN"]
+__all__ = ["sketch_report_figures", "frontier_levels", "PAIR_SAMPLE", "KNN_SAMPLE", "FRONTIER_SAMPLE", "LABEL_COLUMN", "gather_original", "gather_sketches"]
 
 #: record pairs of the similarity figures
 PAIR_SAMPLE = 1000
@@ -92,7 +92,7 @@ def _offsets(rows: Any) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- gathering sample rows
-def _gather_original(tx: Any, rows: np.ndarray, **ckw: Any) -> sp.csr_array:
+def gather_original(tx: Any, rows: np.ndarray, **ckw: Any) -> sp.csr_array:
     """Rows ``rows`` (global, any order) of a TransactionArray as a float64 CSR array."""
     from ..progress import compute
 
@@ -111,7 +111,7 @@ def _gather_original(tx: Any, rows: np.ndarray, **ckw: Any) -> sp.csr_array:
     return sp.csr_array(X[np.searchsorted(want, rows)])
 
 
-def _gather_sketches(sk: Any, rows: np.ndarray, **ckw: Any) -> tuple[np.ndarray, np.ndarray]:
+def gather_sketches(sk: Any, rows: np.ndarray, **ckw: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(values, m)`` of release rows ``rows`` (global, any order)."""
     from ..progress import compute
 
@@ -268,9 +268,9 @@ def _similarity_figures(rel: "SketchRelease", original: Any, al: _Alignment, **c
     a, b = rng.choice(pub, PAIR_SAMPLE), rng.choice(pub, PAIR_SAMPLE)
     keep = a != b
     a, b = a[keep], b[keep]
-    X = _gather_original(original, np.concatenate([a, b]), **ckw)
+    X = gather_original(original, np.concatenate([a, b]), **ckw)
     rows = np.concatenate([a, b]) if al.release_row is None else al.release_row[np.concatenate([a, b])]
-    S, ms = _gather_sketches(rel.data, rows, **ckw)
+    S, ms = gather_sketches(rel.data, rows, **ckw)
     k = a.size
     est_dot, est_cos = FK.pair_estimates(S[:k], ms[:k], S[k:], ms[k:])
     dot, cos = FK.exact_pairs(X[:k], X[k:])
@@ -320,17 +320,17 @@ def _knn_figures(rel: "SketchRelease", original: Any, al: _Alignment | None, **c
         return [], ["kNN accuracy: too few records"]
     (y_all,) = compute(original.columns[LABEL_COLUMN], **ckw)
     y = np.asarray(y_all)[sample]
-    X = _gather_original(original, sample, **ckw)
+    X = gather_original(original, sample, **ckw)
     base = float(np.mean(exact_knn_predict(X[train], y[train], X[test], k=1) == y[test]))
     if al is not None:  # the same records on both sides: suppressed test records get prior labels
         rows = sample if al.release_row is None else al.release_row[sample]
-        S, m = _gather_sketches(rel.data, np.maximum(rows, 0), **ckw)
+        S, m = gather_sketches(rel.data, np.maximum(rows, 0), **ckw)
         m = np.where(rows >= 0, m, 0)
         acc = _sketch_accuracy(S, m, y, train, test, **ckw)
         note = f"1-NN on {sample.size} records split 2:1, the same records on both sides"
     elif LABEL_COLUMN in rel.data.columns:  # the release's own rows: only the published records
         s_sample, s_train, s_test = _split(int(rel.data.n_records), _KNN_SEED)
-        S, m = _gather_sketches(rel.data, s_sample, **ckw)
+        S, m = gather_sketches(rel.data, s_sample, **ckw)
         (y_rel,) = compute(rel.data.columns[LABEL_COLUMN], **ckw)
         acc = _sketch_accuracy(S, m, np.asarray(y_rel)[s_sample], s_train, s_test, **ckw) if s_test.size else float("nan")
         note = ("1-NN on samples split 2:1: the published records of the release (suppressed ones are not "
@@ -381,7 +381,7 @@ def _frontier_figures(rel: "SketchRelease", original: Any, **ckw: Any) -> tuple[
     sample = np.sort(np.random.default_rng(_FRONTIER_SEED).permutation(n)[:FRONTIER_SAMPLE])
     if sample.size < 30:
         return [], ["utility frontier: too few records"]
-    X = _gather_original(original, sample, **ckw)
+    X = gather_original(original, sample, **ckw)
     labelled = LABEL_COLUMN in original.columns
     y = np.asarray(compute(original.columns[LABEL_COLUMN], **ckw)[0])[sample] if labelled else np.zeros(sample.size, np.int64)
     m_max = int(p.get("m_max", 256))

@@ -46,7 +46,7 @@ from ..random import KeyLike
 from .generator import SketchGenerator
 
 __all__ = ["SketchArray", "sketch", "read_sketches", "sketches_from_manifest", "sketch_table", "compact_table",
-           "compact_values", "FORMAT_NAME"]
+           "compact_values", "FORMAT_NAME", "resolve_generator"]
 
 FORMAT_NAME = "ppdm-sketches"
 #: 2: every part hashed in the manifest (rows, bytes, SHA-256), ``n_published``
@@ -255,7 +255,8 @@ def _sketch_task(block: Any, weights: Any, m: Any, generator: SketchGenerator, m
     return generator.sketch_csr(src.indptr, src.indices, data, src.shape[0], m, m_max)
 
 
-def _resolve_generator(key: KeyLike, generator: SketchGenerator | None) -> SketchGenerator:
+def resolve_generator(key: KeyLike, generator: SketchGenerator | None) -> SketchGenerator:
+    """The sketch generator of ``key`` or the given ``generator`` (one of the two)."""
     if generator is not None and key is not None:
         raise InvalidParameter("pass either key or generator, not both")
     if generator is None:
@@ -303,7 +304,7 @@ def sketch(
         Lazy; one MAP task per row block. Deterministic given the generator, hence identical
         for any partitioning and scheduler.
     """
-    gen = _resolve_generator(key, generator)
+    gen = resolve_generator(key, generator)
     rows = tx.partition_rows
     n = tx.n_transactions
     meta: dict[str, Any] = {"method": "sketch", "n_items": tx.n_items}

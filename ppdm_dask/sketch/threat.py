@@ -99,16 +99,16 @@ def _column_means(original: Any, **ckw: Any) -> np.ndarray:
 def _reconstruction(rel: Any, original: Any, al: Any, **ckw: Any) -> Attack | None:
     from ..progress import compute
     from ..release.attacks import public_sample
-    from .report_figures import _gather_original, _gather_sketches
+    from .report_figures import gather_original, gather_sketches
 
     (m_all,) = compute(al.m, **ckw)
     drawn = public_sample(np.asarray(m_all) > 0, RECON_RECORDS, _RECON_SEED)
     if drawn is None:
         return None
     sample = drawn[0]
-    X = _gather_original(original, sample, **ckw)
+    X = gather_original(original, sample, **ckw)
     rows = sample if al.release_row is None else al.release_row[sample]
-    S, m = _gather_sketches(rel.data, rows, **ckw)
+    S, m = gather_sketches(rel.data, rows, **ckw)
     means = _column_means(original, **ckw)
     es, em, count = reconstruction_errors(X, S, m, rel.data.generator, means, attribute_sets(X))
     success = max(0.0, 1.0 - es / em) if em > 0 else 0.0

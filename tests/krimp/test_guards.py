@@ -77,8 +77,8 @@ def test_floor_counts_exclusions_and_max_len():
 def test_tables_that_do_not_fit_are_refused(monkeypatch):
     import importlib
 
-    A = importlib.import_module("ppdm_dask.mining.apriori")  # the package exports the function under that name
-    monkeypatch.setattr(A, "_available_bytes", lambda: 2**20)  # 1 MiB "available"
+    G = importlib.import_module("ppdm_dask.mining.guards")
+    monkeypatch.setattr(G, "available_bytes", lambda: 2**20)  # 1 MiB "available"
     with pytest.raises(ResultTooLargeError, match="candidate miner's tables for 3,000 items, 3 rows") as e:
         mine_candidates([list(range(3000)), [1, 2], [2, 3]], 2, closed=True)
     assert "--max-len" in e.value.message_for("cli")

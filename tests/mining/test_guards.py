@@ -12,7 +12,7 @@ from ppdm_dask import TransactionArray
 from ppdm_dask.emask import mine
 from ppdm_dask.errors import ResultTooLargeError
 from ppdm_dask.mining import apriori
-from ppdm_dask.mining.apriori import candidate_bytes, check_candidates
+from ppdm_dask.mining.guards import candidate_bytes, check_candidates
 from ppdm_dask.mining.candidates import apriori_gen, join_count
 
 
