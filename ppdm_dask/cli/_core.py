@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import click
-import numpy as np
 
 from ..errors import PPDMError
+from ._errors import usage_error
 
 LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
 
@@ -48,14 +50,18 @@ class Context:
     def ledger(self) -> Any:
         """The release ledger of the job (``--ledger``, else the default), or None with
         ``--no-ledger``."""
+        self.check_ledger_options()
         if self.no_ledger:
-            if self.ledger_url:
-                raise usage_error("--ledger and --no-ledger contradict each other", "give one of them")
             return None
         from ..ledger import Ledger
 
         return Ledger(self.ledger_url, storage_options=self.storage_options if self.ledger_url and "://" in self.ledger_url
                       else None)
+
+    def check_ledger_options(self) -> None:
+        """Refuse ``--ledger`` with ``--no-ledger`` (a job checks this before it starts)."""
+        if self.no_ledger and self.ledger_url:
+            raise usage_error("--ledger and --no-ledger contradict each other", "give one of them")
 
     @contextlib.contextmanager
     def runtime(self) -> Iterator[str]:
@@ -148,12 +154,16 @@ class Context:
 
 
 def json_default(obj: Any) -> Any:
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
+    """JSON of what :func:`json.dumps` does not know: numpy numbers and arrays as numbers and
+    lists, anything else as its text."""
+    np = sys.modules.get("numpy")  # a numpy value exists only once numpy is loaded: no import here
+    if np is not None:
+        if isinstance(obj, np.integer):
+            return int(obj)
+        if isinstance(obj, np.floating):
+            return float(obj)
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
     return str(obj)
 
 
@@ -170,10 +180,48 @@ class Job:
         return round(time.perf_counter() - self.start, 3)
 
 
+_GLOB_CHARS = frozenset("*?[")
+
+
+def refuse_missing(url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Raise :class:`~ppdm_dask.errors.DatasetNotFoundError` when nothing is at ``url`` (a path,
+    a glob pattern or an fsspec URL).
+
+    A job checks its inputs with this before its scheduler starts: a mistyped path is then one
+    error line at once, not after a LocalCluster has started. The check only says "missing":
+    where the store cannot tell (no permission to list, a store that answers otherwise), the
+    job's reader reports what is wrong, as it would have without the check.
+    """
+    from ..errors import DatasetNotFoundError
+
+    if "://" not in url:  # a local path: no fsspec import for the common case
+        import glob
+        import os
+
+        path = os.path.expanduser(url)
+        found = bool(glob.glob(path)) if _GLOB_CHARS & set(path) else os.path.exists(path)
+    else:
+        try:
+            from fsspec.core import url_to_fs
+
+            fs, where = url_to_fs(url, **dict(storage_options or {}))
+            found = bool(fs.glob(where)) if _GLOB_CHARS & set(where) else bool(fs.exists(where))
+        except Exception:  # noqa: BLE001 - not a verdict on the input: its reader will say what is wrong
+            return
+    if not found:
+        raise DatasetNotFoundError(f"no such file or folder: {url}")
+
+
 @contextlib.contextmanager
-def job(obj: Context, *, outputs: Sequence[str | None] = (), overwrite: bool = False) -> Iterator[Job]:
-    """Run a command's work: refuse existing outputs **before** any work, then activate the
-    scheduler and time the job."""
+def job(obj: Context, *, inputs: Sequence[str | None] = (), outputs: Sequence[str | None] = (),
+        overwrite: bool = False) -> Iterator[Job]:
+    """Run a command's work: refuse a missing input and an existing output **before** any work
+    (no cluster is started for a job that cannot run), then activate the scheduler and time
+    the job."""
+    obj.check_ledger_options()
+    for url in inputs:
+        if url:
+            refuse_missing(url, obj.storage_options)
     from ..data.folder import refuse_existing
     from ..release import is_csv_destination, sidecar_manifest
 
@@ -216,7 +264,3 @@ def write_release(obj: Context, release: Any, dst: str | None, *, original: Any 
         return manifest, None
     return manifest, {**doc["paths"], "decision": doc.get("decision")}
 
-
-# the uniform release summary lives beside the core; commands import it from here
-from ._summary import emit_release, release_text  # noqa: E402,F401
-from ._errors import PPDMGroup, fail, main, usage_error  # noqa: E402,F401

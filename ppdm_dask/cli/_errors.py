@@ -14,14 +14,17 @@ from typing import Any, Sequence
 import click
 
 from ..errors import PPDMError, with_message
-from ._core import Context
+from .commands import LazyGroup
+
+
 def _one_line(text: str) -> str:
     text = str(text).strip()
     return text.splitlines()[0] if text else ""
 
 
-class PPDMGroup(click.Group):
-    """A group that turns library errors into one clear line and a non-zero exit."""
+class PPDMGroup(LazyGroup):
+    """The ``ppdm`` group: its commands load when they run (:class:`~.commands.LazyGroup`), and
+    library errors become one clear line and a non-zero exit."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -38,8 +41,9 @@ class PPDMGroup(click.Group):
 
 
 def fail(ctx: click.Context, exc: BaseException, code: int) -> None:
-    obj = ctx.find_object(Context)
-    if obj is not None and obj.debug:
+    """Print ``exc`` as the one ``ppdm: error:`` line and exit with ``code`` (with ``--debug``:
+    raise it, for its traceback)."""
+    if getattr(ctx.find_root().obj, "debug", False):  # the group's Context (--debug), once its options are read
         raise exc
     if isinstance(exc, PPDMError):
         msg = _one_line(exc.message_for("cli"))

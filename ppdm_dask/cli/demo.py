@@ -17,7 +17,6 @@ import tempfile
 
 import click
 
-from . import cli
 from ._core import Context, job, write_release
 
 
@@ -25,7 +24,7 @@ def _pct(x: float) -> str:
     return f"{x:.1f} %"
 
 
-@cli.command()
+@click.command()
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Folder for the releases (default: a new temporary folder, named at the end).")
 @click.option("--rows", type=click.IntRange(min=10_000), default=100_000, show_default=True,
