@@ -8,6 +8,9 @@
 
 The releases are written (verified, in a keyed row order, with their manifests) into a folder the
 demo names at the end, each with its privacy and utility report beside it (``people_release.report.html``).
+
+The demo's data is small: unless ``--scheduler`` or ``--workers`` is given it runs on threads of
+this process, not on a LocalCluster (whose start and worker processes would take most of its time).
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ def _pct(x: float) -> str:
 @click.pass_obj
 def demo(obj: Context, out: str | None, rows: int) -> None:
     """Release a table with k-anonymity, release baskets with EMASK distortion, and mine the
-    distorted baskets: what privacy was gained and what accuracy was kept, in words."""
+    distorted baskets: what privacy was gained and what accuracy was kept, in words.
+
+    The data is small: the demo runs on threads of this process unless --scheduler or --workers
+    asks for a cluster."""
     from ..anonymity import KAnonymizer, load_hierarchies
     from ..data.datasets import sample_files
     from ..data.quest import quest
@@ -42,6 +48,8 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
     from ..metrics import itemset_accuracy
     from ..mining import apriori
 
+    if obj.scheduler is None and obj.workers is None:  # no cluster asked for: the small data needs none
+        obj.scheduler = "threads"
     folder = out or tempfile.mkdtemp(prefix="ppdm-demo-")
     os.makedirs(folder, exist_ok=True)
     if not obj.no_ledger and not obj.ledger_url:  # the demo's throwaway releases stay out of the user's ledger
