@@ -16,12 +16,15 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import PPDMError
 from ._errors import usage_error
+
+if TYPE_CHECKING:
+    from ..random import Key
 
 LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
 
@@ -102,7 +105,7 @@ class Context:
         finally:
             close_client(client, quiet=quiet)
 
-    def key(self):
+    def key(self) -> Key:
         """The random key: read from --key-file, or created there, or a fresh secret one."""
         from ..errors import InvalidParameter
         from ..random import Key
@@ -199,13 +202,13 @@ def refuse_missing(url: str, storage_options: Mapping[str, Any] | None = None) -
         import os
 
         path = os.path.expanduser(url)
-        found = bool(glob.glob(path)) if _GLOB_CHARS & set(path) else os.path.exists(path)
+        found = os.path.exists(path) or bool(_GLOB_CHARS & set(path) and glob.glob(path))  # a name may hold '[' too
     else:
         try:
             from fsspec.core import url_to_fs
 
             fs, where = url_to_fs(url, **dict(storage_options or {}))
-            found = bool(fs.glob(where)) if _GLOB_CHARS & set(where) else bool(fs.exists(where))
+            found = bool(fs.exists(where) or (_GLOB_CHARS & set(where) and fs.glob(where)))
         except Exception:  # noqa: BLE001 - not a verdict on the input: its reader will say what is wrong
             return
     if not found:
@@ -240,7 +243,8 @@ def job(obj: Context, *, inputs: Sequence[str | None] = (), outputs: Sequence[st
 
 
 def write_release(obj: Context, release: Any, dst: str | None, *, original: Any = None, overwrite: bool = False,
-                  rows_per_file: int | None = None, check: bool = True, report: bool = True) -> tuple[dict | None, dict | None]:
+                  rows_per_file: int | None = None, check: bool = True,
+                  report: bool = True) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Write ``release`` at ``dst`` (nothing without ``dst``) and, unless ``report`` is false, its
     privacy and utility report beside it (against ``original``, the job's input; the verdict is
     the one recounted on the written files before the commit). Returns ``(manifest, report

@@ -111,7 +111,8 @@ def main(args: Sequence[str] | None = None, prog_name: str = "ppdm") -> None:
         click.echo("ppdm: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        where = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
+        failed_in: click.Context | None = getattr(exc, "ctx", None)  # usage errors carry the command's context
+        where = f" (see '{failed_in.command_path} --help')" if failed_in is not None else ""
         click.echo(f"ppdm: error: {_one_line(exc.format_message())}{where}", err=True)
         sys.exit(exc.exit_code if exc.exit_code else 2)
     sys.exit(rc if isinstance(rc, int) else 0)

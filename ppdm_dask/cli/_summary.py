@@ -52,7 +52,7 @@ def release_text(summary: Mapping[str, Any], *, src: str | None, dst: str | None
 
 def emit_release(obj: Any, release: Any, *, src: str | None, dst: str | None, manifest: Mapping[str, Any] | None,
                  job: Any, extra_text: Sequence[str] = (), extra_json: Mapping[str, Any] | None = None,
-                 report: Mapping[str, str] | None = None) -> None:
+                 report: Mapping[str, Any] | None = None) -> None:
     """Print a release job's summary (text or ``--json``), with the path of its report."""
     from ..release import Verdict
 

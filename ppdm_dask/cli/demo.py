@@ -63,6 +63,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
                            method="mondrian", hierarchies=hier, key=key)
         people_rel = anon.fit_transform(people, progress=obj.progress)
         pm, people_report = write_release(obj, people_rel, os.path.join(folder, "people_release"), original=people)
+        assert pm is not None and people_report is not None  # written, with its report: a destination was given
         ps = people_rel.summary()
 
         baskets = quest(f"T10.I4.D{rows}.N1K", key=key).persist()
@@ -71,6 +72,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
         choice = max(choose_parameters(s0, min_support), key=lambda c: c.basic_privacy)
         dist = Distorter(choice.p, choice.q, key=key).fit_transform(baskets, progress=obj.progress)
         bm, baskets_report = write_release(obj, dist, os.path.join(folder, "baskets_release"), original=baskets)
+        assert bm is not None and baskets_report is not None
         # the same longest itemset as the baskets report, so its |F| is the one printed here
         max_length = dist.report_max_length
         truth = apriori(baskets, min_support, max_length=max_length, progress=obj.progress)
