@@ -1,5 +1,10 @@
-"""The core of the ``ppdm`` command line: global options, the scheduler, errors -> exit codes, and
-the job helper every command runs in.
+"""The core of the ``ppdm`` command line: global options, the scheduler, and the job helper every
+command runs in (inputs and outputs checked, then the scheduler started; :mod:`._errors` turns
+failures into the error line and the exit code).
+
+A job's order is the user's time: usage errors and refused options first (in the command, before
+:func:`job`), then a missing input or an existing output, and only then the scheduler — the
+default LocalCluster takes seconds to start and is started for work that can run.
 
 Exit codes: 0 success; 1 an unexpected error (a bug: one line, ``--debug`` for the traceback);
 2 bad input, a usage error, a refused parameter or a failed check; 130 interrupted.
