@@ -631,7 +631,7 @@ def numeric_options() -> dict[str, list[tuple[str, Any]]]:
     for name in CMDS:
         node: Any = cli
         for part in CLICK_PATH.get(name, name).split():
-            node = node.commands.get(part) if isinstance(node, click.Group) else None
+            node = node.get_command(click.Context(node), part) if isinstance(node, click.Group) else None
             if node is None:
                 break
         if node is None:

@@ -29,7 +29,7 @@ import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import dask
 import dask.config
@@ -395,7 +395,7 @@ def current_client() -> distributed.Client | None:
         return None
     if client.status in ("closing", "closed"):
         return None
-    return client
+    return cast(distributed.Client, client)  # distributed's default_client is not annotated
 
 
 def memory_budget(share: float, client: distributed.Client | None = None, *, local: float) -> tuple[float, str]:
@@ -418,7 +418,7 @@ def memory_budget(share: float, client: distributed.Client | None = None, *, loc
     return float(local), "local scheduler"
 
 
-def _limited_workers(client: distributed.Client | None) -> list[tuple[dict, float]]:
+def _limited_workers(client: distributed.Client | None) -> list[tuple[dict[str, Any], float]]:
     """``(scheduler's record, memory limit)`` of every worker of ``client`` (default: the active
     one); empty without a cluster or when any worker has no limit (nothing to plan against)."""
     client = client if client is not None else current_client()

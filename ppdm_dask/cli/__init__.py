@@ -6,15 +6,19 @@ started for the job. Inputs and outputs are local paths or fsspec URLs (``s3://.
 ``--storage-option k=v``. Each command reads, fits, verifies, writes and prints the release
 summary; bad input ends with one ``ppdm: error: ...`` line and a non-zero exit.
 
-The core (:mod:`._core`: context, errors, jobs, summaries) and the shared options
-(:mod:`._options`) serve one module per family.
+The commands are listed once, in :mod:`.commands` (name -> module, attribute, one-line help):
+``ppdm --help`` and a usage error import none of them, a command's module is imported when it
+runs. The core (:mod:`._core`: context and jobs; :mod:`._errors`: one error line and the exit
+code; :mod:`._summary`: the release summary) and the shared options (:mod:`._options`) serve
+one module per family.
 """
 
 from __future__ import annotations
 
 import click
 
-from ._core import Context, PPDMGroup, main
+from ._core import Context
+from ._errors import PPDMGroup, main
 from ._options import parse_storage_options
 
 
@@ -36,15 +40,12 @@ from ._options import parse_storage_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @click.version_option(package_name="ppdm-dask")
 @click.pass_context
-def cli(ctx: click.Context, scheduler, workers, storage_option, ledger, no_ledger, key_file, as_json, progress, verify_input,
-        debug) -> None:
+def cli(ctx: click.Context, scheduler: str | None, workers: int | None, storage_option: tuple[str, ...], ledger: str | None,
+        no_ledger: bool, key_file: str | None, as_json: bool, progress: bool, verify_input: bool, debug: bool) -> None:
     """Privacy-preserving data mining on Dask."""
     ctx.obj = Context(scheduler=scheduler, workers=workers, storage_options=parse_storage_options(storage_option),
                       key_file=key_file, as_json=as_json, progress=progress, debug=debug, verify_input=verify_input,
                       ledger=ledger, no_ledger=no_ledger)
 
-
-# one module per family registers its commands on ``cli``
-from . import anonymity, condensation, data, demo, emask, krimp, ledger, mining, report, sketch, verify  # noqa: E402,F401
 
 __all__ = ["cli", "main", "Context"]

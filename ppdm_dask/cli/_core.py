@@ -1,5 +1,10 @@
-"""The core of the ``ppdm`` command line: global options, the scheduler, errors -> exit codes, and
-the job helper every command runs in.
+"""The core of the ``ppdm`` command line: global options, the scheduler, and the job helper every
+command runs in (inputs and outputs checked, then the scheduler started; :mod:`._errors` turns
+failures into the error line and the exit code).
+
+A job's order is the user's time: usage errors and refused options first (in the command, before
+:func:`job`), then a missing input or an existing output, and only then the scheduler — the
+default LocalCluster takes seconds to start and is started for work that can run.
 
 Exit codes: 0 success; 1 an unexpected error (a bug: one line, ``--debug`` for the traceback);
 2 bad input, a usage error, a refused parameter or a failed check; 130 interrupted.
@@ -11,15 +16,20 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
 
 from ..errors import PPDMError
+from ._errors import usage_error
+
+if TYPE_CHECKING:
+    from ..random import Key
 
 LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
 
@@ -48,14 +58,18 @@ class Context:
     def ledger(self) -> Any:
         """The release ledger of the job (``--ledger``, else the default), or None with
         ``--no-ledger``."""
+        self.check_ledger_options()
         if self.no_ledger:
-            if self.ledger_url:
-                raise usage_error("--ledger and --no-ledger contradict each other", "give one of them")
             return None
         from ..ledger import Ledger
 
         return Ledger(self.ledger_url, storage_options=self.storage_options if self.ledger_url and "://" in self.ledger_url
                       else None)
+
+    def check_ledger_options(self) -> None:
+        """Refuse ``--ledger`` with ``--no-ledger`` (a job checks this before it starts)."""
+        if self.no_ledger and self.ledger_url:
+            raise usage_error("--ledger and --no-ledger contradict each other", "give one of them")
 
     @contextlib.contextmanager
     def runtime(self) -> Iterator[str]:
@@ -96,7 +110,7 @@ class Context:
         finally:
             close_client(client, quiet=quiet)
 
-    def key(self):
+    def key(self) -> Key:
         """The random key: read from --key-file, or created there, or a fresh secret one."""
         from ..errors import InvalidParameter
         from ..random import Key
@@ -148,12 +162,16 @@ class Context:
 
 
 def json_default(obj: Any) -> Any:
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
+    """JSON of what :func:`json.dumps` does not know: numpy numbers and arrays as numbers and
+    lists, anything else as its text."""
+    np = sys.modules.get("numpy")  # a numpy value exists only once numpy is loaded: no import here
+    if np is not None:
+        if isinstance(obj, np.integer):
+            return int(obj)
+        if isinstance(obj, np.floating):
+            return float(obj)
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
     return str(obj)
 
 
@@ -170,10 +188,48 @@ class Job:
         return round(time.perf_counter() - self.start, 3)
 
 
+_GLOB_CHARS = frozenset("*?[")
+
+
+def refuse_missing(url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Raise :class:`~ppdm_dask.errors.DatasetNotFoundError` when nothing is at ``url`` (a path,
+    a glob pattern or an fsspec URL).
+
+    A job checks its inputs with this before its scheduler starts: a mistyped path is then one
+    error line at once, not after a LocalCluster has started. The check only says "missing":
+    where the store cannot tell (no permission to list, a store that answers otherwise), the
+    job's reader reports what is wrong, as it would have without the check.
+    """
+    from ..errors import DatasetNotFoundError
+
+    if "://" not in url:  # a local path: no fsspec import for the common case
+        import glob
+        import os
+
+        path = os.path.expanduser(url)
+        found = os.path.exists(path) or bool(_GLOB_CHARS & set(path) and glob.glob(path))  # a name may hold '[' too
+    else:
+        try:
+            from fsspec.core import url_to_fs
+
+            fs, where = url_to_fs(url, **dict(storage_options or {}))
+            found = bool(fs.exists(where) or (_GLOB_CHARS & set(where) and fs.glob(where)))
+        except Exception:  # noqa: BLE001 - not a verdict on the input: its reader will say what is wrong
+            return
+    if not found:
+        raise DatasetNotFoundError(f"no such file or folder: {url}")
+
+
 @contextlib.contextmanager
-def job(obj: Context, *, outputs: Sequence[str | None] = (), overwrite: bool = False) -> Iterator[Job]:
-    """Run a command's work: refuse existing outputs **before** any work, then activate the
-    scheduler and time the job."""
+def job(obj: Context, *, inputs: Sequence[str | None] = (), outputs: Sequence[str | None] = (),
+        overwrite: bool = False) -> Iterator[Job]:
+    """Run a command's work: refuse a missing input and an existing output **before** any work
+    (no cluster is started for a job that cannot run), then activate the scheduler and time
+    the job."""
+    obj.check_ledger_options()
+    for url in inputs:
+        if url:
+            refuse_missing(url, obj.storage_options)
     from ..data.folder import refuse_existing
     from ..release import is_csv_destination, sidecar_manifest
 
@@ -192,7 +248,8 @@ def job(obj: Context, *, outputs: Sequence[str | None] = (), overwrite: bool = F
 
 
 def write_release(obj: Context, release: Any, dst: str | None, *, original: Any = None, overwrite: bool = False,
-                  rows_per_file: int | None = None, check: bool = True, report: bool = True) -> tuple[dict | None, dict | None]:
+                  rows_per_file: int | None = None, check: bool = True,
+                  report: bool = True) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Write ``release`` at ``dst`` (nothing without ``dst``) and, unless ``report`` is false, its
     privacy and utility report beside it (against ``original``, the job's input; the verdict is
     the one recounted on the written files before the commit). Returns ``(manifest, report
@@ -216,7 +273,3 @@ def write_release(obj: Context, release: Any, dst: str | None, *, original: Any 
         return manifest, None
     return manifest, {**doc["paths"], "decision": doc.get("decision")}
 
-
-# the uniform release summary lives beside the core; commands import it from here
-from ._summary import emit_release, release_text  # noqa: E402,F401
-from ._errors import PPDMGroup, fail, main, usage_error  # noqa: E402,F401

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
 from ..errors import PPDMError, with_message
-from ._core import Context
+from .commands import LazyGroup
+
+
 def _one_line(text: str) -> str:
     text = str(text).strip()
     return text.splitlines()[0] if text else ""
 
 
-class PPDMGroup(click.Group):
-    """A group that turns library errors into one clear line and a non-zero exit."""
+class PPDMGroup(LazyGroup):
+    """The ``ppdm`` group: its commands load when they run (:class:`~.commands.LazyGroup`), and
+    library errors become one clear line and a non-zero exit."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -38,8 +42,9 @@ class PPDMGroup(click.Group):
 
 
 def fail(ctx: click.Context, exc: BaseException, code: int) -> None:
-    obj = ctx.find_object(Context)
-    if obj is not None and obj.debug:
+    """Print ``exc`` as the one ``ppdm: error:`` line and exit with ``code`` (with ``--debug``:
+    raise it, for its traceback)."""
+    if getattr(ctx.find_root().obj, "debug", False):  # the group's Context (--debug), once its options are read
         raise exc
     if isinstance(exc, PPDMError):
         msg = _one_line(exc.message_for("cli"))
@@ -107,7 +112,8 @@ def main(args: Sequence[str] | None = None, prog_name: str = "ppdm") -> None:
         click.echo("ppdm: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        where = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
+        failed_in: click.Context | None = getattr(exc, "ctx", None)  # usage errors carry the command's context
+        where = f" (see '{failed_in.command_path} --help')" if failed_in is not None else ""
         click.echo(f"ppdm: error: {_one_line(exc.format_message())}{where}", err=True)
         sys.exit(exc.exit_code if exc.exit_code else 2)
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
-
-import numpy as np
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 def _fmt(value: Any) -> str:
+    """A value as the summary shows it: integers with thousands separators, floats to four
+    places (numpy's numbers too: numpy registers them as :mod:`numbers` types, so the summary
+    needs no numpy import)."""
     if isinstance(value, bool) or value is None:
         return str(value)
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, numbers.Integral):
         return f"{int(value):,}"
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, numbers.Real):
         v = float(value)
         if v.is_integer() and abs(v) < 1e15:
             return f"{int(v):,}"
@@ -49,7 +52,7 @@ def release_text(summary: Mapping[str, Any], *, src: str | None, dst: str | None
 
 def emit_release(obj: Any, release: Any, *, src: str | None, dst: str | None, manifest: Mapping[str, Any] | None,
                  job: Any, extra_text: Sequence[str] = (), extra_json: Mapping[str, Any] | None = None,
-                 report: Mapping[str, str] | None = None) -> None:
+                 report: Mapping[str, Any] | None = None) -> None:
     """Print a release job's summary (text or ``--json``), with the path of its report."""
     from ..release import Verdict
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import click
 
-from . import cli
-from ._core import Context, emit_release, job, write_release
+from ._core import Context, job, write_release
+from ._summary import emit_release
 from ..anonymity import L_KINDS, METHODS, T_KINDS
 from ._options import Number, release_output, roles, roles_from, stack, table_input
 
@@ -68,7 +68,7 @@ def search_lines(report: dict[str, Any]) -> list[str]:
     return []
 
 
-@cli.command()
+@click.command()
 @click.argument("src")
 @click.argument("dst")
 @roles
@@ -92,7 +92,7 @@ def anonymize(obj: Context, src, dst, identifiers, qi, sensitive, insensitive, a
     est = KAnonymizer(rl.quasi_identifiers, k=k, **_estimator_roles(rl), l=l, kind=l_kind, c=c, max_suppression=max_suppression,
                       method=method, hierarchies=_hierarchies(obj, hierarchy, hierarchy_dir, rl.quasi_identifiers),
                       keep_suppressed=keep_suppressed, allow_weak=allow_weak, key=obj.key(), t=t, t_kind=t_kind)
-    with job(obj, outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         release = est.fit_transform(table, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite, rows_per_file=rows_per_file,
@@ -129,7 +129,7 @@ def permission_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-@cli.command("access-control")
+@click.command("access-control")
 @click.argument("src")
 @click.option("--permissions", "perm_file", required=True, metavar="FILE",
               help="JSON file: a list of {role, bound, where: {attr: [lo, hi] | value | [values]}, name}.")
@@ -150,7 +150,7 @@ def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, ins
     est = AccessControlAnonymizer(_permissions(obj, perm_file), rl.quasi_identifiers, k=k, **_estimator_roles(rl), l=l, kind=l_kind,
                                   c=c, hierarchies=_hierarchies(obj, hierarchy, hierarchy_dir, rl.quasi_identifiers),
                                   allow_weak=allow_weak, key=obj.key(), t=t, t_kind=t_kind)
-    with job(obj, outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         release = est.fit_transform(table, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite, rows_per_file=rows_per_file,
@@ -162,5 +162,3 @@ def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, ins
                  extra_json={"report": r}, report=rep)
     warn_without_model(rl.sensitive, l, t)
 
-
-from . import km  # noqa: E402,F401  (registers ppdm km-anonymize)

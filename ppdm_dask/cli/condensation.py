@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
-from . import cli
-from ._core import Context, emit_release, job, usage_error, write_release
+from ._core import Context, job, write_release
+from ._errors import usage_error
+from ._summary import emit_release
 from ._options import release_output, split_list, table_input
 
 
@@ -27,7 +28,7 @@ def privacy_spec(column: str | None, span: str | None, level: int | None) -> Any
     return low, high
 
 
-@cli.command()
+@click.command()
 @click.argument("src")
 @click.argument("dst")
 @click.option("--privacy-column", default=None, help="Column holding each record's privacy level (an integer >= 1).")
@@ -56,7 +57,7 @@ def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_leve
     spec = privacy_spec(privacy_column, privacy_range, privacy_level)
     common = {"privacy_levels": spec, "privacy_column": privacy_column, "columns": split_list(columns) or None,
               "allow_weak": allow_weak, "publish_statistics": publish_statistics}
-    with job(obj, outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         if dynamic:
             cond: Any = StreamingCondenser(key=obj.key(), **common)

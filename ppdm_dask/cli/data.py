@@ -8,7 +8,6 @@ from typing import Any
 import click
 import numpy as np
 
-from . import cli
 from ._core import Context, job
 from ._options import as_baskets, input_format, overwrite
 
@@ -48,19 +47,19 @@ def describe_text(url: str, d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@cli.command()
+@click.command()
 @click.argument("url")
 @input_format
 @click.pass_obj
 def info(obj: Context, url: str, fmt: str | None) -> None:
     """Rows, items, density and the length histogram of a dataset."""
-    with job(obj):
+    with job(obj, inputs=[url]):
         d = obj.read_transactions(url, fmt).describe(progress=obj.progress)
     d["url"] = url
     obj.emit(d, describe_text(url, d))
 
 
-@cli.command()
+@click.command()
 @click.argument("src")
 @click.argument("dst")
 @click.option("--from", "src_fmt", type=click.Choice(["parquet", "fimi", "csv"]), default=None, help="Input format (default: from the extension).")
@@ -74,7 +73,7 @@ def convert(obj: Context, src: str, dst: str, src_fmt, dst_fmt, partitions, targ
     """Convert between FIMI, basket CSV and Parquet (atomic write)."""
     from ..io import write
 
-    with job(obj, outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, src_fmt)
         if partitions is not None or target_bytes is not None:
             tx = tx.repartition(target_bytes, npartitions=partitions)
@@ -83,7 +82,7 @@ def convert(obj: Context, src: str, dst: str, src_fmt, dst_fmt, partitions, targ
     obj.emit(summary, f"wrote {tx.n_transactions:,} transactions over {tx.n_items:,} items to {dst} ({tx.n_partitions} partitions) in {j.seconds:.1f} s")
 
 
-@cli.group()
+@click.group()
 def generate() -> None:
     """Synthetic data generators."""
 
@@ -107,7 +106,7 @@ def generate_quest(obj: Context, spec: str, out: str, partition_rows, overwrite)
     obj.emit(summary, f"generated {qs.name}: {tx.n_transactions:,} transactions, {tx.n_items:,} items, {tx.n_partitions} partitions -> {out} in {j.seconds:.1f} s")
 
 
-@cli.command()
+@click.command()
 @click.option("--copy", "names", multiple=True, metavar="NAME", help="Copy this sample into --to (repeatable).")
 @click.option("--to", "dest", default=".", show_default=True, type=click.Path(file_okay=False), help="Folder for --copy.")
 @click.pass_obj

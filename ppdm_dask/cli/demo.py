@@ -8,6 +8,9 @@
 
 The releases are written (verified, in a keyed row order, with their manifests) into a folder the
 demo names at the end, each with its privacy and utility report beside it (``people_release.report.html``).
+
+The demo's data is small: unless ``--scheduler`` or ``--workers`` is given it runs on threads of
+this process, not on a LocalCluster (whose start and worker processes would take most of its time).
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import tempfile
 
 import click
 
-from . import cli
 from ._core import Context, job, write_release
 
 
@@ -25,7 +27,7 @@ def _pct(x: float) -> str:
     return f"{x:.1f} %"
 
 
-@cli.command()
+@click.command()
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Folder for the releases (default: a new temporary folder, named at the end).")
 @click.option("--rows", type=click.IntRange(min=10_000), default=100_000, show_default=True,
@@ -33,7 +35,10 @@ def _pct(x: float) -> str:
 @click.pass_obj
 def demo(obj: Context, out: str | None, rows: int) -> None:
     """Release a table with k-anonymity, release baskets with EMASK distortion, and mine the
-    distorted baskets: what privacy was gained and what accuracy was kept, in words."""
+    distorted baskets: what privacy was gained and what accuracy was kept, in words.
+
+    The data is small: the demo runs on threads of this process unless --scheduler or --workers
+    asks for a cluster."""
     from ..anonymity import KAnonymizer, load_hierarchies
     from ..data.datasets import sample_files
     from ..data.quest import quest
@@ -43,6 +48,8 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
     from ..metrics import itemset_accuracy
     from ..mining import apriori
 
+    if obj.scheduler is None and obj.workers is None:  # no cluster asked for: the small data needs none
+        obj.scheduler = "threads"
     folder = out or tempfile.mkdtemp(prefix="ppdm-demo-")
     os.makedirs(folder, exist_ok=True)
     if not obj.no_ledger and not obj.ledger_url:  # the demo's throwaway releases stay out of the user's ledger
@@ -56,6 +63,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
                            method="mondrian", hierarchies=hier, key=key)
         people_rel = anon.fit_transform(people, progress=obj.progress)
         pm, people_report = write_release(obj, people_rel, os.path.join(folder, "people_release"), original=people)
+        assert pm is not None and people_report is not None  # written, with its report: a destination was given
         ps = people_rel.summary()
 
         baskets = quest(f"T10.I4.D{rows}.N1K", key=key).persist()
@@ -64,6 +72,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
         choice = max(choose_parameters(s0, min_support), key=lambda c: c.basic_privacy)
         dist = Distorter(choice.p, choice.q, key=key).fit_transform(baskets, progress=obj.progress)
         bm, baskets_report = write_release(obj, dist, os.path.join(folder, "baskets_release"), original=baskets)
+        assert bm is not None and baskets_report is not None
         # the same longest itemset as the baskets report, so its |F| is the one printed here
         max_length = dist.report_max_length
         truth = apriori(baskets, min_support, max_length=max_length, progress=obj.progress)

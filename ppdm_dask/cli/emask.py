@@ -6,13 +6,14 @@ from typing import Any
 
 import click
 
-from . import cli
-from ._core import Context, emit_release, job, usage_error, write_release
+from ._core import Context, job, write_release
+from ._errors import usage_error
+from ._summary import emit_release
 from ._options import Number, apriori_max_candidates, as_baskets, check_count, input_format, overwrite, release_output, support_from, support_options
 from .mining import level_line, levels_text
 
 
-@cli.group()
+@click.group()
 def emask() -> None:
     """EMASK/MASK: choose (p, q), release a distorted copy, mine it, audit its privacy."""
 
@@ -60,7 +61,7 @@ def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> N
     if (s0 is None) == (data is None):
         raise usage_error("give exactly one of --s0 and --data")
     if data is not None:
-        with job(obj):
+        with job(obj, inputs=[data]):
             s0 = estimate_s0(obj.read_transactions(data))
     choices = choose_parameters(s0, min_support, privacy_min=privacy_floor, q_min=q_min)
     rows = [{"p": c.p, "q": c.q, "basic_privacy": c.basic_privacy, "err6": c.err6, "ldp_epsilon": c.ldp_epsilon} for c in choices]
@@ -113,7 +114,7 @@ def emask_distort(obj: Context, src, dst, p, q, privacy_floor, items_file, epsil
     or beyond --epsilon-budget unless --allow-composition."""
     from ..emask import Distorter
 
-    with job(obj, outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src, items_file], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         items = _catalogue(obj, items_file, tx) if items_file else None
         est = Distorter(p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak,
@@ -146,7 +147,7 @@ def emask_mine(obj: Context, url, p, q, min_support, min_count, max_length, max_
 
     ms = support_from(min_support, min_count)
     _check_pq(p, q)
-    with job(obj, outputs=[out], overwrite=overwrite) as j:
+    with job(obj, inputs=[url], outputs=[out], overwrite=overwrite) as j:
         d, input_plan = obj.transactions_for_passes(url, fmt)
         check_count(ms, d.n_transactions, url)
         p, q = _pq(obj, url, d, p, q)
@@ -181,7 +182,7 @@ def emask_audit(obj: Context, original, distorted, min_support, min_count, p, q)
     is_release = pq_from_manifest(distorted, storage_options=obj.storage_options) is not None
     if not is_release and (p is None or q is None):
         raise usage_error(f"{distorted} is not an EMASK release, so it records no distortion parameters", "give --p and --q")
-    with job(obj) as j:
+    with job(obj, inputs=[original, distorted]) as j:
         t = obj.read_transactions(original).persist(progress=obj.progress)
         check_count(ms, t.n_transactions, original)
         d = open_release(distorted, storage_options=obj.storage_options) if is_release else obj.read_transactions(distorted)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import click
 
-from . import cli
-from ._core import Context, emit_release, job, usage_error, write_release
+from ._core import Context, job, write_release
+from ._errors import usage_error
+from ._summary import emit_release
 from ._options import input_format, release_output
 
 
-@cli.command("km-anonymize")
+@click.command("km-anonymize")
 @click.argument("src")
 @click.argument("dst")
 @click.option("--k", "k", type=click.IntRange(min=1), required=True, help="Every itemset of at most m items is supported 0 or >= k times (floor: 2).")
@@ -30,7 +31,7 @@ def km_anonymize(obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, 
         raise usage_error("give exactly one of --hierarchy FILE and --fan-out F", "--hierarchy FILE or --fan-out F")
     hier = Hierarchy.from_csv(hierarchy_file, name="items", storage_options=obj.storage_options) if hierarchy_file else None
     est = KmAnonymizer(hier, k=k, m=m, method=method, fan_out=fan_out, allow_weak=allow_weak, key=obj.key())
-    with job(obj, outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         release = est.fit_transform(tx, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from . import cli
-from ._core import Context, emit_release, job, write_release
+from ._core import Context, job, write_release
+from ._summary import emit_release
 from ._options import Number, as_baskets, check_count, input_format, overwrite, release_output, support_from, support_options, support_text
 
 
-@cli.group()
+@click.group()
 def krimp() -> None:
     """KRIMP code tables, the KRIMP data generator and DS dissimilarity (Vreeken et al.)."""
 
@@ -93,7 +93,7 @@ def krimp_compress(obj: Context, src, min_support, min_count, closed, no_prune, 
     from ..mining import min_count_of
 
     ms = support_from(min_support, min_count)
-    with job(obj, outputs=[out], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[out], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         check_count(ms, tx.n_transactions, src)
         res = run(tx, min_support=min_count_of(ms, tx.n_transactions), closed=closed, prune=not no_prune,
@@ -157,7 +157,7 @@ def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows
 
     support = support_from(min_support, min_count)
     excluded = _exclude_arg(exclude)
-    with job(obj, outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         check_count(support, tx.n_transactions, src)
         _check_exclude(excluded, tx, src)
@@ -196,7 +196,7 @@ def krimp_ds(obj: Context, a, b, min_support, min_count, closed, prune, max_cand
     from ..krimp.scores import dissimilarity
 
     ms = support_from(min_support, min_count)
-    with job(obj) as j:
+    with job(obj, inputs=[a, b]) as j:
         x, y = obj.read_transactions(a), obj.read_transactions(b)
         check_count(ms, x.n_transactions, a)
         check_count(ms, y.n_transactions, b)

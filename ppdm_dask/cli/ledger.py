@@ -7,12 +7,11 @@ from typing import Any
 
 import click
 
-from . import cli
 from ._core import Context, json_default
 from ._summary import _fmt as fmt
 
 
-@cli.group()
+@click.group()
 def ledger() -> None:
     """The release ledger: every release of an input, composed (docs/ledger.md).
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 
-from . import cli
 from ._core import Context, job
 from ._options import Number, apriori_max_candidates, check_count, input_format, overwrite, support_from, support_options
 
@@ -29,7 +28,7 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-@cli.command()
+@click.command()
 @click.argument("url")
 @support_options()
 @click.option("--max-length", type=click.IntRange(min=1), default=None, help="Longest itemsets to mine.")
@@ -52,10 +51,10 @@ def mine(obj: Context, url, min_support, min_count, max_length, max_itemsets, ma
     The support threshold is --min-support (a fraction of the transactions in (0, 1]) or
     --min-count (a number of transactions). --strategy chooses how the itemsets of length >= 3
     are mined; the result is the same."""
-    from ..mining import apriori, association_rules
-
     ms = support_from(min_support, min_count)
-    with job(obj, outputs=[out, rules_out], overwrite=overwrite) as j:
+    with job(obj, inputs=[url], outputs=[out, rules_out], overwrite=overwrite) as j:
+        from ..mining import apriori, association_rules  # after the checks: a usage error loads no miner
+
         tx, input_plan = obj.transactions_for_passes(url, fmt)
         check_count(ms, tx.n_transactions, url)
         fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, max_candidates=max_candidates, strategy=strategy, progress=obj.progress,

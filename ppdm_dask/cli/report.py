@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import click
 
-from . import cli
 from ._core import Context, job
 from ._options import as_baskets
 
 
-@cli.command("report")
+@click.command("report")
 @click.argument("release")
 @click.option("--original", default=None, metavar="SRC", help="The original data: utility figures and the original's risk.")
 @click.option("--out", default=None, metavar="FILE.html|DIR",
@@ -42,15 +41,15 @@ def report_cmd(obj: Context, release: str, original: str | None, out: str | None
     the decision (green, amber or red, with its reasons; also the first line printed), what an
     attacker can still learn, privacy (the independent recount and the risk figures), attack
     results, utility (with --original), what was released, how to reproduce."""
-    from ..verification import open_release
-
     owner = {}
     if obj.key_file is not None and original is not None and audience == "internal":
         from ..random import Key
 
         owner = {"key": Key.from_file(obj.key_file)}  # the key holder's checks; never creates a key
     population = _population_options(sampling_fraction, population_size, weight_column)
-    with job(obj) as j:
+    with job(obj, inputs=[release, original]) as j:
+        from ..verification import open_release  # after the checks: a usage error loads none of it
+
         rel = open_release(release, storage_options=obj.storage_options)
         rel.ledger = obj.ledger()  # where the report finds the release's composition (--ledger)
         if population:

@@ -8,8 +8,9 @@ from typing import Any
 import click
 import numpy as np
 
-from . import cli
-from ._core import Context, emit_release, job, usage_error, write_release
+from ._core import Context, job, write_release
+from ._errors import usage_error
+from ._summary import emit_release
 from ._options import Number, input_format, release_output, split_list, stack
 
 
@@ -48,7 +49,7 @@ def anonymizer(delta: float | None, k: int | None, m_max: int, metric: str, knn_
     return KVarianceAnonymizer(k, m_max=m_max, metric=metric, knn_scope=knn_scope, approximate=approximate, **kwargs)
 
 
-@cli.group(cls=DefaultCommandGroup)
+@click.group(cls=DefaultCommandGroup)
 def sketch() -> None:
     """Sketch-based anonymization of sparse records (Aggarwal & Yu).
 
@@ -74,7 +75,7 @@ def sketch_anonymize(obj: Context, src, dst, delta, k, m_max, metric, knn_scope,
     """Publish SRC as anonymized sketches at DST (a Parquet release: rows in a keyed order, the
     public generator seed in the manifest, verified before it is committed)."""
     an = anonymizer(delta, k, m_max, metric, knn_scope, approximate, keep_suppressed=keep_suppressed, allow_weak=allow_weak)
-    with job(obj, outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         release = an.set_params(key=obj.key()).fit_transform(tx, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
@@ -144,7 +145,7 @@ def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, appro
     if levels is None:
         anonymizer(delta, k, m_max, metric, knn_scope, approximate)  # the method options are checked before any work
     tasks = ("classify", "cluster") if task == "both" else (task,)
-    with job(obj, outputs=[plot_path], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[plot_path], overwrite=overwrite) as j:
         key = obj.key()
         tx = obj.read_transactions(src, fmt)
         if "classify" in tasks and label_column not in tx.columns:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import click
 
-from . import cli
 from ._core import Context, job
 from ._options import as_baskets
 
 
-@cli.command("verify")
+@click.command("verify")
 @click.argument("release")
 @click.option("--original", default=None, metavar="SRC", help="Also check the release against its original data.")
 @click.option("--sep", default=None, help="CSV separator of --original (default: sniffed).")
@@ -25,9 +24,6 @@ def verify_cmd(ctx: click.Context, release: str, original: str | None, sep: str 
     that the release was made with that key from that input and its recorded parameters.
     Properties that need the original are listed as NOT CHECKED without it. Exit 0 only when
     every check holds; one line per failed check."""
-    from ..release.names import FILE_CHECK
-    from ..verification import open_release, verify
-
     obj: Context = ctx.obj
     key = None
     if obj.key_file is not None:  # the owner checks provenance; never create a key here
@@ -38,7 +34,10 @@ def verify_cmd(ctx: click.Context, release: str, original: str | None, sep: str 
             raise InvalidParameter("--key-file with verify checks that the release was made from an input with that key: "
                                    "it needs the input", cli="give --original SRC (or leave out --key-file)")
         key = Key.from_file(obj.key_file)
-    with job(obj) as j:
+    with job(obj, inputs=[release, original]) as j:
+        from ..release.names import FILE_CHECK
+        from ..verification import open_release, verify  # after the checks: a usage error loads none of it
+
         orig = None
         if original is not None:
             kind = type(open_release(release, storage_options=obj.storage_options))

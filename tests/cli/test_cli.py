@@ -60,7 +60,7 @@ def test_samples_and_info_on_bundled_file():
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["info", "/no/such/place"], "no dataset"),
+        (["info", "/no/such/place"], "no such file or folder: /no/such/place"),  # refused before the job starts
         (["generate", "quest", "X10.Y4", "OUT"], "ppdm: error:"),
         (["--storage-option", "oops", "info", "x"], "k=v"),
     ],

@@ -1,0 +1,132 @@
+"""The commands of ``ppdm``, in one table, and the group that loads each one only when it runs.
+
+A command is registered here and nowhere else: its name, the module and attribute of its click
+command, and its one-line help (the first sentence of its docstring, kept equal by a test). The
+group lists and describes the commands from the table, so ``ppdm --help``, ``ppdm --version``
+and a usage error import no command module; ``ppdm mine ...`` (or ``ppdm mine --help``) imports
+:mod:`ppdm_dask.cli.mining` alone. The heavy libraries (Dask's collections, pandas, numba, scipy)
+load with the work that needs them.
+
+Another source (a registry of families) adds its commands by updating :data:`COMMANDS` before
+the group is first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+__all__ = ["COMMANDS", "LazyGroup", "load_command"]
+
+#: command name -> (module, attribute of its click command in the module, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "access-control": (
+        "ppdm_dask.cli.anonymity", "access_control",
+        "Anonymise SRC for a workload of role permissions with imprecision bounds (Pervaiz et al.) and report, per "
+        "permission and per role, the imprecision and whether the bound holds, beside plain Mondrian; with --out, "
+        "write the release."),
+    "anonymize": (
+        "ppdm_dask.cli.anonymity", "anonymize",
+        "k-anonymise (and l-diversify, t-close) the table SRC (CSV or Parquet) and write the release to DST (DST.csv: "
+        "one CSV file and DST.csv.manifest.json; otherwise a Parquet folder)."),
+    "condense": (
+        "ppdm_dask.cli.condensation", "condense",
+        "Condense the numeric records of SRC into groups of at least each member's privacy level and release "
+        "pseudo-data with the groups' sizes at DST (Aggarwal & Yu); no pseudo-record copies a unique record of SRC."),
+    "convert": ("ppdm_dask.cli.data", "convert", "Convert between FIMI, basket CSV and Parquet (atomic write)."),
+    "demo": (
+        "ppdm_dask.cli.demo", "demo",
+        "Release a table with k-anonymity, release baskets with EMASK distortion, and mine the distorted baskets: "
+        "what privacy was gained and what accuracy was kept, in words."),
+    "emask": (
+        "ppdm_dask.cli.emask", "emask",
+        "EMASK/MASK: choose (p, q), release a distorted copy, mine it, audit its privacy."),
+    "generate": ("ppdm_dask.cli.data", "generate", "Synthetic data generators."),
+    "info": ("ppdm_dask.cli.data", "info", "Rows, items, density and the length histogram of a dataset."),
+    "km-anonymize": (
+        "ppdm_dask.cli.km", "km_anonymize",
+        "k^m-anonymize the transactions SRC by global item generalisation and write the release to DST (a ppdm "
+        "transaction folder, or DST.csv: one basket CSV file)."),
+    "krimp": (
+        "ppdm_dask.cli.krimp", "krimp",
+        "KRIMP code tables, the KRIMP data generator and DS dissimilarity (Vreeken et al.)."),
+    "ledger": (
+        "ppdm_dask.cli.ledger", "ledger",
+        "The release ledger: every release of an input, composed (docs/ledger.md)."),
+    "mine": (
+        "ppdm_dask.cli.mining", "mine",
+        "Exact frequent itemsets (distributed Apriori) and, with --rules, association rules."),
+    "report": (
+        "ppdm_dask.cli.report", "report_cmd",
+        "Write the privacy and utility report of RELEASE: report.json (validated against the schema shipped with "
+        "ppdm) and one self-contained report.html with the figures."),
+    "samples": (
+        "ppdm_dask.cli.data", "samples",
+        "List the data samples bundled with the package (or copy some with --copy)."),
+    "sketch": (
+        "ppdm_dask.cli.sketch", "sketch",
+        "Sketch-based anonymization of sparse records (Aggarwal & Yu)."),
+    "verify": (
+        "ppdm_dask.cli.verify", "verify_cmd",
+        "Verify RELEASE: its manifest, the SHA-256 of every file, the privacy floors of its parameters and its "
+        "guarantee recounted from the released data (k, l, k^m, group sizes, δ / k-variance conditions, suppressed "
+        "records absent), and with --original the release against the original."),
+}
+
+
+def load_command(name: str, table: Mapping[str, tuple[str, str, str]] | None = None) -> click.Command:
+    """Import the module of command ``name`` and return its click command (``KeyError`` for a
+    name the table does not hold)."""
+    module, attribute, _ = (COMMANDS if table is None else table)[name]
+    command = getattr(importlib.import_module(module), attribute)
+    if not isinstance(command, click.Command):
+        raise TypeError(f"{module}.{attribute} is not a click command (the table of ppdm commands names it {name!r})")
+    return command
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands come from a table (default :data:`COMMANDS`) and are
+    imported only when one of them is run or its help is asked for.
+
+    Commands added with ``add_command`` or ``@group.command()`` work as in any group and take
+    precedence over the table.
+    """
+
+    def __init__(self, *args: Any, table: Mapping[str, tuple[str, str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._table = table
+
+    @property
+    def table(self) -> Mapping[str, tuple[str, str, str]]:
+        """The table of lazily loaded commands (read at each use: a registry may extend it)."""
+        return COMMANDS if self._table is None else self._table
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(self.table))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.table:
+            self.add_command(load_command(cmd_name, self.table), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help``, from the table's one-line helps (no command module is
+        imported); shortened to the terminal width as click shortens a command's own help."""
+        rows: list[tuple[str, str | None, click.Command | None]] = []
+        for name in self.list_commands(ctx):
+            loaded = self.commands.get(name)
+            if loaded is not None:
+                if not loaded.hidden:
+                    rows.append((name, None, loaded))
+            else:
+                rows.append((name, self.table[name][2], None))
+        if not rows:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _, _ in rows)
+        # a command not loaded is shortened by a stand-in that carries its help: click's own rule
+        lines = [(name, (command or click.Command(name, help=text)).get_short_help_str(limit)) for name, text, command in rows]
+        with formatter.section("Commands"):
+            formatter.write_dl(lines)
