@@ -97,22 +97,12 @@ TOY = Family("toy-clip", f"{__name__}:ClipRelease", tags=(), cli=__name__,
              docs="docs/architecture.md")
 
 
-def connect_family_commands(group: click.Group) -> None:
-    """What the ``ppdm`` group does with ``families.cli_commands()``: a command it does not
-    resolve yet is imported from ``(module, attribute)`` and added under its name."""
-    ctx = click.Context(group)
-    for name, (module, attribute, _help) in families.cli_commands().items():
-        if group.get_command(ctx, name) is None:
-            group.add_command(getattr(importlib.import_module(module), attribute), name)
-
-
 @pytest.fixture
 def toy():
     """Step 7: the toy family registered (and its command on ``ppdm``); removed afterwards."""
     from ppdm_dask.cli import cli
 
-    families.register(TOY)
-    connect_family_commands(cli)
+    families.register(TOY)  # ppdm lists and loads the family's command from the registry
     yield TOY
     families.unregister(TOY.name)
     getattr(cli, "commands", {}).pop("toy-clip", None)

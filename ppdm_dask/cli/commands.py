@@ -7,8 +7,10 @@ and a usage error import no command module; ``ppdm mine ...`` (or ``ppdm mine --
 :mod:`ppdm_dask.cli.mining` alone. The heavy libraries (Dask's collections, pandas, numba, scipy)
 load with the work that needs them.
 
-Another source (a registry of families) adds its commands by updating :data:`COMMANDS` before
-the group is first used.
+:data:`COMMANDS` holds the commands every installation has (data, mining, verify, report, the
+ledger, the demo); a method family's commands come from its entry in the family registry
+(:func:`ppdm_dask.families.cli_commands`), read at each use so that a family registered later
+(a plug-in) appears too. :func:`table` is the two together.
 """
 
 from __future__ import annotations
@@ -19,40 +21,18 @@ from typing import Any
 
 import click
 
-__all__ = ["COMMANDS", "LazyGroup", "load_command"]
+__all__ = ["COMMANDS", "LazyGroup", "load_command", "table"]
 
-#: command name -> (module, attribute of its click command in the module, one-line help)
+#: the commands that belong to no method family: name -> (module, attribute of its click command
+#: in the module, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "access-control": (
-        "ppdm_dask.cli.anonymity", "access_control",
-        "Anonymise SRC for a workload of role permissions with imprecision bounds (Pervaiz et al.) and report, per "
-        "permission and per role, the imprecision and whether the bound holds, beside plain Mondrian; with --out, "
-        "write the release."),
-    "anonymize": (
-        "ppdm_dask.cli.anonymity", "anonymize",
-        "k-anonymise (and l-diversify, t-close) the table SRC (CSV or Parquet) and write the release to DST (DST.csv: "
-        "one CSV file and DST.csv.manifest.json; otherwise a Parquet folder)."),
-    "condense": (
-        "ppdm_dask.cli.condensation", "condense",
-        "Condense the numeric records of SRC into groups of at least each member's privacy level and release "
-        "pseudo-data with the groups' sizes at DST (Aggarwal & Yu); no pseudo-record copies a unique record of SRC."),
     "convert": ("ppdm_dask.cli.data", "convert", "Convert between FIMI, basket CSV and Parquet (atomic write)."),
     "demo": (
         "ppdm_dask.cli.demo", "demo",
         "Release a table with k-anonymity, release baskets with EMASK distortion, and mine the distorted baskets: "
         "what privacy was gained and what accuracy was kept, in words."),
-    "emask": (
-        "ppdm_dask.cli.emask", "emask",
-        "EMASK/MASK: choose (p, q), release a distorted copy, mine it, audit its privacy."),
     "generate": ("ppdm_dask.cli.data", "generate", "Synthetic data generators."),
     "info": ("ppdm_dask.cli.data", "info", "Rows, items, density and the length histogram of a dataset."),
-    "km-anonymize": (
-        "ppdm_dask.cli.km", "km_anonymize",
-        "k^m-anonymize the transactions SRC by global item generalisation and write the release to DST (a ppdm "
-        "transaction folder, or DST.csv: one basket CSV file)."),
-    "krimp": (
-        "ppdm_dask.cli.krimp", "krimp",
-        "KRIMP code tables, the KRIMP data generator and DS dissimilarity (Vreeken et al.)."),
     "ledger": (
         "ppdm_dask.cli.ledger", "ledger",
         "The release ledger: every release of an input, composed (docs/ledger.md)."),
@@ -66,9 +46,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "samples": (
         "ppdm_dask.cli.data", "samples",
         "List the data samples bundled with the package (or copy some with --copy)."),
-    "sketch": (
-        "ppdm_dask.cli.sketch", "sketch",
-        "Sketch-based anonymization of sparse records (Aggarwal & Yu)."),
     "verify": (
         "ppdm_dask.cli.verify", "verify_cmd",
         "Verify RELEASE: its manifest, the SHA-256 of every file, the privacy floors of its parameters and its "
@@ -77,10 +54,23 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def load_command(name: str, table: Mapping[str, tuple[str, str, str]] | None = None) -> click.Command:
+def table() -> dict[str, tuple[str, str, str]]:
+    """Every command of ``ppdm``: :data:`COMMANDS` and the registered families' commands (a family
+    command may not take the name of another command)."""
+    from ..families import cli_commands
+
+    out = dict(COMMANDS)
+    for name, entry in cli_commands().items():
+        if name in out:
+            raise ValueError(f"the family command {name!r} ({entry[0]}) takes the name of a ppdm command")
+        out[name] = entry
+    return out
+
+
+def load_command(name: str, commands: Mapping[str, tuple[str, str, str]] | None = None) -> click.Command:
     """Import the module of command ``name`` and return its click command (``KeyError`` for a
     name the table does not hold)."""
-    module, attribute, _ = (COMMANDS if table is None else table)[name]
+    module, attribute, _ = (table() if commands is None else commands)[name]
     command = getattr(importlib.import_module(module), attribute)
     if not isinstance(command, click.Command):
         raise TypeError(f"{module}.{attribute} is not a click command (the table of ppdm commands names it {name!r})")
@@ -88,8 +78,9 @@ def load_command(name: str, table: Mapping[str, tuple[str, str, str]] | None = N
 
 
 class LazyGroup(click.Group):
-    """A click group whose sub-commands come from a table (default :data:`COMMANDS`) and are
-    imported only when one of them is run or its help is asked for.
+    """A click group whose sub-commands come from a table (default :func:`table`: the commands
+    and the registered families' commands) and are imported only when one of them is run or its
+    help is asked for.
 
     Commands added with ``add_command`` or ``@group.command()`` work as in any group and take
     precedence over the table.
@@ -101,8 +92,9 @@ class LazyGroup(click.Group):
 
     @property
     def table(self) -> Mapping[str, tuple[str, str, str]]:
-        """The table of lazily loaded commands (read at each use: a registry may extend it)."""
-        return COMMANDS if self._table is None else self._table
+        """The table of lazily loaded commands (read at each use: a family registered later
+        appears too)."""
+        return table() if self._table is None else self._table
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(self.commands) | set(self.table))

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 import ppdm_dask
 import ppdm_dask.cli as cli_package
 from ppdm_dask.cli import cli
-from ppdm_dask.cli.commands import COMMANDS, LazyGroup, load_command
+from ppdm_dask.cli.commands import LazyGroup, load_command, table
 from ppdm_dask.data.datasets import sample_files, sample_path
 
 #: what the command line must not load before the work starts (the issue's list)
@@ -145,7 +145,7 @@ def test_contradicting_ledger_flags_are_refused_before_the_job(cluster_spy, tmp_
 
 # ---------------------------------------------------------------------- one table of commands
 def test_every_table_entry_is_the_command_it_names():
-    for name, (module, attribute, text) in COMMANDS.items():
+    for name, (module, attribute, text) in table().items():
         command = load_command(name)
         assert isinstance(command, click.Command) and command.name == name, (name, module, attribute)
         assert command.get_short_help_str(limit=10**6) == text, f"the one-line help of {name!r} differs from its docstring"
@@ -166,16 +166,16 @@ def _defined_commands() -> set[tuple[str, str]]:
 
 
 def test_every_command_module_is_registered_in_the_table():
-    assert _defined_commands() == {(module, attribute) for module, attribute, _ in COMMANDS.values()}
+    assert _defined_commands() == {(module, attribute) for module, attribute, _ in table().values()}
 
 
 def test_help_lists_the_table():
     r = CliRunner().invoke(cli, ["--help"], terminal_width=300)
     assert r.exit_code == 0
     rows = [line.split(None, 1) for line in r.output.split("Commands:\n")[1].splitlines() if line.strip()]
-    assert [name for name, _ in rows] == sorted(COMMANDS)
+    assert [name for name, _ in rows] == sorted(table())
     for name, text in rows:  # shortened at the width as click shortens a command's own help
-        assert text == load_command(name).get_short_help_str(limit=300 - 6 - max(map(len, COMMANDS))), name
+        assert text == load_command(name).get_short_help_str(limit=300 - 6 - max(map(len, table()))), name
 
 
 def toy() -> None:
