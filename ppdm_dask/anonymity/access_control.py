@@ -237,7 +237,7 @@ def parse_query(where: Mapping[str, Any], schema: QISchema) -> Query:
                 raise InvalidParameter(
                     f"attribute {attr!r} is read as text (categorical), so {cond!r} would be a set of labels, not a range; "
                     f"type the column as numbers for a range, or write its labels as strings for a set",
-                    cli=f"--dtype {attr}=int")
+                    fix=f"`dtype` {attr}=int")
             schema.codes(j, vals)  # unknown labels are an error here, not a silent empty match
             preds.append(Predicate(attr, values=tuple(vals)))
         else:
@@ -311,7 +311,7 @@ def parse_permissions(spec: Any, schema: QISchema) -> list[Permission]:
             out.append(Permission(entry["role"], query, entry["bound"], entry.get("name")))
         except InvalidParameter as e:
             label = f"permission {i}" + (f" ({entry['name']!r})" if entry.get("name") else "")
-            raise InvalidParameter(f"{label}: {e.message}", python=e.python, cli=e.cli) from None
+            raise InvalidParameter(f"{label}: {e.message}", python=e.python, cli=e.cli, parameter=e.parameter, fix=e.fix) from None
     return out
 
 

@@ -299,7 +299,7 @@ def anonymize(
     if l is not None and sensitive is None:
         raise InvalidParameter("l-diversity needs a sensitive attribute (sensitive=...)")
     if t is not None and sensitive is None:
-        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", cli="--sensitive COL")
+        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", fix="`sensitive` COL")
     if method == "cluster":
         return _cluster(df, qi, k=k, sensitive=sensitive, hierarchies=hierarchies, l=l, kind=kind, c=c, keep=keep, client=client,
                         t=t, t_kind=t_kind)
@@ -499,7 +499,7 @@ def anonymize_for_permissions(
     if l is not None and sensitive is None:
         raise InvalidParameter("l-diversity needs a sensitive attribute (sensitive=...)")
     if t is not None and sensitive is None:
-        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", cli="--sensitive COL")
+        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", fix="`sensitive` COL")
     start = time.perf_counter()
     ddf = as_dask(df)
     if frequency is None:

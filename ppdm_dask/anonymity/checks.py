@@ -267,7 +267,7 @@ def t_closeness_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, t
     from .disclosure import class_profile
 
     if t is None:
-        raise InvalidParameter("t must be a number in [0, 1], got None", cli="--t")
+        raise InvalidParameter("t must be a number in [0, 1], got None", parameter="t")
     t, t_kind = validate_closeness(t, t_kind)
     qi = list(qi)
     ordered = None if t_kind == "auto" else t_kind == "ordered"

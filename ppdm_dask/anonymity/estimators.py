@@ -93,7 +93,7 @@ class _TableAnonymizer(Estimator):
         if (self.l is not None or self.t is not None) and len(sens) != 1:
             what = "l-diversity" if self.l is not None else "t-closeness"
             raise InvalidParameter(f"{what} needs exactly one sensitive column, got {sens}",
-                                   python="sensitive='COL'", cli="--sensitive COL")
+                                   python="sensitive='COL'", fix="`sensitive` COL")
         counted = sens[0] if len(sens) == 1 else None
         parameters.update(qi=list(roles.quasi_identifiers), sensitive=counted)
         probe = AnonymizedRelease(None, method=method, parameters=parameters, roles=roles)
@@ -220,7 +220,7 @@ class KAnonymizer(_TableAnonymizer):
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KAnonymizer":
         """Check roles and floors, anonymise ``X`` (pandas or dask DataFrame); returns self."""
         if self.method not in METHODS:
-            raise InvalidParameter(f"method must be one of {METHODS}, got {self.method!r}", cli="--method")
+            raise InvalidParameter(f"method must be one of {METHODS}, got {self.method!r}", parameter="method")
         params = {"k": self.k, **_diversity(self.l, self.kind, self.c, self.t, self.t_kind),
                   "max_suppression": float(self.max_suppression), "keep_suppressed": bool(self.keep_suppressed)}
         prep = self._prepare(X, params, self.method, client=client, progress=progress)
@@ -367,7 +367,7 @@ class KmAnonymizer(Estimator):
         from .km_release import KmRelease
 
         if (self.hierarchy is None) == (self.fan_out is None):
-            raise InvalidParameter("give exactly one of hierarchy and fan_out", cli="--hierarchy FILE or --fan-out F")
+            raise InvalidParameter("give exactly one of hierarchy and fan_out", fix="`hierarchy` FILE or `fan_out` F")
         method = str(self.method).upper()
         params = {"k": self.k, "m": self.m}
         overrides = KmRelease(None, method=method, parameters=params).apply_overrides(self.allow_weak)

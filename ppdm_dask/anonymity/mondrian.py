@@ -157,7 +157,7 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
         Su = np.add.reduceat(S[order], starts, axis=0)  # >= 1 column: rows sum to weights >= 1
         if not diverse_mask(Su.sum(axis=0, keepdims=True), l, kind, c, closeness)[0]:
             raise InfeasiblePrivacyError(f"the whole table is not {kind} {l}-diverse; no partition can be",
-                                         python="a smaller l", cli="a smaller --l")
+                                         python="a smaller l", fix="a smaller `l`")
 
     gspan = np.empty(q)
     num = ~cat

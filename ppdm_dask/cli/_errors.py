@@ -1,8 +1,9 @@
 """Errors on the command line: every failure becomes one ``ppdm: error: ...`` line and an exit
 code (1 for a bug, 2 for bad input, a refused parameter or a failed check, 130 when interrupted).
 
-A library error names the keyword argument (``s0 must lie in (0, 1)``); the command line adds
-the flag of the command that was run (``(--s0)``) when the error carries no hint of its own.
+A library error names the keyword argument (``s0 must lie in (0, 1)``, ``parameter="s0"``); the
+command line shows it as the flag of :data:`~ppdm_dask.cli.flags.FLAGS` (``(--s0)``), or, for an
+error that carries no parameter, the flag of the command that was run whose name leads the message.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import click
 
 from ..errors import PPDMError, with_message
 from ._core import Context
+from .flags import cli_message
 def _one_line(text: str) -> str:
     text = str(text).strip()
     return text.splitlines()[0] if text else ""
@@ -42,8 +44,8 @@ def fail(ctx: click.Context, exc: BaseException, code: int) -> None:
     if obj is not None and obj.debug:
         raise exc
     if isinstance(exc, PPDMError):
-        msg = _one_line(exc.message_for("cli"))
-        if exc.cli is None:
+        msg = _one_line(cli_message(exc))  # parameter names shown as flags (one table: .flags)
+        if not (exc.cli or exc.fix or exc.parameter):
             msg = with_flag(ctx, exc, msg)
     else:
         exc = with_message(exc)  # a worker's exception may arrive without its message

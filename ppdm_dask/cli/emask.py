@@ -75,7 +75,7 @@ def _catalogue(obj: Context, url: str, tx: Any) -> list[Any]:
     from ..data.sidefiles import read_text_file
     from ..errors import InvalidParameter
 
-    lines = [x.strip() for x in read_text_file(url, what="item catalogue", flag="--items", storage_options=obj.storage_options)
+    lines = [x.strip() for x in read_text_file(url, what="item catalogue", parameter="items", storage_options=obj.storage_options)
              .splitlines()]
     labels = [x for x in lines if x]
     if not tx.vocabulary.is_integer:

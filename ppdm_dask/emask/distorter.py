@@ -91,7 +91,7 @@ class Distorter(Estimator):
         p, q = check_pq(self.p, self.q)
         floor = self.privacy_floor
         if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= float(floor) <= 100.0:
-            raise InvalidParameter(f"privacy_floor must be a percentage in [0, 100], got {floor!r}", cli="--privacy-floor")
+            raise InvalidParameter(f"privacy_floor must be a percentage in [0, 100], got {floor!r}", parameter="privacy_floor")
         self._budget()
         return p, q, float(floor), frozenset(overrides_for(self.allow_weak, FLOORS))
 
@@ -102,7 +102,7 @@ class Distorter(Estimator):
             return None
         if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0:
             raise InvalidParameter(f"epsilon_budget must be a positive finite number of ε per item, got {b!r}",
-                                   cli="--epsilon-budget E with E > 0")
+                                   fix="`epsilon_budget` E with E > 0")
         return float(b)
 
     def _assess(self, tx: Any, *, client: Any = None, progress: bool = False) -> dict[str, Any]:
@@ -128,7 +128,7 @@ class Distorter(Estimator):
                 f"basic privacy {bp:.2f}% of p={p}, q={q} at s0 = {s0:.4g} is below the floor {floor:g}% "
                 "(ppdm emask choose lists pairs that meet it); refused",
                 python="choose other p, q, lower privacy_floor, or allow_weak=['basic privacy'] (recorded in the manifest)",
-                cli="choose other --p/--q, lower --privacy-floor, or --allow-weak (recorded in the manifest)")
+                fix="choose other `p`/`q`, lower `privacy_floor`, or `allow_weak` (recorded in the manifest)")
         return {"n_transactions": n, "n_items": d, "s0": s0, "basic_privacy": bp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
                 "privacy_floor": floor, "overrides": weak, "_input_digest": digest}
 

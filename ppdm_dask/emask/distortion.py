@@ -27,7 +27,7 @@ def check_pq(p: float, q: float) -> tuple[float, float]:
     if abs(float(p) + float(q) - 1.0) < DELTA_MIN:
         raise InvalidParameter(
             f"p + q = 1 (p={p}, q={q}): the distorted data would be independent of the original, nothing can be reconstructed",
-            python="p + q != 1", cli="--p and --q with p + q != 1")
+            python="p + q != 1", fix="`p` and `q` with p + q != 1")
     return float(p), float(q)
 
 

@@ -125,7 +125,7 @@ def mine(
         p, q = check_pq(p, q)
     except InvalidParameter as exc:
         raise InvalidParameter(exc.message, python="p and q in [0, 1] with p + q != 1",
-                               cli="give --p and --q in [0, 1] with p + q != 1") from None
+                               fix="give `p` and `q` in [0, 1] with p + q != 1") from None
     if max_candidates is not None and max_candidates < 1:
         raise InvalidParameter("max_candidates must be >= 1 (or None)")
     if not 0.0 <= prune_margin < 1.0:
@@ -157,7 +157,7 @@ def mine(
             on_level(st)
         if sum(lv[1].size for lv in levels.values()) > max_itemsets:
             raise ResultTooLargeError(f"more than {max_itemsets:,} itemsets", python="raise min_support or set max_length",
-                                         cli="raise --min-support or --min-count, or set --max-length")
+                                         fix="raise `min_support` or `min_count`, or set `max_length`")
         return pipeline
 
     def result() -> EstimatedItemsets:
@@ -179,7 +179,7 @@ def mine(
     check_candidates(n_pairs, 2, max_candidates, extra_per_candidate=_store_bytes(2))  # before counting them
     if n_pairs > max_itemsets:
         raise ResultTooLargeError(f"{n_pairs:,} pair candidates exceed max_itemsets={max_itemsets:,}",
-                                  python="raise min_support or set max_length", cli="raise --min-support or --min-count, or set --max-length")
+                                  python="raise min_support or set max_length", fix="raise `min_support` or `min_count`, or set `max_length`")
     pc = counter.pair_counts(f1)
     ia, ib = np.triu_indices(f1.size, 1)
     pairs = np.stack([f1[ia], f1[ib]], axis=1)
@@ -205,7 +205,7 @@ def mine(
             break
         if cands.shape[0] + sum(lv[1].size for lv in levels.values()) > max_itemsets:
             raise ResultTooLargeError(f"level {k}: {cands.shape[0]:,} candidates exceed max_itemsets={max_itemsets:,}",
-                                      python="raise min_support or set max_length", cli="raise --min-support or --min-count, or set --max-length")
+                                      python="raise min_support or set max_length", fix="raise `min_support` or `min_count`, or set `max_length`")
         ck, counted_with = ahead.counts(frequent, cands, left, k)
         cand_ids = items[cands]
         store[k] = (RowIndex(cand_ids), ck)

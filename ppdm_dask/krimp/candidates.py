@@ -676,7 +676,7 @@ def _check_candidate_floor(d: Any, minsup: int, closed: bool, max_len: int, n_ex
         f"a {what} at min-support {minsup} makes every {_sizes(max_len)} of its items a "
         f"KRIMP candidate: {_magnitude(witness, max_len)} itemsets, over the bound of {cap:,} (refused before mining)",
         python="raise min_support, closed=True, max_len=..., or max_candidates",
-        cli="raise --min-support or --min-count, or add --closed, --max-len or --max-candidates")
+        fix="raise `min_support` or `min_count`, or add `closed`, `max_len` or `max_candidates`")
 
 
 def _sizes(max_len: int) -> str:
@@ -703,7 +703,7 @@ def _check_kernel_memory(d: Any, closed: bool, max_depth: int) -> None:
         raise ResultTooLargeError(
             f"the candidate miner's tables for {d.n_items:,} items, {d.n_rows:,} rows and {max_depth:,} levels would take "
             f"{_gib(need)}, more than {MEMORY_SHARE:.0%} of the {_gib(avail)} of memory available",
-            python="set max_len=... (fewer levels) or raise min_support", cli="set --max-len (fewer levels) or raise --min-support or --min-count")
+            python="set max_len=... (fewer levels) or raise min_support", fix="set `max_len` (fewer levels) or raise `min_support` or `min_count`")
 
 
 def _before_mining(d: Any, minsup: int, closed: bool, ml: int, n_excluded: int, cap: int) -> int:
@@ -720,7 +720,7 @@ def _too_many(cap: int, closed: bool, minsup: int) -> ResultTooLargeError:
         f"more than {cap:,} {kind} itemsets at min-support {minsup}: too many KRIMP candidates (the search over them would run "
         "for very long)",
         python="raise min_support, closed=True, max_len=..., or max_candidates=None",
-        cli="raise --min-support or --min-count, or add --closed, --max-len or --max-candidates")
+        fix="raise `min_support` or `min_count`, or add `closed`, `max_len` or `max_candidates`")
 
 
 def _check_int(name: str, v: Any, lo: int) -> int:

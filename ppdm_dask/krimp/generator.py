@@ -393,11 +393,11 @@ def _generate_block(tables: _Tables, weights: np.ndarray, mode: int, rng: np.ran
         if status == _ZERO_WEIGHT:
             raise GenerationError(
                 "all code-table elements admissible for a domain have weight 0 (usage 0 and laplace = 0)",
-                python="laplace > 0", cli="--laplace > 0",
+                python="laplace > 0", fix="`laplace` > 0",
             )
         raise GenerationError(
             f"domain_order='columns': no admissible element after {MAX_RESTARTS} restarts of one row "
-            "(zero weights)", python="laplace > 0", cli="--laplace > 0",
+            "(zero weights)", python="laplace > 0", fix="`laplace` > 0",
         )
 
 
@@ -471,7 +471,7 @@ def _generate_checked(tables: _Tables, weights: np.ndarray, mode: int, key: Any,
                 "row: the code table leaves (almost) nothing but unique original records to generate (a min-support "
                 "too low for the data?)",
                 python="a higher min_support, or allow_weak=['unique copies'] to publish such copies (recorded in the manifest)",
-                cli="a higher --min-count, or --allow-unique-copies to publish such copies (recorded in the manifest)")
+                fix="a higher `min_count`, or `allow_unique_copies` to publish such copies (recorded in the manifest)")
         new, new_pat = _generate_block(tables, weights, mode, key.generator(Tag.KRIMP_GENERATE, b, rnd), bad.size)
         items[bad] = new
         npat[bad] = new_pat
@@ -961,7 +961,7 @@ class KrimpGenerator(Estimator):
                 f"min-support {min_support} is below the floor {MIN_SUPPORT_FLOOR}: a pattern seen in a single record can "
                 "copy that record into the generated data; refused",
                 python="min_support >= 2, or allow_weak=['min-support'] (recorded in the manifest)",
-                cli="--min-count 2 or more, or --allow-weak (recorded in the manifest)")
+                fix="`min_count` 2 or more, or `allow_weak` (recorded in the manifest)")
         return ("min-support", *out)
 
     def _copies_allowed(self) -> bool:
@@ -1247,7 +1247,7 @@ class KrimpGenerator(Estimator):
         _check_count(block_rows, "block_rows", minimum=1)
         _check_count(blocks_per_partition, "blocks_per_partition", minimum=1)
         check_partition_count(partitions_of(n, block_rows, blocks_per_partition), f"generating {n:,} rows",
-                              python="a smaller n", cli="a smaller --rows")
+                              python="a smaller n", fix="a smaller `rows`")
         layout = _block_layout(n, int(block_rows))
         groups = [list(range(i, min(i + blocks_per_partition, len(layout)))) for i in range(0, len(layout), blocks_per_partition)]
         # graph names must not reveal the key: only its one-way digest enters the token

@@ -140,7 +140,7 @@ class Admission:
                 f"{c.line()} with {len(comp.earlier)} earlier release(s) of this input in the ledger; refused (an earlier "
                 "release that never reached anyone can be withdrawn: ppdm ledger forget ID --reason TEXT)",
                 python="write(..., allow_composition=True) (recorded in the manifest)",
-                cli="--allow-composition (recorded in the manifest)")
+                fix="`allow_composition` (recorded in the manifest)")
         # where="ledger": the report tells a composition limit from a floor of the release itself
         comp.checks = [Check(c.name, c.ok, c.figure, c.threshold, where="ledger", detail=c.detail, overridden=not c.ok,
                              stats=c.stats) for c in comp.checks]

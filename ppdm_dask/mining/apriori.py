@@ -75,13 +75,13 @@ def check_candidates(n_candidates: int, k: int, max_candidates: int | None, *, e
     what = (f"level {k} would build {'up to ' if upper_bound else ''}{n_candidates:,} candidate itemsets "
             f"(about {_gib(need)} on the driver)")
     fix_py = "raise min_support, set max_length, or raise max_candidates"
-    fix_cli = "raise --min-support or --min-count, set --max-length, or raise --max-candidates"
+    fix = "raise `min_support` or `min_count`, set `max_length`, or raise `max_candidates`"
     if max_candidates is not None and n_candidates > max_candidates:
-        raise ResultTooLargeError(f"{what}, over the bound of {max_candidates:,} candidates", python=fix_py, cli=fix_cli)
+        raise ResultTooLargeError(f"{what}, over the bound of {max_candidates:,} candidates", python=fix_py, fix=fix)
     avail = _available_bytes() if memory is None else memory
     if avail is not None and need > MEMORY_SHARE * avail:
         raise ResultTooLargeError(f"{what}, more than {MEMORY_SHARE:.0%} of the {_gib(avail)} of memory available",
-                                  python="raise min_support or set max_length", cli="raise --min-support or --min-count, or set --max-length")
+                                  python="raise min_support or set max_length", fix="raise `min_support` or `min_count`, or set `max_length`")
 
 
 class ItemsetExplosionWarning(UserWarning):
@@ -206,7 +206,7 @@ def apriori(
         if total > max_itemsets:
             raise ResultTooLargeError(f"{too_many}, over the bound of {max_itemsets:,}",
                                       python="raise min_support, set max_length, or raise max_itemsets",
-                                      cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
+                                      fix="raise `min_support` or `min_count`, set `max_length`, or raise `max_itemsets`")
         if many > max_itemsets // 10:
             warnings.warn(f"{many_text}; the output may explode", ItemsetExplosionWarning, stacklevel=4)
 

@@ -239,7 +239,7 @@ class KVarianceAnonymizer(Estimator):
             raise InvalidParameter(f"knn_scope must be one of {_SCOPES}, got {self.knn_scope!r}")
         if self.approximate and self.knn_scope != "global":
             raise InvalidParameter("the approximate k-NN search covers the whole data, not partitions", python="knn_scope='global'",
-                                   cli="--knn-scope global")
+                                   fix="`knn_scope` global")
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KVarianceAnonymizer":
         """Compute the kNN graph of the TransactionArray ``X`` and the numbers of components ``m_``.
