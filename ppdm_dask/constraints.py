@@ -92,7 +92,9 @@ class Options:
 
     def accepts(self, value: Any) -> bool:
         try:
-            return any(value == o and type(value) is type(o) for o in self.options)
+            # True is not the option 1, nor 1 the option True
+            return any(isinstance(value, bool) == isinstance(o, bool) and isinstance(value, type(o)) and bool(value == o)
+                       for o in self.options)
         except Exception:  # an array compared elementwise: not one of the options
             return False
 

@@ -37,7 +37,9 @@ from typing import Any, Iterator, Sequence
 import numba
 import numpy as np
 
+from ..constraints import Interval, validate
 from ..errors import InvalidParameter, ResultTooLargeError
+from ..mining.apriori import DEFAULT_MAX_CANDIDATES  # one bound for both miners
 
 # the miner hands full buffers to Python in object mode (rarely, between long compiled stretches)
 warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel execution", category=numba.NumbaWarning)
@@ -51,11 +53,7 @@ _DEBRUIJN = np.array(
 )  # bit scan forward: ((x ^ (x - 1)) * 0x03f79d71b4cb0a89) >> 58
 
 __all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES",
-           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY"]
-
-#: Default bound on the number of candidates a KRIMP run may hold (about 0.5-2 GB of bitsets).
-DEFAULT_MAX_CANDIDATES = 20_000_000
-
+           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY", "MINER_CONSTRAINTS"]
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _popcount(x):
@@ -723,12 +721,16 @@ def _too_many(cap: int, closed: bool, minsup: int) -> ResultTooLargeError:
         fix="raise `min_support` or `min_count`, or add `closed`, `max_len` or `max_candidates`")
 
 
-def _check_int(name: str, v: Any, lo: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise InvalidParameter(f"{name} must be an integer, got {v!r}")
-    if int(v) < lo:
-        raise InvalidParameter(f"{name} must be >= {lo}, got {v}")
-    return int(v)
+#: the parameters of the candidate miners and of the searches over their candidates
+#: (:mod:`ppdm_dask.constraints`); None leaves a bound off or takes the default
+MINER_CONSTRAINTS: dict[str, list[Any]] = {
+    "min_support": [Interval(int, 1, None)],
+    "max_len": [None, Interval(int, 2, None)],
+    "max_candidates": [None, Interval(int, 1, None)],
+    "memory": [None, Interval(int, 1, None)],
+    "index_memory": [None, Interval(int, 0, None)],
+    "batch_size": [None, Interval(int, 1, None)],
+}
 
 
 def mine_candidates(
@@ -765,9 +767,8 @@ def mine_candidates(
         More than ``max_candidates`` candidates.
     """
     d = as_database(db)
-    cap = 0 if max_candidates is None else _check_int("max_candidates", max_candidates, 1)
-    minsup = _check_int("min_support", min_support, 1)
-    ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
+    v = validate(MINER_CONSTRAINTS, {"max_candidates": max_candidates, "min_support": min_support, "max_len": max_len})
+    cap, minsup, ml = v["max_candidates"] or 0, v["min_support"], v["max_len"] or 0
     if exclude is None:
         exclude = ()
     ex = _exclusion_bits(d, exclude)
@@ -993,10 +994,10 @@ def candidate_stream(
     while the search consumes them, so memory stays bounded for any number of candidates.
     """
     d = as_database(db)
-    cap = 0 if max_candidates is None else _check_int("max_candidates", max_candidates, 1)
-    minsup = _check_int("min_support", min_support, 1)
-    ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
-    budget = DEFAULT_CANDIDATE_MEMORY if memory is None else _check_int("memory", memory, 1)
+    v = validate(MINER_CONSTRAINTS, {"max_candidates": max_candidates, "min_support": min_support, "max_len": max_len,
+                                     "memory": memory})
+    cap, minsup, ml = v["max_candidates"] or 0, v["min_support"], v["max_len"] or 0
+    budget = DEFAULT_CANDIDATE_MEMORY if v["memory"] is None else v["memory"]
     ex = _exclusion_bits(d, exclude or ())
     max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
     spiller = _Spiller(d.n_words, budget, spill_dir)

@@ -31,7 +31,7 @@ __all__ = ["apriori", "min_count_of", "ResultTooLargeError", "ItemsetExplosionWa
 #: Default bound on the number of frequent itemsets + pending candidates.
 DEFAULT_MAX_ITEMSETS = 50_000_000
 #: Default bound on the candidates of one level, checked *before* they are built
-#: (:func:`check_candidates`).
+#: (:func:`check_candidates`); KRIMP's candidate miners take the same bound.
 DEFAULT_MAX_CANDIDATES = 20_000_000
 #: Driver bytes per candidate of length k: ``BYTES_PER_CANDIDATE + BYTES_PER_CANDIDATE_ITEM * k``.
 #: The prefix join and subset pruning of :func:`~.candidates.apriori_gen` hold a few 8-byte arrays
