@@ -27,7 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..constraints import Interval
 from ..errors import InvalidParameter
+
+#: the counts of the anonymity checks and anonymizers (:mod:`ppdm_dask.constraints`): a class
+#: size ``k`` and an itemset size ``m``
+COUNT_CONSTRAINTS: dict[str, list[Any]] = {"k": [Interval(int, 1, None)], "m": [Interval(int, 1, None)]}
 
 KINDS = ("distinct", "entropy", "recursive")
 #: ``auto``: ordered for a numeric sensitive column, equal otherwise

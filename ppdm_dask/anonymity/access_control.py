@@ -28,8 +28,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InvalidParameter, PrivacyViolation
-from ._diversity import diverse_mask, validate_diversity
-from .mondrian import Regions, _as_2d_float, _as_counts, _check_categorical, _check_k, class_regions, mondrian_partition
+from ..constraints import check
+from ._diversity import COUNT_CONSTRAINTS, diverse_mask, validate_diversity
+from .mondrian import Regions, _as_2d_float, _as_counts, _check_categorical, class_regions, mondrian_partition
 
 __all__ = [
     "permission_entries",
@@ -592,7 +593,7 @@ def select_anonymization(candidates: Sequence[Any] | Mapping[Any, Any], permissi
     if not items:
         raise InvalidParameter("no candidate partitions")
     if k is not None:
-        k = _check_k(k)
+        k = check("k", k, COUNT_CONSTRAINTS["k"])
     l, kind, c = validate_diversity(l, kind, c)
     S = None
     if l is not None:

@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InfeasiblePrivacyError, InvalidParameter
-from ._diversity import closeness_for, resolve_t_kind, validate_closeness, validate_diversity
+from ..constraints import check
+from ._diversity import COUNT_CONSTRAINTS, closeness_for, resolve_t_kind, validate_closeness, validate_diversity
 from ..release import Verdict
 from .checks import class_counts, k_anonymity_check, l_diversity_check, t_closeness_check
 from .frequency import FrequencySet, QIDomain, as_dask, frequency_set
@@ -144,8 +145,8 @@ class AnonymizationResult:
 
 
 def _check_k(k: Any, n: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InvalidParameter(f"k must be an integer >= 1, got {k!r}")
+    """``k`` checked (:data:`COUNT_CONSTRAINTS`) and no larger than the ``n`` records."""
+    k = check("k", k, COUNT_CONSTRAINTS["k"])
     if k > n:
         raise InfeasiblePrivacyError(f"k={k} is larger than the number of records ({n})")
     return int(k)
