@@ -8,8 +8,9 @@ library can carry is here or in :data:`LIBRARY_ONLY`.
 
 A name is the Python keyword argument where the command line has the same parameter
 (``quasi_identifiers`` -> ``--qi``); where a flag sets something the library spells otherwise
-(``ppdm krimp generate --rows`` for ``n``, ``ppdm sketch knn --neighbors`` for ``k``,
-``--min-count`` for an integer ``min_support``), the error's fix names the flag's own name.
+(``ppdm sketch knn --neighbors`` for the classifier's ``k``, ``--min-count`` for an integer
+``min_support``, ``--partition-rows`` of ``ppdm data quest`` for ``rows_per_partition``), the
+error's fix names the flag's own name.
 """
 
 from __future__ import annotations
@@ -40,14 +41,12 @@ FLAGS: Mapping[str, str] = {
     # EMASK
     "p": "--p",
     "q": "--q",
-    "s0": "--s0",
-    "q_min": "--q-min",
     "privacy_floor": "--privacy-floor",
     "epsilon_budget": "--epsilon-budget",
     "items": "--items",
     # KRIMP generator
     "laplace": "--laplace",
-    "rows": "--rows",
+    "n_rows": "--rows",
     "domain_order": "--domain-order",
     # sketches
     "k": "--k",
@@ -57,8 +56,6 @@ FLAGS: Mapping[str, str] = {
     "knn_scope": "--knn-scope",
     "neighbors": "--neighbors",
     "n_clusters": "--clusters",
-    "similarity": "--similarity",
-    "task": "--task",
     # anonymity
     "l": "--l",
     "c": "--c",
@@ -66,11 +63,9 @@ FLAGS: Mapping[str, str] = {
     "l_kind": "--l-kind",
     "t_kind": "--t-kind",
     "method": "--method",
-    "strategy": "--strategy",
     "fan_out": "--fan-out",
     "hierarchy": "--hierarchy",
     "hierarchies": "--hierarchies",
-    "max_suppression": "--max-suppression",
     "permissions": "--permissions",
     "sampling_fraction": "--sampling-fraction",
     "population_size": "--population-size",
@@ -105,7 +100,8 @@ FLAGS: Mapping[str, str] = {
 #: parameters of the library that no ``ppdm`` flag sets (an error about one of them cannot come
 #: from the command line's own options; it is shown under its Python name)
 LIBRARY_ONLY: frozenset[str] = frozenset({
-    "batch_size", "block_rows", "blocks_per_partition", "index_memory", "memory", "max_iter", "kind",
+    "batch_size", "block_rows", "blocks_per_partition", "index_memory", "memory", "max_iter", "n", "lp_factor",
+    "init_number", "max_m", "size", "neighbourhood", "threshold", "tol",
 })
 
 

@@ -1239,7 +1239,7 @@ class KrimpGenerator(Estimator):
         mode, weights = self._mode_weights()
         validate(GENERATION_CONSTRAINTS, {"block_rows": block_rows, "blocks_per_partition": blocks_per_partition})
         check_partition_count(partitions_of(n, block_rows, blocks_per_partition), f"generating {n:,} rows",
-                              python="a smaller n", fix="a smaller `rows`")
+                              python="a smaller n", fix="a smaller `n_rows`")
         layout = _block_layout(n, int(block_rows))
         groups = [list(range(i, min(i + blocks_per_partition, len(layout)))) for i in range(0, len(layout), blocks_per_partition)]
         # graph names must not reveal the key: only its one-way digest enters the token
