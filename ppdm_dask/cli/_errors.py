@@ -1,9 +1,10 @@
 """Errors on the command line: every failure becomes one ``ppdm: error: ...`` line and an exit
 code (1 for a bug, 2 for bad input, a refused parameter or a failed check, 130 when interrupted).
 
-A library error names the keyword argument (``s0 must lie in (0, 1)``, ``parameter="s0"``); the
-command line shows it as the flag of :data:`~ppdm_dask.cli.flags.FLAGS` (``(--s0)``), or, for an
-error that carries no parameter, the flag of the command that was run whose name leads the message.
+A library error names the keyword argument (``k must be an integer >= 1``, ``parameter="k"``);
+the command line shows it as its flag from :data:`~ppdm_dask.cli.flags.FLAGS` (``(--k)``), or, for
+an error that carries no parameter (``s0 must lie in (0, 1)``), the flag of the command that was
+run whose name leads the message (``(--s0)``).
 """
 
 from __future__ import annotations
