@@ -18,6 +18,7 @@ import abc
 import inspect
 from typing import Any
 
+from .constraints import validate
 from .errors import InvalidParameter, NotFittedError
 
 __all__ = ["Estimator", "check_is_fitted"]
@@ -27,6 +28,10 @@ _SECRET_PARAMS = frozenset({"key"})
 
 class Estimator(abc.ABC):
     """Base class of every fit/transform object of the package."""
+
+    #: per constructor parameter, the constraints a value must meet one of
+    #: (:mod:`ppdm_dask.constraints`); checked once, at the start of ``fit``
+    _parameter_constraints: dict[str, list[Any]] = {}
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -76,6 +81,12 @@ class Estimator(abc.ABC):
         if name.endswith("_") and not name.startswith("__"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit() before using {name}")
         raise AttributeError(f"{type(self).__name__!s} object has no attribute {name!r}")
+
+    def _validate_params(self) -> dict[str, Any]:
+        """The declared parameters (``_parameter_constraints``), checked and normalized; the
+        first refused one raises :class:`~ppdm_dask.errors.InvalidParameter` naming it."""
+        cons = type(self)._parameter_constraints
+        return validate(cons, {name: getattr(self, name) for name in cons})
 
     # ------------------------------------------------------------------ the contract
     @abc.abstractmethod

@@ -4,12 +4,19 @@ Every public entry point validates its input and raises one of these, so callers
 ``ppdm`` command line) can tell a user mistake from a bug. Each class also derives from the
 closest built-in exception, so ``except ValueError`` keeps working.
 
-An error may carry the fix in two spellings: ``python`` (the keyword argument a library user
-passes) and ``cli`` (the ``ppdm`` flag). ``str(error)`` shows the Python spelling; the command
-line prints the message with the flag instead (:meth:`PPDMError.message_for`).
+An error names what to change in Python terms only: ``parameter`` (the keyword argument it is
+about, ``"min_support"``), ``fix`` (how to fix it, with parameter names between backticks:
+``"raise `min_support` or set `max_length`"``) and ``python`` (a fix text for a library user
+only, ``"overwrite=True"``). The library never spells a ``ppdm`` flag: the command line renders
+the parameter names through its one table of flags (:mod:`ppdm_dask.cli.flags`, passed to
+:meth:`PPDMError.message_for`). ``cli`` is left for a hint only the command line has and that
+names no flag ("'ppdm ledger list' shows the ids").
 """
 
 from __future__ import annotations
+
+import re
+from typing import Mapping
 
 __all__ = [
     "PPDMError",
@@ -37,32 +44,64 @@ class PPDMError(Exception):
     Parameters
     ----------
     message : str
-        One line: what is wrong and where (file, column or option).
-    python, cli : str, optional
-        How to fix it, as a library user (``overwrite=True``) and on the command line
-        (``--overwrite``).
+        One line: what is wrong and where (file, column or parameter).
+    parameter : str, optional
+        The keyword argument the error is about (``"min_support"``); the command line shows its
+        flag (``(--min-support)``) when the error has no ``fix``.
+    fix : str, optional
+        How to fix it, naming parameters between backticks (``"`min_count` 2 or more"``): a
+        library user reads the names, the command line their flags.
+    python : str, optional
+        A fix for library users only (``overwrite=True``); it replaces ``fix`` in ``str(error)``.
+    cli : str, optional
+        A fix only the command line has, naming no flag (``"ppdm samples"``).
     """
 
-    def __init__(self, message: str = "", *, python: str | None = None, cli: str | None = None) -> None:
+    def __init__(self, message: str = "", *, python: str | None = None, cli: str | None = None,
+                 parameter: str | None = None, fix: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.python = python
         self.cli = cli
+        self.parameter = parameter
+        self.fix = fix
 
-    def message_for(self, audience: str = "python") -> str:
-        """The message with the fix spelled for ``audience`` ("python" or "cli")."""
-        hint = self.cli if audience == "cli" else self.python
+    def parameters(self) -> list[str]:
+        """Every parameter name the error mentions (its ``parameter`` and the names in ``fix``)."""
+        names = [self.parameter] if self.parameter else []
+        return names + [n for n in _NAMED.findall(self.fix or "") if n not in names]
+
+    def message_for(self, audience: str = "python", flags: Mapping[str, str] | None = None) -> str:
+        """The message with the fix spelled for ``audience``: ``"python"`` (parameter names) or
+        ``"cli"`` (each name rendered through ``flags``, the command line's table; a name the
+        table lacks stays as is)."""
+        if audience == "cli":
+            spell = dict(flags or {})
+            render = lambda m: spell.get(m.group(1), m.group(1))  # noqa: E731
+            if self.fix:
+                hint: str | None = _NAMED.sub(render, self.fix)
+            elif self.parameter:
+                hint = spell.get(self.parameter, self.parameter)
+            else:
+                hint = self.cli
+        else:
+            hint = self.python if self.python else (_NAMED.sub(r"\1", self.fix) if self.fix else None)
         return f"{self.message} ({hint})" if hint else self.message
 
     def __str__(self) -> str:
         return self.message_for("python")
 
     def __reduce__(self):  # keep the hints when an error crosses a process boundary
-        return (_rebuild, (type(self), self.message, self.python, self.cli))
+        return (_rebuild, (type(self), self.message, self.python, self.cli, self.parameter, self.fix))
 
 
-def _rebuild(cls: type, message: str, python: str | None, cli: str | None) -> PPDMError:
-    return cls(message, python=python, cli=cli)
+#: a parameter name inside a ``fix`` text
+_NAMED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
+
+
+def _rebuild(cls: type, message: str, python: str | None, cli: str | None, parameter: str | None = None,
+             fix: str | None = None) -> PPDMError:
+    return cls(message, python=python, cli=cli, parameter=parameter, fix=fix)
 
 
 class InvalidParameter(PPDMError, ValueError):

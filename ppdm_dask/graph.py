@@ -28,14 +28,14 @@ def partitions_of(rows: int, block_rows: int, blocks_per_partition: int) -> int:
     return -(-n_blocks // int(blocks_per_partition))
 
 
-def check_partition_count(n_partitions: int, what: str, *, python: str, cli: str) -> None:
+def check_partition_count(n_partitions: int, what: str, *, python: str, fix: str) -> None:
     """Refuse a plan of more than :data:`MAX_PARTITIONS` partitions (``what`` says whose),
     with the fix in both spellings (see :class:`~ppdm_dask.errors.PPDMError`)."""
     from .errors import InvalidParameter
 
     if n_partitions > MAX_PARTITIONS:
         raise InvalidParameter(f"{what} would take {n_partitions:,} partitions, more than the {MAX_PARTITIONS:,} one job "
-                               "can schedule", python=python, cli=cli)
+                               "can schedule", python=python, fix=fix)
 
 
 def blocks_from_tasks(

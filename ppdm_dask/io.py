@@ -44,7 +44,7 @@ def read(url: str, *, format: str | None = None, storage_options: Mapping[str, A
     elif fmt == "csv":
         tx = read_csv(url, storage_options=storage_options, check_kind=check_kind, **kwargs)
     else:
-        raise InvalidParameter(f"unknown format {format!r}; choose one of {FORMATS}", cli="--format parquet|fimi|csv")
+        raise InvalidParameter(f"unknown format {format!r}; choose one of {FORMATS}", fix="`format` parquet|fimi|csv")
     return remember_url(tx, url, format=fmt, storage_options=storage_options)
 
 

@@ -27,7 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..constraints import Interval
 from ..errors import InvalidParameter
+
+#: the counts of the anonymity checks and anonymizers (:mod:`ppdm_dask.constraints`): a class
+#: size ``k`` and an itemset size ``m``
+COUNT_CONSTRAINTS: dict[str, list[Any]] = {"k": [Interval(int, 1, None)], "m": [Interval(int, 1, None)]}
 
 KINDS = ("distinct", "entropy", "recursive")
 #: ``auto``: ordered for a numeric sensitive column, equal otherwise
@@ -48,10 +53,10 @@ def validate_diversity(l: float | None, kind: str = "distinct", c: float | None 
         raise InvalidParameter(f"l must be an integer for {kind} l-diversity, got {l!r}")
     if kind == "recursive":
         if c is None or isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not c > 0:
-            raise InvalidParameter(f"recursive (c, l)-diversity needs c > 0, got c={c!r}", cli="--c > 0")
+            raise InvalidParameter(f"recursive (c, l)-diversity needs c > 0, got c={c!r}", fix="`c` > 0")
         c = float(c)
     elif c is not None:
-        raise InvalidParameter(f"c is only used with kind='recursive' (got kind={kind!r})", cli="--c only with --l-kind recursive")
+        raise InvalidParameter(f"c is only used with kind='recursive' (got kind={kind!r})", fix="`c` only with `l_kind` recursive")
     return (float(l) if kind == "entropy" else int(l)), kind, c
 
 
@@ -109,11 +114,11 @@ def _l_mask(counts: np.ndarray, l: float | None, kind: str, c: float | None) -> 
 def validate_closeness(t: Any, t_kind: str = "auto") -> tuple[float | None, str]:
     """Check ``(t, t_kind)`` and return them normalised; ``t=None`` means no t-closeness."""
     if t_kind not in T_KINDS:
-        raise InvalidParameter(f"t-closeness distance must be one of {T_KINDS}, got {t_kind!r}", cli="--t-kind")
+        raise InvalidParameter(f"t-closeness distance must be one of {T_KINDS}, got {t_kind!r}", parameter="t_kind")
     if t is None:
         return None, t_kind
     if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not 0 <= float(t) <= 1:
-        raise InvalidParameter(f"t must be a number in [0, 1], got {t!r}", cli="--t in [0, 1]")
+        raise InvalidParameter(f"t must be a number in [0, 1], got {t!r}", fix="`t` in [0, 1]")
     return float(t), t_kind
 
 

@@ -65,7 +65,7 @@ def key_bits(m: int, n_nodes: int) -> int:
     if bits < 1 or n_nodes + 1 >= (1 << bits):
         raise InvalidParameter(
             f"itemsets of size m={m} over {n_nodes} hierarchy nodes cannot be packed into 64-bit keys "
-            f"({bits} bits per node id)", python="a smaller m or a smaller hierarchy", cli="a smaller --m or a smaller --hierarchy")
+            f"({bits} bits per node id)", python="a smaller m or a smaller hierarchy", fix="a smaller `m` or a smaller `hierarchy`")
     return bits
 
 

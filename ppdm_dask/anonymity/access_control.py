@@ -28,8 +28,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InvalidParameter, PrivacyViolation
-from ._diversity import diverse_mask, validate_diversity
-from .mondrian import Regions, as_2d_float, as_counts, _check_categorical, _check_k, class_regions, mondrian_partition
+from ..constraints import check
+from ._diversity import COUNT_CONSTRAINTS, diverse_mask, validate_diversity
+from .mondrian import Regions, _check_categorical, as_2d_float, as_counts, class_regions, mondrian_partition
 
 __all__ = [
     "permission_entries",
@@ -237,7 +238,7 @@ def parse_query(where: Mapping[str, Any], schema: QISchema) -> Query:
                 raise InvalidParameter(
                     f"attribute {attr!r} is read as text (categorical), so {cond!r} would be a set of labels, not a range; "
                     f"type the column as numbers for a range, or write its labels as strings for a set",
-                    cli=f"--dtype {attr}=int")
+                    fix=f"`dtype` {attr}=int")
             schema.codes(j, vals)  # unknown labels are an error here, not a silent empty match
             preds.append(Predicate(attr, values=tuple(vals)))
         else:
@@ -311,7 +312,7 @@ def parse_permissions(spec: Any, schema: QISchema) -> list[Permission]:
             out.append(Permission(entry["role"], query, entry["bound"], entry.get("name")))
         except InvalidParameter as e:
             label = f"permission {i}" + (f" ({entry['name']!r})" if entry.get("name") else "")
-            raise InvalidParameter(f"{label}: {e.message}", python=e.python, cli=e.cli) from None
+            raise InvalidParameter(f"{label}: {e.message}", python=e.python, cli=e.cli, parameter=e.parameter, fix=e.fix) from None
     return out
 
 
@@ -592,7 +593,7 @@ def select_anonymization(candidates: Sequence[Any] | Mapping[Any, Any], permissi
     if not items:
         raise InvalidParameter("no candidate partitions")
     if k is not None:
-        k = _check_k(k)
+        k = check("k", k, COUNT_CONSTRAINTS["k"])
     l, kind, c = validate_diversity(l, kind, c)
     S = None
     if l is not None:

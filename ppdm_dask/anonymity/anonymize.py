@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InfeasiblePrivacyError, InvalidParameter
-from ._diversity import closeness_for, resolve_t_kind, validate_closeness, validate_diversity
+from ..constraints import check
+from ._diversity import COUNT_CONSTRAINTS, closeness_for, resolve_t_kind, validate_closeness, validate_diversity
 from ..release import Verdict
 from .checks import class_counts, k_anonymity_check, l_diversity_check, t_closeness_check
 from .frequency import FrequencySet, QIDomain, as_dask, frequency_set
@@ -144,8 +145,8 @@ class AnonymizationResult:
 
 
 def _check_k(k: Any, n: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InvalidParameter(f"k must be an integer >= 1, got {k!r}")
+    """``k`` checked (:data:`COUNT_CONSTRAINTS`) and no larger than the ``n`` records."""
+    k = check("k", k, COUNT_CONSTRAINTS["k"])
     if k > n:
         raise InfeasiblePrivacyError(f"k={k} is larger than the number of records ({n})")
     return int(k)
@@ -299,7 +300,7 @@ def anonymize(
     if l is not None and sensitive is None:
         raise InvalidParameter("l-diversity needs a sensitive attribute (sensitive=...)")
     if t is not None and sensitive is None:
-        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", cli="--sensitive COL")
+        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", fix="`sensitive` COL")
     if method == "cluster":
         return _cluster(df, qi, k=k, sensitive=sensitive, hierarchies=hierarchies, l=l, kind=kind, c=c, keep=keep, client=client,
                         t=t, t_kind=t_kind)
@@ -499,7 +500,7 @@ def anonymize_for_permissions(
     if l is not None and sensitive is None:
         raise InvalidParameter("l-diversity needs a sensitive attribute (sensitive=...)")
     if t is not None and sensitive is None:
-        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", cli="--sensitive COL")
+        raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", fix="`sensitive` COL")
     start = time.perf_counter()
     ddf = as_dask(df)
     if frequency is None:

@@ -23,6 +23,8 @@ import pandas as pd
 
 from ..errors import DataFormatError, InvalidParameter
 from ..release import Check, Verdict
+from ..constraints import check
+from ._diversity import COUNT_CONSTRAINTS
 
 __all__ = ["equivalence_classes", "class_counts", "k_anonymity_check", "l_diversity_check", "t_closeness_check",
            "check_k_anonymity", "check_l_diversity", "check_t_closeness", "is_k_anonymous", "is_l_diverse", "SUPPRESSED", "qi_columns"]
@@ -146,12 +148,6 @@ def class_counts(df: Any, qi: str | Sequence[str], sensitive: str | None = None,
     return _counts(df, [*qi, *([sensitive] if sensitive else [])], **compute_kwargs)
 
 
-def _check_int(name: str, v: Any, minimum: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-        raise InvalidParameter(f"{name} must be an integer >= {minimum}, got {v!r}")
-    return int(v)
-
-
 def k_anonymity_check(counts: pd.DataFrame, qi: Sequence[str], k: int, *, exclude_suppressed: bool = True) -> Check:
     """The ``"k-anonymity"`` check from :func:`class_counts` (a sensitive column in ``counts``
     is summed out).
@@ -162,7 +158,7 @@ def k_anonymity_check(counts: pd.DataFrame, qi: Sequence[str], k: int, *, exclud
     ``n_suppressed``, ``n_records`` (all rows counted, suppressed included).
     """
     qi = list(qi)
-    k = _check_int("k", k)
+    k = check("k", k, COUNT_CONSTRAINTS["k"])
     n_records = int(counts[COUNT].sum()) if len(counts) else 0
     if len(counts) and len(counts.columns) > len(qi) + 1:  # fold the sensitive values
         counts = counts.groupby(qi, sort=False, dropna=False, observed=True)[COUNT].sum().reset_index()
@@ -267,7 +263,7 @@ def t_closeness_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, t
     from .disclosure import class_profile
 
     if t is None:
-        raise InvalidParameter("t must be a number in [0, 1], got None", cli="--t")
+        raise InvalidParameter("t must be a number in [0, 1], got None", parameter="t")
     t, t_kind = validate_closeness(t, t_kind)
     qi = list(qi)
     ordered = None if t_kind == "auto" else t_kind == "ordered"
@@ -354,7 +350,7 @@ def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppr
         table), ``n_classes``, ``violating_rows``, ``n_suppressed``, ``n_records``. An empty
         table is (vacuously) k-anonymous.
     """
-    k = _check_int("k", k)
+    k = check("k", k, COUNT_CONSTRAINTS["k"])
     qi = qi_columns(df, qi)
     return Verdict([k_anonymity_check(_counts(df, qi, **compute_kwargs), qi, k, exclude_suppressed=exclude_suppressed)])
 

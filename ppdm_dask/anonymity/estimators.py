@@ -23,8 +23,10 @@ from typing import Any
 from ..base import Estimator, check_is_fitted
 from ..data.hierarchy import Hierarchy
 from ..data.sources import collection_name, source_of
+from ..constraints import Options
 from ..errors import InvalidParameter
 from ..random import as_key
+from ._diversity import COUNT_CONSTRAINTS
 from .anonymize import METHODS, AnonymizationResult, anonymize, anonymize_for_permissions
 from .frequency import as_dask, frequency_set
 from .prepare import distinct_counts, numeric_quasi_identifiers, table_roles
@@ -93,7 +95,7 @@ class _TableAnonymizer(Estimator):
         if (self.l is not None or self.t is not None) and len(sens) != 1:
             what = "l-diversity" if self.l is not None else "t-closeness"
             raise InvalidParameter(f"{what} needs exactly one sensitive column, got {sens}",
-                                   python="sensitive='COL'", cli="--sensitive COL")
+                                   python="sensitive='COL'", fix="`sensitive` COL")
         counted = sens[0] if len(sens) == 1 else None
         parameters.update(qi=list(roles.quasi_identifiers), sensitive=counted)
         probe = AnonymizedRelease(None, method=method, parameters=parameters, roles=roles)
@@ -217,10 +219,11 @@ class KAnonymizer(_TableAnonymizer):
         self.key = key
         self.ledger = ledger
 
+    _parameter_constraints = {"k": COUNT_CONSTRAINTS["k"], "method": [Options(METHODS)]}
+
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KAnonymizer":
         """Check roles and floors, anonymise ``X`` (pandas or dask DataFrame); returns self."""
-        if self.method not in METHODS:
-            raise InvalidParameter(f"method must be one of {METHODS}, got {self.method!r}", cli="--method")
+        self._validate_params()
         params = {"k": self.k, **_diversity(self.l, self.kind, self.c, self.t, self.t_kind),
                   "max_suppression": float(self.max_suppression), "keep_suppressed": bool(self.keep_suppressed)}
         prep = self._prepare(X, params, self.method, client=client, progress=progress)
@@ -361,13 +364,16 @@ class KmAnonymizer(Estimator):
         self.key = key
         self.ledger = ledger
 
+    _parameter_constraints = COUNT_CONSTRAINTS
+
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KmAnonymizer":
         """Check the floors, then k^m-anonymise ``X`` (a TransactionArray or lists of items)."""
         from .km import as_transactions, km_anonymize
         from .km_release import KmRelease
 
+        self._validate_params()
         if (self.hierarchy is None) == (self.fan_out is None):
-            raise InvalidParameter("give exactly one of hierarchy and fan_out", cli="--hierarchy FILE or --fan-out F")
+            raise InvalidParameter("give exactly one of hierarchy and fan_out", fix="`hierarchy` FILE or `fan_out` F")
         method = str(self.method).upper()
         params = {"k": self.k, "m": self.m}
         overrides = KmRelease(None, method=method, parameters=params).apply_overrides(self.allow_weak)

@@ -27,14 +27,14 @@ def parse_hierarchy(spec: str, *, storage_options: Mapping[str, Any] | None = No
     attr, sep, value = str(spec).partition("=")
     attr, value = attr.strip(), value.strip()
     if not sep or not attr or not value:
-        raise InvalidParameter(f"expected {_SPEC}, got {spec!r}", cli="--hierarchy age=interval:0:100:10")
+        raise InvalidParameter(f"expected {_SPEC}, got {spec!r}", fix="`hierarchy` age=interval:0:100:10")
     if value.startswith("interval:"):
         parts = value.split(":")[1:]
         try:
             low, high, width = (float(x) for x in parts)
         except ValueError:
             raise InvalidParameter(f"expected interval:LOW:HIGH:WIDTH for {attr!r}, got {value!r}",
-                                   cli=f"--hierarchy {attr}=interval:0:100:10") from None
+                                   fix=f"`hierarchy` {attr}=interval:0:100:10") from None
         return attr, Hierarchy.from_intervals(width=width, low=low, high=high, name=attr)
     return attr, Hierarchy.from_csv(value, name=attr, storage_options=dict(storage_options or {}))
 
@@ -56,7 +56,7 @@ def load_hierarchies(specs: Iterable[str] = (), folder: str | None = None, qi: S
     for spec in specs:
         attr, h = parse_hierarchy(spec, storage_options=opts)
         if attr in out:
-            raise InvalidParameter(f"two hierarchies for {attr!r}", cli="--hierarchy once per attribute")
+            raise InvalidParameter(f"two hierarchies for {attr!r}", fix="`hierarchy` once per attribute")
         out[attr] = h
     if folder:
         from ..data.folder import open_fs
@@ -64,7 +64,7 @@ def load_hierarchies(specs: Iterable[str] = (), folder: str | None = None, qi: S
 
         fs, root = open_fs(folder, opts)
         if not fs.isdir(root):
-            raise DatasetNotFoundError(f"no hierarchy folder at {folder}", cli="--hierarchies DIR")
+            raise DatasetNotFoundError(f"no hierarchy folder at {folder}", fix="`hierarchies` DIR")
         names = {posixpath.basename(f.rstrip("/")): f for f in fs.ls(root, detail=False)}
         for a in qi:
             if a in out:
@@ -73,7 +73,7 @@ def load_hierarchies(specs: Iterable[str] = (), folder: str | None = None, qi: S
             if len(hits) > 1:  # never guess between two tables' hierarchies
                 raise InvalidParameter(f"{folder} holds several hierarchies for {a!r}: {hits}",
                                        python=f"hierarchies={{{a!r}: Hierarchy.from_csv(...)}}",
-                                       cli=f"--hierarchy {a}=FILE picks one")
+                                       fix=f"`hierarchy` {a}=FILE picks one")
             if hits:
                 out[a] = Hierarchy.from_csv(fs.unstrip_protocol(names[hits[0]]), name=a, storage_options=opts)
     return out

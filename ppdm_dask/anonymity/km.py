@@ -28,7 +28,6 @@ since generalised labels such as ``"0-4"`` are strings).
 
 from __future__ import annotations
 
-import numbers
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,7 +43,9 @@ from ..data.transactions import TransactionArray
 from ..data.vocabulary import Vocabulary
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ..release import Check, Verdict
+from ..constraints import check, validate
 from . import _km_kernels as K
+from ._diversity import COUNT_CONSTRAINTS
 from ..data.hierarchy import ROOT, Hierarchy, as_keys, missing_error
 
 __all__ = [
@@ -345,7 +346,7 @@ def count_tree(
     CountTree
     """
     tx = as_transactions(tx)
-    _check_int("m", m)
+    check("m", m, COUNT_CONSTRAINTS["m"])
     nodes = _node_tree(hierarchy, tx.vocabulary)
     return _count(tx, nodes, np.arange(nodes.n_items), int(m), client=client, progress=progress, split_every=split_every)
 
@@ -741,8 +742,7 @@ def check_km_anonymity(
         lexicographic order of column ids), ``n_itemsets`` (distinct itemsets of size <= m).
     """
     tx = as_transactions(tx)
-    k = _check_int("k", k)
-    m = _check_int("m", m)
+    k, m = validate(COUNT_CONSTRAINTS, {"k": k, "m": m}).values()
     bits = K.key_bits(m, tx.n_items)
     parts = [dask.delayed(_plain_part, pure=True)(b, m, bits) for b in tx.blocks.to_delayed().ravel()]
     keys, counts = _compute(tree_reduce(parts, K.merge_counts, split_every=split_every), client, progress)
@@ -776,14 +776,6 @@ def is_km_anonymous(
 
 
 # ---------------------------------------------------------------------- validation
-def _check_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidParameter(f"{name} must be an integer >= 1, got {value!r}")
-    if int(value) < 1:
-        raise InvalidParameter(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
 def as_transactions(tx: Any) -> TransactionArray:
     """``tx`` as a TransactionArray (a list of item lists is read into one)."""
     if isinstance(tx, TransactionArray):
@@ -794,8 +786,7 @@ def as_transactions(tx: Any) -> TransactionArray:
 
 
 def _prepare(tx: Any, hierarchy: Hierarchy, k: Any, m: Any) -> tuple[TransactionArray, _Nodes, int, int]:
-    k = _check_int("k", k)
-    m = _check_int("m", m)
+    k, m = validate(COUNT_CONSTRAINTS, {"k": k, "m": m}).values()
     tx = as_transactions(tx)
     nodes = _node_tree(hierarchy, tx.vocabulary)
     K.key_bits(m, nodes.n_nodes)

@@ -34,7 +34,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
-from ._diversity import Closeness, diverse_mask, validate_diversity
+from ..constraints import check
+from ._diversity import COUNT_CONSTRAINTS, Closeness, diverse_mask, validate_diversity
 
 SPLITS = ("median", "imprecision")
 
@@ -96,12 +97,6 @@ def as_counts(a: Any, name: str, ndim: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InvalidParameter(f"k must be an integer >= 1, got {k!r}")
-    return int(k)
-
-
 def _check_categorical(categorical: Any, q: int) -> np.ndarray:
     if categorical is None or isinstance(categorical, (bool, np.bool_)):
         raise InvalidParameter("categorical must be a sequence of bool, one per column of X")
@@ -113,7 +108,7 @@ def _check_categorical(categorical: Any, q: int) -> np.ndarray:
 
 def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: Any,
              l: Any, kind: str, c: Any, closeness: Closeness | None = None) -> _Table:
-    k = _check_k(k)
+    k = check("k", k, COUNT_CONSTRAINTS["k"])
     l, kind, c = validate_diversity(l, kind, c)
     X = as_2d_float(X)
     n, q = X.shape
@@ -159,7 +154,7 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
         Su = np.add.reduceat(S[order], starts, axis=0)  # >= 1 column: rows sum to weights >= 1
         if not diverse_mask(Su.sum(axis=0, keepdims=True), l, kind, c, closeness)[0]:
             raise InfeasiblePrivacyError(f"the whole table is not {kind} {l}-diverse; no partition can be",
-                                         python="a smaller l", cli="a smaller --l")
+                                         python="a smaller l", fix="a smaller `l`")
 
     gspan = np.empty(q)
     num = ~cat

@@ -113,20 +113,20 @@ def sampling_fraction(n: int, fraction: float | None = None, population_size: fl
     if (fraction is None) == (population_size is None):
         raise InvalidParameter("give a sampling fraction or a population size, not both" if fraction is not None
                                else "the population risk needs a sampling fraction or a population size",
-                               python="sampling_fraction= or population_size=", cli="--sampling-fraction or --population-size")
+                               python="sampling_fraction= or population_size=", fix="`sampling_fraction` or `population_size`")
     if fraction is not None:
         pi = float(fraction)
         if not 0.0 < pi <= 1.0:  # also NaN
             raise InvalidParameter(f"sampling fraction {pi:g} is not in (0, 1]", python="sampling_fraction= in (0, 1]",
-                                   cli="--sampling-fraction takes the share of the population in the table, in (0, 1]")
+                                   fix="`sampling_fraction` takes the share of the population in the table, in (0, 1]")
         return pi, n / pi
     N = float(population_size)
     if not (math.isfinite(N) and N > 0):
         raise InvalidParameter(f"population size {N:g} is not a positive number of records",
-                               python="population_size= > 0", cli="--population-size takes the population's number of records")
+                               python="population_size= > 0", fix="`population_size` takes the population's number of records")
     if N < n:
         raise InvalidParameter(f"population size {N:g} is smaller than the table's {n:,} records",
-                               python=f"population_size= >= {n}", cli=f"--population-size takes at least the table's {n:,} records")
+                               python=f"population_size= >= {n}", fix=f"`population_size` takes at least the table's {n:,} records")
     return n / N, N
 
 

@@ -47,7 +47,7 @@ def _to_number(part: pd.DataFrame, columns: Sequence[str], source: str) -> pd.Da
     out = part.copy()
     for c in columns:
         arr = parse_numbers(part[c], f"{source}: quasi-identifier {c!r} has an interval hierarchy but values that are not numbers",
-                            python=f"a categorical hierarchy for {c!r}", cli=f"--hierarchy {c}=FILE (categorical)")
+                            python=f"a categorical hierarchy for {c!r}", fix=f"`hierarchy` {c}=FILE (categorical)")
         out[c] = pd.array(arr, dtype=pd.ArrowDtype(pa.float64()))
     return out
 

@@ -170,7 +170,7 @@ def _classes_of(got: Any, qi: Sequence[str]) -> pd.DataFrame:
 
             raise InvalidParameter(f"the weight column has {missing:,} missing or non-numeric values",
                                    python="weights= a column of numeric sampling weights",
-                                   cli="--weight-column takes a column of numeric sampling weights")
+                                   fix="`weights` takes a column of numeric sampling weights")
         return got.drop(columns="count").rename(columns={"size": "count", "sum": "F"}).reset_index()
     return got.rename("count").reset_index()
 
@@ -214,7 +214,7 @@ class PopulationPlan:
         if weights is not None and self.release_weights is None and self.original_weights is None:
             where = "the release nor the original" if original is not None else "the release (give the original)"
             raise InvalidParameter(f"weight column {weights!r} is neither in {where}",
-                                   python="weights= a column of the original", cli="--weight-column COL of --original")
+                                   python="weights= a column of the original", fix="`weights` COL of `original`")
         self.lazy = [_classes_lazy(data, qi, self.release_weights)] if self.release_weights else []
         if original is not None and (self.original_weights is not None or fs is None):
             self.lazy.append(_classes_lazy(original, qi, self.original_weights))

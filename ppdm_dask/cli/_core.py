@@ -27,6 +27,7 @@ import click
 
 from ..errors import PPDMError
 from ._errors import usage_error
+from .flags import cli_message
 
 if TYPE_CHECKING:
     from ..random import Key
@@ -269,7 +270,7 @@ def write_release(obj: Context, release: Any, dst: str | None, *, original: Any 
                              progress=obj.progress)
     except PPDMError as exc:  # the release is committed and verified: a report that cannot be made does not undo that
         click.echo(f"ppdm: warning: {dst} is written and verified, but its report could not be made: "
-                   f"{exc.message_for('cli')} ('ppdm report {dst}' retries)", err=True)
+                   f"{cli_message(exc)} ('ppdm report {dst}' retries)", err=True)
         return manifest, None
     return manifest, {**doc["paths"], "decision": doc.get("decision")}
 

@@ -1,8 +1,10 @@
 """Errors on the command line: every failure becomes one ``ppdm: error: ...`` line and an exit
 code (1 for a bug, 2 for bad input, a refused parameter or a failed check, 130 when interrupted).
 
-A library error names the keyword argument (``s0 must lie in (0, 1)``); the command line adds
-the flag of the command that was run (``(--s0)``) when the error carries no hint of its own.
+A library error names the keyword argument (``k must be an integer >= 1``, ``parameter="k"``);
+the command line shows it as its flag from :data:`~ppdm_dask.cli.flags.FLAGS` (``(--k)``), or, for
+an error that carries no parameter (``s0 must lie in (0, 1)``), the flag of the command that was
+run whose name leads the message (``(--s0)``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import click
 
 from ..errors import PPDMError, with_message
 from .commands import LazyGroup
+from .flags import cli_message
 
 
 def _one_line(text: str) -> str:
@@ -47,8 +50,8 @@ def fail(ctx: click.Context, exc: BaseException, code: int) -> None:
     if getattr(ctx.find_root().obj, "debug", False):  # the group's Context (--debug), once its options are read
         raise exc
     if isinstance(exc, PPDMError):
-        msg = _one_line(exc.message_for("cli"))
-        if exc.cli is None:
+        msg = _one_line(cli_message(exc))  # parameter names shown as flags (one table: .flags)
+        if not (exc.cli or exc.fix or exc.parameter):
             msg = with_flag(ctx, exc, msg)
     else:
         exc = with_message(exc)  # a worker's exception may arrive without its message

@@ -107,7 +107,7 @@ def _permissions(obj: Context, url: str) -> Any:
     from ..data.sidefiles import read_json_file
     from ..errors import DataFormatError, InvalidParameter
 
-    doc = read_json_file(url, what="permissions", flag="--permissions", storage_options=obj.storage_options)
+    doc = read_json_file(url, what="permissions", parameter="permissions", storage_options=obj.storage_options)
     try:  # the shape is checked here, where the file is known; the conditions need the table's schema
         permission_entries(doc)
     except InvalidParameter as exc:

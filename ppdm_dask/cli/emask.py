@@ -19,17 +19,12 @@ def emask() -> None:
 
 
 def _check_pq(p: float | None, q: float | None) -> None:
-    """Given --p/--q: probabilities, and p + q != 1 (the distorted data would be independent of
-    the original: the reconstruction's matrix is singular). Checked before any work."""
-    from ..emask.distortion import DELTA_MIN
-    from ..errors import InvalidParameter
+    """Both --p and --q given: the library's check (p + q != 1) before any work; each flag's
+    range is its click type's."""
+    from ..emask.distortion import check_pq
 
-    for flag, v in (("--p", p), ("--q", q)):
-        if v is not None and not 0.0 <= v <= 1.0:  # also NaN
-            raise InvalidParameter(f"{flag} {v} is not a probability in [0, 1]", cli=f"give {flag} in [0, 1]")
-    if p is not None and q is not None and abs(p + q - 1.0) < DELTA_MIN:
-        raise InvalidParameter(f"--p {p} and --q {q} add up to 1: the distorted data would be independent of the original and "
-                               "nothing can be reconstructed", cli="give --p and --q with p + q != 1")
+    if p is not None and q is not None:
+        check_pq(p, q)
 
 
 def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tuple[float, float]:
@@ -49,7 +44,7 @@ def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tu
 @click.option("--data", default=None, help="Estimate s0 (mean transaction length / items) from this dataset.")
 @click.option("--min-support", type=Number(0, 1, min_open=True), default=0.003, show_default=True, metavar="FRACTION",
               help="Mining support (a fraction of the transactions in (0, 1]) at which accuracy is screened (Eq. 6).")
-@click.option("--privacy-floor", "--privacy-min", "privacy_floor", type=Number(0, 100), default=90.0, show_default=True,
+@click.option("--privacy-floor", type=Number(0, 100), default=90.0, show_default=True,
               help="Minimum basic privacy (percent).")
 @click.option("--q-min", type=Number(0, 1), default=0.95, show_default=True, help="Keep only q > this.")
 @as_baskets
@@ -63,7 +58,7 @@ def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> N
     if data is not None:
         with job(obj, inputs=[data]):
             s0 = estimate_s0(obj.read_transactions(data))
-    choices = choose_parameters(s0, min_support, privacy_min=privacy_floor, q_min=q_min)
+    choices = choose_parameters(s0, min_support, privacy_floor=privacy_floor, q_min=q_min)
     rows = [{"p": c.p, "q": c.q, "basic_privacy": c.basic_privacy, "err6": c.err6, "ldp_epsilon": c.ldp_epsilon} for c in choices]
     lines = [f"s0 = {s0:.5g}, min_support = {min_support}, floor {privacy_floor:g}%: {len(rows)} candidate(s)",
              "     p     q   BP (%)   Eq.6 err   eps/bit"]
@@ -76,7 +71,7 @@ def _catalogue(obj: Context, url: str, tx: Any) -> list[Any]:
     from ..data.sidefiles import read_text_file
     from ..errors import InvalidParameter
 
-    lines = [x.strip() for x in read_text_file(url, what="item catalogue", flag="--items", storage_options=obj.storage_options)
+    lines = [x.strip() for x in read_text_file(url, what="item catalogue", parameter="items", storage_options=obj.storage_options)
              .splitlines()]
     labels = [x for x in lines if x]
     if not tx.vocabulary.is_integer:

@@ -19,7 +19,6 @@ exactly the sequential algorithm.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import dask
@@ -27,6 +26,7 @@ import dask.array as da
 import numpy as np
 
 from ..base import Estimator, check_is_fitted
+from ..constraints import Interval
 from ..data.sources import source_of
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter, PrivacyViolation
 from ..progress import compute, compute_each, ship, step_reporter
@@ -250,6 +250,8 @@ class Condenser(Estimator):
                                      "the input is read once per wave)")
         return waves
 
+    _parameter_constraints = {"rows_per_partition": [None, Interval(int, 1, None)]}
+
     def fit(self, X: Any, privacy: Any = None, *, client: Any = None, progress: bool = False) -> "Condenser":
         """Condense ``X`` — a numpy / dask array (N, d) or a table (pandas / dask DataFrame,
         attributes by name); ``privacy`` as ``privacy_levels`` (default: the estimator's).
@@ -266,9 +268,7 @@ class Condenser(Estimator):
             Every level is 1 and the floor was not overridden (before any work when the level
             is one constant).
         """
-        rpp = self.rows_per_partition
-        if rpp is not None and (isinstance(rpp, bool) or not isinstance(rpp, numbers.Integral) or rpp < 1):
-            raise InvalidParameter(f"rows_per_partition must be a positive integer or None, got {rpp!r}")
+        rpp = self._validate_params()["rows_per_partition"]
         self._key = as_key(self.key)
         self._source = source_of(X)
         rec = records_of(X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column, columns=self.columns)

@@ -34,13 +34,13 @@ for events (a split, a record for the pool, a pooled record becoming eligible).
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numba
 import numpy as np
 
 from ..base import Estimator
+from ..constraints import Interval, check
 from ..errors import InfeasiblePrivacyError, InvalidParameter, NotFittedError
 from ..random import KeyLike, Tag, as_key
 from ._validate import check_levels, check_records
@@ -221,10 +221,7 @@ class StreamingCondenser(Estimator):
 
     def _start(self, init_target: Any, key: Any = None) -> None:
         """Validate the parameters and open a new, empty stream (``key``: the fitted key)."""
-        if init_target is not None and (
-            isinstance(init_target, bool) or not isinstance(init_target, numbers.Integral) or init_target < 1
-        ):
-            raise InvalidParameter(f"init_number must be a positive integer or None, got {init_target!r}")
+        init_target = check("init_number", init_target, [None, Interval(int, 1, None)])
         self._key = key if key is not None else as_key(self.key)
         self._strict = bool(self.split_strict)
         self._reset(None if init_target is None else int(init_target))

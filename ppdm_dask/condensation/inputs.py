@@ -92,7 +92,7 @@ class Records:
         if big.size:
             raise InfeasiblePrivacyError(
                 f"records {big[:10].tolist()} ask for privacy level {int(p[big].max())} but there are only {n} records",
-                python=f"privacy levels of at most {n}", cli=f"privacy levels of at most {n}: --privacy-level, --privacy-range or --privacy-column")
+                python=f"privacy levels of at most {n}", fix=f"privacy levels of at most {n}: `privacy_level`, `privacy_range` or `privacy_column`")
         return p
 
 
@@ -121,7 +121,7 @@ def records_of(X: Any, privacy: Any, *, spec: Any, privacy_column: str | None, c
         df = X if isinstance(X, dd.DataFrame) else dd.from_pandas(X, npartitions=1)
         if privacy_column is not None and privacy_column not in df.columns:
             raise InvalidParameter(f"the table has no privacy column {privacy_column!r}; its columns are {list(df.columns)}",
-                                   cli="--privacy-column")
+                                   parameter="privacy_column")
         arr, names = table_to_array(df, columns=list(columns) if columns else None,
                                     exclude=(privacy_column,) if privacy_column else ())
         if privacy_column is not None and privacy is None:
@@ -141,18 +141,18 @@ def records_of(X: Any, privacy: Any, *, spec: Any, privacy_column: str | None, c
     given = privacy if privacy is not None else (col_levels if col_levels is not None else spec)
     if given is None:
         raise InvalidParameter("no privacy levels: pass privacy= to fit() or privacy_levels= / privacy_column= to the estimator",
-                               cli="--privacy-column, --privacy-range or --privacy-level")
+                               fix="`privacy_column`, `privacy_range` or `privacy_level`")
     constant = span = None
     if col_levels is not None:
         params: dict[str, Any] = {"privacy_column": privacy_column}
     elif isinstance(given, numbers.Integral) and not isinstance(given, bool):
         if int(given) < 1:
-            raise InvalidParameter(f"privacy levels must be >= 1, got {int(given)}", cli="--privacy-level")
+            raise InvalidParameter(f"privacy levels must be >= 1, got {int(given)}", parameter="privacy_level")
         params, constant, given = {"privacy_level": int(given)}, int(given), None
     elif isinstance(given, tuple) and len(given) == 2:
         low, high = max(1, int(given[0])), int(given[1])
         if high < low:
-            raise InvalidParameter(f"empty privacy range [{low}, {high}]", cli="--privacy-range")
+            raise InvalidParameter(f"empty privacy range [{low}, {high}]", parameter="privacy_range")
         params, span, given = {"privacy_range": [int(given[0]), int(given[1])]}, (int(given[0]), int(given[1])), None
     else:
         params = {"privacy_levels": "per record (not published)"}
@@ -163,7 +163,7 @@ def records_of(X: Any, privacy: Any, *, spec: Any, privacy_column: str | None, c
     if constant is not None and constant > n and n:
         raise InfeasiblePrivacyError(
             f"records {list(range(min(n, 10)))} ask for privacy level {constant} but there are only {n} records",
-            python=f"privacy levels of at most {n}", cli=f"privacy levels of at most {n}: --privacy-level, --privacy-range or --privacy-column")
+            python=f"privacy levels of at most {n}", fix=f"privacy levels of at most {n}: `privacy_level`, `privacy_range` or `privacy_column`")
     return Records(arr.astype(np.float64), given, constant, span, names, {**params, "columns": names})
 
 

@@ -29,7 +29,7 @@ def _to_float(part: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Kernel: the columns of one partition as float64; a value that is not a number is an error
     naming its column (missing values become NaN and are reported by the condensers)."""
     out = {c: parse_numbers(part[c], f"column {c!r} holds values that are not numbers", python=f"columns=[...] without {c!r}",
-                            cli=f"--columns without {c}, or --dtype {c}=float") for c in columns}
+                            fix=f"`columns` without {c}, or `dtype` {c}=float") for c in columns}
     return pd.DataFrame(out, index=part.index)
 
 
@@ -54,12 +54,12 @@ def table_to_array(df: dd.DataFrame, *, columns: list[str] | None = None, exclud
         if skipped:
             raise DataFormatError(f"non-numeric columns {skipped}: name the attributes to condense (the others are not "
                                   "published) or type them as numbers", python="columns=[...]",
-                                  cli="--columns COL,COL or --dtype COL=float")
+                                  fix="`columns` COL,COL or `dtype` COL=float")
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise InvalidParameter(f"unknown columns {missing}; the table has {list(df.columns)}", cli="--columns")
+        raise InvalidParameter(f"unknown columns {missing}; the table has {list(df.columns)}", parameter="columns")
     if not columns:
-        raise InvalidParameter("no numeric attributes to condense", cli="--columns")
+        raise InvalidParameter("no numeric attributes to condense", parameter="columns")
     meta = pd.DataFrame({c: np.zeros(0, np.float64) for c in columns})
     X = df[list(columns)].map_partitions(_to_float, list(columns), meta=meta).to_dask_array(lengths=True)
     return X, list(columns)

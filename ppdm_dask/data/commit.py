@@ -157,7 +157,7 @@ def _local_lock(path: str) -> Iterator[None]:
 
 def _rename_no_replace(src: str, dst: str, url: str) -> None:
     exists = DatasetExistsError(f"{url} already exists (another job committed it while this one ran; nothing was replaced)",
-                                python="overwrite=True", cli="--overwrite")
+                                python="overwrite=True", parameter="overwrite")
     try:
         if _renameat2(src, dst, _RENAME_NOREPLACE):
             return
@@ -348,7 +348,7 @@ def _commit_remote(fs: Any, tmp: str, path: str, url: str, *, overwrite: bool, f
     with _remote_lock(fs, path, url):
         if not overwrite and fs.exists(path):
             raise DatasetExistsError(f"{url} already exists (another job committed it while this one ran; nothing was "
-                                     "replaced)", python="overwrite=True", cli="--overwrite")
+                                     "replaced)", python="overwrite=True", parameter="overwrite")
         if not folder:
             fs.mv(tmp, path)
             return

@@ -74,7 +74,7 @@ def refuse_existing(url: str, storage_options: Mapping[str, Any] | None = None, 
     refuse_bad_destination(fs, path, url)
     if not overwrite:
         if fs.exists(path):
-            raise DatasetExistsError(f"{url} already exists", python="overwrite=True", cli="--overwrite")
+            raise DatasetExistsError(f"{url} already exists", python="overwrite=True", parameter="overwrite")
         return
     from .sources import read_from
 

@@ -192,7 +192,7 @@ class Hierarchy:
         """
         from .sidefiles import read_text_file
 
-        text = read_text_file(str(path_or_url), what="hierarchy", flag="--hierarchy", storage_options=storage_options)
+        text = read_text_file(str(path_or_url), what="hierarchy", parameter="hierarchy", storage_options=storage_options)
         rows = [[c.strip() for c in r] for r in csv.reader(io.StringIO(text), delimiter=sep)]
         src = str(path_or_url)
         if name is None:

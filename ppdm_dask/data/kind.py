@@ -265,7 +265,7 @@ def refuse_table(url: str, kind: InputKind, *, text: bool = True) -> None:
         raise DataFormatError(
             f"{url} looks like a table, not baskets ({kind.reason}): as baskets its header would be a transaction "
             "and every cell an item",
-            cli=f"tables are released with {TABLE_COMMANDS}; --as-baskets if every line really is a basket",
+            fix=f"tables are released with {TABLE_COMMANDS}; `as_baskets` if every line really is a basket",
             python="read it with ppdm_dask.read_table; check_kind=False if every line really is a basket")
     raise DataFormatError(f"{url} is a table, not baskets ({kind.reason})", cli=f"tables are released with {TABLE_COMMANDS}",
                           python="read it with ppdm_dask.read_table")

@@ -440,7 +440,7 @@ def quest(
     key_digest = key.digest("ppdm-quest-graph")
     name = unique_name("quest", spec, key_digest, block_rows, bpp)
     check_partition_count(sum(partitions_of(d_c, block_rows, bpp) for d_c in spec.class_rows()), f"{spec.name} (D={spec.D:,} rows)",
-                          python="a smaller D or larger rows_per_partition", cli="a smaller D or a larger --partition-rows")
+                          python="a smaller D or larger rows_per_partition", fix="a smaller D or a larger `partition_rows`")
     tasks: list[tuple] = []
     rows: list[int] = []
     labels: list[int] = []

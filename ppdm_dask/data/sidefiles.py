@@ -17,7 +17,7 @@ from ..errors import DataFormatError, DatasetNotFoundError
 __all__ = ["read_text_file", "read_json_file"]
 
 
-def read_text_file(url: str, *, what: str, flag: str | None = None, storage_options: Mapping[str, Any] | None = None) -> str:
+def read_text_file(url: str, *, what: str, parameter: str | None = None, storage_options: Mapping[str, Any] | None = None) -> str:
     """The whole text of the UTF-8 file at ``url``.
 
     Parameters
@@ -26,8 +26,9 @@ def read_text_file(url: str, *, what: str, flag: str | None = None, storage_opti
         Local path or fsspec URL.
     what : str
         What the file is, for messages (``"hierarchy"``).
-    flag : str, optional
-        The command-line flag that names the file (``"--hierarchy"``), added as the fix.
+    parameter : str, optional
+        The parameter that names the file (``"hierarchy"``), added as the fix (the command line
+        shows its flag).
 
     Raises
     ------
@@ -38,30 +39,30 @@ def read_text_file(url: str, *, what: str, flag: str | None = None, storage_opti
     """
     import fsspec
 
-    hint = f"{flag} FILE" if flag else None
+    hint = f"`{parameter}` FILE" if parameter else None
     try:
         with fsspec.open(url, "rb", **dict(storage_options or {})) as fh:
             data = fh.read()
     except FileNotFoundError:
-        raise DatasetNotFoundError(f"no {what} file at {url}", cli=hint) from None
+        raise DatasetNotFoundError(f"no {what} file at {url}", fix=hint) from None
     except IsADirectoryError:
-        raise DataFormatError(f"{what} {url} is a folder, not a file", cli=hint) from None
+        raise DataFormatError(f"{what} {url} is a folder, not a file", fix=hint) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise DataFormatError(f"{what} file {url} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})",
-                              cli=hint) from None
+                              fix=hint) from None
     if not text.strip():
-        raise DataFormatError(f"{what} file {url} is empty", cli=hint)
+        raise DataFormatError(f"{what} file {url} is empty", fix=hint)
     return text.removeprefix("\ufeff")  # a byte-order mark is not part of the first field
 
 
-def read_json_file(url: str, *, what: str, flag: str | None = None, storage_options: Mapping[str, Any] | None = None) -> Any:
+def read_json_file(url: str, *, what: str, parameter: str | None = None, storage_options: Mapping[str, Any] | None = None) -> Any:
     """The parsed JSON document at ``url`` (errors as :func:`read_text_file`, plus invalid JSON
     with its line and column)."""
-    text = read_text_file(url, what=what, flag=flag, storage_options=storage_options)
+    text = read_text_file(url, what=what, parameter=parameter, storage_options=storage_options)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataFormatError(f"{what} file {url} is not valid JSON: {exc}", cli=f"{flag} FILE" if flag else None) from None
+        raise DataFormatError(f"{what} file {url} is not valid JSON: {exc}", fix=f"`{parameter}` FILE" if parameter else None) from None

@@ -71,7 +71,7 @@ def parse_dtypes(spec: Mapping[str, str] | Sequence[str] | None) -> dict[str, st
         for text in spec:
             col, sep, typ = str(text).partition("=")
             if not sep or not col.strip() or not typ.strip():
-                raise InvalidParameter(f"expected COLUMN=TYPE, got {text!r}", cli="--dtype age=int")
+                raise InvalidParameter(f"expected COLUMN=TYPE, got {text!r}", fix="`dtype` age=int")
             pairs.append((col.strip(), typ.strip()))
         items = pairs
     out = {}
@@ -79,17 +79,17 @@ def parse_dtypes(spec: Mapping[str, str] | Sequence[str] | None) -> dict[str, st
         t = _ALIASES.get(str(typ).lower(), str(typ).lower())
         if t not in TYPES:
             raise InvalidParameter(f"unknown type {typ!r} for column {col!r}; use one of {sorted(TYPES)}",
-                                   cli=f"--dtype {col}=string|int|float|bool")
+                                   fix=f"`dtype` {col}=string|int|float|bool")
         out[str(col)] = t
     return out
 
 
 def load_schema(url: str, *, storage_options: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Column types from a JSON schema file: ``{"age": "int", ...}`` or ``{"columns": {...}}``."""
-    doc = read_json_file(url, what="schema", flag="--schema", storage_options=storage_options)
+    doc = read_json_file(url, what="schema", parameter="schema", storage_options=storage_options)
     cols = doc.get("columns", doc) if isinstance(doc, dict) else None
     if not isinstance(cols, dict):
-        raise DataFormatError(f"schema file {url}: expected an object mapping column names to types", cli="--schema FILE")
+        raise DataFormatError(f"schema file {url}: expected an object mapping column names to types", fix="`schema` FILE")
     return parse_dtypes(cols)
 
 
@@ -180,7 +180,7 @@ def _read_csv_block(source: Any, *, sep: str, ppdm_url: str = "", nrows: int | N
     except (pa.ArrowInvalid, pd.errors.ParserError) as exc:
         why = str(exc).splitlines()[0].removeprefix("CSV parse error: ").removeprefix("Error tokenizing data. C error: ")
         what = "a row does not match the header" if why.startswith("Expected") else "cannot read as CSV"
-        raise DataFormatError(f"{ppdm_url}: {what}: {why}", cli="--sep if the separator was guessed wrong") from None
+        raise DataFormatError(f"{ppdm_url}: {what}: {why}", fix="`sep` if the separator was guessed wrong") from None
     return table.to_pandas(types_mapper={pa.string(): TEXT_DTYPE}.get)
 
 
@@ -194,7 +194,7 @@ def _dask_read_csv() -> Any:
 
 
 def parse_numbers(values: pd.Series, message: str, *, integer: bool = False, python: str | None = None,
-                  cli: str | None = None) -> np.ndarray:
+                  fix: str | None = None) -> np.ndarray:
     """Kernel: a column that may hold text as float64 (missing values NaN). A present value that
     is not a number (or, with ``integer``, not a whole number) raises ``DataFormatError`` with
     ``message: [the first offending values]`` and the given fix hints."""
@@ -209,7 +209,7 @@ def parse_numbers(values: pd.Series, message: str, *, integer: bool = False, pyt
         bad |= np.isfinite(arr) & (arr != np.round(arr))
     if bad.any():
         shown = pd.unique(values[bad].astype(str))[:5].tolist()
-        raise DataFormatError(f"{message}: {shown}", python=python, cli=cli)
+        raise DataFormatError(f"{message}: {shown}", python=python, fix=fix)
     return arr
 
 
@@ -218,7 +218,7 @@ def _convert(part: pd.DataFrame, types: dict[str, str], url: str) -> pd.DataFram
     out = part.copy()
     for col, t in types.items():
         s = part[col]
-        hints = {"python": f"dtype={{{col!r}: 'string'}}", "cli": f"--dtype {col}=string"}
+        hints = {"python": f"dtype={{{col!r}: 'string'}}", "fix": f"`dtype` {col}=string"}
         if t == "string":
             out[col] = s.astype(TYPES["string"])
             continue
@@ -329,7 +329,7 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
             raise
         except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
             raise DataFormatError(f"{url}: cannot read as CSV with separator {sep!r}: {str(exc).splitlines()[0]}",
-                                  cli="--sep") from None
+                                  parameter="sep") from None
         fmt = "csv"
     else:
         from .formats import detect_format
@@ -360,7 +360,7 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
     unknown = [c for c in types if c not in df.columns]
     if unknown:
         raise DataFormatError(f"{url} has no column(s) {unknown} (named in the types); its columns are {list(df.columns)}",
-                              cli="--dtype / --schema")
+                              fix="`dtype` / `schema`")
     if types:
         meta = _convert(df._meta, types, url)
         df = df.map_partitions(_convert, types, url, meta=meta)

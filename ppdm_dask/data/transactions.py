@@ -259,7 +259,7 @@ class TransactionArray:
             if npartitions > max(1, self.n_transactions):  # empty partitions only cost tasks (and memory to plan them)
                 raise InvalidParameter(f"{npartitions} partitions is more than the {self.n_transactions} transactions",
                                        python=f"npartitions <= {max(1, self.n_transactions)}",
-                                       cli=f"--partitions <= {max(1, self.n_transactions)}")
+                                       fix=f"`npartitions` <= {max(1, self.n_transactions)}")
             new = _rows_split(self.n_transactions, npartitions)
         else:
             if target_bytes is None or target_bytes <= 0:

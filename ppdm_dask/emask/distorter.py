@@ -10,7 +10,7 @@ from ..base import Estimator, check_is_fitted
 from ..errors import InvalidParameter, WeakParameterError
 from ..random import as_key
 from ..release.base import overrides_for
-from .distortion import check_pq, distort
+from .distortion import DISTORTION_CONSTRAINTS, check_pq, distort
 from .privacy import basic_privacy, ldp_epsilon
 from .release import BASIC_PRIVACY, FLOORS, DistortedRelease, nnz_lazy
 
@@ -87,23 +87,16 @@ class Distorter(Estimator):
 
         return on_vocabulary(tx, catalogue_vocabulary(self.items))
 
+    _parameter_constraints = DISTORTION_CONSTRAINTS
+
     def _validated(self) -> tuple[float, float, float, frozenset[str]]:
-        p, q = check_pq(self.p, self.q)
-        floor = self.privacy_floor
-        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= float(floor) <= 100.0:
-            raise InvalidParameter(f"privacy_floor must be a percentage in [0, 100], got {floor!r}", cli="--privacy-floor")
-        self._budget()
-        return p, q, float(floor), frozenset(overrides_for(self.allow_weak, FLOORS))
+        v = self._validate_params()
+        p, q = check_pq(v["p"], v["q"])
+        return p, q, v["privacy_floor"], frozenset(overrides_for(self.allow_weak, FLOORS))
 
     def _budget(self) -> float | None:
-        """``epsilon_budget`` checked: None or a positive finite number."""
-        b = self.epsilon_budget
-        if b is None:
-            return None
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0:
-            raise InvalidParameter(f"epsilon_budget must be a positive finite number of ε per item, got {b!r}",
-                                   cli="--epsilon-budget E with E > 0")
-        return float(b)
+        """``epsilon_budget``: None or a positive finite number of ε per item."""
+        return self._validate_params()["epsilon_budget"]
 
     def _assess(self, tx: Any, *, client: Any = None, progress: bool = False) -> dict[str, Any]:
         """s0 and BP of ``tx``; raises :class:`WeakParameterError` below a floor not overridden."""
@@ -128,7 +121,7 @@ class Distorter(Estimator):
                 f"basic privacy {bp:.2f}% of p={p}, q={q} at s0 = {s0:.4g} is below the floor {floor:g}% "
                 "(ppdm emask choose lists pairs that meet it); refused",
                 python="choose other p, q, lower privacy_floor, or allow_weak=['basic privacy'] (recorded in the manifest)",
-                cli="choose other --p/--q, lower --privacy-floor, or --allow-weak (recorded in the manifest)")
+                fix="choose other `p`/`q`, lower `privacy_floor`, or `allow_weak` (recorded in the manifest)")
         return {"n_transactions": n, "n_items": d, "s0": s0, "basic_privacy": bp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
                 "privacy_floor": floor, "overrides": weak, "_input_digest": digest}
 

@@ -9,26 +9,37 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import blocks_from_tasks, unique_name
+from ..constraints import Interval, validate
 from ..errors import InvalidParameter
 from ..random import BLOCK_ROWS, Key, KeyLike, Tag, as_key
 from . import _kernels as K
 
-__all__ = ["distort", "distort_record", "check_pq", "block_aligned_rows", "DELTA_MIN"]
+__all__ = ["distort", "distort_record", "check_pq", "block_aligned_rows", "DELTA_MIN", "DISTORTION_CONSTRAINTS"]
 
 #: Smallest admissible |p + q - 1|: below it the distorted data carry no information.
 DELTA_MIN = 1e-6
 
 
+#: the parameters of a distortion (:mod:`ppdm_dask.constraints`): the flip probabilities, the
+#: basic-privacy floor in percent and the local-DP budget per item (None: no budget). One
+#: declaration for the :class:`~.Distorter` (at fit), a release read back and the command line.
+DISTORTION_CONSTRAINTS: dict[str, list[Any]] = {
+    "p": [Interval(float, 0, 1)],
+    "q": [Interval(float, 0, 1)],
+    "privacy_floor": [Interval(float, 0, 100)],
+    "epsilon_budget": [None, Interval(float, 0, None, closed="neither")],
+}
+
+
 def check_pq(p: float, q: float) -> tuple[float, float]:
     """Validate the flip probabilities: 0 <= p, q <= 1 and p + q != 1."""
-    for name, v in (("p", p), ("q", q)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not (0.0 <= float(v) <= 1.0):
-            raise InvalidParameter(f"{name} must be a probability in [0, 1], got {v!r}")
-    if abs(float(p) + float(q) - 1.0) < DELTA_MIN:
+    pq = validate(DISTORTION_CONSTRAINTS, {"p": p, "q": q})
+    p, q = pq["p"], pq["q"]
+    if abs(p + q - 1.0) < DELTA_MIN:
         raise InvalidParameter(
-            f"p + q = 1 (p={p}, q={q}): the distorted data would be independent of the original, nothing can be reconstructed",
-            python="p + q != 1", cli="--p and --q with p + q != 1")
-    return float(p), float(q)
+            f"p + q = 1 (p={p:g} and q={q:g} add up to 1): the distorted data would be independent of the original, "
+            "nothing can be reconstructed", python="p + q != 1", fix="`p` and `q` with p + q != 1")
+    return p, q
 
 
 def _distort_blocks(block: sp.csr_array, p: float, q: float, key: Key, first_row: int) -> sp.csr_array:

@@ -42,9 +42,9 @@ def catalogue_vocabulary(items: Iterable[Any]) -> Any:
         vocab = Vocabulary(list(items))
     except PPDMError as exc:
         raise InvalidParameter(f"the item catalogue is not a list of item labels: {exc}", python="items=",
-                               cli="--items FILE (one item label a line)") from None
+                               fix="`items` FILE (one item label a line)") from None
     if len(vocab) == 0:
-        raise InvalidParameter("the item catalogue is empty", python="items=", cli="--items FILE (one item label a line)")
+        raise InvalidParameter("the item catalogue is empty", python="items=", fix="`items` FILE (one item label a line)")
     return vocab
 
 

@@ -179,7 +179,7 @@ def mine(
         p, q = check_pq(p, q)
     except InvalidParameter as exc:
         raise InvalidParameter(exc.message, python="p and q in [0, 1] with p + q != 1",
-                               cli="give --p and --q in [0, 1] with p + q != 1") from None
+                               fix="give `p` and `q` in [0, 1] with p + q != 1") from None
     if max_candidates is not None and max_candidates < 1:
         raise InvalidParameter("max_candidates must be >= 1 (or None)")
     if not 0.0 <= prune_margin < 1.0:

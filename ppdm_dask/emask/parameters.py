@@ -55,7 +55,7 @@ def choose_parameters(
     s0: float,
     min_support: float = 0.003,
     *,
-    privacy_min: float = 90.0,
+    privacy_floor: float = 90.0,
     q_min: float = 0.95,
     p_grid: Sequence[float] | None = None,
     q_grid: Sequence[float] | None = None,
@@ -66,7 +66,7 @@ def choose_parameters(
 
     A grid pair is kept when
 
-    * privacy: BP(p, q) at the **average item support** ``s0`` (Eq. 2) is ``>= privacy_min``;
+    * privacy: BP(p, q) at the **average item support** ``s0`` (Eq. 2) is ``>= privacy_floor``;
     * accuracy: Err_6(p, q) at the **mining support** ``s = min_support`` (the weakest itemset that
       must still be found) is no worse than that of the MASK ``baseline`` (0.9, 0.9) at the same s;
     * ``q > q_min`` (strictly).
@@ -77,8 +77,8 @@ def choose_parameters(
         Average item support in (0, 1), e.g. from :func:`estimate_s0`.
     min_support : float
         Mining support fraction in (0, 1] (0.3 % in the paper).
-    privacy_min, q_min : float
-        Thresholds (percent; probability).
+    privacy_floor, q_min : float
+        Thresholds (percent, the :class:`~.Distorter`'s floor; probability).
     p_grid, q_grid : sequence of float, optional
         Defaults 0.1..0.9 step 0.1 and 0.90..0.99 step 0.01; values are rounded to 2 decimals.
         Pairs with p + q = 1 (nothing reconstructible) are skipped.
@@ -116,7 +116,7 @@ def choose_parameters(
             bp = P.basic_privacy(p, q, s0=s0)
             e6 = float(P.err6(p, q, ms))
             # relative tolerance: the baseline itself (and ties) must pass despite rounding
-            if bp < privacy_min or e6 > ref * (1.0 + 1e-12):
+            if bp < privacy_floor or e6 > ref * (1.0 + 1e-12):
                 continue
             rel = float(P.relative_error(p, q, ms, n_transactions)) if n_transactions is not None else None
             out.append(ParameterChoice(p, q, bp, e6, rel, P.ldp_epsilon(p, q)))

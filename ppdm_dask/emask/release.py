@@ -48,7 +48,8 @@ import numpy as np
 
 from ..errors import InvalidParameter, PPDMError
 from ..release import Check, Figures, Plot, Release, Series, TransactionRelease, Value
-from .distortion import check_pq
+from ..constraints import check
+from .distortion import DISTORTION_CONSTRAINTS, check_pq
 from .flip_rates import Z_MAX
 from .privacy import basic_privacy, ldp_epsilon
 
@@ -190,10 +191,8 @@ class DistortedRelease(TransactionRelease):
         return check_pq(self.parameters.get("p"), self.parameters.get("q"))
 
     def _floor_value(self) -> float:
-        floor = self.parameters.get("privacy_floor")
-        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= float(floor) <= 100.0:
-            raise InvalidParameter(f"privacy_floor must be a percentage in [0, 100], got {floor!r}")
-        return float(floor)
+        # a release read back holds whatever its manifest says: the Distorter's own declaration
+        return check("privacy_floor", self.parameters.get("privacy_floor"), DISTORTION_CONSTRAINTS["privacy_floor"])
 
     def _overridden(self, ok: bool) -> bool:
         return not ok and BASIC_PRIVACY in self.overrides

@@ -37,7 +37,9 @@ from typing import Any, Iterator, Sequence
 import numba
 import numpy as np
 
+from ..constraints import Interval, validate
 from ..errors import InvalidParameter, ResultTooLargeError
+from ..mining.apriori import DEFAULT_MAX_CANDIDATES  # one bound for both miners
 
 # the miner hands full buffers to Python in object mode (rarely, between long compiled stretches)
 warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel execution", category=numba.NumbaWarning)
@@ -45,10 +47,7 @@ from ._cover import ctz, popcount  # the one compiled bit scan and popcount of t
 from ._kernels import Database, as_database, fits, n_words
 
 __all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES",
-           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY", "exclusion_bits", "Spiller"]
-
-#: Default bound on the number of candidates a KRIMP run may hold (about 0.5-2 GB of bitsets).
-DEFAULT_MAX_CANDIDATES = 20_000_000
+           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY", "MINER_CONSTRAINTS", "exclusion_bits", "Spiller"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -657,7 +656,7 @@ def _check_candidate_floor(d: Any, minsup: int, closed: bool, max_len: int, n_ex
         f"a {what} at min-support {minsup} makes every {_sizes(max_len)} of its items a "
         f"KRIMP candidate: {_magnitude(witness, max_len)} itemsets, over the bound of {cap:,} (refused before mining)",
         python="raise min_support, closed=True, max_len=..., or max_candidates",
-        cli="raise --min-support or --min-count, or add --closed, --max-len or --max-candidates")
+        fix="raise `min_support` or `min_count`, or add `closed`, `max_len` or `max_candidates`")
 
 
 def _sizes(max_len: int) -> str:
@@ -681,7 +680,7 @@ def _check_kernel_memory(d: Any, closed: bool, max_depth: int) -> None:
     need = _kernel_bytes(d, closed, max_depth)
     check_memory(need, f"the candidate miner's tables for {d.n_items:,} items, {d.n_rows:,} rows and {max_depth:,} levels would take "
                        f"{format_bytes(need)}",
-                 python="set max_len=... (fewer levels) or raise min_support", cli="set --max-len (fewer levels) or raise --min-support or --min-count")
+                 python="set max_len=... (fewer levels) or raise min_support", fix="set `max_len` (fewer levels) or raise `min_support` or `min_count`")
 
 
 def _before_mining(d: Any, minsup: int, closed: bool, ml: int, n_excluded: int, cap: int) -> int:
@@ -698,15 +697,19 @@ def _too_many(cap: int, closed: bool, minsup: int) -> ResultTooLargeError:
         f"more than {cap:,} {kind} itemsets at min-support {minsup}: too many KRIMP candidates (the search over them would run "
         "for very long)",
         python="raise min_support, closed=True, max_len=..., or max_candidates=None",
-        cli="raise --min-support or --min-count, or add --closed, --max-len or --max-candidates")
+        fix="raise `min_support` or `min_count`, or add `closed`, `max_len` or `max_candidates`")
 
 
-def _check_int(name: str, v: Any, lo: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise InvalidParameter(f"{name} must be an integer, got {v!r}")
-    if int(v) < lo:
-        raise InvalidParameter(f"{name} must be >= {lo}, got {v}")
-    return int(v)
+#: the parameters of the candidate miners and of the searches over their candidates
+#: (:mod:`ppdm_dask.constraints`); None leaves a bound off or takes the default
+MINER_CONSTRAINTS: dict[str, list[Any]] = {
+    "min_support": [Interval(int, 1, None)],
+    "max_len": [None, Interval(int, 2, None)],
+    "max_candidates": [None, Interval(int, 1, None)],
+    "memory": [None, Interval(int, 1, None)],
+    "index_memory": [None, Interval(int, 0, None)],
+    "batch_size": [None, Interval(int, 1, None)],
+}
 
 
 def mine_candidates(
@@ -743,9 +746,8 @@ def mine_candidates(
         More than ``max_candidates`` candidates.
     """
     d = as_database(db)
-    cap = 0 if max_candidates is None else _check_int("max_candidates", max_candidates, 1)
-    minsup = _check_int("min_support", min_support, 1)
-    ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
+    v = validate(MINER_CONSTRAINTS, {"max_candidates": max_candidates, "min_support": min_support, "max_len": max_len})
+    cap, minsup, ml = v["max_candidates"] or 0, v["min_support"], v["max_len"] or 0
     if exclude is None:
         exclude = ()
     ex = exclusion_bits(d, exclude)
@@ -971,10 +973,10 @@ def candidate_stream(
     while the search consumes them, so memory stays bounded for any number of candidates.
     """
     d = as_database(db)
-    cap = 0 if max_candidates is None else _check_int("max_candidates", max_candidates, 1)
-    minsup = _check_int("min_support", min_support, 1)
-    ml = 0 if max_len is None else _check_int("max_len", max_len, 2)
-    budget = DEFAULT_CANDIDATE_MEMORY if memory is None else _check_int("memory", memory, 1)
+    v = validate(MINER_CONSTRAINTS, {"max_candidates": max_candidates, "min_support": min_support, "max_len": max_len,
+                                     "memory": memory})
+    cap, minsup, ml = v["max_candidates"] or 0, v["min_support"], v["max_len"] or 0
+    budget = DEFAULT_CANDIDATE_MEMORY if v["memory"] is None else v["memory"]
     ex = exclusion_bits(d, exclude or ())
     max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
     spiller = Spiller(d.n_words, budget, spill_dir)

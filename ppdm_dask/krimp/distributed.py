@@ -43,11 +43,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..constraints import validate
 from ..errors import DataFormatError, InvalidParameter, PPDMError
 from . import _cover as C
 from . import _decide as X
 from ._kernels import AlphabetItems, pack_rows, renumber
-from .candidates import DEFAULT_MAX_CANDIDATES, CandidateStream, _check_int, exclusion_bits
+from .candidates import DEFAULT_MAX_CANDIDATES, MINER_CONSTRAINTS, CandidateStream, exclusion_bits
 
 __all__ = ["CoverBlock", "StaleBlock", "BatchPlanner", "krimp_distributed", "Alphabet"]
 
@@ -693,10 +694,8 @@ def krimp_distributed(
         raise InvalidParameter("the distributed search needs a TransactionArray (ppdm_dask.read(...) or TransactionArray.from_*)")
     if miner not in ("auto", "apriori", "driver"):
         raise InvalidParameter(f"miner must be 'auto', 'apriori' or 'driver', got {miner!r}")
-    if batch_size is not None:
-        batch_size = _check_int("batch_size", batch_size, 1)
-    if max_len is not None:
-        max_len = _check_int("max_len", max_len, 2)
+    v = validate(MINER_CONSTRAINTS, {"batch_size": batch_size, "max_len": max_len})
+    batch_size, max_len = v["batch_size"], v["max_len"]
     exclude = tuple(tuple(x) for x in (exclude or ()))
     active = _client(client)
     ckw = {"client": active, "progress": False}

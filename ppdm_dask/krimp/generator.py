@@ -43,7 +43,6 @@ KRIMP candidates.
 
 from __future__ import annotations
 
-import math
 import numbers
 import operator
 from dataclasses import dataclass
@@ -54,6 +53,7 @@ import numba
 import numpy as np
 
 from ..base import Estimator
+from ..constraints import Interval, Options, validate
 from ..errors import DataFormatError, InvalidParameter, NotFittedError, PPDMError, WeakParameterError
 from ..random import KeyLike, Tag, as_key
 from .candidates import DEFAULT_MAX_CANDIDATES
@@ -393,11 +393,11 @@ def _generate_block(tables: _Tables, weights: np.ndarray, mode: int, rng: np.ran
         if status == _ZERO_WEIGHT:
             raise GenerationError(
                 "all code-table elements admissible for a domain have weight 0 (usage 0 and laplace = 0)",
-                python="laplace > 0", cli="--laplace > 0",
+                python="laplace > 0", fix="`laplace` > 0",
             )
         raise GenerationError(
             f"domain_order='columns': no admissible element after {MAX_RESTARTS} restarts of one row "
-            "(zero weights)", python="laplace > 0", cli="--laplace > 0",
+            "(zero weights)", python="laplace > 0", fix="`laplace` > 0",
         )
 
 
@@ -471,7 +471,7 @@ def _generate_checked(tables: _Tables, weights: np.ndarray, mode: int, key: Any,
                 "row: the code table leaves (almost) nothing but unique original records to generate (a min-support "
                 "too low for the data?)",
                 python="a higher min_support, or allow_weak=['unique copies'] to publish such copies (recorded in the manifest)",
-                cli="a higher --min-count, or --allow-unique-copies to publish such copies (recorded in the manifest)")
+                fix="a higher `min_count`, or `allow_unique_copies` to publish such copies (recorded in the manifest)")
         new, new_pat = _generate_block(tables, weights, mode, key.generator(Tag.KRIMP_GENERATE, b, rnd), bad.size)
         items[bad] = new
         npat[bad] = new_pat
@@ -531,30 +531,26 @@ def generate_rows(
     """
     tables = _build_tables(code_table, domains)
     mode, weights = _mode_and_weights(tables, laplace, lp_factor, domain_order)
-    _check_count(n, "n")
-    _check_count(block_rows, "block_rows", minimum=1)
+    validate(GENERATION_CONSTRAINTS, {"n": n, "block_rows": block_rows})
     key = as_key(key)
     items, npat, _ = _generate_range(tables, weights, mode, key, 0, _block_layout(int(n), int(block_rows)))
     return tables.alphabet[items], npat, tables.alphabet
 
 
 def _mode_and_weights(tables: _Tables, laplace: float, lp_factor: float, domain_order: str) -> tuple[int, np.ndarray]:
-    _check_laplace(laplace)
-    if isinstance(lp_factor, bool) or not isinstance(lp_factor, numbers.Real) or not math.isfinite(lp_factor) or lp_factor < 0:
-        raise InvalidParameter(f"lp_factor must be a finite number >= 0, got {lp_factor!r}")
-    if domain_order not in _MODE:
-        raise InvalidParameter(f"domain_order must be one of {DOMAIN_ORDERS}, got {domain_order!r}")
+    validate(GENERATION_CONSTRAINTS, {"laplace": laplace, "lp_factor": lp_factor, "domain_order": domain_order})
     return _MODE[domain_order], tables.weights(laplace, lp_factor)
 
 
-def _check_laplace(laplace: Any) -> None:
-    if isinstance(laplace, bool) or not isinstance(laplace, numbers.Real) or not math.isfinite(laplace) or laplace < 0:
-        raise InvalidParameter(f"laplace must be a finite number >= 0, got {laplace!r}")
-
-
-def _check_count(v: Any, name: str, minimum: int = 0) -> None:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
-        raise InvalidParameter(f"{name} must be an integer >= {minimum}, got {v!r}")
+#: the parameters of generation (:mod:`ppdm_dask.constraints`)
+GENERATION_CONSTRAINTS: dict[str, list[Any]] = {
+    "n": [Interval(int, 0, None)],
+    "block_rows": [Interval(int, 1, None)],
+    "blocks_per_partition": [Interval(int, 1, None)],
+    "laplace": [Interval(float, 0, None)],
+    "lp_factor": [Interval(float, 0, None)],
+    "domain_order": [Options(DOMAIN_ORDERS)],
+}
 
 
 # ====================================================================== exact distributions
@@ -933,14 +929,12 @@ class KrimpGenerator(Estimator):
         self.ledger = ledger
 
     # ------------------------------------------------------------------ fitting
-    def _check_params(self) -> None:
-        _check_laplace(self.laplace)
-        if self.domain_order not in _MODE:
-            raise InvalidParameter(f"domain_order must be one of {DOMAIN_ORDERS}, got {self.domain_order!r}")
-        if self.max_len is not None:
-            _check_count(self.max_len, "max_len", minimum=1)
-        if self.n_rows is not None:
-            _check_count(self.n_rows, "n_rows")
+    _parameter_constraints = {
+        "laplace": GENERATION_CONSTRAINTS["laplace"],
+        "domain_order": GENERATION_CONSTRAINTS["domain_order"],
+        "max_len": [None, Interval(int, 1, None)],
+        "n_rows": [None, Interval(int, 0, None)],
+    }
 
     def _allowed(self) -> tuple[str, ...]:
         from .release import allowed_overrides
@@ -961,7 +955,7 @@ class KrimpGenerator(Estimator):
                 f"min-support {min_support} is below the floor {MIN_SUPPORT_FLOOR}: a pattern seen in a single record can "
                 "copy that record into the generated data; refused",
                 python="min_support >= 2, or allow_weak=['min-support'] (recorded in the manifest)",
-                cli="--min-count 2 or more, or --allow-weak (recorded in the manifest)")
+                fix="`min_count` 2 or more, or `allow_weak` (recorded in the manifest)")
         return (MIN_SUPPORT, *out)
 
     def _copies_allowed(self) -> bool:
@@ -986,7 +980,7 @@ class KrimpGenerator(Estimator):
         from .search import krimp
         from .uniques import unique_fingerprints_lazy
 
-        self._check_params()
+        self._validate_params()
         tx = _as_transactions(X)
         if tx.n_transactions == 0:
             raise DataFormatError("cannot fit a generator on an empty database")
@@ -1056,7 +1050,7 @@ class KrimpGenerator(Estimator):
             min_support = int(np.min(np.asarray(code_table.supports)[: code_table.n_nontrivial]))
         gen = cls(min_support=min_support if min_support is not None else 2, laplace=laplace, domains=domains,
                   domain_order=domain_order, lp_factor=lp_factor, key=key, allow_weak=allow_weak)
-        gen._check_params()
+        gen._validate_params()
         if n_rows is None:
             n_rows = int(getattr(code_table, "n_rows", 0) or 0)
         gen._set_table(code_table, _normalize_domains(domains), int(n_rows))
@@ -1091,8 +1085,7 @@ class KrimpGenerator(Estimator):
     def _n(self, n: int | None) -> int:
         if n is None:
             n = self.n_rows_
-        _check_count(n, "n")
-        return int(n)
+        return validate(GENERATION_CONSTRAINTS, {"n": n})["n"]
 
     def _key(self, key: KeyLike) -> Any:
         return as_key(key if key is not None else self.key)
@@ -1176,7 +1169,7 @@ class KrimpGenerator(Estimator):
         tables = self._fitted()
         mode, weights = self._mode_weights()
         n = self._n(n)
-        _check_count(block_rows, "block_rows", minimum=1)
+        validate(GENERATION_CONSTRAINTS, {"block_rows": block_rows})
         items, npat, stats = _generate_range(tables, weights, mode, self._key(key), 0, _block_layout(n, int(block_rows)),
                                              self._forbid())
         self._last_npat = None
@@ -1244,10 +1237,9 @@ class KrimpGenerator(Estimator):
 
         tables = self._fitted()
         mode, weights = self._mode_weights()
-        _check_count(block_rows, "block_rows", minimum=1)
-        _check_count(blocks_per_partition, "blocks_per_partition", minimum=1)
+        validate(GENERATION_CONSTRAINTS, {"block_rows": block_rows, "blocks_per_partition": blocks_per_partition})
         check_partition_count(partitions_of(n, block_rows, blocks_per_partition), f"generating {n:,} rows",
-                              python="a smaller n", cli="a smaller --rows")
+                              python="a smaller n", fix="a smaller `n_rows`")
         layout = _block_layout(n, int(block_rows))
         groups = [list(range(i, min(i + blocks_per_partition, len(layout)))) for i in range(0, len(layout), blocks_per_partition)]
         # graph names must not reveal the key: only its one-way digest enters the token

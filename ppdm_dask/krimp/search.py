@@ -33,11 +33,12 @@ from typing import Any, Callable, Sequence
 import numba
 import numpy as np
 
+from ..constraints import validate
 from ..errors import InvalidParameter
 from . import _cover as C
 from . import _decide as X
 from ._kernels import Database, as_database, pack_rows
-from .candidates import DEFAULT_MAX_CANDIDATES, Candidates, CandidateStream, _check_int, exclusion_bits, candidate_stream, standard_order
+from .candidates import DEFAULT_MAX_CANDIDATES, MINER_CONSTRAINTS, Candidates, CandidateStream, candidate_stream, exclusion_bits, standard_order
 from .codetable import CodeTable
 
 __all__ = ["krimp", "KrimpResult", "progress_callback", "bitset_supports"]
@@ -407,10 +408,9 @@ def krimp(
                                  exclude=exclude, client=client, batch_size=batch_size, progress=progress,
                                  max_candidates=max_candidates, memory=memory, spill_dir=spill_dir, index_memory=index_memory)
     d = as_database(db)
-    if min_support is not None:
-        min_support = _check_int("min_support", min_support, 1)
-    if max_len is not None:
-        max_len = _check_int("max_len", max_len, 2)
+    v = validate({**MINER_CONSTRAINTS, "min_support": [None, *MINER_CONSTRAINTS["min_support"]]},
+                 {"min_support": min_support, "max_len": max_len, "index_memory": index_memory})
+    min_support, max_len = v["min_support"], v["max_len"]
     if exclude is None:
         exclude = ()
     if candidates is None:
@@ -423,7 +423,7 @@ def krimp(
     with stream:
         nc = stream.n_candidates
         state = TableState(d.n_items, d.n_rows, d.std_lengths[d.order], d.new_frequencies)
-        budget = C.index_budget(None if index_memory is None else _check_int("index_memory", index_memory, 0), None)
+        budget = C.index_budget(v["index_memory"], None)
         block = SingleBlock(d, budget, state.cap)
         callback = progress_callback(progress, state)
         searched = 0.0

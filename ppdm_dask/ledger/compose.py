@@ -141,7 +141,7 @@ class Admission:
                 f"{c.line()} with {len(comp.earlier)} earlier release(s) of this input in the ledger; refused (an earlier "
                 "release that never reached anyone can be withdrawn: ppdm ledger forget ID --reason TEXT)",
                 python="write(..., allow_composition=True) (recorded in the manifest)",
-                cli="--allow-composition (recorded in the manifest)")
+                fix="`allow_composition` (recorded in the manifest)")
         # the report tells a composition limit from a floor of the release itself by its where
         comp.checks = [Check(c.name, c.ok, c.figure, c.threshold, where=COMPOSITION_WHERE, detail=c.detail, overridden=not c.ok,
                              stats=c.stats) for c in comp.checks]

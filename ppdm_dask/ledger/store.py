@@ -245,7 +245,7 @@ class Ledger:
         except OSError as exc:
             raise InvalidParameter(f"cannot write the ledger at {self.url}: {exc.strerror or exc}",
                                    python="Ledger(url) of a writable location, or ledger=None to opt out (recorded)",
-                                   cli="--ledger URL of a writable location, or --no-ledger (recorded in the manifest)") from None
+                                   fix="`ledger` URL of a writable location, or `no_ledger` (recorded in the manifest)") from None
 
     # ------------------------------------------------------------------ the secret
     def secret(self) -> bytes:
@@ -345,7 +345,7 @@ class Ledger:
     def forget(self, ident: str, reason: str) -> Record:
         """Mark a release as withdrawn (it no longer counts in compositions); the record stays."""
         if not str(reason or "").strip():
-            raise InvalidParameter("say why the release is withdrawn", python="reason='...'", cli="--reason TEXT")
+            raise InvalidParameter("say why the release is withdrawn", python="reason='...'", fix="`reason` TEXT")
         rec = self.find(ident)
         self.event(rec, "withdrawn", reason=str(reason))
         return rec

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..constraints import Interval, check, validate
 from ..errors import InvalidParameter
 
 __all__ = ["KmAudit", "km_audit", "unique_baskets", "singled_out", "gather_rows", "take_rows", "DEFAULT_MAX_SUBSETS", "MAX_AUDIT_M"]
@@ -79,10 +80,8 @@ class KmAudit:
         return self.max_m < self.requested_m
 
 
-def _check_pos_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 1:
-        raise InvalidParameter(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
+#: the sizes of the audit (:mod:`ppdm_dask.constraints`)
+AUDIT_CONSTRAINTS: dict[str, list[Any]] = {name: [Interval(int, 1, None)] for name in ("k", "max_m", "size")}
 
 
 def _n_buckets(n_blocks: int) -> int:
@@ -152,10 +151,10 @@ def km_audit(tx: Any, k: int | Sequence[int], max_m: int, *, max_subsets: float 
     from ..progress import compute
     from ._audit_kernels import itemset_buckets, itemset_tally, merge_itemsets
 
-    ks = tuple(sorted({_check_pos_int("k", x) for x in ([k] if isinstance(k, (int, np.integer)) else k)}))
+    ks = tuple(sorted({check("k", x, AUDIT_CONSTRAINTS["k"]) for x in ([k] if isinstance(k, (int, np.integer)) else k)}))
     if not ks:
         raise InvalidParameter("give at least one k")
-    requested = _check_pos_int("max_m", max_m)
+    requested = check("max_m", max_m, AUDIT_CONSTRAINTS["max_m"])
     ckw = {"client": client, "progress": progress}
     top = min(requested, MAX_AUDIT_M)
     notes = [f"m is capped at {MAX_AUDIT_M}"] if requested > MAX_AUDIT_M else []
@@ -291,8 +290,7 @@ def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OU
     from ..mining.counting import SupportCounter
     from ..progress import compute
 
-    size = _check_pos_int("size", size)
-    k = _check_pos_int("k", k)
+    size, k = validate(AUDIT_CONSTRAINTS, {"size": size, "k": k}).values()
     ckw = {"client": client, "progress": progress}
     (lengths,) = compute(tx.row_lengths(), **ckw)
     lengths = np.asarray(lengths, np.int64)

@@ -58,14 +58,15 @@ def format_bytes(n: float) -> str:
     return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.0f} MiB"
 
 
-def check_memory(need: int, what: str, *, python: str, cli: str, memory: int | None = None) -> None:
+def check_memory(need: int, what: str, *, python: str, fix: str, memory: int | None = None) -> None:
     """Refuse ``what`` (a clause of the error, e.g. "level 5 would build ...") when its ``need``
     bytes pass :data:`MEMORY_SHARE` of the available memory (``memory``: that figure, default
-    measured now by :func:`available_bytes`); ``python``/``cli`` say how to ask for less."""
+    measured now by :func:`available_bytes`); ``python``/``fix`` say how to ask for less (``fix`` names
+    parameters in backticks: the command line shows them as flags)."""
     avail = available_bytes() if memory is None else memory
     if avail is not None and need > MEMORY_SHARE * avail:
         raise ResultTooLargeError(f"{what}, more than {MEMORY_SHARE:.0%} of the {format_bytes(avail)} of memory available",
-                                  python=python, cli=cli)
+                                  python=python, fix=fix)
 
 
 def check_candidates(n_candidates: int, k: int, max_candidates: int | None, *, extra_per_candidate: int = 0,
@@ -81,10 +82,10 @@ def check_candidates(n_candidates: int, k: int, max_candidates: int | None, *, e
     what = (f"level {k} would build {'up to ' if upper_bound else ''}{n_candidates:,} candidate itemsets "
             f"(about {format_bytes(need)} on the driver)")
     fix_py = "raise min_support, set max_length, or raise max_candidates"
-    fix_cli = "raise --min-support or --min-count, set --max-length, or raise --max-candidates"
+    fix = "raise `min_support` or `min_count`, set `max_length`, or raise `max_candidates`"
     if max_candidates is not None and n_candidates > max_candidates:
-        raise ResultTooLargeError(f"{what}, over the bound of {max_candidates:,} candidates", python=fix_py, cli=fix_cli)
-    check_memory(need, what, python="raise min_support or set max_length", cli="raise --min-support or --min-count, or set --max-length",
+        raise ResultTooLargeError(f"{what}, over the bound of {max_candidates:,} candidates", python=fix_py, fix=fix)
+    check_memory(need, what, python="raise min_support or set max_length", fix="raise `min_support` or `min_count`, or set `max_length`",
                  memory=memory)
 
 
@@ -94,6 +95,6 @@ def check_itemsets(total: int, max_itemsets: int, too_many: str, many: int, many
     if total > max_itemsets:
         raise ResultTooLargeError(f"{too_many}, over the bound of {max_itemsets:,}",
                                   python="raise min_support, set max_length, or raise max_itemsets",
-                                  cli="raise --min-support or --min-count, set --max-length, or raise --max-itemsets")
+                                  fix="raise `min_support` or `min_count`, set `max_length`, or raise `max_itemsets`")
     if many > max_itemsets // 10:
         warnings.warn(f"{many_text}; the output may explode", ItemsetExplosionWarning, stacklevel=stacklevel + 1)

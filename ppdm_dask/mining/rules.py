@@ -128,7 +128,7 @@ def association_rules(
                         survivors.append(cq)
                 if len(ante) > max_rules:
                     raise ResultTooLargeError(f"more than {max_rules:,} rules", python="raise min_confidence or min_support, or max_rules",
-                                              cli="raise --min-confidence or --min-support")
+                                              fix="raise `min_confidence` or `min_support`")
                 consequents = _grow(survivors, len(full))
     rc = np.asarray(rule_counts, np.int64)
     s_all = rc / n

@@ -322,7 +322,7 @@ class Release(abc.ABC):
             c = bad[0]
             raise WeakParameterError(f"{c.name}: {c.figure} is below the floor {c.threshold}" + (f" ({c.detail})" if c.detail else "")
                                      + "; refused", python=f"allow_weak=[{c.name!r}] (recorded in the manifest)",
-                                     cli="--allow-weak (recorded in the manifest)")
+                                     fix="`allow_weak` (recorded in the manifest)")
 
     def summary(self) -> dict[str, Any]:
         """``family``, ``method``, ``parameters`` and the figures (records, privacy, utility)."""
@@ -450,7 +450,7 @@ class Release(abc.ABC):
         rel = (self.manifest or {}).get("release") or {}
         if rel.get("id") and key.fingerprint(bytes.fromhex(rel["id"])) != rel.get("key_fingerprint"):
             raise InvalidParameter("the key given is not the key that wrote this release (fingerprints differ)",
-                                   python="key= of the release", cli="--key-file of the release")
+                                   python="key= of the release", fix="`key` of the release")
         digest = self.input_digest if self.input_digest is not None else content_digest(*self.digest_inputs(original),
                                                                                           **compute_kwargs)
         return stream_key(key, ReleaseIdentity.of(self.family, self.method, self.parameters, digest))

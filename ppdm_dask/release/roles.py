@@ -101,10 +101,10 @@ class Roles:
                 f"{len(missing)} column(s) of {source} have no role: {', '.join(missing)}; give every column one of "
                 "identifier (dropped), quasi-identifier (generalised), sensitive or insensitive (published as is)",
                 python="identifiers=, quasi_identifiers=, sensitive=, insensitive=",
-                cli="--identifier COLS, --qi COLS, --sensitive COL, --insensitive COLS")
+                fix="`identifiers` COLS, `quasi_identifiers` COLS, `sensitive` COL, `insensitive` COLS")
         if not self.quasi_identifiers:
             raise RoleError(f"no quasi-identifier among the columns of {source}: name them",
-                            python="quasi_identifiers=[...]", cli="--qi COL,COL")
+                            python="quasi_identifiers=[...]", fix="`quasi_identifiers` COL,COL")
 
     def check_unique(self, distinct: Mapping[str, int], n_records: int) -> None:
         """Refuse quasi-identifier or insensitive columns that are nearly unique per record
@@ -116,7 +116,7 @@ class Roles:
             shown = ", ".join(f"{c} ({distinct[c]:,} distinct values in {n_records:,} records)" for c in bad)
             raise RoleError(f"likely direct identifier(s): {shown}; declare them as identifiers (dropped) "
                             "or accept them explicitly", python=f"allow_unique={bad}",
-                            cli="--identifier COL, or --allow-unique " + ",".join(bad))
+                            fix="`identifiers` COL, or `allow_unique` " + ",".join(bad))
 
     def to_dict(self) -> dict[str, Any]:
         return {"identifier": list(self.identifiers), "quasi_identifier": list(self.quasi_identifiers),

@@ -293,7 +293,7 @@ def build_report(release: Any, original: Any = None, *, verdict: Any, verified: 
     if audience not in AUDIENCES:
         from ..errors import InvalidParameter
 
-        raise InvalidParameter(f"audience must be one of {AUDIENCES}, got {audience!r}", cli="--audience internal|external")
+        raise InvalidParameter(f"audience must be one of {AUDIENCES}, got {audience!r}", parameter="audience")
     from .ledger import composition_checks, composition_of, ledger_items
 
     figures = figures or Figures()

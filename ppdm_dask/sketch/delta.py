@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import TYPE_CHECKING, Any, Iterable
 
 import dask.array as da
@@ -10,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import Estimator, check_is_fitted
+from ..constraints import Interval, validate
 from ..errors import InvalidParameter
 from ..random import Key, KeyLike, as_key
 from . import _kernels as K
@@ -22,13 +22,15 @@ if TYPE_CHECKING:
 __all__ = ["DeltaAnonymizer", "anonymize_record", "delta_components", "check_delta"]
 
 
+#: the parameters of delta-anonymization (:mod:`ppdm_dask.constraints`)
+DELTA_CONSTRAINTS: dict[str, list[Any]] = {"delta": [Interval(float, 0, None, closed="neither")],
+                                           "m_max": [Interval(int, 1, None)]}
+
+
 def check_delta(delta: float, m_max: int) -> tuple[float, int]:
     """Validate ``delta > 0`` (finite) and ``m_max >= 1``."""
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not np.isfinite(delta) or delta <= 0:
-        raise InvalidParameter(f"delta must be a positive finite number, got {delta!r}")
-    if isinstance(m_max, bool) or not isinstance(m_max, numbers.Integral) or m_max < 1:
-        raise InvalidParameter(f"m_max must be an integer >= 1, got {m_max!r}")
-    return float(delta), int(m_max)
+    v = validate(DELTA_CONSTRAINTS, {"delta": delta, "m_max": m_max})
+    return v["delta"], v["m_max"]
 
 
 def _block_components(block: sp.csr_array, weights: sp.csr_array | None, delta: float, m_max: int) -> np.ndarray:
@@ -108,8 +110,11 @@ class DeltaAnonymizer(Estimator):
         self.allow_weak = allow_weak
         self.ledger = ledger
 
+    _parameter_constraints = DELTA_CONSTRAINTS
+
     def _parameters(self) -> dict[str, Any]:
-        delta, m_max = check_delta(self.delta, self.m_max)
+        v = self._validate_params()
+        delta, m_max = v["delta"], v["m_max"]
         return {"delta": delta, "m_max": m_max, "keep_suppressed": bool(self.keep_suppressed),
                 "keep_record_ids": bool(self.keep_record_ids)}
 

@@ -21,13 +21,13 @@ Where the distributed result differs from the sequential paper algorithm:
 
 from __future__ import annotations
 
-import numbers
 import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..base import Estimator, check_is_fitted
+from ..constraints import Interval, Options, validate
 from ..errors import InvalidParameter
 from ..random import Key, KeyLike, as_key
 from . import _kvariance_kernels as KV
@@ -44,10 +44,16 @@ _SCOPES = ("global", "partition")
 _THRESHOLDS = ("corrected", "paper")
 
 
-def _check_int(name: str, value: Any, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
-        raise InvalidParameter(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
+#: the parameters of k-variance anonymization (:mod:`ppdm_dask.constraints`)
+KVARIANCE_CONSTRAINTS: dict[str, list[Any]] = {
+    "k": [Interval(int, 1, None)],
+    "m_max": [Interval(int, 1, None)],
+    "max_iter": [Interval(int, 1, None)],
+    "tol": [Interval(float, 0, None)],
+    "neighbourhood": [Options(_NEIGHBOURHOODS)],
+    "threshold": [Options(_THRESHOLDS)],
+    "knn_scope": [Options(_SCOPES)],
+}
 
 
 def kvariance_components(
@@ -90,14 +96,9 @@ def kvariance_components(
         ``n_iter``, ``changes`` (sum |change| per major iteration), ``repaired``,
         ``violations`` (independent recount; 0), ``converged``.
     """
-    m_max = _check_int("m_max", m_max, 1)
-    max_iter = _check_int("max_iter", max_iter, 1)
-    if neighbourhood not in _NEIGHBOURHOODS:
-        raise InvalidParameter(f"neighbourhood must be one of {_NEIGHBOURHOODS}, got {neighbourhood!r}")
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
-        raise InvalidParameter(f"tol must be a number >= 0, got {tol!r}")
-    if threshold not in _THRESHOLDS:
-        raise InvalidParameter(f"threshold must be one of {_THRESHOLDS}, got {threshold!r}")
+    v = validate(KVARIANCE_CONSTRAINTS, {"m_max": m_max, "max_iter": max_iter, "neighbourhood": neighbourhood, "tol": tol,
+                                         "threshold": threshold})
+    m_max, max_iter = v["m_max"], v["max_iter"]
     indices = np.asarray(graph.indices, dtype=np.int64)
     bounds = KV.edge_bounds(indices, np.asarray(graph.dots, np.float64), np.asarray(graph.cross, np.float64),
                             np.asarray(graph.sqnorms, np.float64), m_max, threshold)
@@ -228,16 +229,15 @@ class KVarianceAnonymizer(Estimator):
                 "max_iter": int(self.max_iter), "tol": self.tol, "keep_suppressed": bool(self.keep_suppressed),
                 "keep_record_ids": bool(self.keep_record_ids)}
 
+    _parameter_constraints = {name: KVARIANCE_CONSTRAINTS[name] for name in ("k", "m_max", "knn_scope")}
+
     def _validate(self, n_records: int) -> None:
-        k = _check_int("k", self.k, 1)
+        k = self._validate_params()["k"]
         if k >= n_records:
-            raise InvalidParameter(f"k={k} must be smaller than the number of records ({n_records})")
-        _check_int("m_max", self.m_max, 1)
-        if self.knn_scope not in _SCOPES:
-            raise InvalidParameter(f"knn_scope must be one of {_SCOPES}, got {self.knn_scope!r}")
+            raise InvalidParameter(f"k={k} must be smaller than the number of records ({n_records})", parameter="k")
         if self.approximate and self.knn_scope != "global":
             raise InvalidParameter("the approximate k-NN search covers the whole data, not partitions", python="knn_scope='global'",
-                                   cli="--knn-scope global")
+                                   fix="`knn_scope` global")
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KVarianceAnonymizer":
         """Compute the kNN graph of the TransactionArray ``X`` and the numbers of components ``m_``.

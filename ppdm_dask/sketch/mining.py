@@ -315,7 +315,7 @@ class SketchKNNClassifier:
             raise InvalidParameter("every training sketch is suppressed (m = 0): nothing to learn from")
         if self.k > live.size:  # the top-k buffers are (rows, k): a k beyond the training set only costs memory
             raise InvalidParameter(f"k={self.k} neighbours but only {live.size} training records",
-                                   python=f"k <= {live.size}", cli=f"--neighbors <= {live.size}")
+                                   python=f"k <= {live.size}", fix=f"`neighbors` <= {live.size}")
         classes, codes = np.unique(y, return_inverse=True)
         self.classes_ = classes
         self.class_counts_ = np.bincount(codes[live], minlength=classes.size).astype(np.int64)
@@ -609,7 +609,7 @@ class SketchKMeans:
             raise InvalidParameter(
                 f"{n_active} unsuppressed records cannot form {n_clusters} clusters",
                 python="fewer n_clusters, or a sketch that suppresses fewer records (smaller delta or k, larger m_max)",
-                cli="fewer --clusters, or a sketch that suppresses fewer records (smaller --delta or --k, larger --m-max)")
+                fix="fewer `n_clusters`, or a sketch that suppresses fewer records (smaller `delta` or `k`, larger `m_max`)")
         key = as_key(self.key)
         self.shrinkage_ = _resolve_shrinkage(self.similarity, self.shrinkage, blocks, m, **ckw)
         seeds = self._choose_init(blocks, m, key, **ckw)

@@ -28,6 +28,7 @@ from ppdm_dask.errors import DataFormatError, InvalidParameter, NotFittedError, 
 from ppdm_dask.random import Key
 from ppdm_dask.release import Release, Roles
 from ppdm_dask.verification import verify
+from ppdm_dask.cli.flags import cli_message
 from tests.release.helpers import manifest_of
 
 PEOPLE_QI = ["age", "sex", "zip"]
@@ -100,7 +101,7 @@ def test_roles_are_required_and_checked_first():
     x = _exploding(["name", "zip", "age", "sex", "diagnosis"])
     with pytest.raises(RoleError, match="have no role: name, zip, age, sex, diagnosis") as e:
         KAnonymizer([], k=5, method="mondrian").fit(x)
-    assert "--identifier" in e.value.message_for("cli") and "quasi_identifiers=" in str(e.value)
+    assert "--identifier" in cli_message(e.value) and "quasi_identifiers=" in str(e.value)
     with pytest.raises(RoleError, match="no role: diagnosis"):
         KAnonymizer(PEOPLE_QI, k=5, identifiers="name", method="mondrian").fit(x)
     with pytest.raises(RoleError, match="disease"):  # a misspelt column is reported as such
@@ -356,4 +357,4 @@ def test_on_local_cluster(people, tmp_path, cluster_client):
     h = {"age": Hierarchy.from_intervals(width=10, low=0, high=100)}
     with pytest.raises(DataFormatError, match="'age'.*forty") as e:  # raised on a worker, message and hints kept
         _k(hierarchies=h).fit(read_table(str(tmp_path / "bad.csv")), client=cluster_client)
-    assert "--hierarchy age=FILE" in e.value.message_for("cli")
+    assert "--hierarchy age=FILE" in cli_message(e.value)

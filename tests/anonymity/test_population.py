@@ -18,6 +18,7 @@ from scipy import stats
 from ppdm_dask.anonymity import population as P
 from ppdm_dask.anonymity import risk as R
 from ppdm_dask.errors import InvalidParameter
+from ppdm_dask.cli.flags import cli_message
 
 #: 3 classes of 1 record, 2 of 2, 1 of 3: n = 10 records in u = 6 classes
 SMALL = {1: 3, 2: 2, 3: 1}
@@ -47,7 +48,7 @@ def test_sampling_fraction_and_population_size():
             P.sampling_fraction(10, bad)
     with pytest.raises(InvalidParameter, match="smaller than the table's 10 records") as e:
         P.sampling_fraction(10, population_size=9)
-    assert "--population-size" in e.value.message_for("cli")
+    assert "--population-size" in cli_message(e.value)
     with pytest.raises(InvalidParameter, match="not both"):
         P.sampling_fraction(10, 0.5, 20)
 

@@ -24,6 +24,7 @@ from ppdm_dask.data.kind import (
 )
 from ppdm_dask.data.transactions import TransactionArray
 from ppdm_dask.errors import DataFormatError
+from ppdm_dask.cli.flags import cli_message
 
 SAMPLE_DIR = Path(sample_files(next(iter(SAMPLES)))[0]).parent
 TABLE_SAMPLES = ("people.csv", "adult_2k.csv", "ecoli.csv")
@@ -193,7 +194,7 @@ def test_basket_readers_refuse_a_table(tmp_path):
         with pytest.raises(DataFormatError, match="looks like a table, not baskets") as err:
             read(str(SAMPLE_DIR / name))
         assert "read_table" in str(err.value) and "check_kind=False" in str(err.value)
-        cli = err.value.message_for("cli")
+        cli = cli_message(err.value)
         assert "ppdm anonymize, ppdm access-control or ppdm condense" in cli and "--as-baskets" in cli
         assert "\n" not in cli
     gz = tmp_path / "people.csv.gz"
@@ -225,7 +226,7 @@ def test_basket_readers_refuse_parquet_tables(tmp_path):
     pq.write_table(pa.table({"name": ["a", "b"], "age": [1, 2]}), tmp_path / "t.parquet")
     with pytest.raises(DataFormatError, match=r"is a table, not baskets \(columns name, age; no list column 'items'") as err:
         read(str(tmp_path / "t.parquet"))
-    assert "ppdm anonymize" in err.value.message_for("cli") and "--as-baskets" not in err.value.message_for("cli")
+    assert "ppdm anonymize" in cli_message(err.value) and "--as-baskets" not in cli_message(err.value)
     folder = tmp_path / "release"  # a table release's manifest
     folder.mkdir()
     (folder / "_SUCCESS").write_text(json.dumps({"format": "ppdm-anonymized", "version": 2, "partitions": []}))
@@ -237,7 +238,7 @@ def test_table_reader_refuses_baskets(tmp_path):
     for name in ("mushroom.dat.gz", "bms-webview-1-5k.dat.gz"):
         with pytest.raises(DataFormatError, match="holds baskets, not a table \\(FIMI lines of ") as err:
             read_table(str(SAMPLE_DIR / name))
-        assert "ppdm mine, ppdm emask, ppdm sketch, ppdm km-anonymize or ppdm krimp" in err.value.message_for("cli")
+        assert "ppdm mine, ppdm emask, ppdm sketch, ppdm km-anonymize or ppdm krimp" in cli_message(err.value)
     csv = tmp_path / "baskets.csv"
     csv.write_text("1,3,9\n2,3\n4,5,9,11\n")
     with pytest.raises(DataFormatError, match="holds baskets, not a table \\(lines of 2 to 4 items"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.hierarchy import Hierarchy
 from ppdm_dask.data.sidefiles import read_json_file, read_text_file
 from ppdm_dask.data.tables import load_schema
@@ -28,8 +29,8 @@ def test_text_file_errors_name_file_and_flag(bad_files, case):
     path, message = bad_files[case]
     kind = DatasetNotFoundError if case == "missing" else DataFormatError
     with pytest.raises(kind, match=message) as e:
-        read_text_file(str(path), what="hierarchy", flag="--hierarchy")
-    assert path.name in str(e.value) and e.value.cli == "--hierarchy FILE"
+        read_text_file(str(path), what="hierarchy", parameter="hierarchy")
+    assert path.name in str(e.value) and cli_message(e.value).endswith("(--hierarchy FILE)")
     with pytest.raises(kind, match=path.name):
         Hierarchy.from_csv(str(path))
 
@@ -39,7 +40,7 @@ def test_json_errors_and_byte_order_mark(tmp_path):
     bad.write_text('{"age": "int",}')
     with pytest.raises(DataFormatError, match=r"schema file .*schema\.json is not valid JSON: .*line 1") as e:
         load_schema(str(bad))
-    assert e.value.cli == "--schema FILE"
+    assert cli_message(e.value).endswith("(--schema FILE)")
     folder = tmp_path / "schema_dir.json"
     folder.mkdir()
     with pytest.raises(DataFormatError, match=r"schema_dir\.json is a folder"):

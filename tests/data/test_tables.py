@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.sources import source_of
 from ppdm_dask.data.tables import parse_dtypes, read_table, sniff_separator
 from ppdm_dask.errors import DataFormatError, DatasetNotFoundError, InvalidParameter
@@ -59,7 +60,7 @@ def test_declared_types_and_schema_file(tmp_path, people):
 def test_errors_name_column_value_and_flag(tmp_path, people):
     with pytest.raises(DataFormatError) as e:
         read_table(str(people), dtype={"name": "int"}).compute()
-    assert "'name'" in str(e.value) and "ann" in str(e.value) and e.value.cli == "--dtype name=string"
+    assert "'name'" in str(e.value) and "ann" in str(e.value) and cli_message(e.value).endswith("(--dtype name=string)")
     with pytest.raises(DataFormatError, match="no column"):
         read_table(str(people), dtype=["height=int"])
     with pytest.raises(InvalidParameter, match="unknown type"):

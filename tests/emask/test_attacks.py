@@ -29,6 +29,7 @@ from ppdm_dask.emask._kernels import distort_block
 from ppdm_dask.emask.attacks import and_attack, on_columns, rows_in_file_order, shared_items_linkage, truth_in_file_order
 from ppdm_dask.emask.flip_rates import ALPHA, item_flip_test, row_flip_test
 from ppdm_dask.release.attacks import public_files
+from ppdm_dask.cli.flags import cli_message
 
 from ..release.helpers import forge_part
 
@@ -243,6 +244,6 @@ def test_the_item_list_is_an_oracle_unless_a_public_catalogue_is_given(tmp_path)
     # the catalogue must list every item of the data, of the data's type
     with pytest.raises(InvalidParameter, match="not in the item catalogue") as err:
         Distorter(0.5, 0.95, allow_weak=True, items=list(range(30))).fit(_target_data(True))
-    assert "--items" in err.value.message_for("cli")
+    assert "--items" in cli_message(err.value)
     with pytest.raises(InvalidParameter, match="label type"):
         Distorter(0.5, 0.95, allow_weak=True, items=[str(i) for i in range(40)]).fit(_target_data(True))

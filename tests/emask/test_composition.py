@@ -23,6 +23,7 @@ from ppdm_dask.emask.composition import (BP_CHECK, BUDGET_CHECK, Terms, compose_
                                          composed_epsilon, composed_r1)
 from ppdm_dask.errors import InvalidParameter
 from ppdm_dask.ledger import CompositionRefused, Ledger, Record
+from ppdm_dask.cli.flags import cli_message
 
 LN20 = math.log(0.4 / 0.02)  # ε of (0.4, 0.98): max(ln(p/(1-q)), ln(q/(1-p))) = ln 20 (0.98/0.6 is smaller)
 
@@ -151,7 +152,7 @@ def test_two_releases_then_a_third_beyond_the_budget(tx, tmp_path):
     third = est[2].fit_transform(tx)
     with pytest.raises(CompositionRefused) as err:
         third.write(str(tmp_path / "r2"))
-    msg = err.value.message_for("cli")
+    msg = cli_message(err.value)
     assert "--allow-composition" in msg and BUDGET_CHECK in msg and f"{3 * LN20:.6g}" in msg
     assert not (tmp_path / "r2").exists()
     assert len(Ledger.default().records()) == 2  # a refused release leaves no record
@@ -170,7 +171,7 @@ def test_default_budget_is_the_floor(tx, tmp_path):
     second = Distorter(0.4, 0.98, key=Key(2)).fit_transform(tx)
     with pytest.raises(CompositionRefused, match=BP_CHECK) as err:
         second.write(str(tmp_path / "b"))
-    assert "--allow-composition" in err.value.message_for("cli")
+    assert "--allow-composition" in cli_message(err.value)
     m = second.write(str(tmp_path / "b"), allow_composition=True)
     assert m["release"]["overrides"] == [f"composition: {BP_CHECK}"]
     assert m["release"]["ledger"]["composition"]["privacy_floor"] == 90
@@ -199,7 +200,7 @@ def test_bad_budget(tx, bad):
     assert est.get_params()["epsilon_budget"] is bad  # stored unchanged, checked in fit
     with pytest.raises(InvalidParameter, match="epsilon_budget") as err:
         est.fit(tx)
-    assert "--epsilon-budget" in err.value.message_for("cli")
+    assert "--epsilon-budget" in cli_message(err.value)
 
 
 def test_earlier_records_other_families_and_the_smallest_budget(tx):

@@ -175,11 +175,11 @@ def test_choose_parameters_o36():
 
 def test_choose_parameters_options():
     # the MASK baseline itself passes the accuracy test (tie) when q_min allows it
-    got = choose_parameters(0.01, q_min=0.0, privacy_min=0.0, p_grid=[0.9], q_grid=[0.9])
+    got = choose_parameters(0.01, q_min=0.0, privacy_floor=0.0, p_grid=[0.9], q_grid=[0.9])
     assert [(c.p, c.q) for c in got] == [(0.9, 0.9)]
     # p + q = 1 is skipped, not an error
-    assert choose_parameters(0.01, q_min=0.0, privacy_min=0.0, p_grid=[0.1], q_grid=[0.9]) == []
-    assert choose_parameters(0.01, privacy_min=101) == []
+    assert choose_parameters(0.01, q_min=0.0, privacy_floor=0.0, p_grid=[0.1], q_grid=[0.9]) == []
+    assert choose_parameters(0.01, privacy_floor=101) == []
     with pytest.raises(InvalidParameter):
         choose_parameters(0.0)
     with pytest.raises(InvalidParameter):

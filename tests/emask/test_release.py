@@ -17,6 +17,7 @@ from ppdm_dask.emask import Distorter, DistortedRelease, audit, distort, mine, r
 from ppdm_dask.emask.privacy import basic_privacy, reinterrogated_privacy
 from ppdm_dask.errors import InvalidParameter, NotFittedError, WeakParameterError
 from ppdm_dask.random import BLOCK_ROWS
+from ppdm_dask.cli.flags import cli_message
 
 from ..release.helpers import data_bytes, flip_byte, forge_part, manifest_of
 
@@ -125,7 +126,7 @@ def test_floor_refused_before_distorting_and_overrides():
     tx = quest("T10.I4.D2K.N200", key=Key(2))  # s0 ≈ 0.05: BP(0.5, 0.97) ≈ 75 %
     with pytest.raises(WeakParameterError, match="basic privacy 7[0-9].[0-9]+% .* below the floor 90%") as err:
         Distorter(0.5, 0.97).fit(tx)
-    assert "--allow-weak" in err.value.message_for("cli")
+    assert "--allow-weak" in cli_message(err.value)
     assert Distorter(0.5, 0.97, privacy_floor=70).fit(tx).overrides_ == ()
     for allow in (True, ["basic privacy"], "basic privacy"):
         est = Distorter(0.5, 0.97, allow_weak=allow).fit(tx)

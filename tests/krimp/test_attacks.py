@@ -23,6 +23,7 @@ from ppdm_dask.krimp import generator as generator_module
 from ppdm_dask.krimp.attacks import membership_advantage, membership_inference, nearest_distances
 from ppdm_dask.krimp.generator import GenerationError
 from ppdm_dask.krimp.release import PATTERNS_FILE, UNIQUE_COPIES_CHECK, GeneratedRelease
+from ppdm_dask.cli.flags import cli_message
 
 from ..release.helpers import data_bytes, forge_part, manifest_of
 from .boards import tictactoe_rows
@@ -120,7 +121,7 @@ def test_nothing_but_copies_is_refused(monkeypatch):
     only = KrimpGenerator(1, key=Key(1), allow_weak=True).fit([[1, 3, 5]])  # one record: the only row there is
     with pytest.raises(GenerationError, match="unique in the original") as err:
         only.sample_lists(5, key=Key(2))
-    assert "--allow-unique-copies" in err.value.message_for("cli")
+    assert "--allow-unique-copies" in cli_message(err.value)
     copies = KrimpGenerator(1, key=Key(1), allow_weak=["min-support", "unique copies"]).fit([[1, 3, 5]])
     assert copies.sample_lists(2, key=Key(2)) == [[1, 3, 5]] * 2
 

@@ -14,6 +14,7 @@ from ppdm_dask.errors import ResultTooLargeError
 from ppdm_dask.krimp import mine_candidates
 from ppdm_dask.krimp import candidates as C
 from ppdm_dask.krimp._kernels import as_database
+from ppdm_dask.cli.flags import cli_message
 
 
 def _brute(rows, minsup, closed, max_len):
@@ -59,7 +60,7 @@ def test_floor_counts_exclusions_and_max_len():
     row = list(range(1, 31))  # 2^30 - 31 subsets of 2 or more items
     with pytest.raises(ResultTooLargeError, match="transaction of 30 items") as e:
         mine_candidates([row, [1, 2]], 1)
-    assert "refused before mining" in str(e.value) and "--max-candidates" in e.value.message_for("cli")
+    assert "refused before mining" in str(e.value) and "--max-candidates" in cli_message(e.value)
     # a max_len that keeps them under the bound: C(30, 2) + C(30, 3) = 4,495 candidates
     assert len(mine_candidates([row, [1, 2]], 1, max_len=3)) == 4495
     # closed candidates are not bounded by it (here: one closed set per distinct row)
@@ -81,4 +82,4 @@ def test_tables_that_do_not_fit_are_refused(monkeypatch):
     monkeypatch.setattr(G, "available_bytes", lambda: 2**20)  # 1 MiB "available"
     with pytest.raises(ResultTooLargeError, match="candidate miner's tables for 3,000 items, 3 rows") as e:
         mine_candidates([list(range(3000)), [1, 2], [2, 3]], 2, closed=True)
-    assert "--max-len" in e.value.message_for("cli")
+    assert "--max-len" in cli_message(e.value)

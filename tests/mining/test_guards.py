@@ -14,6 +14,7 @@ from ppdm_dask.errors import ResultTooLargeError
 from ppdm_dask.mining import apriori
 from ppdm_dask.mining.guards import candidate_bytes, check_candidates
 from ppdm_dask.mining.candidates import apriori_gen, join_count
+from ppdm_dask.cli.flags import cli_message
 
 
 @given(st.integers(1, 4), st.lists(st.lists(st.integers(0, 9), min_size=4, max_size=4), min_size=1, max_size=40))
@@ -39,7 +40,7 @@ def test_guard_fires_before_the_level_is_built():
     levels = []
     with pytest.raises(ResultTooLargeError, match=r"level 4 would build up to 27,405 candidate itemsets \(about [\d.,]+ MiB") as e:
         apriori(tx, 1, max_candidates=20_000, on_level=lambda st: levels.append(st["length"]), progress=False)
-    assert levels == [1, 2, 3] and "max_candidates" in str(e.value) and "--max-candidates" in e.value.message_for("cli")
+    assert levels == [1, 2, 3] and "max_candidates" in str(e.value) and "--max-candidates" in cli_message(e.value)
     levels.clear()
     with pytest.raises(ResultTooLargeError, match="level 4 would build up to 27,405"):
         mine(tx, 1.0, 1.0, 1, max_candidates=20_000, on_level=lambda st: levels.append(st["length"]), progress=False)

@@ -9,6 +9,7 @@ import pytest
 
 from ppdm_dask.errors import RoleError
 from ppdm_dask.release import Check, Roles, Verdict
+from ppdm_dask.cli.flags import cli_message
 
 
 def test_verdict_ok_failures_lines_and_round_trip():
@@ -33,7 +34,7 @@ def test_roles_validate_lists_unclassified_columns():
     cols = ["name", "age", "sex", "zip", "diagnosis"]
     with pytest.raises(RoleError) as e:
         Roles(quasi_identifiers=["age"]).validate(cols, source="people.csv")
-    msg = e.value.message_for("cli")
+    msg = cli_message(e.value)
     assert "name, sex, zip, diagnosis;" in msg and "--identifier" in msg and "people.csv" in msg
     with pytest.raises(RoleError, match="no quasi-identifier"):
         Roles(identifiers="name", insensitive="age,sex,zip,diagnosis").validate(cols)

@@ -16,6 +16,7 @@ from ppdm_dask.release.order import output_positions
 from ppdm_dask.sketch import DeltaAnonymizer, KVarianceAnonymizer
 from ppdm_dask.sketch.composition import DELTA_CHECK, KVARIANCE_CHECK
 from ppdm_dask.verification import open_release
+from ppdm_dask.cli.flags import cli_message
 
 
 def _tx(n=180, d=30, npartitions=4, seed=3):
@@ -58,7 +59,7 @@ def test_two_delta_releases_recounted_from_their_files_match_the_ledger(tmp_path
     first, second = _write_two(tmp_path, tx)
     with pytest.raises(CompositionRefused, match="allow_composition=True") as refused:
         second.write(str(tmp_path / "refused"))
-    assert DELTA_CHECK in str(refused.value) and "--allow-composition" in refused.value.message_for("cli")
+    assert DELTA_CHECK in str(refused.value) and "--allow-composition" in cli_message(refused.value)
     assert "1 earlier release(s) of this input" in str(refused.value)
     assert not (tmp_path / "refused").exists()
     manifest = second.write(str(tmp_path / "second"), allow_composition=True)
@@ -142,7 +143,7 @@ def test_two_kvariance_releases_compose_their_shared_components_per_edge(tmp_pat
     second = est2.fit_transform(tx)
     with pytest.raises(CompositionRefused, match="allow_composition=True") as refused:
         second.write(str(tmp_path / "refused"))
-    assert KVARIANCE_CHECK in str(refused.value) and "--allow-composition" in refused.value.message_for("cli")
+    assert KVARIANCE_CHECK in str(refused.value) and "--allow-composition" in cli_message(refused.value)
     second.write(str(tmp_path / "second"), allow_composition=True)
     # the oracle: every edge of the (shared) k-NN graph, its bound by hand, the components of
     # both releases that estimate x_i.x_j
