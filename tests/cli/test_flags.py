@@ -87,9 +87,12 @@ def _command_options() -> dict[str, set[str]]:
             if isinstance(p, click.Option):
                 for opt in (*p.opts, *p.secondary_opts):
                     flags.setdefault(opt, set()).add(path)
-        if isinstance(cmd, click.Group):
-            for name, sub in cmd.commands.items():
-                walk(sub, f"{path} {name}")
+        if isinstance(cmd, click.Group):  # ppdm loads its commands lazily: ask the group for each
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                if sub is not None:
+                    walk(sub, f"{path} {name}")
 
     walk(cli, "ppdm")
     return flags
@@ -118,8 +121,11 @@ def test_library_only_names_are_set_by_no_command():
     def walk(cmd: click.Command) -> None:
         dests.update(p.name for p in cmd.params if isinstance(p, click.Option))
         if isinstance(cmd, click.Group):
-            for sub in cmd.commands.values():
-                walk(sub)
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                if sub is not None:
+                    walk(sub)
 
     walk(cli)
     assert not {n for n in LIBRARY_ONLY if n in dests or "--" + n.replace("_", "-") in options}
