@@ -7,11 +7,11 @@ numba or scipy, so the ``ppdm`` command line and a script's start stay quick.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import errors
 from .arrow_threads import register_exit_wait
+from .lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names as type checkers and IDEs see them
     from .data.tables import read_table
@@ -52,16 +52,4 @@ __all__ = ["TransactionArray", "Vocabulary", "Key", "as_key", "read", "read_tabl
            "Check", "verify", "open_release", "__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    """Import the module of a re-exported name on first access and keep the name here."""
-    try:
-        module = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # later reads skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY, __all__)

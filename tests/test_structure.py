@@ -12,7 +12,7 @@ PKG = Path(__file__).resolve().parents[1] / "ppdm_dask"
 
 #: floors from the ground up; a module may import its own floor or any floor below it
 FLOORS = [
-    {"errors", "constraints", "random", "families", "bitops"},
+    {"errors", "constraints", "random", "families", "bitops", "lazy"},
     {"graph", "cluster", "progress", "base", "arrow_threads"},
     {"data", "io"},
     {"release", "report", "ledger"},

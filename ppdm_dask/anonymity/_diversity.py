@@ -29,14 +29,13 @@ import pandas as pd
 
 from ..constraints import Interval
 from ..errors import InvalidParameter
+from .names import L_KINDS, T_KINDS
 
 #: the counts of the anonymity checks and anonymizers (:mod:`ppdm_dask.constraints`): a class
 #: size ``k`` and an itemset size ``m``
 COUNT_CONSTRAINTS: dict[str, list[Any]] = {"k": [Interval(int, 1, None)], "m": [Interval(int, 1, None)]}
 
-KINDS = ("distinct", "entropy", "recursive")
-#: ``auto``: ordered for a numeric sensitive column, equal otherwise
-T_KINDS = ("auto", "ordered", "equal")
+KINDS = L_KINDS
 #: tolerance of ``EMD <= t`` (float sums of shares)
 T_TOLERANCE = 1e-9
 

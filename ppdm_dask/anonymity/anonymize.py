@@ -33,8 +33,8 @@ from .checks import class_counts, k_anonymity_check, l_diversity_check, t_closen
 from .frequency import FrequencySet, QIDomain, as_dask, frequency_set
 from ..data.hierarchy import Hierarchy
 from .metrics import average_class_size, discernibility, ncp, prosecutor_risk
+from .names import METHODS
 
-METHODS = ("lattice", "datafly", "mondrian", "cluster")
 
 
 @dataclass

@@ -17,7 +17,7 @@ import click
 
 from ._core import Context, job, write_release
 from ._summary import emit_release
-from ..anonymity import L_KINDS, METHODS, T_KINDS
+from ..anonymity.names import L_KINDS, METHODS, T_KINDS
 from ._options import Number, release_output, roles, roles_from, stack, table_input
 
 

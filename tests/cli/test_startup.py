@@ -89,6 +89,14 @@ def test_help_version_and_usage_errors_load_no_heavy_library(args, code):
     assert loaded == [], (args, loaded)
 
 
+@pytest.mark.parametrize("name", sorted(table()))
+def test_every_commands_help_loads_no_heavy_library(name):
+    """``ppdm CMD --help`` imports the command's module and the choices of its options only."""
+    loaded, err = probe(RUN_CLI, name, "--help")
+    assert "EXIT 0" in err, err
+    assert loaded == [], (name, loaded)
+
+
 def test_missing_input_fails_before_anything_heavy_is_loaded():
     """``ppdm mine`` on the default scheduler (a LocalCluster): the missing input is the one
     error line, and not even ``distributed`` was imported, so no cluster can have started."""
