@@ -55,6 +55,11 @@ class KmRelease(TransactionRelease):
     #: the owner's generalisation (input item label -> published label), never written: set by
     #: the anonymiser, kept by :meth:`_adopt`; the report compares itemsets through it
     item_images: dict[str, str] | None = None
+
+    def __init__(self, data: Any, *, item_images: dict[str, str] | None = None, **kwargs: Any) -> None:
+        """As :class:`~ppdm_dask.release.Release`, plus the owner's ``item_images`` (see the attribute)."""
+        super().__init__(data, **kwargs)
+        self.item_images = item_images
     #: relative mining threshold and longest itemsets of the utility figures
     report_min_support: ClassVar[float] = 0.01
     report_max_length: ClassVar[int] = 3

@@ -143,6 +143,14 @@ class AnonymizedRelease(TableRelease):
     #: :meth:`public_privacy`)
     _recounted: dict[str, Any] | None = None
 
+    def __init__(self, data: Any, *, hierarchies: Mapping[str, Any] | None = None,
+                 input_frequency: tuple[str, Any] | None = None, **kwargs: Any) -> None:
+        """As :class:`~ppdm_dask.release.Release`, plus the owner's
+        ``hierarchies`` and ``input_frequency`` (see the attributes)."""
+        super().__init__(data, **kwargs)
+        self.hierarchies = hierarchies
+        self.input_frequency = input_frequency
+
     def _adopt(self, fitted: Release) -> "AnonymizedRelease":
         """Take over from the release in memory that was written what the files do not hold:
         the hierarchies (the files only name them), the rows in input order (the classifier
