@@ -12,7 +12,7 @@ clear the privacy floors (``allow_weak`` overrides them, recorded in the manifes
 the plain functions (:func:`~.anonymize.anonymize`, :func:`~.anonymize.anonymize_for_permissions`,
 :func:`~.km.km_anonymize`) and refuses quasi-identifier or insensitive columns that are nearly
 unique per record (likely direct identifiers) unless declared with ``allow_unique``.
-``transform()`` returns the release of the fitted data; ``release.write(url)`` publishes it.
+``release()`` returns the release of the fitted data; ``release.write(url)`` publishes it.
 """
 
 from __future__ import annotations
