@@ -43,8 +43,8 @@ from .roles import Roles
 from .figures import Figures
 from .verdict import Check, Verdict
 
-__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for", "floor_check", "refuse_weak", "report_paths", "REPORT_FILES",
-           "INTERNAL_REPORT_FILES"]
+__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for", "floor_check", "refuse_weak",
+           "report_paths", "REPORT_FILES", "INTERNAL_REPORT_FILES"]
 
 #: report files that earlier versions wrote into a release folder (not listed in the manifest).
 #: Reports are now written beside the folder: whoever copies a release folder must not publish
