@@ -56,23 +56,23 @@ def _releases(work: Path) -> dict[str, Path]:
             "age": Hierarchy.from_intervals(width=10, low=10, high=100, closed="left", name="age")}
     for method in ("lattice", "datafly", "mondrian", "cluster"):
         write(f"relational-{method}", KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"],
-                                                  method=method, hierarchies=hier, key=Key(2026)).fit_transform(people))
+                                                  method=method, hierarchies=hier, key=Key(2026)).fit_release(people))
     perms = [{"role": "clinic", "bound": 5, "where": {"zip": ["02138", "02139"]}},
              {"role": "study", "bound": 10, "where": {"age": [30, 45]}}]
     write("access-control", AccessControlAnonymizer(perms, ["age", "sex", "zip"], k=5, sensitive="diagnosis", identifiers=["name"],
-                                                    hierarchies={"zip": hier["zip"]}, key=Key(2026)).fit_transform(people))
+                                                    hierarchies={"zip": hier["zip"]}, key=Key(2026)).fit_release(people))
     clicks = read(str(sample_path("bms-webview-1-5k")))
     items = Hierarchy.balanced(clicks.n_items, 5, labels=clicks.vocabulary.labels)
-    write("km", KmAnonymizer(items, k=10, m=2, key=Key(6)).fit_transform(clicks))
+    write("km", KmAnonymizer(items, k=10, m=2, key=Key(6)).fit_release(clicks))
     baskets = quest("T10.I4.D20K.N1K", key=Key(42))
     write("emask", Distorter(0.4, 0.98, key=Key(7)).fit_transform(baskets))
     write("sketch", DeltaAnonymizer(delta=0.3, m_max=32, key=Key(8)).fit_transform(quest("C20.I4.D3K", key=Key(3))))
     ecoli = read_table(str(sample_path("ecoli")))
     cols = ["mcg", "gvh", "lip", "chg", "aac", "alm1", "alm2"]
     X = np.column_stack([ecoli[c].astype(float).compute().to_numpy() for c in cols])
-    write("condensation", Condenser(key=Key(12)).fit(X, privacy_levels(len(X), 2, 6, key=Key(11))).transform())
+    write("condensation", Condenser(key=Key(12)).fit(X, privacy_levels(len(X), 2, 6, key=Key(11))).release())
     led7 = read(str(sample_path("led7")))
-    write("krimp", KrimpGenerator(min_support=10, key=Key(4)).fit(led7).transform())
+    write("krimp", KrimpGenerator(min_support=10, key=Key(4)).fit(led7).release())
     return done
 
 

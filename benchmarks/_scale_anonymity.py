@@ -9,7 +9,7 @@
   copies, 5.4 M transactions), one copy per Parquet file.
 
 Each job runs the estimator the way ``ppdm anonymize`` / ``ppdm km-anonymize`` do
-(``fit_transform`` on the lazily read files) and writes the release into the temporary folder
+(``fit_release`` on the lazily read files) and writes the release into the temporary folder
 with its default read-back check. The replicas are exact copies (as ``_adult.write_copies``), so
 the number of distinct QI tuples / itemsets does not grow with the scale: only the distributed
 passes (frequency set or count tree, publish, shuffle and write, check) see more rows.
@@ -72,7 +72,7 @@ def _kanon_job(inputs: dict, client, method: str) -> dict:
     ddf = dd.read_parquet(inputs["folder"], dtype_backend="pyarrow")
     est = KAnonymizer(inputs["qi"], k=K, sensitive="salary-class", hierarchies=inputs["hierarchies"], method=method,
                       key=Key(RELEASE_KEY))
-    release = est.fit_transform(ddf, client=client)
+    release = est.fit_release(ddf, client=client)
     res = est.result_
     t_fit = time.perf_counter() - t0
     manifest = release.write(str(out), client=client)  # default: read back and recount k before the commit
@@ -151,7 +151,7 @@ def km_job(inputs: dict, client) -> dict:
     t0 = time.perf_counter()
     tx = read(inputs["folder"])  # as ppdm km-anonymize: not persisted, every pass reads the files
     est = KmAnonymizer(k=K, m=M, fan_out=FAN_OUT, key=Key(RELEASE_KEY))  # default method: AA
-    release = est.fit_transform(tx, client=client)
+    release = est.fit_release(tx, client=client)
     res = est.result_
     t_fit = time.perf_counter() - t0
     manifest = release.write(str(out), client=client)  # default: read back and recount k^m before the commit

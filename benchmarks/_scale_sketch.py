@@ -233,7 +233,7 @@ def kv_job(inputs: dict, client) -> dict:
     with _timing(clock, (approx_mod, "_windows", "windows"), (approx_mod.K, "merge_topk_unique", "assemble")):
         tx = read(inputs["folder"])
         an = KVarianceAnonymizer(K, m_max=M_MAX, approximate=True, key=Key(21))
-        release = an.fit_transform(tx, client=client)
+        release = an.fit_release(tx, client=client)
     t_fit = time.perf_counter() - t0
     manifest, t_write = _write(release, out, client)
     r = an.report_

@@ -225,7 +225,7 @@ def _scale_rows(quick: bool) -> list[dict]:
                     t0 = time.perf_counter()
                     ddf = dd.read_parquet(str(src), dtype_backend="pyarrow")
                     est = KAnonymizer(qi, k=k, sensitive="salary-class", hierarchies=h)
-                    release = est.fit_transform(ddf, client=client)
+                    release = est.fit_release(ddf, client=client)
                     res = est.result_
                     t_search = time.perf_counter() - t0
                     # the release's own read-back check is the "+check" step below

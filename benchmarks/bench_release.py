@@ -101,7 +101,7 @@ def run(quick: bool = False) -> list[dict]:
             from ppdm_dask import read_table
 
             df = read_table(big, dtype={"age": "int"})
-            arel = KAnonymizer(list(ADULT_QI), k=10, sensitive="salary-class", method="mondrian", key=key).fit(df).transform()
+            arel = KAnonymizer(list(ADULT_QI), k=10, sensitive="salary-class", method="mondrian", key=key).fit(df).release()
             t_arel, am = best_of(lambda: arel.write(_fresh(os.path.join(tmp, "a_rel")), client=client), repeat=3)
             t_aplain, _ = best_of(lambda: arel.data.to_parquet(_fresh(os.path.join(tmp, "a_plain"))), repeat=3)
             rows.append({"name": f"Mondrian k=10 release write, Adult x{times}", "ours_s": t_arel, "anchor": "dask to_parquet",

@@ -74,7 +74,7 @@ def _scale_rows(shared: Path, quick: bool) -> list[dict]:
             client.wait_for_workers(2)
             t0 = time.perf_counter()
             ddf = dd.read_parquet(str(src), dtype_backend="pyarrow")
-            release = KAnonymizer(qi, k=10, sensitive="salary-class", hierarchies={a: h[a] for a in qi}).fit_transform(ddf, client=client)
+            release = KAnonymizer(qi, k=10, sensitive="salary-class", hierarchies={a: h[a] for a in qi}).fit_release(ddf, client=client)
             release.write(str(tmp / "release"), client=client)
             t_job = time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -117,11 +117,11 @@ def _family_releases(shared: Path, quick: bool):
         ddf = dd.from_pandas(df, npartitions=4)
         qi = list(ADULT_QI)
         return KAnonymizer(qi, k=10, sensitive="salary-class", method="mondrian", hierarchies={a: h[a] for a in qi},
-                           key=Key(1)).fit_transform(ddf), ddf
+                           key=Key(1)).fit_release(ddf), ddf
 
     def bms():
         tx = read(str(shared / "fimi" / "BMS-WebView-1.dat"))
-        return KmAnonymizer(None, k=10, m=2, fan_out=5, key=Key(2)).fit_transform(tx), tx
+        return KmAnonymizer(None, k=10, m=2, fan_out=5, key=Key(2)).fit_release(tx), tx
 
     def t10():
         tx = read(str(shared / "fimi" / "T10I4D100K.dat"))
@@ -142,11 +142,11 @@ def _family_releases(shared: Path, quick: bool):
         df = pd.DataFrame(X, columns=[f"a{j}" for j in range(X.shape[1])])
         df["class"] = y.astype(float)
         p = privacy_levels(len(df), 6, 10, key=5)
-        return Condenser(key=Key(5)).fit(df, p).transform(), df
+        return Condenser(key=Key(5)).fit(df, p).release(), df
 
     def led7():
         tx = read(str(shared / "lucs" / "led7.dat"))
-        return KrimpGenerator(min_support=2, laplace=0.001, key=Key(6)).fit(tx).transform(), tx
+        return KrimpGenerator(min_support=2, laplace=0.001, key=Key(6)).fit(tx).release(), tx
 
     return [("relational", "Adult, Mondrian k=10", adult), ("km", "BMS-WebView-1, k=10 m=2", bms),
             ("emask", "T10I4D100K, most private p, q", t10), ("sketch", "20 Newsgroups, delta=20", news),

@@ -61,7 +61,7 @@ class _Cached:
                 else:
                     an = KVarianceAnonymizer(level, generator=g, threshold=threshold,
                                              allow_weak=["threshold = corrected"] if threshold == "paper" else False)
-                self.store[key] = an.fit_transform(tx, progress=False).data.persist(progress=False)
+                self.store[key] = an.fit_release(tx, progress=False).data.persist(progress=False)
             return self.store[key]
 
         return anonymize

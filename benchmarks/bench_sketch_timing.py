@@ -79,7 +79,7 @@ def _series(inputs: list, repeats: int) -> list[dict]:
     from ppdm_dask.sketch import KVarianceAnonymizer, sketch
 
     def kv(tx):
-        KVarianceAnonymizer(5, knn_scope="partition", key=1).fit_transform(tx, progress=False).data.persist(progress=False)
+        KVarianceAnonymizer(5, knn_scope="partition", key=1).fit_release(tx, progress=False).data.persist(progress=False)
 
     def sk(tx):
         with dask.config.set(scheduler="sync"):
@@ -107,7 +107,7 @@ def _kvariance_on_cluster(spec: str) -> dict:
         tx = quest(spec, key=Key(1)).persist(progress=False)
         t0 = time.perf_counter()
         an = KVarianceAnonymizer(5, key=1)
-        sk = an.fit_transform(tx, client=client, progress=False).data.persist(progress=False)
+        sk = an.fit_release(tx, client=client, progress=False).data.persist(progress=False)
         _ = sk.m.sum().compute()
         secs = time.perf_counter() - t0
     return {"spec": spec, "seconds": secs, **{k: an.report_[k] for k in ("knn_seconds", "n_iter", "n_suppressed", "mean_components")}}

@@ -48,7 +48,7 @@ def measure(name: str, min_count: int, closed: bool = False, key: int = 5, allow
     t0 = time.perf_counter()
     gen = KrimpGenerator(min_count, closed=closed, key=Key(key), **kw).fit(tx)
     t1 = time.perf_counter()
-    rel = gen.transform(tx)
+    rel = gen.release()
     rows = [frozenset(r) for r in rel.data.to_lists()]
     t2 = time.perf_counter()
     gen_set = set(rows)

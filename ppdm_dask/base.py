@@ -5,29 +5,46 @@
   scikit-learn (they introspect the signature of ``__init__``).
 * ``fit(X, *, client=None, progress=False)`` learns and returns ``self``; what it learns lives
   in attributes with a trailing underscore, among them ``report_`` (a dict of figures).
-* ``transform(X)`` returns a :class:`~ppdm_dask.release.Release`; ``fit_transform`` does both.
+* ``release(*, client=None, progress=False)`` returns the
+  :class:`~ppdm_dask.release.Release` of what was fitted (no ``X``: the release is of the data
+  given to ``fit``); ``fit_release(X)`` does both.
+* ``transform(X)`` exists only on a :class:`Transformer`: an estimator whose fitted parameters
+  apply to any data, so that ``X`` itself is transformed — the EMASK
+  :class:`~ppdm_dask.emask.Distorter` (distorts ``X`` with the fitted p, q) and the
+  :class:`~ppdm_dask.sketch.DeltaAnonymizer` (sketches every record of ``X`` with the fitted
+  generator; each record on its own). The other families learn something of the fitted rows
+  themselves (the generalised table, the k-NN graph's component counts, the groups, the code
+  table): their release cannot be applied to other data, so they have ``release()`` only.
+  ``fit_transform`` does ``fit(X)`` then ``transform(X)``.
+* Keys, one rule: ``fit`` resolves the ``key`` parameter once (:meth:`Estimator._resolve_key`:
+  the key given, or a fresh secret one when it is None) into the fitted attribute ``key_``;
+  every release the estimator builds is constructed with ``key_``, and read through
+  :attr:`ppdm_dask.release.Release.key`.
 * Using a learned attribute before ``fit`` raises :class:`~ppdm_dask.errors.NotFittedError`.
 * Progress bars are off in the library (``progress=False``); the command line turns them on.
 
-A parameter called ``key`` is a secret: ``repr`` never shows it.
+A parameter called ``key`` (and the fitted ``key_``) is a secret: ``repr`` never shows it.
 """
 
 from __future__ import annotations
 
 import abc
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .constraints import validate
 from .errors import InvalidParameter, NotFittedError
 
-__all__ = ["Estimator", "check_is_fitted"]
+if TYPE_CHECKING:
+    from .random import Key
+
+__all__ = ["Estimator", "Transformer", "check_is_fitted"]
 
 _SECRET_PARAMS = frozenset({"key"})
 
 
 class Estimator(abc.ABC):
-    """Base class of every fit/transform object of the package."""
+    """Base class of every estimator of the package (``fit``, then ``release``)."""
 
     #: per constructor parameter, the constraints a value must meet one of
     #: (:mod:`ppdm_dask.constraints`); checked once, at the start of ``fit``
@@ -88,14 +105,38 @@ class Estimator(abc.ABC):
         cons = type(self)._parameter_constraints
         return validate(cons, {name: getattr(self, name) for name in cons})
 
+    def _resolve_key(self) -> Key:
+        """The key of this fit, resolved once (called by ``fit``): the ``key`` parameter, or a
+        fresh secret key when it is None; recorded as the fitted attribute ``key_``, which
+        every release of the fit is constructed with."""
+        from .random import as_key
+
+        self.key_ = as_key(getattr(self, "key", None))
+        return self.key_
+
     # ------------------------------------------------------------------ the contract
     @abc.abstractmethod
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "Estimator":
-        """Learn from ``X``; sets the ``*_`` attributes (``report_`` among them); returns self."""
+        """Learn from ``X``; sets the ``*_`` attributes (``report_`` and ``key_`` among them);
+        returns self."""
 
     @abc.abstractmethod
-    def transform(self, X: Any = None) -> Any:
-        """The release of ``X`` (or of the fitted data)."""
+    def release(self, *, client: Any = None, progress: bool = False) -> Any:
+        """The :class:`~ppdm_dask.release.Release` of what was fitted (lazy; its ``write``
+        writes and checks it); ``client``/``progress`` for the families whose release computes."""
+
+    def fit_release(self, X: Any, *, client: Any = None, progress: bool = False) -> Any:
+        """``fit(X)`` then :meth:`release`: the release of ``X``."""
+        return self.fit(X, client=client, progress=progress).release(client=client, progress=progress)
+
+
+class Transformer(Estimator):
+    """An estimator whose fitted parameters apply to any data: ``transform(X)`` is the release
+    of ``X`` transformed with them (see the module notes for which families are)."""
+
+    @abc.abstractmethod
+    def transform(self, X: Any) -> Any:
+        """The release of ``X`` transformed with the fitted parameters."""
 
     def fit_transform(self, X: Any, *, client: Any = None, progress: bool = False) -> Any:
         """``fit(X)`` then ``transform(X)``: the release of ``X``."""

@@ -12,7 +12,7 @@ clear the privacy floors (``allow_weak`` overrides them, recorded in the manifes
 the plain functions (:func:`~.anonymize.anonymize`, :func:`~.anonymize.anonymize_for_permissions`,
 :func:`~.km.km_anonymize`) and refuses quasi-identifier or insensitive columns that are nearly
 unique per record (likely direct identifiers) unless declared with ``allow_unique``.
-``transform()`` returns the release of the fitted data; ``release.write(url)`` publishes it.
+``release()`` returns the release of the fitted data; ``release.write(url)`` publishes it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from ..data.hierarchy import Hierarchy
 from ..data.sources import collection_name, source_of
 from ..constraints import Options
 from ..errors import InvalidParameter
-from ..random import as_key
 from ._diversity import COUNT_CONSTRAINTS
 from .anonymize import METHODS, AnonymizationResult, anonymize, anonymize_for_permissions
 from .frequency import as_dask, frequency_set
@@ -98,8 +97,7 @@ class _TableAnonymizer(Estimator):
                                    python="sensitive='COL'", fix="`sensitive` COL")
         counted = sens[0] if len(sens) == 1 else None
         parameters.update(qi=list(roles.quasi_identifiers), sensitive=counted)
-        probe = AnonymizedRelease(None, method=method, parameters=parameters, roles=roles)
-        overrides = probe.apply_overrides(self.allow_weak)
+        overrides = AnonymizedRelease.overrides_of(method, parameters, self.allow_weak)
         hier = dict(self.hierarchies or {})
         digest = content_digest(ddf, client=client, progress=progress)
         return {"ddf": numeric_quasi_identifiers(ddf, hier, source=where), "source": source, "roles": roles, "digest": digest,
@@ -125,25 +123,22 @@ class _TableAnonymizer(Estimator):
         self.roles_ = prep["roles"]
         self.overrides_ = prep["overrides"]
         self.parameters_ = parameters
+        self._resolve_key()
         self._fit_info = {"name": prep["name"], "source": prep["source"], "method": method,
                           "input_info": {"rows": prep["rows"], "schema": prep["schema"]},
                           "hierarchies": prep["hierarchies"], "frequency": frequency, "digest": prep["digest"]}
 
-    def _release(self, X: Any, res: AnonymizationResult) -> AnonymizedRelease:
+    def _release(self, res: AnonymizationResult, figures: Mapping[str, Any] | None = None) -> AnonymizedRelease:
         check_is_fitted(self, "result_")
         info = self._fit_info
-        if X is not None and collection_name(as_dask(X)) != info["name"]:
-            raise InvalidParameter(f"{type(self).__name__} releases the table it was fitted on; call fit(X) on this one first")
-        rel = AnonymizedRelease(res.table, method=info["method"], parameters=self.parameters_,
-                                figures=_figures(res, bool(self.parameters_.get("keep_suppressed"))), roles=self.roles_,
-                                key=as_key(self.key) if self.key is not None else None, source=info["source"],
-                                input_info=info["input_info"], overrides=self.overrides_, input_digest=info["digest"])
-        rel.partition_rows = res.partition_rows
-        rel.ledger = self.ledger  # where write() records it (docs/ledger.md)
-        rel.hierarchies = info.get("hierarchies")  # the report reads released hierarchy nodes with them
-        if info.get("frequency") is not None:  # the report's figures of this input need no pass over it
-            rel.input_frequency = (info["name"], info["frequency"])
-        return rel
+        return AnonymizedRelease(res.table, method=info["method"], parameters=self.parameters_,
+                                 figures={**_figures(res, bool(self.parameters_.get("keep_suppressed"))), **(figures or {})},
+                                 roles=self.roles_, key=self.key_, source=info["source"], input_info=info["input_info"],
+                                 overrides=self.overrides_, input_digest=info["digest"], partition_rows=res.partition_rows,
+                                 ledger=self.ledger,  # where write() records it (docs/ledger.md)
+                                 hierarchies=info.get("hierarchies"),  # the report reads released hierarchy nodes with them
+                                 # the report's figures of this input need no pass over it
+                                 input_frequency=(info["name"], info["frequency"]) if info.get("frequency") is not None else None)
 
 
 class KAnonymizer(_TableAnonymizer):
@@ -180,7 +175,8 @@ class KAnonymizer(_TableAnonymizer):
         Accept parameters below the privacy floors (``True``: all; or the floor names, e.g.
         ``["k >= 2"]``); recorded in the manifest.
     key : Key, int or bytes, optional
-        Secret key of the release's row order (never shown; a fresh one when None).
+        Secret key of the release's row order (never shown; a fresh one drawn at :meth:`fit`
+        when None: ``key_``).
     ledger : "default", Ledger, str or None
         Where ``release.write`` records the release and composes it with the earlier releases of
         its input (docs/ledger.md): ``"default"`` the user's ledger, a
@@ -248,10 +244,10 @@ class KAnonymizer(_TableAnonymizer):
         self._fitted(prep, params, self.method, fs)
         return self
 
-    def transform(self, X: Any = None) -> AnonymizedRelease:
-        """The release of the fitted table (``X``, if given, must be that table)."""
+    def release(self, *, client: Any = None, progress: bool = False) -> AnonymizedRelease:
+        """The release of the fitted table."""
         check_is_fitted(self, "result_")
-        return self._release(X, self.result_)
+        return self._release(self.result_)
 
 
 class AccessControlAnonymizer(_TableAnonymizer):
@@ -318,14 +314,13 @@ class AccessControlAnonymizer(_TableAnonymizer):
         self._fitted(prep, params, "access-control", fs)
         return self
 
-    def transform(self, X: Any = None) -> AnonymizedRelease:
-        """The release of the fitted table (``X``, if given, must be that table)."""
+    def release(self, *, client: Any = None, progress: bool = False) -> AnonymizedRelease:
+        """The release of the fitted table."""
         from .access_control import access_figures
 
         check_is_fitted(self, "result_")
-        rel = self._release(X, self.result_.release)
-        rel.figures["access"] = access_figures(self.result_.report, self.result_.baseline)  # the owner's: the internal report
-        return rel
+        # the access figures are the owner's: the internal report
+        return self._release(self.result_.release, {"access": access_figures(self.result_.report, self.result_.baseline)})
 
 
 class KmAnonymizer(Estimator):
@@ -376,7 +371,7 @@ class KmAnonymizer(Estimator):
             raise InvalidParameter("give exactly one of hierarchy and fan_out", fix="`hierarchy` FILE or `fan_out` F")
         method = str(self.method).upper()
         params = {"k": self.k, "m": self.m}
-        overrides = KmRelease(None, method=method, parameters=params).apply_overrides(self.allow_weak)
+        overrides = KmRelease.overrides_of(method, params, self.allow_weak)
         tx = as_transactions(X)
         if self.fan_out is not None:
             hier = Hierarchy.balanced(tx.n_items, self.fan_out, labels=tx.vocabulary.labels, name="items")
@@ -394,27 +389,25 @@ class KmAnonymizer(Estimator):
         self.result_ = res
         self.report_ = res.summary()
         self.overrides_ = overrides
+        self._resolve_key()
         self._fit_info = {"name": collection_name(tx), "source": source_of(X), "parameters": params,
                           "input_info": {"rows": tx.n_transactions, "items": tx.n_items}, "digest": digest}
         return self
 
-    def transform(self, X: Any = None) -> Any:
+    def release(self, *, client: Any = None, progress: bool = False) -> Any:
         """The :class:`~ppdm_dask.anonymity.km_release.KmRelease` of the fitted transactions."""
         from .km_release import KmRelease
 
         check_is_fitted(self, "result_")
         info, res = self._fit_info, self.result_
-        if X is not None and collection_name(X) != info["name"]:
-            raise InvalidParameter("KmAnonymizer releases the transactions it was fitted on; call fit(X) on these first")
         figures = {"records": {"transactions": res.transactions.n_transactions, "input items": info["input_info"]["items"],
                                "published items": res.transactions.n_items},
                    "privacy": {},
                    "utility": {"ncp": res.ncp, "generalised items": res.n_generalized_items, "cut size": len(res.cut),
                                "cut": list(res.cut)}}
-        release = KmRelease(res.transactions, method=res.method, parameters=info["parameters"], figures=figures,
-                            key=as_key(self.key) if self.key is not None else None, source=info["source"],
-                            input_info=info["input_info"], overrides=self.overrides_, input_digest=info["digest"])
-        release.ledger = self.ledger  # where write() records it (docs/ledger.md)
-        release.item_images = res.item_images  # the owner's: the report compares itemsets at the generalised level
-        return release
+        return KmRelease(res.transactions, method=res.method, parameters=info["parameters"], figures=figures, key=self.key_,
+                         source=info["source"], input_info=info["input_info"], overrides=self.overrides_,
+                         input_digest=info["digest"], ledger=self.ledger,  # where write() records it (docs/ledger.md)
+                         # the owner's: the report compares itemsets at the generalised level
+                         item_images=res.item_images)
 

@@ -36,12 +36,13 @@ in words, what stays unique at m + 1 known items).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..release import Check, Figures, TransactionRelease
+from ..release.base import floor_check
 from .km import check_km_anonymity
 
 __all__ = ["KmRelease"]
@@ -59,13 +60,19 @@ class KmRelease(TransactionRelease):
     #: the owner's generalisation (input item label -> published label), never written: set by
     #: the anonymiser, kept by :meth:`_adopt`; the report compares itemsets through it
     item_images: dict[str, str] | None = None
+
+    def __init__(self, data: Any, *, item_images: dict[str, str] | None = None, **kwargs: Any) -> None:
+        """As :class:`~ppdm_dask.release.Release`, plus the owner's ``item_images`` (see the attribute)."""
+        super().__init__(data, **kwargs)
+        self.item_images = item_images
     #: relative mining threshold and longest itemsets of the utility figures
     report_min_support: ClassVar[float] = 0.01
     report_max_length: ClassVar[int] = 3
 
-    def floor_checks(self) -> list[Check]:
-        k = self.parameters.get("k")
-        return [self.floor("k >= 2", k is not None and k >= 2, k, 2, detail="k^m-anonymity with k = 1 protects nobody")]
+    @classmethod
+    def parameter_floors(cls, method: str, parameters: Mapping[str, Any], overrides: Sequence[str] = ()) -> list[Check]:
+        k = parameters.get("k")
+        return [floor_check("k >= 2", k is not None and k >= 2, k, 2, "k^m-anonymity with k = 1 protects nobody", overrides)]
 
     # ------------------------------------------------------------------ ledger hooks
     def ledger_figures(self) -> dict[str, Any]:

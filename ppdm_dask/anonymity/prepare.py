@@ -2,7 +2,7 @@
 
 * :func:`table_roles` — every column of the input has a role (the unclassified ones are listed
   in one error, with the flags that classify them), nothing is guessed;
-* the privacy floors of the parameters are refused unless overridden (:meth:`Release.apply_overrides`)
+* the privacy floors of the parameters are refused unless overridden (:meth:`Release.overrides_of`)
   explicitly (the overrides are returned, to be recorded in the manifest);
 * :func:`numeric_quasi_identifiers` — a QI given a numeric interval hierarchy is read as numbers
   (CSV columns are strings), with a clear error naming a value that does not parse;

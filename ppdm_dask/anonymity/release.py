@@ -55,6 +55,7 @@ import pandas as pd
 from ..data.hierarchy import as_keys
 from ..release import Check, Release, TableRelease
 from ..release.figures import Figures, Plot, Series, Table, Value, histogram
+from ..release.base import floor_check
 from .checks import SUPPRESSED, class_counts, k_anonymity_check, l_diversity_check, t_closeness_check
 
 __all__ = ["AnonymizedRelease", "FORMAT_NAME", "anonymity_floors"]
@@ -68,9 +69,10 @@ _IDENTIFIERS_CHECK = "identifier values absent"
 _RECORDS_CHECK = "records"
 
 
-def anonymity_floors(release: Any, parameters: Mapping[str, Any]) -> list[Check]:
+def anonymity_floors(parameters: Mapping[str, Any], overrides: Sequence[str] = ()) -> list[Check]:
     """The privacy floors of k-anonymity parameters: ``k >= 2``; when l is given, ``l >= 2``;
-    when t is given, ``t <= 0.5`` (each a :meth:`Release.floor`, overridden when the user said so).
+    when t is given, ``t <= 0.5`` (each a :func:`~ppdm_dask.release.base.floor_check`,
+    overridden when named in ``overrides``).
 
     t is the largest distance a class's sensitive distribution may have from the table's; with
     the equal distance it is the largest change of the probability of any value or set of
@@ -78,14 +80,14 @@ def anonymity_floors(release: Any, parameters: Mapping[str, Any]) -> list[Check]
     from a base rate under 50 % to a majority, or from 40 % to 95 % — and the model no longer
     stops the disclosure it is asked for (Li et al. experiment with t = 0.15 - 0.2)."""
     k = parameters.get("k")
-    out = [release.floor("k >= 2", k is not None and k >= 2, k, 2, detail="k-anonymity with k = 1 protects nobody")]
+    out = [floor_check("k >= 2", k is not None and k >= 2, k, 2, "k-anonymity with k = 1 protects nobody", overrides)]
     l = parameters.get("l")
     if l is not None:
-        out.append(release.floor("l >= 2", l >= 2, l, 2, detail="a class with one sensitive value discloses it"))
+        out.append(floor_check("l >= 2", l >= 2, l, 2, "a class with one sensitive value discloses it", overrides))
     t = parameters.get("t")
     if t is not None:
-        out.append(release.floor(f"t <= {T_FLOOR:g}", t <= T_FLOOR, t, T_FLOOR,
-                                 detail="a class may move the belief in a sensitive value by more than half"))
+        out.append(floor_check(f"t <= {T_FLOOR:g}", t <= T_FLOOR, t, T_FLOOR,
+                               "a class may move the belief in a sensitive value by more than half", overrides))
     return out
 
 
@@ -143,6 +145,14 @@ class AnonymizedRelease(TableRelease):
     #: the class figures recounted from the written files by the write-time check (see
     #: :meth:`public_privacy`)
     _recounted: dict[str, Any] | None = None
+
+    def __init__(self, data: Any, *, hierarchies: Mapping[str, Any] | None = None,
+                 input_frequency: tuple[str, Any] | None = None, **kwargs: Any) -> None:
+        """As :class:`~ppdm_dask.release.Release`, plus the owner's
+        ``hierarchies`` and ``input_frequency`` (see the attributes)."""
+        super().__init__(data, **kwargs)
+        self.hierarchies = hierarchies
+        self.input_frequency = input_frequency
 
     def _adopt(self, fitted: Release) -> "AnonymizedRelease":
         """Take over from the release in memory that was written what the files do not hold:
@@ -228,8 +238,9 @@ class AnonymizedRelease(TableRelease):
             if c.get("name") == "k-anonymity" and c.get("stats"):
                 self._recounted = dict(c["stats"])
 
-    def floor_checks(self) -> list[Check]:
-        return anonymity_floors(self, self.parameters)
+    @classmethod
+    def parameter_floors(cls, method: str, parameters: Mapping[str, Any], overrides: Sequence[str] = ()) -> list[Check]:
+        return anonymity_floors(parameters, overrides)
 
     # ------------------------------------------------------------------ ledger hooks
     def ledger_figures(self) -> dict[str, Any]:

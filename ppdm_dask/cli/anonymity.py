@@ -94,7 +94,7 @@ def anonymize(obj: Context, src, dst, identifiers, qi, sensitive, insensitive, a
                       keep_suppressed=keep_suppressed, allow_weak=allow_weak, key=obj.key(), t=t, t_kind=t_kind)
     with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
-        release = est.fit_transform(table, progress=obj.progress)
+        release = est.fit_release(table, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite, rows_per_file=rows_per_file,
                                       check=check, report=report)
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=search_lines(est.report_),
@@ -152,7 +152,7 @@ def access_control(obj: Context, src, perm_file, identifiers, qi, sensitive, ins
                                   allow_weak=allow_weak, key=obj.key(), t=t, t_kind=t_kind)
     with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
-        release = est.fit_transform(table, progress=obj.progress)
+        release = est.fit_release(table, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite, rows_per_file=rows_per_file,
                                       check=check, report=report)
     r = est.report_

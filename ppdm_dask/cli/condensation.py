@@ -63,7 +63,7 @@ def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_leve
             cond: Any = StreamingCondenser(key=obj.key(), **common)
         else:
             cond = Condenser(rows_per_partition=rows_per_partition, standardize=standardize, key=obj.key(), **common)
-        release = cond.fit(table, progress=obj.progress).transform(table, progress=obj.progress)
+        release = cond.fit(table, progress=obj.progress).release(progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)
     memory = getattr(cond, "report_", {}).get("memory")

@@ -61,7 +61,7 @@ def demo(obj: Context, out: str | None, rows: int) -> None:
         hier = load_hierarchies([f"zip={zips}"], None, ["zip"])
         anon = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"],
                            method="mondrian", hierarchies=hier, key=key)
-        people_rel = anon.fit_transform(people, progress=obj.progress)
+        people_rel = anon.fit_release(people, progress=obj.progress)
         pm, people_report = write_release(obj, people_rel, os.path.join(folder, "people_release"), original=people)
         assert pm is not None and people_report is not None  # written, with its report: a destination was given
         ps = people_rel.summary()

@@ -114,7 +114,7 @@ def emask_distort(obj: Context, src, dst, p, q, privacy_floor, items_file, epsil
         items = _catalogue(obj, items_file, tx) if items_file else None
         est = Distorter(p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak,
                         items=items, epsilon_budget=epsilon_budget).fit(tx, progress=obj.progress)
-        release = est.transform(tx)
+        release = est.release()
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, report=rep)

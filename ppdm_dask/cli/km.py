@@ -33,7 +33,7 @@ def km_anonymize(obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, 
     est = KmAnonymizer(hier, k=k, m=m, method=method, fan_out=fan_out, allow_weak=allow_weak, key=obj.key())
     with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
-        release = est.fit_transform(tx, progress=obj.progress)
+        release = est.fit_release(tx, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)
     r = est.report_

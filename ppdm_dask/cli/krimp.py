@@ -166,7 +166,7 @@ def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows
         gen = KrimpGenerator(ms, laplace, closed=closed, prune=prune, max_len=max_len, exclude=excluded, domain_order=domain_order,
                              key=obj.key(), n_rows=rows, allow_weak=weak, max_candidates=max_candidates,
                              distributed=distributed).fit(tx, progress=obj.progress)
-        release = gen.transform(tx)
+        release = gen.release()
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)
         written = obj.read_transactions(dst)

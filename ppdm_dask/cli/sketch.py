@@ -77,7 +77,7 @@ def sketch_anonymize(obj: Context, src, dst, delta, k, m_max, metric, knn_scope,
     an = anonymizer(delta, k, m_max, metric, knn_scope, approximate, keep_suppressed=keep_suppressed, allow_weak=allow_weak)
     with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
-        release = an.set_params(key=obj.key()).fit_transform(tx, progress=obj.progress)
+        release = an.set_params(key=obj.key()).fit_release(tx, progress=obj.progress)
         manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
                                        rows_per_file=rows_per_file, check=check, report=report)
     extra, extra_json = [], None
@@ -170,7 +170,7 @@ def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, appro
             if plot_path is not None:
                 draw_frontier(rows, plot_path, overwrite=overwrite, storage_options=obj.storage_options)
         else:
-            r = evaluate(X, labels, lambda part, g: make(delta, k, g).fit_transform(part), **common)
+            r = evaluate(X, labels, lambda part, g: make(delta, k, g).fit_release(part), **common)
     if levels is not None:
         emit_frontier(obj, src, rows, m_max=m_max, similarity=similarity, neighbors=neighbors, plot_path=plot_path, where=j.where,
                       seconds=j.seconds)

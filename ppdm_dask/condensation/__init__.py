@@ -10,7 +10,7 @@ the same first and second moments is generated from them.
   group that can take the record, split along the principal axis).
 * :func:`generate` / :func:`generate_dask` — pseudo-data; :class:`GroupTable` /
   :class:`CondensedGroup` — the statistics; :func:`check_condensation` — independent check.
-* :class:`CondensedRelease` — what ``transform`` returns: pseudo-data (none equal to a unique
+* :class:`CondensedRelease` — what ``release()`` returns: pseudo-data (none equal to a unique
   original record) and each group's size with its largest privacy level (the statistics only on
   request, of groups of more than d + 1 records), written and verified by the release layer;
   :func:`read_groups` / :func:`read_statistics` read them back. Every random step draws from the

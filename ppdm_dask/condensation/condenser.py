@@ -30,10 +30,10 @@ from ..constraints import Interval
 from ..data.sources import source_of
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter, PrivacyViolation
 from ..progress import compute, compute_each, ship, step_reporter
-from ..random import Key, KeyLike, Tag, as_key
+from ..random import Key, KeyLike, Tag
 from .groups import GroupTable
 from ..release import Check, Verdict
-from ..release.base import overrides_for
+from ..release.base import overrides_for, refuse_weak
 from ..data.digest import content_digest_lazy
 from .inputs import privacy_levels, records_of
 from .partition import bucket_block, gather_cell, kd_cells
@@ -178,7 +178,8 @@ class Condenser(Estimator):
     key : Key, int or bytes, optional
         Secret key: every random step draws from the release's stream key, derived from it and
         the release's identity (Segment's samples, the partitioning sample, drawn privacy
-        levels, the pseudo-data and the files' orders); a fresh one per fit when omitted.
+        levels, the pseudo-data and the files' orders); a fresh one drawn at :meth:`fit` when
+        omitted (``key_``).
     privacy_column : str, optional
         With a table ``X``: the column holding each record's privacy level (not an attribute).
     columns : list of str, optional
@@ -203,6 +204,8 @@ class Condenser(Estimator):
         The condensed statistics (``req``: the largest privacy level of each group's members).
     feature_names_in_ : list of str
         The attribute names.
+    key_ : Key
+        The key of the release of this fit (resolved at :meth:`fit`).
     report_ : dict
         Number of groups, SSQ, group sizes, cells, repairs, the largest privacy level.
     """
@@ -269,7 +272,7 @@ class Condenser(Estimator):
             is one constant).
         """
         rpp = self._validate_params()["rows_per_partition"]
-        self._key = as_key(self.key)
+        self._resolve_key()
         self._source = source_of(X)
         rec = records_of(X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column, columns=self.columns)
         self._overrides = overrides_for(self.allow_weak, list(FLOORS))
@@ -287,7 +290,7 @@ class Condenser(Estimator):
             lazy += [X.mean(axis=0), X.var(axis=0)]
         digest, given, *moments = compute(*lazy, progress=progress, client=client)
         self._input_digest = digest
-        skey = CondensedRelease.streams_for(self._key, "static", self._parameters, digest)
+        skey = CondensedRelease.streams_for(self.key_, "static", self._parameters, digest)
         p = rec.levels(given, skey)
         _check_level_floor(int(p.max()), self._overrides)
         self._records = rec.X  # the input (lazy), for the copy rule of the release
@@ -354,13 +357,12 @@ class Condenser(Estimator):
         }
         return self
 
-    def transform(self, X: Any = None, *, client: Any = None, progress: bool = False) -> CondensedRelease:
+    def release(self, *, client: Any = None, progress: bool = False) -> CondensedRelease:
         """The release of the fitted groups: pseudo-data (one row per record, drawn from the
         release's stream key; none equal to a record that is unique in the input, see
         docs/condensation.md#synthetic-data-rules), the group sizes and, with
         ``publish_statistics``, the statistics of the groups of more than d + 1 records. The
-        release is of the data given to :meth:`fit`; ``X`` (that data) only names its source
-        for the owner's report.
+        release is of the data given to :meth:`fit`.
 
         Raises
         ------
@@ -368,12 +370,9 @@ class Condenser(Estimator):
             A privacy floor fails and was not overridden (e.g. a group of a single record).
         """
         check_is_fitted(self, "groups_")
-        rel = condensed_release(self.groups_, method="static", parameters=self._parameters, key=self._key,
-                                input_digest=self._input_digest, originals=self._records,
-                                source=source_of(X) if X is not None else self._source, overrides=self._overrides,
-                                client=client, progress=progress)
-        rel.ledger = self.ledger
-        return rel
+        return condensed_release(self.groups_, method="static", parameters=self._parameters, key=self.key_,
+                                 input_digest=self._input_digest, originals=self._records, source=self._source,
+                                 overrides=self._overrides, ledger=self.ledger, client=client, progress=progress)
 
     def check(self, X: Any) -> Verdict:
         """:func:`check_condensation` of this fit against the original records ``X`` (raises
@@ -393,9 +392,7 @@ class Condenser(Estimator):
 
 def _check_level_floor(max_level: int, overrides: tuple[str, ...]) -> None:
     """Raise :class:`WeakParameterError` when every level is 1 and that was not overridden."""
-    if not level_floor(int(max_level), overrides).passed:
-        CondensedRelease(None, method="static", parameters={}, overrides=overrides,
-                         published={"p_max": np.array([int(max_level)])}).check_floors()
+    refuse_weak([level_floor(int(max_level), overrides)])
 
 
 def _unstandardize(table: GroupTable, mu: np.ndarray, sd: np.ndarray) -> GroupTable:

@@ -42,7 +42,7 @@ import numpy as np
 from ..base import Estimator
 from ..constraints import Interval, check
 from ..errors import InfeasiblePrivacyError, InvalidParameter, NotFittedError
-from ..random import KeyLike, Tag, as_key
+from ..random import KeyLike, Tag
 from ._validate import check_levels, check_records
 from .groups import CondensedGroup, GroupTable
 
@@ -151,7 +151,8 @@ class StreamingCondenser(Estimator):
     split_strict : bool, default False
         Split when ``n² > 2·Ps`` instead of ``>=`` (docs/condensation.md#clarification-the-split-condition).
     key : Key, int or bytes, optional
-        Secret key (``None``: a fresh one). The static initialisation, and in the release the
+        Secret key (``None``: a fresh one, drawn when the stream starts: :meth:`fit` or the
+        first :meth:`partial_fit`; ``key_``). The static initialisation, and in the release the
         pseudo-data and the row order, are random.
     repair_splits : bool, default True
         The release publishes the groups with the static Repair rule applied to every group
@@ -177,6 +178,8 @@ class StreamingCondenser(Estimator):
         Records received so far.
     init_number_ : int or None
         Records the initialisation used (``None`` before it ran).
+    key_ : Key
+        The key of the stream and its release (resolved when the stream starts).
 
     Notes
     -----
@@ -192,7 +195,7 @@ class StreamingCondenser(Estimator):
     conserve them).
 
     Randomness (docs/condensation.md#one-key-many-releases). The **input** of a dynamic release
-    is the stream as received up to :meth:`transform`: every record, and its level when levels
+    is the stream as received up to :meth:`release`: every record, and its level when levels
     are given (always with :meth:`partial_fit`), in arrival order; its content digest is kept
     block by block (:class:`~.inputs.StreamDigest`), and the pseudo-data and the files' orders
     draw from the release's stream key. The initialisation must draw before the stream ends:
@@ -222,7 +225,10 @@ class StreamingCondenser(Estimator):
     def _start(self, init_target: Any, key: Any = None) -> None:
         """Validate the parameters and open a new, empty stream (``key``: the fitted key)."""
         init_target = check("init_number", init_target, [None, Interval(int, 1, None)])
-        self._key = key if key is not None else as_key(self.key)
+        if key is None:  # a new stream: its key resolved once (fit re-opens it with the same key)
+            self._resolve_key()
+        else:
+            self.key_ = key
         self._strict = bool(self.split_strict)
         self._reset(None if init_target is None else int(init_target))
         # the public init_number: the target given (fit: 10 % of the data by default), or, fed by
@@ -384,7 +390,7 @@ class StreamingCondenser(Estimator):
         from ..data.digest import content_digest_lazy
         from ..data.sources import source_of
         from ..progress import compute
-        from ..release.base import overrides_for
+        from ..release.base import overrides_for, refuse_weak
         from .inputs import records_of
         from .release import FLOORS, SIZE_CHECK, CondensedRelease, level_floor
 
@@ -395,9 +401,7 @@ class StreamingCondenser(Estimator):
         self._overrides = overrides_for(self.allow_weak, list(FLOORS) + ([] if self.repair_splits else [SIZE_CHECK]))
 
         def floor(top: int) -> None:
-            if not level_floor(top, self._overrides).passed:
-                CondensedRelease(None, method="dynamic", parameters={}, overrides=self._overrides,
-                                 published={"p_max": np.array([top])}).check_floors()
+            refuse_weak([level_floor(top, self._overrides)])
 
         if rec.known_max_level() is not None and rec.n:
             floor(rec.known_max_level())
@@ -409,11 +413,11 @@ class StreamingCondenser(Estimator):
         if isinstance(given, da.Array) or (given is None and rec.known_max_level() is None):
             # levels in a column, or drawn from the stream key: one pass first (the digest with them)
             digest, given = compute(content_digest_lazy(*rec.digest_pieces()), given, progress=progress, client=client)
-        skey = CondensedRelease.streams_for(self._key, "dynamic", self._parameters, digest) if digest is not None else None
+        skey = CondensedRelease.streams_for(self.key_, "dynamic", self._parameters, digest) if digest is not None else None
         levels = rec.levels(given, skey) if N else np.zeros(0, np.int64)
         if levels.size:
             floor(int(levels.max()))
-        self._start(self._init_param, self._key)
+        self._start(self._init_param, self.key_)
         self._levels_input = rec.given is not None
         self._keep_keys = False  # the records stay where they are: the copy rule reads them again
         self._records = rec.X
@@ -448,13 +452,11 @@ class StreamingCondenser(Estimator):
         return {"privacy_levels": "per record (not published)", "columns": [f"x{j}" for j in range(int(self._d or 0))],
                 **self._stream_parameters()}
 
-    def transform(self, X: Any = None, *, client: Any = None, progress: bool = False) -> Any:
+    def release(self, *, client: Any = None, progress: bool = False) -> Any:
         """The release of the current groups (after :meth:`finalize`): pseudo-data drawn from
         the release's stream key (none equal to a unique record of the stream), the group sizes
         and, with ``publish_statistics``, the statistics of the groups of more than d + 1
-        records; split groups below their level repaired (see ``repair_splits``). ``X`` (the
-        fitted data) only names its source for the owner's report."""
-        from ..data.sources import source_of
+        records; split groups below their level repaired (see ``repair_splits``)."""
         from .condenser import repair_groups
         from .release import condensed_release
 
@@ -467,7 +469,7 @@ class StreamingCondenser(Estimator):
         if self.repair_splits and repaired:
             groups = repair_groups(groups)[0]
         params = self._release_parameters()
-        source = source_of(X) if X is not None else getattr(self, "_source", None)
+        source = getattr(self, "_source", None)  # fit's input; a stream fed by partial_fit has none
         from .copies import RowKeys
 
         originals = self._records if not self._keep_keys else [RowKeys(k) for k in self._row_keys]
@@ -477,12 +479,11 @@ class StreamingCondenser(Estimator):
             from .release import FLOORS, SIZE_CHECK
 
             overrides = overrides_for(self.allow_weak, list(FLOORS) + ([] if self.repair_splits else [SIZE_CHECK]))
-        rel = condensed_release(groups, method="dynamic", parameters=params, key=self._key, input_digest=self._digest.digest(),
+        return condensed_release(groups, method="dynamic", parameters=params, key=self.key_, input_digest=self._digest.digest(),
                                 originals=originals, source=source, overrides=overrides,
                                 figures={"privacy": {"split_groups_repaired": repaired if self.repair_splits else 0},
-                                         "utility": {"splits": int(self.n_splits_)}}, client=client, progress=progress)
-        rel.ledger = self.ledger
-        return rel
+                                         "utility": {"splits": int(self.n_splits_)}}, ledger=self.ledger, client=client,
+                                 progress=progress)
 
     def finalize(self) -> GroupTable:
         """Close the stream and return the groups.
@@ -535,7 +536,7 @@ class StreamingCondenser(Estimator):
         if self._init_param is None:
             self._init_param = int(X.shape[0])
         digest = content_digest(X, p if self._levels_input else None)
-        return CondensedRelease.streams_for(self._key, "dynamic", self._release_parameters(), digest)
+        return CondensedRelease.streams_for(self.key_, "dynamic", self._release_parameters(), digest)
 
     def _initialise(self, X: np.ndarray, p: np.ndarray) -> None:
         from .static import construct_groups

@@ -40,6 +40,8 @@ from ..data.folder import MANIFEST, open_fs, read_manifest, read_part
 from ..errors import DataFormatError
 from ..random import Key, Tag
 from ..release import Check, Figures, TableRelease
+from ..release.base import refuse_weak
+from ..release.manifest import public_parameters
 from .groups import GroupTable
 
 __all__ = ["CondensedRelease", "condensed_release", "read_groups", "read_statistics", "groups_table", "statistics_table",
@@ -255,9 +257,9 @@ class CondensedRelease(TableRelease):
     order in memory); :attr:`published` the group sizes ``{"n", "p_max"}``; :attr:`statistics`
     the published statistics ``{"n", "Fs", "Sc"}`` of the groups of more than d + 1 records
     (``publish_statistics``) or ``None``. A release in memory also holds :attr:`groups`, every
-    group's statistics (owner side, never written). Build it with :meth:`Condenser.transform
-    <ppdm_dask.condensation.Condenser.transform>` or :meth:`StreamingCondenser.transform
-    <ppdm_dask.condensation.StreamingCondenser.transform>`.
+    group's statistics (owner side, never written). Build it with :meth:`Condenser.release
+    <ppdm_dask.condensation.Condenser.release>` or :meth:`StreamingCondenser.release
+    <ppdm_dask.condensation.StreamingCondenser.release>`.
 
     Parameters
     ----------
@@ -304,7 +306,9 @@ class CondensedRelease(TableRelease):
     def _order(self, purpose: str, size: int) -> np.ndarray:
         """A keyed permutation of ``size`` rows for ``purpose``: from the release's stream key,
         independent of the row order and of the other files' orders."""
-        key = self.stream_key if self._key is not None else Key.generate()
+        key = self.stream_key
+        if key is None:  # only a release read back has no key, and write() refuses those first
+            raise RuntimeError("a condensed release without a key cannot order its files")
         return key.derive(purpose).generator(Tag.ROW_ORDER, 0).permutation(size)
 
     def _group_order(self) -> np.ndarray:
@@ -580,7 +584,7 @@ def redraw_copies(groups: GroupTable, key: Key, originals: Any, *, rows_per_bloc
 def condensed_release(groups: GroupTable, *, method: str, parameters: Mapping[str, Any], key: Key,
                       input_digest: bytes | None = None, originals: Any = None, source: Any = None,
                       overrides: tuple[str, ...] = (), figures: Mapping[str, Any] | None = None,
-                      rows_per_block: int = 100_000, **compute_kwargs: Any) -> CondensedRelease:
+                      rows_per_block: int = 100_000, ledger: Any = "default", **compute_kwargs: Any) -> CondensedRelease:
     """The release of ``groups``: pseudo-data drawn from the release's stream key (lazy, group
     order), the group sizes and, with ``parameters["publish_statistics"]``, the statistics of
     the large groups; ``parameters["columns"]`` names the attributes.
@@ -590,6 +594,7 @@ def condensed_release(groups: GroupTable, *, method: str, parameters: Mapping[st
     input_digest)``. With ``originals`` (the input records, a dask array) no pseudo-record
     equals a unique original record (:func:`redraw_copies`, counted in the figures). The
     privacy floors are checked first (:class:`~ppdm_dask.errors.WeakParameterError`).
+    ``ledger`` as :class:`~ppdm_dask.release.Release`.
     """
     import dask.dataframe as dd
 
@@ -601,13 +606,14 @@ def condensed_release(groups: GroupTable, *, method: str, parameters: Mapping[st
             "privacy": {"max_privacy_level": int(groups.req.max()) if G else 0, "min_group_size": int(groups.n.min()) if G else 0,
                         "mean_group_size": float(groups.n.mean()) if G else 0.0},
             "utility": {"ssq": float(groups.total_ssq)}}
-    rel = CondensedRelease(None, groups=groups, method=method, parameters=parameters, figures=base, key=key, source=source,
-                           input_info={"rows": N}, overrides=overrides, input_digest=input_digest)
-    rel.check_floors()
-    if rel.statistics is not None:
-        base["privacy"].update(statistics_published=int(len(rel.statistics["n"])),
-                               statistics_withheld=G - int(len(rel.statistics["n"])))
-    skey = rel.stream_key
+    # the floors and the stream key need no release built: the release is built last, whole
+    published = group_sizes(groups)
+    top = int(published["p_max"].max()) if published["p_max"].size else 0
+    refuse_weak([level_floor(top, overrides), single_floor(published["n"], overrides)])
+    if public_parameters(parameters).get("publish_statistics"):
+        shown = int(np.count_nonzero(groups.n >= statistics_min_size(groups.d)))  # the groups statistics_of keeps
+        base["privacy"].update(statistics_published=shown, statistics_withheld=G - shown)
+    skey = CondensedRelease.streams_for(key, method, parameters, input_digest)
     redraw: dict[int, int] = {}
     if originals is not None and G:
         compute_kwargs.setdefault("progress", False)
@@ -616,7 +622,6 @@ def condensed_release(groups: GroupTable, *, method: str, parameters: Mapping[st
     for section, values in (figures or {}).items():
         base.setdefault(section, {}).update(values)
     pseudo = generate_dask(groups, key=skey, rows_per_block=rows_per_block, redraw=redraw)
-    rel.data = dd.from_dask_array(pseudo, columns=names)
-    rel.figures = base
-    rel.partition_rows = [int(c) for c in pseudo.chunks[0]]
-    return rel
+    return CondensedRelease(dd.from_dask_array(pseudo, columns=names), groups=groups, method=method, parameters=parameters,
+                            figures=base, key=key, source=source, input_info={"rows": N}, overrides=overrides,
+                            input_digest=input_digest, partition_rows=[int(c) for c in pseudo.chunks[0]], ledger=ledger)

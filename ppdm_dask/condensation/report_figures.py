@@ -221,7 +221,7 @@ def membership_figures(rel: "CondensedRelease", X: Any, levels: Any, **ckw: Any)
                                           repair_splits=bool(params.get("repair_splits", True)), **kw)
         else:
             est = Condenser(rows_per_partition=None, standardize=bool(params.get("standardize", False)), **kw)
-        out = est.fit(train).transform(client=ckw.get("client"))
+        out = est.fit(train).release(client=ckw.get("client"))
         return np.asarray(compute(out.data.to_dask_array(lengths=True), **ckw)[0])
 
     res = membership_advantage(sample, condense, key=Key(_MIA_SEED))

@@ -1,7 +1,7 @@
 """EMASK / MASK: privacy-preserving association rule mining on distorted data
 (Agrawal, Krishnan & Haritsa; formulas and corrections in docs/emask.md).
 
-:class:`Distorter` (fit: s0 and the basic-privacy floor; transform: a :class:`DistortedRelease`)
+:class:`Distorter` (fit: s0 and the basic-privacy floor; release or transform(X): a :class:`DistortedRelease`)
 is the release path; :func:`distort` the plain function for library users."""
 
 from .audit import audit, realign

@@ -104,7 +104,7 @@ def audit(original: Any, released: Any, min_support: float | int, *, p: float | 
     ----------
     original : TransactionArray
     released : DistortedRelease or TransactionArray
-        A release (written and opened, or from ``Distorter.transform``), or distorted rows in
+        A release (written and opened, or from ``Distorter.release``), or distorted rows in
         the original's order (``distort``).
     min_support : float or int
         Mining support of the accuracy comparison.

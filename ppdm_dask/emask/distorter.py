@@ -6,9 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..base import Estimator, check_is_fitted
+from ..base import Transformer, check_is_fitted
 from ..errors import InvalidParameter, WeakParameterError
-from ..random import as_key
 from ..release.base import overrides_for
 from .distortion import DISTORTION_CONSTRAINTS, check_pq, distort
 from .privacy import basic_privacy, ldp_epsilon
@@ -17,20 +16,22 @@ from .release import BASIC_PRIVACY, FLOORS, DistortedRelease, nnz_lazy
 __all__ = ["Distorter"]
 
 
-class Distorter(Estimator):
+class Distorter(Transformer):
     """EMASK / MASK distortion as an estimator (docs/emask.md#distortion).
 
     ``fit`` measures the average item support s0 of the data and the basic privacy BP(p, q, s0)
-    and refuses parameters below the floor before anything is distorted; ``transform`` returns
-    the :class:`~ppdm_dask.emask.release.DistortedRelease` of the data.
+    and refuses parameters below the floor before anything is distorted; :meth:`release` returns
+    the :class:`~ppdm_dask.emask.release.DistortedRelease` of the fitted data, ``transform(X)``
+    that of other data distorted with the same parameters (a transformer: the distortion
+    applies to any transactions).
 
     Parameters
     ----------
     p, q : float
         A 1 stays 1 with probability ``p``; a 0 stays 0 with probability ``q`` (p + q != 1).
     key : Key, int or bytes, optional
-        Secret key of the distortion and of the release's row order; a fresh secret key per
-        :meth:`transform` when omitted. Never shown or written.
+        Secret key of the distortion and of the release's row order; a fresh secret key drawn
+        at :meth:`fit` when omitted (``key_``). Never shown or written.
     privacy_floor : float, default 90.0
         Smallest acceptable basic privacy in percent (the floor of ``ppdm emask choose``).
     allow_weak : bool or sequence of str, default False
@@ -62,6 +63,8 @@ class Distorter(Estimator):
         BP(p, q) at ``s0_``, percent.
     overrides_ : tuple of str
         Floors that fail and were overridden.
+    key_ : Key
+        The key of every release of this fit (resolved at :meth:`fit`).
     report_ : dict
         ``n_transactions``, ``n_items``, ``s0``, ``basic_privacy``, ``ldp_epsilon_per_item``,
         ``privacy_floor``, ``overrides``.
@@ -130,15 +133,23 @@ class Distorter(Estimator):
         from ..data.sources import collection_name
 
         report = self._assess(X, client=client, progress=progress)
+        self._resolve_key()
         self.s0_ = report["s0"]
         self.basic_privacy_ = report["basic_privacy"]
         self.overrides_ = tuple(report["overrides"])
         self._input_digest = report.pop("_input_digest")  # private: never in report_ or any output
         self.report_ = report
         self._fitted_on = collection_name(X)
+        self._fitted_X = X
         return self
 
-    def transform(self, X: Any = None) -> DistortedRelease:
+    def release(self, *, client: Any = None, progress: bool = False) -> DistortedRelease:
+        """The release of the distortion of the fitted data (lazy; :meth:`DistortedRelease.write`
+        writes and verifies it)."""
+        check_is_fitted(self)
+        return self.transform(self._fitted_X)
+
+    def transform(self, X: Any) -> DistortedRelease:
         """The release of the distortion of ``X`` (lazy; :meth:`DistortedRelease.write` writes
         and verifies it). ``X`` other than the fitted data is assessed (and floored) again."""
         from ..data.sources import collection_name, source_of
@@ -152,7 +163,7 @@ class Distorter(Estimator):
             report = self._assess(X)
             digest = report.pop("_input_digest")
         p, q = check_pq(self.p, self.q)
-        key = as_key(self.key)
+        key = self.key_
         eps = report["ldp_epsilon_per_item"]
         # public parameters only: s0 is a figure of the original (with N and n_items, its exact
         # number of ones); it stays in the owner's figures below
@@ -171,8 +182,7 @@ class Distorter(Estimator):
                                "ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}}
         release = DistortedRelease(data, method=method, parameters=parameters, figures=figures, key=key,
                                    source=source_of(X), input_info={"rows": report["n_transactions"], "n_items": report["n_items"]},
-                                   overrides=report["overrides"], input_digest=digest)
-        # the ledger's business, not the release's identity: its write records and budgets it
-        release.ledger = self.ledger
-        release.epsilon_budget = self._budget()
+                                   overrides=report["overrides"], input_digest=digest,
+                                   # the ledger's business, not the release's identity: its write records and budgets it
+                                   ledger=self.ledger, epsilon_budget=self._budget())
         return release

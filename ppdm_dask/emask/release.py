@@ -167,6 +167,11 @@ class DistortedRelease(TransactionRelease):
     #: composition show it.
     epsilon_budget: float | None = None
 
+    def __init__(self, data: Any, *, epsilon_budget: float | None = None, **kwargs: Any) -> None:
+        """As :class:`~ppdm_dask.release.Release`, plus ``epsilon_budget`` (see the attribute)."""
+        super().__init__(data, **kwargs)
+        self.epsilon_budget = epsilon_budget
+
     # ------------------------------------------------------------------ parameters
     def owner_s0(self) -> float | None:
         """The exact average item support of the original, when this release knows it (made by
@@ -301,7 +306,7 @@ class DistortedRelease(TransactionRelease):
         compute_kwargs.setdefault("progress", False)
         key = compute_kwargs.pop("key", None)
         if key is None:  # the owner's release (made here, or adopted from the one written) knows its key
-            key = self._key
+            key = self.key
         return verdict + [self._row_flip_check(original, key, **compute_kwargs)]
 
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
@@ -592,7 +597,7 @@ class DistortedRelease(TransactionRelease):
 
         if itemsets is None or not len(itemsets):
             return Figures(notes=["re-interrogated privacy skipped: no itemset mined from the release"])
-        aligned = aligned_distortion(original, self, self._key)
+        aligned = aligned_distortion(original, self, self.key)
         if aligned is None:
             return Figures(notes=["re-interrogated privacy needs the rows in the original's order: "
                                   "the release was written in keyed order (give the key)"])

@@ -269,7 +269,7 @@ def _comparison_attacks(rel: Any, original: Any, k: np.ndarray, p: float, q: flo
     ones = float(k.sum())
     base = float((k * c).sum() / (n * ones)) if ones and n else 0.0
     try:
-        aligned = aligned_distortion(original, rel, rel._key)
+        aligned = aligned_distortion(original, rel, rel.key)
     except PPDMError:  # a release that is not a distortion of this original: the recount says so
         aligned = None
     out = []

@@ -15,7 +15,7 @@ code-table order). The compiled kernel reproduces those numpy calls bit for bit 
 64-bit words of the block's bit generator (Lemire's bounded integers with PCG64's 32-bit
 buffering, ``(word >> 11) · 2⁻⁵³`` doubles, cumulative-sum search), so the output equals the
 literal Python procedure (tested) and does not depend on the Dask partitioning, the scheduler or
-the number of workers: partitions are whole numbers of blocks. A release (:meth:`KrimpGenerator.transform`)
+the number of workers: partitions are whole numbers of blocks. A release (:meth:`KrimpGenerator.release`)
 passes its own stream key, derived from the owner's key and the release's identity (method,
 public parameters, content digest of the fitted data); :meth:`KrimpGenerator.sample` uses the key
 it is given.
@@ -820,7 +820,7 @@ class KrimpGenerator(Estimator):
     """Generate privacy-preserving categorical data from a KRIMP code table (docs/krimp.md#the-generator).
 
     Follows the estimator contract (:mod:`ppdm_dask.base`): ``fit`` compresses the data with
-    KRIMP, ``transform`` returns a :class:`~ppdm_dask.krimp.release.GeneratedRelease` (written
+    KRIMP, :meth:`release` returns a :class:`~ppdm_dask.krimp.release.GeneratedRelease` (written
     and verified by its ``write``); :meth:`sample` stays for library users who want the rows only.
 
     Parameters
@@ -848,11 +848,12 @@ class KrimpGenerator(Estimator):
     lp_factor : float, default 1.0
         Weight ``usage·lp_factor + laplace`` (the reference generator's factor; 1 = the paper).
     key : Key, int or bytes, optional
-        Secret key of the generation and of the release's row order (a fresh secret key per
-        :meth:`transform` / :meth:`sample` when omitted). Never shown or written. A release
-        draws from a stream key derived from it and the release's identity.
+        Secret key of the generation and of the release's row order (a fresh secret key drawn
+        at :meth:`fit` when omitted: ``key_``, used by :meth:`release` and by :meth:`sample`
+        without a key of its own). Never shown or written. A release draws from a stream key
+        derived from it and the release's identity.
     n_rows : int, optional
-        Rows to generate in :meth:`transform` (default: as many as the fitted data).
+        Rows to generate in :meth:`release` (default: as many as the fitted data).
     allow_weak : bool or sequence of str, default False
         Accept ``min_support`` below the floor (``True`` or ``["min-support"]``); release rows
         equal to a record unique in the fitted data (only when named: ``["unique copies"]``;
@@ -981,6 +982,7 @@ class KrimpGenerator(Estimator):
         from .uniques import unique_fingerprints_lazy
 
         self._validate_params()
+        self._resolve_key()
         tx = _as_transactions(X)
         if tx.n_transactions == 0:
             raise DataFormatError("cannot fit a generator on an empty database")
@@ -1034,14 +1036,17 @@ class KrimpGenerator(Estimator):
         min_support: int | None = None,
         key: KeyLike = None,
         allow_weak: bool | Sequence[str] = False,
+        data: Any = None,
     ) -> "KrimpGenerator":
         """A fitted generator from a given code table (CodeTable or ``[(itemset, usage), ...]``).
 
         ``min_support`` (for releases): default the one recorded in a saved CodeTable's
-        parameters, else the smallest support of its non-singleton elements. The generator
-        does not know the data the table was found on: :meth:`sample` cannot avoid its unique
-        records, and :meth:`transform` needs that data (``transform(db)``) unless
-        ``allow_weak`` names ``"unique copies"``.
+        parameters, else the smallest support of its non-singleton elements. ``data``: the data
+        the table was found on (a TransactionArray or lists of labels; one pass): its content
+        digest names the input of a release, whose rows never copy its unique records.
+        Without it the generator does not know that data: :meth:`sample` cannot avoid its
+        unique records, and :meth:`release` is refused unless ``allow_weak`` names ``"unique
+        copies"``. The key is resolved here, as by :meth:`fit` (``key_``).
         """
         params = dict(getattr(code_table, "parameters", None) or {})
         if min_support is None:
@@ -1051,6 +1056,7 @@ class KrimpGenerator(Estimator):
         gen = cls(min_support=min_support if min_support is not None else 2, laplace=laplace, domains=domains,
                   domain_order=domain_order, lp_factor=lp_factor, key=key, allow_weak=allow_weak)
         gen._validate_params()
+        gen._resolve_key()
         if n_rows is None:
             n_rows = int(getattr(code_table, "n_rows", 0) or 0)
         gen._set_table(code_table, _normalize_domains(domains), int(n_rows))
@@ -1060,8 +1066,14 @@ class KrimpGenerator(Estimator):
         gen._source = None
         gen._input_digest = None
         gen._uniques = None
+        if data is not None:
+            from ..data.sources import source_of
+
+            gen._source = source_of(data)
+            gen._input_digest, gen._uniques = gen._input_facts(data)
         gen.report_ = {"n_rows": gen.n_rows_, "n_domains": len(gen.domains_), "min_support": gen.min_support_,
-                       "code_table_itemsets": getattr(code_table, "n_nontrivial", None), "overrides": [], "unique_records": None}
+                       "code_table_itemsets": getattr(code_table, "n_nontrivial", None), "overrides": [],
+                       "unique_records": None if gen._uniques is None else int(gen._uniques.shape[0])}
         return gen
 
     def _set_table(self, code_table: Any, domains: list[np.ndarray], n_rows: int) -> None:
@@ -1087,8 +1099,9 @@ class KrimpGenerator(Estimator):
             n = self.n_rows_
         return validate(GENERATION_CONSTRAINTS, {"n": n})["n"]
 
-    def _key(self, key: KeyLike) -> Any:
-        return as_key(key if key is not None else self.key)
+    def _sample_key(self, key: KeyLike) -> Any:
+        """The key of a :meth:`sample` call: its own, else the fitted ``key_``."""
+        return as_key(key) if key is not None else self.key_
 
     def _forbid(self, uniques: np.ndarray | None = None) -> _Forbidden | None:
         """What generation must avoid: the unique records of the fitted data (or ``uniques``),
@@ -1099,20 +1112,18 @@ class KrimpGenerator(Estimator):
         return _forbidden(self._fitted(), u)
 
     # ------------------------------------------------------------------ release
-    def transform(self, X: Any = None) -> Any:
+    def release(self, *, client: Any = None, progress: bool = False) -> Any:
         """The release of ``n_rows`` generated rows (lazy; ``write`` writes and verifies it).
 
-        ``X`` is not needed for a fitted generator (the rows come from the code table); when
-        given, it names the input whose files the owner's report fingerprints. A generator
-        built :meth:`from_code_table` needs ``X``, the data the table was found on: its content
-        digest names the input of the release and its unique records are never generated.
+        The rows come from the code table; a generator built :meth:`from_code_table` needs the
+        data the table was found on (its ``data=``) unless ``allow_weak`` names ``"unique
+        copies"``.
 
         Every random step draws from the release's own streams, derived from the key and the
         release's identity (method, public parameters, the input's content digest;
         :meth:`GeneratedRelease.streams_for`): one key gives unrelated rows for other
         parameters or another input, and the same rows for the same ones.
         """
-        from ..data.sources import source_of
         from .release import METHOD, GeneratedRelease
 
         self._fitted()
@@ -1122,26 +1133,22 @@ class KrimpGenerator(Estimator):
                                    python="KrimpGenerator.from_code_table(..., min_support=N)")
         overrides = tuple(dict.fromkeys((*self.overrides_, *self._floor(min_support))))
         digest, uniques = getattr(self, "_input_digest", None), getattr(self, "_uniques", None)
-        if digest is None and X is not None:
-            digest, uniques = self._input_facts(X)
         if uniques is None and not self._copies_allowed():
             raise InvalidParameter(
                 "this generator does not know the data its code table was found on, so it cannot keep the records unique "
                 "in that data out of the release",
-                python="transform(db) with the data, or allow_weak=['unique copies'] (recorded in the manifest)")
-        key = self._key(None)
+                python="from_code_table(..., data=db) with the data, or allow_weak=['unique copies'] (recorded in the manifest)")
+        key = self.key_
         n = self._n(self.n_rows)
         params, figures, patterns = _release_parts(self, n, min_support)
         if uniques is not None:
             figures["privacy"]["unique_records_in_input"] = int(uniques.shape[0])
         skey = GeneratedRelease.streams_for(key, METHOD, params, digest)
         data, stats = self._generate(n, skey, forbid=self._forbid(uniques))
-        source = source_of(X) if X is not None else getattr(self, "_source", None)
-        rel = GeneratedRelease(data, method=METHOD, parameters=params, figures=figures, key=key, source=source,
-                               input_info={"rows": self.n_rows_, "n_items": int(self._tables.alphabet.size)},
-                               overrides=overrides, patterns=patterns, input_digest=digest, redraws=stats)
-        rel.ledger = self.ledger
-        return rel
+        return GeneratedRelease(data, method=METHOD, parameters=params, figures=figures, key=key,
+                                source=getattr(self, "_source", None),
+                                input_info={"rows": self.n_rows_, "n_items": int(self._tables.alphabet.size)},
+                                overrides=overrides, patterns=patterns, input_digest=digest, redraws=stats, ledger=self.ledger)
 
     def _input_facts(self, X: Any) -> tuple[bytes, np.ndarray | None]:
         """Content digest and unique records of ``X`` (one pass), for a generator built from a
@@ -1170,7 +1177,7 @@ class KrimpGenerator(Estimator):
         mode, weights = self._mode_weights()
         n = self._n(n)
         validate(GENERATION_CONSTRAINTS, {"block_rows": block_rows})
-        items, npat, stats = _generate_range(tables, weights, mode, self._key(key), 0, _block_layout(n, int(block_rows)),
+        items, npat, stats = _generate_range(tables, weights, mode, self._sample_key(key), 0, _block_layout(n, int(block_rows)),
                                              self._forbid())
         self._last_npat = None
         self._avg = float(npat.mean()) if n else float("nan")
@@ -1192,18 +1199,18 @@ class KrimpGenerator(Estimator):
         Each Dask partition generates ``blocks_per_partition`` consecutive randomness blocks of
         ``block_rows`` rows; block ``b`` uses ``key.generator(Tag.KRIMP_GENERATE, b)``, so the
         rows depend only on ``(code table, domains, parameters, key, block_rows)``, not on the
-        partitioning or the workers. ``key=None`` uses the estimator's ``key`` (a fresh secret
-        key when that is None too; never stored).
+        partitioning or the workers. ``key=None`` uses the fitted ``key_`` (the estimator's
+        ``key``, or the fresh secret key drawn at :meth:`fit`).
 
         The streams derive from ``key`` as given (the literal procedure of
         docs/krimp.md#the-generator): two fitted generators sampled with one key draw the same
-        random numbers. A release (:meth:`transform`) instead derives its streams from the key
+        random numbers. A release (:meth:`release`) instead derives its streams from the key
         and its identity, so its rows are not ``sample(n, key)``. Rows equal to a record unique
         in the fitted data are redrawn, as in a release (statistics: :attr:`redraws_`).
         With ``pattern_counts`` the result has a row column ``n_patterns`` (code-table elements
         used per row; the paper's Fig. 5). The vocabulary is the union of the domains.
         """
-        data, stats = self._generate(self._n(n), self._key(key), forbid=self._forbid(), block_rows=block_rows,
+        data, stats = self._generate(self._n(n), self._sample_key(key), forbid=self._forbid(), block_rows=block_rows,
                                      blocks_per_partition=blocks_per_partition, pattern_counts=pattern_counts)
         self._last_stats = stats
         return data

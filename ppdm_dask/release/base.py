@@ -44,8 +44,8 @@ from .roles import Roles
 from .figures import Figures
 from .verdict import Check, Verdict
 
-__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for", "report_paths", "REPORT_FILES",
-           "INTERNAL_REPORT_FILES"]
+__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for", "floor_check", "refuse_weak",
+           "report_paths", "REPORT_FILES", "INTERNAL_REPORT_FILES"]
 
 #: report files that earlier versions wrote into a release folder (not listed in the manifest).
 #: Reports are now written beside the folder: whoever copies a release folder must not publish
@@ -70,6 +70,22 @@ def overrides_for(allow_weak: Any, floor_names: Sequence[str], named_only: Seque
     if unknown:
         raise InvalidParameter(f"allow_weak names unknown privacy floor(s) {unknown}; the floors are {list(floor_names)}")
     return names
+
+
+def floor_check(name: str, ok: bool, figure: Any, threshold: Any, detail: str = "", overrides: Sequence[str] = ()) -> Check:
+    """A privacy-floor check, marked overridden when it fails and ``name`` is in ``overrides``."""
+    return Check(name, bool(ok), figure, threshold, detail=detail, overridden=(not ok and name in overrides))
+
+
+def refuse_weak(checks: Sequence[Check]) -> None:
+    """Raise :class:`WeakParameterError` for the first floor of ``checks`` that fails and was
+    not overridden."""
+    bad = [c for c in checks if not c.passed]
+    if bad:
+        c = bad[0]
+        raise WeakParameterError(f"{c.name}: {c.figure} is below the floor {c.threshold}" + (f" ({c.detail})" if c.detail else "")
+                                 + "; refused", python=f"allow_weak=[{c.name!r}] (recorded in the manifest)",
+                                 fix="`allow_weak` (recorded in the manifest)")
 
 
 def is_csv_destination(url: str) -> bool:
@@ -125,7 +141,11 @@ class Release(abc.ABC):
     roles : Roles, optional
         Attribute roles (relational releases).
     key : Key, optional
-        The secret key: orders the rows when writing; only its fingerprint is ever written.
+        The secret key: the release's random streams and the order of the rows when writing
+        derive from it; only its fingerprint is ever written. The estimator that builds the
+        release gives its fitted ``key_``; a release constructed without one gets a fresh
+        secret key here, at construction (never later). A release read back from files
+        (``manifest`` given) has no key unless given: the files do not hold it.
     source : ppdm_dask.data.sources.Source, optional
         Where the input was read from (fingerprinted when writing).
     input_info : mapping, optional
@@ -138,6 +158,9 @@ class Release(abc.ABC):
         The content digest of the input (:func:`ppdm_dask.data.digest.content_digest`): part of
         the release's identity, from which its random streams and public id derive. Never
         written.
+    ledger : "default", Ledger, str or None, default "default"
+        The ledger that :meth:`write` records the release in (``"default"``: the user's; a
+        :class:`~ppdm_dask.ledger.Ledger` or a location; None: opted out, said in the manifest).
     """
 
     #: family hook: the family's name in :mod:`ppdm_dask.families` (its registry), written as
@@ -160,14 +183,16 @@ class Release(abc.ABC):
     def __init__(self, data: Any, *, method: str, parameters: Mapping[str, Any], figures: Mapping[str, Any] | None = None,
                  roles: Roles | None = None, key: Key | None = None, source: Any = None,
                  input_info: Mapping[str, Any] | None = None, overrides: Sequence[str] = (),
-                 manifest: Mapping[str, Any] | None = None, input_digest: bytes | None = None) -> None:
+                 manifest: Mapping[str, Any] | None = None, input_digest: bytes | None = None,
+                 ledger: Any = "default") -> None:
         self.data = data
         self.method = str(method)
         self.parameters = public_parameters(parameters)
         self.figures = dict(figures or {})
         self.roles = roles
         self.overrides = tuple(overrides)
-        self._key = key
+        # the one place a missing key is defaulted (a release read back keeps None: see key)
+        self._key: Key | None = key if key is not None or manifest is not None else Key.generate()
         self.source = source
         self.input_info = dict(input_info or {})
         self.manifest = dict(manifest) if manifest is not None else None
@@ -175,9 +200,8 @@ class Release(abc.ABC):
         #: owner-side record of the input's files (url, names, sizes, SHA-256), set by
         #: :meth:`write`; for the internal report only, never written into the release
         self.owner_input: dict[str, Any] | None = None
-        #: the ledger that :meth:`write` records the release in (``"default"``: the user's; a
-        #: :class:`~ppdm_dask.ledger.Ledger` or a location; None: opted out, said in the manifest)
-        self.ledger: Any = "default"
+        #: the ledger that :meth:`write` records the release in (see the ``ledger`` parameter)
+        self.ledger: Any = ledger
         #: the composition with the input's earlier releases, set by :meth:`write`
         self.composition: Any = None
 
@@ -195,8 +219,15 @@ class Release(abc.ABC):
         return stream_key(key, ReleaseIdentity.of(cls.family, method, public_parameters(parameters), input_digest))
 
     @property
+    def key(self) -> Key | None:
+        """The secret key of this release (the estimator's fitted ``key_``): None only for a
+        release read back from files that has not adopted the release it was written from."""
+        return self._key
+
+    @property
     def stream_key(self) -> Key | None:
-        """The key of this release's random streams (None without a key)."""
+        """The key of this release's random streams, derived from :attr:`key` and the release's
+        identity (None without a key)."""
         return stream_key(self._key, self.identity) if self._key is not None else None
 
     def __repr__(self) -> str:
@@ -227,9 +258,30 @@ class Release(abc.ABC):
         """Family hook: the data of a written release, lazy, every part checked when read."""
 
     def floor_checks(self) -> list[Check]:
-        """Family hook: the privacy floors of the parameters (``k >= 2`` ...), each a Check that
-        is ``overridden`` when its name is in :attr:`overrides`."""
+        """Family hook: the privacy floors of the release (``k >= 2`` ...), each a Check that is
+        ``overridden`` when its name is in :attr:`overrides`; by default those of the public
+        parameters alone (:meth:`parameter_floors`)."""
+        return type(self).parameter_floors(self.method, self.parameters, self.overrides)
+
+    @classmethod
+    def parameter_floors(cls, method: str, parameters: Mapping[str, Any], overrides: Sequence[str] = ()) -> list[Check]:
+        """Family hook: the privacy floors that the method and public parameters decide alone,
+        with no release built (the estimator refuses them before any pass over the data, see
+        :meth:`overrides_of`); each a Check (:func:`floor_check`) ``overridden`` when its name
+        is in ``overrides``."""
         return []
+
+    @classmethod
+    def overrides_of(cls, method: str, parameters: Mapping[str, Any], allow_weak: Any) -> tuple[str, ...]:
+        """The failing :meth:`parameter_floors` that ``allow_weak`` covers (see
+        :func:`overrides_for`): the release's ``overrides``. Raises
+        :class:`WeakParameterError` for a failing floor not covered (before any work)."""
+        params = public_parameters(parameters)
+        floors = cls.parameter_floors(method, params)
+        allowed = overrides_for(allow_weak, [c.name for c in floors], cls.NAMED_ONLY_FLOORS)
+        overrides = tuple(c.name for c in floors if not c.ok and c.name in allowed)
+        refuse_weak(cls.parameter_floors(method, params, overrides))
+        return overrides
 
     @abc.abstractmethod
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
@@ -248,7 +300,7 @@ class Release(abc.ABC):
         what the family adds (:meth:`_adopt`); returns self."""
         if fitted is not self:
             if self._key is None:
-                self._key = fitted._key
+                self._key = fitted.key
             self.input_digest = self.input_digest or fitted.input_digest
             self.input_info = {**fitted.input_info, **self.input_info}
             self.source = self.source or fitted.source
@@ -304,25 +356,11 @@ class Release(abc.ABC):
     # ------------------------------------------------------------------ common behaviour
     def floor(self, name: str, ok: bool, figure: Any, threshold: Any, detail: str = "") -> Check:
         """A floor check, marked overridden when the user overrode ``name``."""
-        return Check(name, bool(ok), figure, threshold, detail=detail, overridden=(not ok and name in self.overrides))
-
-    def apply_overrides(self, allow_weak: Any) -> tuple[str, ...]:
-        """Record as overrides the failing floors that ``allow_weak`` covers (see
-        :func:`overrides_for`), then :meth:`check_floors`; returns the overrides."""
-        floors = self.floor_checks()
-        allowed = overrides_for(allow_weak, [c.name for c in floors], self.NAMED_ONLY_FLOORS)
-        self.overrides = tuple(c.name for c in floors if not c.ok and c.name in allowed)
-        self.check_floors()
-        return self.overrides
+        return floor_check(name, ok, figure, threshold, detail, self.overrides)
 
     def check_floors(self) -> None:
         """Raise :class:`WeakParameterError` for a floor that fails and was not overridden."""
-        bad = [c for c in self.floor_checks() if not c.passed]
-        if bad:
-            c = bad[0]
-            raise WeakParameterError(f"{c.name}: {c.figure} is below the floor {c.threshold}" + (f" ({c.detail})" if c.detail else "")
-                                     + "; refused", python=f"allow_weak=[{c.name!r}] (recorded in the manifest)",
-                                     fix="`allow_weak` (recorded in the manifest)")
+        refuse_weak(self.floor_checks())
 
     def summary(self) -> dict[str, Any]:
         """``family``, ``method``, ``parameters`` and the figures (records, privacy, utility)."""
@@ -549,9 +587,12 @@ class Release(abc.ABC):
             refuse_existing(sidecar_manifest(url), opts, overwrite=overwrite, folder=False)
         self.check_floors()
         ckw = {"progress": progress, "client": client}
-        if self._key is None:  # the key of this release: a fresh secret one, kept for its report
-            self._key = Key.generate()
         key = self._key
+        if key is None:
+            from ..errors import InvalidParameter
+
+            raise InvalidParameter("this release was read back from files, which do not hold its key: write the release "
+                                   "the estimator returned (or adopt() it first)")
         adm = self._admit(self.ledger if ledger == "unset" else ledger, key, url, allow_composition, notify)
         try:
             manifest = self._write(url, opts, csv_out, overwrite, key, rows_per_file, check, client, ckw, adm)

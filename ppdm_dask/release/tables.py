@@ -3,7 +3,7 @@ partitions); written as Parquet part files or one CSV file."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, Callable, ClassVar
 
@@ -88,6 +88,11 @@ class TableRelease(Release):
 
     #: rows of each partition of ``data`` when the estimator knows them (saves a pass)
     partition_rows: list[int] | None = None
+
+    def __init__(self, data: Any, *, partition_rows: Sequence[int] | None = None, **kwargs: Any) -> None:
+        """As :class:`~ppdm_dask.release.Release`, plus ``partition_rows`` (see the attribute)."""
+        super().__init__(data, **kwargs)
+        self.partition_rows = [int(r) for r in partition_rows] if partition_rows is not None else None
 
     @property
     def default_rows_per_file(self) -> int:  # type: ignore[override]

@@ -66,7 +66,7 @@ def _provenance(release: Any, manifest: Mapping[str, Any] | None) -> dict[str, A
     if rel.get("id"):
         return {"id": rel.get("id"), "key_fingerprint": rel.get("key_fingerprint"),
                 "input_fingerprint": ((manifest or {}).get("input") or {}).get("fingerprint")}
-    key = getattr(release, "_key", None)
+    key = release.key
     if key is None:
         return {"id": None, "key_fingerprint": None, "input_fingerprint": None}
     return provenance(key, release.identity)

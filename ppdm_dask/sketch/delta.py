@@ -8,10 +8,10 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Estimator, check_is_fitted
+from ..base import Transformer, check_is_fitted
 from ..constraints import Interval, validate
 from ..errors import InvalidParameter
-from ..random import Key, KeyLike, as_key
+from ..random import KeyLike
 from . import _kernels as K
 from .generator import SketchGenerator
 from .sketches import resolve_generator, sketch
@@ -50,7 +50,7 @@ def delta_components(tx: Any, delta: float, m_max: int = 256) -> da.Array:
     return tx.blocks.map_blocks(_block_components, None, delta, m_max, drop_axis=1, dtype=np.int32, meta=meta)
 
 
-class DeltaAnonymizer(Estimator):
+class DeltaAnonymizer(Transformer):
     """Publish each record as a δ-anonymous sketch (docs/sketches.md#δ-anonymity).
 
     Every record x gets the LARGEST admissible number of components
@@ -68,7 +68,7 @@ class DeltaAnonymizer(Estimator):
     key : Key, int or bytes, optional
         Secret key: the PUBLIC generator seed is derived from it one-way, and it orders the rows
         of the written release. Mutually exclusive with ``generator``; a fresh OS-entropy key
-        when omitted.
+        drawn at :meth:`fit` when omitted (``key_``).
     generator : SketchGenerator, optional
         Reuse a generator (e.g. to sketch a test set comparably with a training set).
     keep_suppressed : bool, default False
@@ -87,6 +87,8 @@ class DeltaAnonymizer(Estimator):
     ----------
     generator_ : SketchGenerator
         The public generator used.
+    key_ : Key
+        The key of every release of this fit (resolved at :meth:`fit`).
     report_ : dict
         ``n_records``, ``n_suppressed``, ``mean_components`` (over kept records), ``delta``,
         ``m_max`` of the fitted data (one O(nnz) pass over the component counts, no sketching).
@@ -127,23 +129,30 @@ class DeltaAnonymizer(Estimator):
         from ..data.digest import content_digest
 
         params = self._parameters()
-        floors = SketchRelease(None, method="delta", parameters=params)
-        floors.apply_overrides(self.allow_weak)  # refuse before any pass over the data
-        self._key = as_key(self.key) if self.key is not None else Key.generate()
-        self._overrides = floors.overrides
+        # refuse before any pass over the data
+        self._overrides = SketchRelease.overrides_of("delta", params, self.allow_weak)
+        self._resolve_key()
         # the generator is the release's own (key + identity, which names the input by its
         # content digest): one key never gives two releases the same random vectors. Fitted
         # without data (records sketched one at a time), the identity has no input.
         self._input_digest = None if X is None else content_digest(X, client=client, progress=progress)
         resolve_generator(self.key, self.generator)  # refuses key and generator together
         self.generator_ = (resolve_generator(None, self.generator) if self.generator is not None else
-                           resolve_generator(SketchRelease.streams_for(self._key, "delta", params, self._input_digest), None))
+                           resolve_generator(SketchRelease.streams_for(self.key_, "delta", params, self._input_digest), None))
         if X is None:
-            self.report_, self._fitted = {"delta": params["delta"], "m_max": params["m_max"]}, None
+            self.report_, self._fitted, self._fitted_X = {"delta": params["delta"], "m_max": params["m_max"]}, None, None
             return self
         self.report_ = self.report(delta_components(X, params["delta"], params["m_max"]), client=client, progress=progress)
         self._fitted = collection_name(X)
+        self._fitted_X = X
         return self
+
+    def release(self, *, client: Any = None, progress: bool = False) -> "SketchRelease":
+        """The release of the δ-anonymous sketches of the fitted data (lazy)."""
+        check_is_fitted(self, "generator_")
+        if self._fitted_X is None:
+            raise InvalidParameter("this DeltaAnonymizer was fitted without data: transform(X) sketches the records given")
+        return self.transform(self._fitted_X)
 
     def transform(self, X: Any) -> "SketchRelease":
         """The release of δ-anonymous sketches of ``X`` with the fitted generator (lazy);
@@ -158,11 +167,10 @@ class DeltaAnonymizer(Estimator):
         out.metadata.update({"method": "delta", "delta": params["delta"], "m_max": params["m_max"]})
         report = self.report_ if self._fitted is not None and collection_name(X) == self._fitted else self.report(m)
         release = SketchRelease(out, method="delta", parameters=params,
-                                figures=sketch_figures(report, {"delta": params["delta"]}), key=self._key,
+                                figures=sketch_figures(report, {"delta": params["delta"]}), key=self.key_,
                                 source=source_of(X), input_info={"rows": int(X.n_transactions)},
-                                overrides=self._overrides, input_digest=self._input_digest)
-        release.ledger = self.ledger
-        release._ledger_input = X  # each record's V_x for the ledger (docs/sketches.md#repeated-releases)
+                                overrides=self._overrides, input_digest=self._input_digest, ledger=self.ledger,
+                                ledger_input=X)  # each record's V_x for the ledger (docs/sketches.md#repeated-releases)
         return release
 
     def report(self, sketches: Any, **compute_kwargs: Any) -> dict[str, Any]:

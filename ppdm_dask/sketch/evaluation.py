@@ -137,7 +137,7 @@ def evaluate(
     labels : array (N,)
         Class labels (classification).
     anonymize : callable (TransactionArray, SketchGenerator) -> SketchRelease or SketchArray
-        E.g. ``lambda tx, g: KVarianceAnonymizer(k=5, generator=g).fit_transform(tx)`` (the
+        E.g. ``lambda tx, g: KVarianceAnonymizer(k=5, generator=g).fit_release(tx)`` (the
         release's ``.data`` is used).
     key : Key, int or bytes
         Secret key of the split, the generator and the miners' random steps.
@@ -270,7 +270,7 @@ def frontier(
     rows: list[dict[str, Any]] = []
     baseline: dict[str, float] | None = None
     for level in levels:
-        r = evaluate(X, labels, lambda tx, g: make(level, g).fit_transform(tx), key=key, n_neighbors=n_neighbors,
+        r = evaluate(X, labels, lambda tx, g: make(level, g).fit_release(tx), key=key, n_neighbors=n_neighbors,
                      n_clusters=n_clusters, tasks=tasks, npartitions=npartitions, client=client, baseline=baseline,
                      similarity=similarity)
         baseline = r.pop("baseline")

@@ -29,7 +29,7 @@ import numpy as np
 from ..base import Estimator, check_is_fitted
 from ..constraints import Interval, Options, validate
 from ..errors import InvalidParameter
-from ..random import Key, KeyLike, as_key
+from ..random import KeyLike
 from . import _kvariance_kernels as KV
 from .generator import SketchGenerator
 from .sketches import resolve_generator, sketch
@@ -160,7 +160,8 @@ class KVarianceAnonymizer(Estimator):
         Use :func:`ppdm_dask.neighbors.approximate_knn` (for very large data; measured recall).
     key : Key, int or bytes, optional
         Secret key: derives the public generator seed (one-way) and, with ``approximate``, the
-        candidate search. Mutually exclusive with ``generator`` for the sketches.
+        candidate search. Mutually exclusive with ``generator`` for the sketches. A fresh
+        secret key drawn at :meth:`fit` when omitted (``key_``).
     generator : SketchGenerator, optional
     threshold : {"corrected", "paper"}
         ``"paper"`` uses the printed, dimensionally inconsistent threshold of Def. 3
@@ -182,6 +183,8 @@ class KVarianceAnonymizer(Estimator):
     graph_ : KNNGraph
     generator_ : SketchGenerator
     n_iter_ : int
+    key_ : Key
+        The key of every release of this fit (resolved at :meth:`fit`).
     report_ : dict
         ``n_records``, ``n_suppressed``, ``mean_components`` (kept records), ``k``, ``m_max``,
         ``n_iter``, ``changes``, ``converged``, ``violations`` (recounted; 0), ``knn_seconds``,
@@ -253,14 +256,13 @@ class KVarianceAnonymizer(Estimator):
 
         tx = X
         self._validate(tx.n_transactions)
-        floors = SketchRelease(None, method="k-variance", parameters=self._parameters())
-        floors.apply_overrides(self.allow_weak)  # refuse before any pass over the data
-        self._overrides = floors.overrides
-        self._key = as_key(self.key) if self.key is not None else Key.generate()
+        # refuse before any pass over the data
+        self._overrides = SketchRelease.overrides_of("k-variance", self._parameters(), self.allow_weak)
+        self._resolve_key()
         # every random step (MinHash rounds, the generator) draws from the release's own
         # streams: key + identity, the input named by its content digest
         self._input_digest = content_digest(tx, client=client, progress=progress)
-        skey = SketchRelease.streams_for(self._key, "k-variance", self._parameters(), self._input_digest)
+        skey = SketchRelease.streams_for(self.key_, "k-variance", self._parameters(), self._input_digest)
         self.generator_ = resolve_generator(None if self.generator is not None else skey, self.generator)
         t0 = time.perf_counter()
         if self.approximate:
@@ -272,6 +274,7 @@ class KVarianceAnonymizer(Estimator):
                                        max_iter=self.max_iter, tol=self.tol, threshold=self.threshold)
         t2 = time.perf_counter()
         self.graph_, self.m_, self.n_iter_ = graph, m, info["n_iter"]
+        self._fitted_X = tx
         kept = m[m > 0]
         self.report_ = {
             "n_records": int(m.size),
@@ -290,16 +293,15 @@ class KVarianceAnonymizer(Estimator):
         }
         return self
 
-    def transform(self, X: Any) -> "SketchRelease":
-        """The release of the sketches of ``X`` with the fitted ``m_`` (lazy; rows must match the
-        fitted data); ``.data`` is the :class:`~.sketches.SketchArray` in input order."""
+    def release(self, *, client: Any = None, progress: bool = False) -> "SketchRelease":
+        """The release of the sketches of the fitted data with its ``m_`` (lazy); ``.data`` is
+        the :class:`~.sketches.SketchArray` in input order. (``m_`` is of the fitted records,
+        from their k-NN graph: it is no parameter for other data, hence no ``transform``.)"""
         from ..data.sources import source_of
         from .release import SketchRelease, sketch_figures
 
         check_is_fitted(self, "m_")
-        tx = X
-        if tx.n_transactions != self.m_.size:
-            raise InvalidParameter(f"fitted on {self.m_.size} records, got {tx.n_transactions}")
+        tx = self._fitted_X
         out = sketch(tx, self.m_, generator=self.generator_, m_max=int(self.m_max))
         out.metadata.update({
             "method": "k-variance", "k": int(self.k), "m_max": int(self.m_max), "metric": self.metric,
@@ -310,10 +312,9 @@ class KVarianceAnonymizer(Estimator):
         privacy = {"k": int(self.k), "violations": int(r["violations"]), "converged": bool(r["converged"]),
                    "knn_scope": self.knn_scope, "approximate": bool(self.approximate)}
         release = SketchRelease(out, method="k-variance", parameters=self._parameters(),
-                                figures=sketch_figures(r, privacy), key=self._key, source=source_of(tx),
+                                figures=sketch_figures(r, privacy), key=self.key_, source=source_of(tx),
                                 input_info={"rows": int(tx.n_transactions)}, overrides=self._overrides,
-                                input_digest=self._input_digest)
-        release.ledger = self.ledger
-        # each record's V_x and k-NN edges for the ledger (docs/sketches.md#repeated-releases)
-        release._ledger_input, release._ledger_graph = tx, (self.graph_, self.threshold)
+                                input_digest=self._input_digest, ledger=self.ledger,
+                                # each record's V_x and k-NN edges for the ledger (docs/sketches.md#repeated-releases)
+                                ledger_input=tx, ledger_graph=(self.graph_, self.threshold))
         return release

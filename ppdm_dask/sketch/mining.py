@@ -323,7 +323,7 @@ class SketchKNNClassifier:
         self.shrinkage_ = _resolve_shrinkage(self.similarity, self.shrinkage, train, m, **ckw)
         self._codes = codes.astype(np.int64)
         self._train = train
-        self._key = as_key(self.key)
+        self.key_ = as_key(self.key)  # resolved once, at fit (a fresh secret key when None)
         return self
 
     def _check_fitted(self) -> None:
@@ -369,7 +369,7 @@ class SketchKNNClassifier:
         test = _as_blocks(sketches, self.block_rows)
         codes = dask.delayed(self._codes)  # one shared key in the graph
         preds = [
-            dask.delayed(_finish_knn_block, pure=False)(top, ma, codes, self.class_counts_, self._key, start)
+            dask.delayed(_finish_knn_block, pure=False)(top, ma, codes, self.class_counts_, self.key_, start)
             for top, ma, start in self._topk_graph(test)
         ]
         res = compute(*preds, client=client, progress=progress)
@@ -647,7 +647,7 @@ class SketchKMeans:
         self.labels_ = labels
         self.n_iter_ = n_iter
         self.init_indices_ = seeds
-        self._key = key
+        self.key_ = key  # resolved once, at fit
         self._generator = blocks.generator
         assigned = labels.copy()
         supp = ~live

@@ -30,7 +30,7 @@ graph recomputed from the original; from disk, no more published records than th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, Callable, ClassVar, NamedTuple
 
@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from ..data.folder import read_part
 from ..release import Check, Figures, Release
+from ..release.base import floor_check
 from ..release.order import BlockOps
 from . import _kernels as K
 from .sketches import (FORMAT_NAME, SketchArray, compact_table, compact_values, layout_fields, part_metadata,
@@ -265,6 +266,13 @@ class SketchRelease(Release):
     #: a k-variance release's (k-NN graph, threshold): its edges are stored in the ledger
     _ledger_graph: Any = None
 
+    def __init__(self, data: Any, *, ledger_input: Any = None, ledger_graph: Any = None, **kwargs: Any) -> None:
+        """As :class:`~ppdm_dask.release.Release`, plus the owner's ``ledger_input`` and
+        ``ledger_graph`` (see the attributes ``_ledger_input`` and ``_ledger_graph``)."""
+        super().__init__(data, **kwargs)
+        self._ledger_input = ledger_input
+        self._ledger_graph = ledger_graph
+
     def ledger_figures(self) -> dict[str, Any]:
         """The parameters a later release composes with: the method, δ or k, and ``m_max``."""
         p = self.parameters
@@ -359,19 +367,20 @@ class SketchRelease(Release):
         return out
 
     # ------------------------------------------------------------------ checks
-    def floor_checks(self) -> list[Check]:
-        p = self.parameters
-        if self.method == "k-variance":
+    @classmethod
+    def parameter_floors(cls, method: str, parameters: Mapping[str, Any], overrides: Sequence[str] = ()) -> list[Check]:
+        p = parameters
+        if method == "k-variance":
             k = p.get("k")
             threshold = p.get("threshold", "corrected")
-            return [self.floor("k >= 2", isinstance(k, int) and k >= 2, k, 2,
-                               "k = 1 only hides each record's similarity to its single nearest neighbour"),
-                    self.floor("threshold = corrected", threshold == "corrected", threshold, "corrected",
-                               "the paper's printed threshold is not scale-invariant: rescaling the data changes "
-                               "the guarantee (reproduction studies only)")]
+            return [floor_check("k >= 2", isinstance(k, int) and k >= 2, k, 2,
+                                "k = 1 only hides each record's similarity to its single nearest neighbour", overrides),
+                    floor_check("threshold = corrected", threshold == "corrected", threshold, "corrected",
+                                "the paper's printed threshold is not scale-invariant: rescaling the data changes "
+                                "the guarantee (reproduction studies only)", overrides)]
         delta = p.get("delta")
         ok = isinstance(delta, (int, float)) and not isinstance(delta, bool) and np.isfinite(delta) and delta > 0
-        return [self.floor("delta > 0", bool(ok), delta, 0, "δ <= 0 allows exact reconstruction of attributes")]
+        return [floor_check("delta > 0", bool(ok), delta, 0, "δ <= 0 allows exact reconstruction of attributes", overrides)]
 
     def _recount(self, **ckw: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Totals and per-part stats of the released rows (read from the part files when the

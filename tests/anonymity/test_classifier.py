@@ -73,7 +73,7 @@ def test_release_figure(tmp_path):
     people = read_table(str(csv), dtype={"age": "int"})
     hier = load_hierarchies([f"zip={zips}"], None, ["zip"])
     rel = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                      hierarchies=hier, key=Key(8)).fit_transform(people)
+                      hierarchies=hier, key=Key(8)).fit_release(people)
     released, orig = rel.data.compute(), people.compute()  # the release in memory is in input order
     qi = ["age", "sex", "zip"]
     expected = brute_accuracy([tuple(map(str, r)) for r in released[qi].itertuples(index=False)], list(orig["diagnosis"]))

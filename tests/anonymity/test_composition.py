@@ -70,9 +70,9 @@ def test_two_mondrian_releases_against_the_written_tables(people, tmp_path):
     """The issue's "must show": two Mondrian releases with other quasi-identifiers; the ledger's
     figure is the brute-force intersection of the two written tables' classes."""
     first, second = ["age", "zip"], ["age", "sex"]
-    _mondrian(first, 1).fit_transform(people).write(str(tmp_path / "r1"))
+    _mondrian(first, 1).fit_release(people).write(str(tmp_path / "r1"))
     heard: list[str] = []
-    rel2 = _mondrian(second, 2).fit_transform(people)
+    rel2 = _mondrian(second, 2).fit_release(people)
     with pytest.raises(CompositionRefused) as refused:
         rel2.write(str(tmp_path / "refused"), notify=heard.append)
     assert "--allow-composition" in cli_message(refused.value) and CHECK_NAME in str(refused.value)
@@ -107,12 +107,12 @@ def test_two_mondrian_releases_against_the_written_tables(people, tmp_path):
 def test_labels_do_not_depend_on_the_partitioning(people):
     rows = []
     for parts in (1, 3):
-        rel = _mondrian(["age", "zip"], 1).fit_transform(people.repartition(npartitions=parts))
+        rel = _mondrian(["age", "zip"], 1).fit_release(people.repartition(npartitions=parts))
         blocks, _ = rel._row_blocks()
         assert len(blocks) == parts
         rows.append(np.concatenate(pd.Series(rel.ledger_rows(blocks)).map(lambda t: t.compute()).tolist()))
     assert np.array_equal(rows[0], rows[1]) and (rows[0] != NOT_PUBLISHED).all()
-    other = _mondrian(["age", "sex"], 2).fit_transform(people)
+    other = _mondrian(["age", "sex"], 2).fit_release(people)
     theirs = np.concatenate([t.compute() for t in other.ledger_rows(other._row_blocks()[0])])
     figs = [intersection_counts(np.column_stack([r, theirs]), 5) for r in rows]
     assert figs[0]["records_below_k"] == figs[1]["records_below_k"] > 0
@@ -121,8 +121,8 @@ def test_labels_do_not_depend_on_the_partitioning(people):
 def test_same_classes_again_compose_without_loss(people, tmp_path):
     """The same parameters with another key publish the same classes: the intersection is each
     release's own, nothing falls below k, and the release is accepted."""
-    _mondrian(["age", "zip"], 1).fit_transform(people).write(str(tmp_path / "r1"))
-    rel = _mondrian(["age", "zip"], 7).fit_transform(people)
+    _mondrian(["age", "zip"], 1).fit_release(people).write(str(tmp_path / "r1"))
+    rel = _mondrian(["age", "zip"], 7).fit_release(people)
     manifest = rel.write(str(tmp_path / "r2"))
     assert rel.composition.figures["records_below_k"] == 0
     assert manifest["release"]["ledger"]["composition"]["limits"] == [{"name": CHECK_NAME, "ok": True, "overridden": False}]
@@ -149,11 +149,11 @@ def test_suppressed_records_are_not_published_and_k_is_the_smallest(people):
 def test_an_earlier_release_without_labels_is_a_bound(people, tmp_path):
     """When the ledger holds no labels of an earlier release, every record both may publish
     counts: the limit fails even for the same classes, and a note says why."""
-    m1 = _mondrian(["age", "zip"], 1).fit_transform(people).write(str(tmp_path / "r1"))
+    m1 = _mondrian(["age", "zip"], 1).fit_release(people).write(str(tmp_path / "r1"))
     ledger = Ledger()
     rec = ledger.find(m1["release"]["id"])
     ledger.fs.rm(ledger._path("rows", rec.uid + ".parquet"))
-    rel = _mondrian(["age", "zip"], 7).fit_transform(people)
+    rel = _mondrian(["age", "zip"], 7).fit_release(people)
     with pytest.raises(CompositionRefused):
         rel.write(str(tmp_path / "r2"))
     rel.write(str(tmp_path / "r2"), allow_composition=True)
@@ -180,8 +180,8 @@ def test_two_km_releases_against_the_written_baskets(tmp_path):
     n = tx.n_transactions
     by_block = _hierarchy(tmp_path / "a.csv", lambda j: f"a{j // 4}")
     by_rest = _hierarchy(tmp_path / "b.csv", lambda j: f"b{j % 4}")
-    KmAnonymizer(by_block, k=3, m=2, key=Key(1)).fit_transform(tx).write(str(tmp_path / "k1"))
-    rel = KmAnonymizer(by_rest, k=4, m=2, key=Key(2)).fit_transform(tx)
+    KmAnonymizer(by_block, k=3, m=2, key=Key(1)).fit_release(tx).write(str(tmp_path / "k1"))
+    rel = KmAnonymizer(by_rest, k=4, m=2, key=Key(2)).fit_release(tx)
     with pytest.raises(CompositionRefused):
         rel.write(str(tmp_path / "k2"))
     rel.write(str(tmp_path / "k2"), allow_composition=True)
@@ -196,14 +196,14 @@ def test_two_km_releases_against_the_written_baskets(tmp_path):
     assert figures["records_below_k"] == below > 0
     # the same parameters again (another key): nothing narrowed, accepted
     fresh = Ledger(tmp_path / "fresh")
-    KmAnonymizer(by_block, k=3, m=2, key=Key(5), ledger=fresh).fit_transform(tx).write(str(tmp_path / "k3"))
-    again = KmAnonymizer(by_block, k=3, m=2, key=Key(6), ledger=fresh).fit_transform(tx)
+    KmAnonymizer(by_block, k=3, m=2, key=Key(5), ledger=fresh).fit_release(tx).write(str(tmp_path / "k3"))
+    again = KmAnonymizer(by_block, k=3, m=2, key=Key(6), ledger=fresh).fit_release(tx)
     again.write(str(tmp_path / "k4"))
     assert again.composition.figures["records_below_k"] == 0 and again.composition.checks[0].ok
     # a release of the raw baskets (k^1 needs no generalisation here) already has whole baskets
     # below k on its own - k^m protects m known items, not the basket: composing it with a
     # coarser release singles out nobody beyond it
-    raw = KmAnonymizer(by_rest, k=2, m=1, key=Key(7), ledger=fresh).fit_transform(tx)
+    raw = KmAnonymizer(by_rest, k=2, m=1, key=Key(7), ledger=fresh).fit_release(tx)
     raw.write(str(tmp_path / "k5"))
     assert raw.figures["utility"]["cut"] == [] and raw.composition.figures["records_below_k"] == 0
     assert raw.composition.figures["smallest_intersection_class"] == 1

@@ -121,7 +121,7 @@ def test_t_closeness_and_entropy_l_against_pycanon_on_adult(adult):
     for sens, qi, kw in cases:
         other = [c for c in df.columns if c not in qi and c != sens]
         rel = KAnonymizer(qi, k=5, sensitive=sens, insensitive=other, hierarchies=hier, key=Key(3), allow_unique=other,
-                          **kw).fit_transform(df)
+                          **kw).fit_release(df)
         table = released(rel)
         counts = class_counts(table, qi, sens)
         s = disclosure_summary(counts, qi, sens)
@@ -158,7 +158,7 @@ def test_every_anonymizer_releases_only_t_close_classes(adult):
     records, recounted from the definition with pandas; and the anonymiser's own verify agrees."""
     df, hier = adult
     for name, qi, est in _anonymizers(df, hier):
-        rel = est.fit_transform(df)
+        rel = est.fit_release(df)
         table = released(rel)
         t = rel.parameters["t"]
         d = emd_by_pandas(table, qi, SAL, ordered=False)
@@ -180,12 +180,12 @@ def test_numeric_sensitive_on_dask_partitions(adult):
     other = [SAL]
     ddf = dd.from_pandas(df, npartitions=3)
     for method in ("mondrian", "cluster"):
-        rel = KAnonymizer(qi, k=5, sensitive="age", insensitive=other, method=method, t=0.1, key=Key(2)).fit_transform(ddf)
+        rel = KAnonymizer(qi, k=5, sensitive="age", insensitive=other, method=method, t=0.1, key=Key(2)).fit_release(ddf)
         table = released(rel)
         assert rel.parameters["t_kind"] == "ordered"
         assert emd_by_pandas(table, qi, "age", ordered=True).max() <= 0.1 + 1e-9, method
-    one = KAnonymizer(qi, k=5, sensitive="age", insensitive=other, method="mondrian", t=0.1, key=Key(2)).fit_transform(df)
-    three = KAnonymizer(qi, k=5, sensitive="age", insensitive=other, method="mondrian", t=0.1, key=Key(2)).fit_transform(ddf)
+    one = KAnonymizer(qi, k=5, sensitive="age", insensitive=other, method="mondrian", t=0.1, key=Key(2)).fit_release(df)
+    three = KAnonymizer(qi, k=5, sensitive="age", insensitive=other, method="mondrian", t=0.1, key=Key(2)).fit_release(ddf)
     key = [*qi, "age", SAL]
     a = released(one).sort_values(key).reset_index(drop=True)
     b = released(three).sort_values(key).reset_index(drop=True)
@@ -217,7 +217,7 @@ def test_t_floor_and_parameters(adult):
     df, _ = adult
     with pytest.raises(WeakParameterError, match=r"t <= 0.5"):
         KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", t=0.7).fit(df)
-    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", t=0.7, allow_weak=["t <= 0.5"], key=Key(1)).fit_transform(df)
+    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", t=0.7, allow_weak=["t <= 0.5"], key=Key(1)).fit_release(df)
     assert rel.overrides == ("t <= 0.5",)
     floor = [c for c in rel.floor_checks() if c.name == "t <= 0.5"][0]
     assert floor.overridden and floor.figure == 0.7
@@ -254,7 +254,7 @@ def test_homogeneity_counts_recounted_with_pandas(adult):
     """Mondrian k = 5, distinct l = 2 on the Adult sample: the classes with >= 90 % one salary
     value (the issue's 39 classes, 832 records) recounted with pandas, and the report's table."""
     df, hier = adult
-    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", l=2, hierarchies=hier, key=Key(5)).fit_transform(df)
+    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", l=2, hierarchies=hier, key=Key(5)).fit_release(df)
     f = rel.report_figures()
     it = items(f)
     sh = shares_by_pandas(released(rel), QIS, SAL)
@@ -281,7 +281,7 @@ def test_attribute_inference_attack_on_adult(adult):
     """Distinct l = 2: the attack succeeds beyond its threshold and the summary (amber) names the
     classes; t-closeness 0.2: green, no flagged attack, no warning."""
     df, hier = adult
-    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", l=2, hierarchies=hier, key=Key(5)).fit_transform(df)
+    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", l=2, hierarchies=hier, key=Key(5)).fit_release(df)
     f = rel.report_figures(df)
     att = items(f)["attack_attribute_inference"]
     table = released(rel)
@@ -300,7 +300,7 @@ def test_attribute_inference_attack_on_adult(adult):
     assert f.headline == ["utility_gcp", "utility_query_error_mean", "utility_classifier_accuracy"]
     assert "k = 5" in f.guarantee and "distinct l = 2" in f.guarantee
 
-    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", t=0.2, hierarchies=hier, key=Key(5)).fit_transform(df)
+    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", t=0.2, hierarchies=hier, key=Key(5)).fit_release(df)
     f = rel.report_figures(df)
     checks = [*rel.floor_checks(), *rel.guarantee_checks()]
     d = decide(checks, f.attacks, f.warnings)
@@ -332,7 +332,7 @@ def test_warning_without_a_model_and_access_control(adult):
     df, _ = adult
     est = AccessControlAnonymizer([{"role": "r", "bound": 40, "where": {"age": [20, 30]}}], QIS, k=5, sensitive=SAL,
                                   key=Key(1))
-    rel = est.fit_transform(df)
+    rel = est.fit_release(df)
     f = rel.report_figures()
     assert any("without an attribute-disclosure model" in w for w in f.warnings)
     sh = shares_by_pandas(released(rel), QIS, SAL)
@@ -346,7 +346,7 @@ def test_warning_without_a_model_and_access_control(adult):
 
 def test_figures_do_not_depend_on_partitioning(adult):
     df, hier = adult
-    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", l=2, hierarchies=hier, key=Key(5)).fit_transform(df)
+    rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", l=2, hierarchies=hier, key=Key(5)).fit_release(df)
     table = released(rel)
     one = AnonymizedRelease(dd.from_pandas(table, npartitions=1, sort=False), method="mondrian", parameters=rel.parameters)
     four = AnonymizedRelease(dd.from_pandas(table.sample(frac=1, random_state=1), npartitions=4, sort=False),

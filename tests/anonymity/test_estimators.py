@@ -74,15 +74,14 @@ def test_estimator_contract(make, people):
     with pytest.raises(NotFittedError):
         est.report_
     with pytest.raises(NotFittedError):
-        est.transform()
+        est.release()
     data = load_sample("bms-webview-1-5k") if isinstance(est, KmAnonymizer) else people
-    rel = est.fit_transform(data)
+    rel = est.fit_release(data)
     assert isinstance(rel, Release) and isinstance(rel, KmRelease if isinstance(est, KmAnonymizer) else AnonymizedRelease)
     assert isinstance(est.report_, dict) and est.overrides_ == ()
     assert rel.verify().ok and "99" not in repr(rel)
-    assert est.transform(data).parameters == rel.parameters  # the fitted data itself is accepted
-    with pytest.raises(InvalidParameter, match="fitted on"):
-        est.transform(data.repartition(npartitions=2) if not isinstance(est, KmAnonymizer) else data.repartition(npartitions=2))
+    assert est.release().parameters == rel.parameters  # the release of what was fitted, again
+    assert not hasattr(est, "transform")  # it releases the table it was fitted on, no other
 
 
 def test_library_progress_is_off_by_default():
@@ -125,13 +124,13 @@ def test_nearly_unique_columns_are_refused(people):
     rows = people.assign(row=people.index.astype(str))
     with pytest.raises(RoleError, match="row"):
         _k(insensitive="row").fit(rows)
-    rel = _k(insensitive="row", allow_unique="row").fit_transform(rows)
+    rel = _k(insensitive="row", allow_unique="row").fit_release(rows)
     assert list(rel.data.columns) == [*PEOPLE_QI, "diagnosis", "row"] and rel.roles.allow_unique == ("row",)
 
 
 def test_overrides_are_explicit_and_recorded(people, tmp_path):
     est = _k(k=1, allow_weak=True)
-    rel = est.fit_transform(people)
+    rel = est.fit_release(people)
     assert est.overrides_ == ("k >= 2",) and rel.overrides == ("k >= 2",)
     v = rel.verify()
     assert v.ok and v["k >= 2"].overridden and not v["k >= 2"].ok
@@ -145,7 +144,7 @@ def test_overrides_are_explicit_and_recorded(people, tmp_path):
 def test_interval_hierarchy_reads_numbers(tmp_path):
     h = {"age": Hierarchy.from_intervals(width=10, low=0, high=100, name="age")}
     people = read_table(str(sample_path("people")))  # every column a string
-    rel = _k(hierarchies=h).fit_transform(people)
+    rel = _k(hierarchies=h).fit_release(people)
     ages = rel.data["age"].compute()
     assert ages.str.fullmatch(r"\d+(-\d+)?").all()  # numeric ranges, not value sets
     bad = pd.read_csv(sample_path("people"), dtype=str, keep_default_na=False)
@@ -158,7 +157,7 @@ def test_interval_hierarchy_reads_numbers(tmp_path):
 
 # ---------------------------------------------------------------- the release and its checks
 def test_release_drops_identifiers_and_verifies(people, tmp_path):
-    rel = _k(key=Key(5)).fit_transform(people)
+    rel = _k(key=Key(5)).fit_release(people)
     assert "name" not in rel.data.columns and rel.roles.identifiers == ("name",)
     assert rel.parameters["qi"] == PEOPLE_QI and rel.parameters["k"] == 5 and rel.parameters["sensitive"] == "diagnosis"
     assert rel.figures["records"] == {"input": 1000, "released": 1000, "suppressed": 0}
@@ -220,7 +219,7 @@ def test_suppressed_records_left_out_unless_kept(people, tmp_path):
          "sex": load_sample("people-hierarchy-sex")}
     for keep in (False, True):
         est = _k(k=10, method="lattice", hierarchies=h, max_suppression=0.05, keep_suppressed=keep)
-        rel = est.fit_transform(people)
+        rel = est.fit_release(people)
         n_sup = est.report_["n_suppressed"]
         assert n_sup > 0
         manifest = rel.write(str(tmp_path / f"keep-{keep}"))
@@ -245,7 +244,7 @@ def test_access_control_release(people, tmp_path):
     perms = [{"role": "census", "name": "young", "bound": 40, "where": {"age": [18, 29]}},
              {"role": "research", "name": "cambridge", "bound": 30, "where": {"zip": ["02138", "02139"]}}]
     est = AccessControlAnonymizer(perms, PEOPLE_QI, k=5, identifiers="name", sensitive="diagnosis", key=Key(1))
-    rel = est.fit_transform(people)
+    rel = est.fit_release(people)
     assert rel.method == "access-control" and rel.parameters["permissions"] == ["young", "cambridge"]
     r = est.report_
     assert [p["name"] for p in r["permission_report"]] == ["young", "cambridge"]
@@ -258,7 +257,7 @@ def test_access_control_release(people, tmp_path):
 def test_km_release_checks_against_the_original(tmp_path):
     tx = load_sample("bms-webview-1-5k")
     est = KmAnonymizer(k=5, m=2, fan_out=5, method="DA", key=Key(3))
-    rel = est.fit_transform(tx)
+    rel = est.fit_release(tx)
     assert rel.family == "km" and rel.parameters == {"k": 5, "m": 2, "hierarchy": "balanced, fan-out 5"}
     v = rel.verify(original=tx)
     assert v.ok and [c.name for c in v] == ["k >= 2", "k^m-anonymity", "transaction count", "transactions",
@@ -283,7 +282,7 @@ def test_km_public_parameters_never_name_the_hierarchy_file(tmp_path):
     path = tmp_path / "owner_private_items.csv"
     path.write_text("a;ab;*\nb;ab;*\nc;cd;*\nd;cd;*\n")
     tx = TransactionArray.from_lists([["a", "b"], ["c"], ["a", "d"], ["b", "c"]] * 5)
-    rel = KmAnonymizer(str(path), k=2, m=2, key=Key(1)).fit_transform(tx)
+    rel = KmAnonymizer(str(path), k=2, m=2, key=Key(1)).fit_release(tx)
     assert rel.parameters == {"k": 2, "m": 2, "hierarchy": "given, 3 levels"}
     rel.write(str(tmp_path / "km"))
     files = public_files(str(tmp_path / "km"))
@@ -317,7 +316,7 @@ def test_km_same_key_same_bytes_for_any_partitioning(tmp_path):
     for parts in (1, 4):
         t = tx.repartition(npartitions=parts)
         assert t.n_partitions == parts
-        KmAnonymizer(k=5, m=2, fan_out=5, key=Key(11)).fit_transform(t).write(str(tmp_path / f"km-{parts}"), rows_per_file=2000)
+        KmAnonymizer(k=5, m=2, fan_out=5, key=Key(11)).fit_release(t).write(str(tmp_path / f"km-{parts}"), rows_per_file=2000)
         outs.append(data_bytes(tmp_path / f"km-{parts}"))
     assert len(outs[0]) == 4 and outs[0] == outs[1]  # 3 parts + the vocabulary
 
@@ -331,7 +330,7 @@ def test_adult_oracle_through_the_estimator(shared_data, tmp_path):
     df = read_table(str(src))
     hier = load_hierarchies((), str(shared_data / "adult"), ADULT_QI)
     est = KAnonymizer(list(ADULT_QI), k=5, sensitive="salary-class", hierarchies=hier, key=Key(8))
-    rel = est.fit_transform(df)
+    rel = est.fit_release(df)
     assert est.report_["discernibility"] == 33_627_534 and est.report_["n_classes"] == 45
     manifest = rel.write(str(tmp_path / "adult"))
     assert rel.summary()["utility"]["discernibility"] == 33_627_534 and "utility" not in manifest["summary"]
@@ -347,7 +346,7 @@ def test_on_local_cluster(people, tmp_path, cluster_client):
     from tests.release.helpers import data_bytes
 
     for name, client in (("sync", None), ("cluster", cluster_client)):
-        rel = _k(key=Key(21)).fit_transform(people.repartition(npartitions=3), client=client)
+        rel = _k(key=Key(21)).fit_release(people.repartition(npartitions=3), client=client)
         rel.write(str(tmp_path / name), client=client, rows_per_file=400)
         assert verify(str(tmp_path / name), original=people, client=client).ok
     assert data_bytes(tmp_path / "sync") == data_bytes(tmp_path / "cluster")

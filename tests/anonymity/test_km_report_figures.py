@@ -30,7 +30,7 @@ def test_km_figures_small():
     rows = _rows()
     tx = TransactionArray.from_lists(rows).repartition(npartitions=3)
     k, m = 4, 2
-    rel = KmAnonymizer(k=k, m=m, fan_out=3).fit_transform(tx)
+    rel = KmAnonymizer(k=k, m=m, fan_out=3).fit_release(tx)
     alone = rel.report_figures()
     assert [i.id for i in alone.risk] == ["km_audit_release", "km_rare_itemsets_release", "unique_baskets_release"]
     assert [a.id for a in alone.attacks] == ["attack_km_m_plus_1"] and not alone.utility
@@ -64,7 +64,7 @@ def test_km_figures_bms_webview(shared_data):
     sample = [r for r in full.to_lists()[:6000] if len(r) <= 40][:4000]
     tx = TransactionArray.from_lists(sample).repartition(npartitions=2)
     k, m = 5, 2
-    rel = KmAnonymizer(k=k, m=m, fan_out=8).fit_transform(tx)
+    rel = KmAnonymizer(k=k, m=m, fan_out=8).fit_release(tx)
     figs = rel.report_figures(tx)
     by_id = {i.id: i for i in (*figs.risk, *figs.utility)}
     assert by_id["km_audit_release"].series[0].y == [0, 0]

@@ -42,7 +42,7 @@ def test_m_plus_1_against_brute_force(npartitions):
     rows = _rows()
     tx = TransactionArray.from_lists(rows).repartition(npartitions=npartitions)
     k, m = 3, 2
-    rel = KmAnonymizer(k=k, m=m, fan_out=3).fit_transform(tx)
+    rel = KmAnonymizer(k=k, m=m, fan_out=3).fit_release(tx)
     released = rel.data.to_lists()
     unique, rare = _brute(released, m + 1, k)
     assert unique.any()  # the example has records an adversary with 3 items singles out
@@ -76,7 +76,7 @@ def test_utility_at_the_generalised_level_by_hand():
     # {a1,B}, {a2,B}, {a1,B}, {a2,B}, {a1,B}: the release itself, so σ⁺ = σ⁻ = ρ = 0 at the generalised
     # level (compared item by item, every itemset with b1 or b2 would count as lost).
     tx = TransactionArray.from_lists(O24_D)
-    rel = KmAnonymizer(Hierarchy.from_table(O24_H), k=2, m=2).fit_transform(tx)
+    rel = KmAnonymizer(Hierarchy.from_table(O24_H), k=2, m=2).fit_release(tx)
     assert item_images(rel, tx) == {"a1": "a1", "a2": "a2", "b1": "B", "b2": "B"}
     figs = rel.report_figures(tx)
     by_id = {i.id: i for i in figs.utility}
@@ -95,7 +95,7 @@ def test_utility_at_the_generalised_level_by_hand():
 def test_balanced_hierarchy_rebuilt_from_the_public_fan_out():
     rows = _rows(seed=2, n=150, n_items=20)
     tx = TransactionArray.from_lists(rows)
-    rel = KmAnonymizer(k=4, m=2, fan_out=3).fit_transform(tx)
+    rel = KmAnonymizer(k=4, m=2, fan_out=3).fit_release(tx)
     owner, ncp = dict(rel.item_images), rel.figures["utility"]["ncp"]
     rel.item_images = None  # what `ppdm report RELEASE --original SRC` has: neither the map nor the NCP
     rel.figures = {**rel.figures, "utility": {}}
@@ -107,7 +107,7 @@ def test_balanced_hierarchy_rebuilt_from_the_public_fan_out():
 
 def test_audit_plot_on_whole_numbers():
     tx = TransactionArray.from_lists(_rows())
-    rel = KmAnonymizer(k=3, m=2, fan_out=3).fit_transform(tx)
+    rel = KmAnonymizer(k=3, m=2, fan_out=3).fit_release(tx)
     plot = next(i for i in rel.report_figures().risk if i.id == "km_audit_release")
     assert plot.series[0].y == [0, 0]  # an all-zero curve: matplotlib centred it on 0 (ticks down to −0.04)
     ticks = [t.replace("−", "-") for t in re.findall(r">([^<>]{1,8})</text>", plot_svg(plot.to_dict()))]

@@ -38,7 +38,7 @@ def test_frequency_set_and_passes_agree(method, tmp_path):
         table = dd.from_pandas(df, npartitions=3)
         qi = list(ADULT_QI)
         est = KAnonymizer(qi, k=5, sensitive="salary-class", hierarchies={a: h[a] for a in qi}, max_suppression=0.02, key=Key(4))
-    rel = est.fit_transform(table)
+    rel = est.fit_release(table)
     assert rel.input_frequency is not None and rel._frequency_of(table) is not None
     from_fs = _items(rel.report_figures(table))
     rel.write(str(tmp_path / "r"))

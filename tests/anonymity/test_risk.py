@@ -164,7 +164,7 @@ def test_report_population_figures_do_not_depend_on_partitions():
     df, hier = load_adult()
     qi = list(ADULT_QI)[:4]
     df, hier = df[qi + ["salary-class"]], {a: h for a, h in hier.items() if a in qi}
-    rel = KAnonymizer(qi, k=3, sensitive="salary-class", hierarchies=hier, method="mondrian", key=Key(2)).fit_transform(df)
+    rel = KAnonymizer(qi, k=3, sensitive="salary-class", hierarchies=hier, method="mondrian", key=Key(2)).fit_release(df)
     out = []
     for parts in (1, 3):
         f = rel.report_figures(dd.from_pandas(df, npartitions=parts), hierarchies=hier, sampling_fraction=0.05)

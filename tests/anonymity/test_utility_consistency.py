@@ -33,7 +33,7 @@ def people():
     table = read_table(str(csv), dtype={"age": "int"})
     hier = load_hierarchies([f"zip={zips}"], None, ["zip"])
     rel = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                      hierarchies=hier, key=Key(8)).fit_transform(table)
+                      hierarchies=hier, key=Key(8)).fit_release(table)
     return table, hier, rel
 
 
@@ -73,7 +73,7 @@ def test_lattice_gcp_on_adult_matches(tmp_path):
     df = df.iloc[:3000]
     qi = list(ADULT_QI)
     rel = KAnonymizer(qi, k=5, sensitive="salary-class", hierarchies={a: h[a] for a in qi}, max_suppression=0.02,
-                      key=Key(4)).fit_transform(dd.from_pandas(df, npartitions=2))
+                      key=Key(4)).fit_release(dd.from_pandas(df, npartitions=2))
     rel.write(str(tmp_path / "a"))
     alone = Release.open(str(tmp_path / "a")).report_figures(dd.from_pandas(df, npartitions=3))
     assert _values(alone)["utility_gcp"].value == pytest.approx(rel.summary()["utility"]["gcp"])
@@ -123,7 +123,7 @@ def test_access_control_imprecision_in_the_report(people, tmp_path):
              {"role": "nurse", "bound": 5, "where": {"sex": "female"}, "name": "women"},
              {"role": "audit", "bound": 100, "where": {"age": [60, 90], "sex": "male"}, "name": "old men"}]
     est = AccessControlAnonymizer(perms, ["age", "sex"], k=5, sensitive="diagnosis", identifiers=["name", "zip"], key=Key(3))
-    rel = est.fit_transform(table)
+    rel = est.fit_release(table)
     console = {p["name"]: p for p in est.report_["permission_report"]}
     rel.write(str(tmp_path / "ac"))
     job = Release.open(str(tmp_path / "ac")).adopt(rel).report_figures(table)

@@ -71,7 +71,7 @@ def test_records_rebuilt_from_the_earlier_layout_and_none_at_defaults(tmp_path, 
     df = _inputs()[data]
     X = df.to_numpy(float)
     cond = Condenser(privacy_levels=(2, 6), key=Key(101)).fit(df)
-    rel = cond.transform()
+    rel = cond.release()
     rel.write(str(tmp_path / "now"))
     # the defaults publish no statistics: nothing to rebuild
     assert read_statistics(str(tmp_path / "now")) is None
@@ -94,7 +94,7 @@ def test_published_statistics_only_of_large_groups(tmp_path, method):
     p = privacy_levels(1500, 2, 12 if method == "static" else 4, key=4)  # groups on both sides of d + 1
     est = (Condenser(key=Key(3), publish_statistics=True) if method == "static"
            else StreamingCondenser(key=Key(3), publish_statistics=True))
-    rel = est.fit(X, p).transform()
+    rel = est.fit(X, p).release()
     man = rel.write(str(tmp_path / "s"))
     assert man["release"]["parameters"]["publish_statistics"] is True and man["statistics"] == STATISTICS_FILE
     stats = read_statistics(str(tmp_path / "s"))
@@ -114,7 +114,7 @@ def test_a_small_group_added_to_the_statistics_is_named(tmp_path):
     X = _mixture(800, d=3, seed=10)
     p = privacy_levels(800, 2, 12, key=5)
     cond = Condenser(key=Key(3), publish_statistics=True).fit(X, p)
-    cond.transform().write(str(tmp_path / "s"))
+    cond.release().write(str(tmp_path / "s"))
     g = cond.groups_.take(cond.groups_.n <= 4)  # a group of at most d + 1 records
     stats = read_statistics(str(tmp_path / "s"))
     forge_part(tmp_path / "s", STATISTICS_FILE, pa.table({
@@ -140,7 +140,7 @@ def _forge_originals(folder, X, columns, noise=0.0) -> None:
 def test_verify_with_the_original_refuses_the_original_as_pseudo_data(tmp_path, noise):
     ecoli = _inputs()["ecoli"]
     X = ecoli.to_numpy(float)
-    Condenser(privacy_levels=(2, 6), key=Key(7)).fit(ecoli).transform().write(str(tmp_path / "r"), rows_per_file=200)
+    Condenser(privacy_levels=(2, 6), key=Key(7)).fit(ecoli).release().write(str(tmp_path / "r"), rows_per_file=200)
     assert verify(str(tmp_path / "r"), original=ecoli).ok
     _forge_originals(tmp_path / "r", X, ECOLI, noise)
     assert verify(str(tmp_path / "r")).ok  # the files alone cannot tell (NOT CHECKED: the copies)
@@ -155,7 +155,7 @@ def test_verify_with_the_original_refuses_the_original_as_pseudo_data(tmp_path, 
 def test_one_copied_record_is_counted(tmp_path):
     X = _mixture(600, seed=11)
     p = privacy_levels(600, 2, 6, key=6)
-    Condenser(key=Key(2)).fit(X, p).transform().write(str(tmp_path / "r"), rows_per_file=600)
+    Condenser(key=Key(2)).fit(X, p).release().write(str(tmp_path / "r"), rows_per_file=600)
     part = manifest_of(tmp_path / "r")["partitions"][0]["file"]
     t = pd.read_parquet(tmp_path / "r" / part)
     t.iloc[17] = X[123]
@@ -179,7 +179,7 @@ def test_membership_advantage_bounds():
 
     def attack(low, high):
         def condense(train, rows):
-            rel = Condenser(privacy_levels=(low, high), rows_per_partition=None, key=Key(1)).fit(train).transform()
+            rel = Condenser(privacy_levels=(low, high), rows_per_partition=None, key=Key(1)).fit(train).release()
             return rel.data.compute().to_numpy()
 
         return membership_advantage(X, condense, key=1)

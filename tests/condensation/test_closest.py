@@ -120,7 +120,7 @@ def test_groups_of_one_record_cannot_be_redrawn():
 def test_report_figures_recount_against_brute_force():
     rng = np.random.default_rng(7)
     df = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
-    rel = Condenser(privacy_levels=(2, 5), key=Key(4)).fit(df).transform()
+    rel = Condenser(privacy_levels=(2, 5), key=Key(4)).fit(df).release()
     items = {i.id: i for i in rel.report_figures(df).risk}
     P, X = rel.data.compute().to_numpy(), df.to_numpy()
     dcr, j, nn = _oracle(P, X)

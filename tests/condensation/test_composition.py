@@ -28,7 +28,7 @@ def _data(n=150, seed=3):
 def _write(df, url, key, lines=None):
     # levels drawn from 1-3 (the drawn levels are not part of the input): groups of one record
     # copy their record, and other keys draw other such groups
-    rel = Condenser(privacy_levels=(1, 3), key=Key(key), allow_weak=True).fit(df).transform()
+    rel = Condenser(privacy_levels=(1, 3), key=Key(key), allow_weak=True).fit(df).release()
     manifest = rel.write(str(url), notify=(lines.append if lines is not None else None))
     return rel, manifest
 
@@ -136,11 +136,11 @@ def test_estimators_pass_their_ledger_to_the_release(tmp_path, make):
     df = _data(60)
     est = make(key=Key(5), ledger=None)
     assert est.get_params()["ledger"] is None and type(est)(**est.get_params()).get_params() == est.get_params()
-    rel = est.fit(df).transform()
+    rel = est.fit(df).release()
     assert rel.ledger is None
     assert rel.write(str(tmp_path / "none"))["release"]["ledger"]["recorded"] is False
     mine = Ledger(tmp_path / "mine")
-    rel = make(key=Key(5), ledger=mine).fit(df).transform()
+    rel = make(key=Key(5), ledger=mine).fit(df).release()
     assert rel.ledger is mine
     rel.write(str(tmp_path / "mine-release"))
     assert len(mine.records()) == 1 and mine.records()[0].family == "condensation"

@@ -308,11 +308,11 @@ def test_determinism_and_chunking_invariance():
     a = _feed(StreamingCondenser(key=5, allow_weak=True), X, p, [(0, 100), (100, N)])  # (level-1 records alone)
     b = _feed(StreamingCondenser(key=5, allow_weak=True), X, p, [(0, 100), (100, 300), (300, 301), (301, N)])
     for t in (a, b):
-        assert t.init_number_ == 100 and t.transform().parameters["init_number"] == 100
+        assert t.init_number_ == 100 and t.release().parameters["init_number"] == 100
         np.testing.assert_array_equal(t.finalize().n, one.n)
         np.testing.assert_array_equal(t.finalize().mean, one.mean)
     c = _feed(StreamingCondenser(key=5, allow_weak=True), X, p, [(0, 150), (150, N)])  # another initialisation: another release
-    assert c.transform().parameters["init_number"] == 150 and c.transform().stream_key != a.transform().stream_key
+    assert c.release().parameters["init_number"] == 150 and c.release().stream_key != a.release().stream_key
     other = StreamingCondenser(init_number=100, key=6).fit(X, p).groups_
     assert len(other) != len(one) or not np.array_equal(other.mean, one.mean)
 

@@ -51,7 +51,7 @@ def test_same_key_parameters_and_input_give_the_same_bytes_at_1_and_4_partitions
         import dask.dataframe as dd
 
         data = dd.from_pandas(df, npartitions=parts)  # levels drawn from the release's stream key
-        ESTIMATORS[method](privacy_levels=(2, 6), key=Key(3)).fit(data).transform().write(str(tmp_path / f"p{parts}"),
+        ESTIMATORS[method](privacy_levels=(2, 6), key=Key(3)).fit(data).release().write(str(tmp_path / f"p{parts}"),
                                                                                            rows_per_file=500)
     one, four = data_bytes(tmp_path / "p1"), data_bytes(tmp_path / "p4")
     assert sorted(one) == sorted(four) and all(one[k] == four[k] for k in one)
@@ -64,7 +64,7 @@ def test_another_key_or_other_parameters_give_unrelated_order(tmp_path):
     tree = cKDTree(X)
 
     def closest(est, name):  # each written position -> the original its pseudo-record lies closest to
-        est.fit(df).transform().write(str(tmp_path / name), rows_per_file=1000)
+        est.fit(df).release().write(str(tmp_path / name), rows_per_file=1000)
         return tree.query(_pseudo(tmp_path / name))[1]
 
     base = closest(Condenser(privacy_levels=(2, 6), key=Key(9)), "base")
@@ -120,7 +120,7 @@ def test_verify_and_the_key_holder_recompute_the_input_digest(tmp_path):
     owner_stream_key gives the stream key of the release in memory, another input is told apart."""
     X = _mixture(500, seed=4)
     df = pd.DataFrame(X, columns=["a", "b", "c"]).assign(level=privacy_levels(500, 2, 6, key=2))
-    rel = Condenser(privacy_column="level", key=Key(5)).fit(df).transform()
+    rel = Condenser(privacy_column="level", key=Key(5)).fit(df).release()
     rel.write(str(tmp_path / "r"))
     written = open_release(str(tmp_path / "r"))
     assert written.owner_stream_key(Key(5), df) == rel.stream_key
@@ -141,7 +141,7 @@ def test_a_stream_is_its_records_in_arrival_order(tmp_path):
         c = StreamingCondenser(init_number=100, key=Key(2))
         for a, b in bounds:
             c.partial_fit(Y[a:b], q[a:b])
-        return c.transform()
+        return c.release()
 
     one = stream([(0, 700)])
     cut = stream([(0, 50), (50, 333), (333, 700)])
@@ -149,7 +149,7 @@ def test_a_stream_is_its_records_in_arrival_order(tmp_path):
     assert one.input_digest == content_digest(X, p)
     one.write(str(tmp_path / "s"))
     assert verify(str(tmp_path / "s"), original=(X, p), key=Key(2))["made from this original with this key"].ok
-    fitted = StreamingCondenser(init_number=100, key=Key(2)).fit(da.from_array(X, chunks=123), p).transform()
+    fitted = StreamingCondenser(init_number=100, key=Key(2)).fit(da.from_array(X, chunks=123), p).release()
     np.testing.assert_array_equal(fitted.data.compute().to_numpy(), one.data.compute().to_numpy())
     rev = stream([(0, 700)], order=np.arange(700)[::-1])
     assert rev.stream_key != one.stream_key

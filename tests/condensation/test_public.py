@@ -30,7 +30,7 @@ def _table(n=300, seed=0):
 
 def test_manifest_holds_only_what_the_files_recount(tmp_path):
     df = _table()
-    rel = Condenser(privacy_column="level", key=Key(1)).fit(df).transform()
+    rel = Condenser(privacy_column="level", key=Key(1)).fit(df).release()
     man = rel.write(str(tmp_path / "r"))
     t = pq.read_table(tmp_path / "r" / "_groups.parquet").to_pandas()
     assert list(t.columns) == ["n", "p_max"]
@@ -57,7 +57,7 @@ def test_manifest_holds_only_what_the_files_recount(tmp_path):
 
 def test_external_report_holds_no_figure_of_the_original(tmp_path):
     df = _table(seed=1)
-    rel = Condenser(privacy_column="level", key=Key(2)).fit(df).transform()
+    rel = Condenser(privacy_column="level", key=Key(2)).fit(df).release()
     rel.write(str(tmp_path / "r"))
     written = open_release(str(tmp_path / "r")).adopt(rel)
     internal = written.report(df)
@@ -83,7 +83,7 @@ def test_public_files_are_no_oracle_on_the_input(tmp_path):
         cand.to_csv(path, index=False)
         paths.append(str(path))
     true = read_table(paths[1], dtype={"a": "float", "b": "float", "c": "float", "level": "int"})
-    Condenser(privacy_column="level", key=Key(3)).fit(true).transform().write(str(tmp_path / "r"))
+    Condenser(privacy_column="level", key=Key(3)).fit(true).release().write(str(tmp_path / "r"))
 
     def digest_of(path):
         t = pd.read_csv(path)

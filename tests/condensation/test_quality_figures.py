@@ -18,7 +18,7 @@ from .test_report_figures import _frame, _items
 
 def test_quality_and_majority_rate():
     df, p = _frame(n=600, seed=2)
-    rel = Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).transform()
+    rel = Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).release()
     items = _items(rel.report_figures(df))
     pseudo = rel.data.compute()
     pseudo.columns = df.columns

@@ -44,7 +44,7 @@ def _failed(verdict):
 @pytest.mark.parametrize("method", ["static", "dynamic"])
 def test_release_written_verified_and_tampering_named(tmp_path, method):
     X, p = _data()
-    rel = ESTIMATORS[method]().fit(X, p).transform()
+    rel = ESTIMATORS[method]().fit(X, p).release()
     assert isinstance(rel, CondensedRelease) and rel.method == method
     out = tmp_path / method
     manifest = rel.write(str(out), rows_per_file=250)
@@ -71,7 +71,7 @@ def test_release_written_verified_and_tampering_named(tmp_path, method):
 def test_appended_small_group_is_named(tmp_path, method):
     X, p = _data()
     out = tmp_path / method
-    ESTIMATORS[method]().fit(X, p).transform().write(str(out))
+    ESTIMATORS[method]().fit(X, p).release().write(str(out))
     row = pa.table({"n": [1], "p_max": [5]})
     append_rows(out, row, name=GROUPS_FILE)
     failed = _failed(verify(str(out), original=(X, p)))
@@ -83,7 +83,7 @@ def test_appended_small_group_is_named(tmp_path, method):
 def test_lowered_levels_are_caught_against_the_original(tmp_path):
     X, p = _data()
     out = tmp_path / "s"
-    ESTIMATORS["static"]().fit(X, p).transform().write(str(out))
+    ESTIMATORS["static"]().fit(X, p).release().write(str(out))
     t = pq.read_table(out / GROUPS_FILE)
     lowered = t.set_column(t.schema.get_field_index("p_max"), "p_max", pa.array(np.ones(t.num_rows, np.int64)))
     forge_part(out, GROUPS_FILE, lowered)
@@ -95,7 +95,7 @@ def test_lowered_levels_are_caught_against_the_original(tmp_path):
 def test_same_key_same_bytes_for_1_3_and_19_partitions(tmp_path, method):
     X, p = _data(n=800)
     for parts, data in ((1, X), (3, da.from_array(X, chunks=267)), (19, da.from_array(X, chunks=43))):
-        ESTIMATORS[method]().fit(data, p).transform().write(str(tmp_path / f"{method}{parts}"), rows_per_file=300)
+        ESTIMATORS[method]().fit(data, p).release().write(str(tmp_path / f"{method}{parts}"), rows_per_file=300)
     a, b, c = (data_bytes(tmp_path / f"{method}{n}") for n in (1, 3, 19))
     assert sorted(a) == sorted(b) == sorted(c) and all(a[k] == b[k] == c[k] for k in a)
 
@@ -105,8 +105,8 @@ def test_level_floor_refused_then_accepted_and_recorded(tmp_path):
     with pytest.raises(WeakParameterError, match="largest privacy level >= 2"):
         Condenser(1, key=1).fit(X)
     with pytest.raises(WeakParameterError, match="no group of a single record"):  # each record alone: published as is
-        Condenser(1, key=1, allow_weak=["largest privacy level >= 2"]).fit(X).transform()
-    rel = Condenser(1, key=1, allow_weak=True).fit(X).transform()
+        Condenser(1, key=1, allow_weak=["largest privacy level >= 2"]).fit(X).release()
+    rel = Condenser(1, key=1, allow_weak=True).fit(X).release()
     man = rel.write(str(tmp_path / "weak"))
     assert man["release"]["overrides"] == ["largest privacy level >= 2", "no group of a single record"]
     v = verify(str(tmp_path / "weak"))
@@ -122,14 +122,14 @@ def test_paper_split_groups_need_an_explicit_override(tmp_path):
     paper = StreamingCondenser(key=Key(7), repair_splits=False).fit(X, p)
     assert (~paper.groups_.feasible).any()  # split children below their members' largest level
     with pytest.raises(PrivacyViolation, match=SIZE_CHECK):
-        paper.transform().write(str(tmp_path / "never"))
+        paper.release().write(str(tmp_path / "never"))
     assert not (tmp_path / "never").exists()
-    accepted = StreamingCondenser(key=Key(7), repair_splits=False, allow_weak=[SIZE_CHECK]).fit(X, p).transform()
+    accepted = StreamingCondenser(key=Key(7), repair_splits=False, allow_weak=[SIZE_CHECK]).fit(X, p).release()
     accepted.write(str(tmp_path / "paper"))
     v = verify(str(tmp_path / "paper"), original=(X, p))
     assert v.ok and v[SIZE_CHECK].overridden
     repaired = StreamingCondenser(key=Key(7)).fit(X, p)
-    assert repaired.transform().summary()["privacy"]["split_groups_repaired"] == int((~repaired.groups_.feasible).sum())
+    assert repaired.release().summary()["privacy"]["split_groups_repaired"] == int((~repaired.groups_.feasible).sum())
 
 
 def test_csv_with_string_columns(tmp_path):
@@ -140,7 +140,7 @@ def test_csv_with_string_columns(tmp_path):
     with pytest.raises(DataFormatError, match="non-numeric"):
         Condenser(privacy_column="level", key=1).fit(table)
     cond = Condenser(privacy_column="level", columns=["a", "b", "c"], key=1).fit(table)
-    rel = cond.transform(table)
+    rel = cond.release()
     assert rel.parameters["columns"] == ["a", "b", "c"] and rel.parameters["privacy_column"] == "level"
     man = rel.write(str(tmp_path / "out"))
     assert set(man["input"]) == {"fingerprint"} and "t.csv" not in json.dumps(man)
@@ -158,10 +158,10 @@ def test_estimator_contract():
     for est in (Condenser(key=Key(424242)), StreamingCondenser(key=Key(424242))):
         assert "424242" not in repr(est) and est.get_params()["key"] == Key(424242)
         with pytest.raises(NotFittedError):
-            est.transform()
+            est.release()
         with pytest.raises(NotFittedError):
             est.report_
         assert est.fit(X, p) is est and est.report_["n_records"] == 100
-        rel = est.transform(X)
+        rel = est.release()
         assert rel.summary()["records"]["input"] == 100 and rel.data.shape[1] == 3
     assert Condenser(rows_per_partition=-1).rows_per_partition == -1  # __init__ only stores

@@ -38,7 +38,7 @@ def _mu(a, b):
 
 def test_group_figures_match_the_written_groups_file(tmp_path):
     df, p = _frame()
-    Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).transform().write(str(tmp_path / "c"))
+    Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).release().write(str(tmp_path / "c"))
     items = _items(Release.open(str(tmp_path / "c")).report_figures())
     t = pq.read_table(tmp_path / "c" / GROUPS_FILE)
     n, p_max = t.column("n").to_numpy(), t.column("p_max").to_numpy()
@@ -60,7 +60,7 @@ def test_group_figures_match_the_written_groups_file(tmp_path):
 
 def test_covariance_compatibility_matches_numpy():
     df, p = _frame()
-    rel = Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).transform()
+    rel = Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).release()
     items = _items(rel.report_figures(df))
     pseudo = rel.data.compute().to_numpy()
     X = df.to_numpy()
@@ -90,7 +90,7 @@ def _sklearn_accuracies(X, pseudo, label):
 def test_nn_accuracy_matches_sklearn():
     df, p = _frame(n=900, seed=4)
     df[["x0", "x1", "x2"]] += np.random.default_rng(1).standard_normal((900, 3)) * 4  # overlapping classes
-    rel = Condenser(rows_per_partition=300, key=Key(7)).fit(df, p).transform()
+    rel = Condenser(rows_per_partition=300, key=Key(7)).fit(df, p).release()
     items = _items(rel.report_figures(df))
     acc, base = _sklearn_accuracies(df.to_numpy(), rel.data.compute().to_numpy(), 3)
     assert 0.3 < base < 1
@@ -102,14 +102,14 @@ def test_nn_accuracy_matches_sklearn():
 def test_no_class_column_no_accuracy():
     df, p = _frame()
     df = df.drop(columns="class")
-    fig = Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).transform().report_figures(df)
+    fig = Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).release().report_figures(df)
     assert "covariance_compatibility" in fig.ids() and "nn_accuracy_pseudo" not in fig.ids()
     assert any("class column" in n for n in fig.notes)
 
 
 def test_figures_do_not_depend_on_the_partitioning():
     df, p = _frame()
-    rel = Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).transform()
+    rel = Condenser(rows_per_partition=250, key=Key(7)).fit(df, p).release()
     pseudo = rel.data.compute()
     out = []
     for parts in (1, 3):
@@ -134,7 +134,7 @@ def test_pima_condensed(shared_data, tmp_path):
     df = pd.DataFrame(X, columns=[f"a{j}" for j in range(X.shape[1])])
     df["class"] = y.astype(float)
     p = privacy_levels(len(df), 6, 10, key=2)
-    Condenser(key=Key(9)).fit(df, p).transform().write(str(tmp_path / "pima"))
+    Condenser(key=Key(9)).fit(df, p).release().write(str(tmp_path / "pima"))
     items = _items(Release.open(str(tmp_path / "pima")).report_figures(df))
     t = pq.read_table(tmp_path / "pima" / GROUPS_FILE)
     n, p_max = t.column("n").to_numpy(), t.column("p_max").to_numpy()

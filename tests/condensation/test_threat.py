@@ -41,7 +41,7 @@ def _attacks(fig):
 @pytest.fixture(scope="module")
 def condensed():
     df = _frame()
-    rel = Condenser(privacy_levels=(2, 5), key=Key(4)).fit(df).transform()
+    rel = Condenser(privacy_levels=(2, 5), key=Key(4)).fit(df).release()
     return df, rel, rel.report_figures(df)
 
 
@@ -99,7 +99,7 @@ def test_attribute_attack_by_brute_force(condensed):
     assert attack.threshold > T.ATTRIBUTE_THRESHOLD  # plus the sampling noise
     # the same figures whatever the partitioning of the pseudo-data and of the original
     pseudo = rel.data.compute()
-    rel3 = Condenser(privacy_levels=(2, 5), key=Key(4)).fit(df).transform()
+    rel3 = Condenser(privacy_levels=(2, 5), key=Key(4)).fit(df).release()
     rel3.data, rel3.partition_rows = dd.from_pandas(pseudo, npartitions=3), None
     X3 = rel3._original_arrays(dd.from_pandas(df, npartitions=4))[0].rechunk({1: -1})
     again, _ = T.attribute_attack(rel3, X3)
@@ -110,7 +110,7 @@ def test_attribute_attack_by_brute_force(condensed):
 def test_membership_flagged_as_measured(levels, flagged):
     """test_attacks.py::test_membership_advantage_bounds: above 0.1 at levels 2-6, at most 0.1 at 10-20."""
     df = pd.DataFrame(_mixture(2000, seed=0), columns=["a", "b", "c"])
-    rel = Condenser(privacy_levels=levels, key=Key(1)).fit(df).transform()
+    rel = Condenser(privacy_levels=levels, key=Key(1)).fit(df).release()
     fig = rel.report_figures(df)
     a = _attacks(fig)["attack_membership"]
     assert a.flagged is flagged
@@ -132,7 +132,7 @@ def _earlier_layout(folder, groups) -> None:
 def test_reconstruction_attack_by_hand(tmp_path):
     X = _mixture(400, seed=3)
     cond = Condenser(privacy_levels=(2, 6), key=Key(101)).fit(X)
-    rel = cond.transform()
+    rel = cond.release()
     rel.write(str(tmp_path / "now"))
     now = Release.open(str(tmp_path / "now")).report_figures()
     assert _attacks(now)["attack_reconstruction"].success == 0  # statistics withheld: nothing to rebuild
@@ -144,7 +144,7 @@ def test_reconstruction_attack_by_hand(tmp_path):
     assert attack.success == pytest.approx(rebuilt / 400) and attack.flagged and rebuilt > 0
     assert recovered.value == rebuilt and recovered.about == "comparison" and attack.about == "release"
     # large groups' statistics published: none of them determines its members
-    big = Condenser(privacy_levels=(2, 12), key=Key(3), publish_statistics=True).fit(X).transform()
+    big = Condenser(privacy_levels=(2, 12), key=Key(3), publish_statistics=True).fit(X).release()
     fig = big.report_figures()
     assert _attacks(fig)["attack_reconstruction"].success == 0
     assert any("statistics published" in w for w in fig.warnings)
@@ -162,7 +162,7 @@ def _forge_originals(folder, X, columns) -> None:
 def test_a_forged_release_is_flagged(tmp_path):
     df = _frame(240, seed=5)
     X = df.to_numpy()
-    Condenser(privacy_levels=(2, 6), key=Key(7)).fit(df).transform().write(str(tmp_path / "r"), rows_per_file=100)
+    Condenser(privacy_levels=(2, 6), key=Key(7)).fit(df).release().write(str(tmp_path / "r"), rows_per_file=100)
     _forge_originals(tmp_path / "r", X, list(df.columns))
     forged = Release.open(str(tmp_path / "r"))
     alone = forged.report_figures()
@@ -195,7 +195,7 @@ def test_summary_words_carry_this_release(condensed):
     # with a class column the 1-NN accuracies join the headline
     df2 = df.assign(label=(df["a"] > 0).astype(float))
     p = privacy_levels(len(df2), 2, 5, key=1)
-    fig2 = Condenser(key=Key(4)).fit(df2, p).transform().report_figures(df2)
+    fig2 = Condenser(key=Key(4)).fit(df2, p).release().report_figures(df2)
     assert fig2.headline == ["utility_quality_score", "covariance_compatibility", "nn_accuracy_pseudo"]
     assert set(fig2.headline) <= {v.id for v in fig2.utility}
     assert "levels were given per record" not in fig2.guarantee and "per-record privacy levels" in fig2.guarantee

@@ -56,7 +56,7 @@ def test_no_released_row_copies_a_unique_record(data, min_support, request):
     assert unique and (data != "boards" or len(unique) == tx.n_transactions == 958)  # every board is unique
     rule = KrimpGenerator(min_support, key=Key(5)).fit(tx)
     free = KrimpGenerator(min_support, key=Key(5), allow_weak=["unique copies"]).fit(tx)
-    rel = rule.transform(tx)
+    rel = rule.release()
     assert rel.parameters["unique_copies"] == "redrawn" and rel.overrides == ()
     assert not unique & set(_rows(rel.data))
     # the same first draws without the rule: exactly the rows the rule redrew copy a unique record,
@@ -73,11 +73,11 @@ def test_no_released_row_copies_a_unique_record(data, min_support, request):
 def test_copies_allowed_only_when_named_and_recorded(led7, tmp_path):
     unique = _uniques(led7)
     # a blanket allow_weak lifts the min-support floor, never the rule
-    weak = KrimpGenerator(1, key=Key(3), allow_weak=True).fit(led7).transform(led7)
+    weak = KrimpGenerator(1, key=Key(3), allow_weak=True).fit(led7).release()
     assert weak.overrides == ("min-support",) and weak.parameters["unique_copies"] == "redrawn"
     assert not unique & set(_rows(weak.data))
     gen = KrimpGenerator(2, key=Key(3), allow_weak=["unique copies"]).fit(led7)
-    rel = gen.transform(led7)
+    rel = gen.release()
     copied = unique & set(_rows(rel.data))
     assert copied and rel.parameters["unique_copies"] == "allowed" and rel.overrides == ("unique copies",)
     url = tmp_path / "allowed"
@@ -108,7 +108,7 @@ def test_rule_output_is_partition_independent(boards, tmp_path):
     urls = []
     for parts in (1, 4):
         url = tmp_path / f"p{parts}"
-        KrimpGenerator(10, key=Key(21)).fit(boards.repartition(npartitions=parts)).transform().write(str(url))
+        KrimpGenerator(10, key=Key(21)).fit(boards.repartition(npartitions=parts)).release().write(str(url))
         urls.append(url)
     assert data_bytes(urls[0]) == data_bytes(urls[1])
 
@@ -129,7 +129,7 @@ def test_nothing_but_copies_is_refused(monkeypatch):
 # ---------------------------------------------------------------------------- published patterns
 def test_patterns_never_below_the_floor(led7, tmp_path):
     gen = KrimpGenerator(1, key=Key(8), allow_weak=["min-support"]).fit(led7)
-    rel = gen.transform(led7)
+    rel = gen.release()
     url = tmp_path / "weak"
     rel.write(str(url))
     table = pq.read_table(url / PATTERNS_FILE)
@@ -156,7 +156,7 @@ def test_patterns_never_below_the_floor(led7, tmp_path):
 def test_public_files_hold_no_figure_of_the_original(led7, tmp_path):
     gen = KrimpGenerator(0.0011, key=Key(8), n_rows=1000).fit(led7)  # a fraction: 4 of the 3,200 records
     url = tmp_path / "rel"
-    gen.transform(led7).write(str(url))
+    gen.release().write(str(url))
     m = manifest_of(url)
     assert m["input"] == {"fingerprint": m["input"]["fingerprint"]}  # keyed, nothing else
     assert set(m["summary"]) == {"family", "method", "parameters", "records", "privacy"}
@@ -199,25 +199,25 @@ def _same_position_ratio(a: list[frozenset], b: list[frozenset]) -> float:
 def test_streams_derive_from_the_release_identity(led7):
     key = Key(77)
     gen = KrimpGenerator(2, key=key, n_rows=20_000).fit(led7)
-    rel = gen.transform(led7)
+    rel = gen.release()
     assert rel.input_digest == content_digest(led7)
     assert rel.stream_key == GeneratedRelease.streams_for(key, "krimp-generator", rel.parameters, content_digest(led7))
     base = _rows(rel.data)
-    assert base == _rows(gen.transform(led7).data)  # same key, parameters and input: the same rows
+    assert base == _rows(gen.release().data)  # same key, parameters and input: the same rows
     # the literal procedure with the key itself is not the release's stream
     assert _same_position_ratio(base, _rows(gen.sample(20_000, key=key))) < 1.1
-    other = KrimpGenerator(2, laplace=0.0011, key=key, n_rows=20_000).fit(led7).transform(led7)
+    other = KrimpGenerator(2, laplace=0.0011, key=key, n_rows=20_000).fit(led7).release()
     assert _same_position_ratio(base, _rows(other.data)) < 1.1
     # another input (one record less; nearly the same code table) -> unrelated rows too
     fewer = TransactionArray.from_lists(led7.to_lists()[1:])
-    moved = KrimpGenerator(2, key=key, n_rows=20_000).fit(fewer).transform(fewer)
+    moved = KrimpGenerator(2, key=key, n_rows=20_000).fit(fewer).release()
     assert _same_position_ratio(base, _rows(moved.data)) < 1.1
 
 
 # ---------------------------------------------------------------------------- verify --original
 def test_forgery_with_the_original_rows_fails(led7, tmp_path):
     url = tmp_path / "rel"
-    rel = KrimpGenerator(2, key=Key(6)).fit(led7).transform(led7)
+    rel = KrimpGenerator(2, key=Key(6)).fit(led7).release()
     rel.write(str(url))
     written = read(str(url))
     # the released rows replaced by the original records, in the release's vocabulary; checksums rewritten

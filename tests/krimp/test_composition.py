@@ -26,7 +26,7 @@ def iris():
 
 def _write(tx, url, key, lines=None):
     # copies of unique records allowed (named, recorded): other keys copy other records
-    rel = KrimpGenerator(2, key=Key(key), allow_weak=["unique copies"]).fit(tx).transform(tx)
+    rel = KrimpGenerator(2, key=Key(key), allow_weak=["unique copies"]).fit(tx).release()
     return rel, rel.write(str(url), notify=(lines.append if lines is not None else None))
 
 
@@ -89,6 +89,6 @@ def test_deleted_earlier_release_is_noted_unreadable(iris, tmp_path):
 def test_generator_passes_its_ledger_to_the_release(iris, tmp_path):
     gen = KrimpGenerator(2, key=Key(4), ledger=None)
     assert gen.get_params()["ledger"] is None and KrimpGenerator(**gen.get_params()).get_params() == gen.get_params()
-    rel = gen.fit(iris).transform()
+    rel = gen.fit(iris).release()
     assert rel.ledger is None
     assert rel.write(str(tmp_path / "none"))["release"]["ledger"]["recorded"] is False

@@ -24,7 +24,7 @@ def test_generated_rows_quality():
         c = 6 + (a if rng.random() < 0.5 else int(rng.integers(3)))
         rows.append([a, b, c, 9 + int(rng.random() < 0.3)])
     tx = TransactionArray.from_lists(rows, npartitions=2)
-    rel = KrimpGenerator(20, key=Key(5)).fit(tx).transform(tx)
+    rel = KrimpGenerator(20, key=Key(5)).fit(tx).release()
     figs = rel._quality_figures(tx, {})  # what report_figures adds with the original (the rest of it is slow)
     by_id = {i.id: i for i in figs.utility}
     gen = [set(map(str, r)) for r in rel.data.to_lists()]

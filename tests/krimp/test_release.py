@@ -33,7 +33,7 @@ def iris(shared_data):
 def _release(tx, tmp_path, name="rel", **kw):
     url = tmp_path / name
     gen = KrimpGenerator(kw.pop("min_support", 2), key=kw.pop("key", Key(3)), **kw).fit(tx)
-    rel = gen.transform(tx)
+    rel = gen.release()
     rel.write(str(url))
     return gen, rel, url
 
@@ -50,10 +50,10 @@ def test_estimator_contract(iris):
         with pytest.raises(NotFittedError):
             getattr(gen, attr)
     with pytest.raises(NotFittedError):
-        gen.transform()
+        gen.release()
     assert gen.fit(iris) is gen
     assert gen.report_["min_support"] == 3 and gen.report_["n_domains"] == 5
-    rel = gen.transform()
+    rel = gen.release()
     assert isinstance(rel, GeneratedRelease) and rel.method == "krimp-generator" and rel.data.n_transactions == 40
     # library sampling is unchanged and uses the estimator's key by default
     assert gen.sample(40).to_lists() == gen.sample(40, key=Key(987654321)).to_lists()
@@ -157,7 +157,7 @@ def test_pattern_support_recounted_on_the_original(iris, tmp_path):
 def test_csv_release(iris, tmp_path):
     gen = KrimpGenerator(2, key=Key(5)).fit(iris)
     url = str(tmp_path / "gen.csv")
-    gen.transform().write(url)
+    gen.release().write(url)
     assert sorted(os.listdir(tmp_path)) == ["gen.csv", "gen.csv.manifest.json"]
     manifest = json.loads((tmp_path / "gen.csv.manifest.json").read_text())
     assert len(manifest["patterns"]["items"]) == gen.code_table_.n_nontrivial
@@ -187,12 +187,12 @@ def test_code_table_save_load(iris, tmp_path):
     # a generator built from the saved table releases with the recorded min-support
     gen = KrimpGenerator.from_code_table(back, KrimpGenerator(2).fit(iris).domains_, key=Key(1))
     with pytest.raises(InvalidParameter, match="does not know the data"):
-        gen.transform()  # its unique records are unknown without the data
-    rel = gen.transform(iris)
+        gen.release()  # its unique records are unknown without the data
+    rel = KrimpGenerator.from_code_table(back, gen.domains_, key=Key(1), data=iris).release()
     assert rel.parameters["min_support"] == 2 and rel.parameters["unique_copies"] == "redrawn"
     unique = {frozenset(r) for r, c in Counter(frozenset(x) for x in iris.to_lists()).items() if c == 1}
     assert unique and not unique & {frozenset(r) for r in rel.data.to_lists()}
-    allowed = KrimpGenerator.from_code_table(back, gen.domains_, key=Key(1), allow_weak=["unique copies"]).transform()
+    allowed = KrimpGenerator.from_code_table(back, gen.domains_, key=Key(1), allow_weak=["unique copies"]).release()
     assert allowed.parameters["unique_copies"] == "allowed" and allowed.overrides == ("unique copies",)
 
 

@@ -85,7 +85,7 @@ def led7():
 def test_led7_generated(led7):
     tx = led7.repartition(npartitions=2)
     gen = KrimpGenerator(20, key=Key(5)).fit(tx)
-    rel = gen.transform(tx)
+    rel = gen.release()
     figs = rel.report_figures(tx)
     by_id = {i.id: i for i in (*figs.risk, *figs.utility)}
     generated, original = rel.data.to_lists(), tx.to_lists()

@@ -33,7 +33,7 @@ def _rows(n=400, seed=0):
 def generated():
     original = _rows()
     tx = TransactionArray.from_lists(original).repartition(npartitions=2)
-    rel = KrimpGenerator(2, key=Key(5), domains=DOMAINS).fit(tx).transform(tx)
+    rel = KrimpGenerator(2, key=Key(5), domains=DOMAINS).fit(tx).release()
     return original, tx, rel, rel.report_figures(tx)
 
 
@@ -113,7 +113,7 @@ def test_a_forged_release_is_flagged(generated):
     """The original's rows as the release (test_attacks.py::test_forgery_with_the_original_rows_fails):
     the unique copies are flagged and the recount refuses it."""
     original, tx, rel, _ = generated
-    forged = KrimpGenerator(2, key=Key(5), domains=DOMAINS).fit(tx).transform(tx)
+    forged = KrimpGenerator(2, key=Key(5), domains=DOMAINS).fit(tx).release()
     forged.data = tx
     fig = forged.report_figures(tx)
     a = {x.id: x for x in fig.attacks}
@@ -162,7 +162,7 @@ def test_attribute_attack_does_not_depend_on_the_partitioning():
     from ppdm_dask.data.datasets import sample_path
 
     led7 = read(str(sample_path("led7")))
-    rel = KrimpGenerator(20, key=Key(5)).fit(led7).transform(led7)
+    rel = KrimpGenerator(20, key=Key(5)).fit(led7).release()
     one, _ = T.attribute_attack(rel, led7.repartition(npartitions=1))
     rel.data = rel.data.repartition(npartitions=3)
     three, _ = T.attribute_attack(rel, led7.repartition(npartitions=4))

@@ -67,7 +67,7 @@ def test_manifest_is_no_oracle_on_a_diagnosis(tmp_path):
     assert len(sizes) > 1  # the byte size alone would tell some values apart
     url = str(tmp_path / "rel")
     KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                key=KEY).fit(read_table(str(csv), dtype={"age": "int"})).transform().write(url)
+                key=KEY).fit(read_table(str(csv), dtype={"age": "int"})).release().write(url)
     _no_candidate_found(url, cands, lambda p: content_digest(read_table(p, dtype={"age": "int"})))
     manifest = json.loads((Path(url) / "_SUCCESS").read_text())
     assert set(manifest["input"]) == {"fingerprint"} and "identifier" not in manifest["release"]["roles"]
@@ -84,7 +84,7 @@ def test_manifest_is_no_oracle_on_a_salary(tmp_path):
     qi = ["sex", "age", "race", "marital-status"]
     url = str(tmp_path / "rel")
     others = [c for c in header if c not in (*qi, "salary-class")]
-    KAnonymizer(qi, k=5, sensitive="salary-class", insensitive=others, method="mondrian", key=KEY).fit(read_table(str(src), dtype={"age": "int"})).transform().write(url)
+    KAnonymizer(qi, k=5, sensitive="salary-class", insensitive=others, method="mondrian", key=KEY).fit(read_table(str(src), dtype={"age": "int"})).release().write(url)
     _no_candidate_found(url, cands, lambda p: content_digest(read_table(p, dtype={"age": "int"})))
 
 
@@ -109,7 +109,7 @@ def _people_release(tmp_path: Path, k: int, parts: int, name: str) -> tuple[str,
     csv, _, _ = sample_files("people")
     table = read_table(str(csv), dtype={"age": "int"}).repartition(npartitions=parts)
     rel = KAnonymizer(["age", "sex", "zip"], k=k, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                      key=KEY).fit_transform(table)
+                      key=KEY).fit_release(table)
     url = str(tmp_path / name)
     # k = 5 and k = 8 of one input intersect below k (the ledger's concern, tests/anonymity/test_composition.py);
     # this test is about their row orders

@@ -231,14 +231,14 @@ def test_same_key_same_bytes_for_any_partitioning(tmp_path):
             x = df.repartition(npartitions=parts)
             assert x.npartitions == parts
             # lattice and Mondrian releases of one input compose below k (the ledger): accepted here
-            est.fit_transform(x).write(str(tmp_path / f"{method}-{parts}"), rows_per_file=300, allow_composition=True)
+            est.fit_release(x).write(str(tmp_path / f"{method}-{parts}"), rows_per_file=300, allow_composition=True)
             outs.append(data_bytes(tmp_path / f"{method}-{parts}"))
         # four part files of 300 rows and the published hierarchies (node sizes, no leaves)
         assert len([n for n in outs[0] if n.startswith("part-")]) == 4 and "_hierarchies.parquet" in outs[0], method
         assert outs[0] == outs[1], method
         other = KAnonymizer(["age", "sex", "zip"], k=4, identifiers="name", sensitive="diagnosis", method=method,
                             hierarchies=hier, max_suppression=0.02 if method == "lattice" else 0.0, key=Key(2025))
-        other.fit_transform(df).write(str(tmp_path / f"{method}-other"), rows_per_file=300, allow_composition=True)
+        other.fit_release(df).write(str(tmp_path / f"{method}-other"), rows_per_file=300, allow_composition=True)
         assert data_bytes(tmp_path / f"{method}-other") != outs[0]  # another key, another order
 
 
@@ -252,7 +252,7 @@ def test_row_order_is_uncorrelated_on_a_larger_table(tmp_path):
     df = pd.DataFrame({"row": np.arange(n).astype(str), "zip": rng.choice(ZIPS, n), "age": rng.integers(18, 91, n),
                        "sex": rng.choice(["female", "male"], n), "diagnosis": rng.choice(list("abcdefgh"), n)})
     est = KAnonymizer(["zip", "age", "sex"], k=10, sensitive="diagnosis", insensitive="row", allow_unique="row", method="mondrian")
-    est.fit_transform(df).write(str(tmp_path / "big"), rows_per_file=6000)
+    est.fit_release(df).write(str(tmp_path / "big"), rows_per_file=6000)
     rel = _released_rows(tmp_path / "big")
     assert len(rel) == n and len(list((tmp_path / "big").glob("part-*"))) == 4
     rho = spearmanr(rel["row"].astype(int), np.arange(n)).statistic

@@ -119,7 +119,7 @@ def test_every_anonymization_method_publishes_the_text_it_read(tmp_path, people,
     table = read_table(str(people))
     anonymizer = KAnonymizer(["sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], insensitive=["age", "code"],
                              method=method, hierarchies=hierarchies, key=Key(7))
-    release = anonymizer.fit_transform(table)
+    release = anonymizer.fit_release(table)
     release.write(str(tmp_path / "rel"))
     assert verify(str(tmp_path / "rel")).ok
     _check_relational(tmp_path / "rel", people)
@@ -130,7 +130,7 @@ def test_access_control_publishes_the_text_it_read(tmp_path, people, hierarchies
     perms = [{"role": "clinic", "bound": 1, "where": {"zip": ["02138", "02139"]}}]
     anonymizer = AccessControlAnonymizer(perms, ["sex", "zip"], k=5, sensitive="diagnosis", identifiers=["name"],
                                          insensitive=["age", "code"], hierarchies=hierarchies, key=Key(7))
-    anonymizer.fit_transform(read_table(str(people))).write(str(tmp_path / "rel"))
+    anonymizer.fit_release(read_table(str(people))).write(str(tmp_path / "rel"))
     assert verify(str(tmp_path / "rel")).ok
     _check_relational(tmp_path / "rel", people)
 
@@ -174,7 +174,7 @@ def test_km_anonymity_publishes_item_labels_as_read(tmp_path):
     tx = read(str(path))
     labels = {x for r in rows for x in r}
     assert sorted(tx.vocabulary.labels.tolist()) == sorted(labels)
-    KmAnonymizer(k=5, m=2, fan_out=3, key=Key(7)).fit_transform(tx).write(str(tmp_path / "km"))
+    KmAnonymizer(k=5, m=2, fan_out=3, key=Key(7)).fit_release(tx).write(str(tmp_path / "km"))
     assert verify(str(tmp_path / "km")).ok
     published = _vocabulary(tmp_path / "km")
     assert "02138" in published and "2138" not in published and all(isinstance(v, str) for v in published)

@@ -58,7 +58,7 @@ def relational(shared):
     qi = list(ADULT_QI)
     ddf = dd.from_pandas(df, npartitions=3)
     rel = KAnonymizer(qi, k=10, sensitive="salary-class", method="mondrian", hierarchies={a: h[a] for a in qi},
-                      key=Key(11)).fit_transform(ddf)
+                      key=Key(11)).fit_release(ddf)
 
     def recount(folder, values):
         released = _parquet(folder)
@@ -78,7 +78,7 @@ def km(shared):
     full = read(str(shared / "fimi" / "BMS-WebView-1.dat"))
     sample = [r for r in full.to_lists()[:6000] if len(r) <= 40][:4000]
     tx = TransactionArray.from_lists(sample).repartition(npartitions=2)
-    rel = KmAnonymizer(None, k=5, m=2, fan_out=5, key=Key(12)).fit_transform(tx)
+    rel = KmAnonymizer(None, k=5, m=2, fan_out=5, key=Key(12)).fit_release(tx)
 
     def recount(folder, values):
         rows = _rows(folder)
@@ -137,7 +137,7 @@ def condensation(shared):
     df = pd.DataFrame(X, columns=[f"a{j}" for j in range(X.shape[1])])
     df["class"] = y.astype(float)
     levels = privacy_levels(len(df), 6, 10, key=2)
-    rel = Condenser(key=Key(15)).fit(df, levels).transform()
+    rel = Condenser(key=Key(15)).fit(df, levels).release()
 
     def recount(folder, values):
         t = pq.read_table(folder / "_groups.parquet").to_pandas()
@@ -151,7 +151,7 @@ def krimp(shared):
     from ppdm_dask.krimp import KrimpGenerator
 
     tx = read(str(shared / "lucs" / "led7.dat"))
-    rel = KrimpGenerator(min_support=2, laplace=0.001, key=Key(16)).fit(tx).transform()
+    rel = KrimpGenerator(min_support=2, laplace=0.001, key=Key(16)).fit(tx).release()
     original = [frozenset(map(str, r)) for r in tx.to_lists()]
 
     def recount(folder, values):

@@ -42,7 +42,7 @@ def _people():
 def people_release(tmp_path_factory):
     csv, table, hier = _people()
     rel = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                      hierarchies=hier, key=KEY).fit_transform(table)
+                      hierarchies=hier, key=KEY).fit_release(table)
     url = str(tmp_path_factory.mktemp("rel") / "people_release")
     rel.write(url)
     return url, csv, table
@@ -263,7 +263,7 @@ def test_html_is_self_contained_and_shows_the_json(people_release, tmp_path, mon
 def test_unwritten_release_report(tmp_path):
     _, table, hier = _people()
     rel = KAnonymizer(["age", "sex", "zip"], k=5, identifiers=["name"], insensitive=["diagnosis"], method="mondrian",
-                      hierarchies=hier, key=KEY).fit_transform(table)
+                      hierarchies=hier, key=KEY).fit_release(table)
     doc = rel.report(table)
     assert doc["paths"] is None and doc["release"]["written"] is False
     assert "in memory" in section(doc, "summary")["summary_verified"]["text"]
@@ -301,7 +301,7 @@ def test_report_files_beside_the_release(people_release, tmp_path):
 def test_csv_release_report_beside_the_file(tmp_path):
     _, table, hier = _people()
     rel = KAnonymizer(["age", "sex", "zip"], k=5, identifiers=["name"], insensitive=["diagnosis"], method="mondrian",
-                      hierarchies=hier, key=KEY).fit_transform(table)
+                      hierarchies=hier, key=KEY).fit_release(table)
     out = str(tmp_path / "people.csv")
     rel.write(out)
     doc = open_release(out).report(table)
@@ -371,7 +371,7 @@ def test_an_overridden_floor_never_reads_like_a_plain_pass(tmp_path):
     is amber (never green) and names each floor with its consequence."""
     _, table, hier = _people()
     rel = KAnonymizer(["age", "sex", "zip"], k=1, identifiers=["name"], insensitive=["diagnosis"], method="mondrian",
-                      hierarchies=hier, key=KEY, allow_weak=True).fit_transform(table)
+                      hierarchies=hier, key=KEY, allow_weak=True).fit_release(table)
     doc = rel.report(table, out=str(tmp_path / "weak.html"))
     floor = next(c for c in doc["verdict"]["checks"] if c.get("overridden"))
     assert doc["verdict"]["ok"] and floor["name"] == "k >= 2"

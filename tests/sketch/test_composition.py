@@ -136,11 +136,11 @@ def _edge_bound(xi, xj):
 def test_two_kvariance_releases_compose_their_shared_components_per_edge(tmp_path):
     tx, x = _tx(n=120)
     est1 = KVarianceAnonymizer(k=3, m_max=12, key=Key(31), keep_suppressed=True)
-    first = est1.fit_transform(tx)
+    first = est1.fit_release(tx)
     man = first.write(str(tmp_path / "first"))
     assert man["release"]["ledger"]["composition"]["limits"] == [{"name": KVARIANCE_CHECK, "ok": True, "overridden": False}]
     est2 = KVarianceAnonymizer(k=3, m_max=12, key=Key(32), keep_suppressed=True)
-    second = est2.fit_transform(tx)
+    second = est2.fit_release(tx)
     with pytest.raises(CompositionRefused, match="allow_composition=True") as refused:
         second.write(str(tmp_path / "refused"))
     assert KVARIANCE_CHECK in str(refused.value) and "--allow-composition" in cli_message(refused.value)
@@ -161,7 +161,7 @@ def test_two_kvariance_releases_compose_their_shared_components_per_edge(tmp_pat
 def test_delta_release_after_kvariance_counts_its_components(tmp_path):
     tx, x = _tx(n=120)
     est = KVarianceAnonymizer(k=3, m_max=12, key=Key(41))
-    est.fit_transform(tx).write(str(tmp_path / "kv"))
+    est.fit_release(tx).write(str(tmp_path / "kv"))
     delta = DeltaAnonymizer(delta=3.0, m_max=12, key=Key(42)).fit_transform(tx)
     delta.write(str(tmp_path / "delta"), allow_composition=True)
     _, m = delta.data.compute(progress=False)

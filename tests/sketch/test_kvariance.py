@@ -141,7 +141,7 @@ def test_anonymizer_sketches_follow_m_and_report(tmp_path):
     x = random_sparse(n=50, d=30, seed=2)
     tx = TransactionArray.from_scipy(sp.csr_array(x), npartitions=2)
     an = KVarianceAnonymizer(k=3, m_max=32, key=5)
-    release = an.fit_transform(tx, progress=False)
+    release = an.fit_release(tx, progress=False)
     sk = release.data
     values, m = sk.compute()
     assert np.array_equal(m, an.m_)
@@ -185,7 +185,7 @@ def test_bad_parameters():
     with pytest.raises(InvalidParameter):
         kvariance_components(graph, tol=-1)
     with pytest.raises(NotFittedError):
-        KVarianceAnonymizer().transform(tx)
+        KVarianceAnonymizer().release()
 
 
 def test_paper_threshold_is_the_printed_square_root():
@@ -212,7 +212,7 @@ def test_paper_threshold_is_a_weak_parameter_overridden_on_record():
     tx = TransactionArray.from_scipy(sp.csr_array((rng.random((40, 30)) < 0.3).astype(float)), npartitions=2)
     with pytest.raises(WeakParameterError, match="threshold = corrected"):
         KVarianceAnonymizer(3, key=1, threshold="paper").fit(tx)
-    rel = KVarianceAnonymizer(3, key=1, threshold="paper", allow_weak=["threshold = corrected"]).fit_transform(tx)
+    rel = KVarianceAnonymizer(3, key=1, threshold="paper", allow_weak=["threshold = corrected"]).fit_release(tx)
     assert rel.overrides == ("threshold = corrected",) and rel.parameters["threshold"] == "paper"
     # allow_weak=True records only the floors that actually fail
-    assert KVarianceAnonymizer(3, key=1, allow_weak=True).fit_transform(tx).overrides == ()
+    assert KVarianceAnonymizer(3, key=1, allow_weak=True).fit_release(tx).overrides == ()

@@ -215,7 +215,7 @@ def test_other_format_versions_are_refused(tmp_path):
 def test_kvariance_release_verified_in_memory_and_from_disk(tmp_path):
     tx, _ = _tx(n=120, npartitions=3, seed=4)
     an = KVarianceAnonymizer(k=3, m_max=32, key=Key(4))
-    rel = an.fit_transform(tx)
+    rel = an.fit_release(tx)
     v = rel.verify(original=tx)
     assert v.ok and v["k-variance (Def. 3)"].figure == 0 and v["k >= 2"].ok
     rel.write(str(tmp_path / "kv"))
@@ -231,7 +231,7 @@ def test_kvariance_release_verified_in_memory_and_from_disk(tmp_path):
 def test_kvariance_appended_record_is_named(tmp_path):
     tx, _ = _tx(n=120, npartitions=3, seed=4)
     out = tmp_path / "kv"
-    KVarianceAnonymizer(k=3, m_max=32, key=Key(4)).fit_transform(tx).write(str(out))
+    KVarianceAnonymizer(k=3, m_max=32, key=Key(4)).fit_release(tx).write(str(out))
     append_rows(out, _row([0.5] * 33, 33, 2), name=_part_names(out)[0])
     failed = _failed(verify(str(out), original=tx))
     # the number of records suppressed is not public, so one record more than published is not
@@ -243,7 +243,7 @@ def test_k_floor_refused_then_accepted_and_recorded(tmp_path):
     tx, _ = _tx(n=60, npartitions=2, seed=5)
     with pytest.raises(WeakParameterError, match="k >= 2"):
         KVarianceAnonymizer(k=1, m_max=16, key=Key(1)).fit(tx)
-    rel = KVarianceAnonymizer(k=1, m_max=16, key=Key(1), allow_weak=["k >= 2"]).fit_transform(tx)
+    rel = KVarianceAnonymizer(k=1, m_max=16, key=Key(1), allow_weak=["k >= 2"]).fit_release(tx)
     man = rel.write(str(tmp_path / "weak"))
     assert man["release"]["overrides"] == ["k >= 2"]
     v = verify(str(tmp_path / "weak"))
@@ -262,11 +262,11 @@ def test_estimator_contract():
         params = est.get_params()
         assert params["key"] == Key(123456789) and "123456789" not in repr(est)
         with pytest.raises(NotFittedError):
-            est.transform(tx)
+            est.release()
         with pytest.raises(NotFittedError):
             est.report_
         assert est.fit(tx) is est and "n_suppressed" in est.report_
-        rel = est.transform(tx)
+        rel = est.release()
         assert isinstance(rel, SketchRelease) and rel.data.n_records == 60
         assert rel.summary()["records"]["input"] == 60
     assert DeltaAnonymizer(delta="x").delta == "x"  # __init__ only stores

@@ -115,7 +115,7 @@ def _cosine_knn(x, k):
 def test_kvariance_margins_match_a_numpy_recount():
     x = _x(n=60, d=12, seed=3, continuous=True)
     tx = _tx(x, npartitions=2)
-    rel = KVarianceAnonymizer(k=3, m_max=32, key=Key(5)).fit_transform(tx)
+    rel = KVarianceAnonymizer(k=3, m_max=32, key=Key(5)).fit_release(tx)
     items = _items(rel.report_figures(tx))
     _, m = rel.data.compute(progress=False)
     m = m.astype(np.int64)

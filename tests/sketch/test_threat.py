@@ -69,7 +69,7 @@ def test_reconstruction_against_numpy(delta, flagged):
 def test_kvariance_summary():
     x = _x(n=120)
     tx = _tx(x)
-    rel = KVarianceAnonymizer(4, key=Key(5)).fit(tx).transform(tx)
+    rel = KVarianceAnonymizer(4, key=Key(5)).fit(tx).release()
     figs = rel.report_figures(tx)
     assert "k = 4 nearest neighbours" in figs.guarantee
     assert [a.id for a in figs.attacks] == ["attack_record_reconstruction"]
