@@ -9,6 +9,8 @@ public name; the module is imported when the name is first read.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -43,4 +45,24 @@ def lazy_exports(package: str, namespace: dict[str, Any], table: Mapping[str, st
     def __dir__() -> list[str]:
         return sorted(set(namespace) | set(public))
 
+    # A public name that is also the name of the module defining it (``anonymity.anonymize``, the
+    # function in ``anonymity/anonymize.py``): importing that module makes Python set the
+    # package's attribute to the module, after which no lookup reaches ``__getattr__``. The
+    # package's class keeps the public name for the function instead.
+    shadowed = {name for name, module in table.items() if module == "." + name}
+    if shadowed:
+        sys.modules[package].__class__ = _keeping(package, frozenset(shadowed))
     return __getattr__, __dir__
+
+
+def _keeping(package: str, names: frozenset[str]) -> type[types.ModuleType]:
+    """A module class on which setting one of ``names`` to its own submodule sets the submodule's
+    attribute of that name instead."""
+
+    class LazyPackage(types.ModuleType):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name in names and isinstance(value, types.ModuleType) and value.__name__ == f"{package}.{name}":
+                value = getattr(value, name)
+            super().__setattr__(name, value)
+
+    return LazyPackage
