@@ -472,7 +472,6 @@ MINIMAL_TX = {"missing file", "empty file", "binary garbage .dat", "table folder
 def table_faults(name: str, csv_fx: str, tbl_fx: str, sep: bytes, numeric_col: str, last_col: str, cmd_edit=None) -> list:
     """Faulty table inputs for a table command whose good input is ``csv_fx`` / ``tbl_fx``."""
     F: list = []
-    header = None
 
     def add(detail, rel, setups, expect=E, needles=None, g=None, edit=None):
         F.append((detail, rel, setups, expect, needles if needles is not None else (Path(rel).name,), g or [], edit))
@@ -1499,7 +1498,7 @@ def print_report(results: list[dict[str, Any]], total_secs: float, out=sys.stdou
     for r in bad:
         groups[signature(r)].append(r)
     w(f"\n=== problem causes ({len(groups)} distinct, {len(bad)} cases), most frequent first")
-    for sig, rs in sorted(groups.items(), key=lambda kv: (CATEGORIES.index(kv[1][0]["category"]), -len(kv[1]))):
+    for _sig, rs in sorted(groups.items(), key=lambda kv: (CATEGORIES.index(kv[1][0]["category"]), -len(kv[1]))):
         cmds = sorted({r["command"] for r in rs})
         ex = rs[0]
         w(f"\n[{len(rs)}x] {ex['category']}: {ex.get('reason') or '-'}")

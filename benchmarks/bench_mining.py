@@ -312,10 +312,10 @@ def _scale_rows(client, tmp: str) -> list[dict]:
                 # worker process loads the compiled kernels (measured ~1 s of 2)
                 _ours(tx, min_support)
                 with _WorkerRSS(client) as mon:
-                    t, fi = _timed(lambda: _ours(tx, min_support), repeat=1)
+                    t, fi = _timed(lambda tx=tx: _ours(tx, min_support), repeat=1)
                 res[spec] = (t, len(fi), tx.n_partitions, mon)
             else:
-                t, fi = _timed(lambda: _ours(tx, min_support))
+                t, fi = _timed(lambda tx=tx: _ours(tx, min_support))
                 res[spec] = (t, len(fi), tx.n_partitions, None)
             if spec.endswith("D100K.N1K"):
                 # exactness anchor on the small one: pyfim apriori on the same rows
@@ -398,8 +398,8 @@ def _best_case(name: str, min_support: float, scale: int) -> list[dict]:
     mc = _min_count(min_support, n)
     with dask.config.set(scheduler="threads"):
         tx = _scaled(path, scale)
-        t_ours, fi = _timed(lambda: _ours(tx, min_support))
-        t_lw, fi_lw = _timed(lambda: _ours(tx, min_support, strategy="levelwise"))
+        t_ours, fi = _timed(lambda tx=tx: _ours(tx, min_support))
+        t_lw, fi_lw = _timed(lambda tx=tx: _ours(tx, min_support, strategy="levelwise"))
         n_parts = tx.n_partitions
         del tx
     assert fi.n_transactions == n and fi.min_count == mc, (fi.n_transactions, n, fi.min_count, mc)

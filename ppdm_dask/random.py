@@ -185,7 +185,7 @@ class Key:
         return (Key, (self._value,))
 
 
-KeyLike = Union[Key, int, bytes, None]
+KeyLike = Key | int | bytes | None
 
 
 def as_key(key: KeyLike = None) -> Key:

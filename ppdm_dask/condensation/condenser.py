@@ -333,7 +333,7 @@ class Condenser(Estimator):
         table = GroupTable.concat(tables) if tables else GroupTable.empty(d)
         first = np.concatenate([[0], np.cumsum([len(t) for t in tables])])
         labels = np.empty(N, dtype=np.int64)
-        for (t, rows, lab), f in zip(results, first[:-1]):
+        for (_t, rows, lab), f in zip(results, first[:-1]):
             labels[rows] = lab + f
         n_infeasible = int(np.sum(~table.feasible))
         table, new_id = repair_groups(table)

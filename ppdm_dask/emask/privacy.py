@@ -262,7 +262,7 @@ def breach_probabilities(original: Any, distorted: Any, itemsets: Any, *, split_
     items = plan[0]
     out: dict[tuple[tuple[int, ...], int], float] = {}
     i = 0
-    for k, pos in plan[1]:
+    for _k, pos in plan[1]:
         for row in items[pos].tolist():
             for b in row:
                 out[(tuple(row), b)] = float(br[i])

@@ -1,14 +1,8 @@
 """KRIMP: MDL code tables (Vreeken, van Leeuwen & Siebes); see docs/krimp.md."""
 
 from ._kernels import Database, as_database
-from .codetable import CodeTable, cover, cover_usages, encoded_length
-
-__all__ = ["Database", "as_database", "CodeTable", "cover", "cover_usages", "encoded_length"]
 from .candidates import Candidates, mine_candidates
-from .search import KrimpResult, krimp
-
-__all__ += ["Candidates", "mine_candidates", "KrimpResult", "krimp"]
-from .codetable import length_from_usages
+from .codetable import CodeTable, cover, cover_usages, encoded_length, length_from_usages
 from .generator import GenerationError, KrimpGenerator, infer_domains
 from .scores import (
     anonymity_score,
@@ -19,8 +13,19 @@ from .scores import (
     normalized_anonymity_score,
     pattern_comparison,
 )
+from .search import KrimpResult, krimp
 
-__all__ += [
+__all__ = [
+    "Database",
+    "as_database",
+    "CodeTable",
+    "cover",
+    "cover_usages",
+    "encoded_length",
+    "Candidates",
+    "mine_candidates",
+    "KrimpResult",
+    "krimp",
     "length_from_usages",
     "KrimpGenerator",
     "GenerationError",

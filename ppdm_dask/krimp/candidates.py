@@ -40,11 +40,11 @@ import numpy as np
 from ..constraints import Interval, validate
 from ..errors import InvalidParameter, ResultTooLargeError
 from ..mining.apriori import DEFAULT_MAX_CANDIDATES  # one bound for both miners
+from ._cover import ctz, popcount  # the one compiled bit scan and popcount of the KRIMP kernels (inlined)
+from ._kernels import Database, as_database, fits, n_words
 
 # the miner hands full buffers to Python in object mode (rarely, between long compiled stretches)
 warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel execution", category=numba.NumbaWarning)
-from ._cover import ctz, popcount  # the one compiled bit scan and popcount of the KRIMP kernels (inlined)
-from ._kernels import Database, as_database, fits, n_words
 
 __all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES",
            "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY", "MINER_CONSTRAINTS", "exclusion_bits", "Spiller"]

@@ -57,7 +57,7 @@ def exact_supports(tx: Any, itemsets: list[frozenset], ckw: dict) -> np.ndarray:
     by_len: dict[int, list[int]] = {}
     for j, x in enumerate(ids):
         by_len.setdefault(x.size, []).append(j)
-    for n, js in sorted(by_len.items()):
+    for _n, js in sorted(by_len.items()):
         out[[pos[j] for j in js]] = counter.itemset_counts(np.stack([ids[j] for j in js]))
     counter.release()
     return out

@@ -97,7 +97,7 @@ def association_rules(
         raise InvalidParameter(f"unknown metrics {sorted(unknown)}; choose from {METRICS}")
     n = max(itemsets.n_transactions, 1)
     lookup: dict[tuple, int] = {}
-    for k, (ids, counts) in itemsets.levels.items():
+    for ids, counts in itemsets.levels.values():
         for row, c in zip(ids.tolist(), counts.tolist()):
             lookup[tuple(row)] = c
     ante: list[tuple] = []

@@ -392,7 +392,7 @@ class Release(abc.ABC):
         out["privacy"] = dict(self.public_privacy())
         return out
 
-    def on_recount(self, verdict: Mapping[str, Any] | None) -> None:
+    def on_recount(self, verdict: Mapping[str, Any] | None) -> None:  # noqa: B027 (a hook most families leave empty)
         """Family hook: the verdict (as a dict) of the write-time recount of the written files,
         before the manifest is finished (e.g. to publish figures the recount established)."""
 

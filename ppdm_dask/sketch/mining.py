@@ -622,7 +622,7 @@ class SketchKMeans:
         previous = None
         n_iter = 0
         labels = np.full(m.size, -1, dtype=np.int64)
-        for n_iter in range(1, int(self.max_iter) + 1):
+        for n_iter in range(1, int(self.max_iter) + 1):  # noqa: B007 (n_iter_ after the loop)
             C, mc = K.centroids_from_partials(sums, hist, self.centroid_mode)
             labels, best, sums, hist = self._assign_pass(blocks, C, mc, **ckw)
             sizes = hist.sum(axis=1)

@@ -161,7 +161,7 @@ def test_public_files_are_no_oracle_on_the_input(tmp_path):
     import shutil
 
     shutil.copytree(out, tmp_path / "leaky")
-    (tmp_path / "leaky" / "_input.json").write_text('{"sha256": "%s"}' % hashlib.sha256(open(true, "rb").read()).hexdigest())
+    (tmp_path / "leaky" / "_input.json").write_text(f'{{"sha256": "{hashlib.sha256(open(true, "rb").read()).hexdigest()}"}}')
     leaky = input_oracle(str(tmp_path / "leaky"), paths)
     assert [r["found"] for r in leaky] == [p == true for p in paths]
 

@@ -92,7 +92,7 @@ def test_emd_kernels_agree_on_random_classes():
     """The dense kernel of the anonymisers and the sparse interval sums of the checker agree
     with the definition on random tables (values missing from classes, ties, one value)."""
     rng = np.random.default_rng(36)
-    for trial in range(30):
+    for _ in range(30):
         m = int(rng.integers(1, 9))
         n = int(rng.integers(5, 120))
         df = pd.DataFrame({"a": rng.integers(0, 5, n), "s": rng.choice(np.arange(m) * 7 - 3, n)})

@@ -315,7 +315,7 @@ def test_kernels_chunking(monkeypatch):
     tot, nq = 0.0, 0
     i = 0
     pairs = {}
-    for k, pos in plan[1]:
+    for _k, pos in plan[1]:
         for row in items[pos].tolist():
             for b in row:
                 pairs.setdefault(b, []).append((frozenset(row), breach[i]))

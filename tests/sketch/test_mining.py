@@ -135,7 +135,7 @@ def brute_kmeans(S, m, n_clusters, init, mode, max_iter, tol=0.0, lam=None):
 
     members = [[int(i)] for i in init]
     previous = None
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (returned after the loop)
         cents = [centroid(mb) for mb in members]
         labels = np.full(n, -1)
         best = np.full(n, np.nan)
