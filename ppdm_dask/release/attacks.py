@@ -102,7 +102,7 @@ def input_oracle(url: str, candidates: Sequence[str], *, digest_of: Callable[[st
         name = os.path.basename(path)
         unsalted = hashlib.sha256(f"{name}\0{sha}\n".encode()).hexdigest()
         row = {"sha256": sha.encode() in blob, "size": len(raw) in numbers, "unsalted": unsalted.encode() in blob,
-               "digest": bool(digest_of) and digest_of(path).hex().encode() in blob}
+               "digest": digest_of is not None and digest_of(path).hex().encode() in blob}
         row["found"] = any(row.values())
         out.append(row)
     return out

@@ -112,14 +112,14 @@ def report_paths(url: str, audience: str = "internal") -> tuple[str, str]:
     return base + ".json", base + ".html"
 
 
-def _write_block(fs: Any, path: str, block: Any, encode: Callable[[Any], tuple[pa.Table, dict]]) -> dict[str, Any]:
+def _write_block(fs: Any, path: str, block: Any, encode: Callable[[Any], tuple[pa.Table, dict[str, Any]]]) -> dict[str, Any]:
     """Task: encode one output block and write it as one hashed part file."""
     table, stats = encode(block)
     return {**write_part(fs, path, table), **stats}
 
 
 def _write_staged(fs: Any, path: str, done: list[int], j: int, ops: BlockOps, folder: str,
-                  encode: Callable[[Any], tuple[pa.Table, dict]]) -> dict[str, Any]:
+                  encode: Callable[[Any], tuple[pa.Table, dict[str, Any]]]) -> dict[str, Any]:
     """Task: merge output block ``j`` from its staged pieces and write it (one task, so the
     merged block is never held as a result between the two)."""
     return _write_block(fs, path, merge_from_files(done, j, ops, fs, folder), encode)
@@ -320,7 +320,7 @@ class Release(abc.ABC):
 
         return read(url, storage_options=storage_options, progress=False)
 
-    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable[..., Any]) -> dict[str, Any]:
         """Family hook of the families with ``csv_output``: stream the output blocks into one CSV
         file; returns layout fields for the manifest."""
         raise DataFormatError(f"{self.family} releases are written as Parquet folders, not CSV")

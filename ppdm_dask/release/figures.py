@@ -291,8 +291,10 @@ class Figures:
     warnings: list[str] = field(default_factory=list)
     needs_original: list[str] = field(default_factory=list)
 
-    def __add__(self, other: "Figures") -> "Figures":
-        join = lambda a, b: " ".join(t for t in (a, b) if t)  # noqa: E731
+    def __add__(self, other: Figures) -> Figures:
+        def join(a: str, b: str) -> str:
+            return " ".join(t for t in (a, b) if t)
+
         return Figures(self.risk + other.risk, self.utility + other.utility, self.notes + other.notes,
                        join(self.guarantee, other.guarantee), join(self.protects, other.protects),
                        self.learn + other.learn, self.attacks + other.attacks, self.headline + other.headline,

@@ -47,7 +47,7 @@ class BlockOps:
 
     n_rows: Callable[[Any], int]
     take: Callable[[Any, np.ndarray], Any]
-    concat: Callable[[list], Any]
+    concat: Callable[[list[Any]], Any]
     stage: Callable[[Any], Any] | None = None
     unstage: Callable[[Any], Any] | None = None
 
@@ -75,7 +75,7 @@ def n_files(n_rows: int, rows_per_file: int) -> int:
     return max(1, math.ceil(int(n_rows) / max(1, int(rows_per_file))))
 
 
-def split_rows(block: Any, start: int, key: Key, n_out: int, ops: BlockOps) -> tuple:
+def split_rows(block: Any, start: int, key: Key, n_out: int, ops: BlockOps) -> tuple[Any, ...]:
     """Kernel: cut one input block (global rows ``start ..``) into ``n_out`` pieces
     ``(rows, sort keys, global row ids)``, one per output file."""
     n = int(ops.n_rows(block))
@@ -90,7 +90,7 @@ def split_rows(block: Any, start: int, key: Key, n_out: int, ops: BlockOps) -> t
     return tuple(pieces)
 
 
-def merge_rows(pieces: Sequence[tuple], ops: BlockOps) -> Any:
+def merge_rows(pieces: Sequence[tuple[Any, ...]], ops: BlockOps) -> Any:
     """Kernel: the rows of one output file, sorted by (sort key, global row)."""
     merged = ops.concat([p[0] for p in pieces])
     keys = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.uint64)
@@ -153,7 +153,7 @@ def merge_from_files(done: Sequence[int], j: int, ops: BlockOps, fs: Any, folder
 
 
 def stage_pieces(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str,
-                 fs: Any, folder: str) -> list[Any]:
+                 fs: Any, folder: str) -> Any:
     """Graph: one :func:`split_to_files` task per input block, and a barrier task (the list of
     their row counts) that a consumer of output file ``j`` passes to :func:`merge_from_files`."""
     import dask

@@ -45,7 +45,8 @@ def suppressed_rows(block: pd.DataFrame, qi: tuple[str, ...]) -> np.ndarray:
     """Rows whose every quasi-identifier is ``'*'`` (suppressed records)."""
     if not qi or not len(block):
         return np.zeros(len(block), dtype=bool)
-    return np.logical_and.reduce([_is_star(block[c]) for c in qi])
+    rows: np.ndarray = np.logical_and.reduce([_is_star(block[c]) for c in qi])
+    return rows
 
 
 def _is_star(col: pd.Series) -> np.ndarray:
@@ -133,7 +134,7 @@ class TableRelease(Release):
 
         return table_from_manifest(fs, path, manifest, url, verify=verify)
 
-    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable[..., Any]) -> dict[str, Any]:
         rows = 0
         for i, b in enumerate(blocks):
             (block,) = compute(b)

@@ -29,17 +29,17 @@ BLOCK_BYTES = 64 * 2**20
 MAX_ROWS_PER_FILE = 1_000_000
 
 
-def _n_rows(block: tuple) -> int:
+def _n_rows(block: tuple[Any, ...]) -> int:
     return int(block[0].shape[0])
 
 
-def _take(block: tuple, idx: np.ndarray) -> tuple:
+def _take(block: tuple[Any, ...], idx: np.ndarray) -> tuple[Any, ...]:
     items, weights, cols = block
     return (sp.csr_array(items[idx]), sp.csr_array(weights[idx]) if weights is not None else None,
             {k: np.asarray(v)[idx] for k, v in cols.items()})
 
 
-def _concat(blocks: list[tuple]) -> tuple:
+def _concat(blocks: list[tuple[Any, ...]]) -> tuple[Any, ...]:
     items = sp.csr_array(sp.vstack([b[0] for b in blocks], format="csr")) if len(blocks) > 1 else blocks[0][0]
     items.indices = items.indices.astype(np.int32, copy=False)
     items.indptr = items.indptr.astype(np.int32, copy=False)
@@ -53,11 +53,11 @@ def _concat(blocks: list[tuple]) -> tuple:
 TRANSACTION_OPS = BlockOps(_n_rows, _take, _concat)
 
 
-def _block(items: Any, weights: Any, cols: dict[str, Any]) -> tuple:
+def _block(items: Any, weights: Any, cols: dict[str, Any]) -> tuple[Any, ...]:
     return items, weights, cols
 
 
-def _encode(block: tuple, kv: bytes) -> tuple[pa.Table, dict[str, Any]]:
+def _encode(block: tuple[Any, ...], kv: bytes) -> tuple[pa.Table, dict[str, Any]]:
     items, weights, cols = block
     return transactions_table(items, weights, cols, kv), {"nnz": int(items.indices.size)}
 
@@ -142,7 +142,7 @@ class TransactionRelease(Release):
     def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
         return transactions_from_manifest(fs, path, manifest, url, verify=verify)
 
-    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable) -> dict[str, Any]:
+    def _csv_write(self, fh: Any, blocks: list[Any], compute: Callable[..., Any]) -> dict[str, Any]:
         from ..data.formats import basket_csv_text
 
         labels = self.data.vocabulary.labels

@@ -25,11 +25,15 @@ figures from the family.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..release.figures import Attack, Figures, Table, Text, plain
 from ..release.manifest import created, versions
 from ..release.names import COMPOSITION_OVERRIDE, COMPOSITION_WHERE, FILE_CHECK
+
+if TYPE_CHECKING:
+    from ..release.verdict import Check
 
 __all__ = ["REPORT_FORMAT", "REPORT_VERSION", "AUDIENCES", "SECTIONS", "build_report", "for_audience"]
 
@@ -72,7 +76,7 @@ def _provenance(release: Any, manifest: Mapping[str, Any] | None) -> dict[str, A
     return provenance(key, release.identity)
 
 
-def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None) -> tuple[list[dict], dict, dict]:
+def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """Items of the ``released`` section, the ``release`` record and the ``input`` record."""
     rel = dict((manifest or {}).get("release") or {})
     prov = _provenance(release, manifest)
@@ -97,7 +101,7 @@ def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None)
         record["manifest_sha256"] = manifest.get("_sha256")
     # the owner's record of the input (the release in memory knows it; public files do not)
     inp = dict(getattr(release, "owner_input", None) or getattr(release, "input_info", {}) or {})
-    items: list[dict] = [
+    items: list[dict[str, Any]] = [
         Table("released_what", "Release", ["", ""], _rows({
             "family": record["family"], "method": record["method"], "written": record["url"] or "(not written)",
             "rows released": record.get("rows"), "created": record["created"], "release id": record["id"] or "(none)",
@@ -134,7 +138,7 @@ def _status(c: Any) -> str:
     return "ok" if c.ok else ("overridden" if c.overridden else "FAILED")
 
 
-def _privacy(verdict: Any, verified: str, figures: Figures, composed: list[Any] = ()) -> list[dict]:
+def _privacy(verdict: Any, verified: str, figures: Figures, composed: Sequence[Any] = ()) -> list[dict[str, Any]]:
     # one row per check, but the per-file checks of a many-file release in one row (failures named);
     # the limits of the composition with the input's earlier releases (the ledger) come last
     files = [c for c in verdict.checks if c.name == FILE_CHECK]
@@ -151,7 +155,7 @@ def _privacy(verdict: Any, verified: str, figures: Figures, composed: list[Any] 
     return items + [i.to_dict() for i in figures.risk]
 
 
-def _reproduce(record: Mapping[str, Any], original_url: str | None) -> list[dict]:
+def _reproduce(record: Mapping[str, Any], original_url: str | None) -> list[dict[str, Any]]:
     url = record.get("url") or "RELEASE"
     orig = f" --original {original_url}" if original_url else " --original SRC"
     return [
@@ -166,7 +170,7 @@ def _reproduce(record: Mapping[str, Any], original_url: str | None) -> list[dict
 
 
 # ---------------------------------------------------------------------- the decision box
-def _generic_guarantee(checks: list[Any]) -> str:
+def _generic_guarantee(checks: Sequence[Check]) -> str:
     """The guarantee in words when the family gives none: the family's checks of the recount
     (``k-anonymity: 5 (needs 5)``; a check of an absence by its name alone)."""
     from .units import show_number
@@ -175,7 +179,7 @@ def _generic_guarantee(checks: list[Any]) -> str:
     if not own:
         return "The release was checked against its manifest; the family states no guarantee of its own."
 
-    def one(c: Any) -> str:
+    def one(c: Check) -> str:
         if c.figure is None or (c.figure == 0 and c.threshold in (0, None)):
             return c.name
         return c.name + ": " + show_number(c.figure) + (f" (needs {show_number(c.threshold)})" if c.threshold is not None else "")
@@ -202,7 +206,7 @@ def _decision(checks: list[Any], attacks: list[Any], warnings: list[Any]) -> dic
     return out
 
 
-def _summary(guarantee: str, protects: str, verified: str, headline: list[dict], why_no_headline: str) -> list[dict]:
+def _summary(guarantee: str, protects: str, verified: str, headline: list[dict[str, Any]], why_no_headline: str) -> list[dict[str, Any]]:
     """Items of the summary box (the colour, reasons and risks are the document's ``decision``)."""
     items = [Text("summary_guarantee", guarantee).to_dict()]
     if protects:
@@ -214,7 +218,7 @@ def _summary(guarantee: str, protects: str, verified: str, headline: list[dict],
     return items
 
 
-def _headline_values(utility: list[dict], ids: list[str]) -> list[dict]:
+def _headline_values(utility: list[dict[str, Any]], ids: list[str]) -> list[dict[str, Any]]:
     """Copies of the headline utility values (``headline_<id>``: one element id per page)."""
     values = {i["id"]: i for i in utility if i.get("type") == "value"}
     return [{**values[h], "id": "headline_" + h} for h in ids[:3] if h in values]
@@ -342,13 +346,14 @@ def _public_summary(release: Any, manifest: Mapping[str, Any] | None, record: Ma
     """The summary a public file may hold (the manifest's, or :meth:`Release.public_summary`)."""
     if manifest is not None and manifest.get("summary"):
         return dict(manifest["summary"])
-    return release.public_summary(int(record.get("rows") or 0))
+    summary: dict[str, Any] = release.public_summary(int(record.get("rows") or 0))
+    return summary
 
 
 def _external_item(item: Mapping[str, Any]) -> bool:
     """Whether an item may go into the external report: what the release itself shows, and the
     single-number comparison scores (``score``: an aggregate, never a count of the original)."""
-    about = item.get("about", "release")
+    about: str = item.get("about", "release")
     if item.get("type") == "value" and item.get("score") and about == "comparison":
         return True
     return about == "release"
@@ -370,7 +375,7 @@ def for_audience(doc: Mapping[str, Any], audience: str) -> dict[str, Any]:
     is the recount from the release's files)."""
     from ..release.verdict import Check
 
-    out = json.loads(json.dumps(doc))
+    out: dict[str, Any] = json.loads(json.dumps(doc))
     out["audience"] = audience
     if audience == "internal":
         return out

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .units import percent, plural, share_unit, show_number as _show, show_value
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = ["render_html", "show_value", "percent", "plural"]
 
@@ -39,7 +43,7 @@ def _cellclass(value: Any) -> str:
 
 
 @lru_cache(maxsize=1)
-def _environment() -> Any:
+def _environment() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("ppdm_dask.report", "templates"),
@@ -58,7 +62,7 @@ def _blocks(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     consecutive attack results into one table."""
     out: list[dict[str, Any]] = []
     for item in items:
-        kind = {"value": "values", "attack": "attacks"}.get(item.get("type"))
+        kind = {"value": "values", "attack": "attacks"}.get(item.get("type", ""))
         if kind:
             if not out or out[-1]["type"] != kind:
                 out.append({"type": kind, "items": []})

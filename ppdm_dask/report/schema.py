@@ -22,7 +22,7 @@ def report_schema() -> dict[str, Any]:
     reports validate too)."""
     from .. import families
 
-    schema = json.loads(_shipped_schema())
+    schema: dict[str, Any] = json.loads(_shipped_schema())
     schema["properties"]["release"]["properties"]["family"]["enum"] = list(families.names())
     return schema
 
