@@ -258,7 +258,7 @@ def generate_block(
     extend(batch)
     owner: list[int] = []  # row of every consumed instance (-1: dropped), in consumption order
     push = owner.append
-    empty = frozenset()
+    empty: frozenset[int] = frozenset()
     j = 0
     # The sequential fill: plain Python over small ints (frozenset.union of a short list is the
     # cheapest distinct count); everything random was drawn above in batches, and the CSR is

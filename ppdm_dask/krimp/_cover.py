@@ -35,6 +35,8 @@ the second pass costs little and evaluation keeps no per-row buffers).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
@@ -427,7 +429,7 @@ def initial_state(row_bits: np.ndarray, n_cover: int) -> tuple[np.ndarray, np.nd
     return rec, rec.view(np.int32)
 
 
-def resize_slots(obj: object, cap: int, old: int, words: int, names: tuple[str, ...], float_names: tuple[str, ...] = ()) -> None:
+def resize_slots(obj: Any, cap: int, old: int, words: int, names: tuple[str, ...], float_names: tuple[str, ...] = ()) -> None:
     """Give ``obj`` per-slot arrays for ``cap`` slots, keeping the first ``old``: the int64
     vectors ``names`` (float64 for ``float_names``), the bitsets ``sbits``/``lbits`` (``words``
     per slot) and the gather scratch ``surv`` (2 × cap)."""

@@ -105,6 +105,21 @@ class CoverBlock:
     ``blocked``/``urows`` indexes when they fit, and per code-table slot a few words.
     """
 
+    # the arrays indexed by slot, set by C.resize_slots (declared here for the type checker)
+    skey: np.ndarray
+    scanon: np.ndarray
+    lkey: np.ndarray
+    order: np.ndarray
+    pos_of: np.ndarray
+    idx: np.ndarray
+    d_ns: np.ndarray
+    stamp_ns: np.ndarray
+    t_ns: np.ndarray
+    sfx: np.ndarray
+    sbits: np.ndarray
+    lbits: np.ndarray
+    surv: np.ndarray
+
     def __init__(self, rows: Any, column_new: np.ndarray, n_items: int, longest: int, index_memory: int) -> None:
         import scipy.sparse as sp
 

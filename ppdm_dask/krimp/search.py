@@ -69,6 +69,27 @@ class TableState:
     ``free``, istate[9] = next never-used slot, istate[10] = removals tried by pruning. Arrays indexed by slot grow by doubling.
     """
 
+    # the arrays indexed by slot, set by C.resize_slots (declared here for the type checker)
+    skey: np.ndarray
+    scanon: np.ndarray
+    lkey: np.ndarray
+    ssup: np.ndarray
+    usage_ns: np.ndarray
+    order: np.ndarray
+    pos_of: np.ndarray
+    free: np.ndarray
+    idx: np.ndarray
+    plist: np.ndarray
+    pdec: np.ndarray
+    d_ns: np.ndarray
+    stamp_ns: np.ndarray
+    t_ns: np.ndarray
+    sfx: np.ndarray
+    cst: np.ndarray
+    sbits: np.ndarray
+    lbits: np.ndarray
+    surv: np.ndarray
+
     def __init__(self, n_items: int, n_rows: int, std_lengths_new: np.ndarray, item_usages: np.ndarray, cap: int = 256) -> None:
         self.n_items = int(n_items)
         self.w = max(1, (self.n_items + 63) // 64)
