@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -511,7 +511,7 @@ def access_report_items(fig: Mapping[str, Any]) -> list[Any]:
     perms, roles = list(fig.get("permissions") or []), list(fig.get("roles") or [])
     base_p = list(fig.get("mondrian_permissions") or [None] * len(perms))
     base_r = {r["role"]: r for r in fig.get("mondrian_roles") or []}
-    about = "comparison"  # the true answers |Q_T| are the original's
+    about: Final = "comparison"  # the true answers |Q_T| are the original's
     met = sum(bool(p["satisfied"]) for p in perms)
     note = "imprecision = records the release returns for the query (every class its region overlaps) − true answer"
     return [

@@ -54,8 +54,8 @@ import pandas as pd
 
 from ..data.hierarchy import as_keys
 from ..release import Check, Release, TableRelease
-from ..release.figures import Figures, Plot, Series, Table, Value, histogram
 from ..release.base import floor_check
+from ..release.figures import About, Figures, Plot, Series, Table, Value, histogram
 from .checks import SUPPRESSED, class_counts, k_anonymity_check, l_diversity_check, t_closeness_check
 
 __all__ = ["AnonymizedRelease", "FORMAT_NAME", "anonymity_floors"]
@@ -728,7 +728,7 @@ def _lookup_sizes(kept: pd.DataFrame, pop: pd.DataFrame, qi: Sequence[str]) -> n
     return sizes.reindex(key(kept), fill_value=0).to_numpy(dtype=np.int64)
 
 
-def _risk_items(r: dict[str, Any], hist: tuple[list[float], list[int]], threshold: float, about: str,
+def _risk_items(r: dict[str, Any], hist: tuple[list[float], list[int]], threshold: float, about: About,
                 population: bool) -> list[Any]:
     """The risk figures of one table (``about`` release or original) from :func:`.risk.risk_summary`."""
     pre, whose = ("risk_", "the release") if about == "release" else ("risk_original_", "the original (its quasi-identifiers)")

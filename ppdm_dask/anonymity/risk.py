@@ -29,10 +29,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from ..release.figures import About
 
 __all__ = ["THRESHOLD", "THRESHOLDS", "size_frequencies", "risk_summary", "size_histogram", "PopulationPlan",
            "population_figures"]
@@ -251,7 +254,7 @@ class PopulationPlan:
         return figs
 
 
-def population_figures(classes: pd.DataFrame, qi: Sequence[str], k: int, threshold: float, about: str, *,
+def population_figures(classes: pd.DataFrame, qi: Sequence[str], k: int, threshold: float, about: About, *,
                        sampling_fraction: float | None = None, population_size: float | None = None,
                        weights: str | None = None) -> Any:
     """The population figures of one table (``about`` ``"release"`` or ``"original"``) from its

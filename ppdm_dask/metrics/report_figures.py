@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..release.figures import Figures, Plot, Series, Value
+from ..release.figures import About, Figures, Plot, Series, Value
 from .km_audit import DEFAULT_MAX_SUBSETS, km_audit, unique_baskets
 
 __all__ = ["audit_figures", "unique_basket_figures", "utility_figures", "compute_options", "utility_threshold"]
@@ -78,7 +78,8 @@ def unique_basket_figures(release: Any, original: Any = None, **compute_kwargs: 
     """Percent of records whose exact item set occurs once, in the release (and the original)."""
     ckw = compute_options(compute_kwargs)
     figs = Figures()
-    for tx, about in ((release, "release"), (original, "original")):
+    sides: tuple[tuple[Any, About], ...] = ((release, "release"), (original, "original"))
+    for tx, about in sides:
         if tx is None:
             continue
         u = unique_baskets(tx, **ckw)

@@ -275,7 +275,7 @@ class Figures:
         The threat model's attacks run on the release (and the original when given).
     headline : list of str
         Ids of the (up to three) utility values the summary box shows.
-    warnings : list of str
+    warnings : list of str or Text
         Risks found that are not attacks (e.g. a sensitive column published without any
         attribute-disclosure model); the summary names them and they make it amber.
     """
@@ -288,7 +288,7 @@ class Figures:
     learn: list[Item] = field(default_factory=list)
     attacks: list[Attack] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str | Text] = field(default_factory=list)
     needs_original: list[str] = field(default_factory=list)
 
     def __add__(self, other: Figures) -> Figures:

@@ -59,7 +59,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidParameter
-from ..release.figures import Figures, Plot, Series, Value
+from ..release.figures import About, Figures, Plot, Series, Value
 from . import _figure_kernels as FK
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def _align(rel: "SketchRelease", original: Any, **ckw: Any) -> _Alignment | None
 
 
 # ---------------------------------------------------------------------- risk
-def _suppression_counts(rel: "SketchRelease", total: Any, original: Any = None) -> tuple[int, int, str] | None:
+def _suppression_counts(rel: SketchRelease, total: Any, original: Any = None) -> tuple[int, int, About] | None:
     """``(input records, suppressed records, about)``: recounted from the rows when they show
     them (suppressed records kept as empty rows: ``about="release"``), else the owner's figures
     (a release in memory, the one that was written handed over with adopt, or the original's
