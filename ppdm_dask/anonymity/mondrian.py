@@ -314,7 +314,8 @@ class _ImprecisionCuts:
     def __init__(self, t: _Table, queries: Sequence[CompiledQuery], bounds: Any) -> None:
         qs, b = _compile_workload(t, queries, bounds)
         self.t = t
-        flags, owner = [], []
+        flags: list[np.ndarray] = []
+        owner: list[int] = []
         self.num_bounds: dict[int, list[tuple[int, float, float]]] = {}
         self.cat_flags: dict[int, list[tuple[int, int]]] = {}
         eff = [i for i, cq in enumerate(qs) if cq]  # an unconstrained query is always exact

@@ -215,7 +215,7 @@ def membership_figures(rel: "CondensedRelease", X: Any, levels: Any, **ckw: Any)
         from .dynamic import StreamingCondenser
 
         lv = spec if isinstance(spec, tuple) else np.minimum(spec[members], train.shape[0])
-        kw = {"privacy_levels": lv, "key": Key(_MIA_SEED), "allow_weak": True}
+        kw: dict[str, Any] = {"privacy_levels": lv, "key": Key(_MIA_SEED), "allow_weak": True}
         if rel.method == "dynamic":
             est: Any = StreamingCondenser(split_strict=bool(params.get("split_strict", False)),
                                           repair_splits=bool(params.get("repair_splits", True)), **kw)

@@ -139,8 +139,8 @@ class TransactionArray:
             f"n_partitions={self.n_partitions}, columns={sorted(self.columns)})"
         )
 
-    def _replace(self, **changes: Any) -> "TransactionArray":
-        kw = dict(
+    def _replace(self, **changes: Any) -> TransactionArray:
+        kw: dict[str, Any] = dict(
             blocks=self.blocks,
             vocabulary=self.vocabulary,
             metadata=self.metadata,

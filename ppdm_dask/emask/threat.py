@@ -232,7 +232,7 @@ def emask_threat(rel: Any, figs: Figures, original: Any, ckw: dict[str, Any]) ->
         Value("learn_record_epsilon", "Local-DP ε of a whole basket (all items)", rec,
               note=f"no meaningful bound above {MEANINGFUL_EPSILON:g}"),
     ]
-    unique = next((i for i in figs.risk if i.id == "unique_baskets_release"), None)
+    unique = next((i for i in figs.risk if isinstance(i, Value) and i.id == "unique_baskets_release"), None)
     noise, kept = (1.0 - q) * (1.0 - s_hat) * d, p * s_hat * d
     learn.append(Text("learn_unique_baskets", (
         (f"{unique.value:.1f} % of the released rows are unique baskets. " if unique is not None else "")

@@ -71,7 +71,7 @@ class CodeTable:
     supports: np.ndarray
     alphabet: np.ndarray
     n_rows: int
-    std_lengths: np.ndarray = field(default=None)  # type: ignore[assignment]
+    std_lengths: np.ndarray = field(default=None)  # type: ignore[arg-type]
     parameters: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -153,9 +153,9 @@ class CodeTable:
             raise InvalidParameter(f"laplace must be a finite non-negative number, got {laplace!r}")
         m = len(self.itemsets)
         if lam == 0.0:
-            total = int(self.usages.sum())
+            n_total = int(self.usages.sum())
             return np.array(
-                [-math.log2(u / total) if u > 0 else math.inf for u in self.usages.tolist()], dtype=np.float64
+                [-math.log2(u / n_total) if u > 0 else math.inf for u in self.usages.tolist()], dtype=np.float64
             )
         total = float(int(self.usages.sum())) + lam * m
         return np.array([-math.log2((u + lam) / total) for u in self.usages.tolist()], dtype=np.float64)

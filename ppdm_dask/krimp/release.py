@@ -550,7 +550,7 @@ def row_comparison(released: Any, original: Any, **compute_kwargs: Any) -> dict[
     from ..progress import compute
     from .scores import fingerprint_counts_lazy
 
-    ckw = {"client": compute_kwargs.get("client"), "progress": bool(compute_kwargs.get("progress", False))}
+    ckw: dict[str, Any] = {"client": compute_kwargs.get("client"), "progress": bool(compute_kwargs.get("progress", False))}
     (fo, co), (fp, cp) = compute(fingerprint_counts_lazy(original), fingerprint_counts_lazy(released), **ckw)
     return compare_counts(fo, co, fp, cp)
 

@@ -286,7 +286,7 @@ def dissimilarity(
     from ..mining import min_count_of
     from .search import krimp
 
-    kw = dict(closed=closed, prune=prune, max_len=max_len, progress=progress, max_candidates=max_candidates)
+    kw: dict[str, Any] = dict(closed=closed, prune=prune, max_len=max_len, progress=progress, max_candidates=max_candidates)
     ct_x = krimp(x, min_support=min_count_of(min_support, _n_rows(x)), **kw).code_table
     ct_y = krimp(y, min_support=min_count_of(min_support, _n_rows(y)), **kw).code_table
     return ds_from_tables(x, y, ct_x, ct_y, ds_laplace, details=details)

@@ -97,7 +97,7 @@ def tv_complement(a: np.ndarray, b: np.ndarray) -> float:
     return 1.0 - 0.5 * float(np.abs(a / na - b / nb).sum())
 
 
-def _stable(v: float) -> float:
+def _stable(v: float | np.floating) -> float:
     """A score rounded to 12 decimals: sums of floats taken in another order (another
     partitioning) differ in the last bits, the figures should not."""
     return round(float(v), 12) if np.isfinite(v) else float("nan")

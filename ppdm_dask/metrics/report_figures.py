@@ -128,7 +128,7 @@ def utility_figures(original: Any, release: Any, min_support: float | int, *, ma
         Value("itemsets_rho", "ρ: support error of the itemsets found", acc["rho"], about="comparison", unit="%",
               note=note + "; mean relative support error over F ∩ R"),
     ]
-    groups = {"in both": [], "original only": [], "release only": []}
+    groups: dict[str, list[Any]] = {"in both": [], "original only": [], "release only": []}
     for _, x, y, in_f, in_r in u["points"]:
         groups["in both" if in_f and in_r else "original only" if in_f else "release only"].append((x, y))
     series = [Series(name, [p[0] for p in pts], [p[1] for p in pts]) for name, pts in groups.items() if pts]

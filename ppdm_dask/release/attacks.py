@@ -121,7 +121,7 @@ def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float((ra * rb).sum() / den) if den else 0.0
 
 
-def position_linkage(a: Sequence[Any], b: Sequence[Any], similarity: Callable[[Any, Any], float], *,
+def position_linkage(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray, similarity: Callable[[Any, Any], float], *,
                      shifts: Iterable[int] = (1, 7, 31, 127, 509)) -> dict[str, float]:
     """How much alike the rows at the same position of two releases are, against rows at other
     positions.

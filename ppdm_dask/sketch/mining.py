@@ -511,7 +511,7 @@ class SketchKMeans:
 
     # -- passes over the data
     @staticmethod
-    def _fetch_rows(blocks: _Blocks, rows: Sequence[int], **ckw: Any) -> np.ndarray:
+    def _fetch_rows(blocks: _Blocks, rows: Sequence[int] | np.ndarray, **ckw: Any) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         if rows.size == 0:
             return np.zeros((0, blocks.values.shape[1]))

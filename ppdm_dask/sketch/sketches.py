@@ -132,8 +132,8 @@ class SketchArray:
             f"n_partitions={self.n_partitions}, generator={self.generator!r}, columns={sorted(self.columns)})"
         )
 
-    def _replace(self, **changes: Any) -> "SketchArray":
-        kw = dict(values=self.values, m=self.m, generator=self.generator, n_items=self.n_items,
+    def _replace(self, **changes: Any) -> SketchArray:
+        kw: dict[str, Any] = dict(values=self.values, m=self.m, generator=self.generator, n_items=self.n_items,
                   columns=self.columns, metadata=self.metadata)
         kw.update(changes)
         return SketchArray(kw.pop("values"), kw.pop("m"), kw.pop("generator"), kw.pop("n_items"), **kw)

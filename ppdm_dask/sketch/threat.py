@@ -159,7 +159,7 @@ def sketch_threat(rel: Any, figs: Figures, original: Any = None, al: Any = None,
                           f"at most m_max = {m_max}) chosen so that, for each of its k = {k} nearest neighbours, the standard "
                           "deviation of the estimated similarity is at least the gap to the largest possible similarity: the "
                           "sketch does not tell the record from its neighbours.")
-        margin = next((i.value for i in figs.risk if i.id == "min_variance_margin"), None)
+        margin = next((i.value for i in figs.risk if isinstance(i, Value) and i.id == "min_variance_margin"), None)
         figs.learn.append(Text("learn_reconstruction_error",
                                f"A record's similarity to each of its {k} nearest neighbours is estimated with a standard "
                                "deviation at least the gap to the largest possible similarity"
