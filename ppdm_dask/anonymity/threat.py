@@ -205,8 +205,8 @@ def _attacks(sens: str | None, sizes: np.ndarray, qi: Sequence[str], s: Disclosu
 
 
 def _warnings(p: Mapping[str, Any], declared: Sequence[str], sens: str | None, qi: Sequence[str],
-              s: DisclosureSummary | None) -> list[str]:
-    out = []
+              s: DisclosureSummary | None) -> list[str | Text]:
+    out: list[str | Text] = []
     w = model_warning(declared, p)
     if w:
         out.append(w)

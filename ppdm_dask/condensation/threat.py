@@ -392,7 +392,7 @@ def summary_figures(rel: "CondensedRelease", fig: Figures, original: Any = None,
                      "distance to closest record, membership inference and attribute disclosure need --original")
     attack, recovered = reconstruction_attack(rel, X, **ckw)
     attacks.insert(0, attack)
-    warnings = []
+    warnings: list[str | Text] = []
     if stats is not None and len(stats["n"]):
         warnings.append(f"group statistics published ({_n(len(stats['n']), 'group')}): an adversary who knows every other "
                         "member of such a group gets the last one exactly from its sums")

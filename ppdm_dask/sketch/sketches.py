@@ -340,7 +340,7 @@ def sketch(
     m_max = int(m_max)
     if m_max > M_MAX_LIMIT:  # the padded width: a record's values must fit one output block (and the coefficient table, memory)
         raise InvalidParameter(f"m_max={m_max} components per record is more than a sketch block holds ({M_MAX_LIMIT:,})")
-    if isinstance(n_components, numbers.Integral) and n_components > m_max:
+    if isinstance(n_components, numbers.Integral) and int(n_components) > m_max:
         raise InvalidParameter(f"n_components={n_components} exceeds m_max={m_max}")
     if gen.max_components is not None and m_max > gen.max_components:
         raise InvalidParameter(f"the generator has only {gen.max_components} components, m_max={m_max}")
