@@ -270,7 +270,11 @@ def frontier(
     rows: list[dict[str, Any]] = []
     baseline: dict[str, float] | None = None
     for level in levels:
-        r = evaluate(X, labels, lambda tx, g: make(level, g).fit_release(tx), key=key, n_neighbors=n_neighbors,
+
+        def anonymize(tx: Any, g: SketchGenerator, level: Any = level) -> Any:
+            return make(level, g).fit_release(tx)
+
+        r = evaluate(X, labels, anonymize, key=key, n_neighbors=n_neighbors,
                      n_clusters=n_clusters, tasks=tasks, npartitions=npartitions, client=client, baseline=baseline,
                      similarity=similarity)
         baseline = r.pop("baseline")
