@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def best_of(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:

@@ -51,10 +51,11 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 E, OK, EITHER = "error", "ok", "either"
 CATEGORIES = ["clear error", "worked", "wrongly refused", "silent wrong", "raw message", "abort", "timeout", "checkout broken",
@@ -1399,7 +1400,7 @@ def run_case(case: Case, root: Path, FX: Path, timeout: float, has_unshare: bool
 
 def classify(case: Case, rc: int | None, stderr: str, lines: list[str], first: str) -> tuple[str, str]:
     if rc is None:
-        return "timeout", f"no exit within the timeout"
+        return "timeout", "no exit within the timeout"
     if rc in (134, 137, 139) or rc < 0 or "terminate called" in stderr:
         return "abort", f"exit {rc}"
     if rc != 0 and BROKEN_RE.search(stderr) and "ppdm_dask" in stderr:

@@ -202,11 +202,10 @@ def _km_rows(quick: bool) -> list[dict]:
 
 def _scale_rows(quick: bool) -> list[dict]:
     import dask.dataframe as dd
+    from _adult import write_copies
     from bench_mining import _WorkerRSS
 
     from ppdm_dask.anonymity import KAnonymizer, anonymize
-    from _adult import write_copies
-
     from ppdm_dask.cluster import get_client
 
     df, qi, h = _adult()

@@ -77,10 +77,9 @@ def _rows(label, ours, paper, s0, t_apriori, n_true):
 
 
 def run(quick: bool = False) -> list[dict]:
-    from ppdm_dask import read
+    from ppdm_dask import TransactionArray, read
     from ppdm_dask.data.quest import quest
     from ppdm_dask.random import Key
-    from ppdm_dask import TransactionArray
 
     rows = []
     tmp = tempfile.mkdtemp(prefix="ppdm-bench-emask-")

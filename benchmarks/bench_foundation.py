@@ -13,10 +13,10 @@ import os
 import tempfile
 
 import dask
-from _timing import best_of
 import numpy as np
 import pyarrow.parquet as pq
 import scipy.sparse as sp
+from _timing import best_of
 
 
 def _plain_read(folder: str, n_items: int):

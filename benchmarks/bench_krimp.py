@@ -219,9 +219,9 @@ def _distributed_rows(quick: bool) -> list[dict]:
     import tempfile
 
     import dask
+    from _krimp_data import write_mushroom_replicated
     from distributed import Client, LocalCluster
 
-    from _krimp_data import write_mushroom_replicated
     from ppdm_dask import read
     from ppdm_dask.cluster import worker_environment
     from ppdm_dask.krimp.distributed import krimp_distributed

@@ -55,11 +55,10 @@ def _render(html: Path, png: Path) -> bool:
 
 def _scale_rows(shared: Path, quick: bool) -> list[dict]:
     import dask.dataframe as dd
+    from _adult import write_copies
 
     from ppdm_dask import open_release
     from ppdm_dask.anonymity import KAnonymizer
-    from _adult import write_copies
-
     from ppdm_dask.cluster import get_client
     from ppdm_dask.data.uci import ADULT_QI, load_adult
 

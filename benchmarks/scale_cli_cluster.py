@@ -61,9 +61,8 @@ class CommandLineCluster:
             self.address = c.scheduler.address
 
     def spilled(self) -> int:
-        from distributed import Client
-
         from bench_scale import spilled_bytes
+        from distributed import Client
 
         with Client(self.address) as c:
             return spilled_bytes(c)

@@ -16,7 +16,7 @@ import functools
 import os
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["settle_arrow_threads", "register_exit_wait"]
 

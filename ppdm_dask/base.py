@@ -66,7 +66,7 @@ class Estimator(abc.ABC):
         """The constructor parameters and their current values."""
         return {name: getattr(self, name) for name in self._param_names()}
 
-    def set_params(self, **params: Any) -> "Estimator":
+    def set_params(self, **params: Any) -> Estimator:
         """Set constructor parameters (unknown names are an error); returns ``self``."""
         valid = set(self._param_names())
         for name, value in params.items():
@@ -116,7 +116,7 @@ class Estimator(abc.ABC):
 
     # ------------------------------------------------------------------ the contract
     @abc.abstractmethod
-    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "Estimator":
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> Estimator:
         """Learn from ``X``; sets the ``*_`` attributes (``report_`` and ``key_`` among them);
         returns self."""
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from .errors import InvalidParameter
 

@@ -16,7 +16,7 @@ names no flag ("'ppdm ledger list' shows the ids").
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = [
     "PPDMError",

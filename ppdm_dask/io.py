@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .data.formats import detect_format, read_csv, read_fimi, write_csv, write_fimi
 from .data.parquet import read_parquet, write_parquet

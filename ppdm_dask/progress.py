@@ -78,7 +78,7 @@ class _PlainLines:
         while not self._stop.wait(interval):
             self._line("")
 
-    def __enter__(self) -> "_PlainLines":
+    def __enter__(self) -> _PlainLines:
         self._thread.start()
         return self
 

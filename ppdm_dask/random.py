@@ -18,7 +18,6 @@ import enum
 import os
 import secrets
 from pathlib import Path
-from typing import Union
 
 import numpy as np
 
@@ -82,12 +81,12 @@ class Key:
         self._value = value
 
     @classmethod
-    def generate(cls) -> "Key":
+    def generate(cls) -> Key:
         """A fresh key from the operating system's entropy source."""
         return cls(secrets.randbits(128))
 
     @classmethod
-    def from_file(cls, path: Union[str, os.PathLike]) -> "Key":
+    def from_file(cls, path: str | os.PathLike) -> Key:
         """Read a key written by :meth:`to_file` (hex, optionally ``0x``-prefixed, or decimal).
 
         Raises
@@ -122,7 +121,7 @@ class Key:
             raise InvalidParameter(f"key file {path} holds a number outside a 128-bit key (0 to 2**128 - 1)", **hint)
         return cls(value)
 
-    def to_file(self, path: Union[str, os.PathLike]) -> None:
+    def to_file(self, path: str | os.PathLike) -> None:
         """Write the key as hex to a new file readable only by its owner."""
         fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -152,7 +151,7 @@ class Key:
 
         return hmac.new(self._value.to_bytes(16, "big"), purpose.encode() + b"\0" + bytes(message), "sha256").digest()
 
-    def derive(self, purpose: str, message: bytes = b"") -> "Key":
+    def derive(self, purpose: str, message: bytes = b"") -> Key:
         """A new key, one-way from this one, ``message`` and ``purpose`` (the first 128 bits of
         :meth:`mac`): unrelated keys for different messages, the same key for the same one."""
         return Key(int.from_bytes(self.mac(purpose, message)[:16], "big"))

@@ -56,7 +56,6 @@ def test_lists_of_delayed_are_computed_as_one_graph():
     """A list (or tuple) of delayed objects becomes one delayed object of the same type, so
     dask optimizes their shared graph once; results are unchanged."""
     import dask
-
     from dask.delayed import Delayed
 
     from ppdm_dask import progress as P

@@ -18,7 +18,6 @@ from ..lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names as type checkers and IDEs see them
     from ..data.hierarchy import Hierarchy
-    from .names import L_KINDS, METHODS, T_KINDS
     from .anonymize import AccessControlResult, AnonymizationResult, anonymize, anonymize_for_permissions
     from .checks import check_k_anonymity, check_l_diversity, check_t_closeness, equivalence_classes, is_k_anonymous, is_l_diverse
     from .estimators import AccessControlAnonymizer, KAnonymizer, KmAnonymizer
@@ -37,6 +36,7 @@ if TYPE_CHECKING:  # the names as type checkers and IDEs see them
         prosecutor_risk,
     )
     from .mondrian import class_regions, mondrian_partition
+    from .names import L_KINDS, METHODS, T_KINDS
     from .publish import publish
     from .release import AnonymizedRelease
 

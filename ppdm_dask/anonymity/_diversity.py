@@ -60,7 +60,7 @@ def validate_diversity(l: float | None, kind: str = "distinct", c: float | None 
 
 
 def diverse_mask(counts: np.ndarray, l: float | None, kind: str = "distinct", c: float | None = None,
-                 closeness: "Closeness | None" = None) -> np.ndarray:
+                 closeness: Closeness | None = None) -> np.ndarray:
     """Which classes are l-diverse (and, with ``closeness``, t-close).
 
     Parameters
@@ -211,7 +211,7 @@ class Closeness:
         """Which classes are t-close (EMD <= t, up to :data:`T_TOLERANCE`)."""
         return self.distances(counts) <= self.t + T_TOLERANCE
 
-    def with_reference(self, reference: np.ndarray) -> "Closeness":
+    def with_reference(self, reference: np.ndarray) -> Closeness:
         """The same requirement against other table counts (e.g. the records not suppressed)."""
         return Closeness(self.t, self.kind, np.asarray(reference), self.order)
 

@@ -27,8 +27,8 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from ..errors import InvalidParameter, PrivacyViolation
 from ..constraints import check
+from ..errors import InvalidParameter, PrivacyViolation
 from ._diversity import COUNT_CONSTRAINTS, diverse_mask, validate_diversity
 from .mondrian import Regions, _check_categorical, as_2d_float, as_counts, class_regions, mondrian_partition
 

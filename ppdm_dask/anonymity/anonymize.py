@@ -25,16 +25,15 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from ..errors import InfeasiblePrivacyError, InvalidParameter
 from ..constraints import check
-from ._diversity import COUNT_CONSTRAINTS, closeness_for, resolve_t_kind, validate_closeness, validate_diversity
+from ..data.hierarchy import Hierarchy
+from ..errors import InfeasiblePrivacyError, InvalidParameter
 from ..release import Verdict
+from ._diversity import COUNT_CONSTRAINTS, closeness_for, resolve_t_kind, validate_closeness, validate_diversity
 from .checks import class_counts, k_anonymity_check, l_diversity_check, t_closeness_check
 from .frequency import FrequencySet, QIDomain, as_dask, frequency_set
-from ..data.hierarchy import Hierarchy
 from .metrics import average_class_size, discernibility, ncp, prosecutor_risk
 from .names import METHODS
-
 
 
 @dataclass

@@ -48,8 +48,8 @@ _BLOCK = 1024
 def released_rows(url: str, *, storage_options: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """The rows of the release at ``url`` in the order its files publish them (what an
     adversary reads)."""
-    from .release import AnonymizedRelease  # registers the relational family (km_release the k^m one)
     from .km_release import KmRelease  # noqa: F401
+    from .release import AnonymizedRelease  # registers the relational family (km_release the k^m one)
 
     return AnonymizedRelease.open(url, storage_options=storage_options).data.compute().reset_index(drop=True)
 

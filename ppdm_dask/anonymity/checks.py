@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..constraints import check
 from ..errors import DataFormatError, InvalidParameter
 from ..release import Check, Verdict
-from ..constraints import check
 from ._diversity import COUNT_CONSTRAINTS
 
 __all__ = ["equivalence_classes", "class_counts", "k_anonymity_check", "l_diversity_check", "t_closeness_check",

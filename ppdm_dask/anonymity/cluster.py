@@ -55,10 +55,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..data.hierarchy import Hierarchy
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ._cluster_kernels import Clusters, compact, distance_weights, greedy_clusters, repair_l
 from ._diversity import closeness_for, diverse_mask, resolve_t_kind, validate_closeness, validate_diversity
-from ..data.hierarchy import Hierarchy
 from .metrics import discernibility
 
 __all__ = ["ClusterResult", "cluster_l_diverse"]

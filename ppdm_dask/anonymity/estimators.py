@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..base import Estimator, check_is_fitted
+from ..constraints import Options
 from ..data.hierarchy import Hierarchy
 from ..data.sources import collection_name, source_of
-from ..constraints import Options
 from ..errors import InvalidParameter
 from ._diversity import COUNT_CONSTRAINTS
 from .anonymize import METHODS, AnonymizationResult, anonymize, anonymize_for_permissions
@@ -217,7 +217,7 @@ class KAnonymizer(_TableAnonymizer):
 
     _parameter_constraints = {"k": COUNT_CONSTRAINTS["k"], "method": [Options(METHODS)]}
 
-    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KAnonymizer":
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> KAnonymizer:
         """Check roles and floors, anonymise ``X`` (pandas or dask DataFrame); returns self."""
         self._validate_params()
         params = {"k": self.k, **_diversity(self.l, self.kind, self.c, self.t, self.t_kind),
@@ -293,7 +293,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
         self.key = key
         self.ledger = ledger
 
-    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "AccessControlAnonymizer":
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> AccessControlAnonymizer:
         """Check roles and floors, anonymise ``X`` for the permissions; returns self."""
         params = {"k": self.k, **_diversity(self.l, self.kind, self.c, self.t, self.t_kind), "max_suppression": 0.0,
                   "keep_suppressed": False}
@@ -361,7 +361,7 @@ class KmAnonymizer(Estimator):
 
     _parameter_constraints = COUNT_CONSTRAINTS
 
-    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KmAnonymizer":
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> KmAnonymizer:
         """Check the floors, then k^m-anonymise ``X`` (a TransactionArray or lists of items)."""
         from .km import as_transactions, km_anonymize
         from .km_release import KmRelease

@@ -24,9 +24,9 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from ..data.hierarchy import ROOT, Hierarchy, as_keys
 from ..errors import DataFormatError, InvalidParameter
 from .checks import qi_columns
-from ..data.hierarchy import ROOT, Hierarchy, as_keys
 
 COUNT = "__count"
 

@@ -38,15 +38,15 @@ import dask
 import numpy as np
 import pandas as pd
 
-from ..graph import CSR_META, blocks_from_tasks, tree_reduce, unique_name
+from ..constraints import check, validate
+from ..data.hierarchy import ROOT, Hierarchy, as_keys, missing_error
 from ..data.transactions import TransactionArray
 from ..data.vocabulary import Vocabulary
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
+from ..graph import CSR_META, blocks_from_tasks, tree_reduce, unique_name
 from ..release import Check, Verdict
-from ..constraints import check, validate
 from . import _km_kernels as K
 from ._diversity import COUNT_CONSTRAINTS
-from ..data.hierarchy import ROOT, Hierarchy, as_keys, missing_error
 
 __all__ = [
     "CountTree",

@@ -97,7 +97,7 @@ class KmRelease(TransactionRelease):
 
         return compose_tables(self, earlier, ledger, rows)
 
-    def _adopt(self, fitted: Any) -> "KmRelease":
+    def _adopt(self, fitted: Any) -> KmRelease:
         """The owner's figures (input items, the cut, NCP) and generalisation map from the release in memory."""
         if isinstance(fitted, KmRelease) and fitted.manifest is None:
             self.figures = {**self.figures, **fitted.figures}

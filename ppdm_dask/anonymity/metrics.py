@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameter
 from ..data.hierarchy import ROOT, Hierarchy
+from ..errors import InvalidParameter
 
 
 def _sizes(class_sizes: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -27,14 +27,14 @@ the internally sorted distinct tuples, so the result does not depend on the inpu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ..constraints import check
+from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ._diversity import COUNT_CONSTRAINTS, Closeness, diverse_mask, validate_diversity
 
 SPLITS = ("median", "imprecision")

@@ -137,7 +137,7 @@ class AnonymizedRelease(TableRelease):
     hierarchies: Mapping[str, Any] | None = None
 
     #: the release in memory this one was written from (see :meth:`adopt`)
-    fitted: "AnonymizedRelease | None" = None
+    fitted: AnonymizedRelease | None = None
     #: ``(collection name, frequency set)`` of the input, counted by the anonymizer: the report's
     #: figures of that same input are taken from it instead of new passes over the input
     input_frequency: tuple[str, Any] | None = None
@@ -154,7 +154,7 @@ class AnonymizedRelease(TableRelease):
         self.hierarchies = hierarchies
         self.input_frequency = input_frequency
 
-    def _adopt(self, fitted: Release) -> "AnonymizedRelease":
+    def _adopt(self, fitted: Release) -> AnonymizedRelease:
         """Take over from the release in memory that was written what the files do not hold:
         the hierarchies (the files only name them), the rows in input order (the classifier
         figure tests each held-out record in the class it was generalised to) and the owner's
@@ -202,7 +202,7 @@ class AnonymizedRelease(TableRelease):
         return _WithHierarchies(super()._open_csv(fs, path, manifest, url), manifest.get("hierarchies"))
 
     @classmethod
-    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "AnonymizedRelease":
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> AnonymizedRelease:
         from .public_hierarchies import read_public_hierarchies
 
         table = None

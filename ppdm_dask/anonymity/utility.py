@@ -412,7 +412,7 @@ def frequency_counts(fs: Any, qi: Sequence[str]) -> list[pd.Series]:
     return out
 
 
-def frequency_answers(fs: Any, queries: Sequence[Query], domains: Mapping[str, "Domain"]) -> np.ndarray:
+def frequency_answers(fs: Any, queries: Sequence[Query], domains: Mapping[str, Domain]) -> np.ndarray:
     """The exact answers of the queries from the original's frequency set."""
     codes, sizes = {}, {}
     for a, dom in domains.items():

@@ -15,12 +15,10 @@ from typing import Any
 
 import click
 
-from ._core import Context, job, write_release
-from ._summary import emit_release
 from ..anonymity.names import L_KINDS, METHODS, T_KINDS
+from ._core import Context, job, write_release
 from ._options import Number, release_output, roles, roles_from, stack, table_input
-
-
+from ._summary import emit_release
 
 #: hierarchies and the k / l parameters shared by both commands
 privacy_options = stack(

@@ -8,8 +8,8 @@ import click
 
 from ._core import Context, job, write_release
 from ._errors import usage_error
-from ._summary import emit_release
 from ._options import release_output, split_list, table_input
+from ._summary import emit_release
 
 
 def privacy_spec(column: str | None, span: str | None, level: int | None) -> Any:

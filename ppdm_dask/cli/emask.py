@@ -8,8 +8,18 @@ import click
 
 from ._core import Context, job, write_release
 from ._errors import usage_error
+from ._options import (
+    Number,
+    apriori_max_candidates,
+    as_baskets,
+    check_count,
+    input_format,
+    overwrite,
+    release_output,
+    support_from,
+    support_options,
+)
 from ._summary import emit_release
-from ._options import Number, apriori_max_candidates, as_baskets, check_count, input_format, overwrite, release_output, support_from, support_options
 from .mining import level_line, levels_text
 
 

@@ -15,7 +15,7 @@ error's fix names the flag's own name.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..errors import PPDMError
 

@@ -6,8 +6,8 @@ import click
 
 from ._core import Context, job, write_release
 from ._errors import usage_error
-from ._summary import emit_release
 from ._options import input_format, release_output
+from ._summary import emit_release
 
 
 @click.command("km-anonymize")

@@ -5,8 +5,18 @@ from __future__ import annotations
 import click
 
 from ._core import Context, job, write_release
+from ._options import (
+    Number,
+    as_baskets,
+    check_count,
+    input_format,
+    overwrite,
+    release_output,
+    support_from,
+    support_options,
+    support_text,
+)
 from ._summary import emit_release
-from ._options import Number, as_baskets, check_count, input_format, overwrite, release_output, support_from, support_options, support_text
 
 
 @click.group()

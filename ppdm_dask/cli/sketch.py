@@ -10,8 +10,8 @@ import numpy as np
 
 from ._core import Context, job, write_release
 from ._errors import usage_error
-from ._summary import emit_release
 from ._options import Number, input_format, release_output, split_list, stack
+from ._summary import emit_release
 
 
 class DefaultCommandGroup(click.Group):

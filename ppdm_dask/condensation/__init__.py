@@ -24,8 +24,8 @@ from .condenser import Condenser, check_condensation, repair_groups
 from .dynamic import StreamingCondenser
 from .groups import CondensedGroup, GroupTable
 from .inputs import privacy_levels
-from .release import CondensedRelease, read_groups, read_statistics
 from .pseudo import canonical_eigh, generate, generate_dask, pseudo_points
+from .release import CondensedRelease, read_groups, read_statistics
 from .static import construct_groups, group_ssq
 from .stream import condense_stream
 

@@ -21,8 +21,9 @@ release, and (for the membership experiment) candidate records.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy.spatial import cKDTree

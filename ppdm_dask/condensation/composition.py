@@ -41,19 +41,19 @@ if TYPE_CHECKING:
 __all__ = ["compose", "ledger_figures", "union_figures", "union_opened"]
 
 
-def ledger_figures(rel: "CondensedRelease") -> dict[str, Any]:
+def ledger_figures(rel: CondensedRelease) -> dict[str, Any]:
     """What the ledger keeps of a condensed release: the pseudo-records released and the
     public figures of its groups."""
     return {"pseudo_records": int(np.asarray(rel.published.get("n", [])).sum()), **rel.public_privacy()}
 
 
-def compose(rel: "CondensedRelease", earlier: Sequence[Record], ledger: Any, rows: Any = None) -> Composition:
+def compose(rel: CondensedRelease, earlier: Sequence[Record], ledger: Any, rows: Any = None) -> Composition:
     """The number of releases of the input and which earlier ones are readable
     (:func:`~ppdm_dask.ledger.earlier.count_composition`)."""
     return count_composition(rel, earlier)
 
 
-def union_opened(rel: "CondensedRelease") -> list[Earlier]:
+def union_opened(rel: CondensedRelease) -> list[Earlier]:
     """The earlier releases of ``rel``'s composition, read back; one of other attributes is not
     readable as part of the union."""
     comp = composition_of(rel)
@@ -70,7 +70,7 @@ def _distinct(ids: np.ndarray) -> int:
     return int(np.unique(ids, axis=0).shape[0]) if ids.size else 0
 
 
-def union_figures(rel: "CondensedRelease", original: Any = None, **ckw: Any) -> Figures:
+def union_figures(rel: CondensedRelease, original: Any = None, **ckw: Any) -> Figures:
     """The figures of the union of ``rel`` with its readable earlier releases against the
     original (as :meth:`~.release.CondensedRelease.report_figures` takes it; see the module
     docstring). Empty for a release without earlier ones."""

@@ -27,14 +27,14 @@ import numpy as np
 
 from ..base import Estimator, check_is_fitted
 from ..constraints import Interval
+from ..data.digest import content_digest_lazy
 from ..data.sources import source_of
 from ..errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter, PrivacyViolation
 from ..progress import compute, compute_each, ship, step_reporter
 from ..random import Key, KeyLike, Tag
-from .groups import GroupTable
 from ..release import Check, Verdict
 from ..release.base import overrides_for, refuse_weak
-from ..data.digest import content_digest_lazy
+from .groups import GroupTable
 from .inputs import privacy_levels, records_of
 from .partition import bucket_block, gather_cell, kd_cells
 from .release import FLOORS, CondensedRelease, condensed_release, level_floor
@@ -255,7 +255,7 @@ class Condenser(Estimator):
 
     _parameter_constraints = {"rows_per_partition": [None, Interval(int, 1, None)]}
 
-    def fit(self, X: Any, privacy: Any = None, *, client: Any = None, progress: bool = False) -> "Condenser":
+    def fit(self, X: Any, privacy: Any = None, *, client: Any = None, progress: bool = False) -> Condenser:
         """Condense ``X`` — a numpy / dask array (N, d) or a table (pandas / dask DataFrame,
         attributes by name); ``privacy`` as ``privacy_levels`` (default: the estimator's).
 

@@ -12,7 +12,8 @@ parameter. :meth:`Records.digest_pieces` are the collections whose content diges
 from __future__ import annotations
 
 import numbers
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import dask.array as da
 import numpy as np
@@ -198,7 +199,7 @@ class StreamDigest:
 
     def digest(self) -> bytes:
         """The 32-byte digest of the stream so far."""
-        from ..data.digest import join_digests, finish_digest
+        from ..data.digest import finish_digest, join_digests
 
         return join_digests([finish_digest(f"array:{self.d}", self._x),
                       finish_digest("array:1", self._p) if self.levels else b"none"])

@@ -168,7 +168,7 @@ def _generate_block(groups: GroupTable, key: Any, lo: int, redraw: dict[int, int
 
 
 def generate_dask(groups: GroupTable, *, key: KeyLike = None, rows_per_block: int = 100_000,
-                  redraw: Any = None) -> "dask.array.Array":
+                  redraw: Any = None) -> dask.array.Array:
     """Pseudo-data of all groups as a (Σ n, d) float64 dask array (MAP per block of groups).
 
     Consecutive groups are packed into blocks of about ``rows_per_block`` rows (a group is never

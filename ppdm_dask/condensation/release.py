@@ -335,7 +335,7 @@ class CondensedRelease(TableRelease):
         return _Opened(table_from_manifest(fs, path, manifest, url, verify=verify), *_read_published(fs, path, manifest, url, verify))
 
     @classmethod
-    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "CondensedRelease":
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> CondensedRelease:
         opened = data if isinstance(data, _Opened) else _Opened(data, {}, None, None)
         rel = super()._reopen(opened.frame, manifest)
         rel._groups = None
@@ -344,7 +344,7 @@ class CondensedRelease(TableRelease):
         rel._statistics_file = opened.statistics_file or STATISTICS_FILE
         return rel  # type: ignore[return-value]
 
-    def _adopt(self, fitted: Any) -> "CondensedRelease":
+    def _adopt(self, fitted: Any) -> CondensedRelease:
         """The owner-side figures (input counts, SSQ, redrawn copies) and every group's
         statistics of the release in memory that was written."""
         if isinstance(fitted, CondensedRelease) and fitted is not self:

@@ -112,7 +112,7 @@ def group_figures(pub: dict[str, np.ndarray]) -> list[Any]:
     ]
 
 
-def statistics_figures(rel: "CondensedRelease") -> list[Any]:
+def statistics_figures(rel: CondensedRelease) -> list[Any]:
     """Counts of the published and the withheld group statistics (with ``publish_statistics``)."""
     if rel.statistics is None:
         return []
@@ -127,7 +127,7 @@ def statistics_figures(rel: "CondensedRelease") -> list[Any]:
 
 
 # ---------------------------------------------------------------------- risk against the original
-def closeness_figures(rel: "CondensedRelease", X: Any, **ckw: Any) -> list[Any]:
+def closeness_figures(rel: CondensedRelease, X: Any, **ckw: Any) -> list[Any]:
     """Copies of unique originals and the distance-to-closest-record figures (see the module
     docstring), from one exact join and one :func:`.closest.closeness`."""
     from .closest import COPY_RTOL, closeness
@@ -177,7 +177,7 @@ def closeness_figures(rel: "CondensedRelease", X: Any, **ckw: Any) -> list[Any]:
     return items
 
 
-def _mia_levels(rel: "CondensedRelease", X: Any, levels: Any, rows: np.ndarray, **ckw: Any) -> tuple[Any, str | None]:
+def _mia_levels(rel: CondensedRelease, X: Any, levels: Any, rows: np.ndarray, **ckw: Any) -> tuple[Any, str | None]:
     """The levels of the sampled records for the experiment: the original's (a column, a
     constant, ``(X, levels)``), or the release's range (drawn by the condenser)."""
     from ..progress import compute
@@ -191,7 +191,7 @@ def _mia_levels(rel: "CondensedRelease", X: Any, levels: Any, rows: np.ndarray, 
     return np.asarray(p, np.int64), None
 
 
-def membership_figures(rel: "CondensedRelease", X: Any, levels: Any, **ckw: Any) -> tuple[list[Any], list[str]]:
+def membership_figures(rel: CondensedRelease, X: Any, levels: Any, **ckw: Any) -> tuple[list[Any], list[str]]:
     """The membership-inference advantage (see the module docstring) on a public-seeded sample
     of up to :data:`MIA_SAMPLE` records condensed with the release's method and parameters."""
     from ..progress import compute
@@ -277,11 +277,11 @@ def _nearest_labels(parts: list[Any], offsets: np.ndarray, features: list[int], 
     return FK.merge_nearest(list(res))
 
 
-def _accuracy_figures(rel: "CondensedRelease", X: Any, pseudo_parts: list[Any], pseudo_rows: list[int],
+def _accuracy_figures(rel: CondensedRelease, X: Any, pseudo_parts: list[Any], pseudo_rows: list[int],
                       **ckw: Any) -> tuple[list[Any], list[str]]:
-    from ..progress import compute
-
     import dask.array as da
+
+    from ..progress import compute
 
     label = _label_index(rel.columns)
     if label is None:
@@ -312,7 +312,7 @@ def _accuracy_figures(rel: "CondensedRelease", X: Any, pseudo_parts: list[Any], 
     ], []
 
 
-def condensed_report_figures(rel: "CondensedRelease", original: Any = None, **ckw: Any) -> Figures:
+def condensed_report_figures(rel: CondensedRelease, original: Any = None, **ckw: Any) -> Figures:
     """The risk and utility figures of a condensed release (see the module docstring).
 
     Parameters
@@ -348,7 +348,7 @@ def condensed_report_figures(rel: "CondensedRelease", original: Any = None, **ck
     return fig
 
 
-def _majority_figures(rel: "CondensedRelease", X: Any, **ckw: Any) -> list[Any]:
+def _majority_figures(rel: CondensedRelease, X: Any, **ckw: Any) -> list[Any]:
     """The majority-class rate of the 1-NN test records (the same fixed sample): the accuracy of
     always guessing the most frequent class, the floor the 1-NN accuracies are read against."""
     from ..progress import compute
@@ -364,7 +364,7 @@ def _majority_figures(rel: "CondensedRelease", X: Any, **ckw: Any) -> list[Any]:
                   note=f"{rows.size} original test records; read the 1-NN accuracies against it")]
 
 
-def _quality_figures(rel: "CondensedRelease", X: Any, **ckw: Any) -> Figures:
+def _quality_figures(rel: CondensedRelease, X: Any, **ckw: Any) -> Figures:
     """The quality score of the pseudo-data against the original (:mod:`ppdm_dask.metrics.quality`),
     every attribute numeric (a condensed class column too: its pseudo-values are continuous)."""
     import dask.dataframe as dd

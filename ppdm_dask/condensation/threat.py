@@ -48,7 +48,8 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..release.figures import Attack, Figures, Text, Value
-from ..report.units import count_of as _n, percent as _percent
+from ..report.units import count_of as _n
+from ..report.units import percent as _percent
 
 if TYPE_CHECKING:
     from .release import CondensedRelease
@@ -74,7 +75,7 @@ _TESTS = "tests/condensation/test_threat.py"
 
 
 # ---------------------------------------------------------------------- release side
-def reconstruction_attack(rel: "CondensedRelease", X: Any = None, **ckw: Any) -> tuple[Attack, Value | None]:
+def reconstruction_attack(rel: CondensedRelease, X: Any = None, **ckw: Any) -> tuple[Attack, Value | None]:
     """``attack_reconstruction``: the records the public files determine (see the module
     docstring), and with ``X`` (the original, an array or a dask array; brought into memory only
     when some records were rebuilt) the ``records_recovered`` figure: the rebuilt records equal
@@ -129,7 +130,7 @@ def membership_chance(members: int, holdout: int) -> float:
     return 0.8687 * math.sqrt((members + holdout) / (members * holdout))
 
 
-def attack_results(rel: "CondensedRelease", values: dict[str, Value]) -> list[Attack]:
+def attack_results(rel: CondensedRelease, values: dict[str, Value]) -> list[Attack]:
     """The comparison attacks read from the measured risk figures (``values`` by id)."""
     from .report_figures import MIA_SAMPLE
 
@@ -213,7 +214,7 @@ def _merge(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray
     return np.take_along_axis(v, best[None], axis=0)[0]
 
 
-def attribute_attack(rel: "CondensedRelease", X: Any, **ckw: Any) -> tuple[Attack | None, str | None]:
+def attribute_attack(rel: CondensedRelease, X: Any, **ckw: Any) -> tuple[Attack | None, str | None]:
     """``attack_attribute`` (see the module docstring) on the original ``X`` (a dask array with
     one column chunk): one distributed pass over the pseudo-data and one over the original."""
     import dask
@@ -274,7 +275,7 @@ def _levels_words(params: dict[str, Any]) -> str:
     return "per-record privacy levels"
 
 
-def _smallest_level(rel: "CondensedRelease") -> Text | None:
+def _smallest_level(rel: CondensedRelease) -> Text | None:
     """What the smallest privacy level means for the records at that level."""
     n = np.asarray(rel.published.get("n", []), np.int64)
     p = np.asarray(rel.published.get("p_max", []), np.int64)
@@ -300,7 +301,7 @@ def _smallest_level(rel: "CondensedRelease") -> Text | None:
     return Text("learn_smallest_level", text)
 
 
-def _learn(rel: "CondensedRelease", values: dict[str, Value], attacks: list[Attack]) -> list[Any]:
+def _learn(rel: CondensedRelease, values: dict[str, Value], attacks: list[Attack]) -> list[Any]:
     out: list[Any] = []
     t = _smallest_level(rel)
     if t is not None:
@@ -336,13 +337,13 @@ def _learn(rel: "CondensedRelease", values: dict[str, Value], attacks: list[Atta
     return out
 
 
-def with_summary(rel: "CondensedRelease", fig: Figures, original: Any = None, **ckw: Any) -> Figures:
+def with_summary(rel: CondensedRelease, fig: Figures, original: Any = None, **ckw: Any) -> Figures:
     """``fig`` with the summary of :func:`summary_figures` added; the headline is ``fig``'s own
     first (a quality score another part of the report chose), then the summary's, at most three."""
     return fig.with_summary(summary_figures(rel, fig, original, **ckw))
 
 
-def summary_figures(rel: "CondensedRelease", fig: Figures, original: Any = None, **ckw: Any) -> Figures:
+def summary_figures(rel: CondensedRelease, fig: Figures, original: Any = None, **ckw: Any) -> Figures:
     """The summary's content of a condensed release (see the module docstring): ``fig`` holds
     the measured risk and utility figures (:func:`.report_figures.condensed_report_figures`);
     ``original`` as there."""

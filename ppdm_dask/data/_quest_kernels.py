@@ -11,7 +11,7 @@ the output is a pure function of the stream.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
-from typing import IO, Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import IO, Any
 
 from ..errors import OutputNotWritableError
 

@@ -38,9 +38,10 @@ import posixpath
 import secrets
 import socket
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ..errors import DatasetExistsError, DataFormatError, OutputNotWritableError
+from ..errors import DataFormatError, DatasetExistsError, OutputNotWritableError
 
 __all__ = [
     "temp_sibling",

@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq

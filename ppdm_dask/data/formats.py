@@ -9,7 +9,8 @@ that is moved into place only when complete.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import dask
 from dask.bytes import read_bytes

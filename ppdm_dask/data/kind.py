@@ -39,8 +39,9 @@ import contextlib
 import contextvars
 import csv
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import DataFormatError
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import dask
 import numpy as np

@@ -55,9 +55,9 @@ import scipy.sparse as sp
 from dask.highlevelgraph import HighLevelGraph
 
 from ..errors import InvalidParameter
+from ..graph import blocks_from_tasks, check_partition_count, partitions_of, unique_name
 from ..random import Key, KeyLike, Tag, as_key
 from . import _quest_kernels as QK
-from ..graph import blocks_from_tasks, check_partition_count, partitions_of, unique_name
 from .vocabulary import Vocabulary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -391,7 +391,7 @@ def quest(
     key: KeyLike = None,
     rows_per_partition: int | None = None,
     block_rows: int = DEFAULT_BLOCK_ROWS,
-) -> "TransactionArray":
+) -> TransactionArray:
     """Lazy Quest synthetic market-basket data.
 
     Parameters

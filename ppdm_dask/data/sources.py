@@ -12,8 +12,9 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import dask
 
@@ -22,7 +23,7 @@ from .folder import sha256_file
 __all__ = ["Source", "remember", "remember_url", "source_of", "fingerprint", "collection_name", "read_from"]
 
 _MAX_REMEMBERED = 256
-_REGISTRY: "OrderedDict[str, Source]" = OrderedDict()
+_REGISTRY: OrderedDict[str, Source] = OrderedDict()
 
 
 @dataclass(frozen=True)

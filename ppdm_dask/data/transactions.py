@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import dask
 import dask.array as da
@@ -20,8 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataFormatError, DuplicateItemsWarning, InvalidParameter
-from . import _kernels as K
 from ..graph import CSR_META, blocks_from_tasks, concat_rows, tree_reduce, tree_sum, unique_name
+from . import _kernels as K
 from .vocabulary import Vocabulary
 
 __all__ = ["TransactionArray", "DEFAULT_TARGET_BYTES", "ROW_COLUMNS"]
@@ -233,7 +234,7 @@ class TransactionArray:
         ip = m.indptr
         return [vals[ip[i] : ip[i + 1]] for i in range(m.shape[0])]
 
-    def persist(self, **kwargs: Any) -> "TransactionArray":
+    def persist(self, **kwargs: Any) -> TransactionArray:
         """Persist the blocks (and columns/weights) in memory, on the cluster if one is active."""
         from ..progress import persist
 
@@ -248,7 +249,7 @@ class TransactionArray:
     # ------------------------------------------------------------------ partitioning
     def repartition(
         self, target_bytes: int | None = DEFAULT_TARGET_BYTES, *, npartitions: int | None = None
-    ) -> "TransactionArray":
+    ) -> TransactionArray:
         """New row blocks of about ``target_bytes`` of CSR each (or exactly ``npartitions``).
 
         Sizes are planned from per-block nnz (one small computation); rows keep their order.
@@ -278,7 +279,7 @@ class TransactionArray:
         (nnz,) = compute(part, progress=False)
         return nnz
 
-    def _rechunk(self, rows: tuple[int, ...]) -> "TransactionArray":
+    def _rechunk(self, rows: tuple[int, ...]) -> TransactionArray:
         if rows == self.partition_rows:
             return self
         blocks = _rechunk_rows(self.blocks, rows, self.n_items, CSR_META)
@@ -297,7 +298,7 @@ class TransactionArray:
         target_bytes: int = DEFAULT_TARGET_BYTES,
         columns: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> "TransactionArray":
+    ) -> TransactionArray:
         """From a scipy sparse matrix/array or a pydata ``sparse`` array (rows = transactions).
 
         Non-zero entries are the items. When the stored values are not all 1 they are kept as
@@ -336,7 +337,7 @@ class TransactionArray:
         target_bytes: int = DEFAULT_TARGET_BYTES,
         columns: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> "TransactionArray":
+    ) -> TransactionArray:
         """From Python lists of item labels (non-negative ints or strings).
 
         Duplicate items within a transaction are removed with a :class:`DuplicateItemsWarning`.
@@ -358,11 +359,11 @@ class TransactionArray:
         target_bytes: int = DEFAULT_TARGET_BYTES,
         columns: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> "TransactionArray":
+    ) -> TransactionArray:
         """From a pyarrow list array / chunked array, or a pandas Series of lists."""
-        from .parquet import arrow_list_to_labels
-
         import pyarrow as pa
+
+        from .parquet import arrow_list_to_labels
 
         if not isinstance(array, (pa.Array, pa.ChunkedArray)):
             try:
@@ -384,7 +385,7 @@ class TransactionArray:
         target_bytes: int = DEFAULT_TARGET_BYTES,
         columns: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> "TransactionArray":
+    ) -> TransactionArray:
         """From CSR-style offsets and the item labels of all transactions (in memory)."""
         indptr = np.asarray(indptr, dtype=np.int64)
         if indptr.ndim != 1 or indptr.size == 0 or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
@@ -405,7 +406,7 @@ class TransactionArray:
         target_bytes: int,
         columns: Mapping[str, Any] | None,
         metadata: Mapping[str, Any] | None,
-    ) -> "TransactionArray":
+    ) -> TransactionArray:
         n = block.shape[0]
         if npartitions is None:
             npartitions = max(1, math.ceil(_csr_bytes(n, block.indices.size) / max(target_bytes, 1)))
@@ -438,7 +439,7 @@ class TransactionArray:
         metadata: Mapping[str, Any] | None = None,
         columns: Mapping[str, Sequence[Any]] | None = None,
         **compute_kwargs: Any,
-    ) -> "TransactionArray":
+    ) -> TransactionArray:
         """From delayed label blocks ``(indptr, labels)``, one per partition (e.g. file chunks).
 
         Two passes: a scan (rows, distinct labels, duplicates; tree-merged vocabulary), then a
@@ -465,14 +466,14 @@ class TransactionArray:
 
     # ------------------------------------------------------------------ I/O (see parquet/formats)
     @classmethod
-    def from_parquet(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, column: str = "items") -> "TransactionArray":
+    def from_parquet(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, column: str = "items") -> TransactionArray:
         """Read a Parquet dataset (ppdm layout, or any Parquet file/folder with a list column)."""
         from .parquet import read_parquet
 
         return read_parquet(url, storage_options=storage_options, column=column)
 
     @classmethod
-    def from_fimi(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str = "64MiB") -> "TransactionArray":
+    def from_fimi(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str = "64MiB") -> TransactionArray:
         """Read a FIMI ``.dat`` file (one transaction per line, whitespace-separated integer ids)."""
         from .formats import read_fimi
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class Vocabulary:
         )
 
     @classmethod
-    def range(cls, n: int) -> "Vocabulary":
+    def range(cls, n: int) -> Vocabulary:
         """The identity vocabulary ``0..n-1``."""
         return cls(np.arange(int(n), dtype=np.int64), assume_sorted=True)
 

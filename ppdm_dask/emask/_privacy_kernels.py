@@ -15,7 +15,7 @@ rows packed into uint64 masks (bit r of word w = row 64 w + r), so memory stays 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp

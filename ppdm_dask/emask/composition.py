@@ -73,7 +73,7 @@ class Terms:
         return ldp_epsilon(self.p, self.q)
 
     @classmethod
-    def of_release(cls, release: Any) -> "Terms":
+    def of_release(cls, release: Any) -> Terms:
         """The terms of a :class:`~ppdm_dask.emask.release.DistortedRelease`."""
         p, q = release._pq()
         n_items = release.parameters.get("n_items")
@@ -83,7 +83,7 @@ class Terms:
                    _number(getattr(release, "epsilon_budget", None)), release.owner_s0())
 
     @classmethod
-    def of_record(cls, record: Any) -> "Terms | None":
+    def of_record(cls, record: Any) -> Terms | None:
         """The terms of a ledger record of an EMASK release (its figures, else its public
         parameters); None for another family or a record without p and q."""
         if record.family != "emask":

@@ -128,7 +128,7 @@ class Distorter(Transformer):
         return {"n_transactions": n, "n_items": d, "s0": s0, "basic_privacy": bp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
                 "privacy_floor": floor, "overrides": weak, "_input_digest": digest}
 
-    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "Distorter":
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> Distorter:
         """Measure s0 and BP on ``X`` (a TransactionArray; one pass) and check the floor."""
         from ..data.sources import collection_name
 

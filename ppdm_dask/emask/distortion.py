@@ -3,14 +3,15 @@ per record (docs/randomness.md#block-seeding)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import blocks_from_tasks, unique_name
 from ..constraints import Interval, validate
 from ..errors import InvalidParameter
+from ..graph import blocks_from_tasks, unique_name
 from ..random import BLOCK_ROWS, Key, KeyLike, Tag, as_key
 from . import _kernels as K
 

@@ -9,9 +9,10 @@ docs/emask.md#the-closed-form (identical to M^-1 applied to the inclusion-exclus
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -14,13 +14,13 @@ docs/emask.md#accuracy-and-the-choice-of-p-and-q).
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidParameter
 from . import _privacy_kernels as PK
-
 from .distortion import check_pq as _check_pq  # one p/q validation for the package
 
 __all__ = [

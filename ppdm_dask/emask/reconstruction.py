@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 
-from .distortion import check_pq
 from . import _kernels as K
+from .distortion import check_pq
 
 __all__ = ["transition_matrix", "reconstruct_classes", "reconstruct_support", "IllConditionedWarning"]
 

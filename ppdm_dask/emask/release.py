@@ -46,9 +46,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..constraints import check
 from ..errors import InvalidParameter, PPDMError
 from ..release import Check, Figures, Plot, Release, Series, TransactionRelease, Value
-from ..constraints import check
 from .distortion import DISTORTION_CONSTRAINTS, check_pq
 from .flip_rates import Z_MAX
 from .privacy import basic_privacy, ldp_epsilon
@@ -246,7 +246,7 @@ class DistortedRelease(TransactionRelease):
         self._released_nnz = int(layout["nnz"])
         return layout
 
-    def _adopt(self, fitted: Release) -> "DistortedRelease":
+    def _adopt(self, fitted: Release) -> DistortedRelease:
         """Keep the owner's figures (exact s0, basic privacy at it) of the release that was
         written, for the internal report; the public ones stay in the manifest."""
         if isinstance(fitted, DistortedRelease) and fitted.owner_s0() is not None:

@@ -158,8 +158,8 @@ def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any], sign: int = 1)
     the release's columns) and ``rows``; None without a target."""
     import dask
 
-    from ..progress import compute
     from ..metrics.km_audit import gather_rows
+    from ..progress import compute
     from ..release.attacks import public_sample
     from .flip_rates import label_map
 

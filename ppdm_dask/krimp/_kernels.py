@@ -17,9 +17,10 @@ Bit layout: item ``r`` is bit ``r & 63`` of word ``r >> 6`` (LSB first).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numba
 import numpy as np

@@ -17,7 +17,8 @@ thousand records, sit in every task's memory. Kernels are pure numpy/scipy.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp

@@ -31,8 +31,9 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numba
 import numpy as np
@@ -877,7 +878,7 @@ class Spiller:
         self.file.write(rec.tobytes())
         self.runs.append((start, start + sup.size))
 
-    def stream(self, t0: float) -> "CandidateStream":
+    def stream(self, t0: float) -> CandidateStream:
         """Everything added, as a stream: sorted in memory, or (after a spill) merged from runs."""
         if not self.runs:
             bits, sup = self.take()
@@ -918,7 +919,7 @@ class CandidateStream:
         self.seconds = float(seconds)
 
     @classmethod
-    def given(cls, bits: np.ndarray, sup: np.ndarray) -> "CandidateStream":
+    def given(cls, bits: np.ndarray, sup: np.ndarray) -> CandidateStream:
         """A stream over candidates already in memory, in their order."""
         return cls(np.ascontiguousarray(bits, np.uint64), np.asarray(sup, np.int64))
 
@@ -946,7 +947,7 @@ class CandidateStream:
         if self._spiller is not None:
             self._spiller.close()
 
-    def __enter__(self) -> "CandidateStream":
+    def __enter__(self) -> CandidateStream:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -20,15 +20,23 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import DataFormatError, InvalidParameter, ItemIdError
-from ._kernels import (cover_bits, cover_lists, dedupe_sorted_rows, n_words, pack_rows, rows_as_label_csr,
-                       std_lengths_from_frequencies)
+from ._kernels import (
+    cover_bits,
+    cover_lists,
+    dedupe_sorted_rows,
+    n_words,
+    pack_rows,
+    rows_as_label_csr,
+    std_lengths_from_frequencies,
+)
 
 __all__ = ["CodeTable", "cover_usages", "cover", "encoded_length", "std_lengths_from_frequencies"]
 
@@ -247,7 +255,7 @@ class CodeTable:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "CodeTable":
+    def from_dict(cls, d: dict) -> CodeTable:
         if not isinstance(d, dict) or d.get("format") != _FORMAT:
             raise DataFormatError("not a ppdm KRIMP code table")
         if int(d.get("version", 0)) != 1:
@@ -285,7 +293,7 @@ class CodeTable:
             fh.write(text)
 
     @classmethod
-    def load(cls, url: str | os.PathLike, *, storage_options: Mapping[str, Any] | None = None) -> "CodeTable":
+    def load(cls, url: str | os.PathLike, *, storage_options: Mapping[str, Any] | None = None) -> CodeTable:
         """Read a table written by :meth:`save` (local path or fsspec URL)."""
         import fsspec
 
@@ -305,7 +313,7 @@ class CodeTable:
             raise DataFormatError(f"{url}: {exc}") from None
 
     @classmethod
-    def from_itemsets(cls, db: Any, itemsets: Sequence[Sequence[int]] = (), *, labels: Any = None) -> "CodeTable":
+    def from_itemsets(cls, db: Any, itemsets: Sequence[Sequence[int]] = (), *, labels: Any = None) -> CodeTable:
         """The table with the given non-singletons (in the given cover order) + all singletons of
         ``db``'s alphabet; usages are those of the cover of ``db``. ``itemsets=()`` gives the
         standard (singleton-only) code table."""
@@ -330,7 +338,7 @@ class CodeTable:
         return ct
 
     # ------------------------------------------------------------------ alphabet extension
-    def with_alphabet(self, items: Sequence[int] | np.ndarray) -> "CodeTable":
+    def with_alphabet(self, items: Sequence[int] | np.ndarray) -> CodeTable:
         """A copy that also holds zero-usage, zero-support singletons for ``items``
         (docs/krimp.md#clarification-laplace-correction-of-foreign-code-tables).
 

@@ -40,24 +40,24 @@ if TYPE_CHECKING:
 __all__ = ["compose", "ledger_figures", "union_figures", "union_opened"]
 
 
-def ledger_figures(rel: "GeneratedRelease") -> dict[str, Any]:
+def ledger_figures(rel: GeneratedRelease) -> dict[str, Any]:
     """What the ledger keeps of a generator release: the rows generated and its public figures."""
     return {"rows": rel.parameters.get("n_rows"), **rel.public_privacy()}
 
 
-def compose(rel: "GeneratedRelease", earlier: Sequence[Record], ledger: Any, rows: Any = None) -> Composition:
+def compose(rel: GeneratedRelease, earlier: Sequence[Record], ledger: Any, rows: Any = None) -> Composition:
     """The number of releases of the input and which earlier ones are readable
     (:func:`~ppdm_dask.ledger.earlier.count_composition`)."""
     return count_composition(rel, earlier)
 
 
-def union_opened(rel: "GeneratedRelease") -> list[Earlier]:
+def union_opened(rel: GeneratedRelease) -> list[Earlier]:
     """The earlier releases of ``rel``'s composition, read back."""
     comp = composition_of(rel)
     return open_earlier(comp.earlier, rel.family) if comp is not None and comp.earlier else []
 
 
-def union_figures(rel: "GeneratedRelease", original: Any = None, **ckw: Any) -> Figures:
+def union_figures(rel: GeneratedRelease, original: Any = None, **ckw: Any) -> Figures:
     """The figures of the union of ``rel`` with its readable earlier releases against the
     original (a TransactionArray; see the module docstring): one pass over the original and
     over every release. Empty for a release without earlier ones."""

@@ -37,9 +37,10 @@ Memory: per row, the record of :mod:`._cover` (2·⌈items/64⌉ + ⌈(longest/2
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class Alphabet(AlphabetItems):
     n_rows: int
 
     @classmethod
-    def from_counts(cls, labels: np.ndarray, counts: np.ndarray, n_rows: int) -> "Alphabet":
+    def from_counts(cls, labels: np.ndarray, counts: np.ndarray, n_rows: int) -> Alphabet:
         labels = np.asarray(labels)
         if labels.size and labels.dtype.kind not in "iu":
             raise DataFormatError("KRIMP needs integer item labels (original ids)")
@@ -609,9 +610,8 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
     distributed Apriori (:func:`ppdm_dask.mining.apriori`): every frequent itemset (closed ones
     kept with ``closed``), renumbered, filtered and streamed in the standard candidate order."""
     from ..mining import apriori
-    from .candidates import DEFAULT_CANDIDATE_MEMORY, Spiller
-
     from ..mining.guards import DEFAULT_MAX_ITEMSETS
+    from .candidates import DEFAULT_CANDIDATE_MEMORY, Spiller
 
     cap = DEFAULT_MAX_ITEMSETS if max_candidates is None else int(max_candidates)
     # closed sets of length <= max_len need the level above to be recognised
@@ -702,8 +702,8 @@ def krimp_distributed(
     from ..data.transactions import TransactionArray
     from ..mining import min_count_of
     from ..progress import compute
-    from .search import KrimpResult, progress_callback
     from ._kernels import as_database
+    from .search import KrimpResult, progress_callback
 
     if not isinstance(db, TransactionArray):
         raise InvalidParameter("the distributed search needs a TransactionArray (ppdm_dask.read(...) or TransactionArray.from_*)")

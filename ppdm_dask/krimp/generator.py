@@ -45,9 +45,10 @@ from __future__ import annotations
 
 import numbers
 import operator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numba
 import numpy as np
@@ -964,7 +965,7 @@ class KrimpGenerator(Estimator):
 
         return UNIQUE_COPIES in self._allowed()
 
-    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KrimpGenerator":
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> KrimpGenerator:
         """Compress ``X`` with KRIMP and prepare generation.
 
         ``X``: a TransactionArray or a list of transactions (item labels) of categorical data.
@@ -1037,7 +1038,7 @@ class KrimpGenerator(Estimator):
         key: KeyLike = None,
         allow_weak: bool | Sequence[str] = False,
         data: Any = None,
-    ) -> "KrimpGenerator":
+    ) -> KrimpGenerator:
         """A fitted generator from a given code table (CodeTable or ``[(itemset, usage), ...]``).
 
         ``min_support`` (for releases): default the one recorded in a saved CodeTable's
@@ -1238,9 +1239,9 @@ class KrimpGenerator(Estimator):
         import dask.array as da
         from dask.base import tokenize
 
-        from ..graph import blocks_from_tasks, check_partition_count, concat_rows, partitions_of
         from ..data.transactions import TransactionArray
         from ..data.vocabulary import Vocabulary
+        from ..graph import blocks_from_tasks, check_partition_count, concat_rows, partitions_of
 
         tables = self._fitted()
         mode, weights = self._mode_weights()

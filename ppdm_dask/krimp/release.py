@@ -37,9 +37,9 @@ itemsets of the generated rows against the original's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -172,14 +172,14 @@ class GeneratedRelease(TransactionRelease):
         return _Opened(data, pa.table(manifest.get("patterns") or {"items": pa.array([], pa.list_(pa.int64()))}))
 
     @classmethod
-    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "GeneratedRelease":
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> GeneratedRelease:
         opened = data if isinstance(data, _Opened) else _Opened(data, patterns_table([]))
         obj = super()._reopen(opened.data, manifest)
         obj.patterns = opened.patterns
         obj._redraws = {"lazy": None, "value": None}
         return obj
 
-    def _adopt(self, fitted: Any) -> "GeneratedRelease":
+    def _adopt(self, fitted: Any) -> GeneratedRelease:
         if isinstance(fitted, GeneratedRelease) and fitted is not self:
             self._redraws = fitted._redraws
         return self
@@ -365,8 +365,13 @@ class GeneratedRelease(TransactionRelease):
         earlier releases in the ledger also gets the copies of their union (``union_*``,
         :mod:`.composition`).
         """
-        from ..metrics.report_figures import (audit_figures, compute_options, unique_basket_figures, utility_figures,
-                                              utility_threshold)
+        from ..metrics.report_figures import (
+            audit_figures,
+            compute_options,
+            unique_basket_figures,
+            utility_figures,
+            utility_threshold,
+        )
         from .composition import union_figures
         from .threat import with_summary
 

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
-from ..errors import DataFormatError, InvalidParameter
 from ..data.fingerprints import fingerprint_counts, label_hashes, merge_fingerprint_counts, row_fingerprints
+from ..errors import DataFormatError, InvalidParameter
 from .codetable import length_from_usages
 
 __all__ = [

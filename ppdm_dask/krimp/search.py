@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numba
 import numpy as np
@@ -38,7 +39,15 @@ from ..errors import InvalidParameter
 from . import _cover as C
 from . import _decide as X
 from ._kernels import Database, as_database, pack_rows
-from .candidates import DEFAULT_MAX_CANDIDATES, MINER_CONSTRAINTS, Candidates, CandidateStream, candidate_stream, exclusion_bits, standard_order
+from .candidates import (
+    DEFAULT_MAX_CANDIDATES,
+    MINER_CONSTRAINTS,
+    Candidates,
+    CandidateStream,
+    candidate_stream,
+    exclusion_bits,
+    standard_order,
+)
 from .codetable import CodeTable
 
 __all__ = ["krimp", "KrimpResult", "progress_callback", "bitset_supports"]

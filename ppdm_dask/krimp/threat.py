@@ -33,13 +33,15 @@ turn figures the report already measured into attack results:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..release.figures import Attack, Figures, Text, Value
-from ..report.units import count_of as _n, percent as _percent
+from ..report.units import count_of as _n
+from ..report.units import percent as _percent
 
 if TYPE_CHECKING:
     from .release import GeneratedRelease
@@ -62,7 +64,7 @@ _TESTS = "tests/krimp/test_threat.py"
 
 
 # ---------------------------------------------------------------------- from the measured figures
-def attack_results(rel: "GeneratedRelease", values: dict[str, Value]) -> list[Attack]:
+def attack_results(rel: GeneratedRelease, values: dict[str, Value]) -> list[Attack]:
     """The attacks read from the measured risk figures (``values`` by id)."""
     out: list[Attack] = []
     rows = int(rel.data.n_transactions)
@@ -216,7 +218,7 @@ def _sample(original: Any, **ckw: Any) -> list[list[Any]]:
     return out
 
 
-def attribute_attack(rel: "GeneratedRelease", original: Any, **ckw: Any) -> tuple[Attack | None, str | None]:
+def attribute_attack(rel: GeneratedRelease, original: Any, **ckw: Any) -> tuple[Attack | None, str | None]:
     """``attack_attribute`` (see the module docstring)."""
     domains = [list(d) for d in (rel.parameters.get("domains") or [])]
     D = len(domains)
@@ -247,7 +249,7 @@ def attribute_attack(rel: "GeneratedRelease", original: Any, **ckw: Any) -> tupl
 
 
 # ---------------------------------------------------------------------- words
-def _learn(rel: "GeneratedRelease", values: dict[str, Value], attacks: list[Attack]) -> list[Any]:
+def _learn(rel: GeneratedRelease, values: dict[str, Value], attacks: list[Attack]) -> list[Any]:
     p = rel.parameters
     floor = rel._pattern_floor()
     n_pat = int(rel.patterns.num_rows)
@@ -287,13 +289,13 @@ def _learn(rel: "GeneratedRelease", values: dict[str, Value], attacks: list[Atta
     return out
 
 
-def with_summary(rel: "GeneratedRelease", fig: Figures, original: Any = None, **ckw: Any) -> Figures:
+def with_summary(rel: GeneratedRelease, fig: Figures, original: Any = None, **ckw: Any) -> Figures:
     """``fig`` with the summary of :func:`summary_figures` added; the headline is ``fig``'s own
     first (a quality score another part of the report chose), then the summary's, at most three."""
     return fig.with_summary(summary_figures(rel, fig, original, **ckw))
 
 
-def summary_figures(rel: "GeneratedRelease", fig: Figures, original: Any = None, **ckw: Any) -> Figures:
+def summary_figures(rel: GeneratedRelease, fig: Figures, original: Any = None, **ckw: Any) -> Figures:
     """The summary's content of a KRIMP generator release (see the module docstring): ``fig``
     holds the measured figures of :meth:`GeneratedRelease.report_figures`; ``original`` a
     TransactionArray or None."""

@@ -163,7 +163,7 @@ class Ledger:
         return f"Ledger({self.url!r})"
 
     @classmethod
-    def default(cls) -> "Ledger":
+    def default(cls) -> Ledger:
         """The ledger of this user (``$PPDM_LEDGER`` or the user's data directory)."""
         return cls()
 

@@ -16,7 +16,8 @@ such as :class:`~ppdm_dask.mining.results.FrequentItemsets`.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

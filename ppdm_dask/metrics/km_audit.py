@@ -24,8 +24,9 @@ driver (no table of all itemsets is ever gathered).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -18,7 +18,8 @@ by the family's reconstruction), so every point has both coordinates.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

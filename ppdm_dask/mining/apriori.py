@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..errors import DataFormatError, InvalidParameter, ResultTooLargeError
-from .guards import (DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_ITEMSETS, ItemsetExplosionWarning, candidate_bytes,
-                     check_candidates)
 from .counting import SupportCounter
+from .guards import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_ITEMSETS, ItemsetExplosionWarning, candidate_bytes, check_candidates
 from .levelwise import CandidateIds, LevelwiseDriver, Verdict
 from .partition import LOCAL_MAX_ITEMSETS, mine_levels
 from .results import FrequentItemsets

@@ -32,9 +32,9 @@ from typing import Any
 import dask
 import numpy as np
 
+from ..data.packed import PackedRows, pack_rows, packed_bitsets, packed_bytes_estimate, unpack_rows
 from ..graph import tree_reduce
 from . import _kernels as K
-from ..data.packed import PackedRows, pack_rows, packed_bitsets, packed_bytes_estimate, unpack_rows
 
 __all__ = ["SupportCounter", "build_bitsets"]
 

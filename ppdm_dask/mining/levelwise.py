@@ -22,8 +22,9 @@ subset pruning, :func:`~.candidates.apriori_gen`), the candidate guard before a 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 

@@ -55,9 +55,9 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from ..data.packed import PackedRows, pack_rows, packed_nbytes, unpack_rows
 from ..errors import InvalidParameter
 from ..random import KeyLike, Tag, as_key
-from ..data.packed import PackedRows, pack_rows, packed_nbytes, unpack_rows
 from . import _kernels as K
 from .exact import KNNGraph, check_neighbors, delayed_blocks
 

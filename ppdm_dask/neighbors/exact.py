@@ -26,8 +26,8 @@ from typing import Any
 import dask
 import numpy as np
 
-from ..graph import tree_reduce
 from ..errors import InvalidParameter
+from ..graph import tree_reduce
 from . import _kernels as K
 
 __all__ = ["KNNGraph", "knn", "METRICS", "SCOPES", "check_neighbors", "delayed_blocks"]

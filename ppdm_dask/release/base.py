@@ -28,20 +28,29 @@ import abc
 import json
 import os
 import posixpath
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import dask
 import pyarrow as pa
 
-from ..data.folder import MANIFEST, check_version, load_manifest_json, open_fs, read_manifest, refuse_existing, write_folder, write_part
+from ..data.folder import (
+    MANIFEST,
+    check_version,
+    load_manifest_json,
+    open_fs,
+    read_manifest,
+    refuse_existing,
+    write_folder,
+    write_part,
+)
 from ..errors import DataFormatError, DatasetNotFoundError, PrivacyViolation, WeakParameterError
 from ..random import Key
+from .figures import Figures
 from .identity import ReleaseIdentity, provenance, stream_key
 from .manifest import MANIFEST_VERSION, created, public_parameters, versions
 from .order import BlockOps, merge_from_files, n_files, shuffle, stage_pieces
 from .roles import Roles
-from .figures import Figures
 from .verdict import Check, Verdict
 
 __all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for", "floor_check", "refuse_weak",
@@ -294,7 +303,7 @@ class Release(abc.ABC):
         distributed; see :mod:`.figures` for what each figure must say it describes."""
         return Figures(notes=[f"no risk or utility figures are defined for {self.family or 'this'} releases"])
 
-    def adopt(self, fitted: "Release") -> "Release":
+    def adopt(self, fitted: Release) -> Release:
         """Take over from ``fitted`` (the release in memory that was written) what the files do
         not hold but the owner's report uses: the key, the input's digest and provenance, and
         what the family adds (:meth:`_adopt`); returns self."""
@@ -309,7 +318,7 @@ class Release(abc.ABC):
             self.ledger = fitted.ledger
         return self._adopt(fitted)
 
-    def _adopt(self, fitted: "Release") -> "Release":
+    def _adopt(self, fitted: Release) -> Release:
         """Family hook of :meth:`adopt` (e.g. the generalisation hierarchies); returns self."""
         return self
 
@@ -723,10 +732,9 @@ class Release(abc.ABC):
     def _write_csv_release(self, url: str, opts: dict[str, Any], out_blocks: list[Any], head: dict[str, Any], key: Key,
                            n_out: int, rpf: int, check: bool, ckw: Mapping[str, Any], overwrite: bool = False, *,
                            adm: Any = None, values: Any = None) -> dict[str, Any]:
+        from ..data.commit import clean_stale, commit_path, temp_sibling
         from ..data.folder import sha256_file
         from ..progress import compute
-
-        from ..data.commit import clean_stale, commit_path, temp_sibling
 
         fs, path = open_fs(url, opts)
         parent = posixpath.dirname(path)
@@ -765,7 +773,7 @@ class Release(abc.ABC):
 
     # ------------------------------------------------------------------ reading back
     @classmethod
-    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "Release":
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> Release:
         """A release of this family around ``data`` read from disk, its parameters, roles and
         overrides taken from ``manifest``."""
         rel = manifest.get("release", {})
@@ -798,7 +806,7 @@ class Release(abc.ABC):
         return fs, folder, manifest
 
     @classmethod
-    def open(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> "Release":
+    def open(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> Release:
         """The release written at ``url``, of any family registered in :mod:`ppdm_dask.families`
         (the class is imported from the registry when first needed), its data lazy and checked
         against the manifest as it is read (checksums with ``verify``)."""

@@ -39,8 +39,9 @@ tables (they show the original's distribution).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -303,7 +304,7 @@ class Figures:
     def ids(self) -> list[str]:
         return [i.id for i in (*self.risk, *self.utility, *self.learn, *self.attacks)]
 
-    def with_summary(self, summary: "Figures") -> "Figures":
+    def with_summary(self, summary: Figures) -> Figures:
         """These figures with a family's ``summary`` added: the headline is this one's first (a
         score another part of the report chose), then the summary's, each once, at most three."""
         out = self + summary

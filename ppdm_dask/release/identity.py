@@ -65,7 +65,7 @@ class ReleaseIdentity:
     input_digest: bytes | None
 
     @classmethod
-    def of(cls, family: str, method: str, parameters: Mapping[str, Any], input_digest: bytes | None) -> "ReleaseIdentity":
+    def of(cls, family: str, method: str, parameters: Mapping[str, Any], input_digest: bytes | None) -> ReleaseIdentity:
         return cls(str(family), str(method), canonical_parameters(parameters), input_digest)
 
     def digest(self) -> bytes:

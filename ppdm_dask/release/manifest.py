@@ -25,7 +25,8 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.metadata
 import platform
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["MANIFEST_VERSION", "versions", "created", "public_parameters"]
 
@@ -47,7 +48,7 @@ def versions() -> dict[str, str]:
 
 def created() -> str:
     """Now, in UTC, ISO 8601 to the second."""
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def public_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:

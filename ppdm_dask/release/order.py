@@ -28,8 +28,9 @@ from __future__ import annotations
 import math
 import pickle
 import posixpath
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -132,7 +132,7 @@ class Roles:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Roles":
+    def from_dict(cls, d: Mapping[str, Any]) -> Roles:
         return cls(identifiers=d.get("identifier", ()), quasi_identifiers=d.get("quasi_identifier", ()),
                    sensitive=d.get("sensitive", ()), insensitive=d.get("insensitive", ()),
                    allow_unique=d.get("allow_unique", ()))

@@ -3,9 +3,9 @@ partitions); written as Parquet part files or one CSV file."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd

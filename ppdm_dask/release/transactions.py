@@ -5,9 +5,9 @@ dataset) or as one basket CSV file."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import dask
 import numpy as np

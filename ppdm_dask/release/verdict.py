@@ -8,8 +8,9 @@ verification prints one line per failed check naming what is wrong.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from .figures import plain as _plain
 
@@ -102,7 +103,7 @@ class Check:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Check":
+    def from_dict(cls, d: Mapping[str, Any]) -> Check:
         return cls(name=str(d["name"]), ok=bool(d["ok"]), figure=d.get("figure"), threshold=d.get("threshold"),
                    where=d.get("where"), detail=d.get("detail", ""), overridden=bool(d.get("overridden", False)),
                    stats=d.get("stats"), status=str(d.get("status", "check")))
@@ -145,7 +146,7 @@ class Verdict:
     def get(self, name: str, default: Any = None) -> Any:
         return self[name] if name in self else default
 
-    def __add__(self, other: "Verdict | Iterable[Check]") -> "Verdict":
+    def __add__(self, other: Verdict | Iterable[Check]) -> Verdict:
         return Verdict((*self.checks, *tuple(other)))
 
     def failures(self) -> list[Check]:
@@ -163,7 +164,7 @@ class Verdict:
         return {"ok": self.ok, "checks": [c.to_dict() for c in self.checks]}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Verdict":
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
         return cls(Check.from_dict(c) for c in d.get("checks", []))
 
     def __repr__(self) -> str:

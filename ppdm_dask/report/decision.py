@@ -18,8 +18,9 @@ the attack with its figures.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 __all__ = ["Decision", "decide", "COLOURS"]
 

@@ -4,11 +4,12 @@ SVG figures; no script, no external resource, readable offline)."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .units import percent, plural, share_unit, show_number as _show, show_value
+from .units import percent, plural, share_unit, show_value
+from .units import show_number as _show
 
 if TYPE_CHECKING:
     import jinja2

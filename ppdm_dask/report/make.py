@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .build import build_report
 from .html import render_html

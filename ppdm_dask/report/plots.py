@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["plot_svg", "svg_figures", "integer_axes"]
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["report_schema", "validate_report"]
 

@@ -12,12 +12,12 @@ from the published sketches.
 
 from __future__ import annotations
 
-from .delta import DeltaAnonymizer, anonymize_record, delta_components
 from . import primitives
+from .delta import DeltaAnonymizer, anonymize_record, delta_components
 from .generator import SketchGenerator
-from .primitives import *  # noqa: F403  (the estimators on sketches: their list is primitives.__all__)
 from .kvariance import KVarianceAnonymizer, kvariance_components
 from .mining import SketchKMeans, SketchKNNClassifier, average_cosine_similarity, classification_accuracy
+from .primitives import *  # noqa: F403  (the estimators on sketches: their list is primitives.__all__)
 from .release import SketchRelease
 from .sketches import SketchArray, read_sketches, sketch
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
@@ -120,13 +121,12 @@ class DeltaAnonymizer(Transformer):
         return {"delta": delta, "m_max": m_max, "keep_suppressed": bool(self.keep_suppressed),
                 "keep_record_ids": bool(self.keep_record_ids)}
 
-    def fit(self, X: Any = None, *, client: Any = None, progress: bool = False) -> "DeltaAnonymizer":
+    def fit(self, X: Any = None, *, client: Any = None, progress: bool = False) -> DeltaAnonymizer:
         """Validate the parameters, fix ``generator_`` and count the suppressed records of ``X``
         (``X=None``: only the generator, e.g. for :func:`anonymize_record` at collection time)."""
+        from ..data.digest import content_digest
         from ..data.sources import collection_name
         from .release import SketchRelease
-
-        from ..data.digest import content_digest
 
         params = self._parameters()
         # refuse before any pass over the data
@@ -147,14 +147,14 @@ class DeltaAnonymizer(Transformer):
         self._fitted_X = X
         return self
 
-    def release(self, *, client: Any = None, progress: bool = False) -> "SketchRelease":
+    def release(self, *, client: Any = None, progress: bool = False) -> SketchRelease:
         """The release of the δ-anonymous sketches of the fitted data (lazy)."""
         check_is_fitted(self, "generator_")
         if self._fitted_X is None:
             raise InvalidParameter("this DeltaAnonymizer was fitted without data: transform(X) sketches the records given")
         return self.transform(self._fitted_X)
 
-    def transform(self, X: Any) -> "SketchRelease":
+    def transform(self, X: Any) -> SketchRelease:
         """The release of δ-anonymous sketches of ``X`` with the fitted generator (lazy);
         ``.data`` is the :class:`~.sketches.SketchArray` in input order."""
         from ..data.sources import collection_name, source_of

@@ -17,7 +17,8 @@ products); the anonymization and the mining on sketches run on Dask.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -47,13 +48,13 @@ class SketchGenerator:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_key(cls, key: KeyLike = None) -> "SketchGenerator":
+    def from_key(cls, key: KeyLike = None) -> SketchGenerator:
         """Derive the public seed one-way from a secret key (``None``: a fresh OS-entropy key);
         publishing the seed reveals nothing about the key."""
         return cls(int(as_key(key).digest("sketch-generator")[:32], 16))
 
     @classmethod
-    def from_matrix(cls, matrix: Any) -> "SketchGenerator":
+    def from_matrix(cls, matrix: Any) -> SketchGenerator:
         """Explicit signs ``R`` in {±1}^(m x d): component j uses row j-1 (for exact
         enumeration tests). Sketches then have at most m components over items ``0..d-1``."""
         r = np.asarray(matrix)
@@ -68,7 +69,7 @@ class SketchGenerator:
         return gen
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[str, Any]) -> "SketchGenerator":
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> SketchGenerator:
         """Inverse of :meth:`to_metadata`."""
         scheme = metadata.get("scheme")
         if scheme == SCHEME:

@@ -242,7 +242,7 @@ class KVarianceAnonymizer(Estimator):
             raise InvalidParameter("the approximate k-NN search covers the whole data, not partitions", python="knn_scope='global'",
                                    fix="`knn_scope` global")
 
-    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> "KVarianceAnonymizer":
+    def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> KVarianceAnonymizer:
         """Compute the kNN graph of the TransactionArray ``X`` and the numbers of components ``m_``.
 
         Raises
@@ -293,7 +293,7 @@ class KVarianceAnonymizer(Estimator):
         }
         return self
 
-    def release(self, *, client: Any = None, progress: bool = False) -> "SketchRelease":
+    def release(self, *, client: Any = None, progress: bool = False) -> SketchRelease:
         """The release of the sketches of the fitted data with its ``m_`` (lazy); ``.data`` is
         the :class:`~.sketches.SketchArray` in input order. (``m_`` is of the fitted records,
         from their k-NN graph: it is no parameter for other data, hence no ``transform``.)"""

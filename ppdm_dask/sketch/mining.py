@@ -38,15 +38,16 @@ between partitionings, which can only swap candidates that tie to within roundin
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import tree_reduce
 from ..errors import InvalidParameter
+from ..graph import tree_reduce
 from ..progress import compute, persist
 from ..random import BLOCK_ROWS, Key, KeyLike, Tag, as_key
 from . import _mining_kernels as K
@@ -85,7 +86,7 @@ class _Blocks:
         ms = self.m.to_delayed().ravel()
         return list(zip(vs, ms, self.offsets[:-1].tolist()))
 
-    def persisted(self, **ckw: Any) -> "_Blocks":
+    def persisted(self, **ckw: Any) -> _Blocks:
         values, m = persist(self.values, self.m, **ckw)
         return _Blocks(values, m, self.columns, self.generator)
 
@@ -171,7 +172,7 @@ def _check_similarity(similarity: Any, shrinkage: Any = "auto") -> None:
     check_shrinkage(shrinkage, auto=True)
 
 
-def _resolve_shrinkage(similarity: str, shrinkage: Any, blocks: "_Blocks", m: np.ndarray, **ckw: Any) -> float:
+def _resolve_shrinkage(similarity: str, shrinkage: Any, blocks: _Blocks, m: np.ndarray, **ckw: Any) -> float:
     """``lam`` of the ``"shrunk"`` similarity (0 for the others): the given number, or for
     ``"auto"`` the empirical-Bayes estimate (:func:`_mining_kernels.estimate_shrinkage`) on
     :data:`_mining_kernels.SHRINKAGE_SAMPLE` unsuppressed records evenly spaced by global row,
@@ -284,7 +285,7 @@ class SketchKNNClassifier:
     # -- fitting
     def fit(
         self, sketches: Any, labels: Any = "label", *, client: Any = None, progress: bool = False
-    ) -> "SketchKNNClassifier":
+    ) -> SketchKNNClassifier:
         """Store the (unsuppressed) training sketches and the class prior.
 
         Parameters
@@ -583,7 +584,7 @@ class SketchKMeans:
         return seeds
 
     # -- public API
-    def fit(self, sketches: Any, *, client: Any = None, progress: bool = False) -> "SketchKMeans":
+    def fit(self, sketches: Any, *, client: Any = None, progress: bool = False) -> SketchKMeans:
         """Cluster the sketches.
 
         Parameters

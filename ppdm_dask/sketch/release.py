@@ -30,9 +30,9 @@ graph recomputed from the original; from disk, no more published records than th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Callable, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import dask
 import numpy as np
@@ -43,8 +43,15 @@ from ..release import Check, Figures, Release
 from ..release.base import floor_check
 from ..release.order import BlockOps
 from . import _kernels as K
-from .sketches import (FORMAT_NAME, SketchArray, compact_table, compact_values, layout_fields, part_metadata,
-                       sketches_from_manifest)
+from .sketches import (
+    FORMAT_NAME,
+    SketchArray,
+    compact_table,
+    compact_values,
+    layout_fields,
+    part_metadata,
+    sketches_from_manifest,
+)
 
 __all__ = ["SketchRelease", "SKETCH_OPS", "RECORD_ID_COLUMNS", "sketch_figures"]
 
@@ -304,7 +311,7 @@ class SketchRelease(Release):
         return _OnDisk(sketches_from_manifest(fs, path, manifest, url, verify=verify), fs, path, url)
 
     @classmethod
-    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> "SketchRelease":
+    def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> SketchRelease:
         disk = data if isinstance(data, _OnDisk) else None
         rel = super()._reopen(disk.sketches if disk else data, manifest)
         rel._disk = disk
@@ -312,9 +319,9 @@ class SketchRelease(Release):
 
     # ------------------------------------------------------------------ report
     #: the release in memory this one was written from (see :meth:`adopt`)
-    fitted: "SketchRelease | None" = None
+    fitted: SketchRelease | None = None
 
-    def _adopt(self, fitted: Release) -> "SketchRelease":
+    def _adopt(self, fitted: Release) -> SketchRelease:
         """Keep the release in memory that was written: its rows are in input order, so the
         report can match each record's sketch to its original values (margins, similarity)."""
         if isinstance(fitted, SketchRelease) and fitted._disk is None:

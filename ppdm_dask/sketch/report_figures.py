@@ -132,7 +132,7 @@ def gather_sketches(sk: Any, rows: np.ndarray, **ckw: Any) -> tuple[np.ndarray, 
 
 
 # ---------------------------------------------------------------------- alignment
-def _align(rel: "SketchRelease", original: Any, **ckw: Any) -> _Alignment | None:
+def _align(rel: SketchRelease, original: Any, **ckw: Any) -> _Alignment | None:
     """How the released rows map onto the original's records, or None when they cannot be
     matched (a release read from disk is in a keyed order without its suppressed records)."""
     from ..progress import compute
@@ -176,7 +176,7 @@ def _suppression_counts(rel: SketchRelease, total: Any, original: Any = None) ->
     return None
 
 
-def _component_figures(rel: "SketchRelease", original: Any = None, **ckw: Any) -> list[Any]:
+def _component_figures(rel: SketchRelease, original: Any = None, **ckw: Any) -> list[Any]:
     total, _ = rel._recount(**ckw)
     hist = np.asarray(total["hist"], dtype=np.int64)[: rel.m_max + 1].copy()
     if not rel.keep_suppressed:
@@ -232,7 +232,7 @@ def _margin_figures(ratios: list[Any], condition: str, **ckw: Any) -> list[Any]:
     ]
 
 
-def _delta_margins(rel: "SketchRelease", original: Any, al: _Alignment, **ckw: Any) -> list[Any]:
+def _delta_margins(rel: SketchRelease, original: Any, al: _Alignment, **ckw: Any) -> list[Any]:
     delta = float(rel.parameters["delta"])
     blocks = original.blocks.to_delayed().ravel()
     weights = original.weights.to_delayed().ravel() if original.weights is not None else [None] * len(blocks)
@@ -241,7 +241,7 @@ def _delta_margins(rel: "SketchRelease", original: Any, al: _Alignment, **ckw: A
     return _margin_figures(ratios, f"δ = {delta:g}", **ckw)
 
 
-def _kvariance_margins(rel: "SketchRelease", original: Any, al: _Alignment, **ckw: Any) -> list[Any]:
+def _kvariance_margins(rel: SketchRelease, original: Any, al: _Alignment, **ckw: Any) -> list[Any]:
     from ..neighbors import knn
     from ..progress import compute
 
@@ -257,7 +257,7 @@ def _kvariance_margins(rel: "SketchRelease", original: Any, al: _Alignment, **ck
 
 
 # ---------------------------------------------------------------------- utility
-def _similarity_figures(rel: "SketchRelease", original: Any, al: _Alignment, **ckw: Any) -> tuple[list[Any], list[str]]:
+def _similarity_figures(rel: SketchRelease, original: Any, al: _Alignment, **ckw: Any) -> tuple[list[Any], list[str]]:
     from ..progress import compute
 
     (m,) = compute(al.m, **ckw)
@@ -308,7 +308,7 @@ def _sketch_accuracy(S: np.ndarray, m: np.ndarray, y: np.ndarray, train: np.ndar
     return float(np.mean(clf.predict((S[test], m[test]), **ckw) == y[test]))
 
 
-def _knn_figures(rel: "SketchRelease", original: Any, al: _Alignment | None, **ckw: Any) -> tuple[list[Any], list[str]]:
+def _knn_figures(rel: SketchRelease, original: Any, al: _Alignment | None, **ckw: Any) -> tuple[list[Any], list[str]]:
     from ..progress import compute
     from .evaluation import exact_knn_predict
 
@@ -363,7 +363,7 @@ def frontier_levels(method: str, level: float) -> list[float]:
     return sorted({2, 5, 10, 20, int(level)})
 
 
-def _frontier_figures(rel: "SketchRelease", original: Any, **ckw: Any) -> tuple[list[Any], list[str]]:
+def _frontier_figures(rel: SketchRelease, original: Any, **ckw: Any) -> tuple[list[Any], list[str]]:
     """The frontier of the release's method on a fixed sample of the original (driver side: a
     sample of FRONTIER_SAMPLE records is small, so it runs on the local scheduler)."""
     from ..progress import compute
@@ -411,7 +411,7 @@ def _frontier_figures(rel: "SketchRelease", original: Any, **ckw: Any) -> tuple[
 
 
 # ---------------------------------------------------------------------- entry point
-def sketch_report_figures(rel: "SketchRelease", original: Any = None, **ckw: Any) -> Figures:
+def sketch_report_figures(rel: SketchRelease, original: Any = None, **ckw: Any) -> Figures:
     """The risk and utility figures of a sketch release (see the module docstring).
 
     Parameters

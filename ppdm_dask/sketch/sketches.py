@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import numbers
 import posixpath
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import dask
 import dask.array as da
@@ -146,7 +147,7 @@ class SketchArray:
         values, m = compute(self.values, self.m, **compute_kwargs)
         return np.asarray(values, dtype=np.float64), np.asarray(m, dtype=np.int32)
 
-    def persist(self, **kwargs: Any) -> "SketchArray":
+    def persist(self, **kwargs: Any) -> SketchArray:
         """Persist values, m and columns in (cluster) memory."""
         from ..progress import persist
 

@@ -21,6 +21,7 @@ from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidPar
 
 # P2 Figure 2: the 10 patients
 from .test_basics import PATIENTS, QI  # noqa: E402  (P2 Figure 2: the 10 patients)
+
 KINDS = [("distinct", 2, None), ("entropy", 1.5, None), ("recursive", 2, 3.0)]
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from ppdm_dask.anonymity import KAnonymizer, KmAnonymizer
 from ppdm_dask.anonymity.composition import CHECK_NAME, NOT_PUBLISHED, intersection_counts, table_labels
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.datasets import sample_path
 from ppdm_dask.data.tables import read_table
 from ppdm_dask.data.transactions import TransactionArray
@@ -19,7 +20,6 @@ from ppdm_dask.ledger import CompositionRefused, Ledger
 from ppdm_dask.random import Key
 from ppdm_dask.release.order import output_positions
 from ppdm_dask.verification import open_release
-from ppdm_dask.cli.flags import cli_message
 from tests.release.helpers import manifest_of
 
 

@@ -21,6 +21,7 @@ from ppdm_dask.anonymity import (
     KmRelease,
     is_k_anonymous,
 )
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.datasets import load_sample, sample_path
 from ppdm_dask.data.tables import read_table
 from ppdm_dask.data.transactions import TransactionArray
@@ -28,7 +29,6 @@ from ppdm_dask.errors import DataFormatError, InvalidParameter, NotFittedError, 
 from ppdm_dask.random import Key
 from ppdm_dask.release import Release, Roles
 from ppdm_dask.verification import verify
-from ppdm_dask.cli.flags import cli_message
 from tests.release.helpers import manifest_of
 
 PEOPLE_QI = ["age", "sex", "zip"]

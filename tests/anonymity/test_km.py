@@ -19,17 +19,17 @@ import pytest
 import scipy.sparse as sp
 
 from ppdm_dask.anonymity import _km_kernels as K
-from ppdm_dask.data.hierarchy import Hierarchy
 from ppdm_dask.anonymity.km import (
     KmResult,
     apriori_anonymization,
-    count_tree,
     check_km_anonymity,
+    count_tree,
     direct_anonymization,
     is_km_anonymous,
     km_anonymize,
     ncp_km,
 )
+from ppdm_dask.data.hierarchy import Hierarchy
 from ppdm_dask.data.transactions import TransactionArray
 from ppdm_dask.errors import DataFormatError, DuplicateItemsWarning, InfeasiblePrivacyError, InvalidParameter
 

@@ -9,6 +9,10 @@ import itertools
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+
+# pycanon is a test-only cross-check, installed by the README's test command (with --no-deps: it pins
+# exact numpy/pandas/scipy versions that would downgrade the environment)
+import pycanon.anonymity as pycanon  # noqa: E402
 import pytest
 
 from ppdm_dask.anonymity import Hierarchy, anonymize, frequency_set, is_k_anonymous, is_l_diverse
@@ -17,10 +21,6 @@ from ppdm_dask.anonymity.lattice import datafly, lattice_search
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 
 from .test_basics import PATIENTS, QI
-
-# pycanon is a test-only cross-check, installed by the README's test command (with --no-deps: it pins
-# exact numpy/pandas/scipy versions that would downgrade the environment)
-import pycanon.anonymity as pycanon  # noqa: E402
 
 
 def _adult(shared_data):

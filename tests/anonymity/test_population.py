@@ -17,8 +17,8 @@ from scipy import stats
 
 from ppdm_dask.anonymity import population as P
 from ppdm_dask.anonymity import risk as R
-from ppdm_dask.errors import InvalidParameter
 from ppdm_dask.cli.flags import cli_message
+from ppdm_dask.errors import InvalidParameter
 
 #: 3 classes of 1 record, 2 of 2, 1 of 3: n = 10 records in u = 6 classes
 SMALL = {1: 3, 2: 2, 3: 1}

@@ -17,10 +17,10 @@ import pytest
 from ppdm_dask.anonymity import KAnonymizer
 from ppdm_dask.anonymity import combinations as C
 from ppdm_dask.anonymity import population as P
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.uci import ADULT_QI, load_adult
 from ppdm_dask.errors import InvalidParameter
 from ppdm_dask.random import Key
-from ppdm_dask.cli.flags import cli_message
 
 from .test_basics import PATIENTS, QI, published
 from .test_report_figures import kishor_moved, wrap

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 from click.testing import CliRunner
 
 from ppdm_dask.cli import cli

@@ -16,8 +16,13 @@ from click.testing import CliRunner
 
 from ppdm_dask.cli import cli
 from ppdm_dask.condensation import Condenser, StreamingCondenser, privacy_levels
-from ppdm_dask.condensation.attacks import (_best_threshold, membership_advantage, reconstruct_records, records_recovered,
-                                            solve_groups)
+from ppdm_dask.condensation.attacks import (
+    _best_threshold,
+    membership_advantage,
+    reconstruct_records,
+    records_recovered,
+    solve_groups,
+)
 from ppdm_dask.condensation.release import COPY_CHECK, GROUPS_FILE, STATISTICS_CHECK, STATISTICS_FILE, read_statistics
 from ppdm_dask.data.datasets import sample_path
 from ppdm_dask.random import Key

@@ -19,8 +19,8 @@ from ppdm_dask.condensation import (
     repair_groups,
 )
 from ppdm_dask.condensation.evaluation import covariance_compatibility, evaluate, nn_predict
-from ppdm_dask.data.digest import content_digest
 from ppdm_dask.condensation.partition import bucket_block, gather_cell, kd_cells, route
+from ppdm_dask.data.digest import content_digest
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ppdm_dask.random import Key
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from ppdm_dask.condensation.dynamic import StreamingCondenser
-from ppdm_dask.condensation.release import CondensedRelease
-from ppdm_dask.data.digest import content_digest
 from ppdm_dask.condensation.groups import CondensedGroup, GroupTable
+from ppdm_dask.condensation.release import CondensedRelease
 from ppdm_dask.condensation.static import construct_groups
+from ppdm_dask.data.digest import content_digest
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 from ppdm_dask.random import Tag, as_key
 

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ppdm_dask import read, read_table
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.datasets import SAMPLES, sample_files
 from ppdm_dask.data.kind import (
     HEAD_BYTES,
@@ -24,7 +25,6 @@ from ppdm_dask.data.kind import (
 )
 from ppdm_dask.data.transactions import TransactionArray
 from ppdm_dask.errors import DataFormatError
-from ppdm_dask.cli.flags import cli_message
 
 SAMPLE_DIR = Path(sample_files(next(iter(SAMPLES)))[0]).parent
 TABLE_SAMPLES = ("people.csv", "adult_2k.csv", "ecoli.csv")

@@ -9,9 +9,9 @@ import pytest
 import scipy.sparse as sp
 
 from ppdm_dask import Key
+from ppdm_dask.data import packed as P
 from ppdm_dask.data.quest import quest
 from ppdm_dask.mining import _kernels as K
-from ppdm_dask.data import packed as P
 
 
 def _block(seed, n_rows, n_cols, per_row):

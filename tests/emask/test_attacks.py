@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from scipy import stats
 
 from ppdm_dask import Key, TransactionArray, open_release, verify
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.parquet import csr_to_arrow_list
 from ppdm_dask.data.quest import quest
 from ppdm_dask.emask import Distorter, distort
@@ -29,7 +30,6 @@ from ppdm_dask.emask._kernels import distort_block
 from ppdm_dask.emask.attacks import and_attack, on_columns, rows_in_file_order, shared_items_linkage, truth_in_file_order
 from ppdm_dask.emask.flip_rates import ALPHA, item_flip_test, row_flip_test
 from ppdm_dask.release.attacks import public_files
-from ppdm_dask.cli.flags import cli_message
 
 from ..release.helpers import forge_part
 

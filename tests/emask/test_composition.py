@@ -17,13 +17,20 @@ import numpy as np
 import pytest
 
 from ppdm_dask import Key
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.quest import quest
 from ppdm_dask.emask import Distorter, basic_privacy
-from ppdm_dask.emask.composition import (BP_CHECK, BUDGET_CHECK, Terms, compose_release, composed_basic_privacy,
-                                         composed_epsilon, composed_r1)
+from ppdm_dask.emask.composition import (
+    BP_CHECK,
+    BUDGET_CHECK,
+    Terms,
+    compose_release,
+    composed_basic_privacy,
+    composed_epsilon,
+    composed_r1,
+)
 from ppdm_dask.errors import InvalidParameter
 from ppdm_dask.ledger import CompositionRefused, Ledger, Record
-from ppdm_dask.cli.flags import cli_message
 
 LN20 = math.log(0.4 / 0.02)  # ε of (0.4, 0.98): max(ln(p/(1-q)), ln(q/(1-p))) = ln 20 (0.98/0.6 is smaller)
 

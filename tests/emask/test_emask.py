@@ -13,8 +13,8 @@ import pytest
 import scipy.sparse as sp
 
 from ppdm_dask import Key, TransactionArray
-from ppdm_dask.emask import distort, distort_record, mine, reconstruct_classes, reconstruct_support, transition_matrix
 from ppdm_dask.emask import _kernels as K
+from ppdm_dask.emask import distort, distort_record, mine, reconstruct_classes, reconstruct_support, transition_matrix
 from ppdm_dask.errors import InvalidParameter
 from ppdm_dask.mining import SupportCounter
 

@@ -11,13 +11,13 @@ import pytest
 import scipy.sparse as sp
 
 from ppdm_dask import Key, TransactionArray, open_release, read, verify
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.parquet import csr_to_arrow_list
 from ppdm_dask.data.quest import quest
-from ppdm_dask.emask import Distorter, DistortedRelease, audit, distort, mine, realign
+from ppdm_dask.emask import DistortedRelease, Distorter, audit, distort, mine, realign
 from ppdm_dask.emask.privacy import basic_privacy, reinterrogated_privacy
 from ppdm_dask.errors import InvalidParameter, NotFittedError, WeakParameterError
 from ppdm_dask.random import BLOCK_ROWS
-from ppdm_dask.cli.flags import cli_message
 
 from ..release.helpers import data_bytes, flip_byte, forge_part, manifest_of
 

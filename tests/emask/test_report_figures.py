@@ -4,8 +4,8 @@ library function, reconstructed itemset supports against a brute-force closed fo
 from __future__ import annotations
 
 import math
-from functools import partial
 from collections import Counter
+from functools import partial
 from itertools import combinations
 
 import numpy as np

@@ -14,8 +14,15 @@ import scipy.sparse as sp
 from ppdm_dask import Key, TransactionArray
 from ppdm_dask.data.quest import quest
 from ppdm_dask.emask import Distorter
-from ppdm_dask.emask.threat import (ITEM_INFERENCE_THRESHOLD, MEANINGFUL_EPSILON, emask_threat, item_inference,
-                                    item_posteriors, record_epsilon_text, row_linkage)
+from ppdm_dask.emask.threat import (
+    ITEM_INFERENCE_THRESHOLD,
+    MEANINGFUL_EPSILON,
+    emask_threat,
+    item_inference,
+    item_posteriors,
+    record_epsilon_text,
+    row_linkage,
+)
 from ppdm_dask.release.figures import Figures
 
 CKW = {"client": None, "progress": False}

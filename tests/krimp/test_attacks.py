@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ppdm_dask import Key, TransactionArray, read, verify
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.datasets import sample_path
 from ppdm_dask.data.digest import content_digest
 from ppdm_dask.data.parquet import csr_to_arrow_list
@@ -23,7 +24,6 @@ from ppdm_dask.krimp import generator as generator_module
 from ppdm_dask.krimp.attacks import membership_advantage, membership_inference, nearest_distances
 from ppdm_dask.krimp.generator import GenerationError
 from ppdm_dask.krimp.release import PATTERNS_FILE, UNIQUE_COPIES_CHECK, GeneratedRelease
-from ppdm_dask.cli.flags import cli_message
 
 from ..release.helpers import data_bytes, forge_part, manifest_of
 from .boards import tictactoe_rows

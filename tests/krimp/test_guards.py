@@ -10,11 +10,11 @@ from collections import Counter
 
 import pytest
 
-from ppdm_dask.errors import ResultTooLargeError
-from ppdm_dask.krimp import mine_candidates
-from ppdm_dask.krimp import candidates as C
-from ppdm_dask.krimp._kernels import as_database
 from ppdm_dask.cli.flags import cli_message
+from ppdm_dask.errors import ResultTooLargeError
+from ppdm_dask.krimp import candidates as C
+from ppdm_dask.krimp import mine_candidates
+from ppdm_dask.krimp._kernels import as_database
 
 
 def _brute(rows, minsup, closed, max_len):

@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from ppdm_dask import Key, TransactionArray, read, verify
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.parquet import csr_to_arrow_list
 from ppdm_dask.errors import DatasetExistsError, DatasetNotFoundError, InvalidParameter, NotFittedError, WeakParameterError
 from ppdm_dask.krimp import CodeTable, KrimpGenerator, krimp
 from ppdm_dask.krimp.generator import check_domains
 from ppdm_dask.krimp.release import PATTERNS_FILE, UNIQUE_COPIES_CHECK, GeneratedRelease
-from ppdm_dask.cli.flags import cli_message
 
 from ..release.helpers import data_bytes, flip_byte, forge_part, manifest_of
 

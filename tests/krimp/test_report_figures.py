@@ -9,13 +9,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ppdm_dask.data.datasets import sample_path
-
 from ppdm_dask import Key, TransactionArray, read
+from ppdm_dask.data.datasets import sample_path
 from ppdm_dask.krimp import KrimpGenerator
 from ppdm_dask.krimp.release import GeneratedRelease, patterns_table
 from ppdm_dask.krimp.scores import normalized_anonymity_score
-
 
 
 def _reproduced(generated, original):

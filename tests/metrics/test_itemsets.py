@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from ppdm_dask.metrics import identity_errors, itemset_accuracy, support_error
 from ppdm_dask.errors import InvalidParameter
+from ppdm_dask.metrics import identity_errors, itemset_accuracy, support_error
 
 A, B, C, D, E = (frozenset(x) for x in ("a", "ab", "ac", "bcd", "e"))
 

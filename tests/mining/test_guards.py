@@ -9,12 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppdm_dask import TransactionArray
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.emask import mine
 from ppdm_dask.errors import ResultTooLargeError
 from ppdm_dask.mining import apriori
-from ppdm_dask.mining.guards import candidate_bytes, check_candidates
 from ppdm_dask.mining.candidates import apriori_gen, join_count
-from ppdm_dask.cli.flags import cli_message
+from ppdm_dask.mining.guards import candidate_bytes, check_candidates
 
 
 @given(st.integers(1, 4), st.lists(st.lists(st.integers(0, 9), min_size=4, max_size=4), min_size=1, max_size=40))

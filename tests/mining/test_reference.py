@@ -60,7 +60,7 @@ def _fimi(name: str) -> Path:
     return root / "fimi" / f"{name}.dat"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference_transactions(name: str) -> tuple[tuple[int, ...], ...]:
     """The .dat file parsed with plain Python (independent of ppdm_dask's reader)."""
     with open(_fimi(name)) as f:
@@ -95,7 +95,7 @@ def _assert_same_itemsets(ours: dict, ref: dict, what: str) -> None:
 
 
 # ---------------------------------------------------------------------------- references
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pyfim_reference(name: str, min_count: int) -> dict[frozenset, int]:
     tr = _reference_transactions(name)
     n = len(tr)
@@ -118,7 +118,7 @@ def _pyfim_reference(name: str, min_count: int) -> dict[frozenset, int]:
     return ref
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference_frame(name: str) -> pd.DataFrame:
     """Dense bool one-hot DataFrame (rows = transactions, columns = item labels) for mlxtend."""
     tr = _reference_transactions(name)
@@ -139,7 +139,7 @@ def _mlxtend_itemsets(name: str, min_count: int) -> pd.DataFrame:
     return mlx_fpgrowth(df, min_support=(min_count - 0.5) / n, use_colnames=True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mlxtend_reference(name: str, min_count: int) -> dict[frozenset, int]:
     fi = _mlxtend_itemsets(name, min_count)
     n = len(_reference_frame(name))
@@ -155,7 +155,7 @@ def _read(name: str, npartitions: int | None = None):
     return tx
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ours_sync(name: str, min_support: float):
     """Our result on the synchronous scheduler (cached: several tests share it)."""
     with dask.config.set(scheduler="sync"):

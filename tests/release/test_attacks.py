@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppdm_dask import Key, TransactionArray, open_release, read, read_table
+from ppdm_dask import Key, open_release, read, read_table
 from ppdm_dask.anonymity import KAnonymizer
 from ppdm_dask.data.datasets import sample_files, sample_path
 from ppdm_dask.data.digest import content_digest

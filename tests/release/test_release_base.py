@@ -10,12 +10,12 @@ import pyarrow as pa
 import pytest
 
 from ppdm_dask import TransactionArray, families, read
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.errors import DatasetExistsError, PrivacyViolation, WeakParameterError
 from ppdm_dask.families import Family
 from ppdm_dask.random import Key
 from ppdm_dask.release import Check, Release, TransactionRelease
 from ppdm_dask.verification import verify
-from ppdm_dask.cli.flags import cli_message
 
 from .helpers import append_rows, data_bytes, flip_byte, manifest_of
 

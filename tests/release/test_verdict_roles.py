@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.errors import RoleError
 from ppdm_dask.release import Check, Roles, Verdict
-from ppdm_dask.cli.flags import cli_message
 
 
 def test_verdict_ok_failures_lines_and_round_trip():

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from ppdm_dask import open_release
-
 from ppdm_dask.report import SECTIONS
 
 from .browser import layout, screenshot

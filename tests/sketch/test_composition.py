@@ -10,13 +10,13 @@ import pytest
 import scipy.sparse as sp
 
 from ppdm_dask import TransactionArray
+from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.ledger import CompositionRefused, Ledger
 from ppdm_dask.random import Key
 from ppdm_dask.release.order import output_positions
 from ppdm_dask.sketch import DeltaAnonymizer, KVarianceAnonymizer
 from ppdm_dask.sketch.composition import DELTA_CHECK, KVARIANCE_CHECK
 from ppdm_dask.verification import open_release
-from ppdm_dask.cli.flags import cli_message
 
 
 def _tx(n=180, d=30, npartitions=4, seed=3):

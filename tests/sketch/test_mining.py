@@ -88,7 +88,7 @@ def brute_knn(S_tr, m_tr, y_tr, S_te, m_te, k, lam=None):
             neigh.append(None)
             continue
         cand = sorted(
-            ((-brute_sim(S_te[i], m_te[i], S_tr[j], m_tr[j], lam), j) for j in range(S_tr.shape[0]) if m_tr[j] > 0)
+            (-brute_sim(S_te[i], m_te[i], S_tr[j], m_tr[j], lam), j) for j in range(S_tr.shape[0]) if m_tr[j] > 0
         )[:k]
         labs = [y_tr[j] for _, j in cand]
         counts = {lab: labs.count(lab) for lab in labs}
