@@ -51,16 +51,41 @@ def _releases(work: Path) -> dict[str, Path]:
         done[name] = work / name
 
     people = read_table(str(sample_path("people")), dtype={"age": "int"})
-    hier = {"zip": Hierarchy.from_csv(str(sample_path("people-hierarchy-zip")), name="zip"),
-            "sex": Hierarchy.from_csv(str(sample_path("people-hierarchy-sex")), name="sex"),
-            "age": Hierarchy.from_intervals(width=10, low=10, high=100, closed="left", name="age")}
+    hier = {
+        "zip": Hierarchy.from_csv(str(sample_path("people-hierarchy-zip")), name="zip"),
+        "sex": Hierarchy.from_csv(str(sample_path("people-hierarchy-sex")), name="sex"),
+        "age": Hierarchy.from_intervals(width=10, low=10, high=100, closed="left", name="age"),
+    }
     for method in ("lattice", "datafly", "mondrian", "cluster"):
-        write(f"relational-{method}", KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"],
-                                                  method=method, hierarchies=hier, key=Key(2026)).fit_release(people))
-    perms = [{"role": "clinic", "bound": 5, "where": {"zip": ["02138", "02139"]}},
-             {"role": "study", "bound": 10, "where": {"age": [30, 45]}}]
-    write("access-control", AccessControlAnonymizer(perms, ["age", "sex", "zip"], k=5, sensitive="diagnosis", identifiers=["name"],
-                                                    hierarchies={"zip": hier["zip"]}, key=Key(2026)).fit_release(people))
+        write(
+            f"relational-{method}",
+            KAnonymizer(
+                ["age", "sex", "zip"],
+                k=5,
+                l=2,
+                sensitive="diagnosis",
+                identifiers=["name"],
+                method=method,
+                hierarchies=hier,
+                key=Key(2026),
+            ).fit_release(people),
+        )
+    perms = [
+        {"role": "clinic", "bound": 5, "where": {"zip": ["02138", "02139"]}},
+        {"role": "study", "bound": 10, "where": {"age": [30, 45]}},
+    ]
+    write(
+        "access-control",
+        AccessControlAnonymizer(
+            perms,
+            ["age", "sex", "zip"],
+            k=5,
+            sensitive="diagnosis",
+            identifiers=["name"],
+            hierarchies={"zip": hier["zip"]},
+            key=Key(2026),
+        ).fit_release(people),
+    )
     clicks = read(str(sample_path("bms-webview-1-5k")))
     items = Hierarchy.balanced(clicks.n_items, 5, labels=clicks.vocabulary.labels)
     write("km", KmAnonymizer(items, k=10, m=2, key=Key(6)).fit_release(clicks))
@@ -81,10 +106,14 @@ def write_record(out: Path) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         releases = _releases(Path(tmp))
-        record = {"versions": {p: md.version(p) for p in ("numpy", "pandas", "pyarrow", "dask", "scipy", "numba")},
-                  "releases": {name: _decoded(folder) for name, folder in releases.items()}}
+        record = {
+            "versions": {p: md.version(p) for p in ("numpy", "pandas", "pyarrow", "dask", "scipy", "numba")},
+            "releases": {name: _decoded(folder) for name, folder in releases.items()},
+        }
     out.write_text(json.dumps(record))
-    print(f"{len(record['releases'])} releases decoded into {out} ({', '.join(f'{k} {v}' for k, v in record['versions'].items())})")
+    print(
+        f"{len(record['releases'])} releases decoded into {out} ({', '.join(f'{k} {v}' for k, v in record['versions'].items())})"
+    )
 
 
 def _differences(a: Any, b: Any, where: str, out: list[str], worst: dict[str, float]) -> None:

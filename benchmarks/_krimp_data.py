@@ -38,7 +38,7 @@ def mushroom_rows(copies: int, *, noise: float = 0.01, key: int = 17) -> tuple[n
     k = Key(key)
     for b0 in range(0, cells.shape[0], BLOCK):
         rng = k.generator(Tag.SAMPLE, b0 // BLOCK)  # the generic tag for callers' own sampling
-        blk = cells[b0: b0 + BLOCK]
+        blk = cells[b0 : b0 + BLOCK]
         hit = rng.random(blk.shape) < noise
         for j in range(a):
             rows = np.nonzero(hit[:, j])[0]
@@ -57,8 +57,9 @@ def mushroom_replicated(copies: int, *, npartitions: int | None = None, noise: f
     cells, labels = mushroom_rows(copies, noise=noise, key=key)
     n, a = cells.shape
     col = np.searchsorted(labels, cells.ravel())
-    m = sp.csr_array((np.ones(col.size, np.int32), col.astype(np.int32), np.arange(0, n * a + 1, a, dtype=np.int64)),
-                     shape=(n, labels.size))
+    m = sp.csr_array(
+        (np.ones(col.size, np.int32), col.astype(np.int32), np.arange(0, n * a + 1, a, dtype=np.int64)), shape=(n, labels.size)
+    )
     m.sort_indices()
     return TransactionArray.from_scipy(m, vocabulary=labels.tolist(), npartitions=npartitions)
 

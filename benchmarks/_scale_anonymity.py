@@ -70,8 +70,9 @@ def _kanon_job(inputs: dict, client, method: str) -> dict:
     out = inputs["tmp"] / f"release-{method}-{time.monotonic_ns()}"
     t0 = time.perf_counter()
     ddf = dd.read_parquet(inputs["folder"], dtype_backend="pyarrow")
-    est = KAnonymizer(inputs["qi"], k=K, sensitive="salary-class", hierarchies=inputs["hierarchies"], method=method,
-                      key=Key(RELEASE_KEY))
+    est = KAnonymizer(
+        inputs["qi"], k=K, sensitive="salary-class", hierarchies=inputs["hierarchies"], method=method, key=Key(RELEASE_KEY)
+    )
     release = est.fit_release(ddf, client=client)
     res = est.result_
     t_fit = time.perf_counter() - t0
@@ -81,17 +82,25 @@ def _kanon_job(inputs: dict, client, method: str) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     s = res.summary()
     parts = manifest["partitions"]
-    decision = (sorted(res.node.items()) if res.node else s.get("n_partitions"))
-    fp = fingerprint(str(decision), str(res.dm), f"{res.gcp:.12f}", str(res.n_suppressed), str(s["n_classes"]),
-                     *[p["sha256"] for p in parts])
-    what = (f"node {list(res.node.values())}, {s['nodes_evaluated']}/{s['lattice_nodes']} nodes evaluated" if res.node
-            else f"{s['n_partitions']:,} Mondrian partitions")
-    note = (f"{res.n_records:,} rows, {s['n_distinct_tuples']:,} distinct QI tuples; {what}; DM {res.dm:,}, GCP {res.gcp:.4f}, "
-            f"{s['n_classes']:,} classes; fit {t_fit:.1f} s (driver decision {res.seconds:.1f} s, frequency-set pass "
-            f"{t_fit - res.seconds:.1f} s), write+check {t_write:.1f} s ({len(parts)} files, "
-            f"{sum(p['bytes'] for p in parts) / 2**20:,.0f} MiB); spilled during the job {spilled / 2**20:,.0f} MiB")
-    plans = ("frequency set by a groupby tree reduction, publish by map_partitions, input re-read per pass; "
-             f"release: {_shuffle_plan(manifest)}")
+    decision = sorted(res.node.items()) if res.node else s.get("n_partitions")
+    fp = fingerprint(
+        str(decision), str(res.dm), f"{res.gcp:.12f}", str(res.n_suppressed), str(s["n_classes"]), *[p["sha256"] for p in parts]
+    )
+    what = (
+        f"node {list(res.node.values())}, {s['nodes_evaluated']}/{s['lattice_nodes']} nodes evaluated"
+        if res.node
+        else f"{s['n_partitions']:,} Mondrian partitions"
+    )
+    note = (
+        f"{res.n_records:,} rows, {s['n_distinct_tuples']:,} distinct QI tuples; {what}; DM {res.dm:,}, GCP {res.gcp:.4f}, "
+        f"{s['n_classes']:,} classes; fit {t_fit:.1f} s (driver decision {res.seconds:.1f} s, frequency-set pass "
+        f"{t_fit - res.seconds:.1f} s), write+check {t_write:.1f} s ({len(parts)} files, "
+        f"{sum(p['bytes'] for p in parts) / 2**20:,.0f} MiB); spilled during the job {spilled / 2**20:,.0f} MiB"
+    )
+    plans = (
+        "frequency set by a groupby tree reduction, publish by map_partitions, input re-read per pass; "
+        f"release: {_shuffle_plan(manifest)}"
+    )
     return {"fingerprint": fp, "plans": plans, "note": note}
 
 
@@ -159,15 +168,20 @@ def km_job(inputs: dict, client) -> dict:
     spilled = spilled_bytes(client)
     shutil.rmtree(out, ignore_errors=True)
     parts = manifest["partitions"]
-    fp = fingerprint(res.method, "|".join(res.cut), f"{res.ncp:.12f}", str(res.n_generalized_items),
-                     *[p["sha256"] for p in parts])
+    fp = fingerprint(
+        res.method, "|".join(res.cut), f"{res.ncp:.12f}", str(res.n_generalized_items), *[p["sha256"] for p in parts]
+    )
     count_s = sum(r["count_seconds"] for r in res.rounds)
     da_s = sum(r["da_seconds"] for r in res.rounds)
-    rounds = ", ".join(f"round {r['round']}: {r['itemsets']:,} itemsets count {r['count_seconds']:.1f} s DA {r['da_seconds']:.2f} s"
-                       for r in res.rounds)
-    note = (f"{inputs['rows']:,} transactions; {res.method}: cut {len(res.cut)} nodes, {res.n_generalized_items} items generalised, "
-            f"NCP {res.ncp:.4f}; fit {t_fit:.1f} s (count-tree passes {count_s:.1f} s, driver DA {da_s:.2f} s; {rounds}), "
-            f"write+check {t_write:.1f} s ({len(parts)} files); spilled during the job {spilled / 2**20:,.0f} MiB")
+    rounds = ", ".join(
+        f"round {r['round']}: {r['itemsets']:,} itemsets count {r['count_seconds']:.1f} s DA {r['da_seconds']:.2f} s"
+        for r in res.rounds
+    )
+    note = (
+        f"{inputs['rows']:,} transactions; {res.method}: cut {len(res.cut)} nodes, {res.n_generalized_items} items generalised, "
+        f"NCP {res.ncp:.4f}; fit {t_fit:.1f} s (count-tree passes {count_s:.1f} s, driver DA {da_s:.2f} s; {rounds}), "
+        f"write+check {t_write:.1f} s ({len(parts)} files); spilled during the job {spilled / 2**20:,.0f} MiB"
+    )
     plans = f"count trees by tree reduction, recode per block, input re-read per pass; release: {_shuffle_plan(manifest)}"
     return {"fingerprint": fp, "plans": plans, "note": note}
 
@@ -176,12 +190,15 @@ def _families():
     from bench_scale import Family
 
     return {
-        "kanon-lattice": Family(lambda s: f"lattice k={K}, Adult x{ADULT_COPIES * s} ({adult_rows(s):,} rows)", prepare_adult,
-                                lattice_job),
-        "kanon-mondrian": Family(lambda s: f"Mondrian k={K}, Adult x{ADULT_COPIES * s} ({adult_rows(s):,} rows)", prepare_adult,
-                                 mondrian_job),
-        "km-anonymity": Family(lambda s: f"k^m AA k={K} m={M}, BMS-WebView-1 x{BMS_COPIES * s} ({BMS_COPIES * s * 59_602:,} tx)",
-                               prepare_bms, km_job),
+        "kanon-lattice": Family(
+            lambda s: f"lattice k={K}, Adult x{ADULT_COPIES * s} ({adult_rows(s):,} rows)", prepare_adult, lattice_job
+        ),
+        "kanon-mondrian": Family(
+            lambda s: f"Mondrian k={K}, Adult x{ADULT_COPIES * s} ({adult_rows(s):,} rows)", prepare_adult, mondrian_job
+        ),
+        "km-anonymity": Family(
+            lambda s: f"k^m AA k={K} m={M}, BMS-WebView-1 x{BMS_COPIES * s} ({BMS_COPIES * s * 59_602:,} tx)", prepare_bms, km_job
+        ),
     }
 
 

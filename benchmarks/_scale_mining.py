@@ -85,8 +85,11 @@ def emask_job(inputs: tuple[str, Path], client) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     ids = [fi.levels[k][0] for k in sorted(fi.levels)]
     est = [fi.levels[k][1] for k in sorted(fi.levels)]
-    return {"fingerprint": fingerprint(*ids, *est), "plans": _plans(fi, why),
-            "note": f"{len(fi):,} itemsets; distort {t_distort:.1f} s, mine {t_mine:.1f} s"}
+    return {
+        "fingerprint": fingerprint(*ids, *est),
+        "plans": _plans(fi, why),
+        "note": f"{len(fi):,} itemsets; distort {t_distort:.1f} s, mine {t_mine:.1f} s",
+    }
 
 
 def _families():
@@ -94,7 +97,9 @@ def _families():
 
     return {
         "apriori": Family(lambda s: f"Quest {quest_spec(s)} @ 0.3%", lambda s, tmp: quest_folder(s), apriori_job),
-        "emask": Family(lambda s: f"EMASK p={P} q={Q}, Quest {quest_spec(s)} @ 0.3%", lambda s, tmp: (quest_folder(s), tmp), emask_job),
+        "emask": Family(
+            lambda s: f"EMASK p={P} q={Q}, Quest {quest_spec(s)} @ 0.3%", lambda s, tmp: (quest_folder(s), tmp), emask_job
+        ),
     }
 
 

@@ -93,8 +93,12 @@ def _guarded(job):
                 client.wait_for_workers(2, timeout=120)
             except Exception:  # noqa: BLE001, S110 - best effort
                 pass
-            return {"fingerprint": f"FAILED {type(exc).__name__}", "plans": "-", "failed": f"{type(exc).__name__}: {msg}",
-                    "note": f"FAILED after {time.perf_counter() - t0:.0f} s: {type(exc).__name__}: {msg[:300]}"}
+            return {
+                "fingerprint": f"FAILED {type(exc).__name__}",
+                "plans": "-",
+                "failed": f"{type(exc).__name__}: {msg}",
+                "note": f"FAILED after {time.perf_counter() - t0:.0f} s: {type(exc).__name__}: {msg[:300]}",
+            }
 
     run.__name__ = getattr(job, "__name__", "job")
     return run
@@ -146,11 +150,15 @@ def delta_job(inputs: tuple[str, Path], client) -> dict:
     manifest, t_write = _write(release, out, client)
     r = an.report_
     n_parts = len(manifest["partitions"])
-    plans = (f"input lazy ({tx.n_partitions} Parquet partitions, not persisted); release: keyed all-to-all shuffle of dense "
-             f"n x {M_MAX} float64 sketch blocks into {n_parts} part files of <= {release.default_rows_per_file:,} rows, "
-             f"read back for the check")
-    note = (f"{r['n_records']:,} records, suppressed {r['n_suppressed']:,}, mean m {r['mean_components']:.1f}; "
-            f"fit {t_fit:.1f} s, write+check {t_write:.1f} s; {sum(p['bytes'] for p in manifest['partitions']) / 2**20:,.0f} MiB written")
+    plans = (
+        f"input lazy ({tx.n_partitions} Parquet partitions, not persisted); release: keyed all-to-all shuffle of dense "
+        f"n x {M_MAX} float64 sketch blocks into {n_parts} part files of <= {release.default_rows_per_file:,} rows, "
+        f"read back for the check"
+    )
+    note = (
+        f"{r['n_records']:,} records, suppressed {r['n_suppressed']:,}, mean m {r['mean_components']:.1f}; "
+        f"fit {t_fit:.1f} s, write+check {t_write:.1f} s; {sum(p['bytes'] for p in manifest['partitions']) / 2**20:,.0f} MiB written"
+    )
     return {"fingerprint": fingerprint(*_release_digest(manifest), r["n_suppressed"]), "plans": plans, "note": note}
 
 
@@ -172,9 +180,9 @@ def exact_sample_knn(X, rows: np.ndarray, k: int, *, data_block: int = 100_000, 
     best_d = np.full((rows.size, k), np.inf)
     best_i = np.full((rows.size, k), -1, np.int64)
     for s0 in range(0, rows.size, sample_block):
-        srows = rows[s0:s0 + sample_block]
+        srows = rows[s0 : s0 + sample_block]
         S = X[srows].toarray().T  # (d, c)
-        cand_d, cand_i = [best_d[s0:s0 + srows.size]], [best_i[s0:s0 + srows.size]]
+        cand_d, cand_i = [best_d[s0 : s0 + srows.size]], [best_i[s0 : s0 + srows.size]]
         for b0 in range(0, n, data_block):
             b1 = min(n, b0 + data_block)
             dots = X[b0:b1] @ S  # (rows of the block, c): exact integer counts for 0/1 data
@@ -190,8 +198,8 @@ def exact_sample_knn(X, rows: np.ndarray, k: int, *, data_block: int = 100_000, 
         cd, ci = np.concatenate(cand_d, axis=1), np.concatenate(cand_i, axis=1)
         ci = np.where(np.isfinite(cd), ci, -1)
         order = np.lexsort((np.where(ci < 0, np.iinfo(np.int64).max, ci), cd), axis=1)[:, :k]
-        best_d[s0:s0 + srows.size] = np.take_along_axis(cd, order, axis=1)
-        best_i[s0:s0 + srows.size] = np.take_along_axis(ci, order, axis=1)
+        best_d[s0 : s0 + srows.size] = np.take_along_axis(cd, order, axis=1)
+        best_i[s0 : s0 + srows.size] = np.take_along_axis(ci, order, axis=1)
     best_i[~np.isfinite(best_d)] = -1
     return best_i, best_d
 
@@ -205,15 +213,23 @@ def kv_prepare(scale: int, tmp: Path) -> dict:
     cache = _scale_mining._CACHE_DIR / f"{kv_spec(scale)}-exact-{RECALL_SAMPLE}-k{K}.npz" if _scale_mining._KEEP else None
     if cache is not None and cache.exists():  # the brute-force oracle of a kept data set
         saved = np.load(cache)
-        return {"folder": folder, "tmp": tmp, "rows": saved["rows"], "exact_indices": saved["idx"],
-                "exact_distances": saved["dist"]}
+        return {
+            "folder": folder,
+            "tmp": tmp,
+            "rows": saved["rows"],
+            "exact_indices": saved["idx"],
+            "exact_distances": saved["dist"],
+        }
     X = read(folder).compute(progress=False)
     nonzero = np.flatnonzero(np.diff(X.indptr) > 0)
     rows = np.sort(np.random.default_rng(2024).choice(nonzero, size=min(RECALL_SAMPLE, nonzero.size), replace=False))
     t0 = time.perf_counter()
     idx, dist = exact_sample_knn(X, rows, K)
-    print(f"  [sketch-kvariance {scale}x] exact neighbours of {rows.size:,} sample records by brute force in "
-          f"{time.perf_counter() - t0:.1f} s (untimed)", flush=True)
+    print(
+        f"  [sketch-kvariance {scale}x] exact neighbours of {rows.size:,} sample records by brute force in "
+        f"{time.perf_counter() - t0:.1f} s (untimed)",
+        flush=True,
+    )
     if cache is not None:
         np.savez(cache, rows=rows, idx=idx, dist=dist)
     return {"folder": folder, "tmp": tmp, "rows": rows, "exact_indices": idx, "exact_distances": dist}
@@ -246,13 +262,20 @@ def kv_job(inputs: dict, client) -> dict:
     rec = recall(sub(g.indices[rows], g.distances[rows]), sub(inputs["exact_indices"], inputs["exact_distances"]))
     driver = clock.get("windows") + clock.get("assemble") + r["sweep_seconds"]
     plans = f"approximate_knn: {g.plan}; m on the driver; release shuffle into {len(manifest['partitions'])} files"
-    note = (f"recall {rec:.3f} on {rows.size:,} sampled records (exact by brute force); k-NN {r['knn_seconds']:.1f} s "
-            f"(driver: window sort {clock.get('windows'):.1f} s, merging the waves' lists {clock.get('assemble'):.1f} s), "
-            f"sweeps {r['sweep_seconds']:.1f} s ({r['n_iter']} iterations, converged {r['converged']}), "
-            f"fit {t_fit:.1f} s, write+check {t_write:.1f} s, driver steps {driver:.1f} s = {100 * driver / (t_fit + t_write):.0f}%; "
-            f"suppressed {r['n_suppressed']:,}, mean m {r['mean_components']:.1f}")
-    return {"fingerprint": fingerprint(an.m_, *_release_digest(manifest)), "plans": plans, "note": note, "recall": rec,
-            "driver_seconds": driver}
+    note = (
+        f"recall {rec:.3f} on {rows.size:,} sampled records (exact by brute force); k-NN {r['knn_seconds']:.1f} s "
+        f"(driver: window sort {clock.get('windows'):.1f} s, merging the waves' lists {clock.get('assemble'):.1f} s), "
+        f"sweeps {r['sweep_seconds']:.1f} s ({r['n_iter']} iterations, converged {r['converged']}), "
+        f"fit {t_fit:.1f} s, write+check {t_write:.1f} s, driver steps {driver:.1f} s = {100 * driver / (t_fit + t_write):.0f}%; "
+        f"suppressed {r['n_suppressed']:,}, mean m {r['mean_components']:.1f}"
+    )
+    return {
+        "fingerprint": fingerprint(an.m_, *_release_digest(manifest)),
+        "plans": plans,
+        "note": note,
+        "recall": rec,
+        "driver_seconds": driver,
+    }
 
 
 # ----------------------------------------------------------------------------- condensation
@@ -293,12 +316,22 @@ def condense_job(inputs: dict, client) -> dict:
     from ppdm_dask.condensation import Condenser
     from ppdm_dask.progress import compute
 
-    X = da.concatenate([da.from_delayed(dask.delayed(np.load)(path), shape=(rows, CONDENSE_DIM), dtype=np.float64)
-                        for path, rows in inputs["files"]], axis=0)
+    X = da.concatenate(
+        [
+            da.from_delayed(dask.delayed(np.load)(path), shape=(rows, CONDENSE_DIM), dtype=np.float64)
+            for path, rows in inputs["files"]
+        ],
+        axis=0,
+    )
     clock = _Clock()
     t0 = time.perf_counter()
-    with _timing(clock, (cond_mod, "compute", "distributed"), (cond_mod, "compute_each", "cells"),
-                 (cond_mod, "repair_groups", "repair"), (cond_mod, "kd_cells", "kd")):
+    with _timing(
+        clock,
+        (cond_mod, "compute", "distributed"),
+        (cond_mod, "compute_each", "cells"),
+        (cond_mod, "repair_groups", "repair"),
+        (cond_mod, "kd_cells", "kd"),
+    ):
         cond = Condenser(key=Key(6)).fit(X, inputs["levels"], client=client)
     t_fit = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -307,14 +340,22 @@ def condense_job(inputs: dict, client) -> dict:
     r, gt = cond.report_, cond.groups_
     on_workers = clock.get("distributed") + clock.get("cells")  # the waves' cells and the standardization
     driver = t_fit - on_workers
-    plans = (f"{r['n_cells']} k-d cells of ~200,000 rows (bucket/gather all-to-all), {r['memory']}; every cell's "
-             f"group table, rows and labels gathered to the driver; repair on the driver")
-    note = (f"{r['n_groups']:,} groups (mean size {r['mean_group_size']:.1f}, min {r['min_group_size']}), "
-            f"{r['repaired_groups']:,} repaired; fit {t_fit:.1f} s (on the workers {on_workers:.1f} s, "
-            f"driver {driver:.1f} s of which repair {clock.get('repair'):.1f} s = {100 * driver / (t_fit + t_gen):.0f}% of the job), "
-            f"pseudo-data {t_gen:.1f} s")
-    return {"fingerprint": fingerprint(gt.n, gt.mean, gt.m2, gt.req, total), "plans": plans, "note": note,
-            "driver_seconds": driver}
+    plans = (
+        f"{r['n_cells']} k-d cells of ~200,000 rows (bucket/gather all-to-all), {r['memory']}; every cell's "
+        f"group table, rows and labels gathered to the driver; repair on the driver"
+    )
+    note = (
+        f"{r['n_groups']:,} groups (mean size {r['mean_group_size']:.1f}, min {r['min_group_size']}), "
+        f"{r['repaired_groups']:,} repaired; fit {t_fit:.1f} s (on the workers {on_workers:.1f} s, "
+        f"driver {driver:.1f} s of which repair {clock.get('repair'):.1f} s = {100 * driver / (t_fit + t_gen):.0f}% of the job), "
+        f"pseudo-data {t_gen:.1f} s"
+    )
+    return {
+        "fingerprint": fingerprint(gt.n, gt.mean, gt.m2, gt.req, total),
+        "plans": plans,
+        "note": note,
+        "driver_seconds": driver,
+    }
 
 
 # ----------------------------------------------------------------------------- registry
@@ -322,11 +363,19 @@ def _families():
     from bench_scale import Family
 
     return {
-        "sketch-delta": Family(lambda s: f"δ={DELTA} sketches (m_max {M_MAX}), Quest {quest_spec(s)}",
-                               lambda s, tmp: (quest_folder(s), tmp), _guarded(delta_job)),
-        "sketch-kvariance": Family(lambda s: f"k-variance k={K} approximate k-NN, Quest {kv_spec(s)}", kv_prepare, _guarded(kv_job)),
-        "condensation": Family(lambda s: f"static condensation {s * CONDENSE_ROWS:,} x {CONDENSE_DIM}, levels {LEVELS[0]}..{LEVELS[1]}",
-                               condense_prepare, _guarded(condense_job)),
+        "sketch-delta": Family(
+            lambda s: f"δ={DELTA} sketches (m_max {M_MAX}), Quest {quest_spec(s)}",
+            lambda s, tmp: (quest_folder(s), tmp),
+            _guarded(delta_job),
+        ),
+        "sketch-kvariance": Family(
+            lambda s: f"k-variance k={K} approximate k-NN, Quest {kv_spec(s)}", kv_prepare, _guarded(kv_job)
+        ),
+        "condensation": Family(
+            lambda s: f"static condensation {s * CONDENSE_ROWS:,} x {CONDENSE_DIM}, levels {LEVELS[0]}..{LEVELS[1]}",
+            condense_prepare,
+            _guarded(condense_job),
+        ),
     }
 
 

@@ -108,7 +108,12 @@ def quest_two_class(spec: str = "C20.I4.D200K", key: KeyLike = 1) -> tuple[sp.cs
 
 
 def quest_dimensionality(
-    n_items: int, *, T: int = 20, I: int = 6, D: str = "200K", key: KeyLike = 1  # noqa: E741
+    n_items: int,
+    *,
+    T: int = 20,
+    I: int = 6,
+    D: str = "200K",
+    key: KeyLike = 1,  # noqa: E741
 ) -> tuple[sp.csr_array, np.ndarray]:
     """The paper's Q20.I6.D200K.Gx: C{T}.I{I}.D{D} over ``n_items`` base items.
 

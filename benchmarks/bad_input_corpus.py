@@ -58,8 +58,17 @@ from pathlib import Path
 from typing import Any
 
 E, OK, EITHER = "error", "ok", "either"
-CATEGORIES = ["clear error", "worked", "wrongly refused", "silent wrong", "raw message", "abort", "timeout", "checkout broken",
-              "skipped"]
+CATEGORIES = [
+    "clear error",
+    "worked",
+    "wrongly refused",
+    "silent wrong",
+    "raw message",
+    "abort",
+    "timeout",
+    "checkout broken",
+    "skipped",
+]
 #: the package itself does not import (others editing the checkout): not a verdict on the case; re-run once at the end
 BROKEN_RE = re.compile(r"\b(ImportError|ModuleNotFoundError|SyntaxError|IndentationError)\b")
 GOOD = {"clear error", "worked"}
@@ -87,19 +96,19 @@ Setup = Callable[[Path, Path], None]  # setup(W: case folder, FX: fixtures folde
 class Case:
     name: str
     command: str
-    argv: list[str]                      # after the global options; "{W}" = case folder, "{FX}" = fixtures
+    argv: list[str]  # after the global options; "{W}" = case folder, "{FX}" = fixtures
     expect: str
-    needles: tuple = ()                  # each a str or a tuple of alternatives, searched in the stderr line
+    needles: tuple = ()  # each a str or a tuple of alternatives, searched in the stderr line
     setups: list = field(default_factory=list)
     globals: list = field(default_factory=list)
-    out: str | None = None               # output path: nothing may be written there on error
-    check: str | None = None             # "verify" | "info" | "exists": run on the output after exit 0
+    out: str | None = None  # output path: nothing may be written there on error
+    check: str | None = None  # "verify" | "info" | "exists": run on the output after exit 0
     guard: list = field(default_factory=list)  # paths whose files must survive unchanged
-    readonly: str | None = None          # folder mounted read-only for the run
+    readonly: str | None = None  # folder mounted read-only for the run
     group: str = ""
-    cluster: bool = True                 # may run on the default LocalCluster
-    multi_line_ok: bool = False          # verify prints one "ppdm: error:" line per failed check (documented)
-    output_on_error_ok: bool = False     # report writes its report even when the release fails its check (documented)
+    cluster: bool = True  # may run on the default LocalCluster
+    multi_line_ok: bool = False  # verify prints one "ppdm: error:" line per failed check (documented)
+    output_on_error_ok: bool = False  # report writes its report even when the release fails its check (documented)
     index: int = 0
 
 
@@ -122,6 +131,7 @@ def copy_fx(name: str, rel: str | None = None) -> Setup:
             return
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(src, dst) if src.is_dir() else shutil.copy2(src, dst)
+
     return setup
 
 
@@ -131,6 +141,7 @@ def write_file(rel: str, data: bytes | str | Callable[[Path], bytes]) -> Setup:
         p.parent.mkdir(parents=True, exist_ok=True)
         d = data(FX) if callable(data) else data
         p.write_bytes(d.encode() if isinstance(d, str) else d)
+
     return setup
 
 
@@ -139,6 +150,7 @@ def make_dir(rel: str, files: dict[str, str] | None = None) -> Setup:
         (W / rel).mkdir(parents=True, exist_ok=True)
         for n, t in (files or {}).items():
             (W / rel / n).write_text(t)
+
     return setup
 
 
@@ -152,10 +164,12 @@ def derived(name: str, fn: Callable[[bytes], bytes]) -> Callable[[Path], bytes]:
 
 def folder_fault(name: str, rel: str, mutate: Callable[[Path, Path], None]) -> Setup:
     """Copy the ppdm folder fixture ``name`` to ``rel`` and damage it with ``mutate(folder, FX)``."""
+
     def setup(W: Path, FX: Path) -> None:
         dst = W / rel
         shutil.copytree(fx(FX, name), dst)
         mutate(dst, FX)
+
     return setup
 
 
@@ -188,6 +202,7 @@ def m_swap(other: str) -> Callable[[Path, Path], None]:
         if not theirs.exists():
             theirs = _parts(fx(FX, other))[-1]
         shutil.copy2(theirs, mine)
+
     return mutate
 
 
@@ -196,6 +211,7 @@ def m_manifest(edit: Callable[[dict], None]) -> Callable[[Path, Path], None]:
         m = json.loads((d / "_SUCCESS").read_text())
         edit(m)
         (d / "_SUCCESS").write_text(json.dumps(m, indent=1))
+
     return mutate
 
 
@@ -227,6 +243,7 @@ def m_delete(which: str) -> Callable[[Path, Path], None]:
         if not target.exists():
             raise SkipCase(f"{target.name} not in {d.name}")
         target.unlink()
+
     return mutate
 
 
@@ -252,10 +269,16 @@ def m_tamper_p(m: dict) -> None:
 
 def run_ppdm_setup(argv: list[str]) -> Callable[[Path, Path], None]:
     def setup(W: Path, FX: Path) -> None:
-        r = subprocess.run([PPDM, "--scheduler", "threads", "--no-progress", *[_sub(a, W, FX) for a in argv]],
-                           capture_output=True, text=True, timeout=300, cwd=W)
+        r = subprocess.run(
+            [PPDM, "--scheduler", "threads", "--no-progress", *[_sub(a, W, FX) for a in argv]],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=W,
+        )
         if r.returncode != 0:
             raise SkipCase(f"setup ppdm {' '.join(argv[:2])} failed: {(r.stderr.strip().splitlines() or [''])[-1]}")
+
     return setup
 
 
@@ -263,6 +286,7 @@ def convert_then_delete(rel: str) -> Setup:
     def setup(W: Path, FX: Path) -> None:
         run_ppdm_setup(["convert", str(fx(FX, "tx.dat")), str(W / rel), "--partitions", "3"])(W, FX)
         _parts(W / rel)[1].unlink()
+
     return setup
 
 
@@ -270,6 +294,7 @@ def text_lines(name: str, fn: Callable[[list[bytes]], list[bytes]]) -> Callable[
     def make(FX: Path) -> bytes:
         lines = fx(FX, name).read_bytes().split(b"\n")
         return b"\n".join(fn(lines))
+
     return make
 
 
@@ -278,11 +303,19 @@ def set_line(i: int, new: bytes) -> Callable[[list[bytes]], list[bytes]]:
         lines = list(lines)
         lines[i] = new
         return lines
+
     return fn
 
 
-def csv_edit(sep: bytes, row: int, col: int | None = None, value: bytes | None = None, *, extra: bytes | None = None,
-             drop_last: bool = False) -> Callable[[list[bytes]], list[bytes]]:
+def csv_edit(
+    sep: bytes,
+    row: int,
+    col: int | None = None,
+    value: bytes | None = None,
+    *,
+    extra: bytes | None = None,
+    drop_last: bool = False,
+) -> Callable[[list[bytes]], list[bytes]]:
     def fn(lines: list[bytes]) -> list[bytes]:
         lines = list(lines)
         f = lines[row].split(sep)
@@ -294,46 +327,94 @@ def csv_edit(sep: bytes, row: int, col: int | None = None, value: bytes | None =
             f = f[:-1]
         lines[row] = sep.join(f)
         return lines
+
     return fn
 
 
 # ============================================================================ commands
 @dataclass
 class Cmd:
-    argv: list[str]            # "{IN}", "{IN2}", "{PERM}" input slots, "{OUT}" output
-    slots: dict[str, str]      # slot -> fixture name (copied into the case folder)
-    out: str | None = None     # output name inside the case folder
+    argv: list[str]  # "{IN}", "{IN2}", "{PERM}" input slots, "{OUT}" output
+    slots: dict[str, str]  # slot -> fixture name (copied into the case folder)
+    out: str | None = None  # output name inside the case folder
     check: str | None = None
-    key: bool = False          # takes the random key (--key-file faults apply)
-    key_global: bool = False   # runs with --key-file {W}/key.txt
+    key: bool = False  # takes the random key (--key-file faults apply)
+    key_global: bool = False  # runs with --key-file {W}/key.txt
 
 
 CMDS: dict[str, Cmd] = {
     "info": Cmd(["info", "{IN}"], {"IN": "tx_pq"}),
     "convert": Cmd(["convert", "{IN}", "{OUT}"], {"IN": "tx_pq"}, out="out_pq", check="info"),
-    "mine": Cmd(["mine", "{IN}", "--min-support", "0.2", "--out", "{OUT}"], {"IN": "tx_pq"}, out="itemsets.parquet", check="exists"),
+    "mine": Cmd(
+        ["mine", "{IN}", "--min-support", "0.2", "--out", "{OUT}"], {"IN": "tx_pq"}, out="itemsets.parquet", check="exists"
+    ),
     "emask choose": Cmd(["emask", "choose", "--data", "{IN}"], {"IN": "tx_pq"}),
-    "emask distort": Cmd(["emask", "distort", "{IN}", "{OUT}", "--p", "0.5", "--q", "0.97", "--allow-weak"], {"IN": "tx_pq"},
-                         out="rel", check="verify", key=True),
-    "emask mine": Cmd(["emask", "mine", "{IN}", "--p", "0.5", "--q", "0.97", "--min-support", "0.2", "--out", "{OUT}"],
-                      {"IN": "emask_rel"}, out="emined.parquet", check="exists"),
-    "emask audit": Cmd(["emask", "audit", "{IN}", "{IN2}", "--min-support", "0.2"], {"IN": "tx_pq", "IN2": "emask_rel"},
-                       key=True, key_global=True),
+    "emask distort": Cmd(
+        ["emask", "distort", "{IN}", "{OUT}", "--p", "0.5", "--q", "0.97", "--allow-weak"],
+        {"IN": "tx_pq"},
+        out="rel",
+        check="verify",
+        key=True,
+    ),
+    "emask mine": Cmd(
+        ["emask", "mine", "{IN}", "--p", "0.5", "--q", "0.97", "--min-support", "0.2", "--out", "{OUT}"],
+        {"IN": "emask_rel"},
+        out="emined.parquet",
+        check="exists",
+    ),
+    "emask audit": Cmd(
+        ["emask", "audit", "{IN}", "{IN2}", "--min-support", "0.2"],
+        {"IN": "tx_pq", "IN2": "emask_rel"},
+        key=True,
+        key_global=True,
+    ),
     "sketch": Cmd(["sketch", "{IN}", "{OUT}", "--delta", "0.5"], {"IN": "tx_pq"}, out="rel", check="verify", key=True),
     "sketch evaluate": Cmd(["sketch", "evaluate", "{IN}", "--delta", "0.5", "--task", "cluster"], {"IN": "tx_pq"}),
-    "condense": Cmd(["condense", "{IN}", "{OUT}", "--columns", "mcg,gvh", "--privacy-level", "3"], {"IN": "ecoli.csv"},
-                    out="rel", check="verify", key=True),
-    "anonymize": Cmd(["anonymize", "{IN}", "{OUT}", *PEOPLE_ROLES, "--k", "5", "--method", "mondrian"], {"IN": "people.csv"},
-                     out="rel", check="verify", key=True),
-    "access-control": Cmd(["access-control", "{IN}", "--permissions", "{PERM}", "--qi", ADULT_QI, "--sensitive", "salary-class",
-                           "--dtype", "age=int", "--k", "10", "--out", "{OUT}"], {"IN": "adult.csv", "PERM": "perms.json"},
-                          out="rel", check="verify", key=True),
-    "km-anonymize": Cmd(["km-anonymize", "{IN}", "{OUT}", "--k", "5", "--fan-out", "5"], {"IN": "tx_pq"}, out="rel",
-                        check="verify", key=True),
-    "krimp compress": Cmd(["krimp", "compress", "{IN}", "--min-support", "0.02", "--out", "{OUT}"], {"IN": "tx_pq"},
-                          out="ct.json", check="exists"),
-    "krimp generate": Cmd(["krimp", "generate", "{IN}", "{OUT}", "--min-support", "0.02"], {"IN": "tx_pq"}, out="rel",
-                          check="verify", key=True),
+    "condense": Cmd(
+        ["condense", "{IN}", "{OUT}", "--columns", "mcg,gvh", "--privacy-level", "3"],
+        {"IN": "ecoli.csv"},
+        out="rel",
+        check="verify",
+        key=True,
+    ),
+    "anonymize": Cmd(
+        ["anonymize", "{IN}", "{OUT}", *PEOPLE_ROLES, "--k", "5", "--method", "mondrian"],
+        {"IN": "people.csv"},
+        out="rel",
+        check="verify",
+        key=True,
+    ),
+    "access-control": Cmd(
+        [
+            "access-control",
+            "{IN}",
+            "--permissions",
+            "{PERM}",
+            "--qi",
+            ADULT_QI,
+            "--sensitive",
+            "salary-class",
+            "--dtype",
+            "age=int",
+            "--k",
+            "10",
+            "--out",
+            "{OUT}",
+        ],
+        {"IN": "adult.csv", "PERM": "perms.json"},
+        out="rel",
+        check="verify",
+        key=True,
+    ),
+    "km-anonymize": Cmd(
+        ["km-anonymize", "{IN}", "{OUT}", "--k", "5", "--fan-out", "5"], {"IN": "tx_pq"}, out="rel", check="verify", key=True
+    ),
+    "krimp compress": Cmd(
+        ["krimp", "compress", "{IN}", "--min-support", "0.02", "--out", "{OUT}"], {"IN": "tx_pq"}, out="ct.json", check="exists"
+    ),
+    "krimp generate": Cmd(
+        ["krimp", "generate", "{IN}", "{OUT}", "--min-support", "0.02"], {"IN": "tx_pq"}, out="rel", check="verify", key=True
+    ),
     "krimp ds": Cmd(["krimp", "ds", "{IN}", "{IN2}", "--min-support", "0.02"], {"IN": "tx_pq", "IN2": "tx.dat"}),
     "verify": Cmd(["verify", "{IN}"], {"IN": "emask_rel"}),
     "report": Cmd(["report", "{IN}", "--out", "{OUT}"], {"IN": "people_rel"}, out="rep", check="exists"),
@@ -356,7 +437,7 @@ def drop_opt(argv: list[str], flag: str, has_value: bool = True) -> list[str]:
     argv = list(argv)
     if flag in argv:
         i = argv.index(flag)
-        del argv[i: i + (2 if has_value else 1)]
+        del argv[i : i + (2 if has_value else 1)]
     return argv
 
 
@@ -365,11 +446,26 @@ class Builder:
         self.cases: list[Case] = []
         self.names: set[str] = set()
 
-    def add(self, command: str, group: str, detail: str, *, slot_over: dict[str, tuple[str, list]] | None = None,
-            argv: list[str] | None = None, edit: Callable[[list[str]], list[str]] | None = None, expect: str,
-            needles: tuple = (), setups: list | None = None, globals: list | None = None, out: str | None = "default",
-            check: str | None = "default", guard: list | None = None, readonly: str | None = None, cluster: bool = True,
-            key_global: bool | None = None) -> None:
+    def add(
+        self,
+        command: str,
+        group: str,
+        detail: str,
+        *,
+        slot_over: dict[str, tuple[str, list]] | None = None,
+        argv: list[str] | None = None,
+        edit: Callable[[list[str]], list[str]] | None = None,
+        expect: str,
+        needles: tuple = (),
+        setups: list | None = None,
+        globals: list | None = None,
+        out: str | None = "default",
+        check: str | None = "default",
+        guard: list | None = None,
+        readonly: str | None = None,
+        cluster: bool = True,
+        key_global: bool | None = None,
+    ) -> None:
         """One case of ``command``: its template argv with input slots filled by fixtures copied
         into the case folder, or by ``slot_over[slot] = (relpath, setups)`` (a fault)."""
         cmd = CMDS[command]
@@ -402,11 +498,25 @@ class Builder:
             all_setups.append(copy_fx("key.txt"))
         all_setups.extend(setups or [])
         out_path = ("{W}/" + out_rel) if out_rel is not None and any("{W}/" + out_rel in a for a in base) else None
-        self.cases.append(Case(name=name, command=command, argv=base, expect=expect, needles=tuple(needles),
-                               setups=all_setups, globals=g, out=out_path,
-                               check=(cmd.check if check == "default" else check) if out_path else None,
-                               guard=list(guard or []), readonly=readonly, group=group, cluster=cluster,
-                               multi_line_ok=(command == "verify"), output_on_error_ok=(command == "report")))
+        self.cases.append(
+            Case(
+                name=name,
+                command=command,
+                argv=base,
+                expect=expect,
+                needles=tuple(needles),
+                setups=all_setups,
+                globals=g,
+                out=out_path,
+                check=(cmd.check if check == "default" else check) if out_path else None,
+                guard=list(guard or []),
+                readonly=readonly,
+                group=group,
+                cluster=cluster,
+                multi_line_ok=(command == "verify"),
+                output_on_error_ok=(command == "report"),
+            )
+        )
 
 
 # ============================================================================ the corpus
@@ -427,32 +537,64 @@ def tx_faults() -> list[tuple[str, str, list, str, tuple, list]]:
     add("binary garbage, no extension", "garbage_tx", [write_file("garbage_tx", garbage(seed=8))])
     add("table folder (wrong format)", "people_tbl", [copy_fx("people_tbl")])
     add("table csv read as basket csv", "people_as_tx.csv", [copy_fx("people.csv", "people_as_tx.csv")], EITHER)
-    add("fimi non-integer token", "badtok_tx.dat",
-        [write_file("badtok_tx.dat", text_lines("tx.dat", set_line(4, b"1 2 x7 12")))])
+    add("fimi non-integer token", "badtok_tx.dat", [write_file("badtok_tx.dat", text_lines("tx.dat", set_line(4, b"1 2 x7 12")))])
     add("fimi negative item id", "neg_tx.dat", [write_file("neg_tx.dat", text_lines("tx.dat", set_line(4, b"1 -3 12")))])
     add("fimi float item id", "float_tx.dat", [write_file("float_tx.dat", text_lines("tx.dat", set_line(4, b"1 2.5 12")))])
-    add("fimi crlf line ends", "crlf_tx.dat",
-        [write_file("crlf_tx.dat", derived("tx.dat", lambda b: b.replace(b"\n", b"\r\n")))], EITHER)
-    add("fimi blank lines", "blank_tx.dat", [write_file("blank_tx.dat", derived("tx.dat", lambda b: b.replace(b"\n", b"\n\n", 5)))],
-        EITHER)
-    add("truncated gzip", "trunc_tx.dat.gz",
-        [write_file("trunc_tx.dat.gz", derived("tx.dat", lambda b: gzip.compress(b)[: len(gzip.compress(b)) // 2]))])
-    add("non-utf8 basket csv", "latin_tx.csv",
-        [write_file("latin_tx.csv", derived("tx_str.csv", lambda b: b.replace(b"item7", b"caf\xe9", 3)))], EITHER)
+    add(
+        "fimi crlf line ends",
+        "crlf_tx.dat",
+        [write_file("crlf_tx.dat", derived("tx.dat", lambda b: b.replace(b"\n", b"\r\n")))],
+        EITHER,
+    )
+    add(
+        "fimi blank lines",
+        "blank_tx.dat",
+        [write_file("blank_tx.dat", derived("tx.dat", lambda b: b.replace(b"\n", b"\n\n", 5)))],
+        EITHER,
+    )
+    add(
+        "truncated gzip",
+        "trunc_tx.dat.gz",
+        [write_file("trunc_tx.dat.gz", derived("tx.dat", lambda b: gzip.compress(b)[: len(gzip.compress(b)) // 2]))],
+    )
+    add(
+        "non-utf8 basket csv",
+        "latin_tx.csv",
+        [write_file("latin_tx.csv", derived("tx_str.csv", lambda b: b.replace(b"item7", b"caf\xe9", 3)))],
+        EITHER,
+    )
     add("truncated parquet part", "trunc_tx_pq", [folder_fault("tx_pq", "trunc_tx_pq", m_truncate)])
     add("bit-flipped part, same size", "flip_tx_pq", [folder_fault("tx_pq", "flip_tx_pq", m_flip)], EITHER)
-    add("bit-flipped part, --verify-input", "flipv_tx_pq", [folder_fault("tx_pq", "flipv_tx_pq", m_flip)], E,
-        None, ["--verify-input"])
+    add(
+        "bit-flipped part, --verify-input",
+        "flipv_tx_pq",
+        [folder_fault("tx_pq", "flipv_tx_pq", m_flip)],
+        E,
+        None,
+        ["--verify-input"],
+    )
     add("part swapped from another dataset", "swap_tx_pq", [folder_fault("tx_pq", "swap_tx_pq", m_swap("tx2_pq"))])
-    add("part swapped, --verify-input", "swapv_tx_pq", [folder_fault("tx_pq", "swapv_tx_pq", m_swap("tx2_pq"))], E,
-        None, ["--verify-input"])
+    add(
+        "part swapped, --verify-input",
+        "swapv_tx_pq",
+        [folder_fault("tx_pq", "swapv_tx_pq", m_swap("tx2_pq"))],
+        E,
+        None,
+        ["--verify-input"],
+    )
     add("_SUCCESS part row count wrong", "rows_tx_pq", [folder_fault("tx_pq", "rows_tx_pq", m_manifest(_rows_part))])
     add("_SUCCESS total row count wrong", "total_tx_pq", [folder_fault("tx_pq", "total_tx_pq", m_manifest(_rows_total))])
     add("_SUCCESS is a directory", "sdir_tx_pq", [folder_fault("tx_pq", "sdir_tx_pq", m_success_dir)])
-    add("_SUCCESS invalid JSON", "sjson_tx_pq",
-        [folder_fault("tx_pq", "sjson_tx_pq", m_success_text('{"format": "ppdm-transactions", "partitions": ['))])
-    add("_SUCCESS unknown format", "sfmt_tx_pq",
-        [folder_fault("tx_pq", "sfmt_tx_pq", m_manifest(lambda m: m.update(format="ppdm-nonsense")))])
+    add(
+        "_SUCCESS invalid JSON",
+        "sjson_tx_pq",
+        [folder_fault("tx_pq", "sjson_tx_pq", m_success_text('{"format": "ppdm-transactions", "partitions": ['))],
+    )
+    add(
+        "_SUCCESS unknown format",
+        "sfmt_tx_pq",
+        [folder_fault("tx_pq", "sfmt_tx_pq", m_manifest(lambda m: m.update(format="ppdm-nonsense")))],
+    )
     add("_SUCCESS newer version", "sver_tx_pq", [folder_fault("tx_pq", "sver_tx_pq", m_manifest(lambda m: m.update(version=99)))])
     add("missing part", "mpart_tx_pq", [folder_fault("tx_pq", "mpart_tx_pq", m_delete("last part"))])
     add("missing vocabulary file", "mvoc_tx_pq", [folder_fault("tx_pq", "mvoc_tx_pq", m_delete("_vocabulary.parquet"))])
@@ -462,12 +604,32 @@ def tx_faults() -> list[tuple[str, str, list, str, tuple, list]]:
     return F
 
 
-REDUCED_TX = {"missing file", "empty file", "directory where a file is expected", "binary garbage .dat", "table folder (wrong format)",
-              "fimi non-integer token", "truncated parquet part", "part swapped from another dataset",
-              "_SUCCESS part row count wrong", "_SUCCESS is a directory", "_SUCCESS invalid JSON", "missing part",
-              "stray extra file in the folder", "ppdm convert then a part deleted"}
-MINIMAL_TX = {"missing file", "empty file", "binary garbage .dat", "table folder (wrong format)", "truncated parquet part",
-              "missing part", "_SUCCESS invalid JSON", "stray extra file in the folder"}
+REDUCED_TX = {
+    "missing file",
+    "empty file",
+    "directory where a file is expected",
+    "binary garbage .dat",
+    "table folder (wrong format)",
+    "fimi non-integer token",
+    "truncated parquet part",
+    "part swapped from another dataset",
+    "_SUCCESS part row count wrong",
+    "_SUCCESS is a directory",
+    "_SUCCESS invalid JSON",
+    "missing part",
+    "stray extra file in the folder",
+    "ppdm convert then a part deleted",
+}
+MINIMAL_TX = {
+    "missing file",
+    "empty file",
+    "binary garbage .dat",
+    "table folder (wrong format)",
+    "truncated parquet part",
+    "missing part",
+    "_SUCCESS invalid JSON",
+    "stray extra file in the folder",
+}
 
 
 def table_faults(name: str, csv_fx: str, tbl_fx: str, sep: bytes, numeric_col: str, last_col: str, cmd_edit=None) -> list:
@@ -483,40 +645,79 @@ def table_faults(name: str, csv_fx: str, tbl_fx: str, sep: bytes, numeric_col: s
             hdr = lines[0].split(sep)
             idx = hdr.index(col_name.encode()) if col_name else 0
             return csv_edit(sep, 5, idx, value)(lines)
+
         return fn
 
     add("missing csv", f"nope_{name}.csv", [])
     add("missing folder", f"nope_{name}_tbl", [])
     add("empty csv", f"empty_{name}.csv", [write_file(f"empty_{name}.csv", b"")])
-    add("header-only csv", f"hdr_{name}.csv", [write_file(f"hdr_{name}.csv", text_lines(csv_fx, lambda ls: ls[:1]))], EITHER,
-        ((f"hdr_{name}.csv", "record", "rows", "empty"),))
+    add(
+        "header-only csv",
+        f"hdr_{name}.csv",
+        [write_file(f"hdr_{name}.csv", text_lines(csv_fx, lambda ls: ls[:1]))],
+        EITHER,
+        ((f"hdr_{name}.csv", "record", "rows", "empty"),),
+    )
     add("directory where a file is expected", f"adir_{name}.csv", [make_dir(f"adir_{name}.csv")])
     add("binary garbage csv", f"garbage_{name}.csv", [write_file(f"garbage_{name}.csv", garbage(seed=11))])
     add("binary garbage parquet", f"garbage_{name}.parquet", [write_file(f"garbage_{name}.parquet", garbage(seed=12))])
     add("transaction folder (wrong format)", "tx_pq", [copy_fx("tx_pq")])
     add("fimi file (wrong format)", "tx.dat", [copy_fx("tx.dat")])
-    add("ragged csv: a row with an extra field", f"ragx_{name}.csv",
-        [write_file(f"ragx_{name}.csv", text_lines(csv_fx, csv_edit(sep, 5, extra=b"surplus")))])
-    add("ragged csv: a row with a field missing", f"ragm_{name}.csv",
-        [write_file(f"ragm_{name}.csv", text_lines(csv_fx, csv_edit(sep, 5, drop_last=True)))], E,
-        ((f"ragm_{name}.csv", last_col),))
-    add("non-utf8 bytes in the csv", f"latin_{name}.csv",
-        [write_file(f"latin_{name}.csv", text_lines(csv_fx, col_edit(b"Jos\xe9", None)))])
-    add("duplicate column names", f"dup_{name}.csv",
-        [write_file(f"dup_{name}.csv", text_lines(csv_fx, lambda ls: [sep.join([ls[0].split(sep)[1]] + ls[0].split(sep)[1:])] + ls[1:]))])
-    add(f"non-numeric value in {numeric_col}", f"badnum_{name}.csv",
-        [write_file(f"badnum_{name}.csv", text_lines(csv_fx, col_edit(b"abc", numeric_col)))], E, (numeric_col,),
-        edit=cmd_edit)
+    add(
+        "ragged csv: a row with an extra field",
+        f"ragx_{name}.csv",
+        [write_file(f"ragx_{name}.csv", text_lines(csv_fx, csv_edit(sep, 5, extra=b"surplus")))],
+    )
+    add(
+        "ragged csv: a row with a field missing",
+        f"ragm_{name}.csv",
+        [write_file(f"ragm_{name}.csv", text_lines(csv_fx, csv_edit(sep, 5, drop_last=True)))],
+        E,
+        ((f"ragm_{name}.csv", last_col),),
+    )
+    add(
+        "non-utf8 bytes in the csv",
+        f"latin_{name}.csv",
+        [write_file(f"latin_{name}.csv", text_lines(csv_fx, col_edit(b"Jos\xe9", None)))],
+    )
+    add(
+        "duplicate column names",
+        f"dup_{name}.csv",
+        [
+            write_file(
+                f"dup_{name}.csv",
+                text_lines(csv_fx, lambda ls: [sep.join([ls[0].split(sep)[1]] + ls[0].split(sep)[1:])] + ls[1:]),
+            )
+        ],
+    )
+    add(
+        f"non-numeric value in {numeric_col}",
+        f"badnum_{name}.csv",
+        [write_file(f"badnum_{name}.csv", text_lines(csv_fx, col_edit(b"abc", numeric_col)))],
+        E,
+        (numeric_col,),
+        edit=cmd_edit,
+    )
     add("truncated parquet part", f"trunc_{name}_tbl", [folder_fault(tbl_fx, f"trunc_{name}_tbl", m_truncate)])
-    add("bit-flipped part, --verify-input", f"flipv_{name}_tbl", [folder_fault(tbl_fx, f"flipv_{name}_tbl", m_flip)], E, None,
-        ["--verify-input"])
+    add(
+        "bit-flipped part, --verify-input",
+        f"flipv_{name}_tbl",
+        [folder_fault(tbl_fx, f"flipv_{name}_tbl", m_flip)],
+        E,
+        None,
+        ["--verify-input"],
+    )
     add("part swapped from another table", f"swap_{name}_tbl", [folder_fault(tbl_fx, f"swap_{name}_tbl", m_swap(tbl_fx + "_b"))])
     add("_SUCCESS part row count wrong", f"rows_{name}_tbl", [folder_fault(tbl_fx, f"rows_{name}_tbl", m_manifest(_rows_part))])
     add("_SUCCESS is a directory", f"sdir_{name}_tbl", [folder_fault(tbl_fx, f"sdir_{name}_tbl", m_success_dir)])
-    add("_SUCCESS invalid JSON", f"sjson_{name}_tbl", [folder_fault(tbl_fx, f"sjson_{name}_tbl", m_success_text("{\"format\": "))])
+    add("_SUCCESS invalid JSON", f"sjson_{name}_tbl", [folder_fault(tbl_fx, f"sjson_{name}_tbl", m_success_text('{"format": '))])
     add("missing part", f"mpart_{name}_tbl", [folder_fault(tbl_fx, f"mpart_{name}_tbl", m_delete("last part"))])
-    add("no _SUCCESS (a plain Parquet folder)", f"nosucc_{name}_tbl", [folder_fault(tbl_fx, f"nosucc_{name}_tbl", m_delete("_SUCCESS"))],
-        EITHER)
+    add(
+        "no _SUCCESS (a plain Parquet folder)",
+        f"nosucc_{name}_tbl",
+        [folder_fault(tbl_fx, f"nosucc_{name}_tbl", m_delete("_SUCCESS"))],
+        EITHER,
+    )
     add("stray extra file in the folder", f"stray_{name}_tbl", [folder_fault(tbl_fx, f"stray_{name}_tbl", m_stray)], OK, ())
     return F
 
@@ -539,12 +740,17 @@ def release_faults(rel_fx: str, tag: str, tamper: Callable | None, tamper_expect
     add("_SUCCESS part row count wrong", f"rows_{tag}", [folder_fault(rel_fx, f"rows_{tag}", m_manifest(_rows_part))])
     add("_SUCCESS total row count wrong", f"total_{tag}", [folder_fault(rel_fx, f"total_{tag}", m_manifest(_rows_total))])
     add("_SUCCESS is a directory", f"sdir_{tag}", [folder_fault(rel_fx, f"sdir_{tag}", m_success_dir)])
-    add("_SUCCESS invalid JSON", f"sjson_{tag}", [folder_fault(rel_fx, f"sjson_{tag}", m_success_text("{\"format\""))])
+    add("_SUCCESS invalid JSON", f"sjson_{tag}", [folder_fault(rel_fx, f"sjson_{tag}", m_success_text('{"format"'))])
     add("missing part", f"mpart_{tag}", [folder_fault(rel_fx, f"mpart_{tag}", m_delete("last part"))])
     add("stray extra file in the release", f"stray_{tag}", [folder_fault(rel_fx, f"stray_{tag}", m_stray)], EITHER, ())
     if tamper is not None:
-        add("manifest claims other parameters", f"tamper_{tag}", [folder_fault(rel_fx, f"tamper_{tag}", m_manifest(tamper))],
-            tamper_expect, ())
+        add(
+            "manifest claims other parameters",
+            f"tamper_{tag}",
+            [folder_fault(rel_fx, f"tamper_{tag}", m_manifest(tamper))],
+            tamper_expect,
+            (),
+        )
     return F
 
 
@@ -595,7 +801,9 @@ OPTION_CONTEXT: dict[tuple[str, str], Callable[[list[str]], list[str]]] = {
     ("emask choose", "--s0"): lambda a: drop_opt(a, "--data"),
     ("sketch", "--k"): lambda a: drop_opt(a, "--delta"),
     ("sketch evaluate", "--k"): lambda a: drop_opt(a, "--delta"),
-    ("sketch evaluate", "--neighbors"): lambda a: [x.replace("{W}/tx_pq", "{W}/labeled_pq") for x in set_opt(a, "--task", "both")],
+    ("sketch evaluate", "--neighbors"): lambda a: [
+        x.replace("{W}/tx_pq", "{W}/labeled_pq") for x in set_opt(a, "--task", "both")
+    ],
     ("anonymize", "--l"): lambda a: a,
     ("anonymize", "--c"): lambda a: set_opt(set_opt(a, "--l", "2"), "--l-kind", "recursive"),
     ("access-control", "--c"): lambda a: set_opt(set_opt(a, "--l", "2"), "--l-kind", "recursive"),
@@ -609,11 +817,17 @@ OPTION_CONTEXT: dict[tuple[str, str], Callable[[list[str]], list[str]]] = {
 }
 SKIP_OPTIONS = {"--workers"}
 #: options shared by many commands are tried on a few of them only (the same parser)
-SHARED_ON = {"--rows-per-file": {"emask distort", "anonymize", "krimp generate"},
-             "--min-count": {"mine", "krimp compress", "emask audit"},
-             "--max-candidates": {"mine", "krimp compress"}}
+SHARED_ON = {
+    "--rows-per-file": {"emask distort", "anonymize", "krimp generate"},
+    "--min-count": {"mine", "krimp compress", "emask audit"},
+    "--max-candidates": {"mine", "krimp compress"},
+}
 EXTRA_OUTPUT_CASES_ON = {"convert", "mine", "emask distort", "condense", "anonymize", "krimp compress", "report"}
-EXTRA_KEY_CASES_ON = {"emask distort", "anonymize", "generate quest"}  # global: tested once on info (never "huge": it would start that many processes)
+EXTRA_KEY_CASES_ON = {
+    "emask distort",
+    "anonymize",
+    "generate quest",
+}  # global: tested once on info (never "huge": it would start that many processes)
 CAP_WORDS = ("--max-", "rows-per", "--m-max", "--target-bytes", "--partition-rows")
 
 
@@ -641,8 +855,12 @@ def numeric_options() -> dict[str, list[tuple[str, Any]]]:
             if not isinstance(p, click.Option) or p.is_flag or not p.opts[0].startswith("--"):
                 continue
             t = p.type
-            numeric = isinstance(t, (click.types.IntParamType, click.types.FloatParamType)) or \
-                type(t).__name__ in ("IntRange", "FloatRange", "IntParamType", "FloatParamType")
+            numeric = isinstance(t, (click.types.IntParamType, click.types.FloatParamType)) or type(t).__name__ in (
+                "IntRange",
+                "FloatRange",
+                "IntParamType",
+                "FloatParamType",
+            )
             if numeric or p.opts[0] in ("--min-support",):
                 opts.append((p.opts[0], t))
         out[name] = opts
@@ -650,18 +868,22 @@ def numeric_options() -> dict[str, list[tuple[str, Any]]]:
 
 
 STATIC_OPTIONS = {
-    "convert": ["--partitions", "--target-bytes"], "mine": ["--min-support", "--max-length", "--max-itemsets", "--min-confidence"],
+    "convert": ["--partitions", "--target-bytes"],
+    "mine": ["--min-support", "--max-length", "--max-itemsets", "--min-confidence"],
     "emask choose": ["--s0", "--min-support", "--privacy-floor", "--q-min"],
     "emask distort": ["--p", "--q", "--privacy-floor", "--rows-per-file"],
-    "emask mine": ["--p", "--q", "--min-support", "--max-length", "--prune-margin"], "emask audit": ["--min-support", "--p", "--q"],
+    "emask mine": ["--p", "--q", "--min-support", "--max-length", "--prune-margin"],
+    "emask audit": ["--min-support", "--p", "--q"],
     "sketch": ["--delta", "--k", "--m-max", "--rows-per-file"],
     "sketch evaluate": ["--delta", "--k", "--m-max", "--neighbors", "--clusters"],
     "condense": ["--privacy-level", "--rows-per-partition", "--rows-per-file"],
     "anonymize": ["--k", "--l", "--c", "--max-suppression", "--rows-per-file"],
-    "access-control": ["--k", "--l", "--c", "--rows-per-file"], "km-anonymize": ["--k", "--m", "--fan-out", "--rows-per-file"],
+    "access-control": ["--k", "--l", "--c", "--rows-per-file"],
+    "km-anonymize": ["--k", "--m", "--fan-out", "--rows-per-file"],
     "krimp compress": ["--min-support", "--max-len", "--max-candidates"],
     "krimp generate": ["--min-support", "--laplace", "--rows", "--max-len", "--max-candidates", "--rows-per-file"],
-    "krimp ds": ["--min-support", "--max-candidates"], "generate quest": ["--partition-rows"],
+    "krimp ds": ["--min-support", "--max-candidates"],
+    "generate quest": ["--partition-rows"],
 }
 
 
@@ -700,8 +922,17 @@ def build_corpus(has_unshare: bool) -> list[Case]:
 
     # -------------------------------------------------- inputs: transactions
     full = ["info", "convert", "mine", "sketch"]
-    reduced = ["emask distort", "km-anonymize", "krimp compress", "emask choose", "emask mine", "sketch evaluate", "krimp generate",
-               "krimp ds", "emask audit"]
+    reduced = [
+        "emask distort",
+        "km-anonymize",
+        "krimp compress",
+        "emask choose",
+        "emask mine",
+        "sketch evaluate",
+        "krimp generate",
+        "krimp ds",
+        "emask audit",
+    ]
     for detail, rel, setups, expect, needles, g in tx_faults():
         for command in full + reduced:
             if command in reduced and detail not in REDUCED_TX:
@@ -713,9 +944,10 @@ def build_corpus(has_unshare: bool) -> list[Case]:
     # -------------------------------------------------- inputs: tables
     anon_num = lambda a: set_opt(a, "--dtype", "age=int")  # noqa: E731 - age typed so "abc" is an error
     for command, short, csv_fx, tbl_fx, sep, col, last, edit in [
-            ("condense", "ecoli", "ecoli.csv", "ecoli_tbl", b",", "mcg", "class", None),
-            ("anonymize", "people", "people.csv", "people_tbl", b",", "age", "diagnosis", anon_num),
-            ("access-control", "adult", "adult.csv", "adult_tbl", b";", "age", "salary-class", None)]:
+        ("condense", "ecoli", "ecoli.csv", "ecoli_tbl", b",", "mcg", "class", None),
+        ("anonymize", "people", "people.csv", "people_tbl", b",", "age", "diagnosis", anon_num),
+        ("access-control", "adult", "adult.csv", "adult_tbl", b";", "age", "salary-class", None),
+    ]:
         for detail, rel, setups, expect, needles, g, ed in table_faults(short, csv_fx, tbl_fx, sep, col, last, edit):
             b.add(command, "input", detail, slot_over={"IN": (rel, setups)}, expect=expect, needles=needles, globals=g, edit=ed)
 
@@ -727,22 +959,71 @@ def build_corpus(has_unshare: bool) -> list[Case]:
             if detail.startswith(inside) or any(w in detail for w in inside):
                 # a failed check names the file or manifest field inside the release: that is precise enough
                 needles = ((rel, "part-0", "_SUCCESS", "manifest"),) if needles else needles
-            b.add("verify", f"input {tag} release", detail, slot_over={"IN": (rel, setups)}, expect=expect, needles=needles,
-                  globals=g)
-            b.add("report", f"input {tag} release", detail, slot_over={"IN": (rel, setups)}, expect=expect, needles=needles,
-                  globals=g)
+            b.add(
+                "verify",
+                f"input {tag} release",
+                detail,
+                slot_over={"IN": (rel, setups)},
+                expect=expect,
+                needles=needles,
+                globals=g,
+            )
+            b.add(
+                "report",
+                f"input {tag} release",
+                detail,
+                slot_over={"IN": (rel, setups)},
+                expect=expect,
+                needles=needles,
+                globals=g,
+            )
     for detail, rel, setups, expect, needles, g in release_faults("emask_rel", "dist_rel", None, E):
-        if detail in ("missing release", "binary garbage", "truncated parquet part", "missing part", "_SUCCESS invalid JSON",
-                      "part swapped from another release", "stray extra file in the release"):
-            b.add("emask audit", "input DISTORTED", detail, slot_over={"IN2": (rel, setups)}, expect=expect, needles=needles,
-                  globals=g)
-            b.add("emask mine", "input release", detail, slot_over={"IN": (rel, setups)}, expect=expect, needles=needles,
-                  globals=g, edit=lambda a: drop_opt(drop_opt(a, "--p"), "--q"))
-    b.add("verify", "input emask release", "bit-flipped part with --no-checksums",
-          slot_over={"IN": ("flipn_emask_rel", [folder_fault("emask_rel", "flipn_emask_rel", m_flip)])}, expect=EITHER,
-          needles=("flipn_emask_rel",), edit=lambda a: a + ["--no-checksums"])
-    b.add("report", "conflict", "no --out on a release that has its report",
-          edit=lambda a: drop_opt(a, "--out"), expect=E, needles=(("--overwrite", "already exists"),), out=None)
+        if detail in (
+            "missing release",
+            "binary garbage",
+            "truncated parquet part",
+            "missing part",
+            "_SUCCESS invalid JSON",
+            "part swapped from another release",
+            "stray extra file in the release",
+        ):
+            b.add(
+                "emask audit",
+                "input DISTORTED",
+                detail,
+                slot_over={"IN2": (rel, setups)},
+                expect=expect,
+                needles=needles,
+                globals=g,
+            )
+            b.add(
+                "emask mine",
+                "input release",
+                detail,
+                slot_over={"IN": (rel, setups)},
+                expect=expect,
+                needles=needles,
+                globals=g,
+                edit=lambda a: drop_opt(drop_opt(a, "--p"), "--q"),
+            )
+    b.add(
+        "verify",
+        "input emask release",
+        "bit-flipped part with --no-checksums",
+        slot_over={"IN": ("flipn_emask_rel", [folder_fault("emask_rel", "flipn_emask_rel", m_flip)])},
+        expect=EITHER,
+        needles=("flipn_emask_rel",),
+        edit=lambda a: a + ["--no-checksums"],
+    )
+    b.add(
+        "report",
+        "conflict",
+        "no --out on a release that has its report",
+        edit=lambda a: drop_opt(a, "--out"),
+        expect=E,
+        needles=(("--overwrite", "already exists"),),
+        out=None,
+    )
 
     # -------------------------------------------------- side files: permissions, schema, hierarchies, --original
     perm_ok = lambda FX: fx(FX, "perms.json").read_bytes()  # noqa: E731
@@ -752,75 +1033,177 @@ def build_corpus(has_unshare: bool) -> list[Case]:
             d = json.loads(perm_ok(FX))
             fn(d)
             return json.dumps(d).encode()
+
         return make
 
     for detail, rel, data, exp, needles in [
-            ("missing permissions file", "nope_perms.json", None, E, None),
-            ("empty permissions file", "empty_perms.json", b"", E, None),
-            ("permissions is a directory", "adir_perms.json", "DIR", E, None),
-            ("binary garbage permissions", "garbage_perms.json", garbage(seed=31), E, None),
-            ("invalid JSON permissions", "badjson_perms.json", b'{"permissions": [', E, None),
-            ("permissions JSON of the wrong shape", "shape_perms.json", b"[1, 2, 3]", E, None),
-            ("permission on an unknown attribute", "col_perms.json",
-             perms_with(lambda d: d["permissions"][0].update(where={BAD_COL: [1, 2]})), E, (BAD_COL,)),
-            ("permission bound is text", "bound_perms.json", perms_with(lambda d: d["permissions"][0].update(bound="lots")), E,
-             (("bound", "bound_perms.json"),)),
-            ("permission without a role", "role_perms.json", perms_with(lambda d: d["permissions"][0].pop("role")), E,
-             (("role", "role_perms.json"),)),
-            ("permission range reversed", "rev_perms.json",
-             perms_with(lambda d: d["permissions"][0].update(where={"age": [25, 17]})), EITHER, (("age", "rev_perms.json"),))]:
+        ("missing permissions file", "nope_perms.json", None, E, None),
+        ("empty permissions file", "empty_perms.json", b"", E, None),
+        ("permissions is a directory", "adir_perms.json", "DIR", E, None),
+        ("binary garbage permissions", "garbage_perms.json", garbage(seed=31), E, None),
+        ("invalid JSON permissions", "badjson_perms.json", b'{"permissions": [', E, None),
+        ("permissions JSON of the wrong shape", "shape_perms.json", b"[1, 2, 3]", E, None),
+        (
+            "permission on an unknown attribute",
+            "col_perms.json",
+            perms_with(lambda d: d["permissions"][0].update(where={BAD_COL: [1, 2]})),
+            E,
+            (BAD_COL,),
+        ),
+        (
+            "permission bound is text",
+            "bound_perms.json",
+            perms_with(lambda d: d["permissions"][0].update(bound="lots")),
+            E,
+            (("bound", "bound_perms.json"),),
+        ),
+        (
+            "permission without a role",
+            "role_perms.json",
+            perms_with(lambda d: d["permissions"][0].pop("role")),
+            E,
+            (("role", "role_perms.json"),),
+        ),
+        (
+            "permission range reversed",
+            "rev_perms.json",
+            perms_with(lambda d: d["permissions"][0].update(where={"age": [25, 17]})),
+            EITHER,
+            (("age", "rev_perms.json"),),
+        ),
+    ]:
         setups = [] if data is None else [make_dir(rel)] if data == "DIR" else [write_file(rel, data)]
-        b.add("access-control", "permissions", detail, slot_over={"PERM": (rel, setups)}, expect=exp,
-              needles=needles or (rel,))
-    schema_cases = [("missing schema file", "nope_schema.json", None, (("nope_schema.json",),)),
-                    ("schema is a directory", "adir_schema.json", "DIR", ("adir_schema.json",)),
-                    ("invalid JSON schema", "bad_schema.json", b'{"age": ', ("bad_schema.json",)),
-                    ("schema names an unknown column", "col_schema.json", json.dumps({BAD_COL: "int"}).encode(), (BAD_COL,)),
-                    ("schema with an unknown type", "type_schema.json", json.dumps({"age": "complex"}).encode(), ("complex",))]
+        b.add("access-control", "permissions", detail, slot_over={"PERM": (rel, setups)}, expect=exp, needles=needles or (rel,))
+    schema_cases = [
+        ("missing schema file", "nope_schema.json", None, (("nope_schema.json",),)),
+        ("schema is a directory", "adir_schema.json", "DIR", ("adir_schema.json",)),
+        ("invalid JSON schema", "bad_schema.json", b'{"age": ', ("bad_schema.json",)),
+        ("schema names an unknown column", "col_schema.json", json.dumps({BAD_COL: "int"}).encode(), (BAD_COL,)),
+        ("schema with an unknown type", "type_schema.json", json.dumps({"age": "complex"}).encode(), ("complex",)),
+    ]
     for detail, rel, data, needles in schema_cases:
         setups = [] if data is None else [make_dir(rel)] if data == "DIR" else [write_file(rel, data)]
-        b.add("anonymize", "schema", detail, setups=setups, edit=lambda a, r=rel: a + ["--schema", "{W}/" + r], expect=E,
-              needles=needles)
+        b.add(
+            "anonymize",
+            "schema",
+            detail,
+            setups=setups,
+            edit=lambda a, r=rel: a + ["--schema", "{W}/" + r],
+            expect=E,
+            needles=needles,
+        )
     zip_h = lambda FX: b"\n".join(fx(FX, "people_hierarchy_zip.csv").read_bytes().split(b"\n")[:3])  # noqa: E731
-    for detail, rel, data in [("missing hierarchy file", "nope_h.csv", None), ("empty hierarchy file", "empty_h.csv", b""),
-                              ("hierarchy is a directory", "adir_h.csv", "DIR"),
-                              ("binary garbage hierarchy", "garbage_h.csv", garbage(seed=41)),
-                              ("hierarchy missing most values", "short_h.csv", zip_h)]:
+    for detail, rel, data in [
+        ("missing hierarchy file", "nope_h.csv", None),
+        ("empty hierarchy file", "empty_h.csv", b""),
+        ("hierarchy is a directory", "adir_h.csv", "DIR"),
+        ("binary garbage hierarchy", "garbage_h.csv", garbage(seed=41)),
+        ("hierarchy missing most values", "short_h.csv", zip_h),
+    ]:
         setups = [] if data is None else [make_dir(rel)] if data == "DIR" else [write_file(rel, data)]
-        b.add("anonymize", "hierarchy", detail, setups=setups, edit=lambda a, r=rel: a + ["--hierarchy", "zip={W}/" + r],
-              expect=E, needles=((rel, "zip"),))
+        b.add(
+            "anonymize",
+            "hierarchy",
+            detail,
+            setups=setups,
+            edit=lambda a, r=rel: a + ["--hierarchy", "zip={W}/" + r],
+            expect=E,
+            needles=((rel, "zip"),),
+        )
     km_h_short = lambda FX: b"\n".join(fx(FX, "km_h.csv").read_bytes().split(b"\n")[:6])  # noqa: E731
-    for detail, rel, data in [("missing hierarchy file", "nope_kh.csv", None), ("empty hierarchy file", "empty_kh.csv", b""),
-                              ("hierarchy is a directory", "adir_kh.csv", "DIR"),
-                              ("binary garbage hierarchy", "garbage_kh.csv", garbage(seed=42)),
-                              ("hierarchy missing most items", "short_kh.csv", km_h_short)]:
+    for detail, rel, data in [
+        ("missing hierarchy file", "nope_kh.csv", None),
+        ("empty hierarchy file", "empty_kh.csv", b""),
+        ("hierarchy is a directory", "adir_kh.csv", "DIR"),
+        ("binary garbage hierarchy", "garbage_kh.csv", garbage(seed=42)),
+        ("hierarchy missing most items", "short_kh.csv", km_h_short),
+    ]:
         setups = [] if data is None else [make_dir(rel)] if data == "DIR" else [write_file(rel, data)]
-        b.add("km-anonymize", "hierarchy", detail, setups=setups,
-              edit=lambda a, r=rel: drop_opt(a, "--fan-out") + ["--hierarchy", "{W}/" + r], expect=E, needles=(rel,))
-    b.add("anonymize", "hierarchy", "--hierarchies names a missing folder", edit=lambda a: a + ["--hierarchies", "{W}/nope_hdir"],
-          expect=E, needles=("nope_hdir",))
-    b.add("anonymize", "hierarchy", "--hierarchies names a file", setups=[write_file("file_hdir", "x")],
-          edit=lambda a: a + ["--hierarchies", "{W}/file_hdir"], expect=E, needles=("file_hdir",))
-    b.add("anonymize", "hierarchy", "interval spec is malformed", edit=lambda a: a + ["--hierarchy", "age=interval:0:x:10"],
-          expect=E, needles=(("--hierarchy", "age"),))
-    b.add("anonymize", "hierarchy", "interval of width 0", edit=lambda a: a + ["--dtype", "age=int", "--hierarchy", "age=interval:0:100:0"],
-          expect=E, needles=(("--hierarchy", "age", "width"),))
+        b.add(
+            "km-anonymize",
+            "hierarchy",
+            detail,
+            setups=setups,
+            edit=lambda a, r=rel: drop_opt(a, "--fan-out") + ["--hierarchy", "{W}/" + r],
+            expect=E,
+            needles=(rel,),
+        )
+    b.add(
+        "anonymize",
+        "hierarchy",
+        "--hierarchies names a missing folder",
+        edit=lambda a: a + ["--hierarchies", "{W}/nope_hdir"],
+        expect=E,
+        needles=("nope_hdir",),
+    )
+    b.add(
+        "anonymize",
+        "hierarchy",
+        "--hierarchies names a file",
+        setups=[write_file("file_hdir", "x")],
+        edit=lambda a: a + ["--hierarchies", "{W}/file_hdir"],
+        expect=E,
+        needles=("file_hdir",),
+    )
+    b.add(
+        "anonymize",
+        "hierarchy",
+        "interval spec is malformed",
+        edit=lambda a: a + ["--hierarchy", "age=interval:0:x:10"],
+        expect=E,
+        needles=(("--hierarchy", "age"),),
+    )
+    b.add(
+        "anonymize",
+        "hierarchy",
+        "interval of width 0",
+        edit=lambda a: a + ["--dtype", "age=int", "--hierarchy", "age=interval:0:100:0"],
+        expect=E,
+        needles=(("--hierarchy", "age", "width"),),
+    )
     for command, rel_fx, detail, orig, setups, exp, needles in [
-            ("verify", "emask_rel", "--original is missing", "{W}/nope_orig.dat", [], E, ("nope_orig.dat",)),
-            ("verify", "emask_rel", "--original is another dataset", "{W}/tx2_pq", [copy_fx("tx2_pq")], E, (("original", "tx2_pq"),)),
-            ("verify", "emask_rel", "--original is binary garbage", "{W}/garbage_orig.dat",
-             [write_file("garbage_orig.dat", garbage(seed=51))], E, ("garbage_orig.dat",)),
-            ("verify", "people_rel", "--original is another table", "{W}/people_b.csv", [copy_fx("people_b.csv")], E,
-             (("original", "people_b.csv"),)),
-            ("report", "people_rel", "--original is missing", "{W}/nope_orig.csv", [], E, ("nope_orig.csv",)),
-            ("report", "people_rel", "--original is a transaction dataset", "{W}/tx_pq", [copy_fx("tx_pq")], E, ("tx_pq",))]:
-        b.add(command, "original", detail, slot_over={"IN": (rel_fx, [copy_fx(rel_fx)])}, setups=setups,
-              edit=lambda a, o=orig: a + ["--original", o], expect=exp, needles=needles)
+        ("verify", "emask_rel", "--original is missing", "{W}/nope_orig.dat", [], E, ("nope_orig.dat",)),
+        ("verify", "emask_rel", "--original is another dataset", "{W}/tx2_pq", [copy_fx("tx2_pq")], E, (("original", "tx2_pq"),)),
+        (
+            "verify",
+            "emask_rel",
+            "--original is binary garbage",
+            "{W}/garbage_orig.dat",
+            [write_file("garbage_orig.dat", garbage(seed=51))],
+            E,
+            ("garbage_orig.dat",),
+        ),
+        (
+            "verify",
+            "people_rel",
+            "--original is another table",
+            "{W}/people_b.csv",
+            [copy_fx("people_b.csv")],
+            E,
+            (("original", "people_b.csv"),),
+        ),
+        ("report", "people_rel", "--original is missing", "{W}/nope_orig.csv", [], E, ("nope_orig.csv",)),
+        ("report", "people_rel", "--original is a transaction dataset", "{W}/tx_pq", [copy_fx("tx_pq")], E, ("tx_pq",)),
+    ]:
+        b.add(
+            command,
+            "original",
+            detail,
+            slot_over={"IN": (rel_fx, [copy_fx(rel_fx)])},
+            setups=setups,
+            edit=lambda a, o=orig: a + ["--original", o],
+            expect=exp,
+            needles=needles,
+        )
 
     # -------------------------------------------------- key files
-    key_faults = [("random bytes", "key_rand.bin", garbage(32, seed=61)), ("empty", "key_empty.txt", b""),
-                  ("a directory", "key_dir", "DIR"), ("text, not a key", "key_text.txt", b"my secret passphrase\n"),
-                  ("in a missing folder", "nodir/key.txt", None)]
+    key_faults = [
+        ("random bytes", "key_rand.bin", garbage(32, seed=61)),
+        ("empty", "key_empty.txt", b""),
+        ("a directory", "key_dir", "DIR"),
+        ("text, not a key", "key_text.txt", b"my secret passphrase\n"),
+        ("in a missing folder", "nodir/key.txt", None),
+    ]
     for command, cmd in CMDS.items():
         if not cmd.key:
             continue
@@ -828,8 +1211,16 @@ def build_corpus(has_unshare: bool) -> list[Case]:
             if detail in ("text, not a key", "in a missing folder") and command not in EXTRA_KEY_CASES_ON:
                 continue
             setups = [] if data is None else [make_dir(rel)] if data == "DIR" else [write_file(rel, data)]
-            b.add(command, "key file", f"--key-file {detail}", setups=setups, globals=["--key-file", "{W}/" + rel],
-                  expect=E, needles=((Path(rel).name, "--key-file"),), key_global=False)
+            b.add(
+                command,
+                "key file",
+                f"--key-file {detail}",
+                setups=setups,
+                globals=["--key-file", "{W}/" + rel],
+                expect=E,
+                needles=((Path(rel).name, "--key-file"),),
+                key_global=False,
+            )
 
     # -------------------------------------------------- numeric options: 0, -1, huge, nan, text
     found = numeric_options()
@@ -846,91 +1237,239 @@ def build_corpus(has_unshare: bool) -> list[Case]:
             extra = [copy_fx("labeled_pq")] if (command, flag) == ("sketch evaluate", "--neighbors") else []
             for (label, raw), e in zip(VALUES, exp):
                 value = value_for(label, raw, t)
-                b.add(command, "option", f"{flag} {label} ({value})",
-                      edit=lambda a, f=flag, v=value, c=ctx: set_opt(c(a), f, v), expect=code[e], needles=(flag,), setups=extra)
-    for label, spec, e, field_ in [("T0", "T0.I2.D500.N50", E, "T"), ("T-1", "T-1.I2.D500.N50", E, "T"),
-                                   ("D huge", "T5.I2.D1000000000000.N50", EITHER, "D"), ("Tnan", "Tnan.I2.D500.N50", E, "T"),
-                                   ("text", "abc", E, "abc"), ("I > T", "T2.I9.D500.N50", EITHER, "I"), ("N0", "T5.I2.D500.N0", E, "N")]:
+                b.add(
+                    command,
+                    "option",
+                    f"{flag} {label} ({value})",
+                    edit=lambda a, f=flag, v=value, c=ctx: set_opt(c(a), f, v),
+                    expect=code[e],
+                    needles=(flag,),
+                    setups=extra,
+                )
+    for label, spec, e, field_ in [
+        ("T0", "T0.I2.D500.N50", E, "T"),
+        ("T-1", "T-1.I2.D500.N50", E, "T"),
+        ("D huge", "T5.I2.D1000000000000.N50", EITHER, "D"),
+        ("Tnan", "Tnan.I2.D500.N50", E, "T"),
+        ("text", "abc", E, "abc"),
+        ("I > T", "T2.I9.D500.N50", EITHER, "I"),
+        ("N0", "T5.I2.D500.N0", E, "N"),
+    ]:
         # the spec itself, or the field at fault ("T (average transaction size) must be ...")
-        b.add("generate quest", "option", f"SPEC {label} ({spec})",
-              edit=lambda a, s=spec: [s if x == "T5.I2.D500.N50" else x for x in a], expect=e,
-              needles=((spec, f"{field_} (", f"{field_}="),))
-    for label, spec in [("0:3", "0:3"), ("-1:3", "-1:3"), ("3:huge", "3:1000000000000"), ("nan:3", "nan:3"), ("text", "abc"),
-                        ("reversed 5:2", "5:2"), ("empty", "")]:
-        b.add("condense", "option", f"--privacy-range {label}",
-              edit=lambda a, s=spec: set_opt(drop_opt(a, "--privacy-level"), "--privacy-range", s), expect=E,
-              needles=("--privacy-range",))
+        b.add(
+            "generate quest",
+            "option",
+            f"SPEC {label} ({spec})",
+            edit=lambda a, s=spec: [s if x == "T5.I2.D500.N50" else x for x in a],
+            expect=e,
+            needles=((spec, f"{field_} (", f"{field_}="),),
+        )
+    for label, spec in [
+        ("0:3", "0:3"),
+        ("-1:3", "-1:3"),
+        ("3:huge", "3:1000000000000"),
+        ("nan:3", "nan:3"),
+        ("text", "abc"),
+        ("reversed 5:2", "5:2"),
+        ("empty", ""),
+    ]:
+        b.add(
+            "condense",
+            "option",
+            f"--privacy-range {label}",
+            edit=lambda a, s=spec: set_opt(drop_opt(a, "--privacy-level"), "--privacy-range", s),
+            expect=E,
+            needles=("--privacy-range",),
+        )
     for label, value in [("0", "0"), ("-1", "-1"), ("nan", "nan"), ("text", "abc")]:
-        b.add("info", "global option", f"--workers {label}", globals=["--workers", value], expect=E, needles=("--workers",),
-              cluster=False)
-    b.add("info", "global option", "--scheduler unreachable address", globals=["--scheduler", "tcp://127.0.0.1:9"], expect=E,
-          needles=(("127.0.0.1:9", "--scheduler"),), cluster=False)
-    b.add("info", "global option", "--scheduler missing scheduler file", globals=["--scheduler", "{W}/nope_sched.json"], expect=E,
-          needles=(("nope_sched.json", "--scheduler"),), cluster=False)
-    b.add("info", "global option", "--scheduler garbage scheduler file", setups=[write_file("bad_sched.json", garbage(64, 71))],
-          globals=["--scheduler", "{W}/bad_sched.json"], expect=E, needles=(("bad_sched.json", "--scheduler"),), cluster=False)
-    b.add("info", "global option", "--storage-option without =", globals=["--storage-option", "novalue"], expect=E,
-          needles=("--storage-option",))
-    b.add("info", "global option", "--storage-option unknown key", globals=["--storage-option", "bogus_key=1"], expect=EITHER,
-          needles=(("bogus_key", "--storage-option"),))
+        b.add(
+            "info",
+            "global option",
+            f"--workers {label}",
+            globals=["--workers", value],
+            expect=E,
+            needles=("--workers",),
+            cluster=False,
+        )
+    b.add(
+        "info",
+        "global option",
+        "--scheduler unreachable address",
+        globals=["--scheduler", "tcp://127.0.0.1:9"],
+        expect=E,
+        needles=(("127.0.0.1:9", "--scheduler"),),
+        cluster=False,
+    )
+    b.add(
+        "info",
+        "global option",
+        "--scheduler missing scheduler file",
+        globals=["--scheduler", "{W}/nope_sched.json"],
+        expect=E,
+        needles=(("nope_sched.json", "--scheduler"),),
+        cluster=False,
+    )
+    b.add(
+        "info",
+        "global option",
+        "--scheduler garbage scheduler file",
+        setups=[write_file("bad_sched.json", garbage(64, 71))],
+        globals=["--scheduler", "{W}/bad_sched.json"],
+        expect=E,
+        needles=(("bad_sched.json", "--scheduler"),),
+        cluster=False,
+    )
+    b.add(
+        "info",
+        "global option",
+        "--storage-option without =",
+        globals=["--storage-option", "novalue"],
+        expect=E,
+        needles=("--storage-option",),
+    )
+    b.add(
+        "info",
+        "global option",
+        "--storage-option unknown key",
+        globals=["--storage-option", "bogus_key=1"],
+        expect=EITHER,
+        needles=(("bogus_key", "--storage-option"),),
+    )
 
     # -------------------------------------------------- unknown columns and conflicting options
     col = BAD_COL
     for command, detail, edit in [
-            ("condense", "--columns names an unknown column", lambda a: set_opt(a, "--columns", f"mcg,{col}")),
-            ("condense", "--privacy-column names an unknown column",
-             lambda a: set_opt(drop_opt(a, "--privacy-level"), "--privacy-column", col)),
-            ("condense", "--dtype names an unknown column", lambda a: a + ["--dtype", f"{col}=int"]),
-            ("anonymize", "--qi names an unknown column", lambda a: set_opt(a, "--qi", f"age,sex,zip,{col}")),
-            ("anonymize", "--sensitive names an unknown column", lambda a: set_opt(a, "--sensitive", col)),
-            ("anonymize", "--identifier names an unknown column", lambda a: set_opt(a, "--identifier", f"name,{col}")),
-            ("anonymize", "--insensitive names an unknown column", lambda a: a + ["--insensitive", col]),
-            ("anonymize", "--allow-unique names an unknown column", lambda a: a + ["--allow-unique", col]),
-            ("anonymize", "--hierarchy for an unknown column", lambda a: a + ["--hierarchy", f"{col}=interval:0:100:10"]),
-            ("anonymize", "--dtype names an unknown column", lambda a: a + ["--dtype", f"{col}=int"]),
-            ("access-control", "--qi names an unknown column", lambda a: set_opt(a, "--qi", f"{ADULT_QI},{col}")),
-            ("access-control", "--sensitive names an unknown column", lambda a: set_opt(a, "--sensitive", col)),
-            ("access-control", "--dtype names an unknown column", lambda a: a + ["--dtype", f"{col}=int"]),
-            ("sketch evaluate", "--label-column names an unknown column",
-             lambda a: set_opt(set_opt(a, "--task", "classify"), "--label-column", col))]:
+        ("condense", "--columns names an unknown column", lambda a: set_opt(a, "--columns", f"mcg,{col}")),
+        (
+            "condense",
+            "--privacy-column names an unknown column",
+            lambda a: set_opt(drop_opt(a, "--privacy-level"), "--privacy-column", col),
+        ),
+        ("condense", "--dtype names an unknown column", lambda a: a + ["--dtype", f"{col}=int"]),
+        ("anonymize", "--qi names an unknown column", lambda a: set_opt(a, "--qi", f"age,sex,zip,{col}")),
+        ("anonymize", "--sensitive names an unknown column", lambda a: set_opt(a, "--sensitive", col)),
+        ("anonymize", "--identifier names an unknown column", lambda a: set_opt(a, "--identifier", f"name,{col}")),
+        ("anonymize", "--insensitive names an unknown column", lambda a: a + ["--insensitive", col]),
+        ("anonymize", "--allow-unique names an unknown column", lambda a: a + ["--allow-unique", col]),
+        ("anonymize", "--hierarchy for an unknown column", lambda a: a + ["--hierarchy", f"{col}=interval:0:100:10"]),
+        ("anonymize", "--dtype names an unknown column", lambda a: a + ["--dtype", f"{col}=int"]),
+        ("access-control", "--qi names an unknown column", lambda a: set_opt(a, "--qi", f"{ADULT_QI},{col}")),
+        ("access-control", "--sensitive names an unknown column", lambda a: set_opt(a, "--sensitive", col)),
+        ("access-control", "--dtype names an unknown column", lambda a: a + ["--dtype", f"{col}=int"]),
+        (
+            "sketch evaluate",
+            "--label-column names an unknown column",
+            lambda a: set_opt(set_opt(a, "--task", "classify"), "--label-column", col),
+        ),
+    ]:
         b.add(command, "unknown column", detail, edit=edit, expect=E, needles=(col,))
-    b.add("verify", "unknown column", "--dtype names an unknown column of --original", slot_over={"IN": ("people_rel", [copy_fx("people_rel")])},
-          setups=[copy_fx("people.csv")], edit=lambda a: a + ["--original", "{W}/people.csv", "--dtype", f"{col}=int"], expect=E,
-          needles=(col,))
-    b.add("report", "unknown column", "--dtype names an unknown column of --original",
-          setups=[copy_fx("people.csv")], edit=lambda a: a + ["--original", "{W}/people.csv", "--dtype", f"{col}=int"], expect=E,
-          needles=(col,))
-    b.add("anonymize", "unknown column", "a column without a role (diagnosis)", edit=lambda a: drop_opt(a, "--sensitive"),
-          expect=E, needles=("diagnosis",))
+    b.add(
+        "verify",
+        "unknown column",
+        "--dtype names an unknown column of --original",
+        slot_over={"IN": ("people_rel", [copy_fx("people_rel")])},
+        setups=[copy_fx("people.csv")],
+        edit=lambda a: a + ["--original", "{W}/people.csv", "--dtype", f"{col}=int"],
+        expect=E,
+        needles=(col,),
+    )
+    b.add(
+        "report",
+        "unknown column",
+        "--dtype names an unknown column of --original",
+        setups=[copy_fx("people.csv")],
+        edit=lambda a: a + ["--original", "{W}/people.csv", "--dtype", f"{col}=int"],
+        expect=E,
+        needles=(col,),
+    )
+    b.add(
+        "anonymize",
+        "unknown column",
+        "a column without a role (diagnosis)",
+        edit=lambda a: drop_opt(a, "--sensitive"),
+        expect=E,
+        needles=("diagnosis",),
+    )
 
     conflicts: list[tuple[str, str, Callable, str, tuple]] = [
         ("sketch", "--delta and --k together", lambda a: a + ["--k", "3"], E, (("--delta", "--k"),)),
         ("sketch", "neither --delta nor --k", lambda a: drop_opt(a, "--delta"), E, (("--delta", "--k"),)),
         ("sketch evaluate", "--sweep with --delta", lambda a: a + ["--sweep", "delta=0.5,1"], E, (("--sweep", "--delta"),)),
         ("sketch evaluate", "--plot without --sweep", lambda a: a + ["--plot", "{W}/front.svg"], E, (("--plot", "--sweep"),)),
-        ("sketch evaluate", "--sweep of an unknown parameter", lambda a: drop_opt(a, "--delta") + ["--sweep", "x=1,2"], E,
-         ("--sweep",)),
+        (
+            "sketch evaluate",
+            "--sweep of an unknown parameter",
+            lambda a: drop_opt(a, "--delta") + ["--sweep", "x=1,2"],
+            E,
+            ("--sweep",),
+        ),
         ("sketch evaluate", "--sweep with no values", lambda a: drop_opt(a, "--delta") + ["--sweep", "delta="], E, ("--sweep",)),
-        ("sketch evaluate", "--sweep with text values", lambda a: drop_opt(a, "--delta") + ["--sweep", "delta=abc"], E, ("--sweep",)),
-        ("sketch evaluate", "--sweep with negative values", lambda a: drop_opt(a, "--delta") + ["--sweep", "delta=-1,0.5"], E,
-         (("--sweep", "delta"),)),
-        ("sketch evaluate", "--plot with an unknown extension",
-         lambda a: drop_opt(a, "--delta") + ["--sweep", "delta=0.5,1", "--plot", "{W}/front.xyz"], E, (("front.xyz", "--plot"),)),
-        ("sketch evaluate", "--task classify on data without labels", lambda a: set_opt(a, "--task", "classify"), E,
-         (("label", "--label-column"),)),
-        ("condense", "--privacy-level with --privacy-range", lambda a: a + ["--privacy-range", "2:4"], E,
-         (("--privacy-level", "--privacy-range"),)),
-        ("condense", "none of the privacy options", lambda a: drop_opt(a, "--privacy-level"), E,
-         (("--privacy-level", "--privacy-range", "--privacy-column"),)),
-        ("condense", "--privacy-column with --privacy-level", lambda a: a + ["--privacy-column", "gvh"], E,
-         (("--privacy-column", "--privacy-level"),)),
+        (
+            "sketch evaluate",
+            "--sweep with text values",
+            lambda a: drop_opt(a, "--delta") + ["--sweep", "delta=abc"],
+            E,
+            ("--sweep",),
+        ),
+        (
+            "sketch evaluate",
+            "--sweep with negative values",
+            lambda a: drop_opt(a, "--delta") + ["--sweep", "delta=-1,0.5"],
+            E,
+            (("--sweep", "delta"),),
+        ),
+        (
+            "sketch evaluate",
+            "--plot with an unknown extension",
+            lambda a: drop_opt(a, "--delta") + ["--sweep", "delta=0.5,1", "--plot", "{W}/front.xyz"],
+            E,
+            (("front.xyz", "--plot"),),
+        ),
+        (
+            "sketch evaluate",
+            "--task classify on data without labels",
+            lambda a: set_opt(a, "--task", "classify"),
+            E,
+            (("label", "--label-column"),),
+        ),
+        (
+            "condense",
+            "--privacy-level with --privacy-range",
+            lambda a: a + ["--privacy-range", "2:4"],
+            E,
+            (("--privacy-level", "--privacy-range"),),
+        ),
+        (
+            "condense",
+            "none of the privacy options",
+            lambda a: drop_opt(a, "--privacy-level"),
+            E,
+            (("--privacy-level", "--privacy-range", "--privacy-column"),),
+        ),
+        (
+            "condense",
+            "--privacy-column with --privacy-level",
+            lambda a: a + ["--privacy-column", "gvh"],
+            E,
+            (("--privacy-column", "--privacy-level"),),
+        ),
         ("condense", "--columns on a text column", lambda a: set_opt(a, "--columns", "mcg,class"), E, ("class",)),
-        ("condense", "--privacy-level larger than the data", lambda a: set_opt(a, "--privacy-level", "5000"), E,
-         ("--privacy-level",)),
+        (
+            "condense",
+            "--privacy-level larger than the data",
+            lambda a: set_opt(a, "--privacy-level", "5000"),
+            E,
+            ("--privacy-level",),
+        ),
         ("anonymize", "a column both --qi and --identifier", lambda a: set_opt(a, "--identifier", "name,age"), E, ("age",)),
         ("anonymize", "a column both --qi and --sensitive", lambda a: set_opt(a, "--sensitive", "age"), E, ("age",)),
-        ("anonymize", "--l without --sensitive",
-         lambda a: drop_opt(a, "--sensitive") + ["--insensitive", "diagnosis", "--l", "2"], E, (("--l", "--sensitive"),)),
+        (
+            "anonymize",
+            "--l without --sensitive",
+            lambda a: drop_opt(a, "--sensitive") + ["--insensitive", "diagnosis", "--l", "2"],
+            E,
+            (("--l", "--sensitive"),),
+        ),
         ("anonymize", "--c without --l-kind recursive", lambda a: a + ["--l", "2", "--c", "3"], EITHER, (("--c", "--l-kind"),)),
         ("anonymize", "--k larger than the data", lambda a: set_opt(a, "--k", "5000"), E, ("--k",)),
         ("anonymize", "--l larger than the sensitive values", lambda a: a + ["--l", "50"], E, ("--l",)),
@@ -939,119 +1478,322 @@ def build_corpus(has_unshare: bool) -> list[Case]:
         ("anonymize", "--dtype age=bool on numbers", lambda a: a + ["--dtype", "age=bool"], E, ("age",)),
         ("anonymize", "--dtype with an unknown type", lambda a: a + ["--dtype", "age=complex"], E, (("complex", "--dtype"),)),
         ("anonymize", "--dtype without =", lambda a: a + ["--dtype", "age"], E, ("--dtype",)),
-        ("anonymize", "same --hierarchy twice",
-         lambda a: a + ["--hierarchy", "age=interval:0:100:10", "--hierarchy", "age=interval:0:100:5", "--dtype", "age=int"], E,
-         (("age", "--hierarchy"),)),
-        ("anonymize", "lattice without hierarchies", lambda a: set_opt(a, "--method", "lattice"), EITHER, (("--hierarchy", "age"),)),
+        (
+            "anonymize",
+            "same --hierarchy twice",
+            lambda a: a + ["--hierarchy", "age=interval:0:100:10", "--hierarchy", "age=interval:0:100:5", "--dtype", "age=int"],
+            E,
+            (("age", "--hierarchy"),),
+        ),
+        (
+            "anonymize",
+            "lattice without hierarchies",
+            lambda a: set_opt(a, "--method", "lattice"),
+            EITHER,
+            (("--hierarchy", "age"),),
+        ),
         ("anonymize", "--keep-suppressed with mondrian", lambda a: a + ["--keep-suppressed"], EITHER, ("--keep-suppressed",)),
-        ("access-control", "--l without --sensitive",
-         lambda a: drop_opt(a, "--sensitive") + ["--insensitive", "salary-class", "--l", "2"], E, (("--l", "--sensitive"),)),
+        (
+            "access-control",
+            "--l without --sensitive",
+            lambda a: drop_opt(a, "--sensitive") + ["--insensitive", "salary-class", "--l", "2"],
+            E,
+            (("--l", "--sensitive"),),
+        ),
         ("access-control", "age not typed (range on text)", lambda a: drop_opt(a, "--dtype"), E, (("age", "--dtype"),)),
         ("access-control", "--k larger than the data", lambda a: set_opt(a, "--k", "5000"), E, ("--k",)),
-        ("km-anonymize", "--hierarchy with --fan-out", lambda a: a + ["--hierarchy", "{W}/km_h.csv"], E,
-         (("--hierarchy", "--fan-out"),)),
-        ("km-anonymize", "neither --hierarchy nor --fan-out", lambda a: drop_opt(a, "--fan-out"), E, (("--hierarchy", "--fan-out"),)),
+        (
+            "km-anonymize",
+            "--hierarchy with --fan-out",
+            lambda a: a + ["--hierarchy", "{W}/km_h.csv"],
+            E,
+            (("--hierarchy", "--fan-out"),),
+        ),
+        (
+            "km-anonymize",
+            "neither --hierarchy nor --fan-out",
+            lambda a: drop_opt(a, "--fan-out"),
+            E,
+            (("--hierarchy", "--fan-out"),),
+        ),
         ("km-anonymize", "--k 1 without --allow-weak", lambda a: set_opt(a, "--k", "1"), E, (("--k", "--allow-weak"),)),
-        ("mine", "--rules-out without --rules", lambda a: a + ["--rules-out", "{W}/rules.parquet"], EITHER, (("--rules-out", "--rules"),)),
-        ("mine", "--out and --rules-out the same file", lambda a: a + ["--rules", "--rules-out", "{W}/itemsets.parquet"], E,
-         (("--rules-out", "--out", "itemsets.parquet"),)),
-        ("mine", "--min-support and --min-count together", lambda a: a + ["--min-count", "5"], E, (("--min-support", "--min-count"),)),
+        (
+            "mine",
+            "--rules-out without --rules",
+            lambda a: a + ["--rules-out", "{W}/rules.parquet"],
+            EITHER,
+            (("--rules-out", "--rules"),),
+        ),
+        (
+            "mine",
+            "--out and --rules-out the same file",
+            lambda a: a + ["--rules", "--rules-out", "{W}/itemsets.parquet"],
+            E,
+            (("--rules-out", "--out", "itemsets.parquet"),),
+        ),
+        (
+            "mine",
+            "--min-support and --min-count together",
+            lambda a: a + ["--min-count", "5"],
+            E,
+            (("--min-support", "--min-count"),),
+        ),
         ("mine", "no --min-support", lambda a: drop_opt(a, "--min-support"), E, ("--min-support",)),
         ("mine", "--format fimi on a parquet folder", lambda a: a + ["--format", "fimi"], E, (("tx_pq", "--format", "fimi"),)),
-        ("convert", "--partitions with --target-bytes", lambda a: a + ["--partitions", "2", "--target-bytes", "1000"], EITHER,
-         (("--partitions", "--target-bytes"),)),
+        (
+            "convert",
+            "--partitions with --target-bytes",
+            lambda a: a + ["--partitions", "2", "--target-bytes", "1000"],
+            EITHER,
+            (("--partitions", "--target-bytes"),),
+        ),
         ("convert", "--from fimi on a parquet folder", lambda a: a + ["--from", "fimi"], E, (("tx_pq", "--from"),)),
-        ("convert", "--to fimi with text item labels",
-         lambda a: [x.replace("{W}/tx_pq", "{W}/tx_str.csv") for x in a] + ["--to", "fimi"], E, (("fimi", "FIMI", "--to"),)),
+        (
+            "convert",
+            "--to fimi with text item labels",
+            lambda a: [x.replace("{W}/tx_pq", "{W}/tx_str.csv") for x in a] + ["--to", "fimi"],
+            E,
+            (("fimi", "FIMI", "--to"),),
+        ),
         ("convert", "--to an unknown format", lambda a: a + ["--to", "xml"], E, ("--to",)),
         ("emask choose", "--s0 with --data", lambda a: a + ["--s0", "0.2"], E, (("--s0", "--data"),)),
         ("emask choose", "neither --s0 nor --data", lambda a: drop_opt(a, "--data"), E, (("--s0", "--data"),)),
         ("emask distort", "p + q = 1", lambda a: set_opt(set_opt(a, "--p", "0.5"), "--q", "0.5"), E, (("--p", "--q"),)),
-        ("emask distort", "no distortion without --allow-weak",
-         lambda a: [x for x in set_opt(set_opt(a, "--p", "1"), "--q", "1") if x != "--allow-weak"], E,
-         (("--allow-weak", "--p", "privacy"),)),
+        (
+            "emask distort",
+            "no distortion without --allow-weak",
+            lambda a: [x for x in set_opt(set_opt(a, "--p", "1"), "--q", "1") if x != "--allow-weak"],
+            E,
+            (("--allow-weak", "--p", "privacy"),),
+        ),
         ("emask distort", "p > 1", lambda a: set_opt(a, "--p", "1.5"), E, ("--p",)),
-        ("emask mine", "plain data without --p/--q",
-         lambda a: [x.replace("{W}/emask_rel", "{W}/tx_pq") for x in drop_opt(drop_opt(a, "--p"), "--q")], E, (("--p", "--q"),)),
-        ("emask mine", "--p without --q on plain data",
-         lambda a: [x.replace("{W}/emask_rel", "{W}/tx_pq") for x in drop_opt(a, "--q")], E, (("--p", "--q"),)),
-        ("emask audit", "plain DISTORTED without --p/--q", lambda a: [x.replace("{W}/emask_rel", "{W}/tx_pq") for x in a], E,
-         (("--p", "--q"),)),
+        (
+            "emask mine",
+            "plain data without --p/--q",
+            lambda a: [x.replace("{W}/emask_rel", "{W}/tx_pq") for x in drop_opt(drop_opt(a, "--p"), "--q")],
+            E,
+            (("--p", "--q"),),
+        ),
+        (
+            "emask mine",
+            "--p without --q on plain data",
+            lambda a: [x.replace("{W}/emask_rel", "{W}/tx_pq") for x in drop_opt(a, "--q")],
+            E,
+            (("--p", "--q"),),
+        ),
+        (
+            "emask audit",
+            "plain DISTORTED without --p/--q",
+            lambda a: [x.replace("{W}/emask_rel", "{W}/tx_pq") for x in a],
+            E,
+            (("--p", "--q"),),
+        ),
         ("krimp generate", "--exclude with text items", lambda a: a + ["--exclude", "a,b"], E, ("--exclude",)),
         ("krimp generate", "--exclude with unknown items", lambda a: a + ["--exclude", "998,999"], EITHER, ("--exclude",)),
-        ("krimp generate", "support below the floor without --allow-weak", lambda a: set_opt(a, "--min-support", "0.005"), E,
-         (("--allow-weak", "--min-support"),)),
-        ("krimp compress", "support of 1 (every itemset)", lambda a: set_opt(a, "--min-support", "1"), EITHER, ("--min-support",)),
-        ("generate quest", "spec with unknown letters", lambda a: [("X10.Y4" if x == "T5.I2.D500.N50" else x) for x in a], E,
-         ("X10.Y4",)),
+        (
+            "krimp generate",
+            "support below the floor without --allow-weak",
+            lambda a: set_opt(a, "--min-support", "0.005"),
+            E,
+            (("--allow-weak", "--min-support"),),
+        ),
+        (
+            "krimp compress",
+            "support of 1 (every itemset)",
+            lambda a: set_opt(a, "--min-support", "1"),
+            EITHER,
+            ("--min-support",),
+        ),
+        (
+            "generate quest",
+            "spec with unknown letters",
+            lambda a: [("X10.Y4" if x == "T5.I2.D500.N50" else x) for x in a],
+            E,
+            ("X10.Y4",),
+        ),
         ("report", "--audience unknown", lambda a: a + ["--audience", "everyone"], E, ("--audience",)),
     ]
-    extra_files = {("km-anonymize", "--hierarchy with --fan-out"): "km_h.csv",
-                   ("convert", "--to fimi with text item labels"): "tx_str.csv",
-                   ("emask mine", "plain data without --p/--q"): "tx_pq", ("emask mine", "--p without --q on plain data"): "tx_pq"}
+    extra_files = {
+        ("km-anonymize", "--hierarchy with --fan-out"): "km_h.csv",
+        ("convert", "--to fimi with text item labels"): "tx_str.csv",
+        ("emask mine", "plain data without --p/--q"): "tx_pq",
+        ("emask mine", "--p without --q on plain data"): "tx_pq",
+    }
     for command, detail, edit, exp, needles in conflicts:
         f = extra_files.get((command, detail))
         b.add(command, "conflict", detail, edit=edit, expect=exp, needles=needles, setups=[copy_fx(f)] if f else [])
 
     # -------------------------------------------------- outputs
     out_cmds: dict[str, dict] = {c: {} for c, cmd in CMDS.items() if cmd.out}
-    out_cmds["sketch evaluate"] = {"argv": CMDS["sketch evaluate"].argv[:2] + ["{IN}", "--sweep", "delta=0.5,1", "--plot", "{OUT}",
-                                                                             "--task", "cluster"], "out": "front.svg"}
+    out_cmds["sketch evaluate"] = {
+        "argv": CMDS["sketch evaluate"].argv[:2] + ["{IN}", "--sweep", "delta=0.5,1", "--plot", "{OUT}", "--task", "cluster"],
+        "out": "front.svg",
+    }
     file_outputs = {"mine", "emask mine", "krimp compress", "sketch evaluate"}
-    same_kind = {"convert": "tx_pq", "emask distort": "emask_rel", "sketch": "sketch_rel", "condense": "ecoli_rel",
-                 "anonymize": "people_rel", "access-control": "people_rel", "km-anonymize": "km_rel", "krimp generate": "krimp_rel",
-                 "report": None, "generate quest": "tx_pq"}
+    same_kind = {
+        "convert": "tx_pq",
+        "emask distort": "emask_rel",
+        "sketch": "sketch_rel",
+        "condense": "ecoli_rel",
+        "anonymize": "people_rel",
+        "access-control": "people_rel",
+        "km-anonymize": "km_rel",
+        "krimp generate": "krimp_rel",
+        "report": None,
+        "generate quest": "tx_pq",
+    }
     for command, over in out_cmds.items():
         out_rel = over.get("out", CMDS[command].out)
         argv = over.get("argv")
         kw = {"argv": argv, "out": out_rel} if argv else {}
         chk = "exists" if command == "sketch evaluate" else "default"
         ob = Path(out_rel).name
-        b.add(command, "output", "exists as a file", setups=[write_file(out_rel, "keep me\n")], expect=E,
-              needles=((ob,),), guard=["{W}/" + out_rel], **kw)
+        b.add(
+            command,
+            "output",
+            "exists as a file",
+            setups=[write_file(out_rel, "keep me\n")],
+            expect=E,
+            needles=((ob,),),
+            guard=["{W}/" + out_rel],
+            **kw,
+        )
         into_dir = EITHER if command == "report" else E  # report --out DIR writes report.html/json into a folder
-        b.add(command, "output", "exists as a ppdm folder", setups=[copy_fx("tx_pq", out_rel)], expect=into_dir, needles=(ob,),
-              guard=["{W}/" + out_rel], **kw)
-        b.add(command, "output", "exists as a foreign folder with precious.txt",
-              setups=[make_dir(out_rel, {"precious.txt": "keep me\n"})], expect=into_dir, needles=(ob,), guard=["{W}/" + out_rel],
-              **kw)
-        b.add(command, "output", "--overwrite onto a foreign folder with precious.txt",
-              setups=[make_dir(out_rel, {"precious.txt": "keep me\n"})], expect=EITHER, needles=(ob,),
-              guard=["{W}/" + out_rel + "/precious.txt"], check=chk,
-              edit=lambda a: a + ["--overwrite"], **kw)
+        b.add(
+            command,
+            "output",
+            "exists as a ppdm folder",
+            setups=[copy_fx("tx_pq", out_rel)],
+            expect=into_dir,
+            needles=(ob,),
+            guard=["{W}/" + out_rel],
+            **kw,
+        )
+        b.add(
+            command,
+            "output",
+            "exists as a foreign folder with precious.txt",
+            setups=[make_dir(out_rel, {"precious.txt": "keep me\n"})],
+            expect=into_dir,
+            needles=(ob,),
+            guard=["{W}/" + out_rel],
+            **kw,
+        )
+        b.add(
+            command,
+            "output",
+            "--overwrite onto a foreign folder with precious.txt",
+            setups=[make_dir(out_rel, {"precious.txt": "keep me\n"})],
+            expect=EITHER,
+            needles=(ob,),
+            guard=["{W}/" + out_rel + "/precious.txt"],
+            check=chk,
+            edit=lambda a: a + ["--overwrite"],
+            **kw,
+        )
         if command in EXTRA_OUTPUT_CASES_ON:
-            b.add(command, "output", "exists as an empty folder", setups=[make_dir(out_rel)], expect=EITHER, needles=(ob,),
-                  check=chk, **kw)
-            b.add(command, "output", "stale temporary folder beside it",
-                  setups=[make_dir(out_rel + TMP_MARK + "0123456789ab", {"junk": "x"})], expect=OK, check=chk, **kw)
+            b.add(
+                command,
+                "output",
+                "exists as an empty folder",
+                setups=[make_dir(out_rel)],
+                expect=EITHER,
+                needles=(ob,),
+                check=chk,
+                **kw,
+            )
+            b.add(
+                command,
+                "output",
+                "stale temporary folder beside it",
+                setups=[make_dir(out_rel + TMP_MARK + "0123456789ab", {"junk": "x"})],
+                expect=OK,
+                check=chk,
+                **kw,
+            )
         parent_kw = dict(kw)
         parent_kw["out"] = "afile/" + out_rel
         if argv:
             parent_kw["argv"] = argv
-        b.add(command, "output", "parent is a file", setups=[write_file("afile", "keep me\n")], expect=E, needles=(("afile", ob),),
-              guard=["{W}/afile"], **parent_kw)
+        b.add(
+            command,
+            "output",
+            "parent is a file",
+            setups=[write_file("afile", "keep me\n")],
+            expect=E,
+            needles=(("afile", ob),),
+            guard=["{W}/afile"],
+            **parent_kw,
+        )
         ro_kw = dict(kw)
         ro_kw["out"] = "ro_dir/" + out_rel
         if argv:
             ro_kw["argv"] = argv
         if has_unshare or os.geteuid() != 0:
-            b.add(command, "output", "under a read-only folder", setups=[make_dir("ro_dir")], expect=E, needles=(("ro_dir", ob),),
-                  readonly="{W}/ro_dir", **ro_kw)
+            b.add(
+                command,
+                "output",
+                "under a read-only folder",
+                setups=[make_dir("ro_dir")],
+                expect=E,
+                needles=(("ro_dir", ob),),
+                readonly="{W}/ro_dir",
+                **ro_kw,
+            )
         kind = same_kind.get(command)
         if command in file_outputs:
-            b.add(command, "output", "--overwrite an existing output file", setups=[write_file(out_rel, "old\n")], expect=OK,
-                  check=chk, edit=lambda a: a + ["--overwrite"], **kw)
+            b.add(
+                command,
+                "output",
+                "--overwrite an existing output file",
+                setups=[write_file(out_rel, "old\n")],
+                expect=OK,
+                check=chk,
+                edit=lambda a: a + ["--overwrite"],
+                **kw,
+            )
         elif kind:
-            b.add(command, "output", "--overwrite an existing ppdm dataset", setups=[copy_fx(kind, out_rel)], expect=OK,
-                  check=chk, edit=lambda a: a + ["--overwrite"], **kw)
-    b.add("anonymize", "output", "csv release: file exists", setups=[write_file("rel.csv", "keep\n")], out="rel.csv", expect=E,
-          needles=("rel.csv",), guard=["{W}/rel.csv"])
-    b.add("anonymize", "output", "csv release: sidecar manifest exists", setups=[write_file("rel.csv.manifest.json", "{}")],
-          out="rel.csv", expect=E, needles=(("rel.csv",),), guard=["{W}/rel.csv.manifest.json"])
+            b.add(
+                command,
+                "output",
+                "--overwrite an existing ppdm dataset",
+                setups=[copy_fx(kind, out_rel)],
+                expect=OK,
+                check=chk,
+                edit=lambda a: a + ["--overwrite"],
+                **kw,
+            )
+    b.add(
+        "anonymize",
+        "output",
+        "csv release: file exists",
+        setups=[write_file("rel.csv", "keep\n")],
+        out="rel.csv",
+        expect=E,
+        needles=("rel.csv",),
+        guard=["{W}/rel.csv"],
+    )
+    b.add(
+        "anonymize",
+        "output",
+        "csv release: sidecar manifest exists",
+        setups=[write_file("rel.csv.manifest.json", "{}")],
+        out="rel.csv",
+        expect=E,
+        needles=(("rel.csv",),),
+        guard=["{W}/rel.csv.manifest.json"],
+    )
     for command, check in [("convert", "info"), ("emask distort", "verify"), ("km-anonymize", "verify")]:
-        b.add(command, "output", "output is the input (--overwrite)",
-              edit=lambda a: [x.replace("{W}/rel", "{W}/tx_pq").replace("{W}/out_pq", "{W}/tx_pq") for x in a] + ["--overwrite"],
-              expect=EITHER, out="tx_pq", check=check, needles=("tx_pq",))
+        b.add(
+            command,
+            "output",
+            "output is the input (--overwrite)",
+            edit=lambda a: [x.replace("{W}/rel", "{W}/tx_pq").replace("{W}/out_pq", "{W}/tx_pq") for x in a] + ["--overwrite"],
+            expect=EITHER,
+            out="tx_pq",
+            check=check,
+            needles=("tx_pq",),
+        )
 
     # -------------------------------------------------- valid controls
     V = lambda command, detail, **kw: b.add(command, "valid", detail, expect=OK, **kw)  # noqa: E731
@@ -1060,12 +1802,21 @@ def build_corpus(has_unshare: bool) -> list[Case]:
     V("info", "basket csv of integers", slot_over={"IN": ("tx.csv", [copy_fx("tx.csv")])})
     V("info", "basket csv of names", slot_over={"IN": ("tx_str.csv", [copy_fx("tx_str.csv")])})
     V("info", "gzipped fimi (bundled sample)", slot_over={"IN": ("iris.dat.gz", [copy_fx("iris.dat.gz")])})
-    V("info", "--format fimi on a file without extension", slot_over={"IN": ("tx_noext", [copy_fx("tx.dat", "tx_noext")])},
-      edit=lambda a: a + ["--format", "fimi"])
+    V(
+        "info",
+        "--format fimi on a file without extension",
+        slot_over={"IN": ("tx_noext", [copy_fx("tx.dat", "tx_noext")])},
+        edit=lambda a: a + ["--format", "fimi"],
+    )
     V("info", "--json", globals=["--json"])
     V("convert", "parquet to fimi", out="out.dat")
     V("convert", "parquet to basket csv", out="out.csv")
-    V("convert", "fimi to parquet, 3 partitions", slot_over={"IN": ("tx.dat", [copy_fx("tx.dat")])}, edit=lambda a: a + ["--partitions", "3"])
+    V(
+        "convert",
+        "fimi to parquet, 3 partitions",
+        slot_over={"IN": ("tx.dat", [copy_fx("tx.dat")])},
+        edit=lambda a: a + ["--partitions", "3"],
+    )
     V("convert", "csv of names to parquet", slot_over={"IN": ("tx_str.csv", [copy_fx("tx_str.csv")])})
     V("mine", "itemsets")
     V("mine", "with rules", edit=lambda a: a + ["--rules", "--rules-out", "{W}/rules.parquet"])
@@ -1083,27 +1834,53 @@ def build_corpus(has_unshare: bool) -> list[Case]:
     V("sketch", "k-variance", edit=lambda a: drop_opt(a, "--delta") + ["--k", "3"])
     V("sketch", "explicit anonymize subcommand", edit=lambda a: ["sketch", "anonymize"] + a[1:])
     V("sketch evaluate", "cluster task")
-    V("sketch evaluate", "both tasks on labelled data", slot_over={"IN": ("labeled_pq", [copy_fx("labeled_pq")])},
-      edit=lambda a: set_opt(a, "--task", "both"))
-    V("sketch evaluate", "sweep with plot", edit=lambda a: drop_opt(a, "--delta") + ["--sweep", "delta=0.5,1", "--plot", "{W}/front.svg"])
+    V(
+        "sketch evaluate",
+        "both tasks on labelled data",
+        slot_over={"IN": ("labeled_pq", [copy_fx("labeled_pq")])},
+        edit=lambda a: set_opt(a, "--task", "both"),
+    )
+    V(
+        "sketch evaluate",
+        "sweep with plot",
+        edit=lambda a: drop_opt(a, "--delta") + ["--sweep", "delta=0.5,1", "--plot", "{W}/front.svg"],
+    )
     V("condense", "privacy level")
     V("condense", "privacy range", edit=lambda a: set_opt(drop_opt(a, "--privacy-level"), "--privacy-range", "2:4"))
     V("condense", "dynamic", edit=lambda a: a + ["--dynamic"])
     V("condense", "ppdm table input", slot_over={"IN": ("ecoli_tbl", [copy_fx("ecoli_tbl")])})
     V("anonymize", "mondrian")
     V("anonymize", "csv release", out="rel.csv")
-    V("anonymize", "lattice with hierarchies", setups=[copy_fx("people_hierarchy_zip.csv"), copy_fx("people_hierarchy_sex.csv")],
-      edit=lambda a: set_opt(a, "--method", "lattice") + ["--dtype", "age=int", "--hierarchy", "age=interval:0:100:10", "--hierarchy",
-                                                          "zip={W}/people_hierarchy_zip.csv", "--hierarchy",
-                                                          "sex={W}/people_hierarchy_sex.csv"])
+    V(
+        "anonymize",
+        "lattice with hierarchies",
+        setups=[copy_fx("people_hierarchy_zip.csv"), copy_fx("people_hierarchy_sex.csv")],
+        edit=lambda a: (
+            set_opt(a, "--method", "lattice")
+            + [
+                "--dtype",
+                "age=int",
+                "--hierarchy",
+                "age=interval:0:100:10",
+                "--hierarchy",
+                "zip={W}/people_hierarchy_zip.csv",
+                "--hierarchy",
+                "sex={W}/people_hierarchy_sex.csv",
+            ]
+        ),
+    )
     V("anonymize", "ppdm table input", slot_over={"IN": ("people_tbl", [copy_fx("people_tbl")])})
     V("anonymize", "l-diversity", edit=lambda a: a + ["--l", "2"])
     V("access-control", "release")
     V("access-control", "ppdm table input", slot_over={"IN": ("adult_tbl", [copy_fx("adult_tbl")])})
     V("access-control", "report only (no --out)", edit=lambda a: drop_opt(a, "--out"), out=None)
     V("km-anonymize", "fan-out")
-    V("km-anonymize", "hierarchy file", setups=[copy_fx("km_h.csv")],
-      edit=lambda a: drop_opt(a, "--fan-out") + ["--hierarchy", "{W}/km_h.csv"])
+    V(
+        "km-anonymize",
+        "hierarchy file",
+        setups=[copy_fx("km_h.csv")],
+        edit=lambda a: drop_opt(a, "--fan-out") + ["--hierarchy", "{W}/km_h.csv"],
+    )
     V("km-anonymize", "direct anonymization (DA)", edit=lambda a: a + ["--method", "DA"])
     V("krimp compress", "code table")
     V("krimp compress", "closed candidates", edit=lambda a: a + ["--closed"])
@@ -1114,12 +1891,22 @@ def build_corpus(has_unshare: bool) -> list[Case]:
     for rel in ["emask_rel", "people_rel", "ecoli_rel", "sketch_rel", "km_rel", "krimp_rel"]:
         V("verify", rel, slot_over={"IN": (rel, [copy_fx(rel)])})
     V("verify", "emask_rel --original", setups=[copy_fx("tx_pq")], edit=lambda a: a + ["--original", "{W}/tx_pq"])
-    V("verify", "people_rel --original", slot_over={"IN": ("people_rel", [copy_fx("people_rel")])}, setups=[copy_fx("people.csv")],
-      edit=lambda a: a + ["--original", "{W}/people.csv"])
+    V(
+        "verify",
+        "people_rel --original",
+        slot_over={"IN": ("people_rel", [copy_fx("people_rel")])},
+        setups=[copy_fx("people.csv")],
+        edit=lambda a: a + ["--original", "{W}/people.csv"],
+    )
     V("report", "people_rel")
     V("report", "emask_rel", slot_over={"IN": ("emask_rel", [copy_fx("emask_rel")])})
-    V("report", "ecoli_rel --original", slot_over={"IN": ("ecoli_rel", [copy_fx("ecoli_rel")])}, setups=[copy_fx("ecoli.csv")],
-      edit=lambda a: a + ["--original", "{W}/ecoli.csv"])
+    V(
+        "report",
+        "ecoli_rel --original",
+        slot_over={"IN": ("ecoli_rel", [copy_fx("ecoli_rel")])},
+        setups=[copy_fx("ecoli.csv")],
+        edit=lambda a: a + ["--original", "{W}/ecoli.csv"],
+    )
     V("report", "external audience", edit=lambda a: a + ["--audience", "external"])
     V("generate quest", "T5.I2.D500.N50")
     V("generate quest", "--partition-rows", edit=lambda a: a + ["--partition-rows", "100"])
@@ -1167,8 +1954,11 @@ def build_fixtures(FX: Path, jobs: int) -> dict[str, str]:
     # ---- hand-made ppdm-table folders (the folder protocol: parts + a _SUCCESS manifest listing them)
     def table_folder(csv_name: str, dst: str, sep: str) -> None:
         header = (FX / csv_name).read_text().splitlines()[0].split(sep)
-        t = pacsv.read_csv(FX / csv_name, parse_options=pacsv.ParseOptions(delimiter=sep),
-                           convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header}))
+        t = pacsv.read_csv(
+            FX / csv_name,
+            parse_options=pacsv.ParseOptions(delimiter=sep),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in header}),
+        )
         d = FX / dst
         d.mkdir()
         parts, half = [], t.num_rows // 2
@@ -1179,13 +1969,30 @@ def build_fixtures(FX: Path, jobs: int) -> dict[str, str]:
             name = f"part-{i:05d}.parquet"
             (d / name).write_bytes(data)
             parts.append({"file": name, "rows": n, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
-        (d / "_SUCCESS").write_text(json.dumps({"format": "ppdm-table", "version": 2, "n_records": t.num_rows,
-                                                "columns": t.column_names, "partitions": parts, "files": []}, indent=1))
+        (d / "_SUCCESS").write_text(
+            json.dumps(
+                {
+                    "format": "ppdm-table",
+                    "version": 2,
+                    "n_records": t.num_rows,
+                    "columns": t.column_names,
+                    "partitions": parts,
+                    "files": [],
+                },
+                indent=1,
+            )
+        )
 
     ecoli_lines = sample_path("ecoli").read_text().splitlines()
     (FX / "ecoli_b.csv").write_text("\n".join([ecoli_lines[0]] + ecoli_lines[1:200]) + "\n")
-    for csv_name, dst, sep in [("people.csv", "people_tbl", ","), ("people_b.csv", "people_tbl_b", ","), ("ecoli.csv", "ecoli_tbl", ","),
-                               ("ecoli_b.csv", "ecoli_tbl_b", ","), ("adult.csv", "adult_tbl", ";"), ("adult_b.csv", "adult_tbl_b", ";")]:
+    for csv_name, dst, sep in [
+        ("people.csv", "people_tbl", ","),
+        ("people_b.csv", "people_tbl_b", ","),
+        ("ecoli.csv", "ecoli_tbl", ","),
+        ("ecoli_b.csv", "ecoli_tbl_b", ","),
+        ("adult.csv", "adult_tbl", ";"),
+        ("adult_b.csv", "adult_tbl_b", ";"),
+    ]:
         try:
             table_folder(csv_name, dst, sep)
         except Exception as exc:  # noqa: BLE001
@@ -1196,21 +2003,79 @@ def build_fixtures(FX: Path, jobs: int) -> dict[str, str]:
     P = [PPDM, "--scheduler", "threads", "--no-progress"]
     K = ["--key-file", str(FX / "key.txt")]
     stages = [
-        {"tx_pq": P + ["convert", str(FX / "tx.dat"), str(FX / "tx_pq"), "--partitions", "2"],
-         "tx2_pq": P + ["convert", str(FX / "bms150.dat"), str(FX / "tx2_pq"), "--partitions", "2"],
-         "people_rel": P + K + ["anonymize", str(FX / "people.csv"), str(FX / "people_rel"), *PEOPLE_ROLES, "--k", "5",
-                                "--method", "mondrian", "--rows-per-file", "100"],
-         "people_rel_b": P + K + ["anonymize", str(FX / "people_b.csv"), str(FX / "people_rel_b"), *PEOPLE_ROLES, "--k", "6",
-                                  "--method", "mondrian", "--rows-per-file", "100"],
-         "labeled_pq": P + K + ["generate", "quest", "C5.I2.D300.N50", str(FX / "labeled_pq")],
-         "ecoli_rel": P + K + ["condense", str(FX / "ecoli.csv"), str(FX / "ecoli_rel"), "--columns", "mcg,gvh", "--privacy-level", "3"]},
-        {"emask_rel": P + K + ["emask", "distort", str(FX / "tx_pq"), str(FX / "emask_rel"), "--p", "0.5", "--q", "0.97",
-                               "--allow-weak", "--rows-per-file", "75"],
-         "emask_rel_b": P + K + ["emask", "distort", str(FX / "tx2_pq"), str(FX / "emask_rel_b"), "--p", "0.6", "--q", "0.95",
-                                 "--allow-weak", "--rows-per-file", "75"],
-         "sketch_rel": P + K + ["sketch", str(FX / "tx_pq"), str(FX / "sketch_rel"), "--delta", "0.5"],
-         "km_rel": P + K + ["km-anonymize", str(FX / "tx_pq"), str(FX / "km_rel"), "--k", "5", "--fan-out", "5"],
-         "krimp_rel": P + K + ["krimp", "generate", str(FX / "tx_pq"), str(FX / "krimp_rel"), "--min-support", "0.02", "--no-scores"]},
+        {
+            "tx_pq": P + ["convert", str(FX / "tx.dat"), str(FX / "tx_pq"), "--partitions", "2"],
+            "tx2_pq": P + ["convert", str(FX / "bms150.dat"), str(FX / "tx2_pq"), "--partitions", "2"],
+            "people_rel": P
+            + K
+            + [
+                "anonymize",
+                str(FX / "people.csv"),
+                str(FX / "people_rel"),
+                *PEOPLE_ROLES,
+                "--k",
+                "5",
+                "--method",
+                "mondrian",
+                "--rows-per-file",
+                "100",
+            ],
+            "people_rel_b": P
+            + K
+            + [
+                "anonymize",
+                str(FX / "people_b.csv"),
+                str(FX / "people_rel_b"),
+                *PEOPLE_ROLES,
+                "--k",
+                "6",
+                "--method",
+                "mondrian",
+                "--rows-per-file",
+                "100",
+            ],
+            "labeled_pq": P + K + ["generate", "quest", "C5.I2.D300.N50", str(FX / "labeled_pq")],
+            "ecoli_rel": P
+            + K
+            + ["condense", str(FX / "ecoli.csv"), str(FX / "ecoli_rel"), "--columns", "mcg,gvh", "--privacy-level", "3"],
+        },
+        {
+            "emask_rel": P
+            + K
+            + [
+                "emask",
+                "distort",
+                str(FX / "tx_pq"),
+                str(FX / "emask_rel"),
+                "--p",
+                "0.5",
+                "--q",
+                "0.97",
+                "--allow-weak",
+                "--rows-per-file",
+                "75",
+            ],
+            "emask_rel_b": P
+            + K
+            + [
+                "emask",
+                "distort",
+                str(FX / "tx2_pq"),
+                str(FX / "emask_rel_b"),
+                "--p",
+                "0.6",
+                "--q",
+                "0.95",
+                "--allow-weak",
+                "--rows-per-file",
+                "75",
+            ],
+            "sketch_rel": P + K + ["sketch", str(FX / "tx_pq"), str(FX / "sketch_rel"), "--delta", "0.5"],
+            "km_rel": P + K + ["km-anonymize", str(FX / "tx_pq"), str(FX / "km_rel"), "--k", "5", "--fan-out", "5"],
+            "krimp_rel": P
+            + K
+            + ["krimp", "generate", str(FX / "tx_pq"), str(FX / "krimp_rel"), "--min-support", "0.02", "--no-scores"],
+        },
     ]
 
     def run(name: str, argv: list[str]) -> tuple[str, str | None]:
@@ -1265,8 +2130,9 @@ RUNNING: set[int] = set()  # process groups of the ppdm runs in flight (killed i
 def run_proc(argv: list[str], cwd: Path, timeout: float) -> tuple[int | None, str, str, float]:
     t0 = time.perf_counter()
     env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200")
-    p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                         start_new_session=True, env=env)
+    p = subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True, env=env
+    )
     RUNNING.add(p.pid)
     try:
         out, err = p.communicate(timeout=timeout)
@@ -1325,8 +2191,11 @@ def run_case(case: Case, root: Path, FX: Path, timeout: float, has_unshare: bool
     W = root / "cases" / f"{case.index:04d}"
     shutil.rmtree(W, ignore_errors=True)
     W.mkdir(parents=True)
-    use_cluster = case.cluster and case.index % CLUSTER_EVERY == CLUSTER_EVERY // 2 \
+    use_cluster = (
+        case.cluster
+        and case.index % CLUSTER_EVERY == CLUSTER_EVERY // 2
         and not any(g in ("--scheduler", "--workers") for g in case.globals)
+    )
     if use_cluster:
         head = ["--no-progress", "--workers", "2"]
     elif "--scheduler" in case.globals:
@@ -1334,10 +2203,18 @@ def run_case(case: Case, root: Path, FX: Path, timeout: float, has_unshare: bool
     else:
         head = ["--scheduler", "threads", "--no-progress"]
     ppdm_argv = [PPDM, *head, *[_sub(g, W, FX) for g in case.globals], *[_sub(a, W, FX) for a in case.argv]]
-    rec: dict[str, Any] = {"index": case.index, "name": case.name, "command": case.command, "group": case.group,
-                           "expected": case.expect, "needles": [list(n) if isinstance(n, tuple) else n for n in case.needles],
-                           "scheduler": "LocalCluster --workers 2" if use_cluster else "threads",
-                           "argv": ppdm_argv[1:], "cmdline": shlex.join(["ppdm", *ppdm_argv[1:]]), "workdir": str(W)}
+    rec: dict[str, Any] = {
+        "index": case.index,
+        "name": case.name,
+        "command": case.command,
+        "group": case.group,
+        "expected": case.expect,
+        "needles": [list(n) if isinstance(n, tuple) else n for n in case.needles],
+        "scheduler": "LocalCluster --workers 2" if use_cluster else "threads",
+        "argv": ppdm_argv[1:],
+        "cmdline": shlex.join(["ppdm", *ppdm_argv[1:]]),
+        "workdir": str(W),
+    }
     try:
         for s in case.setups:
             s(W, FX)
@@ -1459,7 +2336,11 @@ def signature(rec: dict[str, Any]) -> str:
     line = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", line)
     line = re.sub(r"\b\d[\d,.e+-]*\b", "N", line)
     reason = re.sub(r"'[^']*'", "'…'", rec.get("reason", "") or "")
-    reason = re.sub(r":\s.*", "", reason) if reason.startswith(("foreign", "temporary", "partial", "ppdm verify", "ppdm info")) else reason
+    reason = (
+        re.sub(r":\s.*", "", reason)
+        if reason.startswith(("foreign", "temporary", "partial", "ppdm verify", "ppdm info"))
+        else reason
+    )
     return f"{rec['category']} :: {reason} :: {line[:140]}"
 
 
@@ -1476,8 +2357,17 @@ def print_report(results: list[dict[str, Any]], total_secs: float, out=sys.stdou
         row = {c: by_exp.get((e, c), 0) for c in CATEGORIES}
         w(f"  {e:<7} " + "  ".join(f"{c}={n}" for c, n in row.items() if n))
     w("\n=== per subcommand")
-    short = {"clear error": "clear", "worked": "worked", "wrongly refused": "refused", "silent wrong": "silent", "raw message": "raw",
-             "abort": "abort", "timeout": "timeout", "checkout broken": "broken", "skipped": "skip"}
+    short = {
+        "clear error": "clear",
+        "worked": "worked",
+        "wrongly refused": "refused",
+        "silent wrong": "silent",
+        "raw message": "raw",
+        "abort": "abort",
+        "timeout": "timeout",
+        "checkout broken": "broken",
+        "skipped": "skip",
+    }
     w(f"  {'subcommand':<16}{'cases':>6}" + "".join(f"{short[c]:>9}" for c in CATEGORIES))
     per = defaultdict(Counter)
     for r in results:
@@ -1532,8 +2422,10 @@ def can_unshare() -> bool:
     if os.geteuid() != 0 or not shutil.which("unshare"):
         return False
     with tempfile.TemporaryDirectory() as d:
-        r = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {d} {d} && mount -o remount,ro,bind {d} {d} && ! touch {d}/x"],
-                           capture_output=True)
+        r = subprocess.run(
+            ["unshare", "-m", "sh", "-c", f"mount --bind {d} {d} && mount -o remount,ro,bind {d} {d} && ! touch {d}/x"],
+            capture_output=True,
+        )
         return r.returncode == 0
 
 
@@ -1542,21 +2434,32 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=None, help="work folder (default: a new temporary folder)")
     ap.add_argument("--limit", type=int, default=None, help="run N cases spread evenly over the (filtered) corpus")
-    ap.add_argument("--only", action="append", default=[], help="keep cases whose name contains SUBSTR (case-insensitive; repeatable: any)")
-    ap.add_argument("--rerun", type=Path, default=None,
-                    help="keep only the cases that were not a clear error / worked in an earlier --json FILE")
+    ap.add_argument(
+        "--only", action="append", default=[], help="keep cases whose name contains SUBSTR (case-insensitive; repeatable: any)"
+    )
+    ap.add_argument(
+        "--rerun",
+        type=Path,
+        default=None,
+        help="keep only the cases that were not a clear error / worked in an earlier --json FILE",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="parallel ppdm subprocesses (default 2)")
     ap.add_argument("--json", type=Path, default=None, help="write per-case results to FILE")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per case (default 120)")
     ap.add_argument("--keep", action="store_true", help="keep the folders of clear error / worked cases too")
     ap.add_argument("--list", action="store_true", help="print the case names and expectations, run nothing")
-    ap.add_argument("--wait", type=float, default=600.0,
-                    help="seconds to wait for a working checkout before the run and before re-running broken cases (default 600)")
+    ap.add_argument(
+        "--wait",
+        type=float,
+        default=600.0,
+        help="seconds to wait for a working checkout before the run and before re-running broken cases (default 600)",
+    )
     args = ap.parse_args(argv)
 
     PPDM = find_ppdm()
     WAIT_SECONDS = args.wait
     import signal
+
     signal.signal(signal.SIGTERM, kill_running)
     has_unshare = can_unshare()
     cases = build_corpus(has_unshare)
@@ -1585,12 +2488,16 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         import ppdm_dask
+
         pkg = str(Path(ppdm_dask.__file__).parent)
     except Exception as exc:  # noqa: BLE001
         pkg = f"(does not import: {type(exc).__name__})"
     print(f"testing ppdm_dask at {pkg} with {PPDM}", file=sys.stderr)
-    print(f"work folder {root}; {len(cases)} cases, {args.jobs} jobs, timeout {args.timeout:g} s; "
-          f"read-only outputs via {'unshare' if has_unshare else 'chmod'}", file=sys.stderr)
+    print(
+        f"work folder {root}; {len(cases)} cases, {args.jobs} jobs, timeout {args.timeout:g} s; "
+        f"read-only outputs via {'unshare' if has_unshare else 'chmod'}",
+        file=sys.stderr,
+    )
     if FX.exists():
         shutil.rmtree(FX)
     failed = build_fixtures(FX, args.jobs)
@@ -1607,22 +2514,37 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 r = fut.result()
             except Exception as exc:  # noqa: BLE001 - a harness bug must not lose the other results
-                r = {"index": c.index, "name": c.name, "command": c.command, "group": c.group, "expected": c.expect,
-                     "category": "skipped", "reason": f"harness error: {type(exc).__name__}: {exc}", "exit_code": None,
-                     "stderr_first": "", "argv": c.argv, "cmdline": shlex.join(c.argv)}
+                r = {
+                    "index": c.index,
+                    "name": c.name,
+                    "command": c.command,
+                    "group": c.group,
+                    "expected": c.expect,
+                    "category": "skipped",
+                    "reason": f"harness error: {type(exc).__name__}: {exc}",
+                    "exit_code": None,
+                    "stderr_first": "",
+                    "argv": c.argv,
+                    "cmdline": shlex.join(c.argv),
+                }
             with lock:
                 results.append(r)
                 n = len(results)
             mark = "" if r["category"] in GOOD else "  <--"
-            print(f"[{n}/{len(cases)}] {r['category']:<15} {r.get('seconds', 0):6.1f}s  {r['name']}{mark}", file=sys.stderr, flush=True)
+            print(
+                f"[{n}/{len(cases)}] {r['category']:<15} {r.get('seconds', 0):6.1f}s  {r['name']}{mark}",
+                file=sys.stderr,
+                flush=True,
+            )
     broken = [r for r in results if r["category"] == "checkout broken"]
     if broken:
         print(f"{len(broken)} cases met a checkout that did not import; re-running them once", file=sys.stderr, flush=True)
         again = {r["index"] for r in broken} if wait_healthy(FX, args.wait, fatal=False) else set()
         results = [r for r in results if r["index"] not in again]
         with ThreadPoolExecutor(max(1, args.jobs)) as ex:
-            for r in ex.map(lambda c: run_case(c, root, FX, args.timeout, has_unshare, args.keep),
-                            [c for c in cases if c.index in again]):
+            for r in ex.map(
+                lambda c: run_case(c, root, FX, args.timeout, has_unshare, args.keep), [c for c in cases if c.index in again]
+            ):
                 r["rerun"] = True
                 results.append(r)
                 print(f"[rerun] {r['category']:<15} {r.get('seconds', 0):6.1f}s  {r['name']}", file=sys.stderr, flush=True)
@@ -1635,12 +2557,22 @@ def main(argv: list[str] | None = None) -> int:
         per = defaultdict(Counter)
         for r in results:
             per[r["command"]][r["category"]] += 1
-        doc = {"meta": {"cases": len(results), "seconds": round(total, 1), "jobs": args.jobs, "timeout": args.timeout,
-                        "work_folder": str(root), "failed_fixtures": failed, "ppdm": PPDM, "ppdm_dask": pkg,
-                        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() - total))},
-               "totals": {c: cats.get(c, 0) for c in CATEGORIES},
-               "per_subcommand": {k: dict(v) for k, v in per.items()},
-               "cases": results}
+        doc = {
+            "meta": {
+                "cases": len(results),
+                "seconds": round(total, 1),
+                "jobs": args.jobs,
+                "timeout": args.timeout,
+                "work_folder": str(root),
+                "failed_fixtures": failed,
+                "ppdm": PPDM,
+                "ppdm_dask": pkg,
+                "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() - total)),
+            },
+            "totals": {c: cats.get(c, 0) for c in CATEGORIES},
+            "per_subcommand": {k: dict(v) for k, v in per.items()},
+            "cases": results,
+        }
         args.json.write_text(json.dumps(doc, indent=1))
         print(f"\nper-case results: {args.json}", file=sys.stderr)
     print(f"work folder kept: {root}", file=sys.stderr)

@@ -37,9 +37,14 @@ def _adult():
 
 def _row(name, res, secs, anchor="-", anchor_s=None, extra=""):
     s = res.summary()
-    return {"name": name, "ours_s": secs, "anchor": anchor, "anchor_s": anchor_s,
-            "note": f"DM {s['discernibility']:,}, GCP {s['gcp']:.4f}, classes {s['n_classes']:,}, suppressed {s['n_suppressed']:,}{extra}",
-            "extra": {k: v for k, v in s.items() if k not in ("ncp",)}}
+    return {
+        "name": name,
+        "ours_s": secs,
+        "anchor": anchor,
+        "anchor_s": anchor_s,
+        "note": f"DM {s['discernibility']:,}, GCP {s['gcp']:.4f}, classes {s['n_classes']:,}, suppressed {s['n_suppressed']:,}{extra}",
+        "extra": {k: v for k, v in s.items() if k not in ("ncp",)},
+    }
 
 
 def _full_domain_rows(quick: bool) -> list[dict]:
@@ -50,7 +55,7 @@ def _full_domain_rows(quick: bool) -> list[dict]:
     df, qi, h = _adult()
     d8 = dd.from_pandas(df, npartitions=8)
     rows = []
-    for k in (KS[:2] if quick else KS):
+    for k in KS[:2] if quick else KS:
         for supp in (0.0, 0.05):
             for l in (None, 2):
                 tag = f"k={k} supp={supp:.0%}" + (" l=2" if l else "")
@@ -64,12 +69,23 @@ def _full_domain_rows(quick: bool) -> list[dict]:
                 gre = anonymize(df, qi, k=k, l=l, sensitive="salary-class", hierarchies=h, max_suppression=supp, method="datafly")
                 t_gre = time.perf_counter() - t0
                 vg = gre.verify()
-                print(f"  {tag}: lattice DM {lat.dm:,} node {list(lat.node.values())} {t_lat:.2f} s ({lat.search['nodes_evaluated']}/"
-                      f"{lat.search['lattice_nodes']} nodes) verified {v.ok} 1==8 parts {same}; datafly DM {gre.dm:,} {t_gre:.2f} s", flush=True)
-                rows.append(_row(f"lattice {tag}", lat, t_lat, "datafly (greedy)", t_gre,
-                                 f"; node {list(lat.node.values())}; {lat.search['nodes_evaluated']}/{lat.search['lattice_nodes']} nodes; "
-                                 f"verified {v.ok}; 1 vs 8 partitions identical {same}; datafly DM {gre.dm:,} (x{gre.dm / lat.dm:.2f}), "
-                                 f"GCP {gre.gcp:.4f}, verified {vg.ok}"))
+                print(
+                    f"  {tag}: lattice DM {lat.dm:,} node {list(lat.node.values())} {t_lat:.2f} s ({lat.search['nodes_evaluated']}/"
+                    f"{lat.search['lattice_nodes']} nodes) verified {v.ok} 1==8 parts {same}; datafly DM {gre.dm:,} {t_gre:.2f} s",
+                    flush=True,
+                )
+                rows.append(
+                    _row(
+                        f"lattice {tag}",
+                        lat,
+                        t_lat,
+                        "datafly (greedy)",
+                        t_gre,
+                        f"; node {list(lat.node.values())}; {lat.search['nodes_evaluated']}/{lat.search['lattice_nodes']} nodes; "
+                        f"verified {v.ok}; 1 vs 8 partitions identical {same}; datafly DM {gre.dm:,} (x{gre.dm / lat.dm:.2f}), "
+                        f"GCP {gre.gcp:.4f}, verified {vg.ok}",
+                    )
+                )
     return rows
 
 
@@ -94,7 +110,7 @@ def _partition_rows(quick: bool) -> list[dict]:
     df, qi, h = _adult()
     rows = []
     anchors = {5: (27.9, 312_784), 100: (2.3, 4_530_216)}
-    for k in ((5, 100) if quick else KS):
+    for k in (5, 100) if quick else KS:
         t0 = time.perf_counter()
         r = anonymize(df, qi, k=k, sensitive="salary-class", hierarchies=h, method="mondrian")
         secs = time.perf_counter() - t0
@@ -117,10 +133,20 @@ def _partition_rows(quick: bool) -> list[dict]:
         t0 = time.perf_counter()
         m2 = anonymize(df, qi, k=k, l=2, sensitive="salary-class", hierarchies=h, method="mondrian")
         msecs = time.perf_counter() - t0
-        print(f"  cluster k={k} l=2: DM {c.dm:,} {csecs:.2f} s verified {cv}; mondrian l=2 DM {m2.dm:,} {msecs:.2f} s", flush=True)
-        rows.append(_row(f"cluster l-diverse k={k} l=2", c, csecs, "mondrian k, l=2", msecs,
-                         f"; verified {cv}; {c.search['n_clusters']:,} clusters, {c.search['n_repaired_merges']:,} Repair-L merges; "
-                         f"mondrian l=2 DM {m2.dm:,}, GCP {m2.gcp:.4f}"))
+        print(
+            f"  cluster k={k} l=2: DM {c.dm:,} {csecs:.2f} s verified {cv}; mondrian l=2 DM {m2.dm:,} {msecs:.2f} s", flush=True
+        )
+        rows.append(
+            _row(
+                f"cluster l-diverse k={k} l=2",
+                c,
+                csecs,
+                "mondrian k, l=2",
+                msecs,
+                f"; verified {cv}; {c.search['n_clusters']:,} clusters, {c.search['n_repaired_merges']:,} Repair-L merges; "
+                f"mondrian l=2 DM {m2.dm:,}, GCP {m2.gcp:.4f}",
+            )
+        )
     return rows
 
 
@@ -134,7 +160,11 @@ WORKLOAD = [
     {"role": "census", "name": "teenagers", "where": {"age": [17, 19]}},
     {"role": "marketing", "name": "doctorates", "where": {"education": "Doctorate"}},
     {"role": "marketing", "name": "tech support 25-40", "where": {"occupation": "Tech-support", "age": [25, 40]}},
-    {"role": "marketing", "name": "divorced women 40s", "where": {"sex": "Female", "marital-status": "Divorced", "age": [40, 49]}},
+    {
+        "role": "marketing",
+        "name": "divorced women 40s",
+        "where": {"sex": "Female", "marital-status": "Divorced", "age": [40, 49]},
+    },
 ]
 
 
@@ -148,25 +178,42 @@ def _access_rows(quick: bool) -> list[dict]:
     fs = frequency_set(df, qi)
     tuples, w, _, _ = fs.tuples()
     X = fs.numeric_matrix(tuples)
-    schema = QISchema(tuple(qi), tuple(not d.numeric for d in fs.domains),
-                      {d.name: tuple(str(v) for v in d.values) for d in fs.domains if not d.numeric})
+    schema = QISchema(
+        tuple(qi),
+        tuple(not d.numeric for d in fs.domains),
+        {d.name: tuple(str(v) for v in d.values) for d in fs.domains if not d.numeric},
+    )
     perms = [{**p, "bound": 0.25 * query_count(X, w, parse_query(p["where"], schema), schema=schema)} for p in WORKLOAD]
     rows = []
-    for k, l in ([(10, None)] if quick else [(5, None), (10, None), (25, None), (5, 2), (10, 2)]):
+    for k, l in [(10, None)] if quick else [(5, None), (10, None), (25, None), (5, 2), (10, 2)]:
         t0 = time.perf_counter()
         r = anonymize_for_permissions(df, qi, perms, k=k, l=l, sensitive="salary-class")
         secs = time.perf_counter() - t0
         s = r.release.summary()
-        roles = "; ".join(f"{role} {rs.n_satisfied}/{rs.n_permissions} (Mondrian {r.baseline.roles[role].n_satisfied})"
-                          for role, rs in r.report.roles.items())
-        print(f"  access control k={k} l={l}: met {s['permissions_satisfied']}/10 (Mondrian {s['mondrian_permissions_satisfied']}), "
-              f"imprecision {s['total_imprecision']:,} (Mondrian {s['mondrian_total_imprecision']:,}) {secs:.2f} s", flush=True)
-        rows.append({"name": f"access control k={k}" + (f" l={l}" if l else ""), "ours_s": float(s["permissions_satisfied"]),
-                     "anchor": "plain Mondrian", "anchor_s": float(s["mondrian_permissions_satisfied"]) or None, "unit": "permissions met",
-                     "note": f"total imprecision {s['total_imprecision']:,} vs Mondrian {s['mondrian_total_imprecision']:,}; {roles}; "
-                             f"DM {s['discernibility']:,}; {secs:.2f} s; verified {r.release.verify().ok}",
-                     "extra": {"report": r.report.to_pandas().to_dict(orient="records"),
-                               "mondrian": r.baseline.to_pandas().to_dict(orient="records")}})
+        roles = "; ".join(
+            f"{role} {rs.n_satisfied}/{rs.n_permissions} (Mondrian {r.baseline.roles[role].n_satisfied})"
+            for role, rs in r.report.roles.items()
+        )
+        print(
+            f"  access control k={k} l={l}: met {s['permissions_satisfied']}/10 (Mondrian {s['mondrian_permissions_satisfied']}), "
+            f"imprecision {s['total_imprecision']:,} (Mondrian {s['mondrian_total_imprecision']:,}) {secs:.2f} s",
+            flush=True,
+        )
+        rows.append(
+            {
+                "name": f"access control k={k}" + (f" l={l}" if l else ""),
+                "ours_s": float(s["permissions_satisfied"]),
+                "anchor": "plain Mondrian",
+                "anchor_s": float(s["mondrian_permissions_satisfied"]) or None,
+                "unit": "permissions met",
+                "note": f"total imprecision {s['total_imprecision']:,} vs Mondrian {s['mondrian_total_imprecision']:,}; {roles}; "
+                f"DM {s['discernibility']:,}; {secs:.2f} s; verified {r.release.verify().ok}",
+                "extra": {
+                    "report": r.report.to_pandas().to_dict(orient="records"),
+                    "mondrian": r.baseline.to_pandas().to_dict(orient="records"),
+                },
+            }
+        )
     return rows
 
 
@@ -181,8 +228,8 @@ def _km_rows(quick: bool) -> list[dict]:
     tx = TransactionArray.from_fimi(str(path)).persist()
     hier = Hierarchy.balanced(tx.n_items, 5, labels=tx.vocabulary.labels)  # vocabulary labels are sorted
     rows = []
-    for m in ((2,) if quick else (2, 3)):
-        for k in ((5, 50) if quick else (5, 10, 50)):
+    for m in (2,) if quick else (2, 3):
+        for k in (5, 50) if quick else (5, 10, 50):
             out = {}
             for method in ("DA", "AA"):
                 t0 = time.perf_counter()
@@ -191,12 +238,21 @@ def _km_rows(quick: bool) -> list[dict]:
                 ver = is_km_anonymous(r.transactions, k, m, progress=False)
                 out[method] = (secs, r, ver)
             (da_s, da, dv), (aa_s, aa, av) = out["DA"], out["AA"]
-            print(f"  k^m k={k} m={m}: DA {da_s:.2f} s NCP {da.ncp:.4f} ok {dv}; AA {aa_s:.2f} s NCP {aa.ncp:.4f} ok {av}",
-                  flush=True)
-            rows.append({"name": f"k^m BMS-WebView-1 k={k} m={m}: AA", "ours_s": aa_s, "anchor": "DA", "anchor_s": da_s,
-                         "note": f"NCP AA {aa.ncp:.4f} vs DA {da.ncp:.4f}; generalised items AA {aa.n_generalized_items} / DA "
-                                 f"{da.n_generalized_items}; verified AA {av} DA {dv}",
-                         "extra": {"AA": aa.summary(), "DA": da.summary()}})
+            print(
+                f"  k^m k={k} m={m}: DA {da_s:.2f} s NCP {da.ncp:.4f} ok {dv}; AA {aa_s:.2f} s NCP {aa.ncp:.4f} ok {av}",
+                flush=True,
+            )
+            rows.append(
+                {
+                    "name": f"k^m BMS-WebView-1 k={k} m={m}: AA",
+                    "ours_s": aa_s,
+                    "anchor": "DA",
+                    "anchor_s": da_s,
+                    "note": f"NCP AA {aa.ncp:.4f} vs DA {da.ncp:.4f}; generalised items AA {aa.n_generalized_items} / DA "
+                    f"{da.n_generalized_items}; verified AA {av} DA {dv}",
+                    "extra": {"AA": aa.summary(), "DA": da.summary()},
+                }
+            )
     return rows
 
 
@@ -233,14 +289,27 @@ def _scale_rows(quick: bool) -> list[dict]:
                     v = res.verify(client=client)
                     secs = time.perf_counter() - t0
                 ref = anonymize(df, qi, k=k // reps, sensitive="salary-class", hierarchies=h) if k > 10 else None
-                exact = f"; DM = {reps}^2 x Adult k={k // reps}: {res.dm == ref.dm * reps * reps} (same node {res.node == ref.node})" if ref else ""
-                print(f"  scale {n:,} rows k={k}: search {t_search:.1f} s, +write {t_write:.1f} s, +check {secs:.1f} s, DM {res.dm:,}, "
-                      f"node {list(res.node.values())}, verified {v.ok}, peak worker RSS {rss.max_worker / 2**20:.0f} MB{exact}", flush=True)
-                rows.append({"name": f"lattice k={k}, Adult x{reps} ({n:,} rows), LocalCluster(2)", "ours_s": secs, "anchor": "-",
-                             "anchor_s": None,
-                             "note": f"frequency set + search {t_search:.1f} s, + publish/write {t_write - t_search:.1f} s, + independent "
-                                     f"check {secs - t_write:.1f} s; node {list(res.node.values())}, DM {res.dm:,}{exact}; verified {v.ok}; "
-                                     f"peak worker RSS {rss.max_worker / 2**20:.0f} MB"})
+                exact = (
+                    f"; DM = {reps}^2 x Adult k={k // reps}: {res.dm == ref.dm * reps * reps} (same node {res.node == ref.node})"
+                    if ref
+                    else ""
+                )
+                print(
+                    f"  scale {n:,} rows k={k}: search {t_search:.1f} s, +write {t_write:.1f} s, +check {secs:.1f} s, DM {res.dm:,}, "
+                    f"node {list(res.node.values())}, verified {v.ok}, peak worker RSS {rss.max_worker / 2**20:.0f} MB{exact}",
+                    flush=True,
+                )
+                rows.append(
+                    {
+                        "name": f"lattice k={k}, Adult x{reps} ({n:,} rows), LocalCluster(2)",
+                        "ours_s": secs,
+                        "anchor": "-",
+                        "anchor_s": None,
+                        "note": f"frequency set + search {t_search:.1f} s, + publish/write {t_write - t_search:.1f} s, + independent "
+                        f"check {secs - t_write:.1f} s; node {list(res.node.values())}, DM {res.dm:,}{exact}; verified {v.ok}; "
+                        f"peak worker RSS {rss.max_worker / 2**20:.0f} MB",
+                    }
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows

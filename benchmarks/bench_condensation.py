@@ -41,11 +41,22 @@ def _uci_rows(quick: bool) -> list[dict]:
         for method in ("static", "dynamic"):
             for a in alphas:
                 r = {"dataset": name, **evaluate(X, y, alpha=a, method=method, task=task, key=1, repeats=1 if quick else 3)}
-                print(f"  {name} {method} alpha={a}: acc {r['accuracy']:.3f} / {r['baseline_accuracy']:.3f}, mu {r['mu']:.3f}, "
-                      f"groups {r['n_groups']:.0f} (mean size {r['mean_group_size']:.1f}), clamped {r['clamped']:.0f} ({r['seconds']:.1f} s)", flush=True)
-                rows.append({"name": f"{name} {method} α={a}: 1-NN accuracy", "ours_s": r["accuracy"], "anchor": "1-NN on original",
-                             "anchor_s": r["baseline_accuracy"], "unit": "accuracy",
-                             "note": f"μ {r['mu']:.3f}; groups {r['n_groups']:.0f}, mean size {r['mean_group_size']:.1f}", "measures": r})
+                print(
+                    f"  {name} {method} alpha={a}: acc {r['accuracy']:.3f} / {r['baseline_accuracy']:.3f}, mu {r['mu']:.3f}, "
+                    f"groups {r['n_groups']:.0f} (mean size {r['mean_group_size']:.1f}), clamped {r['clamped']:.0f} ({r['seconds']:.1f} s)",
+                    flush=True,
+                )
+                rows.append(
+                    {
+                        "name": f"{name} {method} α={a}: 1-NN accuracy",
+                        "ours_s": r["accuracy"],
+                        "anchor": "1-NN on original",
+                        "anchor_s": r["baseline_accuracy"],
+                        "unit": "accuracy",
+                        "note": f"μ {r['mu']:.3f}; groups {r['n_groups']:.0f}, mean size {r['mean_group_size']:.1f}",
+                        "measures": r,
+                    }
+                )
     return rows
 
 
@@ -66,9 +77,16 @@ def _ssq_rows(quick: bool) -> list[dict]:
         ptm.check(X)
         s1, s2 = single.report_["ssq"], ptm.report_["ssq"]
         print(f"  SSQ single {s1:.6g} ({t_single:.1f} s) vs {cells} cells {s2:.6g} ({t_ptm:.1f} s)", flush=True)
-        rows.append({"name": f"SSQ, {n:,} x 10, {cells} cells of {n // cells:,} vs one (target ratio <= 1.10)", "ours_s": s2,
-                     "anchor": "single-machine SSQ", "anchor_s": s1, "unit": "SSQ",
-                     "note": f"single-machine {t_single:.1f} s, {cells} cells {t_ptm:.1f} s (threads)"})
+        rows.append(
+            {
+                "name": f"SSQ, {n:,} x 10, {cells} cells of {n // cells:,} vs one (target ratio <= 1.10)",
+                "ours_s": s2,
+                "anchor": "single-machine SSQ",
+                "anchor_s": s1,
+                "unit": "SSQ",
+                "note": f"single-machine {t_single:.1f} s, {cells} cells {t_ptm:.1f} s (threads)",
+            }
+        )
     return rows
 
 
@@ -93,11 +111,19 @@ def _scale_row(quick: bool) -> dict:
             t_fit = time.perf_counter() - t0
             (Y,) = compute(cond.generate(key=7).sum(axis=0), progress=False, client=client)
             secs = time.perf_counter() - t0
-    print(f"  scale {n:,}: fit {t_fit:.1f} s, total {secs:.1f} s, groups {cond.report_['n_groups']}, cells {cond.report_['n_cells']}, "
-          f"peak worker RSS {rss.max_worker / 2**20:.0f} MB", flush=True)
-    return {"name": f"static condensation {n:,} x 10, levels 2..20, LocalCluster(2)", "ours_s": secs, "anchor": "target 120 s", "anchor_s": 120.0,
-            "note": f"fit {t_fit:.1f} s + pseudo-data; {cond.report_['n_groups']:,} groups in {cond.report_['n_cells']} cells, "
-                    f"repaired {cond.report_['repaired_groups']}; peak worker RSS {rss.max_worker / 2**20:.0f} MB"}
+    print(
+        f"  scale {n:,}: fit {t_fit:.1f} s, total {secs:.1f} s, groups {cond.report_['n_groups']}, cells {cond.report_['n_cells']}, "
+        f"peak worker RSS {rss.max_worker / 2**20:.0f} MB",
+        flush=True,
+    )
+    return {
+        "name": f"static condensation {n:,} x 10, levels 2..20, LocalCluster(2)",
+        "ours_s": secs,
+        "anchor": "target 120 s",
+        "anchor_s": 120.0,
+        "note": f"fit {t_fit:.1f} s + pseudo-data; {cond.report_['n_groups']:,} groups in {cond.report_['n_cells']} cells, "
+        f"repaired {cond.report_['repaired_groups']}; peak worker RSS {rss.max_worker / 2**20:.0f} MB",
+    }
 
 
 def _plots(rows: list[dict], out_dir: Path) -> list[str]:
@@ -113,10 +139,28 @@ def _plots(rows: list[dict], out_dir: Path) -> list[str]:
         sub = [m for m in meas if m["dataset"] == name]
         if not sub:
             continue
-        acc = [(meth, [m["alpha"] for m in sub if m["method"] == meth], [m["accuracy"] for m in sub if m["method"] == meth]) for meth in ("static", "dynamic")]
-        mu = [(meth, [m["alpha"] for m in sub if m["method"] == meth], [m["mu"] for m in sub if m["method"] == meth]) for meth in ("static", "dynamic")]
-        files.append(line_figure(out_dir / f"fig{8 + 2 * i:02d}_accuracy_vs_alpha_{name}.png", acc, "privacy level α", "1-NN accuracy", sub[0]["baseline_accuracy"]))
-        files.append(line_figure(out_dir / f"fig{9 + 2 * i:02d}_mu_vs_alpha_{name}.png", mu, "privacy level α", "covariance compatibility μ"))
+        acc = [
+            (meth, [m["alpha"] for m in sub if m["method"] == meth], [m["accuracy"] for m in sub if m["method"] == meth])
+            for meth in ("static", "dynamic")
+        ]
+        mu = [
+            (meth, [m["alpha"] for m in sub if m["method"] == meth], [m["mu"] for m in sub if m["method"] == meth])
+            for meth in ("static", "dynamic")
+        ]
+        files.append(
+            line_figure(
+                out_dir / f"fig{8 + 2 * i:02d}_accuracy_vs_alpha_{name}.png",
+                acc,
+                "privacy level α",
+                "1-NN accuracy",
+                sub[0]["baseline_accuracy"],
+            )
+        )
+        files.append(
+            line_figure(
+                out_dir / f"fig{9 + 2 * i:02d}_mu_vs_alpha_{name}.png", mu, "privacy level α", "covariance compatibility μ"
+            )
+        )
     return files
 
 
@@ -129,5 +173,13 @@ def run(quick: bool = False) -> list[dict]:
     rows += _ssq_rows(quick)
     rows.append(_scale_row(quick))
     if files:
-        rows.append({"name": f"plots: {len(files)} PNG files", "ours_s": None, "anchor": "-", "anchor_s": None, "note": str(Path(files[0]).parent)})
+        rows.append(
+            {
+                "name": f"plots: {len(files)} PNG files",
+                "ours_s": None,
+                "anchor": "-",
+                "anchor_s": None,
+                "note": str(Path(files[0]).parent),
+            }
+        )
     return rows

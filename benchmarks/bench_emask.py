@@ -54,15 +54,24 @@ def evaluate(tx, settings, min_support=0.003, repeat=2, key_seed=7):
     # the partition strategy (mining.apriori's "auto" on dense or deep searches) is not its baseline
     t_apriori, truth = best_of(lambda: apriori(tx, min_support, progress=False, strategy="levelwise"), repeat)
     out = {}
-    for (p, q) in settings:
+    for p, q in settings:
         d = distort(tx, p, q, key=Key(key_seed)).persist(progress=False)
         t_emask, rec = best_of(lambda: mine(d, p, q, min_support, progress=False), repeat)
         acc = itemset_accuracy(truth.as_dict(), rec.as_dict())
         bp = basic_privacy(p, q, s0=s0)
         rp = reinterrogated_privacy(tx, d, rec, bp)
         var = acc["variance"]
-        out[(p, q)] = (bp, rp, t_emask / t_apriori, acc["sigma_plus"], acc["sigma_minus"], acc["rho"],
-                       var["sigma_plus"], var["sigma_minus"], var["rho"])
+        out[(p, q)] = (
+            bp,
+            rp,
+            t_emask / t_apriori,
+            acc["sigma_plus"],
+            acc["sigma_minus"],
+            acc["rho"],
+            var["sigma_plus"],
+            var["sigma_minus"],
+            var["rho"],
+        )
     return s0, t_apriori, len(truth), out
 
 
@@ -71,8 +80,17 @@ def _rows(label, ours, paper, s0, t_apriori, n_true):
     for (p, q), vals in ours.items():
         ref = paper[(p, q)]
         note = "  ".join(f"{c} {v:.2f} ({r})" for c, v, r in zip(COLS, vals, ref))
-        rows.append({"name": f"{label} p={p} q={q}: Δ (paper in note)", "ours_s": vals[2] * t_apriori, "anchor": "Apriori, same data",
-                     "anchor_s": t_apriori, "note": f"s0={s0:.4f} |F|={n_true}  " + note, "measures": dict(zip(COLS, vals)), "paper": dict(zip(COLS, ref))})
+        rows.append(
+            {
+                "name": f"{label} p={p} q={q}: Δ (paper in note)",
+                "ours_s": vals[2] * t_apriori,
+                "anchor": "Apriori, same data",
+                "anchor_s": t_apriori,
+                "note": f"s0={s0:.4f} |F|={n_true}  " + note,
+                "measures": dict(zip(COLS, vals)),
+                "paper": dict(zip(COLS, ref)),
+            }
+        )
     return rows
 
 
@@ -94,7 +112,9 @@ def run(quick: bool = False) -> list[dict]:
         m = bms.compute(progress=False)
         import scipy.sparse as sp
 
-        big = TransactionArray.from_scipy(sp.vstack([m] * times, format="csr"), vocabulary=bms.vocabulary, npartitions=4).persist(progress=False)
+        big = TransactionArray.from_scipy(sp.vstack([m] * times, format="csr"), vocabulary=bms.vocabulary, npartitions=4).persist(
+            progress=False
+        )
         settings = list(PAPER_TABLE6)[:3] if quick else list(PAPER_TABLE6)
         s0, t_a, n_true, ours = evaluate(big, settings, repeat=1 if quick else 2)
         rows += _rows(f"Table 6 BMS-WebView-1 x{times}", ours, PAPER_TABLE6, s0, t_a, n_true)

@@ -47,8 +47,15 @@ def run(quick: bool = False) -> list[dict]:
     with dask.config.set(scheduler="threads"):
         t_gen_thr, _ = best_of(lambda: quest(spec, key=key).to_parquet(folder, overwrite=True, progress=False), repeat=1)
     n_items = 1000
-    rows.append({"name": f"quest {spec} -> Parquet, threads", "ours_s": t_gen_thr, "anchor": "-", "anchor_s": None,
-                 "note": f"{n / t_gen_thr:,.0f} rows/s"})
+    rows.append(
+        {
+            "name": f"quest {spec} -> Parquet, threads",
+            "ours_s": t_gen_thr,
+            "anchor": "-",
+            "anchor_s": None,
+            "note": f"{n / t_gen_thr:,.0f} rows/s",
+        }
+    )
 
     t_plain, m = best_of(lambda: _plain_read(folder, n_items))
     t_plain_sup, ref = best_of(lambda: np.bincount(m.indices, minlength=n_items))
@@ -56,7 +63,9 @@ def run(quick: bool = False) -> list[dict]:
 
     def ours_read():
         tx = read(folder).persist(progress=False)
-        dask.compute(tx.blocks.map_blocks(lambda b: np.array([b.shape[0]]), drop_axis=1, dtype=int, chunks=((1,) * tx.n_partitions,)))
+        dask.compute(
+            tx.blocks.map_blocks(lambda b: np.array([b.shape[0]]), drop_axis=1, dtype=int, chunks=((1,) * tx.n_partitions,))
+        )
         return tx
 
     def ours_e2e():
@@ -72,19 +81,49 @@ def run(quick: bool = False) -> list[dict]:
     client = Client(cluster, set_as_default=False)
     try:
         with client.as_current(), dask.config.set(scheduler=client.get):
-            t_gen_cl, _ = best_of(lambda: quest(spec, key=key).to_parquet(folder + "-cl", overwrite=True, progress=False), repeat=1)
+            t_gen_cl, _ = best_of(
+                lambda: quest(spec, key=key).to_parquet(folder + "-cl", overwrite=True, progress=False), repeat=1
+            )
             results["LocalCluster(2)"] = (best_of(ours_read), best_of(ours_e2e))
             tx_mem = read(folder).persist(progress=False)
             results["LocalCluster(2)"] += (best_of(lambda: tx_mem.item_supports(progress=False)),)
     finally:
         client.close()
         cluster.close()
-    rows.append({"name": f"quest {spec} -> Parquet, LocalCluster(2)", "ours_s": t_gen_cl, "anchor": "-", "anchor_s": None,
-                 "note": f"{n / t_gen_cl:,.0f} rows/s"})
+    rows.append(
+        {
+            "name": f"quest {spec} -> Parquet, LocalCluster(2)",
+            "ours_s": t_gen_cl,
+            "anchor": "-",
+            "anchor_s": None,
+            "note": f"{n / t_gen_cl:,.0f} rows/s",
+        }
+    )
     for label, ((t_read, _), (t_e2e, sup), (t_mem, sup_mem)) in results.items():
         assert np.array_equal(sup, ref) and np.array_equal(sup_mem, ref)
-        rows.append({"name": f"Parquet -> CSR read, {label}", "ours_s": t_read, "anchor": "pyarrow+scipy, 1 core", "anchor_s": t_plain,
-                     "note": f"{n / t_read:,.0f} rows/s vs {n / t_plain:,.0f}"})
-        rows.append({"name": f"item_supports from Parquet, {label}", "ours_s": t_e2e, "anchor": "pyarrow+scipy+bincount", "anchor_s": t_plain_e2e})
-        rows.append({"name": f"item_supports in memory, {label}", "ours_s": t_mem, "anchor": "np.bincount on 1 CSR", "anchor_s": t_plain_sup})
+        rows.append(
+            {
+                "name": f"Parquet -> CSR read, {label}",
+                "ours_s": t_read,
+                "anchor": "pyarrow+scipy, 1 core",
+                "anchor_s": t_plain,
+                "note": f"{n / t_read:,.0f} rows/s vs {n / t_plain:,.0f}",
+            }
+        )
+        rows.append(
+            {
+                "name": f"item_supports from Parquet, {label}",
+                "ours_s": t_e2e,
+                "anchor": "pyarrow+scipy+bincount",
+                "anchor_s": t_plain_e2e,
+            }
+        )
+        rows.append(
+            {
+                "name": f"item_supports in memory, {label}",
+                "ours_s": t_mem,
+                "anchor": "np.bincount on 1 CSR",
+                "anchor_s": t_plain_sup,
+            }
+        )
     return rows

@@ -80,25 +80,49 @@ def _oracle_rows(quick: bool) -> list[dict]:
     secs = time.perf_counter() - t0
     s = r.code_table.sizes()
     # the reference counts the closed singleton {85} (in every row) as a candidate too: 238,709
-    ok = (r.n_candidates == 238_708 and r.code_table.n_nontrivial == 206 and round(s["L_percent"], 2) == 24.63
-          and round(s["total"], 1) == 274_219.8 and round(s["total_ST"], 1) == 1_113_311.6)
-    print(f"  mushroom closed@1: {r.n_candidates:,} candidates, |CT\\I| {r.code_table.n_nontrivial}, L% {s['L_percent']:.2f}, "
-          f"{s['total']:.1f} / {s['total_ST']:.1f} bits; mining {r.seconds_mining:.2f} s + search {r.seconds_search:.2f} s = {secs:.2f} s; oracle {ok}",
-          flush=True)
-    rows.append({"name": "KRIMP mushroom closed@1 end to end", "ours_s": secs, "anchor": "reference impl. (3-7 s)", "anchor_s": 7.0,
-                 "note": f"target <= 2x reference (6-14 s); mining {r.seconds_mining:.2f} s, search {r.seconds_search:.2f} s; "
-                         f"{r.n_candidates:,} candidates, |CT\\I| = {r.code_table.n_nontrivial}, L% = {s['L_percent']:.2f}, "
-                         f"{s['total']:.1f} of {s['total_ST']:.1f} bits; oracle (238,709 / 206 / 24.63 / 274,219.8 / 1,113,311.6) {ok}"})
+    ok = (
+        r.n_candidates == 238_708
+        and r.code_table.n_nontrivial == 206
+        and round(s["L_percent"], 2) == 24.63
+        and round(s["total"], 1) == 274_219.8
+        and round(s["total_ST"], 1) == 1_113_311.6
+    )
+    print(
+        f"  mushroom closed@1: {r.n_candidates:,} candidates, |CT\\I| {r.code_table.n_nontrivial}, L% {s['L_percent']:.2f}, "
+        f"{s['total']:.1f} / {s['total_ST']:.1f} bits; mining {r.seconds_mining:.2f} s + search {r.seconds_search:.2f} s = {secs:.2f} s; oracle {ok}",
+        flush=True,
+    )
+    rows.append(
+        {
+            "name": "KRIMP mushroom closed@1 end to end",
+            "ours_s": secs,
+            "anchor": "reference impl. (3-7 s)",
+            "anchor_s": 7.0,
+            "note": f"target <= 2x reference (6-14 s); mining {r.seconds_mining:.2f} s, search {r.seconds_search:.2f} s; "
+            f"{r.n_candidates:,} candidates, |CT\\I| = {r.code_table.n_nontrivial}, L% = {s['L_percent']:.2f}, "
+            f"{s['total']:.1f} of {s['total_ST']:.1f} bits; oracle (238,709 / 206 / 24.63 / 274,219.8 / 1,113,311.6) {ok}",
+        }
+    )
     if not quick:
         db = _lucs("nursery.dat")
         t0 = time.perf_counter()
         r = krimp(db, min_support=1, closed=False, prune=True)
         secs = time.perf_counter() - t0
         s = r.code_table.sizes()
-        print(f"  nursery all@1: {r.n_candidates:,} candidates, |CT\\I| {r.code_table.n_nontrivial}, L% {s['L_percent']:.2f}, {secs:.2f} s", flush=True)
-        rows.append({"name": "KRIMP nursery all@1 end to end", "ours_s": secs, "anchor": "target 60 s", "anchor_s": 60.0,
-                     "note": f"{r.n_candidates:,} non-singleton candidates (+ 32 items = {r.n_candidates + 32:,}; expected 307,591); mining {r.seconds_mining:.2f} s, search {r.seconds_search:.2f} s; "
-                             f"|CT\\I| = {r.code_table.n_nontrivial}, L% = {s['L_percent']:.2f}"})
+        print(
+            f"  nursery all@1: {r.n_candidates:,} candidates, |CT\\I| {r.code_table.n_nontrivial}, L% {s['L_percent']:.2f}, {secs:.2f} s",
+            flush=True,
+        )
+        rows.append(
+            {
+                "name": "KRIMP nursery all@1 end to end",
+                "ours_s": secs,
+                "anchor": "target 60 s",
+                "anchor_s": 60.0,
+                "note": f"{r.n_candidates:,} non-singleton candidates (+ 32 items = {r.n_candidates + 32:,}; expected 307,591); mining {r.seconds_mining:.2f} s, search {r.seconds_search:.2f} s; "
+                f"|CT\\I| = {r.code_table.n_nontrivial}, L% = {s['L_percent']:.2f}",
+            }
+        )
     return rows
 
 
@@ -129,8 +153,9 @@ def _generator_rows(quick: bool) -> list[dict]:
         t0 = time.perf_counter()
         # P4 Table 1 settings: mostly min-support 1, below the release floor of 2, and the paper's
         # generator copies unique records: both protections lifted, to reproduce its figures
-        gen = KrimpGenerator(minsup, laplace=0.001, closed=closed, prune=False,
-                             allow_weak=["min-support", "unique copies"]).fit(db)
+        gen = KrimpGenerator(minsup, laplace=0.001, closed=closed, prune=False, allow_weak=["min-support", "unique copies"]).fit(
+            db
+        )
         t_fit = time.perf_counter() - t0
         for run in range(runs):
             t0 = time.perf_counter()
@@ -147,16 +172,40 @@ def _generator_rows(quick: bool) -> list[dict]:
                 diff.append(pc["avg_sup_diff_equal"])
                 new.append(pc["avg_sup_new"])
         m = lambda v: float(np.mean(v)) if v else None  # noqa: E731
-        line = (f"DS gen {m(ds_gen):.3f} (paper {paper[0]}), DS half sample {m(ds_int):.3f} (paper {paper[1]}), NAS {m(nas):.2f} "
-                f"(paper {paper[5]}), elements/row {m(ppr):.2f}")
+        line = (
+            f"DS gen {m(ds_gen):.3f} (paper {paper[0]}), DS half sample {m(ds_int):.3f} (paper {paper[1]}), NAS {m(nas):.2f} "
+            f"(paper {paper[5]}), elements/row {m(ppr):.2f}"
+        )
         if eq:
-            line += (f", % equal itemsets {m(eq):.0f} (paper {paper[2]}), avg sup diff {m(diff):.2f} (paper {paper[3]}), "
-                     f"avg sup new {m(new):.2f} (paper {paper[4]})")
-        print(f"  {name} ({n:,} rows, min-sup {minsup}{', closed' if closed else ''}, {runs} runs): {line}; fit+generate {m(secs):.1f} s", flush=True)
-        rows.append({"name": f"generator {name}: DS(gen, orig)", "ours_s": m(ds_gen), "anchor": "DS(50% sample, orig)", "anchor_s": m(ds_int),
-                     "unit": "DS", "note": line,
-                     "extra": {"ds_gen": ds_gen, "ds_internal": ds_int, "nas": nas, "elements_per_row": ppr, "pct_equal": eq,
-                               "avg_sup_diff_equal": diff, "avg_sup_new": new, "seconds": secs, "paper": paper}})
+            line += (
+                f", % equal itemsets {m(eq):.0f} (paper {paper[2]}), avg sup diff {m(diff):.2f} (paper {paper[3]}), "
+                f"avg sup new {m(new):.2f} (paper {paper[4]})"
+            )
+        print(
+            f"  {name} ({n:,} rows, min-sup {minsup}{', closed' if closed else ''}, {runs} runs): {line}; fit+generate {m(secs):.1f} s",
+            flush=True,
+        )
+        rows.append(
+            {
+                "name": f"generator {name}: DS(gen, orig)",
+                "ours_s": m(ds_gen),
+                "anchor": "DS(50% sample, orig)",
+                "anchor_s": m(ds_int),
+                "unit": "DS",
+                "note": line,
+                "extra": {
+                    "ds_gen": ds_gen,
+                    "ds_internal": ds_int,
+                    "nas": nas,
+                    "elements_per_row": ppr,
+                    "pct_equal": eq,
+                    "avg_sup_diff_equal": diff,
+                    "avg_sup_new": new,
+                    "seconds": secs,
+                    "paper": paper,
+                },
+            }
+        )
     return rows
 
 
@@ -192,24 +241,36 @@ def _subprocess_case(setup: str, kw: dict) -> dict:
 
 
 def _lucs_setup(name: str) -> str:
-    return (f"from _sketch_data import shared_data_dir\n"
-            f"from ppdm_dask.krimp import as_database\n"
-            f"rows = [list(map(int, l.split())) for l in open(shared_data_dir() / 'lucs' / '{name}.dat') if l.strip()]\n"
-            f"db = as_database(rows)\ndb_warm = rows[:200]")
+    return (
+        f"from _sketch_data import shared_data_dir\n"
+        f"from ppdm_dask.krimp import as_database\n"
+        f"rows = [list(map(int, l.split())) for l in open(shared_data_dir() / 'lucs' / '{name}.dat') if l.strip()]\n"
+        f"db = as_database(rows)\ndb_warm = rows[:200]"
+    )
 
 
 def _scale_rows(quick: bool) -> list[dict]:
     rows = []
-    for name in (("chessBig",) if quick else ("chessBig", "pendigits", "letrecog")):
+    for name in ("chessBig",) if quick else ("chessBig", "pendigits", "letrecog"):
         res = _subprocess_case(_lucs_setup(name), {"min_support": 1, "closed": True})
         n_ref, t_ref, target = REFERENCE[name]
         ref = "reference did not finish in 455 s" if t_ref is None else f"reference {t_ref:g} s"
-        note = (f"{res['n_candidates']:,} candidates (reference {n_ref / 1e6:.2f} M incl. singletons), |CT\\I| {res['elements']}, "
-                f"{res['total']:,.1f} bits; mining {res['mining']:.1f} s + search {res['search']:.1f} s; peak {res['peak_mb']:,.0f} MB; "
-                f"{ref}; target <= {target:g} s")
+        note = (
+            f"{res['n_candidates']:,} candidates (reference {n_ref / 1e6:.2f} M incl. singletons), |CT\\I| {res['elements']}, "
+            f"{res['total']:,.1f} bits; mining {res['mining']:.1f} s + search {res['search']:.1f} s; peak {res['peak_mb']:,.0f} MB; "
+            f"{ref}; target <= {target:g} s"
+        )
         print(f"  {name} closed@1: {res['seconds']:.1f} s, {note}", flush=True)
-        rows.append({"name": f"KRIMP {name} closed@1 (time)", "ours_s": res["seconds"], "anchor": "authors' KRIMP" if t_ref else "target",
-                     "anchor_s": t_ref or target, "note": note, "extra": res})
+        rows.append(
+            {
+                "name": f"KRIMP {name} closed@1 (time)",
+                "ours_s": res["seconds"],
+                "anchor": "authors' KRIMP" if t_ref else "target",
+                "anchor_s": t_ref or target,
+                "note": note,
+                "extra": res,
+            }
+        )
     return rows
 
 
@@ -238,8 +299,10 @@ def _distributed_rows(quick: bool) -> list[dict]:
             parts = max(2, n // 500_000)
             path = write_mushroom_replicated(copies, tmp, npartitions=parts)
             ms = int(0.2 * n)
-            setup = (f"import dask\nfrom ppdm_dask import read\nfrom ppdm_dask.krimp import as_database\n"
-                     f"with dask.config.set(scheduler='sync'):\n    db = as_database(read({path!r}))\ndb_warm = [[1, 2], [1, 3]]")
+            setup = (
+                f"import dask\nfrom ppdm_dask import read\nfrom ppdm_dask.krimp import as_database\n"
+                f"with dask.config.set(scheduler='sync'):\n    db = as_database(read({path!r}))\ndb_warm = [[1, 2], [1, 3]]"
+            )
             single = _subprocess_case(setup, {"min_support": ms, "closed": True})
             with client.as_current():
                 tx = read(path)
@@ -250,16 +313,29 @@ def _distributed_rows(quick: bool) -> list[dict]:
             same = r.code_table.sizes()["total"] == single["total"] and r.code_table.n_nontrivial == single["elements"]
             pl = r.stats["planner"]
             speed = single["search"] / r.seconds_search
-            note = (f"{n:,} rows, {parts} blocks, {r.n_candidates:,} candidates; search {r.seconds_search:.1f} s vs single "
-                    f"{single['search']:.1f} s ({speed:.2f}x); {r.stats['round_trips']:,} round trips of "
-                    f"{pl['round_trip_seconds'] * 1e3:.1f} ms, final batch {pl['batch_size']}, p {pl['acceptance_rate']:.3f}; "
-                    f"end to end {secs:.1f} s vs single {single['seconds']:.1f} s; single peak {single['peak_mb']:,.0f} MB; "
-                    f"same table {same}")
+            note = (
+                f"{n:,} rows, {parts} blocks, {r.n_candidates:,} candidates; search {r.seconds_search:.1f} s vs single "
+                f"{single['search']:.1f} s ({speed:.2f}x); {r.stats['round_trips']:,} round trips of "
+                f"{pl['round_trip_seconds'] * 1e3:.1f} ms, final batch {pl['batch_size']}, p {pl['acceptance_rate']:.3f}; "
+                f"end to end {secs:.1f} s vs single {single['seconds']:.1f} s; single peak {single['peak_mb']:,.0f} MB; "
+                f"same table {same}"
+            )
             print(f"  mushroom x{copies}: {note}", flush=True)
-            rows.append({"name": f"KRIMP distributed search, mushroom x{copies}", "ours_s": r.seconds_search,
-                         "anchor": "single-machine search", "anchor_s": single["search"], "note": note,
-                         "extra": {"rows": n, "single": single, "distributed_seconds": secs,
-                                   "stats": {k: v for k, v in r.stats.items()}}})
+            rows.append(
+                {
+                    "name": f"KRIMP distributed search, mushroom x{copies}",
+                    "ours_s": r.seconds_search,
+                    "anchor": "single-machine search",
+                    "anchor_s": single["search"],
+                    "note": note,
+                    "extra": {
+                        "rows": n,
+                        "single": single,
+                        "distributed_seconds": secs,
+                        "stats": {k: v for k, v in r.stats.items()},
+                    },
+                }
+            )
             points.append((n, speed))
     finally:
         client.close()

@@ -126,11 +126,21 @@ def _spark_row(tr: list, min_support: float, n_ours: int, t_ours: float, label: 
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        return {"name": name, "ours_s": t_ours, "anchor": "Spark FPGrowth local[2]", "anchor_s": None,
-                "note": "skipped: pyspark not installed"}
+        return {
+            "name": name,
+            "ours_s": t_ours,
+            "anchor": "Spark FPGrowth local[2]",
+            "anchor_s": None,
+            "note": "skipped: pyspark not installed",
+        }
     if shutil.which("java") is None:
-        return {"name": name, "ours_s": t_ours, "anchor": "Spark FPGrowth local[2]", "anchor_s": None,
-                "note": "skipped: no Java runtime on PATH"}
+        return {
+            "name": name,
+            "ours_s": t_ours,
+            "anchor": "Spark FPGrowth local[2]",
+            "anchor_s": None,
+            "note": "skipped: no Java runtime on PATH",
+        }
     from pyspark.ml.fpm import FPGrowth
     from pyspark.sql import SparkSession
 
@@ -144,8 +154,14 @@ def _spark_row(tr: list, min_support: float, n_ours: int, t_ours: float, label: 
     finally:
         spark.stop()
     assert n_sp == n_ours, f"{label}: Spark found {n_sp} itemsets, ours {n_ours}"
-    return {"name": name, "ours_s": t_ours, "anchor": "Spark FPGrowth local[2]", "anchor_s": t_sp,
-            "note": f"{n_ours:,} itemsets both", "extra": {"itemsets_ours": n_ours, "itemsets_anchor": n_sp}}
+    return {
+        "name": name,
+        "ours_s": t_ours,
+        "anchor": "Spark FPGrowth local[2]",
+        "anchor_s": t_sp,
+        "note": f"{n_ours:,} itemsets both",
+        "extra": {"itemsets_ours": n_ours, "itemsets_anchor": n_sp},
+    }
 
 
 # ---------------------------------------------------------------------------- ours
@@ -274,21 +290,42 @@ def _fimi_case(name: str, min_support: float, anchors: list[str], *, cluster_cli
         note = f"{n_ours:,} itemsets both ({levels} levels)"
         if anchor in ("apriori", "eclat") and omitted:
             note += f"; pyfim +{omitted} omitted always-present"
-        target = {("T10I4D100K", 0.003, "apriori"): "target <= 1.0x",
-                  ("T10I4D100K", 0.003, "fpgrowth"): "target <= 0.1x",
-                  ("retail", 0.001, "apriori"): "target <= 1.5x"}.get((name, min_support, anchor))
+        target = {
+            ("T10I4D100K", 0.003, "apriori"): "target <= 1.0x",
+            ("T10I4D100K", 0.003, "fpgrowth"): "target <= 0.1x",
+            ("retail", 0.001, "apriori"): "target <= 1.5x",
+        }.get((name, min_support, anchor))
         if target:
             ratio = t_ours / t_a
             ok = ratio <= {"target <= 1.0x": 1.0, "target <= 0.1x": 0.1, "target <= 1.5x": 1.5}[target]
             note += f"; {target} {'MET' if ok else 'MISSED'}"
-        rows.append({"name": f"{label}, threads", "ours_s": t_ours, "anchor": anchor_name, "anchor_s": t_a,
-                     "note": note + f"; {mem}", "extra": {"itemsets_ours": n_ours, "itemsets_anchor": n_a,
-                                                          "min_count": mc, "client_peak_tracemalloc_mb": peak_tm,
-                                                          "client_peak_rss_delta_mb": peak_rss}})
+        rows.append(
+            {
+                "name": f"{label}, threads",
+                "ours_s": t_ours,
+                "anchor": anchor_name,
+                "anchor_s": t_a,
+                "note": note + f"; {mem}",
+                "extra": {
+                    "itemsets_ours": n_ours,
+                    "itemsets_anchor": n_a,
+                    "min_count": mc,
+                    "client_peak_tracemalloc_mb": peak_tm,
+                    "client_peak_rss_delta_mb": peak_rss,
+                },
+            }
+        )
         if anchor == "apriori" and t_cl is not None:
-            rows.append({"name": f"{label}, LocalCluster(2)", "ours_s": t_cl, "anchor": anchor_name, "anchor_s": t_a,
-                         "note": f"{n_cl:,} itemsets both; 4 partitions",
-                         "extra": {"itemsets_ours": n_cl, "itemsets_anchor": n_a, "min_count": mc}})
+            rows.append(
+                {
+                    "name": f"{label}, LocalCluster(2)",
+                    "ours_s": t_cl,
+                    "anchor": anchor_name,
+                    "anchor_s": t_a,
+                    "note": f"{n_cl:,} itemsets both; 4 partitions",
+                    "extra": {"itemsets_ours": n_cl, "itemsets_anchor": n_a, "min_count": mc},
+                }
+            )
     if spark:
         rows.append(_spark_row(tr, min_support, n_ours, t_ours, label))
     return rows
@@ -333,22 +370,46 @@ def _scale_rows(client, tmp: str) -> list[dict]:
     ratio = t_l / t_s
     peak_mb = mon.max_worker / 2**20
     return [
-        {"name": "quest T10.I4.D100K.N1K @ 0.3%, LocalCluster(2)", "ours_s": t_s, "anchor": "pyfim apriori", "anchor_s": t_py,
-         "note": f"{n_s:,} itemsets both; {p_s} partitions",
-         "extra": {"itemsets_ours": n_s, "itemsets_anchor": n_py}},
-        {"name": "quest D1M vs D100K @ 0.3%, LocalCluster(2)", "ours_s": t_l, "anchor": "ours, D100K", "anchor_s": t_s,
-         "note": (f"time ratio {ratio:.1f} (target <= 15 {'MET' if ratio <= 15 else 'MISSED'}); {n_l:,} vs {n_s:,} itemsets; "
-                  f"{p_l} partitions, after one untimed run; peak worker RSS {peak_mb:,.0f} MB (target <= 2048 {'MET' if peak_mb <= 2048 else 'MISSED'}), "
-                  f"both workers {mon.max_total / 2**20:,.0f} MB"),
-         "extra": {"itemsets_d1m": n_l, "itemsets_d100k": n_s, "time_ratio": ratio,
-                   "peak_worker_rss_mb": peak_mb, "peak_total_worker_rss_mb": mon.max_total / 2**20}},
+        {
+            "name": "quest T10.I4.D100K.N1K @ 0.3%, LocalCluster(2)",
+            "ours_s": t_s,
+            "anchor": "pyfim apriori",
+            "anchor_s": t_py,
+            "note": f"{n_s:,} itemsets both; {p_s} partitions",
+            "extra": {"itemsets_ours": n_s, "itemsets_anchor": n_py},
+        },
+        {
+            "name": "quest D1M vs D100K @ 0.3%, LocalCluster(2)",
+            "ours_s": t_l,
+            "anchor": "ours, D100K",
+            "anchor_s": t_s,
+            "note": (
+                f"time ratio {ratio:.1f} (target <= 15 {'MET' if ratio <= 15 else 'MISSED'}); {n_l:,} vs {n_s:,} itemsets; "
+                f"{p_l} partitions, after one untimed run; peak worker RSS {peak_mb:,.0f} MB (target <= 2048 {'MET' if peak_mb <= 2048 else 'MISSED'}), "
+                f"both workers {mon.max_total / 2**20:,.0f} MB"
+            ),
+            "extra": {
+                "itemsets_d1m": n_l,
+                "itemsets_d100k": n_s,
+                "time_ratio": ratio,
+                "peak_worker_rss_mb": peak_mb,
+                "peak_total_worker_rss_mb": mon.max_total / 2**20,
+            },
+        },
     ]
 
 
 #: The issue #20 table: (data set, support) and the target ratio against the best pyfim miner per scale.
 BEST_CASES = [("T10I4D100K", 0.003), ("retail", 0.001), ("BMS-WebView-1", 0.001), ("chess", 0.70), ("mushroom", 0.20)]
-BEST_TARGETS = {("T10I4D100K", 0.003, 1): 1.0, ("retail", 0.001, 1): 1.0, ("BMS-WebView-1", 0.001, 1): 1.0, ("chess", 0.70, 1): 2.0,
-                ("mushroom", 0.20, 1): 2.0, ("chess", 0.70, 100): 1.0, ("mushroom", 0.20, 100): 1.0}
+BEST_TARGETS = {
+    ("T10I4D100K", 0.003, 1): 1.0,
+    ("retail", 0.001, 1): 1.0,
+    ("BMS-WebView-1", 0.001, 1): 1.0,
+    ("chess", 0.70, 1): 2.0,
+    ("mushroom", 0.20, 1): 2.0,
+    ("chess", 0.70, 100): 1.0,
+    ("mushroom", 0.20, 100): 1.0,
+}
 PYFIM_ALGOS = ("apriori", "eclat", "fpgrowth")
 
 
@@ -404,7 +465,9 @@ def _best_case(name: str, min_support: float, scale: int) -> list[dict]:
         del tx
     assert fi.n_transactions == n and fi.min_count == mc, (fi.n_transactions, n, fi.min_count, mc)
     ours = {frozenset(x.item() if hasattr(x, "item") else x for x in s): int(c) for s, c in fi.as_dict().items()}
-    assert ours == {frozenset(x.item() if hasattr(x, "item") else x for x in s): int(c) for s, c in fi_lw.as_dict().items()}, label
+    assert ours == {frozenset(x.item() if hasattr(x, "item") else x for x in s): int(c) for s, c in fi_lw.as_dict().items()}, (
+        label
+    )
     strategy = next((st.get("strategy") for st in fi.level_stats if st["length"] >= 3), "-")
     passes = next((st.get("passes") for st in fi.level_stats if st["length"] >= 3), None)
     levels = len(fi.level_stats)
@@ -421,14 +484,34 @@ def _best_case(name: str, min_support: float, scale: int) -> list[dict]:
     assert ref == ours, f"{label}: pyfim {best} found {len(ref)} itemsets, ours {len(ours)}; identical: {ref == ours}"
     ratio = t_ours / times[best]
     target = BEST_TARGETS.get((name, min_support, scale))
-    note = (f"{len(ours):,} itemsets identical ({levels} levels){f', pyfim +{omitted} omitted always-present' if omitted else ''}; "
-            f"{n_parts} partition(s), strategy {strategy}{f' ({passes} pass(es))' if passes else ''}; "
-            f"levelwise {t_lw:.3f} s; pyfim " + ", ".join(f"{a} {times[a]:.3f}" for a in PYFIM_ALGOS))
+    note = (
+        f"{len(ours):,} itemsets identical ({levels} levels){f', pyfim +{omitted} omitted always-present' if omitted else ''}; "
+        f"{n_parts} partition(s), strategy {strategy}{f' ({passes} pass(es))' if passes else ''}; "
+        f"levelwise {t_lw:.3f} s; pyfim " + ", ".join(f"{a} {times[a]:.3f}" for a in PYFIM_ALGOS)
+    )
     if target is not None:
         note += f"; target <= {target:.1f}x {'MET' if ratio <= target else 'MISSED'}"
-    return [{"name": f"{label}, threads", "ours_s": t_ours, "anchor": f"pyfim {best} (best of 3)", "anchor_s": times[best], "note": note,
-             "extra": {"itemsets": len(ours), "min_count": mc, "scale": scale, "partitions": n_parts, "strategy": strategy,
-                       "levelwise_s": t_lw, "pyfim_s": times, "best_pyfim": best, "ratio": ratio, "target": target}}]
+    return [
+        {
+            "name": f"{label}, threads",
+            "ours_s": t_ours,
+            "anchor": f"pyfim {best} (best of 3)",
+            "anchor_s": times[best],
+            "note": note,
+            "extra": {
+                "itemsets": len(ours),
+                "min_count": mc,
+                "scale": scale,
+                "partitions": n_parts,
+                "strategy": strategy,
+                "levelwise_s": t_lw,
+                "pyfim_s": times,
+                "best_pyfim": best,
+                "ratio": ratio,
+                "target": target,
+            },
+        }
+    ]
 
 
 def run(quick: bool = False) -> list[dict]:

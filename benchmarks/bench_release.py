@@ -64,12 +64,26 @@ def run(quick: bool = False) -> list[dict]:
         rel = Distorter(0.4, 0.98, key=key).fit(tx, client=client).transform(tx)
         t_rel, m = best_of(lambda: rel.write(_fresh(os.path.join(tmp, "d_rel")), client=client), repeat=3)
         t_plain, _ = best_of(lambda: rel.data.to_parquet(_fresh(os.path.join(tmp, "d_plain"))), repeat=3)
-        rows.append({"name": f"EMASK release write, {spec}", "ours_s": t_rel, "anchor": "plain to_parquet", "anchor_s": t_plain,
-                     "note": f"{len(m['partitions'])} files, verdict ok={m['guarantees']['ok']}"})
+        rows.append(
+            {
+                "name": f"EMASK release write, {spec}",
+                "ours_s": t_rel,
+                "anchor": "plain to_parquet",
+                "anchor_s": t_plain,
+                "note": f"{len(m['partitions'])} files, verdict ok={m['guarantees']['ok']}",
+            }
+        )
         t_ver, v = best_of(lambda: verify(os.path.join(tmp, "d_rel")), repeat=3)
         t_read, _ = best_of(lambda: read(os.path.join(tmp, "d_plain")).describe(), repeat=3)
-        rows.append({"name": f"verify EMASK release, {spec}", "ours_s": t_ver, "anchor": "read + describe", "anchor_s": t_read,
-                     "note": f"{len(v)} checks, ok={v.ok}"})
+        rows.append(
+            {
+                "name": f"verify EMASK release, {spec}",
+                "ours_s": t_ver,
+                "anchor": "read + describe",
+                "anchor_s": t_read,
+                "note": f"{len(v)} checks, ok={v.ok}",
+            }
+        )
 
         sk_src = quest(sk_spec, key=Key(2))
         srel = DeltaAnonymizer(delta=2.0, key=key).fit_transform(sk_src)
@@ -77,19 +91,40 @@ def run(quick: bool = False) -> list[dict]:
         srel.data = sdata
         t_srel, sm = best_of(lambda: srel.write(_fresh(os.path.join(tmp, "s_rel")), client=client), repeat=3)
         t_splain, _ = best_of(lambda: sdata.to_parquet(_fresh(os.path.join(tmp, "s_plain"))), repeat=3)
-        rows.append({"name": f"sketch (delta=2) release write, {sk_spec}", "ours_s": t_srel, "anchor": "SketchArray.to_parquet",
-                     "anchor_s": t_splain, "note": f"{sm['n_records']:,} records, {sm['n_suppressed']:,} suppressed"})
+        rows.append(
+            {
+                "name": f"sketch (delta=2) release write, {sk_spec}",
+                "ours_s": t_srel,
+                "anchor": "SketchArray.to_parquet",
+                "anchor_s": t_splain,
+                "note": f"{sm['n_records']:,} records, {sm['n_suppressed']:,} suppressed",
+            }
+        )
         from ppdm_dask.sketch import read_sketches
 
         t_sver, sv = best_of(lambda: verify(os.path.join(tmp, "s_rel")), repeat=3)
         t_sread, _ = best_of(lambda: read_sketches(os.path.join(tmp, "s_plain")).compute(), repeat=3)
-        rows.append({"name": f"verify sketch release, {sk_spec}", "ours_s": t_sver, "anchor": "read_sketches + compute",
-                     "anchor_s": t_sread, "note": f"{len(sv)} checks, ok={sv.ok}"})
+        rows.append(
+            {
+                "name": f"verify sketch release, {sk_spec}",
+                "ours_s": t_sver,
+                "anchor": "read_sketches + compute",
+                "anchor_s": t_sread,
+                "note": f"{len(sv)} checks, ok={sv.ok}",
+            }
+        )
 
         adult_dir = _shared_adult()
         if adult_dir is None:
-            rows.append({"name": "relational release (Adult x20)", "ours_s": None, "anchor": "-", "anchor_s": None,
-                         "note": "not run: ../shared/data/adult not found (set PPDM_SHARED_DATA)"})
+            rows.append(
+                {
+                    "name": "relational release (Adult x20)",
+                    "ours_s": None,
+                    "anchor": "-",
+                    "anchor_s": None,
+                    "note": "not run: ../shared/data/adult not found (set PPDM_SHARED_DATA)",
+                }
+            )
         else:
             from ppdm_dask.anonymity import KAnonymizer
             from ppdm_dask.data.uci import ADULT_QI
@@ -104,12 +139,26 @@ def run(quick: bool = False) -> list[dict]:
             arel = KAnonymizer(list(ADULT_QI), k=10, sensitive="salary-class", method="mondrian", key=key).fit(df).release()
             t_arel, am = best_of(lambda: arel.write(_fresh(os.path.join(tmp, "a_rel")), client=client), repeat=3)
             t_aplain, _ = best_of(lambda: arel.data.to_parquet(_fresh(os.path.join(tmp, "a_plain"))), repeat=3)
-            rows.append({"name": f"Mondrian k=10 release write, Adult x{times}", "ours_s": t_arel, "anchor": "dask to_parquet",
-                         "anchor_s": t_aplain, "note": f"{am['n_records']:,} rows, {len(am['partitions'])} files"})
+            rows.append(
+                {
+                    "name": f"Mondrian k=10 release write, Adult x{times}",
+                    "ours_s": t_arel,
+                    "anchor": "dask to_parquet",
+                    "anchor_s": t_aplain,
+                    "note": f"{am['n_records']:,} rows, {len(am['partitions'])} files",
+                }
+            )
             t_aver, av = best_of(lambda: verify(os.path.join(tmp, "a_rel")), repeat=3)
             t_aread, _ = best_of(lambda: read_table(os.path.join(tmp, "a_plain")).compute(), repeat=3)
-            rows.append({"name": f"verify Mondrian release, Adult x{times}", "ours_s": t_aver, "anchor": "read_table + compute",
-                         "anchor_s": t_aread, "note": f"{len(av)} checks, ok={av.ok}"})
+            rows.append(
+                {
+                    "name": f"verify Mondrian release, Adult x{times}",
+                    "ours_s": t_aver,
+                    "anchor": "read_table + compute",
+                    "anchor_s": t_aread,
+                    "note": f"{len(av)} checks, ok={av.ok}",
+                }
+            )
     finally:
         client.close()
         cluster.close()

@@ -41,8 +41,21 @@ def _render(html: Path, png: Path) -> bool:
     if exe is None:
         return False
     with tempfile.TemporaryDirectory() as prof:
-        subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={prof}",
-                        "--window-size=1100,12000", f"--screenshot={png}", html.as_uri()], capture_output=True, timeout=180)
+        subprocess.run(
+            [
+                exe,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--user-data-dir={prof}",
+                "--window-size=1100,12000",
+                f"--screenshot={png}",
+                html.as_uri(),
+            ],
+            capture_output=True,
+            timeout=180,
+        )
     if not png.exists():
         return False
     import matplotlib.image as mpimg
@@ -73,7 +86,9 @@ def _scale_rows(shared: Path, quick: bool) -> list[dict]:
             client.wait_for_workers(2)
             t0 = time.perf_counter()
             ddf = dd.read_parquet(str(src), dtype_backend="pyarrow")
-            release = KAnonymizer(qi, k=10, sensitive="salary-class", hierarchies={a: h[a] for a in qi}).fit_release(ddf, client=client)
+            release = KAnonymizer(qi, k=10, sensitive="salary-class", hierarchies={a: h[a] for a in qi}).fit_release(
+                ddf, client=client
+            )
             release.write(str(tmp / "release"), client=client)
             t_job = time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -83,14 +98,27 @@ def _scale_rows(shared: Path, quick: bool) -> list[dict]:
             open_release(str(tmp / "release")).adopt(release).report(ddf, audience="external", client=client)
             t_full = time.perf_counter() - t0
         n_fig = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] in ("value", "plot"))
-        print(f"  Adult x{reps} ({n:,} rows): job {t_job:.1f} s, report {t_report:.1f} s ({t_report / t_job:.0%}), "
-              f"report with re-verification {t_full:.1f} s", flush=True)
+        print(
+            f"  Adult x{reps} ({n:,} rows): job {t_job:.1f} s, report {t_report:.1f} s ({t_report / t_job:.0%}), "
+            f"report with re-verification {t_full:.1f} s",
+            flush=True,
+        )
         return [
-            {"name": f"report of lattice k=10, Adult x{reps} ({n:,} rows)", "ours_s": t_report, "anchor": "anonymization job",
-             "anchor_s": t_job, "note": f"the report a job writes: {n_fig} figures and plots, original's risk and utility; "
-                                        f"target <= 0.5 x the job; verified {doc['verdict']['ok']}"},
-            {"name": f"ppdm report (re-verifies), Adult x{reps}", "ours_s": t_full, "anchor": "anonymization job",
-             "anchor_s": t_job, "note": "SHA-256 of every file + recount + figures (external audience)"},
+            {
+                "name": f"report of lattice k=10, Adult x{reps} ({n:,} rows)",
+                "ours_s": t_report,
+                "anchor": "anonymization job",
+                "anchor_s": t_job,
+                "note": f"the report a job writes: {n_fig} figures and plots, original's risk and utility; "
+                f"target <= 0.5 x the job; verified {doc['verdict']['ok']}",
+            },
+            {
+                "name": f"ppdm report (re-verifies), Adult x{reps}",
+                "ours_s": t_full,
+                "anchor": "anonymization job",
+                "anchor_s": t_job,
+                "note": "SHA-256 of every file + recount + figures (external audience)",
+            },
         ]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -115,8 +143,9 @@ def _family_releases(shared: Path, quick: bool):
 
         ddf = dd.from_pandas(df, npartitions=4)
         qi = list(ADULT_QI)
-        return KAnonymizer(qi, k=10, sensitive="salary-class", method="mondrian", hierarchies={a: h[a] for a in qi},
-                           key=Key(1)).fit_release(ddf), ddf
+        return KAnonymizer(
+            qi, k=10, sensitive="salary-class", method="mondrian", hierarchies={a: h[a] for a in qi}, key=Key(1)
+        ).fit_release(ddf), ddf
 
     def bms():
         tx = read(str(shared / "fimi" / "BMS-WebView-1.dat"))
@@ -132,8 +161,9 @@ def _family_releases(shared: Path, quick: bool):
         z = np.load(shared / "text" / "20news_bydate_counts.npz")
         X = sp.csr_array((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
         rows = np.sort(np.random.default_rng(0).choice(X.shape[0], 2000 if quick else 5000, replace=False))
-        tx = TransactionArray.from_scipy(X[rows], npartitions=4,
-                                         columns={"label": np.asarray(z["labels"])[rows], "record_id": rows.astype(np.int64)})
+        tx = TransactionArray.from_scipy(
+            X[rows], npartitions=4, columns={"label": np.asarray(z["labels"])[rows], "record_id": rows.astype(np.int64)}
+        )
         return DeltaAnonymizer(delta=20.0, m_max=32, key=Key(4), keep_record_ids=True).fit_transform(tx), tx
 
     def pima():
@@ -147,9 +177,14 @@ def _family_releases(shared: Path, quick: bool):
         tx = read(str(shared / "lucs" / "led7.dat"))
         return KrimpGenerator(min_support=2, laplace=0.001, key=Key(6)).fit(tx).release(), tx
 
-    return [("relational", "Adult, Mondrian k=10", adult), ("km", "BMS-WebView-1, k=10 m=2", bms),
-            ("emask", "T10I4D100K, most private p, q", t10), ("sketch", "20 Newsgroups, delta=20", news),
-            ("condensation", "Pima, levels 6-10", pima), ("krimp", "led7, min-support 2", led7)]
+    return [
+        ("relational", "Adult, Mondrian k=10", adult),
+        ("km", "BMS-WebView-1, k=10 m=2", bms),
+        ("emask", "T10I4D100K, most private p, q", t10),
+        ("sketch", "20 Newsgroups, delta=20", news),
+        ("condensation", "Pima, levels 6-10", pima),
+        ("krimp", "led7, min-support 2", led7),
+    ]
 
 
 def _gallery_rows(shared: Path, quick: bool) -> list[dict]:
@@ -165,18 +200,30 @@ def _gallery_rows(shared: Path, quick: bool) -> list[dict]:
             release.write(str(tmp / family))
             t_rel = time.perf_counter() - t0
             t0 = time.perf_counter()
-            doc = open_release(str(tmp / family)).adopt(release).report(original, out=str(GALLERY / f"{family}.html"),
-                                                                          overwrite=True)
+            doc = (
+                open_release(str(tmp / family))
+                .adopt(release)
+                .report(original, out=str(GALLERY / f"{family}.html"), overwrite=True)
+            )
             t_rep = time.perf_counter() - t0
             rendered = _render(GALLERY / f"{family}.html", GALLERY / f"{family}.png")
             (GALLERY / f"{family}.json").unlink()  # the page and its picture are kept; the JSON is in the page
             n_val = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] == "value")
             n_fig = sum(1 for s in doc["sections"] for i in s["items"] if i["type"] == "plot")
-            print(f"  {family}: release {t_rel:.1f} s, report {t_rep:.1f} s ({n_val} figures, {n_fig} plots), "
-                  f"rendered {rendered}", flush=True)
-            rows.append({"name": f"report: {family} ({what})", "ours_s": t_rep, "anchor": "release (fit + write)",
-                         "anchor_s": t_rel, "note": f"{n_val} figures, {n_fig} plots; verified {doc['verdict']['ok']}; "
-                                                    f"page {'rendered' if rendered else 'not rendered (no chromium)'}"})
+            print(
+                f"  {family}: release {t_rel:.1f} s, report {t_rep:.1f} s ({n_val} figures, {n_fig} plots), rendered {rendered}",
+                flush=True,
+            )
+            rows.append(
+                {
+                    "name": f"report: {family} ({what})",
+                    "ours_s": t_rep,
+                    "anchor": "release (fit + write)",
+                    "anchor_s": t_rel,
+                    "note": f"{n_val} figures, {n_fig} plots; verified {doc['verdict']['ok']}; "
+                    f"page {'rendered' if rendered else 'not rendered (no chromium)'}",
+                }
+            )
             json.dumps(doc)  # the document is plain JSON
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -186,6 +233,13 @@ def _gallery_rows(shared: Path, quick: bool) -> list[dict]:
 def run(quick: bool = False) -> list[dict]:
     shared = _shared()
     if shared is None:
-        return [{"name": "report", "ours_s": None, "anchor": "-", "anchor_s": None,
-                 "note": "not run: ../shared/data not found (set PPDM_SHARED_DATA)"}]
+        return [
+            {
+                "name": "report",
+                "ours_s": None,
+                "anchor": "-",
+                "anchor_s": None,
+                "note": "not run: ../shared/data not found (set PPDM_SHARED_DATA)",
+            }
+        ]
     return _gallery_rows(shared, quick) + _scale_rows(shared, quick)

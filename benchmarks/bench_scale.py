@@ -55,6 +55,7 @@ def fingerprint(*arrays: Any) -> str:
 def spilled_bytes(client) -> int:
     """Bytes the workers wrote to disk since they started (their cumulative spill counter; what
     is on disk at the end is usually 0 again)."""
+
     def on_worker(dask_worker):
         metrics = getattr(dask_worker.data, "cumulative_metrics", None) or {}
         return int(metrics.get(("disk-write", "bytes"), 0))
@@ -74,8 +75,9 @@ def _cluster(limit: str | int):
     from ppdm_dask.cluster import worker_environment
 
     with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environment()}):
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                               host="127.0.0.1", memory_limit=limit)
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1", memory_limit=limit
+        )
     return cluster, Client(cluster, set_as_default=True)
 
 
@@ -135,8 +137,10 @@ def run_family(name: str, fam: Family, scales: list[int], log: Callable[[str], N
             for label, limit in (("unlimited", 0), ("1GB", LIMITED)):
                 runs[label] = measure(fam.job, inputs, limit)
                 r = runs[label]
-                log(f"[{name} {scale}x {label}] {r['seconds']:.1f} s, peak worker RSS {r['peak_worker_rss'] / 2**20:,.0f} MiB, "
-                    f"spilled {r['spilled'] / 2**20:,.0f} MiB; {r.get('note', '')}; plans: {r.get('plans', '-')}")
+                log(
+                    f"[{name} {scale}x {label}] {r['seconds']:.1f} s, peak worker RSS {r['peak_worker_rss'] / 2**20:,.0f} MiB, "
+                    f"spilled {r['spilled'] / 2**20:,.0f} MiB; {r.get('note', '')}; plans: {r.get('plans', '-')}"
+                )
                 if not r.get("failed"):  # a failed run has no time to fit a slope to
                     times[label].append(r["seconds"])
         finally:
@@ -144,25 +148,42 @@ def run_family(name: str, fam: Family, scales: list[int], log: Callable[[str], N
         lim, unl = runs["1GB"], runs["unlimited"]
         failed = "; ".join(f"{label} run FAILED: {r['failed']}" for label, r in runs.items() if r.get("failed"))
         same = not failed and lim["fingerprint"] == unl["fingerprint"]
-        rows.append({
-            "name": f"{name} {scale}x: {fam.size(scale)}", "ours_s": lim["seconds"], "anchor": "no memory limit",
-            "anchor_s": unl["seconds"],
-            "note": (f"1 GB/worker: peak {lim['peak_worker_rss'] / 2**20:,.0f} MiB, spilled {lim['spilled'] / 2**20:,.0f} MiB | "
-                     f"unlimited: peak {unl['peak_worker_rss'] / 2**20:,.0f} MiB | same result {same}"
-                     + (f" | {failed}" if failed else "")),
-            "extra": {"scale": scale, "1GB": lim, "unlimited": unl, "same_result": same}})
+        rows.append(
+            {
+                "name": f"{name} {scale}x: {fam.size(scale)}",
+                "ours_s": lim["seconds"],
+                "anchor": "no memory limit",
+                "anchor_s": unl["seconds"],
+                "note": (
+                    f"1 GB/worker: peak {lim['peak_worker_rss'] / 2**20:,.0f} MiB, spilled {lim['spilled'] / 2**20:,.0f} MiB | "
+                    f"unlimited: peak {unl['peak_worker_rss'] / 2**20:,.0f} MiB | same result {same}"
+                    + (f" | {failed}" if failed else "")
+                ),
+                "extra": {"scale": scale, "1GB": lim, "unlimited": unl, "same_result": same},
+            }
+        )
     sizes = [float(s) for s in scales]
     for label in ("1GB", "unlimited"):
         if len(times[label]) == len(sizes) and len(sizes) > 1:
-            rows.append({"name": f"{name}: slope of log time vs log size ({label})", "ours_s": slope(sizes, times[label]),
-                         "anchor": "linear", "anchor_s": 1.0, "unit": "slope", "note": "target <= 1.1"})
+            rows.append(
+                {
+                    "name": f"{name}: slope of log time vs log size ({label})",
+                    "ours_s": slope(sizes, times[label]),
+                    "anchor": "linear",
+                    "anchor_s": 1.0,
+                    "unit": "slope",
+                    "note": "target <= 1.1",
+                }
+            )
     return rows
 
 
 def run(quick: bool = False, family_names: list[str] | None = None, scales: list[int] | None = None) -> list[dict]:
     fams = families()
     names = family_names or [n for n in os.environ.get("PPDM_SCALE_FAMILIES", "").split(",") if n] or list(fams)
-    scales = scales or [int(s) for s in os.environ.get("PPDM_SCALE_SCALES", "").split(",") if s] or ([1] if quick else [1, 10, 30])
+    scales = (
+        scales or [int(s) for s in os.environ.get("PPDM_SCALE_SCALES", "").split(",") if s] or ([1] if quick else [1, 10, 30])
+    )
     rows = []
     for name in names:
         if name not in fams:
@@ -177,7 +198,9 @@ if __name__ == "__main__":
     ap.add_argument("--scales", default="", help="comma-separated multiples of the benchmark size (default 1,10,30)")
     ap.add_argument("--json", default="", help="write the rows to this file")
     a = ap.parse_args()
-    out = run(family_names=[f for f in a.families.split(",") if f] or None, scales=[int(s) for s in a.scales.split(",") if s] or None)
+    out = run(
+        family_names=[f for f in a.families.split(",") if f] or None, scales=[int(s) for s in a.scales.split(",") if s] or None
+    )
     sys.path.insert(0, str(HERE))
     from run import format_table
 

@@ -59,8 +59,12 @@ class _Cached:
                 if method == "delta":
                     an = DeltaAnonymizer(level, generator=g)
                 else:
-                    an = KVarianceAnonymizer(level, generator=g, threshold=threshold,
-                                             allow_weak=["threshold = corrected"] if threshold == "paper" else False)
+                    an = KVarianceAnonymizer(
+                        level,
+                        generator=g,
+                        threshold=threshold,
+                        allow_weak=["threshold = corrected"] if threshold == "paper" else False,
+                    )
                 self.store[key] = an.fit_release(tx, progress=False).data.persist(progress=False)
             return self.store[key]
 
@@ -70,14 +74,25 @@ class _Cached:
 def _evaluate(cache, label, X, y, method, level, similarity, baseline, threshold="corrected"):
     from ppdm_dask.sketch.evaluation import evaluate
 
-    r = evaluate(X, y, cache.factory(label, method, level, threshold), key=11, n_neighbors=NEIGHBORS, npartitions=4,
-                 baseline=baseline, similarity=similarity)
+    r = evaluate(
+        X,
+        y,
+        cache.factory(label, method, level, threshold),
+        key=11,
+        n_neighbors=NEIGHBORS,
+        npartitions=4,
+        baseline=baseline,
+        similarity=similarity,
+    )
     base = r.pop("baseline")
     row = {"dataset": label, "method": method, "level": level, "similarity_measure": similarity, "threshold": threshold, **r}
     name = "δ" if method == "delta" else "k"
-    print(f"  {label} {name}={level} [{similarity}{'' if threshold == 'corrected' else ', paper threshold'}]: acc {r['accuracy']:.3f} / "
-          f"{r['baseline_accuracy']:.3f} (chance {r['chance_accuracy']:.3f}), sim {r['similarity']:.3f} / {r['baseline_similarity']:.3f}, "
-          f"suppressed {r['suppressed']:.3f}, mean m {r['mean_components']:.1f} ({r['seconds']:.0f} s)", flush=True)
+    print(
+        f"  {label} {name}={level} [{similarity}{'' if threshold == 'corrected' else ', paper threshold'}]: acc {r['accuracy']:.3f} / "
+        f"{r['baseline_accuracy']:.3f} (chance {r['chance_accuracy']:.3f}), sim {r['similarity']:.3f} / {r['baseline_similarity']:.3f}, "
+        f"suppressed {r['suppressed']:.3f}, mean m {r['mean_components']:.1f} ({r['seconds']:.0f} s)",
+        flush=True,
+    )
     return row, base
 
 
@@ -104,25 +119,59 @@ def _plots(results, out_dir):
         rs = pick(news, similarity_measure="shrunk")
         series.append(("k-means similarity ratio", [r["level"] for r in rs], [r["similarity_ratio"] for r in rs]))
         fig("frontier_20news_delta", series, "δ (larger: more private)", "utility / original", None, logx=True)
-        fig("fig06_accuracy_vs_delta_20news", [(est, [r["level"] for r in pick(news, similarity_measure=est)],
-                                                [r["accuracy"] for r in pick(news, similarity_measure=est)]) for est in ESTIMATORS],
-            "δ", "accuracy", news[0]["baseline_accuracy"], logx=True)
-        fig("fig10_similarity_vs_delta_20news", [(est, [r["level"] for r in pick(news, similarity_measure=est)],
-                                                  [r["similarity"] for r in pick(news, similarity_measure=est)]) for est in ESTIMATORS],
-            "δ", "avg cosine similarity", news[0]["baseline_similarity"], logx=True)
+        fig(
+            "fig06_accuracy_vs_delta_20news",
+            [
+                (
+                    est,
+                    [r["level"] for r in pick(news, similarity_measure=est)],
+                    [r["accuracy"] for r in pick(news, similarity_measure=est)],
+                )
+                for est in ESTIMATORS
+            ],
+            "δ",
+            "accuracy",
+            news[0]["baseline_accuracy"],
+            logx=True,
+        )
+        fig(
+            "fig10_similarity_vs_delta_20news",
+            [
+                (
+                    est,
+                    [r["level"] for r in pick(news, similarity_measure=est)],
+                    [r["similarity"] for r in pick(news, similarity_measure=est)],
+                )
+                for est in ESTIMATORS
+            ],
+            "δ",
+            "avg cosine similarity",
+            news[0]["baseline_similarity"],
+            logx=True,
+        )
     fig_no = {"20news": (3, 7), "C20.I4.D200K": (4, 8), "C20.I6.D200K": (5, 9)}
     for ds, (fa, fc) in fig_no.items():
         rs = pick(main, dataset=ds, method="k") + pick(results["paper"], dataset=ds)
         if not rs:
             continue
         ser_a, ser_c = [], []
-        for est, thr, tag in (("shrunk", "corrected", "shrunk"), ("cosine", "corrected", "cosine (old)"),
-                              ("shrunk", "paper", "paper threshold (not scale-invariant)")):
+        for est, thr, tag in (
+            ("shrunk", "corrected", "shrunk"),
+            ("cosine", "corrected", "cosine (old)"),
+            ("shrunk", "paper", "paper threshold (not scale-invariant)"),
+        ):
             sub = pick(rs, similarity_measure=est, threshold=thr)
             ser_a.append((tag, [r["level"] for r in sub], [r["accuracy"] for r in sub]))
             ser_c.append((tag, [r["level"] for r in sub], [r["similarity"] for r in sub]))
         fig(f"fig{fa:02d}_accuracy_vs_k_{ds}", ser_a, "anonymity level k", "accuracy", rs[0]["baseline_accuracy"], logx=True)
-        fig(f"fig{fc:02d}_similarity_vs_k_{ds}", ser_c, "anonymity level k", "avg cosine similarity", rs[0]["baseline_similarity"], logx=True)
+        fig(
+            f"fig{fc:02d}_similarity_vs_k_{ds}",
+            ser_c,
+            "anonymity level k",
+            "avg cosine similarity",
+            rs[0]["baseline_similarity"],
+            logx=True,
+        )
     rs = results["dimensionality"]
     if rs:
         series_a, series_c = [], []
@@ -141,33 +190,69 @@ def _rows(results):
     for r in main:
         if r["similarity_measure"] != "shrunk":
             continue
-        old = next(o for o in main if o["similarity_measure"] == "cosine" and o["dataset"] == r["dataset"]
-                   and o["method"] == r["method"] and o["level"] == r["level"])
+        old = next(
+            o
+            for o in main
+            if o["similarity_measure"] == "cosine"
+            and o["dataset"] == r["dataset"]
+            and o["method"] == r["method"]
+            and o["level"] == r["level"]
+        )
         par = f"δ={r['level']}" if r["method"] == "delta" else f"k={r['level']} (k-variance)"
         target = TARGETS.get((r["dataset"], r["level"])) if r["method"] == "delta" else None
-        notes = [f"original {r['baseline_accuracy']:.3f}", f"ratio new {r['accuracy_ratio']:.3f} / old {old['accuracy_ratio']:.3f}",
-                 f"chance {r['chance_accuracy']:.3f}", f"k-means sim ratio new {r['similarity_ratio']:.3f} / old {old['similarity_ratio']:.3f}",
-                 f"mean m {r['mean_components']:.1f}", f"suppressed {100 * r['suppressed']:.1f}%"]
+        notes = [
+            f"original {r['baseline_accuracy']:.3f}",
+            f"ratio new {r['accuracy_ratio']:.3f} / old {old['accuracy_ratio']:.3f}",
+            f"chance {r['chance_accuracy']:.3f}",
+            f"k-means sim ratio new {r['similarity_ratio']:.3f} / old {old['similarity_ratio']:.3f}",
+            f"mean m {r['mean_components']:.1f}",
+            f"suppressed {100 * r['suppressed']:.1f}%",
+        ]
         if target:
             notes.append(f"target >= {target[1]}: {'met' if r['accuracy'] >= target[1] else 'MISSED'}")
         if r["dataset"].startswith("C20") and r["method"] == "delta" and r["level"] == 0.2:
-            notes.append(f"target ratio >= {QUEST_RATIO_TARGET}: {'met' if r['accuracy_ratio'] >= QUEST_RATIO_TARGET else 'MISSED'}")
+            notes.append(
+                f"target ratio >= {QUEST_RATIO_TARGET}: {'met' if r['accuracy_ratio'] >= QUEST_RATIO_TARGET else 'MISSED'}"
+            )
         if r["method"] == "k":
             notes.append(f"above chance: {'yes' if r['accuracy'] > r['chance_accuracy'] else 'NO'}")
-        rows.append({"name": f"{r['dataset']} {par}: 10-NN accuracy, new vs old", "ours_s": r["accuracy"],
-                     "anchor": "old estimator (cosine)", "anchor_s": old["accuracy"], "note": "; ".join(notes), "unit": "accuracy",
-                     "measures": {"new": r, "old": old}})
+        rows.append(
+            {
+                "name": f"{r['dataset']} {par}: 10-NN accuracy, new vs old",
+                "ours_s": r["accuracy"],
+                "anchor": "old estimator (cosine)",
+                "anchor_s": old["accuracy"],
+                "note": "; ".join(notes),
+                "unit": "accuracy",
+                "measures": {"new": r, "old": old},
+            }
+        )
     for r in results["paper"]:
-        rows.append({"name": f"{r['dataset']} k={r['level']} paper threshold (reproduction only)", "ours_s": r["accuracy"],
-                     "anchor": "k-NN on original", "anchor_s": r["baseline_accuracy"],
-                     "note": f"not scale-invariant; mean m {r['mean_components']:.1f}; sim ratio {r['similarity_ratio']:.3f}",
-                     "unit": "accuracy", "measures": r})
+        rows.append(
+            {
+                "name": f"{r['dataset']} k={r['level']} paper threshold (reproduction only)",
+                "ours_s": r["accuracy"],
+                "anchor": "k-NN on original",
+                "anchor_s": r["baseline_accuracy"],
+                "note": f"not scale-invariant; mean m {r['mean_components']:.1f}; sim ratio {r['similarity_ratio']:.3f}",
+                "unit": "accuracy",
+                "measures": r,
+            }
+        )
     dim = results["dimensionality"]
     for d in QUEST_DELTAS:
         ratios = [r["accuracy_ratio"] for r in dim if r["level"] == d]
         if ratios:
-            rows.append({"name": f"dimensionality δ={d}: accuracy ratio range", "ours_s": min(ratios), "anchor": "max over dims",
-                         "anchor_s": max(ratios), "note": "flat = max/min close to 1 (shrunk)", "unit": "ratio"})
+            rows.append(
+                {
+                    "name": f"dimensionality δ={d}: accuracy ratio range",
+                    "ours_s": min(ratios),
+                    "anchor": "max over dims",
+                    "anchor_s": max(ratios),
+                    "note": "flat = max/min close to 1 (shrunk)",
+                    "unit": "ratio",
+                }
+            )
     return rows
 
 
@@ -212,5 +297,13 @@ def run(quick: bool = False) -> list[dict]:
     rows = _rows(results)
     files = _plots(results, HERE / "results" / ("sketch-quick" if quick else "sketch"))
     if files:
-        rows.append({"name": f"plots: {len(files)} PNG files", "ours_s": None, "anchor": "-", "anchor_s": None, "note": os.path.dirname(files[0])})
+        rows.append(
+            {
+                "name": f"plots: {len(files)} PNG files",
+                "ours_s": None,
+                "anchor": "-",
+                "anchor_s": None,
+                "note": os.path.dirname(files[0]),
+            }
+        )
     return rows

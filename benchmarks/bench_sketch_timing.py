@@ -63,9 +63,18 @@ def linear_law(x, t) -> dict:
         p = float(stats.f.sf(F, df_lof, df_pe))
     else:
         F, p = float("nan"), float("nan")
-    return {"slope": float(a), "slope_se": float(np.sqrt(cov[0, 0])), "intercept": float(b), "intercept_se": float(np.sqrt(cov[1, 1])),
-            "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan"), "r2_ceiling": 1.0 - ss_pe / ss_tot if ss_tot > 0 else float("nan"),
-            "lack_of_fit_F": float(F), "lack_of_fit_p": p, "n": int(n), "sizes": int(levels.size)}
+    return {
+        "slope": float(a),
+        "slope_se": float(np.sqrt(cov[0, 0])),
+        "intercept": float(b),
+        "intercept_se": float(np.sqrt(cov[1, 1])),
+        "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan"),
+        "r2_ceiling": 1.0 - ss_pe / ss_tot if ss_tot > 0 else float("nan"),
+        "lack_of_fit_F": float(F),
+        "lack_of_fit_p": p,
+        "n": int(n),
+        "sizes": int(levels.size),
+    }
 
 
 def _time(fn) -> float:
@@ -91,9 +100,14 @@ def _series(inputs: list, repeats: int) -> list[dict]:
     out = []
     for rep in range(repeats):
         for x, tx in inputs:
-            out.append({"x": x, "rep": rep, "kvariance_partition": _time(lambda: kv(tx)), "sketch": _time(lambda: sk(tx)) / INNER})
-        print(f"  repetition {rep + 1}/{repeats}: " + ", ".join(f"{r['x']:.1f}:{r['kvariance_partition']:.2f}/{r['sketch']:.3f}s"
-                                                              for r in out[-len(inputs):]), flush=True)
+            out.append(
+                {"x": x, "rep": rep, "kvariance_partition": _time(lambda: kv(tx)), "sketch": _time(lambda: sk(tx)) / INNER}
+            )
+        print(
+            f"  repetition {rep + 1}/{repeats}: "
+            + ", ".join(f"{r['x']:.1f}:{r['kvariance_partition']:.2f}/{r['sketch']:.3f}s" for r in out[-len(inputs) :]),
+            flush=True,
+        )
     return out
 
 
@@ -110,7 +124,11 @@ def _kvariance_on_cluster(spec: str) -> dict:
         sk = an.fit_release(tx, client=client, progress=False).data.persist(progress=False)
         _ = sk.m.sum().compute()
         secs = time.perf_counter() - t0
-    return {"spec": spec, "seconds": secs, **{k: an.report_[k] for k in ("knn_seconds", "n_iter", "n_suppressed", "mean_components")}}
+    return {
+        "spec": spec,
+        "seconds": secs,
+        **{k: an.report_[k] for k in ("knn_seconds", "n_iter", "n_suppressed", "mean_components")},
+    }
 
 
 def _plots(results: dict, fits: dict, out_dir: Path) -> list[str]:
@@ -121,7 +139,10 @@ def _plots(results: dict, fits: dict, out_dir: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
     files = []
-    for key_, name, xl in (("time_vs_nnz", "fig13_time_vs_nnz", "non-zeros per record"), ("time_vs_n", "fig14_time_vs_n", "records")):
+    for key_, name, xl in (
+        ("time_vs_nnz", "fig13_time_vs_nnz", "non-zeros per record"),
+        ("time_vs_n", "fig14_time_vs_n", "records"),
+    ):
         rs = results.get(key_)
         if not rs:
             continue
@@ -132,8 +153,12 @@ def _plots(results: dict, fits: dict, out_dir: Path) -> list[str]:
             f = fits[(key_, m)]
             ax.scatter(x, t, s=10, alpha=0.6, label="measurements")
             xs = np.linspace(0, x.max(), 50)
-            ax.plot(xs, f["slope"] * xs + f["intercept"], color="C1",
-                    label=f"fit: R² {f['r2']:.2f} (ceiling {f['r2_ceiling']:.2f}), lack of fit p {f['lack_of_fit_p']:.2f}")
+            ax.plot(
+                xs,
+                f["slope"] * xs + f["intercept"],
+                color="C1",
+                label=f"fit: R² {f['r2']:.2f} (ceiling {f['r2_ceiling']:.2f}), lack of fit p {f['lack_of_fit_p']:.2f}",
+            )
             ax.set_xlabel(xl)
             ax.set_ylabel("seconds")
             ax.set_title(m.replace("_", " "), fontsize=9)
@@ -163,7 +188,7 @@ def run(quick: bool = False) -> list[dict]:
     with dask.config.set(scheduler="threads"):
         base = quest(f"C30.I6.D{n_time}", key=Key(2)).compute(progress=False).tocsc()
         inputs = []
-        for x in ((5.0, 17.5, 30.0) if quick else NNZ_STEPS):
+        for x in (5.0, 17.5, 30.0) if quick else NNZ_STEPS:
             mat = base[:, : round(base.shape[1] * x / 30)].tocsr()  # item ids are random: a prefix is a random projection
             tx = TransactionArray.from_scipy(mat, npartitions=max(1, mat.shape[0] // PARTITION_ROWS)).persist(progress=False)
             inputs.append((tx.nnz / tx.n_transactions, tx))
@@ -173,7 +198,9 @@ def run(quick: bool = False) -> list[dict]:
         inputs = []
         for frac in (0.2, 0.4, 0.6, 0.8, 1.0):
             n = int(frac * mat.shape[0])
-            inputs.append((n, TransactionArray.from_scipy(mat[:n], npartitions=max(1, n // PARTITION_ROWS)).persist(progress=False)))
+            inputs.append(
+                (n, TransactionArray.from_scipy(mat[:n], npartitions=max(1, n // PARTITION_ROWS)).persist(progress=False))
+            )
         print("  Fig. 14: time vs records", flush=True)
         results["time_vs_n"] = _series(inputs, max(2, repeats - 2))
         tput_tx = quest(f"C20.I6.D{n_time}", key=Key(4)).persist(progress=False)
@@ -188,18 +215,59 @@ def run(quick: bool = False) -> list[dict]:
             f = linear_law([r["x"] for r in rs], [r[m] for r in rs])
             fits[(key_, m)] = f
             verdict = "consistent with a straight line" if f["lack_of_fit_p"] > 0.05 else "departs from a straight line"
-            rows.append({"name": f"time vs {xlab} ({m}): linear fit R²", "ours_s": f["r2"], "anchor": "R² ceiling of the noise", "anchor_s": f["r2_ceiling"],
-                         "note": f"slope {f['slope']:.3g} ± {f['slope_se']:.2g} s/unit, intercept {f['intercept']:.3f} ± {f['intercept_se']:.2g} s; "
-                                 f"lack of fit F {f['lack_of_fit_F']:.2f}, p {f['lack_of_fit_p']:.3f}: {verdict}; "
-                                 f"{f['n']} measurements at {f['sizes']} sizes", "unit": "R²", "fit": f})
-    rows.append({"name": "sketching throughput, 256 components, 1 thread", "ours_s": tput, "anchor": "target 50 M/s/core", "anchor_s": 50.0,
-                 "note": f"M (non-zero x component) per second; {tput_tx.nnz:,} non-zeros in {t_sk:.2f} s", "unit": "M/s"})
-    rows.append({"name": "k-variance k=5, exact global k-NN, 2-worker LocalCluster", "ours_s": kv["seconds"], "anchor": "target 120 s", "anchor_s": 120.0,
-                 "note": f"{kv['spec']}: k-NN {kv['knn_seconds']:.1f} s, sweeps {kv['n_iter']}, suppressed {kv['n_suppressed']}, mean m {kv['mean_components']:.1f}"})
+            rows.append(
+                {
+                    "name": f"time vs {xlab} ({m}): linear fit R²",
+                    "ours_s": f["r2"],
+                    "anchor": "R² ceiling of the noise",
+                    "anchor_s": f["r2_ceiling"],
+                    "note": f"slope {f['slope']:.3g} ± {f['slope_se']:.2g} s/unit, intercept {f['intercept']:.3f} ± {f['intercept_se']:.2g} s; "
+                    f"lack of fit F {f['lack_of_fit_F']:.2f}, p {f['lack_of_fit_p']:.3f}: {verdict}; "
+                    f"{f['n']} measurements at {f['sizes']} sizes",
+                    "unit": "R²",
+                    "fit": f,
+                }
+            )
+    rows.append(
+        {
+            "name": "sketching throughput, 256 components, 1 thread",
+            "ours_s": tput,
+            "anchor": "target 50 M/s/core",
+            "anchor_s": 50.0,
+            "note": f"M (non-zero x component) per second; {tput_tx.nnz:,} non-zeros in {t_sk:.2f} s",
+            "unit": "M/s",
+        }
+    )
+    rows.append(
+        {
+            "name": "k-variance k=5, exact global k-NN, 2-worker LocalCluster",
+            "ours_s": kv["seconds"],
+            "anchor": "target 120 s",
+            "anchor_s": 120.0,
+            "note": f"{kv['spec']}: k-NN {kv['knn_seconds']:.1f} s, sweeps {kv['n_iter']}, suppressed {kv['n_suppressed']}, mean m {kv['mean_components']:.1f}",
+        }
+    )
     files = _plots(results, fits, HERE / "results" / ("sketch-quick" if quick else "sketch"))
     if files:
-        rows.append({"name": f"plots: {len(files)} PNG files", "ours_s": None, "anchor": "-", "anchor_s": None, "note": str(Path(files[0]).parent)})
-    rows.append({"name": "raw measurements", "ours_s": None, "anchor": "-", "anchor_s": None, "note": "see 'measurements'", "measurements": results})
+        rows.append(
+            {
+                "name": f"plots: {len(files)} PNG files",
+                "ours_s": None,
+                "anchor": "-",
+                "anchor_s": None,
+                "note": str(Path(files[0]).parent),
+            }
+        )
+    rows.append(
+        {
+            "name": "raw measurements",
+            "ours_s": None,
+            "anchor": "-",
+            "anchor_s": None,
+            "note": "see 'measurements'",
+            "measurements": results,
+        }
+    )
     return rows
 
 

@@ -68,6 +68,13 @@ def run(quick: bool = False) -> list[dict]:
     for name, cmd, code in cases:  # each row timed beside its own anchor runs
         load = os.getloadavg()[0]  # the machine is shared: the 1-minute load as the row starts, with the row
         ours, anchor_s = best_runs([(cmd, code), (anchor, 0)], repeat)
-        rows.append({"name": name, "ours_s": round(ours, 3), "anchor": "python -c 'import click'", "anchor_s": round(anchor_s, 3),
-                     "note": f"best of {repeat}, exit {code}; load {load:.1f}"})
+        rows.append(
+            {
+                "name": name,
+                "ours_s": round(ours, 3),
+                "anchor": "python -c 'import click'",
+                "anchor_s": round(anchor_s, 3),
+                "note": f"best of {repeat}, exit {code}; load {load:.1f}",
+            }
+        )
     return rows

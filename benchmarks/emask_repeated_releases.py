@@ -42,8 +42,9 @@ def main() -> None:
 
     def aligned(url: str, key: Key) -> sp.csr_array:
         rel = open_release(url)
-        back = realign(rel.data, rel.owner_stream_key(key, tx), int(rel.manifest["release"]["row_order"]["files"]),
-                       tx.partition_rows)
+        back = realign(
+            rel.data, rel.owner_stream_key(key, tx), int(rel.manifest["release"]["row_order"]["files"]), tx.partition_rows
+        )
         return on_columns(sp.csr_array(back.compute(progress=False)), np.asarray(back.vocabulary.labels), labels)
 
     def score(m: sp.csr_array) -> str:
@@ -66,12 +67,16 @@ def main() -> None:
             if r:
                 combined = sp.csr_array(combined.multiply(rows[r]))
             c = comps[r]
-            print(f"  {r + 1} release(s), rows lined up, AND: {score(combined)}; ledger: {c['releases']} release(s), "
-                  f"eps/item {c['epsilon_per_item']:.3f}, BP {composed_basic_privacy(PQS[:c['releases']], s0):.2f} %")
+            print(
+                f"  {r + 1} release(s), rows lined up, AND: {score(combined)}; ledger: {c['releases']} release(s), "
+                f"eps/item {c['epsilon_per_item']:.3f}, BP {composed_basic_privacy(PQS[: c['releases']], s0):.2f} %"
+            )
         files = [on_columns(*rows_in_file_order(u), labels) for u in urls[:2]]
         fo = and_attack(files[0], files[1], truth_in_file_order(urls[0], keys[0], tx))
-        print(f"  2 releases as the files hold them, AND: precision {fo['precision']:.3f} "
-              f"(rows at random positions {fo['random_pairs_precision']:.3f})")
+        print(
+            f"  2 releases as the files hold them, AND: precision {fo['precision']:.3f} "
+            f"(rows at random positions {fo['random_pairs_precision']:.3f})"
+        )
     same = Key(99)
     d1 = sp.csr_array(distort(tx, *PQS[0], key=same).compute(progress=False))
     d2 = sp.csr_array(distort(tx, *PQS[1], key=same).compute(progress=False))

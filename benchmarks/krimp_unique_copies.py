@@ -52,11 +52,19 @@ def measure(name: str, min_count: int, closed: bool = False, key: int = 5, allow
     rows = [frozenset(r) for r in rel.data.to_lists()]
     t2 = time.perf_counter()
     gen_set = set(rows)
-    out = {"data": name, "min_count": min_count, "closed": closed, "key": key, "rows": len(original),
-           "unique_original": len(uniques), "unique_copied": len(uniques & gen_set),
-           "unique_copied_pct": 100.0 * len(uniques & gen_set) / max(1, len(uniques)),
-           "rows_copying_unique_pct": 100.0 * sum(r in uniques for r in rows) / len(rows),
-           "seconds_fit": round(t1 - t0, 2), "seconds_generate": round(t2 - t1, 2)}
+    out = {
+        "data": name,
+        "min_count": min_count,
+        "closed": closed,
+        "key": key,
+        "rows": len(original),
+        "unique_original": len(uniques),
+        "unique_copied": len(uniques & gen_set),
+        "unique_copied_pct": 100.0 * len(uniques & gen_set) / max(1, len(uniques)),
+        "rows_copying_unique_pct": 100.0 * sum(r in uniques for r in rows) / len(rows),
+        "seconds_fit": round(t1 - t0, 2),
+        "seconds_generate": round(t2 - t1, 2),
+    }
     if ds:
         out["ds"] = float(dissimilarity(rel.data, tx, min_support=min_count, closed=closed, prune=False))
         figs = rel.report_figures(tx)

@@ -90,7 +90,11 @@ def main() -> None:
         for name, make in datasets:
             tx = make().persist(client=client, progress=False)
             t, exact = _timed(lambda: knn(tx, 10, client=client, progress=False))
-            note = "identical to 1 thread" if name in single and _same(single[name], exact) else ("MISMATCH" if name in single else "-")
+            note = (
+                "identical to 1 thread"
+                if name in single and _same(single[name], exact)
+                else ("MISMATCH" if name in single else "-")
+            )
             rows.append((name, "exact", "2 workers", t, note))
             print(rows[-1], flush=True)
             for w, r in APPROX:
@@ -104,7 +108,9 @@ def main() -> None:
         print(f"{name:<22} {method:<20} {where:<16} {t:8.1f}  {note}")
     ok = [t for name, method, where, t, _ in rows if name == "C20.I6.D200K" and method == "exact" and where == "2 workers"]
     if ok:
-        print(f"\ntarget: exact C20.I6.D200K k=10 on 2 workers <= {TARGET_S:.0f} s: {'met' if ok[0] <= TARGET_S else 'MISSED'} ({ok[0]:.1f} s)")
+        print(
+            f"\ntarget: exact C20.I6.D200K k=10 on 2 workers <= {TARGET_S:.0f} s: {'met' if ok[0] <= TARGET_S else 'MISSED'} ({ok[0]:.1f} s)"
+        )
 
 
 if __name__ == "__main__":

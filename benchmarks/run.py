@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def available() -> list[str]:
-    return sorted(p.stem[len("bench_"):] for p in HERE.glob("bench_*.py"))
+    return sorted(p.stem[len("bench_") :] for p in HERE.glob("bench_*.py"))
 
 
 def format_table(rows: list[dict]) -> str:
@@ -59,11 +59,15 @@ def main(argv: list[str] | None = None) -> int:
         mod = importlib.import_module(f"bench_{name}")
         t0 = time.perf_counter()
         rows = mod.run(quick=args.quick)
-        print(f"\n== {name} ({time.perf_counter() - t0:.0f} s; {platform.node()}, {platform.processor() or platform.machine()}) ==")
+        print(
+            f"\n== {name} ({time.perf_counter() - t0:.0f} s; {platform.node()}, {platform.processor() or platform.machine()}) =="
+        )
         print(format_table(rows))
         out = Path(args.json_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"{name}{'-quick' if args.quick else ''}.json").write_text(json.dumps({"suite": name, "quick": args.quick, "rows": rows}, indent=1))
+        (out / f"{name}{'-quick' if args.quick else ''}.json").write_text(
+            json.dumps({"suite": name, "quick": args.quick, "rows": rows}, indent=1)
+        )
     return 0
 
 

@@ -45,15 +45,38 @@ class CommandLineCluster:
         # as cluster/README.md says: every process reads the project's recipe (memory thresholds,
         # the environment the nannies give the workers: malloc trim threshold, Arrow's pool)
         env = {**os.environ, "DASK_CONFIG": str(HERE.parent / "cluster" / "dask.yaml")}
-        self.procs = [subprocess.Popen(["dask", "scheduler", "--port", "0", "--dashboard-address", ":0", "--scheduler-file", str(self.file)],
-                                       stdout=log, stderr=subprocess.STDOUT, env=env)]
+        self.procs = [
+            subprocess.Popen(
+                ["dask", "scheduler", "--port", "0", "--dashboard-address", ":0", "--scheduler-file", str(self.file)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        ]
         deadline = time.time() + 60
         while not self.file.exists() and time.time() < deadline:
             time.sleep(0.2)
         for _ in range(n):
-            self.procs.append(subprocess.Popen(["dask", "worker", "--scheduler-file", str(self.file), "--nthreads", "1",
-                                                "--memory-limit", memory_limit, "--no-dashboard", "--local-directory", str(tmp / "workers")],
-                                               stdout=log, stderr=subprocess.STDOUT, env=env))
+            self.procs.append(
+                subprocess.Popen(
+                    [
+                        "dask",
+                        "worker",
+                        "--scheduler-file",
+                        str(self.file),
+                        "--nthreads",
+                        "1",
+                        "--memory-limit",
+                        memory_limit,
+                        "--no-dashboard",
+                        "--local-directory",
+                        str(tmp / "workers"),
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                )
+            )
         from distributed import Client
 
         with Client(scheduler_file=str(self.file)) as c:
@@ -95,8 +118,10 @@ def itemsets_digest(folder: Path) -> str:
 
     t = pq.read_table(str(folder)).to_pandas()
     cols = [c for c in t.columns if c in ("items", "itemset")] or [t.columns[0]]
-    keyed = sorted((tuple(sorted(r[cols[0]])), tuple(np.round(float(x), 9) for x in r.drop(cols[0]).values if np.isscalar(x)))
-                   for _, r in t.iterrows())
+    keyed = sorted(
+        (tuple(sorted(r[cols[0]])), tuple(np.round(float(x), 9) for x in r.drop(cols[0]).values if np.isscalar(x)))
+        for _, r in t.iterrows()
+    )
     return hashlib.sha256(repr(keyed).encode()).hexdigest()[:16]
 
 
@@ -109,15 +134,35 @@ def jobs(scale: int, tmp: Path, scheduler: list[str], tag: str, which: list[str]
         src = quest_folder(scale)
     if "mine" in which:
         s = ppdm(scheduler, key, "mine", src, "--min-support", "0.003", "--out", str(tmp / f"fi-{tag}"))
-        out["mine"] = {"seconds": s["wall_seconds"], "itemsets": s["itemsets"], "digest": itemsets_digest(tmp / f"fi-{tag}"),
-                       "plans": sorted({st.get("rows", "") + " | " + st.get("memory", "") for st in s["levels"] if st.get("memory")})}
+        out["mine"] = {
+            "seconds": s["wall_seconds"],
+            "itemsets": s["itemsets"],
+            "digest": itemsets_digest(tmp / f"fi-{tag}"),
+            "plans": sorted({st.get("rows", "") + " | " + st.get("memory", "") for st in s["levels"] if st.get("memory")}),
+        }
         out = _with_spill(out, spilled)
     if "emask" in which:
         d = ppdm(scheduler, key, "emask", "distort", src, str(tmp / f"dist-{tag}"), "--p", str(P), "--q", str(Q), "--no-report")
-        m = ppdm(scheduler, key, "emask", "mine", str(tmp / f"dist-{tag}"), "--p", str(P), "--q", str(Q), "--min-support", "0.003",
-                 "--out", str(tmp / f"efi-{tag}"))
-        out["emask"] = {"seconds": d["wall_seconds"] + m["wall_seconds"], "itemsets": m["itemsets"],
-                        "digest": itemsets_digest(tmp / f"efi-{tag}")}
+        m = ppdm(
+            scheduler,
+            key,
+            "emask",
+            "mine",
+            str(tmp / f"dist-{tag}"),
+            "--p",
+            str(P),
+            "--q",
+            str(Q),
+            "--min-support",
+            "0.003",
+            "--out",
+            str(tmp / f"efi-{tag}"),
+        )
+        out["emask"] = {
+            "seconds": d["wall_seconds"] + m["wall_seconds"],
+            "itemsets": m["itemsets"],
+            "digest": itemsets_digest(tmp / f"efi-{tag}"),
+        }
     out = _with_spill(out, spilled)
     if "anonymize" in which:
         from _adult import write_copies
@@ -128,10 +173,27 @@ def jobs(scale: int, tmp: Path, scheduler: list[str], tag: str, which: list[str]
         if not src.exists():
             df, _ = load_adult(full=True)
             write_copies(df, 33 * scale, 3 * scale, src)  # files of 11 copies (331,782 rows)
-        a = ppdm(scheduler, key, "anonymize", str(src), str(tmp / f"adult-{tag}"), "--qi", QI, "--sensitive", "salary-class",
-                 "--hierarchies", str(_shared() / "adult"), "--k", "10", "--no-report")
-        out["anonymize"] = {"seconds": a["wall_seconds"], "digest": json.dumps({k: a.get(k) for k in ("node", "discernibility", "dm") if k in a}),
-                            "summary": {k: v for k, v in a.items() if k in ("node", "discernibility", "dm", "k_achieved", "rows")}}
+        a = ppdm(
+            scheduler,
+            key,
+            "anonymize",
+            str(src),
+            str(tmp / f"adult-{tag}"),
+            "--qi",
+            QI,
+            "--sensitive",
+            "salary-class",
+            "--hierarchies",
+            str(_shared() / "adult"),
+            "--k",
+            "10",
+            "--no-report",
+        )
+        out["anonymize"] = {
+            "seconds": a["wall_seconds"],
+            "digest": json.dumps({k: a.get(k) for k in ("node", "discernibility", "dm") if k in a}),
+            "summary": {k: v for k, v in a.items() if k in ("node", "discernibility", "dm", "k_achieved", "rows")},
+        }
         out = _with_spill(out, spilled)
     return out
 
@@ -166,11 +228,15 @@ def main() -> int:
         print(f"{'job':10} {'dask scheduler + 2 dask worker --memory-limit 1GB':>50} {'LocalCluster(2)':>16}  same result")
         for j in which:
             c, l = cli_runs[j], local_runs[j]
-            print(f"{j:10} {c['seconds']:>48.1f} s {l['seconds']:>14.1f} s  {c['digest'] == l['digest']}"
-                  f"  (command-line workers spilled {c.get('spilled', 0) / 2**20:,.0f} MiB)")
+            print(
+                f"{j:10} {c['seconds']:>48.1f} s {l['seconds']:>14.1f} s  {c['digest'] == l['digest']}"
+                f"  (command-line workers spilled {c.get('spilled', 0) / 2**20:,.0f} MiB)"
+            )
         print(f"bytes spilled by the command-line workers: {spilled:,}")
         if a.json:
-            Path(a.json).write_text(json.dumps({"scale": a.scale, "cli": cli_runs, "local": local_runs, "spilled": spilled}, indent=1))
+            Path(a.json).write_text(
+                json.dumps({"scale": a.scale, "cli": cli_runs, "local": local_runs, "spilled": spilled}, indent=1)
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -68,10 +68,16 @@ def accuracy(S, m, y, train, test, score) -> tuple[float, float]:
     rng = np.random.default_rng(0)
     correct, hubs = 0, np.zeros(live.size)
     for lo in range(0, test.size, 1000):
-        q = test[lo:lo + 1000]
+        q = test[lo : lo + 1000]
         mm = np.minimum.outer(m[q], mt)
-        d = {"q": mm, "dots": (S[q] @ St.T) / np.maximum(mm, 1), "sa": np.take_along_axis(P[q], mm, 1) / np.maximum(mm, 1),
-             "sb": Pt[np.arange(mt.size)[None, :], mm] / np.maximum(mm, 1), "fa": full[q][:, None], "fb": ft[None, :]}
+        d = {
+            "q": mm,
+            "dots": (S[q] @ St.T) / np.maximum(mm, 1),
+            "sa": np.take_along_axis(P[q], mm, 1) / np.maximum(mm, 1),
+            "sb": Pt[np.arange(mt.size)[None, :], mm] / np.maximum(mm, 1),
+            "fa": full[q][:, None],
+            "fb": ft[None, :],
+        }
         with np.errstate(all="ignore"):
             sc = np.nan_to_num(score(d), nan=0.0)
         sc = np.where(mm > 0, sc, -np.inf)

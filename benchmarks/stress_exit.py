@@ -56,8 +56,11 @@ def prepare(work: Path) -> dict[str, Path]:
     truncated (and its manifest entry saying so), a key file of random bytes."""
     mushroom = _shared() / "fimi" / "mushroom.dat"
     good = work / "mushroom.parquet"
-    subprocess.run(_ppdm() + ["--scheduler", "threads", "--no-progress", "convert", str(mushroom), str(good),
-                              "--partitions", "4"], check=True, capture_output=True)
+    subprocess.run(
+        _ppdm() + ["--scheduler", "threads", "--no-progress", "convert", str(mushroom), str(good), "--partitions", "4"],
+        check=True,
+        capture_output=True,
+    )
     bad = work / "truncated.parquet"
     shutil.copytree(good, bad)
     part = bad / "part-00002.parquet"
@@ -89,7 +92,9 @@ def case_argv(case: str, inputs: dict[str, Path], out: Path) -> list[str]:
     return _ppdm() + glob + command
 
 
-def run_loop(loop: int, runs: int, cases: list[str], inputs: dict[str, Path], work: Path, results: list, lock: threading.Lock) -> None:
+def run_loop(
+    loop: int, runs: int, cases: list[str], inputs: dict[str, Path], work: Path, results: list, lock: threading.Lock
+) -> None:
     cwd = work / f"loop{loop}"
     cwd.mkdir(exist_ok=True)
     for i in range(runs):
@@ -100,8 +105,15 @@ def run_loop(loop: int, runs: int, cases: list[str], inputs: dict[str, Path], wo
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         one_line = len(lines) == 1 and lines[0].startswith("ppdm: error: ")
         with lock:
-            results.append({"case": case, "code": r.returncode, "one_line": one_line, "stderr": r.stderr,
-                            "seconds": time.perf_counter() - t0})
+            results.append(
+                {
+                    "case": case,
+                    "code": r.returncode,
+                    "one_line": one_line,
+                    "stderr": r.stderr,
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
         shutil.rmtree(out, ignore_errors=True)
 
 
@@ -124,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         results: list[dict] = []
         lock = threading.Lock()
         t0 = time.perf_counter()
-        loops = [threading.Thread(target=run_loop, args=(n, args.runs, cases, inputs, work, results, lock))
-                 for n in range(args.loops)]
+        loops = [
+            threading.Thread(target=run_loop, args=(n, args.runs, cases, inputs, work, results, lock)) for n in range(args.loops)
+        ]
         for t in loops:
             t.start()
         for t in loops:
@@ -149,10 +162,21 @@ def main(argv: list[str] | None = None) -> int:
     for r in bad_runs[:5]:
         print(f"--- {r['case']} exit {r['code']}:\n{r['stderr'].rstrip()}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"runs": len(results), "loops": args.loops, "seconds": elapsed,
-                                               "counts": {c: dict(v) for c, v in by_case.items()},
-                                               "aborts": aborts, "not_one_line": not_one_line,
-                                               "failures": bad_runs}, indent=1, default=str))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "runs": len(results),
+                    "loops": args.loops,
+                    "seconds": elapsed,
+                    "counts": {c: dict(v) for c, v in by_case.items()},
+                    "aborts": aborts,
+                    "not_one_line": not_one_line,
+                    "failures": bad_runs,
+                },
+                indent=1,
+                default=str,
+            )
+        )
     return 1 if bad_runs else 0
 
 

@@ -48,8 +48,22 @@ _LAZY: dict[str, str] = {
 # libraries a job loads later.
 register_exit_wait()
 
-__all__ = ["TransactionArray", "Vocabulary", "Key", "as_key", "read", "read_table", "errors", "Release", "Roles", "Verdict",
-           "Check", "verify", "open_release", "__version__"]
+__all__ = [
+    "TransactionArray",
+    "Vocabulary",
+    "Key",
+    "as_key",
+    "read",
+    "read_table",
+    "errors",
+    "Release",
+    "Roles",
+    "Verdict",
+    "Check",
+    "verify",
+    "open_release",
+    "__version__",
+]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY, __all__)

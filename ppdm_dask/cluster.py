@@ -217,8 +217,7 @@ def get_client(
             ignored.append("dashboard")
         if ignored:
             warnings.warn(
-                f"{', '.join(ignored)} only apply to a local cluster and are ignored when "
-                "connecting to an existing scheduler",
+                f"{', '.join(ignored)} only apply to a local cluster and are ignored when connecting to an existing scheduler",
                 UserWarning,
                 stacklevel=2,
             )
@@ -445,15 +444,19 @@ def memory_headroom(client: distributed.Client | None = None) -> tuple[float, in
     return left, sum(max(1, int(w.get("nthreads") or 1)) for w, _ in workers)
 
 
-def memory_plan(nbytes: float, share: float, client: distributed.Client | None = None, *, local: float,
-                what: str = "state") -> tuple[str, str, float]:
+def memory_plan(
+    nbytes: float, share: float, client: distributed.Client | None = None, *, local: float, what: str = "state"
+) -> tuple[str, str, float]:
     """``("persist", why, budget)`` when ``nbytes`` fit in ``share`` of the workers' memory
     (``budget`` bytes, :func:`memory_budget`), else ``("stream", why, budget)``: state that does
     not fit is recomputed or re-read, never left to the Dask workers to spill."""
     budget, where = memory_budget(share, client, local=local)
     mib = 2**20
-    within = (f"the local budget of {budget / mib:,.0f} MiB" if where == "local scheduler"
-              else f"{share:.0%} of the memory of {where}: {budget / mib:,.0f} MiB")
+    within = (
+        f"the local budget of {budget / mib:,.0f} MiB"
+        if where == "local scheduler"
+        else f"{share:.0%} of the memory of {where}: {budget / mib:,.0f} MiB"
+    )
     head = f"{what}, {nbytes / mib:,.1f} MiB"
     if nbytes <= budget:
         return "persist", f"{head}: persist (within {within})", budget

@@ -94,8 +94,10 @@ class Options:
     def accepts(self, value: Any) -> bool:
         try:
             # True is not the option 1, nor 1 the option True
-            return any(isinstance(value, bool) == isinstance(o, bool) and isinstance(value, type(o)) and bool(value == o)
-                       for o in self.options)
+            return any(
+                isinstance(value, bool) == isinstance(o, bool) and isinstance(value, type(o)) and bool(value == o)
+                for o in self.options
+            )
         except Exception:  # an array compared elementwise: not one of the options
             return False
 
@@ -208,5 +210,4 @@ def validate(constraints: Mapping[str, Iterable[Any]], values: Mapping[str, Any]
     InvalidParameter
         For the first refused value (in the order of ``values``), naming its parameter.
     """
-    return {name: check(name, value, constraints[name]) if name in constraints else value
-            for name, value in values.items()}
+    return {name: check(name, value, constraints[name]) if name in constraints else value for name, value in values.items()}

@@ -57,8 +57,15 @@ class PPDMError(Exception):
         A fix only the command line has, naming no flag (``"ppdm samples"``).
     """
 
-    def __init__(self, message: str = "", *, python: str | None = None, cli: str | None = None,
-                 parameter: str | None = None, fix: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        python: str | None = None,
+        cli: str | None = None,
+        parameter: str | None = None,
+        fix: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.python = python
@@ -99,8 +106,9 @@ class PPDMError(Exception):
 _NAMED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
-def _rebuild(cls: type, message: str, python: str | None, cli: str | None, parameter: str | None = None,
-             fix: str | None = None) -> PPDMError:
+def _rebuild(
+    cls: type, message: str, python: str | None, cli: str | None, parameter: str | None = None, fix: str | None = None
+) -> PPDMError:
     return cls(message, python=python, cli=cli, parameter=parameter, fix=fix)
 
 

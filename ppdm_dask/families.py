@@ -33,8 +33,18 @@ from typing import Any
 
 from .errors import InvalidParameter
 
-__all__ = ["Command", "Family", "FAMILIES", "SHARED_TAGS", "register", "unregister", "get", "names", "release_class",
-           "cli_commands"]
+__all__ = [
+    "Command",
+    "Family",
+    "FAMILIES",
+    "SHARED_TAGS",
+    "register",
+    "unregister",
+    "get",
+    "names",
+    "release_class",
+    "cli_commands",
+]
 
 #: a family or command name: lower case, digits and hyphens (it is written into manifests and typed as a command)
 _NAME = re.compile(r"[a-z][a-z0-9-]*")
@@ -93,34 +103,77 @@ class Family:
 
 #: The built-in families, in the order the CLI lists them.
 FAMILIES: tuple[Family, ...] = (
-    Family("relational", "ppdm_dask.anonymity.release:AnonymizedRelease", (), "ppdm_dask.cli.anonymity",
-           (Command("anonymize", "anonymize",
-                    "k-anonymise (and l-diversify, t-close) the table SRC (CSV or Parquet) and write the release to DST (DST.csv: one CSV file and DST.csv.manifest.json; otherwise a Parquet folder)."),
-            Command("access-control", "access_control",
-                    "Anonymise SRC for a workload of role permissions with imprecision bounds (Pervaiz et al.) and report, per permission and per role, the imprecision and whether the bound holds, beside plain Mondrian; with --out, write the release.")),
-           "docs/anonymity.md"),
-    Family("km", "ppdm_dask.anonymity.km_release:KmRelease", (), "ppdm_dask.cli.km",
-           (Command("km-anonymize", "km_anonymize",
-                    "k^m-anonymize the transactions SRC by global item generalisation and write the release to DST (a ppdm transaction folder, or DST.csv: one basket CSV file)."),),
-           "docs/anonymity.md"),
-    Family("emask", "ppdm_dask.emask.release:DistortedRelease", ("DISTORT", "S0_SAMPLE"), "ppdm_dask.cli.emask",
-           (Command("emask", "emask", "EMASK/MASK: choose (p, q), release a distorted copy, mine it, audit its privacy."),),
-           "docs/emask.md"),
-    Family("sketch", "ppdm_dask.sketch.release:SketchRelease",
-           ("SKETCH", "KMEANS_INIT", "KMEANS_SUPPRESSED", "KNN_PRIOR", "EVALUATION_SPLIT"), "ppdm_dask.cli.sketch",
-           (Command("sketch", "sketch",
-                    "Sketch-based anonymization of sparse records (Aggarwal & Yu)."),),
-           "docs/sketches.md"),
-    Family("condensation", "ppdm_dask.condensation.release:CondensedRelease",
-           ("CONDENSE_STATIC", "PSEUDO_DATA", "CONDENSE_DYNAMIC", "PRIVACY_LEVELS", "CONDENSE_CELLS", "EVALUATION_SPLIT"),
-           "ppdm_dask.cli.condensation",
-           (Command("condense", "condense",
-                    "Condense the numeric records of SRC into groups of at least each member's privacy level and release pseudo-data with the groups' sizes at DST (Aggarwal & Yu); no pseudo-record copies a unique record of SRC."),),
-           "docs/condensation.md"),
-    Family("krimp", "ppdm_dask.krimp.release:GeneratedRelease", ("KRIMP_GENERATE", "EVALUATION_SPLIT"), "ppdm_dask.cli.krimp",
-           (Command("krimp", "krimp",
-                    "KRIMP code tables, the KRIMP data generator and DS dissimilarity (Vreeken et al.)."),),
-           "docs/krimp.md"),
+    Family(
+        "relational",
+        "ppdm_dask.anonymity.release:AnonymizedRelease",
+        (),
+        "ppdm_dask.cli.anonymity",
+        (
+            Command(
+                "anonymize",
+                "anonymize",
+                "k-anonymise (and l-diversify, t-close) the table SRC (CSV or Parquet) and write the release to DST (DST.csv: one CSV file and DST.csv.manifest.json; otherwise a Parquet folder).",
+            ),
+            Command(
+                "access-control",
+                "access_control",
+                "Anonymise SRC for a workload of role permissions with imprecision bounds (Pervaiz et al.) and report, per permission and per role, the imprecision and whether the bound holds, beside plain Mondrian; with --out, write the release.",
+            ),
+        ),
+        "docs/anonymity.md",
+    ),
+    Family(
+        "km",
+        "ppdm_dask.anonymity.km_release:KmRelease",
+        (),
+        "ppdm_dask.cli.km",
+        (
+            Command(
+                "km-anonymize",
+                "km_anonymize",
+                "k^m-anonymize the transactions SRC by global item generalisation and write the release to DST (a ppdm transaction folder, or DST.csv: one basket CSV file).",
+            ),
+        ),
+        "docs/anonymity.md",
+    ),
+    Family(
+        "emask",
+        "ppdm_dask.emask.release:DistortedRelease",
+        ("DISTORT", "S0_SAMPLE"),
+        "ppdm_dask.cli.emask",
+        (Command("emask", "emask", "EMASK/MASK: choose (p, q), release a distorted copy, mine it, audit its privacy."),),
+        "docs/emask.md",
+    ),
+    Family(
+        "sketch",
+        "ppdm_dask.sketch.release:SketchRelease",
+        ("SKETCH", "KMEANS_INIT", "KMEANS_SUPPRESSED", "KNN_PRIOR", "EVALUATION_SPLIT"),
+        "ppdm_dask.cli.sketch",
+        (Command("sketch", "sketch", "Sketch-based anonymization of sparse records (Aggarwal & Yu)."),),
+        "docs/sketches.md",
+    ),
+    Family(
+        "condensation",
+        "ppdm_dask.condensation.release:CondensedRelease",
+        ("CONDENSE_STATIC", "PSEUDO_DATA", "CONDENSE_DYNAMIC", "PRIVACY_LEVELS", "CONDENSE_CELLS", "EVALUATION_SPLIT"),
+        "ppdm_dask.cli.condensation",
+        (
+            Command(
+                "condense",
+                "condense",
+                "Condense the numeric records of SRC into groups of at least each member's privacy level and release pseudo-data with the groups' sizes at DST (Aggarwal & Yu); no pseudo-record copies a unique record of SRC.",
+            ),
+        ),
+        "docs/condensation.md",
+    ),
+    Family(
+        "krimp",
+        "ppdm_dask.krimp.release:GeneratedRelease",
+        ("KRIMP_GENERATE", "EVALUATION_SPLIT"),
+        "ppdm_dask.cli.krimp",
+        (Command("krimp", "krimp", "KRIMP code tables, the KRIMP data generator and DS dissimilarity (Vreeken et al.)."),),
+        "docs/krimp.md",
+    ),
 )
 
 #: Tags of the layers every family shares: the keyed row order of every release (``release``),
@@ -145,8 +198,10 @@ def _check(family: Family) -> None:
         raise InvalidParameter(f"family {family.name!r}: commands need the module that defines them (cli=)")
     for c in family.commands:
         if not _NAME.fullmatch(c.name) or not c.attribute.isidentifier() or not c.help or "\n" in c.help:
-            raise InvalidParameter(f"family {family.name!r}: command {c.name!r} needs a lower-case name, the attribute "
-                                   "of its click command and one line of help")
+            raise InvalidParameter(
+                f"family {family.name!r}: command {c.name!r} needs a lower-case name, the attribute "
+                "of its click command and one line of help"
+            )
     taken = {c.name: f.name for f in _registry.values() if f.name != family.name for c in f.commands}
     clash = [c.name for c in family.commands if c.name in taken]
     if clash:
@@ -195,8 +250,10 @@ def get(name: str) -> Family:
     try:
         return _registry[name]
     except (KeyError, TypeError):
-        raise InvalidParameter(f"unknown family {name!r}; the registered families are {list(_registry)}",
-                               python="ppdm_dask.families.register(...) adds a plug-in family") from None
+        raise InvalidParameter(
+            f"unknown family {name!r}; the registered families are {list(_registry)}",
+            python="ppdm_dask.families.register(...) adds a plug-in family",
+        ) from None
 
 
 def _load(ref: str) -> Any:

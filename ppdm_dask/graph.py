@@ -12,8 +12,17 @@ import scipy.sparse as sp
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-__all__ = ["CSR_META", "MAX_PARTITIONS", "partitions_of", "check_partition_count", "blocks_from_tasks", "concat_rows", "block_partials",
-           "tree_sum", "tree_reduce"]
+__all__ = [
+    "CSR_META",
+    "MAX_PARTITIONS",
+    "partitions_of",
+    "check_partition_count",
+    "blocks_from_tasks",
+    "concat_rows",
+    "block_partials",
+    "tree_sum",
+    "tree_reduce",
+]
 
 #: Meta of every transaction block: dask cannot infer it from scipy chunks.
 CSR_META = sp.csr_array((0, 0), dtype=np.int32)
@@ -35,8 +44,11 @@ def check_partition_count(n_partitions: int, what: str, *, python: str, fix: str
     from .errors import InvalidParameter
 
     if n_partitions > MAX_PARTITIONS:
-        raise InvalidParameter(f"{what} would take {n_partitions:,} partitions, more than the {MAX_PARTITIONS:,} one job "
-                               "can schedule", python=python, fix=fix)
+        raise InvalidParameter(
+            f"{what} would take {n_partitions:,} partitions, more than the {MAX_PARTITIONS:,} one job can schedule",
+            python=python,
+            fix=fix,
+        )
 
 
 def blocks_from_tasks(
@@ -60,9 +72,7 @@ def blocks_from_tasks(
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=list(dependencies))
     chunks = (tuple(int(r) for r in rows) or (0,), (int(n_cols),))
     if not tasks:  # a zero-block array is not representable; use one empty block
-        graph = HighLevelGraph.from_collections(
-            name, {(name, 0, 0): (_empty_csr, int(n_cols))}, dependencies=[]
-        )
+        graph = HighLevelGraph.from_collections(name, {(name, 0, 0): (_empty_csr, int(n_cols))}, dependencies=[])
     return da.Array(graph, name, chunks, meta=meta, dtype=dtype)
 
 
@@ -83,6 +93,7 @@ def block_partials(
     Returns a dense dask array of shape ``(n_blocks, *shape)``: one partial result per block,
     ready for a tree reduction (``.sum(axis=0, split_every=...)``).
     """
+
     def _wrapped(block, *a, **kw):
         out = np.asarray(kernel(block, *a, **kw), dtype=dtype)
         if out.shape != tuple(shape):
@@ -114,24 +125,17 @@ def tree_sum(
     **kwargs: Any,
 ) -> da.Array:
     """Sum ``kernel(block)`` over all row blocks as a tree reduction (lazy, 0-d or n-d)."""
-    return block_partials(blocks, kernel, shape, dtype, *args, **kwargs).sum(
-        axis=0, split_every=split_every, dtype=dtype
-    )
+    return block_partials(blocks, kernel, shape, dtype, *args, **kwargs).sum(axis=0, split_every=split_every, dtype=dtype)
 
 
-def tree_reduce(
-    parts: Sequence[Any], combine: Callable[[list], Any], *, split_every: int = 8
-) -> Any:
+def tree_reduce(parts: Sequence[Any], combine: Callable[[list], Any], *, split_every: int = 8) -> Any:
     """Reduce delayed ``parts`` with ``combine(list_of_parts)`` in a tree of fan-in ``split_every``."""
     level = list(parts)
     if not level:
         raise ValueError("nothing to reduce")
     depth = 0
     while len(level) > 1:
-        level = [
-            dask.delayed(combine, pure=True)(level[i : i + split_every])
-            for i in range(0, len(level), split_every)
-        ]
+        level = [dask.delayed(combine, pure=True)(level[i : i + split_every]) for i in range(0, len(level), split_every)]
         depth += 1
     if depth == 0:
         return dask.delayed(combine, pure=True)(level)

@@ -15,8 +15,14 @@ __all__ = ["read", "write", "input_for_passes", "FORMATS"]
 FORMATS = ("parquet", "fimi", "csv")
 
 
-def read(url: str, *, format: str | None = None, storage_options: Mapping[str, Any] | None = None, check_kind: bool = True,
-         **kwargs: Any):
+def read(
+    url: str,
+    *,
+    format: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    check_kind: bool = True,
+    **kwargs: Any,
+):
     """Read transactions from ``url`` (local path or fsspec URL such as ``s3://...``).
 
     Parameters
@@ -49,7 +55,15 @@ def read(url: str, *, format: str | None = None, storage_options: Mapping[str, A
     return remember_url(tx, url, format=fmt, storage_options=storage_options)
 
 
-def write(tx: Any, url: str, *, format: str | None = None, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, **kwargs: Any) -> None:
+def write(
+    tx: Any,
+    url: str,
+    *,
+    format: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    **kwargs: Any,
+) -> None:
     """Write ``tx`` to ``url`` atomically in the given (or inferred) format."""
     fmt = (format or detect_format(url)).lower()
     if fmt == "parquet":
@@ -62,7 +76,9 @@ def write(tx: Any, url: str, *, format: str | None = None, storage_options: Mapp
         raise InvalidParameter(f"unknown format {format!r}; choose one of {FORMATS}")
 
 
-def input_for_passes(tx: Any, url: str, *, format: str | None = None, progress: bool = False, client: Any = None) -> tuple[Any, str]:
+def input_for_passes(
+    tx: Any, url: str, *, format: str | None = None, progress: bool = False, client: Any = None
+) -> tuple[Any, str]:
     """``tx`` (read from ``url``) ready for a job that reads it several times, and the reason
     for the job summary.
 

@@ -96,8 +96,10 @@ class Key:
             integer below 2**128; the message names the file (and, on the command line, the
             ``--key-file`` flag).
         """
-        hint = {"python": "write one with Key.to_file(path)",
-                "cli": "--key-file: give a key file written by ppdm, or a new path to create one there"}
+        hint = {
+            "python": "write one with Key.to_file(path)",
+            "cli": "--key-file: give a key file written by ppdm, or a new path to create one there",
+        }
         try:
             raw = Path(path).read_bytes()
         except FileNotFoundError:
@@ -109,8 +111,9 @@ class Key:
         try:
             text = raw.decode("ascii").strip()
         except UnicodeDecodeError:
-            raise InvalidParameter(f"key file {path} holds binary data, not a key (a key file holds one "
-                                   "hexadecimal number)", **hint) from None
+            raise InvalidParameter(
+                f"key file {path} holds binary data, not a key (a key file holds one hexadecimal number)", **hint
+            ) from None
         if not text:
             raise InvalidParameter(f"key file {path} is empty", **hint)
         try:
@@ -129,9 +132,7 @@ class Key:
 
     def seed_sequence(self, tag: int, *unit: int) -> np.random.SeedSequence:
         """The SeedSequence of stream ``(tag, *unit)``."""
-        return np.random.SeedSequence(
-            entropy=self._value, spawn_key=(int(tag),) + tuple(int(u) for u in unit)
-        )
+        return np.random.SeedSequence(entropy=self._value, spawn_key=(int(tag),) + tuple(int(u) for u in unit))
 
     def generator(self, tag: int, *unit: int) -> np.random.Generator:
         """An independent ``numpy.random.Generator`` for stream ``(tag, *unit)``."""

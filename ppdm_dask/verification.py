@@ -29,8 +29,14 @@ def open_release(url: str, *, storage_options: Mapping[str, Any] | None = None, 
     return Release.open(url, storage_options=storage_options, verify=verify)
 
 
-def verify(url: str, *, original: Any = None, storage_options: Mapping[str, Any] | None = None, checksums: bool = True,
-           **compute_kwargs: Any) -> Verdict:
+def verify(
+    url: str,
+    *,
+    original: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
+    checksums: bool = True,
+    **compute_kwargs: Any,
+) -> Verdict:
     """Re-check the release at ``url`` from its files alone (see the module docstring).
 
     Parameters

@@ -55,10 +55,12 @@ class ClipRelease(TableRelease):
         from ppdm_dask.progress import compute
 
         lo, hi = self.parameters["lo"], self.parameters["hi"]
-        low, high, rows = compute(self.data["value"].min(), self.data["value"].max(), self.data.map_partitions(len).sum(),
-                                  **compute_kwargs)
-        checks = [Check("values within [lo, hi]", bool(lo <= low and high <= hi), figure=[float(low), float(high)],
-                        threshold=[lo, hi])]
+        low, high, rows = compute(
+            self.data["value"].min(), self.data["value"].max(), self.data.map_partitions(len).sum(), **compute_kwargs
+        )
+        checks = [
+            Check("values within [lo, hi]", bool(lo <= low and high <= hi), figure=[float(low), float(high)], threshold=[lo, hi])
+        ]
         if original is not None:
             (n,) = compute(original.map_partitions(len).sum(), **compute_kwargs)
             checks.append(Check("every row released", int(rows) == int(n), figure=int(rows), threshold=int(n)))
@@ -70,8 +72,7 @@ class ClipRelease(TableRelease):
 
 def clip(table, lo: float, hi: float, *, key: Key | None = None) -> ClipRelease:
     """The toy family's algorithm."""
-    return ClipRelease(table.assign(value=table["value"].clip(lo, hi)), method="clip", parameters={"lo": lo, "hi": hi},
-                       key=key)
+    return ClipRelease(table.assign(value=table["value"].clip(lo, hi)), method="clip", parameters={"lo": lo, "hi": hi}, key=key)
 
 
 @click.command("toy-clip")
@@ -92,9 +93,14 @@ def toy_clip(obj, src, dst, lo, hi):
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, report=rep)
 
 
-TOY = Family("toy-clip", f"{__name__}:ClipRelease", tags=(), cli=__name__,
-             commands=(Command("toy-clip", "toy_clip", "Clip a table's column value and release it (toy family)."),),
-             docs="docs/architecture.md")
+TOY = Family(
+    "toy-clip",
+    f"{__name__}:ClipRelease",
+    tags=(),
+    cli=__name__,
+    commands=(Command("toy-clip", "toy_clip", "Clip a table's column value and release it (toy family)."),),
+    docs="docs/architecture.md",
+)
 
 
 @pytest.fixture
@@ -215,11 +221,15 @@ def test_the_toy_command_is_listed_from_the_registry(toy):
 # ---------------------------------------------------------------------------- the registry
 def test_register_refuses_what_it_must(toy):
     families.register(TOY)  # the same family again: a no-op
-    for bad, match in ((Family("Toy", "m:C"), "lower-case"), (Family("toy-2", "no-colon"), "module:Class"),
-                       (Family("toy-2", "m:C", commands=(Command("toy-2", "toy_2", "x"),)), "cli="),
-                       (Family("toy-2", "m:C", cli="m", commands=(Command("toy-clip", "toy_clip", "x"),)), "already"),
-                       (Family("toy-2", "m:C", cli="m", commands=(Command("toy-2", "toy_2", "two\nlines"),)), "one line"),
-                       (Family("toy-clip", "other:Class"), "different family"), ("toy-2", "Family")):
+    for bad, match in (
+        (Family("Toy", "m:C"), "lower-case"),
+        (Family("toy-2", "no-colon"), "module:Class"),
+        (Family("toy-2", "m:C", commands=(Command("toy-2", "toy_2", "x"),)), "cli="),
+        (Family("toy-2", "m:C", cli="m", commands=(Command("toy-clip", "toy_clip", "x"),)), "already"),
+        (Family("toy-2", "m:C", cli="m", commands=(Command("toy-2", "toy_2", "two\nlines"),)), "one line"),
+        (Family("toy-clip", "other:Class"), "different family"),
+        ("toy-2", "Family"),
+    ):
         with pytest.raises(InvalidParameter, match=match):
             families.register(bad)
     with pytest.raises(InvalidParameter, match="built-in"):
@@ -285,7 +295,7 @@ def _section(title: str) -> str:
     text = PAGE.read_text(encoding="utf-8")
     start = text.index(f"## {title}\n")
     end = text.find("\n## ", start + 1)
-    return text[start: end if end > 0 else len(text)]
+    return text[start : end if end > 0 else len(text)]
 
 
 def _resolve(dotted: str) -> object:

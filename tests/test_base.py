@@ -125,11 +125,23 @@ def _families():
         "k-variance": (lambda key: KVarianceAnonymizer(k=2, m_max=8, key=key), records, sketches),
         "condenser": (lambda key: Condenser(privacy_column="level", key=key), table, frame),
         "streaming": (lambda key: StreamingCondenser(privacy_column="level", key=key), table, frame),
-        "k-anonymity": (lambda key: KAnonymizer(qi, k=5, identifiers="name", sensitive="diagnosis", method="mondrian",
-                                                key=key), people, table_rows),
-        "access-control": (lambda key: AccessControlAnonymizer([{"role": "r", "bound": 5, "where": {"age": [20, 30]}}], qi,
-                                                               k=5, identifiers="name", sensitive="diagnosis", key=key),
-                           people, table_rows),
+        "k-anonymity": (
+            lambda key: KAnonymizer(qi, k=5, identifiers="name", sensitive="diagnosis", method="mondrian", key=key),
+            people,
+            table_rows,
+        ),
+        "access-control": (
+            lambda key: AccessControlAnonymizer(
+                [{"role": "r", "bound": 5, "where": {"age": [20, 30]}}],
+                qi,
+                k=5,
+                identifiers="name",
+                sensitive="diagnosis",
+                key=key,
+            ),
+            people,
+            table_rows,
+        ),
         "km": (lambda key: KmAnonymizer(k=3, m=2, fan_out=4, key=key), records, lambda rel: [lists(rel), rel.stream_key]),
         "krimp": (lambda key: KrimpGenerator(2, key=key), load_sample("iris"), lists),
     }

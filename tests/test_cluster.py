@@ -39,7 +39,6 @@ REPO = Path(__file__).resolve().parents[1]
 RECIPES = REPO / "cluster"
 
 
-
 # --------------------------------------------------------------------------- get_client
 
 
@@ -99,7 +98,6 @@ def test_quiet_local_cluster_keeps_task_failures_off_stderr(capfd: pytest.Captur
     assert client.status == "closed"
     _, err = capfd.readouterr()
     assert "Compute Failed" not in err and "bad input in task" not in err, err
-
 
 
 @pytest.mark.cluster
@@ -248,14 +246,37 @@ def dask_cli_cluster(tmp_path: Path) -> Iterator[Path]:
             )
 
     try:
-        start("scheduler", _dask_cmd("scheduler") + [
-            "--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(sched_file), "--no-dashboard",
-        ])
+        start(
+            "scheduler",
+            _dask_cmd("scheduler")
+            + [
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--scheduler-file",
+                str(sched_file),
+                "--no-dashboard",
+            ],
+        )
         for i in range(2):
-            start(f"worker{i}", _dask_cmd("worker") + [
-                "--scheduler-file", str(sched_file), "--nthreads", "1", "--no-dashboard",
-                "--memory-limit", "1GiB", "--death-timeout", "30", "--name", f"w{i}",
-            ])
+            start(
+                f"worker{i}",
+                _dask_cmd("worker")
+                + [
+                    "--scheduler-file",
+                    str(sched_file),
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--memory-limit",
+                    "1GiB",
+                    "--death-timeout",
+                    "30",
+                    "--name",
+                    f"w{i}",
+                ],
+            )
         deadline = time.monotonic() + 60
         while not sched_file.exists() and time.monotonic() < deadline and procs[0].poll() is None:
             time.sleep(0.2)
@@ -311,7 +332,12 @@ def test_dask_cli_scheduler_and_workers(dask_cli_cluster: Path) -> None:
     exe = Path(sys.executable).parent / "ppdm"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ppdm_dask.cli"]
     out = dask_cli_cluster.parent / "quest-out"
-    gen = subprocess.run(cmd + ["--scheduler", address, "--json", "generate", "quest", "T10.I4.D20K.N1K", str(out)], capture_output=True, text=True, timeout=120)
+    gen = subprocess.run(
+        cmd + ["--scheduler", address, "--json", "generate", "quest", "T10.I4.D20K.N1K", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert gen.returncode == 0, gen.stderr
     info = subprocess.run(cmd + ["--scheduler", address, "--json", "info", str(out)], capture_output=True, text=True, timeout=120)
     assert info.returncode == 0, info.stderr
@@ -326,9 +352,10 @@ def test_dask_cli_scheduler_and_workers(dask_cli_cluster: Path) -> None:
 
 @pytest.fixture
 def inproc_client() -> Iterator[distributed.Client]:
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield client
 
 
@@ -533,8 +560,12 @@ def test_memory_headroom_is_what_is_left_below_the_spill_target() -> None:
     from ppdm_dask.cluster import memory_headroom
 
     mib = 2**20
-    client = _FakeClient({"a": {"memory_limit": 1000 * mib, "nthreads": 1, "metrics": {"memory": 300 * mib}},
-                          "b": {"memory_limit": 1000 * mib, "nthreads": 2, "metrics": {"memory": 700 * mib}}})
+    client = _FakeClient(
+        {
+            "a": {"memory_limit": 1000 * mib, "nthreads": 1, "metrics": {"memory": 300 * mib}},
+            "b": {"memory_limit": 1000 * mib, "nthreads": 2, "metrics": {"memory": 700 * mib}},
+        }
+    )
     with dask.config.set({"distributed.worker.memory.target": 0.6}):
         left, threads = memory_headroom(client)
     assert left == pytest.approx(300 * mib) and threads == 3  # 600 - 300, and nothing below 0 for b

@@ -13,8 +13,9 @@ from ppdm_dask.constraints import Interval, Options, Predicate, check, validate
 from ppdm_dask.errors import InvalidParameter
 
 
-@pytest.mark.parametrize("closed, left_in, right_in", [("both", True, True), ("left", True, False),
-                                                      ("right", False, True), ("neither", False, False)])
+@pytest.mark.parametrize(
+    "closed, left_in, right_in", [("both", True, True), ("left", True, False), ("right", False, True), ("neither", False, False)]
+)
 def test_interval_bounds_follow_closed(closed, left_in, right_in):
     iv = Interval(float, 0, 1, closed=closed)
     assert iv.accepts(0) is left_in and iv.accepts(1) is right_in and iv.accepts(0.5)
@@ -99,12 +100,15 @@ def test_estimator_checks_its_declared_parameters_at_fit_only():
     assert _Toy(k=np.int64(3), how="b", note="x").fit(None).params_ == {"k": 3, "how": "b"}
 
 
-@pytest.mark.parametrize("make, name", [
-    (lambda: __import__("ppdm_dask.emask", fromlist=["Distorter"]).Distorter(0.5, 0.9, privacy_floor=101), "privacy_floor"),
-    (lambda: __import__("ppdm_dask.emask", fromlist=["Distorter"]).Distorter(0.5, 0.9, epsilon_budget=0), "epsilon_budget"),
-    (lambda: __import__("ppdm_dask.sketch", fromlist=["DeltaAnonymizer"]).DeltaAnonymizer(delta=-1.0), "delta"),
-    (lambda: __import__("ppdm_dask.krimp", fromlist=["KrimpGenerator"]).KrimpGenerator(laplace=-1), "laplace"),
-])
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: __import__("ppdm_dask.emask", fromlist=["Distorter"]).Distorter(0.5, 0.9, privacy_floor=101), "privacy_floor"),
+        (lambda: __import__("ppdm_dask.emask", fromlist=["Distorter"]).Distorter(0.5, 0.9, epsilon_budget=0), "epsilon_budget"),
+        (lambda: __import__("ppdm_dask.sketch", fromlist=["DeltaAnonymizer"]).DeltaAnonymizer(delta=-1.0), "delta"),
+        (lambda: __import__("ppdm_dask.krimp", fromlist=["KrimpGenerator"]).KrimpGenerator(laplace=-1), "laplace"),
+    ],
+)
 def test_family_estimators_refuse_at_fit_naming_the_parameter(make, name):
     with pytest.raises(InvalidParameter) as e:
         make().fit([[1, 2], [2, 3]])

@@ -20,8 +20,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = ("index", "mining", "emask", "sketches", "condensation", "anonymity", "krimp", "randomness", "data", "report", "ledger",
-         "threat-model", "architecture", "benchmarks")
+PAGES = (
+    "index",
+    "mining",
+    "emask",
+    "sketches",
+    "condensation",
+    "anonymity",
+    "krimp",
+    "randomness",
+    "data",
+    "report",
+    "ledger",
+    "threat-model",
+    "architecture",
+    "benchmarks",
+)
 SCANNED = ("ppdm_dask", "tests", "benchmarks")
 
 #: ``docs/<page>.md#<anchor>`` (an anchor never contains '.', ')' or quotes: GitHub drops punctuation)
@@ -98,8 +112,10 @@ def anchors() -> dict[str, dict[str, str]]:
 
 
 def test_github_anchor_rule():
-    assert github_anchor("Correction: δ-anonymity uses the largest admissible m") == \
-        "correction-δ-anonymity-uses-the-largest-admissible-m"
+    assert (
+        github_anchor("Correction: δ-anonymity uses the largest admissible m")
+        == "correction-δ-anonymity-uses-the-largest-admissible-m"
+    )
     assert github_anchor("k^m-anonymity of set-valued data") == "km-anonymity-of-set-valued-data"
     assert github_anchor("The `verify` check (Def. 3)") == "the-verify-check-def-3"
 

@@ -37,6 +37,7 @@ def test_killed_worker_mid_job_gives_identical_bytes(tmp_path):
     out_dir = tmp_path / "disturbed"
     errors: list[BaseException] = []
     try:
+
         def job():
             try:
                 with client.as_current(), dask.config.set(scheduler=client.get):

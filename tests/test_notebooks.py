@@ -58,7 +58,7 @@ def problems(nb) -> list[str]:
             for needle in (*MACHINE_PATHS, *PROGRESS_TEXT):
                 if needle in text:
                     at = text.index(needle)
-                    found.append(f"{needle!r} in an output: ...{text[max(0, at - 60):at + 80]!r}...")
+                    found.append(f"{needle!r} in an output: ...{text[max(0, at - 60) : at + 80]!r}...")
     if not any(k in o.get("data", {}) for o in _outputs(nb) for k in FIGURE_TYPES):
         found.append("no figure output (image/png or image/svg+xml)")
     return found

@@ -73,13 +73,19 @@ def test_readme_runs_as_pasted(tmp_path):
     for line, syntax, code in _groups():
         cmd = [sys.executable, "-c", code] if syntax == "python" else ["bash", "-e", "-o", "pipefail", "-c", code]
         r = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=900)
-        assert r.returncode == 0, f"README line {line} failed:\n{code}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
+        assert r.returncode == 0, (
+            f"README line {line} failed:\n{code}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
+        )
         outputs.append(r.stdout + r.stderr)
     text = "\n".join(outputs)
     # the releases section shows what it says
     assert "have no role: name, zip, age, sex, diagnosis" in text and "refused: no roles given" in text
     assert "verification failed, as it should" in text and "FAILED file matches the manifest in part-00000.parquet" in text
     names = {line.split(",")[0] for line in (tmp_path / "people.csv").read_text().splitlines()[1:]}
-    values = {str(v) for part in (tmp_path / "people_release").glob("part-*.parquet")
-              for col in pq.read_table(part).to_pydict().values() for v in col}
+    values = {
+        str(v)
+        for part in (tmp_path / "people_release").glob("part-*.parquet")
+        for col in pq.read_table(part).to_pydict().values()
+        for v in col
+    }
     assert values and not (names & values)

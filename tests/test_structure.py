@@ -74,7 +74,9 @@ def test_imports_only_run_down_the_floors():
             if dst not in FLOOR_OF or src not in FLOOR_OF or dst == src:
                 continue
             if FLOOR_OF[dst] > FLOOR_OF[src]:
-                bad.append(f"{path.relative_to(PKG.parent)}:{line} imports {'.'.join(target)} (floor {FLOOR_OF[dst]} above {FLOOR_OF[src]})")
+                bad.append(
+                    f"{path.relative_to(PKG.parent)}:{line} imports {'.'.join(target)} (floor {FLOOR_OF[dst]} above {FLOOR_OF[src]})"
+                )
     assert not bad, "\n".join(bad)
 
 

@@ -260,8 +260,9 @@ class Clusters:
         )
 
 
-def greedy_clusters(X: np.ndarray, C: np.ndarray, S: np.ndarray, offs: np.ndarray, n_sens: int,
-                    w: np.ndarray, W: float, k: int, l: float) -> tuple[np.ndarray, Clusters]:
+def greedy_clusters(
+    X: np.ndarray, C: np.ndarray, S: np.ndarray, offs: np.ndarray, n_sens: int, w: np.ndarray, W: float, k: int, l: float
+) -> tuple[np.ndarray, Clusters]:
     """Steps 2-5 of docs/anonymity.md#the-clustering-l-diverse-partition on one sorted (partition of
     the) table.
 
@@ -296,8 +297,9 @@ def greedy_clusters(X: np.ndarray, C: np.ndarray, S: np.ndarray, offs: np.ndarra
             np.add.at(sens[:, 0], S, 1)
     else:
         seeds = choose_seeds(S, n_sens, K)
-        labels, size, sums, cat, sens = greedy_assign(X, C, offs, S, int(n_sens), np.require(w, np.float64, ["C", "W"]),
-                                                      float(W), int(k), float(l), seeds)
+        labels, size, sums, cat, sens = greedy_assign(
+            X, C, offs, S, int(n_sens), np.require(w, np.float64, ["C", "W"]), float(W), int(k), float(l), seeds
+        )
     mins, maxs = cluster_minmax(X, labels, K)
     return labels, Clusters(size=size, sums=sums, mins=mins, maxs=maxs, cat=cat, sens=sens.T.astype(np.int64))
 
@@ -343,8 +345,17 @@ def nearest_cluster(p, alive, size, sums, cat, rows, vals, n_cat, w, W):
     return best
 
 
-def repair_l(cl: Clusters, offs: np.ndarray, w: np.ndarray, W: float, k: int, l: float | None,
-             kind: str = "distinct", c: float | None = None, closeness: Closeness | None = None) -> tuple[np.ndarray, int]:
+def repair_l(
+    cl: Clusters,
+    offs: np.ndarray,
+    w: np.ndarray,
+    W: float,
+    k: int,
+    l: float | None,
+    kind: str = "distinct",
+    c: float | None = None,
+    closeness: Closeness | None = None,
+) -> tuple[np.ndarray, int]:
     """Repair-L (docs/anonymity.md#addition-repair-l) on cluster summaries; ``cl`` is updated in place.
 
     While some cluster has fewer than k rows or is not l-diverse (``kind``) or, with
@@ -375,7 +386,8 @@ def repair_l(cl: Clusters, offs: np.ndarray, w: np.ndarray, W: float, k: int, l:
         if n_alive == 1:
             raise InfeasiblePrivacyError(
                 f"Repair-L merged everything into one cluster of {int(cl.size[alive][0])} rows and it is still not "
-                f"{k}-anonymous / {l}-diverse ({kind})" + (f" / {closeness.t:g}-close" if closeness is not None else ""))
+                f"{k}-anonymous / {l}-diverse ({kind})" + (f" / {closeness.t:g}-close" if closeness is not None else "")
+            )
         p = int(np.argmin(sizes_masked))  # first minimum = lowest index among the smallest
         rows = np.flatnonzero(cl.cat[:, p])
         vals = cl.cat[rows, p]
@@ -389,7 +401,7 @@ def repair_l(cl: Clusters, offs: np.ndarray, w: np.ndarray, W: float, k: int, l:
         alive[p] = False
         viol[p] = False
         sizes_masked[p] = np.iinfo(np.int64).max
-        viol[q] = bool(cl.size[q] < k or not diverse_mask(cl.sens[q:q + 1], l, kind, c, closeness)[0])
+        viol[q] = bool(cl.size[q] < k or not diverse_mask(cl.sens[q : q + 1], l, kind, c, closeness)[0])
         sizes_masked[q] = cl.size[q] if viol[q] else np.iinfo(np.int64).max
         parent[p] = q
         n_alive -= 1
@@ -411,6 +423,12 @@ def compact(cl: Clusters, root: np.ndarray) -> tuple[np.ndarray, Clusters]:
     alive = root == np.arange(root.shape[0])
     new_id = np.cumsum(alive) - 1
     keep = np.flatnonzero(alive)
-    out = Clusters(size=cl.size[keep], sums=cl.sums[:, keep], mins=cl.mins[:, keep], maxs=cl.maxs[:, keep],
-                   cat=cl.cat[:, keep], sens=cl.sens[keep])
+    out = Clusters(
+        size=cl.size[keep],
+        sums=cl.sums[:, keep],
+        mins=cl.mins[:, keep],
+        maxs=cl.maxs[:, keep],
+        cat=cl.cat[:, keep],
+        sens=cl.sens[keep],
+    )
     return new_id[root], out

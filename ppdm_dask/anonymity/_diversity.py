@@ -55,12 +55,15 @@ def validate_diversity(l: float | None, kind: str = "distinct", c: float | None 
             raise InvalidParameter(f"recursive (c, l)-diversity needs c > 0, got c={c!r}", fix="`c` > 0")
         c = float(c)
     elif c is not None:
-        raise InvalidParameter(f"c is only used with kind='recursive' (got kind={kind!r})", fix="`c` only with `l_kind` recursive")
+        raise InvalidParameter(
+            f"c is only used with kind='recursive' (got kind={kind!r})", fix="`c` only with `l_kind` recursive"
+        )
     return (float(l) if kind == "entropy" else int(l)), kind, c
 
 
-def diverse_mask(counts: np.ndarray, l: float | None, kind: str = "distinct", c: float | None = None,
-                 closeness: Closeness | None = None) -> np.ndarray:
+def diverse_mask(
+    counts: np.ndarray, l: float | None, kind: str = "distinct", c: float | None = None, closeness: Closeness | None = None
+) -> np.ndarray:
     """Which classes are l-diverse (and, with ``closeness``, t-close).
 
     Parameters
@@ -105,7 +108,7 @@ def _l_mask(counts: np.ndarray, l: float | None, kind: str, c: float | None) -> 
         if counts.shape[1] < l:
             return np.zeros(counts.shape[0], dtype=bool)
         s = -np.sort(-counts, axis=1)
-        return s[:, 0] < c * s[:, l - 1:].sum(axis=1)
+        return s[:, 0] < c * s[:, l - 1 :].sum(axis=1)
     raise InvalidParameter(f"l-diversity kind must be one of {KINDS}, got {kind!r}")
 
 

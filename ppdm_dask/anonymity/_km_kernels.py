@@ -64,8 +64,10 @@ def key_bits(m: int, n_nodes: int) -> int:
     bits = 63 // int(m)
     if bits < 1 or n_nodes + 1 >= (1 << bits):
         raise InvalidParameter(
-            f"itemsets of size m={m} over {n_nodes} hierarchy nodes cannot be packed into 64-bit keys "
-            f"({bits} bits per node id)", python="a smaller m or a smaller hierarchy", fix="a smaller `m` or a smaller `hierarchy`")
+            f"itemsets of size m={m} over {n_nodes} hierarchy nodes cannot be packed into 64-bit keys ({bits} bits per node id)",
+            python="a smaller m or a smaller hierarchy",
+            fix="a smaller `m` or a smaller `hierarchy`",
+        )
     return bits
 
 
@@ -490,7 +492,9 @@ def count_block(
     return _count(block, node_map, parent, tin, tout, m, bits, True, vertical_rows)
 
 
-def count_plain_block(block: sp.csr_array, m: int, bits: int, vertical_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def count_plain_block(
+    block: sp.csr_array, m: int, bits: int, vertical_rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Counts of all itemsets of size 1..m of the rows of a plain block (no hierarchy).
 
     Keys pack column ids. Used to verify published (recoded) data.
@@ -525,9 +529,7 @@ def recode_block(block: sp.csr_array, col_map: np.ndarray, n_cols: int) -> sp.cs
     r, c = np.divmod(code, n_cols)
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(r, minlength=n), out=indptr[1:])
-    return sp.csr_array(
-        (np.ones(c.size, np.int32), c.astype(np.int32), indptr.astype(np.int32)), shape=(n, n_cols)
-    )
+    return sp.csr_array((np.ones(c.size, np.int32), c.astype(np.int32), indptr.astype(np.int32)), shape=(n, n_cols))
 
 
 # ---------------------------------------------------------------------- DA traversal
@@ -695,8 +697,9 @@ def _lex_less(a, b):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _best_generalisation(J, s, in_cut, parent, tin, tout, occ_under, under, ccb, clb,
-                         freq_keys, m, bits, best_new):  # pragma: no cover - compiled
+def _best_generalisation(
+    J, s, in_cut, parent, tin, tout, occ_under, under, ccb, clb, freq_keys, m, bits, best_new
+):  # pragma: no cover - compiled
     """Minimal-NCP admissible C' for the violating itemset J[:s] (the candidate step of DA,
     docs/anonymity.md#km-anonymity-of-set-valued-data).
 
@@ -825,8 +828,9 @@ def _best_generalisation(J, s, in_cut, parent, tin, tout, occ_under, under, ccb,
 
 
 @numba.njit(cache=True, nogil=True)
-def _da_run(sets, inv_ptr, inv_pos, freq_keys, parent, tin, tout, n_leaves, occ_under, under,
-            in_cut, m, bits):  # pragma: no cover - compiled
+def _da_run(
+    sets, inv_ptr, inv_pos, freq_keys, parent, tin, tout, n_leaves, occ_under, under, in_cut, m, bits
+):  # pragma: no cover - compiled
     """DA traversal: same cuts as the literal "restart the preorder after every change"
     (docs/anonymity.md#correction-da-checks-every-published-itemset-until-nothing-changes).
 
@@ -897,8 +901,7 @@ def _da_run(sets, inv_ptr, inv_pos, freq_keys, parent, tin, tout, n_leaves, occ_
         if not published:
             continue
         # every traversed itemset has 0 < count < k: a published one is a violation
-        nb = _best_generalisation(J, s, in_cut, parent, tin, tout, occ_under, under, ccb, clb,
-                                  freq_keys, m, bits, best_new)
+        nb = _best_generalisation(J, s, in_cut, parent, tin, tout, occ_under, under, ccb, clb, freq_keys, m, bits, best_new)
         if nb == 0:
             return -1
         for x in range(n_nodes):
@@ -979,9 +982,19 @@ def direct_anonymization(
     in_cut = np.array(in_cut, dtype=np.bool_, copy=True)
     sets, inv_ptr, inv_pos = traversal(small_keys, rank, m, bits, parent.size)
     changes = _da_run(
-        sets, inv_ptr, inv_pos, np.ascontiguousarray(freq_keys, dtype=np.int64),
-        parent, np.asarray(tin, np.int64), np.asarray(tout, np.int64),
-        int(n_leaves), np.asarray(occ_under, np.int64), np.asarray(under, np.int64), in_cut, int(m), int(bits),
+        sets,
+        inv_ptr,
+        inv_pos,
+        np.ascontiguousarray(freq_keys, dtype=np.int64),
+        parent,
+        np.asarray(tin, np.int64),
+        np.asarray(tout, np.int64),
+        int(n_leaves),
+        np.asarray(occ_under, np.int64),
+        np.asarray(under, np.int64),
+        in_cut,
+        int(m),
+        int(bits),
     )
     if changes < 0:
         raise RuntimeError("no admissible generalisation exists (k exceeds the non-empty transactions)")

@@ -156,7 +156,9 @@ class Predicate:
         try:
             lo, hi = float(self.low), float(self.high)
         except (TypeError, ValueError):
-            raise InvalidParameter(f"predicate on {self.attribute!r}: bounds must be numbers, got {self.low!r}, {self.high!r}") from None
+            raise InvalidParameter(
+                f"predicate on {self.attribute!r}: bounds must be numbers, got {self.low!r}, {self.high!r}"
+            ) from None
         if math.isnan(lo) or math.isnan(hi):
             raise InvalidParameter(f"predicate on {self.attribute!r}: NaN bound")
         if lo > hi:
@@ -238,7 +240,8 @@ def parse_query(where: Mapping[str, Any], schema: QISchema) -> Query:
                 raise InvalidParameter(
                     f"attribute {attr!r} is read as text (categorical), so {cond!r} would be a set of labels, not a range; "
                     f"type the column as numbers for a range, or write its labels as strings for a set",
-                    fix=f"`dtype` {attr}=int")
+                    fix=f"`dtype` {attr}=int",
+                )
             schema.codes(j, vals)  # unknown labels are an error here, not a silent empty match
             preds.append(Predicate(attr, values=tuple(vals)))
         else:
@@ -312,7 +315,9 @@ def parse_permissions(spec: Any, schema: QISchema) -> list[Permission]:
             out.append(Permission(entry["role"], query, entry["bound"], entry.get("name")))
         except InvalidParameter as e:
             label = f"permission {i}" + (f" ({entry['name']!r})" if entry.get("name") else "")
-            raise InvalidParameter(f"{label}: {e.message}", python=e.python, cli=e.cli, parameter=e.parameter, fix=e.fix) from None
+            raise InvalidParameter(
+                f"{label}: {e.message}", python=e.python, cli=e.cli, parameter=e.parameter, fix=e.fix
+            ) from None
     return out
 
 
@@ -337,8 +342,7 @@ def _compiled(query: Query | Mapping[int, Any], schema: QISchema) -> dict[int, A
     raise InvalidParameter(f"expected a Query, got {type(query).__name__}")
 
 
-def query_mask(X: Any, query: Query, *, schema: QISchema | None = None,
-               categorical: Sequence[bool] | None = None) -> np.ndarray:
+def query_mask(X: Any, query: Query, *, schema: QISchema | None = None, categorical: Sequence[bool] | None = None) -> np.ndarray:
     """Which tuples of X satisfy ``query`` (bool, one per row)."""
     X = as_2d_float(X)
     sch = _schema(schema, categorical, X.shape[1])
@@ -349,8 +353,9 @@ def query_mask(X: Any, query: Query, *, schema: QISchema | None = None,
     return m
 
 
-def query_count(X: Any, weights: Any, query: Query, *, schema: QISchema | None = None,
-                categorical: Sequence[bool] | None = None) -> int:
+def query_count(
+    X: Any, weights: Any, query: Query, *, schema: QISchema | None = None, categorical: Sequence[bool] | None = None
+) -> int:
     """|Q_T|: number of records satisfying ``query``."""
     m = query_mask(X, query, schema=schema, categorical=categorical)
     w = as_counts(weights, "weights", 1)
@@ -382,8 +387,16 @@ def _regions(X: np.ndarray, weights: Any, class_id: Any, sch: QISchema, regions:
     return regions
 
 
-def imprecision(X: Any, weights: Any, class_id: Any, query: Query, *, schema: QISchema | None = None,
-                categorical: Sequence[bool] | None = None, regions: Regions | None = None) -> int:
+def imprecision(
+    X: Any,
+    weights: Any,
+    class_id: Any,
+    query: Query,
+    *,
+    schema: QISchema | None = None,
+    categorical: Sequence[bool] | None = None,
+    regions: Regions | None = None,
+) -> int:
     """imprec(Q) = |Q_T*| - |Q_T| under overlap semantics
     (docs/anonymity.md#accuracy-constrained-access-control).
 
@@ -451,18 +464,29 @@ class AccessReport:
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per permission."""
-        return pd.DataFrame([p.__dict__ for p in self.permissions],
-                            columns=["role", "name", "bound", "true_count", "returned", "imprecision", "satisfied"])
+        return pd.DataFrame(
+            [p.__dict__ for p in self.permissions],
+            columns=["role", "name", "bound", "true_count", "returned", "imprecision", "satisfied"],
+        )
 
     def roles_to_pandas(self) -> pd.DataFrame:
         """One row per role."""
-        return pd.DataFrame([{"role": r, **s.__dict__} for r, s in self.roles.items()],
-                            columns=["role", "n_satisfied", "n_permissions", "total_imprecision"])
+        return pd.DataFrame(
+            [{"role": r, **s.__dict__} for r, s in self.roles.items()],
+            columns=["role", "n_satisfied", "n_permissions", "total_imprecision"],
+        )
 
 
-def evaluate_permissions(X: Any, weights: Any, class_id: Any, permissions: Sequence[Permission], *,
-                         schema: QISchema | None = None, categorical: Sequence[bool] | None = None,
-                         regions: Regions | None = None) -> AccessReport:
+def evaluate_permissions(
+    X: Any,
+    weights: Any,
+    class_id: Any,
+    permissions: Sequence[Permission],
+    *,
+    schema: QISchema | None = None,
+    categorical: Sequence[bool] | None = None,
+    regions: Regions | None = None,
+) -> AccessReport:
     """Imprecision and satisfaction of every permission, with per-role totals.
 
     Returns
@@ -485,8 +509,9 @@ def evaluate_permissions(X: Any, weights: Any, class_id: Any, permissions: Seque
     roles: dict[str, list[PermissionResult]] = {}
     for r in results:
         roles.setdefault(r.role, []).append(r)
-    summary = {name: RoleSummary(sum(r.satisfied for r in rs), len(rs), sum(r.imprecision for r in rs))
-               for name, rs in roles.items()}
+    summary = {
+        name: RoleSummary(sum(r.satisfied for r in rs), len(rs), sum(r.imprecision for r in rs)) for name, rs in roles.items()
+    }
     return AccessReport(tuple(results), summary)
 
 
@@ -495,8 +520,10 @@ def access_figures(report: AccessReport, baseline: AccessReport | None = None) -
     same workload), as plain data the release keeps among the owner's figures: the imprecision
     ``|Q_T*| − |Q_T|`` needs the true answers on the original, so it goes into the internal
     report only (never the public manifest)."""
-    out: dict[str, Any] = {"permissions": report.to_pandas().to_dict(orient="records"),
-                           "roles": report.roles_to_pandas().to_dict(orient="records")}
+    out: dict[str, Any] = {
+        "permissions": report.to_pandas().to_dict(orient="records"),
+        "roles": report.roles_to_pandas().to_dict(orient="records"),
+    }
     if baseline is not None:
         out["mondrian_permissions"] = baseline.to_pandas().to_dict(orient="records")
         out["mondrian_roles"] = baseline.roles_to_pandas().to_dict(orient="records")
@@ -515,19 +542,60 @@ def access_report_items(fig: Mapping[str, Any]) -> list[Any]:
     met = sum(bool(p["satisfied"]) for p in perms)
     note = "imprecision = records the release returns for the query (every class its region overlaps) − true answer"
     return [
-        Value("utility_permissions_met", "Permissions whose imprecision bound holds", met, about=about, unit="permissions",
-              note=f"{met:,} of {len(perms):,}; " + note),
-        Table("utility_imprecision_per_permission", "Imprecision per permission",
-              ["role", "permission", "bound", "true answer", "returned", "imprecision", "bound holds",
-               "imprecision with plain Mondrian"],
-              [[p["role"], p["name"] or p["role"], p["bound"], int(p["true_count"]), int(p["returned"]), int(p["imprecision"]),
-                "yes" if p["satisfied"] else "no", int(b["imprecision"]) if b else None] for p, b in zip(perms, base_p)],
-              about=about, note=note),
-        Table("utility_imprecision_per_role", "Imprecision per role",
-              ["role", "permissions met", "permissions", "total imprecision", "total imprecision with plain Mondrian"],
-              [[r["role"], int(r["n_satisfied"]), int(r["n_permissions"]), int(r["total_imprecision"]),
-                int(base_r[r["role"]]["total_imprecision"]) if r["role"] in base_r else None] for r in roles],
-              about=about, note="per role: the permissions whose bound holds and the sum of their imprecision"),
+        Value(
+            "utility_permissions_met",
+            "Permissions whose imprecision bound holds",
+            met,
+            about=about,
+            unit="permissions",
+            note=f"{met:,} of {len(perms):,}; " + note,
+        ),
+        Table(
+            "utility_imprecision_per_permission",
+            "Imprecision per permission",
+            [
+                "role",
+                "permission",
+                "bound",
+                "true answer",
+                "returned",
+                "imprecision",
+                "bound holds",
+                "imprecision with plain Mondrian",
+            ],
+            [
+                [
+                    p["role"],
+                    p["name"] or p["role"],
+                    p["bound"],
+                    int(p["true_count"]),
+                    int(p["returned"]),
+                    int(p["imprecision"]),
+                    "yes" if p["satisfied"] else "no",
+                    int(b["imprecision"]) if b else None,
+                ]
+                for p, b in zip(perms, base_p)
+            ],
+            about=about,
+            note=note,
+        ),
+        Table(
+            "utility_imprecision_per_role",
+            "Imprecision per role",
+            ["role", "permissions met", "permissions", "total imprecision", "total imprecision with plain Mondrian"],
+            [
+                [
+                    r["role"],
+                    int(r["n_satisfied"]),
+                    int(r["n_permissions"]),
+                    int(r["total_imprecision"]),
+                    int(base_r[r["role"]]["total_imprecision"]) if r["role"] in base_r else None,
+                ]
+                for r in roles
+            ],
+            about=about,
+            note="per role: the permissions whose bound holds and the sum of their imprecision",
+        ),
     ]
 
 
@@ -542,8 +610,9 @@ class Selection:
     reports: dict[Any, AccessReport]  # every candidate's report, in candidate order
 
 
-def _check_privacy(key: Any, w: np.ndarray, cid: np.ndarray, k: int | None, S: np.ndarray | None,
-                   l: float | None, kind: str, c: float | None) -> None:
+def _check_privacy(
+    key: Any, w: np.ndarray, cid: np.ndarray, k: int | None, S: np.ndarray | None, l: float | None, kind: str, c: float | None
+) -> None:
     _, inv = np.unique(cid, return_inverse=True)
     if k is not None:
         sizes = np.bincount(inv, weights=w)
@@ -557,11 +626,20 @@ def _check_privacy(key: Any, w: np.ndarray, cid: np.ndarray, k: int | None, S: n
             raise PrivacyViolation(f"candidate {key!r} is not {kind} {l}-diverse ({int(bad.sum())} classes violate)")
 
 
-def select_anonymization(candidates: Sequence[Any] | Mapping[Any, Any], permissions: Sequence[Permission],
-                         X: Any, weights: Any, *, schema: QISchema | None = None,
-                         categorical: Sequence[bool] | None = None, k: int | None = None,
-                         sensitive_counts: Any = None, l: float | None = None, kind: str = "distinct",
-                         c: float | None = None) -> Selection:
+def select_anonymization(
+    candidates: Sequence[Any] | Mapping[Any, Any],
+    permissions: Sequence[Permission],
+    X: Any,
+    weights: Any,
+    *,
+    schema: QISchema | None = None,
+    categorical: Sequence[bool] | None = None,
+    k: int | None = None,
+    sensitive_counts: Any = None,
+    l: float | None = None,
+    kind: str = "distinct",
+    c: float | None = None,
+) -> Selection:
     """Choose the candidate partition satisfying most permissions
     (docs/anonymity.md#accuracy-constrained-access-control).
 
@@ -644,8 +722,16 @@ class AccuracyConstrainedAnonymizer:
     n_classes_ : int
     """
 
-    def __init__(self, k: int, permissions: Sequence[Permission], *, l: float | None = None,
-                 kind: str = "distinct", c: float | None = None, closeness: Any = None) -> None:
+    def __init__(
+        self,
+        k: int,
+        permissions: Sequence[Permission],
+        *,
+        l: float | None = None,
+        kind: str = "distinct",
+        c: float | None = None,
+        closeness: Any = None,
+    ) -> None:
         self.k = k
         self.permissions = permissions
         self.l = l
@@ -653,8 +739,15 @@ class AccuracyConstrainedAnonymizer:
         self.c = c
         self.closeness = closeness
 
-    def fit(self, X: Any, weights: Any, *, categorical: Sequence[bool] | None = None,
-            sensitive_counts: Any = None, schema: QISchema | None = None) -> AccuracyConstrainedAnonymizer:
+    def fit(
+        self,
+        X: Any,
+        weights: Any,
+        *,
+        categorical: Sequence[bool] | None = None,
+        sensitive_counts: Any = None,
+        schema: QISchema | None = None,
+    ) -> AccuracyConstrainedAnonymizer:
         """Partition the frequency set ``(X, weights)``.
 
         Parameters
@@ -680,10 +773,20 @@ class AccuracyConstrainedAnonymizer:
                 raise InvalidParameter(f"expected Permission objects, got {type(p).__name__}")
         queries = [p.query.compile(sch) for p in perms]
         bounds = [float(p.bound) for p in perms]
-        self.class_id_ = mondrian_partition(X, weights, self.k, categorical=sch.categorical,
-                                            sensitive_counts=sensitive_counts, l=self.l, kind=self.kind,
-                                            c=self.c, closeness=self.closeness, split="imprecision", queries=queries,
-                                            bounds=bounds)
+        self.class_id_ = mondrian_partition(
+            X,
+            weights,
+            self.k,
+            categorical=sch.categorical,
+            sensitive_counts=sensitive_counts,
+            l=self.l,
+            kind=self.kind,
+            c=self.c,
+            closeness=self.closeness,
+            split="imprecision",
+            queries=queries,
+            bounds=bounds,
+        )
         self.schema_ = sch
         self.regions_ = class_regions(X, weights, self.class_id_, sch.categorical)
         self.n_classes_ = self.regions_.n_classes

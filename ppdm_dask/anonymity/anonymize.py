@@ -133,8 +133,7 @@ class AnonymizationResult:
         one distributed group-by, checks ``"k-anonymity"`` (and ``"l-diversity"``, ``"t-closeness"``)."""
         with_l = self.l is not None and self.sensitive is not None
         with_t = self.t is not None and self.sensitive is not None
-        counts = class_counts(self.table, self.qi, self.sensitive if with_l or with_t else None, client=client,
-                              progress=progress)
+        counts = class_counts(self.table, self.qi, self.sensitive if with_l or with_t else None, client=client, progress=progress)
         checks = [k_anonymity_check(counts, self.qi, self.k)]
         if with_l:
             checks.append(l_diversity_check(counts, self.qi, self.sensitive, self.l, self.kind, self.c))
@@ -189,7 +188,9 @@ def _fmt(x: Any) -> str:
     return str(int(x)) if x.is_integer() else repr(x)
 
 
-def _region_labels(fs: FrequencySet, tuples: np.ndarray, class_id: np.ndarray, *, use_hierarchy: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def _region_labels(
+    fs: FrequencySet, tuples: np.ndarray, class_id: np.ndarray, *, use_hierarchy: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """Local recoding of partition classes: numeric [min, max] ("lo-hi"), categorical lowest
     common ancestor in the hierarchy (or the sorted value set joined by '|' without one, or when
     ``use_hierarchy`` is False: the region is then exactly the class's values)."""
@@ -217,7 +218,9 @@ def _region_labels(fs: FrequencySet, tuples: np.ndarray, class_id: np.ndarray, *
                 labels[rows, j] = d.labels[level][node]
                 pen[rows, j] = lvl_ncp[level][node]
             else:
-                labels[rows, j] = str(d.values[codes[0]]) if len(codes) == 1 else "|".join(sorted(str(d.values[c]) for c in codes))
+                labels[rows, j] = (
+                    str(d.values[codes[0]]) if len(codes) == 1 else "|".join(sorted(str(d.values[c]) for c in codes))
+                )
                 leaves = d.hierarchy.n_leaves if d.hierarchy is not None and d.hierarchy.kind == "categorical" else len(d.values)
                 pen[rows, j] = (len(codes) - 1) / (leaves - 1) if leaves > 1 else 0.0
     return labels, pen
@@ -301,13 +304,32 @@ def anonymize(
     if t is not None and sensitive is None:
         raise InvalidParameter("t-closeness needs a sensitive attribute (sensitive=...)", fix="`sensitive` COL")
     if method == "cluster":
-        return _cluster(df, qi, k=k, sensitive=sensitive, hierarchies=hierarchies, l=l, kind=kind, c=c, keep=keep, client=client,
-                        t=t, t_kind=t_kind)
+        return _cluster(
+            df,
+            qi,
+            k=k,
+            sensitive=sensitive,
+            hierarchies=hierarchies,
+            l=l,
+            kind=kind,
+            c=c,
+            keep=keep,
+            client=client,
+            t=t,
+            t_kind=t_kind,
+        )
     start = time.perf_counter()
     ddf = as_dask(df)
     if frequency is None:
-        fs = frequency_set(ddf, qi, sensitive=sensitive, hierarchies=hierarchies,
-                           require_hierarchies=method in ("lattice", "datafly"), client=client, progress=progress)
+        fs = frequency_set(
+            ddf,
+            qi,
+            sensitive=sensitive,
+            hierarchies=hierarchies,
+            require_hierarchies=method in ("lattice", "datafly"),
+            client=client,
+            progress=progress,
+        )
     else:
         fs = _given_frequency(frequency, qi, sensitive)
         if method in ("lattice", "datafly"):
@@ -341,14 +363,41 @@ def anonymize(
         from .mondrian import mondrian_partition
 
         cat = [not d.numeric for d in fs.domains]
-        class_id = mondrian_partition(fs.numeric_matrix(tuples), weights, k, categorical=cat,
-                                      sensitive_counts=scounts if sensitive else None, l=l, kind=kind, c=c, closeness=closeness)
+        class_id = mondrian_partition(
+            fs.numeric_matrix(tuples),
+            weights,
+            k,
+            categorical=cat,
+            sensitive_counts=scounts if sensitive else None,
+            l=l,
+            kind=kind,
+            c=c,
+            closeness=closeness,
+        )
         supp_tuple = np.zeros(len(tuples), dtype=bool)
         labels, pen = _region_labels(fs, tuples, np.asarray(class_id))
         search["n_partitions"] = int(len(np.unique(class_id)))
-    return _finish(ddf, fs, tuples, weights, labels, pen, supp_tuple, keep=keep, method=method, k=k, l=l, kind=kind, c=c,
-                   max_suppression=max_suppression, node=node_dict, start=start, search=search, precision=precision,
-                   closeness=closeness)
+    return _finish(
+        ddf,
+        fs,
+        tuples,
+        weights,
+        labels,
+        pen,
+        supp_tuple,
+        keep=keep,
+        method=method,
+        k=k,
+        l=l,
+        kind=kind,
+        c=c,
+        max_suppression=max_suppression,
+        node=node_dict,
+        start=start,
+        search=search,
+        precision=precision,
+        closeness=closeness,
+    )
 
 
 def _closeness(ddf: Any, sensitive: str | None, t: float | None, t_kind: str, fs: FrequencySet, scounts: np.ndarray) -> Any:
@@ -359,8 +408,28 @@ def _closeness(ddf: Any, sensitive: str | None, t: float | None, t_kind: str, fs
     return closeness_for(t, resolve_t_kind(t_kind, ddf[sensitive].dtype), fs.sensitive_values, scounts.sum(axis=0))
 
 
-def _finish(ddf, fs, tuples, weights, labels, pen, supp_tuple, *, keep, method, k, l, kind, c, max_suppression, node, start,
-            search, precision=None, closeness=None) -> AnonymizationResult:
+def _finish(
+    ddf,
+    fs,
+    tuples,
+    weights,
+    labels,
+    pen,
+    supp_tuple,
+    *,
+    keep,
+    method,
+    k,
+    l,
+    kind,
+    c,
+    max_suppression,
+    node,
+    start,
+    search,
+    precision=None,
+    closeness=None,
+) -> AnonymizationResult:
     """Publish per-tuple labels and gather the figures of the released classes."""
     from .publish import publish
 
@@ -372,12 +441,28 @@ def _finish(ddf, fs, tuples, weights, labels, pen, supp_tuple, *, keep, method, 
     pen = pen.copy()
     pen[supp_tuple] = 1.0
     ncp_attr = {a: float((pen[:, j] * weights).sum() / n) for j, a in enumerate(fs.qi)}
-    return AnonymizationResult(table=table, method=method, qi=list(fs.qi), sensitive=fs.sensitive, k=k, l=l, kind=kind, c=c,
-                               max_suppression=float(max_suppression), node=node, class_sizes=kept_sizes,
-                               n_records=n, n_suppressed=n_sup, ncp_per_attribute=ncp_attr,
-                               seconds=time.perf_counter() - start, search=search, precision_=precision,
-                               partition_rows=fs.partition_rows, t=closeness.t if closeness is not None else None,
-                               t_kind=closeness.kind if closeness is not None else None)
+    return AnonymizationResult(
+        table=table,
+        method=method,
+        qi=list(fs.qi),
+        sensitive=fs.sensitive,
+        k=k,
+        l=l,
+        kind=kind,
+        c=c,
+        max_suppression=float(max_suppression),
+        node=node,
+        class_sizes=kept_sizes,
+        n_records=n,
+        n_suppressed=n_sup,
+        ncp_per_attribute=ncp_attr,
+        seconds=time.perf_counter() - start,
+        search=search,
+        precision_=precision,
+        partition_rows=fs.partition_rows,
+        t=closeness.t if closeness is not None else None,
+        t_kind=closeness.kind if closeness is not None else None,
+    )
 
 
 def _sizes_from_tuples(tuples: np.ndarray, weights: np.ndarray, suppressed: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -390,8 +475,21 @@ def _sizes_from_tuples(tuples: np.ndarray, weights: np.ndarray, suppressed: np.n
     return np.bincount(inv.reshape(-1), weights=weights[keep]).astype(np.int64)
 
 
-def _cluster(df: Any, qi: Any, *, k: int, sensitive: str | None, hierarchies: Any, l: float | None, kind: str, c: float | None,
-             keep: Sequence[str], client: Any, t: float | None = None, t_kind: str = "auto") -> AnonymizationResult:
+def _cluster(
+    df: Any,
+    qi: Any,
+    *,
+    k: int,
+    sensitive: str | None,
+    hierarchies: Any,
+    l: float | None,
+    kind: str,
+    c: float | None,
+    keep: Sequence[str],
+    client: Any,
+    t: float | None = None,
+    t_kind: str = "auto",
+) -> AnonymizationResult:
     from .cluster import cluster_l_diverse
     from .metrics import published_ncp
 
@@ -400,12 +498,27 @@ def _cluster(df: Any, qi: Any, *, k: int, sensitive: str | None, hierarchies: An
     start = time.perf_counter()
     qi = [qi] if isinstance(qi, str) else list(qi)
     ddf = as_dask(df)
-    numeric = [a for a in qi if a in ddf.columns and pd.api.types.is_numeric_dtype(ddf[a].dtype)
-               and not pd.api.types.is_bool_dtype(ddf[a].dtype)]
+    numeric = [
+        a
+        for a in qi
+        if a in ddf.columns and pd.api.types.is_numeric_dtype(ddf[a].dtype) and not pd.api.types.is_bool_dtype(ddf[a].dtype)
+    ]
     # numeric QIs are cut by value (published as ranges); hierarchies label categorical clusters
     cat_h = {a: h for a, h in dict(hierarchies or {}).items() if a in qi and a not in numeric}
-    res = cluster_l_diverse(df, qi, sensitive, k, l if l is not None else 1, hierarchies=cat_h, kind=kind, c=c,
-                            client=client, keep=list(keep), t=t, t_kind=t_kind)
+    res = cluster_l_diverse(
+        df,
+        qi,
+        sensitive,
+        k,
+        l if l is not None else 1,
+        hierarchies=cat_h,
+        kind=kind,
+        c=c,
+        client=client,
+        keep=list(keep),
+        t=t,
+        t_kind=t_kind,
+    )
     table = as_dask(res.table)
     # released classes (clusters whose recoded labels coincide are one class to a reader)
     from .checks import equivalence_classes
@@ -418,13 +531,28 @@ def _cluster(df: Any, qi: Any, *, k: int, sensitive: str | None, hierarchies: An
 
     got = compute(*lo_hi, *nv, client=client, progress=False) if (lo_hi or nv) else ()
     ranges = {a: float(got[len(numeric) + i]) - float(got[i]) for i, a in enumerate(numeric)}
-    n_values = {a: int(v) for a, v in zip(others, got[2 * len(numeric):])}
+    n_values = {a: int(v) for a, v in zip(others, got[2 * len(numeric) :])}
     ncp_attr = published_ncp(res.table, qi, hierarchies=cat_h, value_ranges=ranges, n_values=n_values)
-    return AnonymizationResult(table=table, method="cluster", qi=qi, sensitive=sensitive, k=int(k), l=l, kind=kind, c=c,
-                               max_suppression=0.0, node=None, class_sizes=sizes, n_records=int(sizes.sum()), n_suppressed=0,
-                               ncp_per_attribute=ncp_attr, seconds=time.perf_counter() - start,
-                               search={"n_clusters": int(res.n_clusters), "n_repaired_merges": int(res.n_repaired_merges)},
-                               t=res.params.get("t"), t_kind=res.params.get("t_kind"))
+    return AnonymizationResult(
+        table=table,
+        method="cluster",
+        qi=qi,
+        sensitive=sensitive,
+        k=int(k),
+        l=l,
+        kind=kind,
+        c=c,
+        max_suppression=0.0,
+        node=None,
+        class_sizes=sizes,
+        n_records=int(sizes.sum()),
+        n_suppressed=0,
+        ncp_per_attribute=ncp_attr,
+        seconds=time.perf_counter() - start,
+        search={"n_clusters": int(res.n_clusters), "n_repaired_merges": int(res.n_repaired_merges)},
+        t=res.params.get("t"),
+        t_kind=res.params.get("t_kind"),
+    )
 
 
 @dataclass
@@ -511,25 +639,51 @@ def anonymize_for_permissions(
     closeness = _closeness(ddf, sensitive, t, t_kind, fs, scounts)
     X = fs.numeric_matrix(tuples)
     cat = [not d.numeric for d in fs.domains]
-    schema = QISchema(columns=tuple(fs.qi), categorical=tuple(cat),
-                      categories={d.name: tuple(str(v) for v in d.values) for d in fs.domains if not d.numeric})
+    schema = QISchema(
+        columns=tuple(fs.qi),
+        categorical=tuple(cat),
+        categories={d.name: tuple(str(v) for v in d.values) for d in fs.domains if not d.numeric},
+    )
     if isinstance(permissions, (list, tuple)) and permissions and all(isinstance(p, Permission) for p in permissions):
         perms = list(permissions)
     else:
         perms = parse_permissions(permissions, schema)
     sc = scounts if sensitive else None
-    acm = AccuracyConstrainedAnonymizer(k, perms, l=l, kind=kind, c=c, closeness=closeness).fit(X, weights, sensitive_counts=sc,
-                                                                                                 schema=schema)
+    acm = AccuracyConstrainedAnonymizer(k, perms, l=l, kind=kind, c=c, closeness=closeness).fit(
+        X, weights, sensitive_counts=sc, schema=schema
+    )
     base_id = mondrian_partition(X, weights, k, categorical=cat, sensitive_counts=sc, l=l, kind=kind, c=c, closeness=closeness)
     baseline = evaluate_permissions(X, weights, base_id, perms, schema=schema, regions=class_regions(X, weights, base_id, cat))
     labels, pen = _region_labels(fs, tuples, np.asarray(acm.class_id_), use_hierarchy=False)
-    search = {"n_distinct_tuples": int(len(tuples)), "n_partitions": int(acm.n_classes_),
-              "permissions_satisfied": int(acm.report_.n_satisfied), "permissions": int(acm.report_.n_permissions),
-              "total_imprecision": int(acm.report_.total_imprecision),
-              "mondrian_permissions_satisfied": int(baseline.n_satisfied),
-              "mondrian_total_imprecision": int(baseline.total_imprecision)}
-    release = _finish(ddf, fs, tuples, weights, labels, pen, np.zeros(len(tuples), dtype=bool), keep=keep,
-                      method="access-control", k=k, l=l, kind=kind, c=c, max_suppression=0.0, node=None, start=start,
-                      search=search, closeness=closeness)
-    return AccessControlResult(release=release, report=acm.report_, baseline=baseline, permissions=perms,
-                               regions=acm.regions_, schema=schema)
+    search = {
+        "n_distinct_tuples": int(len(tuples)),
+        "n_partitions": int(acm.n_classes_),
+        "permissions_satisfied": int(acm.report_.n_satisfied),
+        "permissions": int(acm.report_.n_permissions),
+        "total_imprecision": int(acm.report_.total_imprecision),
+        "mondrian_permissions_satisfied": int(baseline.n_satisfied),
+        "mondrian_total_imprecision": int(baseline.total_imprecision),
+    }
+    release = _finish(
+        ddf,
+        fs,
+        tuples,
+        weights,
+        labels,
+        pen,
+        np.zeros(len(tuples), dtype=bool),
+        keep=keep,
+        method="access-control",
+        k=k,
+        l=l,
+        kind=kind,
+        c=c,
+        max_suppression=0.0,
+        node=None,
+        start=start,
+        search=search,
+        closeness=closeness,
+    )
+    return AccessControlResult(
+        release=release, report=acm.report_, baseline=baseline, permissions=perms, regions=acm.regions_, schema=schema
+    )

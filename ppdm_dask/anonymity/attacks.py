@@ -65,7 +65,7 @@ def _codes(frames: Sequence[pd.DataFrame], columns: Sequence[str]) -> tuple[list
     distinct = keys.assign(_code=code).drop_duplicates("_code").sort_values("_code").drop(columns="_code").reset_index(drop=True)
     out, start = [], 0
     for f in frames:
-        out.append(code[start:start + len(f)])
+        out.append(code[start : start + len(f)])
         start += len(f)
     return out, distinct
 
@@ -80,8 +80,9 @@ def same_position_equality(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[s
     return position_linkage(ca, cb, lambda x, y: 1.0 if x == y else 0.0)
 
 
-def class_matches(release: pd.DataFrame, targets: pd.DataFrame, qi: Sequence[str],
-                  hierarchies: Mapping[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def class_matches(
+    release: pd.DataFrame, targets: pd.DataFrame, qi: Sequence[str], hierarchies: Mapping[str, Any] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Which classes of ``release`` could hold each target.
 
     Returns ``(match, row_class)``: ``match[t, c]`` is true when every quasi-identifier label of
@@ -125,9 +126,18 @@ def _one_value(cand: np.ndarray, sens_of: np.ndarray, n_sens: int) -> tuple[np.n
     return (per > 0).sum(axis=1) == 1, per.argmax(axis=1) if n_sens else np.zeros(cand.shape[0], int)
 
 
-def intersection_attack(a: pd.DataFrame, b: pd.DataFrame, targets: pd.DataFrame, qi: Sequence[str], sensitive: str, *,
-                        as_is: Sequence[str] | None = None, by: str = "auto", truth: Sequence[Any] | None = None,
-                        hierarchies: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def intersection_attack(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    targets: pd.DataFrame,
+    qi: Sequence[str],
+    sensitive: str,
+    *,
+    as_is: Sequence[str] | None = None,
+    by: str = "auto",
+    truth: Sequence[Any] | None = None,
+    hierarchies: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Intersect the classes that could hold each target in releases ``a`` and ``b``.
 
     Parameters
@@ -215,8 +225,16 @@ def intersection_attack(a: pd.DataFrame, b: pd.DataFrame, targets: pd.DataFrame,
             alone[side] += int(((per > 0).sum(axis=1) == 1).sum())
 
     share = (lambda x: x / n_t) if n_t else (lambda x: 0.0)
-    out = {"by": by, "targets": n_t, "unique": share(unique), "disclosed": share(disclosed),
-           "mean_candidates": share(total), "alone_a": share(alone["a"]), "alone_b": share(alone["b"]), "linkage": link}
+    out = {
+        "by": by,
+        "targets": n_t,
+        "unique": share(unique),
+        "disclosed": share(disclosed),
+        "mean_candidates": share(total),
+        "alone_a": share(alone["a"]),
+        "alone_b": share(alone["b"]),
+        "linkage": link,
+    }
     if truth_keys is not None:
         out["disclosed_correct"] = share(correct)
     return out

@@ -26,8 +26,20 @@ from ..errors import DataFormatError, InvalidParameter
 from ..release import Check, Verdict
 from ._diversity import COUNT_CONSTRAINTS
 
-__all__ = ["equivalence_classes", "class_counts", "k_anonymity_check", "l_diversity_check", "t_closeness_check",
-           "check_k_anonymity", "check_l_diversity", "check_t_closeness", "is_k_anonymous", "is_l_diverse", "SUPPRESSED", "qi_columns"]
+__all__ = [
+    "equivalence_classes",
+    "class_counts",
+    "k_anonymity_check",
+    "l_diversity_check",
+    "t_closeness_check",
+    "check_k_anonymity",
+    "check_l_diversity",
+    "check_t_closeness",
+    "is_k_anonymous",
+    "is_l_diverse",
+    "SUPPRESSED",
+    "qi_columns",
+]
 
 COUNT = "count"
 SUPPRESSED = "*"
@@ -89,7 +101,9 @@ def counts_of(na: pd.Series, sizes: pd.Series, keys: list[str]) -> pd.DataFrame:
     out[COUNT] = out[COUNT].astype(np.int64)
     # sort numeric columns by value, others by their string form (mixed '*'/numbers stay sortable
     # and pandas/dask, whose string dtypes differ, give the same order)
-    key = (lambda c: c if pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype) else c.astype(str))
+    key = lambda c: (
+        c if pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype) else c.astype(str)
+    )
     return out.sort_values(keys, kind="stable", key=key).reset_index(drop=True)
 
 
@@ -162,7 +176,9 @@ def k_anonymity_check(counts: pd.DataFrame, qi: Sequence[str], k: int, *, exclud
     n_records = int(counts[COUNT].sum()) if len(counts) else 0
     if len(counts) and len(counts.columns) > len(qi) + 1:  # fold the sensitive values
         counts = counts.groupby(qi, sort=False, dropna=False, observed=True)[COUNT].sum().reset_index()
-        key = (lambda c: c if pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype) else c.astype(str))
+        key = lambda c: (
+            c if pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype) else c.astype(str)
+        )
         counts = counts.sort_values(qi, kind="stable", key=key).reset_index(drop=True)
     classes, n_sup = _split_suppressed(counts, qi, exclude_suppressed)
     sizes = classes[COUNT].to_numpy()
@@ -170,17 +186,40 @@ def k_anonymity_check(counts: pd.DataFrame, qi: Sequence[str], k: int, *, exclud
     where = None
     if len(sizes):
         where = _label(classes.iloc[int(np.argmin(sizes))], qi)
-    stats = {"k_anonymous": bool(not small.any()), "min_class_size": int(sizes.min()) if len(sizes) else 0,
-             "n_classes": int(len(sizes)), "violating_rows": int(sizes[small].sum()), "n_suppressed": n_sup,
-             "n_records": n_records}
-    detail = (f"{stats['n_classes']:,} classes" + (f", {stats['violating_rows']:,} rows in classes smaller than {k}" if small.any() else "")
-              + (f", {n_sup:,} suppressed records not counted" if n_sup else ""))
-    return Check(K_ANONYMITY, stats["k_anonymous"], int(sizes.min()) if len(sizes) else None, k,
-                      where=f"smallest class {where}" if where else None, detail=detail, stats=stats)
+    stats = {
+        "k_anonymous": bool(not small.any()),
+        "min_class_size": int(sizes.min()) if len(sizes) else 0,
+        "n_classes": int(len(sizes)),
+        "violating_rows": int(sizes[small].sum()),
+        "n_suppressed": n_sup,
+        "n_records": n_records,
+    }
+    detail = (
+        f"{stats['n_classes']:,} classes"
+        + (f", {stats['violating_rows']:,} rows in classes smaller than {k}" if small.any() else "")
+        + (f", {n_sup:,} suppressed records not counted" if n_sup else "")
+    )
+    return Check(
+        K_ANONYMITY,
+        stats["k_anonymous"],
+        int(sizes.min()) if len(sizes) else None,
+        k,
+        where=f"smallest class {where}" if where else None,
+        detail=detail,
+        stats=stats,
+    )
 
 
-def l_diversity_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, l: float, kind: str = "distinct",
-                      c: float | None = None, *, exclude_suppressed: bool = True) -> Check:
+def l_diversity_check(
+    counts: pd.DataFrame,
+    qi: Sequence[str],
+    sensitive: str,
+    l: float,
+    kind: str = "distinct",
+    c: float | None = None,
+    *,
+    exclude_suppressed: bool = True,
+) -> Check:
     """The ``"l-diversity"`` check from :func:`class_counts` with the sensitive column.
 
     The figure is the kind's achieved value over all classes (see :func:`check_l_diversity`),
@@ -197,8 +236,16 @@ def l_diversity_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, l
     threshold = c if kind == "recursive" else l
     base = {"kind": kind, "l": l, "c": c, "n_suppressed": n_sup}
     if counts.empty:
-        stats = {"l_diverse": True, **base, "n_classes": 0, "violating_classes": 0, "violating_rows": 0,
-                 "min_distinct": 0, "min_entropy": 0.0, "achieved": 0 if kind == "distinct" else (1.0 if kind == "entropy" else 0.0)}
+        stats = {
+            "l_diverse": True,
+            **base,
+            "n_classes": 0,
+            "violating_classes": 0,
+            "violating_rows": 0,
+            "min_distinct": 0,
+            "min_entropy": 0.0,
+            "achieved": 0 if kind == "distinct" else (1.0 if kind == "entropy" else 0.0),
+        }
         return Check(L_DIVERSITY, True, None, threshold, detail=f"{kind}: no classes", stats=stats)
 
     # classes as consecutive runs of equal QI tuples (counts is sorted by qi first)
@@ -234,9 +281,16 @@ def l_diversity_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, l
     bad = ~ok
     worst = int(np.argmin(score))
     first_row = int(np.flatnonzero(cls_id == worst)[0])
-    stats = {"l_diverse": bool(ok.all()), **base, "n_classes": n_cls, "violating_classes": int(bad.sum()),
-             "violating_rows": int(size[bad].sum()), "min_distinct": int(distinct.min()),
-             "min_entropy": float(entropy.min()), "achieved": achieved}
+    stats = {
+        "l_diverse": bool(ok.all()),
+        **base,
+        "n_classes": n_cls,
+        "violating_classes": int(bad.sum()),
+        "violating_rows": int(size[bad].sum()),
+        "min_distinct": int(distinct.min()),
+        "min_entropy": float(entropy.min()),
+        "achieved": achieved,
+    }
     if kind == "distinct":
         rule = f"at least {l} distinct values of {sensitive!r} per class"
     elif kind == "entropy":
@@ -244,8 +298,15 @@ def l_diversity_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, l
     else:
         rule = f"r1 < {c:g} * (r{l} + ...) of {sensitive!r} per class; the figure is the largest r1 / (r{l} + ...)"
     detail = f"{kind}: {rule}" + (f"; {int(bad.sum()):,} of {n_cls:,} classes fail" if bad.any() else f"; {n_cls:,} classes")
-    return Check(L_DIVERSITY, stats["l_diverse"], achieved, threshold,
-                      where=f"least diverse class {_label(counts.iloc[first_row], qi)}", detail=detail, stats=stats)
+    return Check(
+        L_DIVERSITY,
+        stats["l_diverse"],
+        achieved,
+        threshold,
+        where=f"least diverse class {_label(counts.iloc[first_row], qi)}",
+        detail=detail,
+        stats=stats,
+    )
 
 
 def t_closeness_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, t: float, t_kind: str = "equal") -> Check:
@@ -271,26 +332,51 @@ def t_closeness_check(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, t
     if t_kind == "auto":
         t_kind = "ordered" if "emd_ordered" in prof else "equal"
     if prof.empty:
-        stats = {"t_close": True, "t": t, "t_kind": t_kind, "n_classes": 0, "violating_classes": 0,
-                 "violating_rows": 0, "achieved": 0.0}
+        stats = {
+            "t_close": True,
+            "t": t,
+            "t_kind": t_kind,
+            "n_classes": 0,
+            "violating_classes": 0,
+            "violating_rows": 0,
+            "achieved": 0.0,
+        }
         return Check(T_CLOSENESS, True, None, t, detail=f"{t_kind} distance: no classes", stats=stats)
     d = prof["emd_ordered" if t_kind == "ordered" else "emd_equal"].to_numpy(dtype=float)
     bad = d > t + T_TOLERANCE
     worst = int(np.argmax(d))
     achieved = float(d[worst])
-    stats = {"t_close": bool(not bad.any()), "t": t, "t_kind": t_kind, "n_classes": int(len(d)),
-             "violating_classes": int(bad.sum()), "violating_rows": int(prof["size"].to_numpy()[bad].sum()),
-             "achieved": achieved}
-    dist = ("ordered distance: the values in their order |i - j| / (m - 1) apart" if t_kind == "ordered"
-            else "equal distance: half the L1 distance")
-    detail = (f"Earth Mover's Distance of each class's {sensitive!r} to the {len(table):,} values of the table ({dist})"
-              + (f"; {int(bad.sum()):,} of {len(d):,} classes exceed t" if bad.any() else f"; {len(d):,} classes"))
-    return Check(T_CLOSENESS, stats["t_close"], achieved, t, where=f"farthest class {_label(prof.iloc[worst], qi)}",
-                 detail=detail, stats=stats)
+    stats = {
+        "t_close": bool(not bad.any()),
+        "t": t,
+        "t_kind": t_kind,
+        "n_classes": int(len(d)),
+        "violating_classes": int(bad.sum()),
+        "violating_rows": int(prof["size"].to_numpy()[bad].sum()),
+        "achieved": achieved,
+    }
+    dist = (
+        "ordered distance: the values in their order |i - j| / (m - 1) apart"
+        if t_kind == "ordered"
+        else "equal distance: half the L1 distance"
+    )
+    detail = f"Earth Mover's Distance of each class's {sensitive!r} to the {len(table):,} values of the table ({dist})" + (
+        f"; {int(bad.sum()):,} of {len(d):,} classes exceed t" if bad.any() else f"; {len(d):,} classes"
+    )
+    return Check(
+        T_CLOSENESS,
+        stats["t_close"],
+        achieved,
+        t,
+        where=f"farthest class {_label(prof.iloc[worst], qi)}",
+        detail=detail,
+        stats=stats,
+    )
 
 
-def check_t_closeness(df: Any, qi: str | Sequence[str], sensitive: str, t: float, t_kind: str = "auto",
-                      **compute_kwargs: Any) -> Verdict:
+def check_t_closeness(
+    df: Any, qi: str | Sequence[str], sensitive: str, t: float, t_kind: str = "auto", **compute_kwargs: Any
+) -> Verdict:
     """Check t-closeness of the sensitive attribute: every class's distribution is within
     Earth Mover's Distance ``t`` of the whole table's (as ARX and pycanon define it).
 
@@ -323,8 +409,9 @@ def check_t_closeness(df: Any, qi: str | Sequence[str], sensitive: str, t: float
     return Verdict([t_closeness_check(counts, qi, sensitive, t, kind)])
 
 
-def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppressed: bool = True,
-                      **compute_kwargs: Any) -> Verdict:
+def check_k_anonymity(
+    df: Any, qi: str | Sequence[str], k: int, *, exclude_suppressed: bool = True, **compute_kwargs: Any
+) -> Verdict:
     """Check that every equivalence class on ``qi`` has at least ``k`` rows.
 
     Parameters
@@ -355,8 +442,17 @@ def check_k_anonymity(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppr
     return Verdict([k_anonymity_check(_counts(df, qi, **compute_kwargs), qi, k, exclude_suppressed=exclude_suppressed)])
 
 
-def check_l_diversity(df: Any, qi: str | Sequence[str], sensitive: str, l: float, kind: str = "distinct",
-                      c: float | None = None, *, exclude_suppressed: bool = True, **compute_kwargs: Any) -> Verdict:
+def check_l_diversity(
+    df: Any,
+    qi: str | Sequence[str],
+    sensitive: str,
+    l: float,
+    kind: str = "distinct",
+    c: float | None = None,
+    *,
+    exclude_suppressed: bool = True,
+    **compute_kwargs: Any,
+) -> Verdict:
     """Check l-diversity of the sensitive attribute within every equivalence class.
 
     Parameters
@@ -407,7 +503,16 @@ def is_k_anonymous(df: Any, qi: str | Sequence[str], k: int, *, exclude_suppress
     return check_k_anonymity(df, qi, k, exclude_suppressed=exclude_suppressed, **compute_kwargs).ok
 
 
-def is_l_diverse(df: Any, qi: str | Sequence[str], sensitive: str, l: float, kind: str = "distinct", c: float | None = None,
-                 *, exclude_suppressed: bool = True, **compute_kwargs: Any) -> bool:
+def is_l_diverse(
+    df: Any,
+    qi: str | Sequence[str],
+    sensitive: str,
+    l: float,
+    kind: str = "distinct",
+    c: float | None = None,
+    *,
+    exclude_suppressed: bool = True,
+    **compute_kwargs: Any,
+) -> bool:
     """Whether every class is l-diverse in ``sensitive`` (see :func:`check_l_diversity`)."""
     return check_l_diversity(df, qi, sensitive, l, kind, c, exclude_suppressed=exclude_suppressed, **compute_kwargs).ok

@@ -30,7 +30,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["TEST_SHARE", "MAX_RECORDS", "is_test", "label_counts", "accuracy", "majority_rate", "classifier_accuracy", "ClassifierPlan"]
+__all__ = [
+    "TEST_SHARE",
+    "MAX_RECORDS",
+    "is_test",
+    "label_counts",
+    "accuracy",
+    "majority_rate",
+    "classifier_accuracy",
+    "ClassifierPlan",
+]
 
 #: share of the records held out for testing
 TEST_SHARE = 0.2
@@ -91,8 +100,13 @@ class ClassifierPlan:
     """The lazy counts of :func:`classifier_accuracy` (``lazy``, to be computed with other
     passes) and :meth:`finish`, which turns their results into accuracies."""
 
-    def __init__(self, tables: Sequence[tuple[Any, Sequence[str]]], label: str, partition_rows: Sequence[int] | None,
-                 max_records: int | None) -> None:
+    def __init__(
+        self,
+        tables: Sequence[tuple[Any, Sequence[str]]],
+        label: str,
+        partition_rows: Sequence[int] | None,
+        max_records: int | None,
+    ) -> None:
         self.total_rows = int(sum(partition_rows)) if partition_rows is not None else None
         if partition_rows is not None and max_records and all(t.npartitions == len(partition_rows) for t, _ in tables):
             upto = int(np.searchsorted(np.cumsum(partition_rows), max_records)) + 1
@@ -102,8 +116,10 @@ class ClassifierPlan:
         self.tables, self.label = list(tables), label
         #: the majority-class rate of each table's held-out records (set by :meth:`finish`)
         self.majority_rates: list[float] = []
-        self.guess = [list(partition_rows) if partition_rows is not None and len(partition_rows) == t.npartitions else None
-                      for t, _ in self.tables]
+        self.guess = [
+            list(partition_rows) if partition_rows is not None and len(partition_rows) == t.npartitions else None
+            for t, _ in self.tables
+        ]
         #: lazy: row counts of the tables whose partition sizes are unknown (a first pass)
         self.lengths = [t.map_partitions(len) for (t, _), g in zip(self.tables, self.guess) if g is None]
 
@@ -117,8 +133,10 @@ class ClassifierPlan:
         import dask
 
         offsets = np.concatenate([[0], np.cumsum(np.asarray(rows, dtype=np.int64))[:-1]])
-        parts = [dask.delayed(label_counts, pure=True)(p, int(o), list(columns), self.label)
-                 for p, o in zip(table[[*columns, self.label]].to_delayed(), offsets)]
+        parts = [
+            dask.delayed(label_counts, pure=True)(p, int(o), list(columns), self.label)
+            for p, o in zip(table[[*columns, self.label]].to_delayed(), offsets)
+        ]
         return dask.delayed(_merge, pure=True)(parts)
 
     def finish(self, merged: Sequence[tuple[list[int], pd.DataFrame]], **compute_kwargs: Any) -> list[tuple[float, int, int]]:
@@ -134,9 +152,14 @@ class ClassifierPlan:
         return [accuracy(m[1]) for m in merged]
 
 
-def classifier_accuracy(tables: Sequence[tuple[Any, Sequence[str]]], label: str, *,
-                        partition_rows: Sequence[int] | None = None, max_records: int | None = MAX_RECORDS,
-                        **compute_kwargs: Any) -> list[tuple[float, int, int]]:
+def classifier_accuracy(
+    tables: Sequence[tuple[Any, Sequence[str]]],
+    label: str,
+    *,
+    partition_rows: Sequence[int] | None = None,
+    max_records: int | None = MAX_RECORDS,
+    **compute_kwargs: Any,
+) -> list[tuple[float, int, int]]:
     """:func:`accuracy` of each ``(table, columns)`` (dask DataFrames in input order, the same
     records), in one pass over all of them.
 

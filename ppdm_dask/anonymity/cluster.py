@@ -126,7 +126,7 @@ class ClusterResult:
         else:
             li = int(l)
             s = -np.sort(-cnt, axis=1)
-            tail = s[:, li - 1:].sum(axis=1) if s.shape[1] >= li else np.zeros(len(s))
+            tail = s[:, li - 1 :].sum(axis=1) if s.shape[1] >= li else np.zeros(len(s))
             with np.errstate(divide="ignore"):
                 l_ach = float(np.where(tail > 0, s[:, 0] / np.where(tail > 0, tail, 1), np.inf).max())
         return {
@@ -191,8 +191,11 @@ def _codes(s: pd.Series, domain: np.ndarray) -> np.ndarray:
 def _ordered(values: Any, dtype: Any) -> np.ndarray:
     """Distinct values in category order (categorical dtype) or sorted order."""
     vals = list(pd.unique(np.asarray(values, dtype=object)))
-    pos = ({v: i for i, v in enumerate(dtype.categories)}
-           if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None else {})
+    pos = (
+        {v: i for i, v in enumerate(dtype.categories)}
+        if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None
+        else {}
+    )
     if vals and all(v in pos for v in vals):  # known categories (not dask's placeholder)
         vals.sort(key=lambda v: pos[v])
     else:
@@ -206,13 +209,26 @@ def _ordered(values: Any, dtype: Any) -> np.ndarray:
 
 
 def _is_numeric(dtype: Any) -> bool:
-    return (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
-            and not isinstance(dtype, pd.CategoricalDtype))
+    return (
+        pd.api.types.is_numeric_dtype(dtype)
+        and not pd.api.types.is_bool_dtype(dtype)
+        and not isinstance(dtype, pd.CategoricalDtype)
+    )
 
 
 # --------------------------------------------------------------------------- chunk task
-def _chunk_task(parts: list[pd.DataFrame], slices: list[tuple[int, int]], n_num: int, n_cat: int,
-                offs: np.ndarray, n_sens: int, w: np.ndarray, W: float, k: int, l: float) -> tuple:
+def _chunk_task(
+    parts: list[pd.DataFrame],
+    slices: list[tuple[int, int]],
+    n_num: int,
+    n_cat: int,
+    offs: np.ndarray,
+    n_sens: int,
+    w: np.ndarray,
+    W: float,
+    k: int,
+    l: float,
+) -> tuple:
     """Greedy on one chunk of the globally sorted encoded table (runs on a worker)."""
     frames = [p.iloc[a:b] for p, (a, b) in zip(parts, slices)]
     df = pd.concat(frames) if len(frames) != 1 else frames[0]
@@ -235,7 +251,7 @@ def _publish_strings(enc: _Encoder, cl: Clusters, hierarchies: Mapping[str, Hier
     offs = enc.offs
     for j, c in enumerate(enc.cat):
         dom = enc.cat_domains[j]
-        present = cl.cat[offs[j]:offs[j + 1]].T > 0  # (clusters, values)
+        present = cl.cat[offs[j] : offs[j + 1]].T > 0  # (clusters, values)
         h = hierarchies.get(c)
         if h is None:
             names = np.array([str(v) for v in dom], dtype=object)
@@ -274,8 +290,9 @@ def _publish_part(pdf: pd.DataFrame, labels: np.ndarray, lookup: pd.DataFrame, c
 
 
 # --------------------------------------------------------------------------- validation
-def _check_args(df: Any, qi: Any, sensitive: Any, k: Any, l: Any, kind: str, c: Any, keep: Any,
-                hierarchies: Any, rows_per_partition: Any) -> tuple:
+def _check_args(
+    df: Any, qi: Any, sensitive: Any, k: Any, l: Any, kind: str, c: Any, keep: Any, hierarchies: Any, rows_per_partition: Any
+) -> tuple:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InvalidParameter(f"k must be an integer >= 1, got {k!r}")
     l, kind, c = validate_diversity(l, kind, c)
@@ -305,22 +322,35 @@ def _check_args(df: Any, qi: Any, sensitive: Any, k: Any, l: Any, kind: str, c: 
         if _is_numeric(df.dtypes[name]):
             raise InvalidParameter(
                 f"hierarchy given for numeric QI {name!r}; numeric QIs are published as [min, max] ranges "
-                "(cast the column to strings to generalise it with a hierarchy)")
+                "(cast the column to strings to generalise it with a hierarchy)"
+            )
         if h.kind != "categorical":
             raise InvalidParameter(f"hierarchy of categorical QI {name!r} must be categorical, got {h.kind!r}")
-    if rows_per_partition is not None and (isinstance(rows_per_partition, bool)
-                                           or not isinstance(rows_per_partition, (int, np.integer)) or rows_per_partition < 1):
+    if rows_per_partition is not None and (
+        isinstance(rows_per_partition, bool) or not isinstance(rows_per_partition, (int, np.integer)) or rows_per_partition < 1
+    ):
         raise InvalidParameter(f"rows_per_partition must be an integer >= 1, got {rows_per_partition!r}")
     return int(k), l, kind, c, qi, keep, hierarchies
 
 
-def _check_data(n: int, na: Mapping[str, int], k: int, l: float | None, kind: str, c: float | None,
-                sensitive: str, sens_counts: np.ndarray, num_bounds: Mapping[str, tuple[float, float]]) -> None:
+def _check_data(
+    n: int,
+    na: Mapping[str, int],
+    k: int,
+    l: float | None,
+    kind: str,
+    c: float | None,
+    sensitive: str,
+    sens_counts: np.ndarray,
+    num_bounds: Mapping[str, tuple[float, float]],
+) -> None:
     if n == 0:
         raise DataFormatError("the input table has no rows")
     missing = {col: int(v) for col, v in na.items() if int(v) > 0}
     if missing:
-        raise DataFormatError("missing values (NaN/None) in " + ", ".join(f"column {col!r} ({v} rows)" for col, v in missing.items()))
+        raise DataFormatError(
+            "missing values (NaN/None) in " + ", ".join(f"column {col!r} ({v} rows)" for col, v in missing.items())
+        )
     bad = [col for col, (lo, hi) in num_bounds.items() if not (math.isfinite(lo) and math.isfinite(hi))]
     if bad:
         raise DataFormatError(f"non-finite values (inf) in numeric quasi-identifier(s) {bad}")
@@ -329,11 +359,11 @@ def _check_data(n: int, na: Mapping[str, int], k: int, l: float | None, kind: st
     if l is not None and l > 1:
         n_vals = int((sens_counts > 0).sum())
         if l > n_vals:
-            raise InfeasiblePrivacyError(
-                f"l={l} exceeds the {n_vals} distinct value(s) of the sensitive column {sensitive!r}")
+            raise InfeasiblePrivacyError(f"l={l} exceeds the {n_vals} distinct value(s) of the sensitive column {sensitive!r}")
         if not diverse_mask(sens_counts[None, :], l, kind, c)[0]:
             raise InfeasiblePrivacyError(
-                f"the whole table is not {kind} {l}-diverse on {sensitive!r}, so no partition of it can be")
+                f"the whole table is not {kind} {l}-diverse on {sensitive!r}, so no partition of it can be"
+            )
 
 
 def _validate_hierarchies(enc: _Encoder, hierarchies: Mapping[str, Hierarchy]) -> None:
@@ -344,8 +374,9 @@ def _validate_hierarchies(enc: _Encoder, hierarchies: Mapping[str, Hierarchy]) -
             h.validate(pd.Series(enc.cat_domains[j], dtype=object))
 
 
-def _make_encoder(qi: list[str], sensitive: str, dtypes: Mapping[str, Any], uniques: Mapping[str, Any],
-                  with_key: bool) -> _Encoder:
+def _make_encoder(
+    qi: list[str], sensitive: str, dtypes: Mapping[str, Any], uniques: Mapping[str, Any], with_key: bool
+) -> _Encoder:
     num = [c for c in qi if _is_numeric(dtypes[c])]
     cat = [c for c in qi if c not in num]
     cat_domains = [_ordered(uniques[c], dtypes[c]) for c in cat]
@@ -355,9 +386,17 @@ def _make_encoder(qi: list[str], sensitive: str, dtypes: Mapping[str, Any], uniq
         num_domains = [np.unique(np.asarray(uniques[c], dtype=np.float64)) for c in num]
         sizes = [len(num_domains[num.index(c)]) if c in num else len(cat_domains[cat.index(c)]) for c in qi]
         if math.prod(max(s, 1) for s in sizes) < _KEY_LIMIT:
-            strides = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
-    return _Encoder(qi=qi, num=num, cat=cat, sensitive=sensitive, cat_domains=cat_domains,
-                    sens_domain=sens_domain, num_domains=num_domains, strides=strides)
+            strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
+    return _Encoder(
+        qi=qi,
+        num=num,
+        cat=cat,
+        sensitive=sensitive,
+        cat_domains=cat_domains,
+        sens_domain=sens_domain,
+        num_domains=num_domains,
+        strides=strides,
+    )
 
 
 def _is_dask(df: Any) -> bool:
@@ -437,16 +476,16 @@ def cluster_l_diverse(
         k larger than the number of rows, l larger than the number of distinct sensitive values
         (or the whole table not l-diverse for ``kind``).
     """
-    k, l, kind, c, qi, keep, hierarchies = _check_args(df, qi, sensitive, k, l, kind, c, keep, hierarchies,
-                                                       rows_per_partition)
+    k, l, kind, c, qi, keep, hierarchies = _check_args(df, qi, sensitive, k, l, kind, c, keep, hierarchies, rows_per_partition)
     t, t_kind = validate_closeness(t, t_kind)
     l_greedy = 1.0 if l is None else float(l)
     columns = [x for x in df.columns if x in set(qi) | {sensitive} | set(keep)]
     dtypes = {x: df.dtypes[x] for x in [*qi, sensitive]}
     tc = (t, resolve_t_kind(t_kind, dtypes[sensitive])) if t is not None else None
     if _is_dask(df):
-        return _run_dask(df, qi, sensitive, k, l, l_greedy, kind, c, repair, hierarchies, columns, dtypes,
-                         client, rows_per_partition, tc)
+        return _run_dask(
+            df, qi, sensitive, k, l, l_greedy, kind, c, repair, hierarchies, columns, dtypes, client, rows_per_partition, tc
+        )
 
     # ---------------- pandas: the sequential algorithm
     n = len(df)
@@ -467,17 +506,34 @@ def cluster_l_diverse(
     lab, cl, merges = _merge(n, [(rid, labels, cl)], enc, w, W, k, l, kind, c, repair, tc)
     lookup = _publish_strings(enc, cl, hierarchies)
     table = _publish_part(df, lab, lookup, columns, qi)
-    return ClusterResult(table=table, labels=lab, n_clusters=cl.n, n_repaired_merges=merges, cluster_sizes=cl.size.copy(),
-                         sensitive_counts=cl.sens.copy(),
-                         params={"k": k, "l": l, "kind": kind, "c": c, "n_rows": n, "n_partitions": 1, **_t_params(tc)})
+    return ClusterResult(
+        table=table,
+        labels=lab,
+        n_clusters=cl.n,
+        n_repaired_merges=merges,
+        cluster_sizes=cl.size.copy(),
+        sensitive_counts=cl.sens.copy(),
+        params={"k": k, "l": l, "kind": kind, "c": c, "n_rows": n, "n_partitions": 1, **_t_params(tc)},
+    )
 
 
 def _t_params(tc: tuple[float, str] | None) -> dict[str, Any]:
     return {"t": tc[0], "t_kind": tc[1]} if tc is not None else {}
 
 
-def _merge(n: int, results: list[tuple], enc: _Encoder, w: np.ndarray, W: float, k: int, l: float | None, kind: str,
-           c: float | None, repair: bool, tc: tuple[float, str] | None = None) -> tuple[np.ndarray, Clusters, int]:
+def _merge(
+    n: int,
+    results: list[tuple],
+    enc: _Encoder,
+    w: np.ndarray,
+    W: float,
+    k: int,
+    l: float | None,
+    kind: str,
+    c: float | None,
+    repair: bool,
+    tc: tuple[float, str] | None = None,
+) -> tuple[np.ndarray, Clusters, int]:
     """Driver: concatenate chunk clusters, Repair-L, and labels per global row id. ``tc``:
     ``(t, resolved distance)`` of t-closeness against the whole table (all clusters' counts)."""
     labels = np.empty(n, dtype=np.int64)
@@ -495,10 +551,23 @@ def _merge(n: int, results: list[tuple], enc: _Encoder, w: np.ndarray, W: float,
     return labels, cl, merges
 
 
-def _run_dask(ddf: Any, qi: list[str], sensitive: str, k: int, l: float | None, l_greedy: float, kind: str,
-              c: float | None, repair: bool, hierarchies: Mapping[str, Hierarchy], columns: list[str],
-              dtypes: Mapping[str, Any], client: Any, rows_per_partition: int | None,
-              tc: tuple[float, str] | None = None) -> ClusterResult:
+def _run_dask(
+    ddf: Any,
+    qi: list[str],
+    sensitive: str,
+    k: int,
+    l: float | None,
+    l_greedy: float,
+    kind: str,
+    c: float | None,
+    repair: bool,
+    hierarchies: Mapping[str, Hierarchy],
+    columns: list[str],
+    dtypes: Mapping[str, Any],
+    client: Any,
+    rows_per_partition: int | None,
+    tc: tuple[float, str] | None = None,
+) -> ClusterResult:
     import dask
 
     from ..progress import compute
@@ -555,8 +624,9 @@ def _run_dask(ddf: Any, qi: list[str], sensitive: str, k: int, l: float | None, 
             if a < b:
                 pieces.append(sparts[p])
                 slices.append((int(a - cum[p]), int(b - cum[p])))
-        tasks.append(dask.delayed(_chunk_task)(pieces, slices, len(enc.num), len(enc.cat), offs, len(enc.sens_domain),
-                                               w, W, k, l_greedy))
+        tasks.append(
+            dask.delayed(_chunk_task)(pieces, slices, len(enc.num), len(enc.cat), offs, len(enc.sens_domain), w, W, k, l_greedy)
+        )
     results = list(_compute(*tasks))
     del srt, sparts, tasks  # release the persisted sort
 
@@ -565,13 +635,21 @@ def _run_dask(ddf: Any, qi: list[str], sensitive: str, k: int, l: float | None, 
     # published table: input partitions + their slice of the labels
     lookup = _publish_strings(enc, cl, hierarchies)
     lookup_d = dask.delayed(lookup, pure=True)
-    out_parts = [dask.delayed(_publish_part)(p, lab[o:o + ln], lookup_d, columns, qi)
-                 for p, o, ln in zip(ddf.to_delayed(), offsets, lens)]
+    out_parts = [
+        dask.delayed(_publish_part)(p, lab[o : o + ln], lookup_d, columns, qi)
+        for p, o, ln in zip(ddf.to_delayed(), offsets, lens)
+    ]
     out_meta = _publish_part(ddf._meta, np.zeros(0, dtype=np.int64), lookup, columns, qi)
     table = dd.from_delayed(out_parts, meta=out_meta, verify_meta=False)
-    return ClusterResult(table=table, labels=lab, n_clusters=cl.n, n_repaired_merges=merges, cluster_sizes=cl.size.copy(),
-                         sensitive_counts=cl.sens.copy(),
-                         params={"k": k, "l": l, "kind": kind, "c": c, "n_rows": n, "n_partitions": m, **_t_params(tc)})
+    return ClusterResult(
+        table=table,
+        labels=lab,
+        n_clusters=cl.n,
+        n_repaired_merges=merges,
+        cluster_sizes=cl.size.copy(),
+        sensitive_counts=cl.sens.copy(),
+        params={"k": k, "l": l, "kind": kind, "c": c, "n_rows": n, "n_partitions": m, **_t_params(tc)},
+    )
 
 
 def _encode_part(pdf: pd.DataFrame, rid0: int, enc: _Encoder) -> pd.DataFrame:

@@ -51,8 +51,9 @@ def subsets(qi: Sequence[str], limit: int = MAX_SUBSETS) -> tuple[list[tuple[str
     return out, len(out) < total
 
 
-def combination_risk(classes: pd.DataFrame, qi: Sequence[str], count: str = "count", k: int = 2,
-                     limit: int = MAX_SUBSETS) -> tuple[pd.DataFrame, bool]:
+def combination_risk(
+    classes: pd.DataFrame, qi: Sequence[str], count: str = "count", k: int = 2, limit: int = MAX_SUBSETS
+) -> tuple[pd.DataFrame, bool]:
     """The risk figures of every subset of ``qi`` (module docstring), sorted from the riskiest:
     by ``uniques``, then ``below_k``, then ``distinction`` (descending), then fewer
     quasi-identifiers first.
@@ -93,10 +94,17 @@ def combination_risk(classes: pd.DataFrame, qi: Sequence[str], count: str = "cou
         sizes = np.bincount(inv, weights=f).astype(np.int64) if len(f) else np.zeros(0, dtype=np.int64)
         sizes = sizes[sizes > 0]
         pairs = float((sizes * (sizes - 1)).sum())
-        rows.append([", ".join(s), len(s), len(sizes), len(sizes) / n if n else 0.0,
-                     1.0 - pairs / (n * (n - 1)) if n > 1 else 0.0,
-                     float(sizes[sizes == 1].sum()) / n if n else 0.0,
-                     float(sizes[sizes < k].sum()) / n if n else 0.0])
+        rows.append(
+            [
+                ", ".join(s),
+                len(s),
+                len(sizes),
+                len(sizes) / n if n else 0.0,
+                1.0 - pairs / (n * (n - 1)) if n > 1 else 0.0,
+                float(sizes[sizes == 1].sum()) / n if n else 0.0,
+                float(sizes[sizes < k].sum()) / n if n else 0.0,
+            ]
+        )
     out = pd.DataFrame(rows, columns=COLUMNS)
     out = out.sort_values(["uniques", "below_k", "distinction", "size"], ascending=[False, False, False, True], kind="stable")
     return out.reset_index(drop=True), cut

@@ -29,8 +29,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["NOT_PUBLISHED", "TABLE_FAMILIES", "CHECK_NAME", "table_labels", "basket_labels", "intersection_counts",
-           "compose_tables"]
+__all__ = [
+    "NOT_PUBLISHED",
+    "TABLE_FAMILIES",
+    "CHECK_NAME",
+    "table_labels",
+    "basket_labels",
+    "intersection_counts",
+    "compose_tables",
+]
 
 #: the label of a record a release does not publish (suppressed, or left out)
 NOT_PUBLISHED = np.uint64(0)
@@ -134,10 +141,15 @@ def intersection_counts(columns: np.ndarray, k: int) -> dict[str, Any]:
     exposed = published & (sizes < int(k)) & (sizes < alone)
     n_pub = int(published.sum())
     below = int(exposed.sum())
-    return {"records_published": n_pub, "intersection_classes": n_classes,
-            "smallest_intersection_class": int(sizes[published].min()) if n_pub else 0,
-            "records_below_k": below, "share_below_k": below / n_pub if n_pub else 0.0,
-            "exposed": exposed, "published": published}
+    return {
+        "records_published": n_pub,
+        "intersection_classes": n_classes,
+        "smallest_intersection_class": int(sizes[published].min()) if n_pub else 0,
+        "records_below_k": below,
+        "share_below_k": below / n_pub if n_pub else 0.0,
+        "exposed": exposed,
+        "published": published,
+    }
 
 
 def _k_of(record: Any) -> int | None:
@@ -178,9 +190,11 @@ def compose_tables(release: Any, earlier: Sequence[Any], ledger: Any, rows: Any 
     if not tables:
         return comp
     if rows is None:
-        comp.notes.append(f"will check, once the release is made: the records whose class in the intersection of the "
-                          f"equivalence classes of these {len(tables) + 1} releases is below k = {k} (the smallest k "
-                          "among them)")
+        comp.notes.append(
+            f"will check, once the release is made: the records whose class in the intersection of the "
+            f"equivalence classes of these {len(tables) + 1} releases is below k = {k} (the smallest k "
+            "among them)"
+        )
         return comp
     mine = np.asarray(rows, dtype=np.uint64).ravel()
     cols, unread = [mine], []
@@ -197,12 +211,22 @@ def compose_tables(release: Any, earlier: Sequence[Any], ledger: Any, rows: Any 
         exposed = exposed | (mine != NOT_PUBLISHED)
         below = int(exposed.sum())
         counts.update(records_below_k=below, share_below_k=below / max(1, int(published.sum())))
-        comp.notes.append(f"{len(unread)} earlier release(s) ({', '.join(r.release_id or r.uid for r in unread)}) have no "
-                          "class labels in the ledger: every record published by both may be singled out (a bound, "
-                          "not a count)")
+        comp.notes.append(
+            f"{len(unread)} earlier release(s) ({', '.join(r.release_id or r.uid for r in unread)}) have no "
+            "class labels in the ledger: every record published by both may be singled out (a bound, "
+            "not a count)"
+        )
     comp.figures.update(counts)
     below = int(counts["records_below_k"])
-    comp.checks.append(Check(CHECK_NAME, below == 0, below, 0, stats={"records_published": counts["records_published"]},
-                             detail=f"records in an intersection class of {len(tables) + 1} releases below k = {k} "
-                                    f"({counts['share_below_k']:.2%} of the records published)"))
+    comp.checks.append(
+        Check(
+            CHECK_NAME,
+            below == 0,
+            below,
+            0,
+            stats={"records_published": counts["records_published"]},
+            detail=f"records in an intersection class of {len(tables) + 1} releases below k = {k} "
+            f"({counts['share_below_k']:.2%} of the records published)",
+        )
+    )
     return comp

@@ -39,8 +39,15 @@ from ..release.figures import Plot, Series, Table, Value, histogram
 from ..report.units import percent as _pct
 from ._diversity import value_order
 
-__all__ = ["SHARE_THRESHOLD", "TOP_CLASSES", "class_profile", "DisclosureSummary", "disclosure_summary",
-           "disclosure_items", "fold_sensitive"]
+__all__ = [
+    "SHARE_THRESHOLD",
+    "TOP_CLASSES",
+    "class_profile",
+    "DisclosureSummary",
+    "disclosure_summary",
+    "disclosure_items",
+    "fold_sensitive",
+]
 
 COUNT = "count"
 SUPPRESSED = "*"
@@ -63,8 +70,9 @@ def fold_sensitive(counts: pd.DataFrame, qi: Sequence[str]) -> pd.DataFrame:
     from the counts per (QI tuple, sensitive value)."""
     qi = list(qi)
     out = counts.groupby(qi, sort=False, dropna=False, observed=True)[COUNT].sum().reset_index()
-    key = (lambda c: c if pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype)
-           else c.astype(str))
+    key = lambda c: (
+        c if pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype) else c.astype(str)
+    )
     return out.sort_values(qi, kind="stable", key=key).reset_index(drop=True)
 
 
@@ -74,13 +82,13 @@ def _ordered_emd(cls: np.ndarray, pos: np.ndarray, share: np.ndarray, p: np.ndar
     m = len(p)
     if m <= 1:
         return np.zeros(n_classes)
-    P = np.cumsum(p)                   # table's cumulative distribution at each position
-    S = np.r_[0.0, np.cumsum(P)]       # S[i] = sum of P over positions < i
+    P = np.cumsum(p)  # table's cumulative distribution at each position
+    S = np.r_[0.0, np.cumsum(P)]  # S[i] = sum of P over positions < i
     F = pd.Series(share).groupby(cls).cumsum().to_numpy()  # class's cumulative share
     first = np.r_[True, cls[1:] != cls[:-1]]
     last = np.r_[cls[1:] != cls[:-1], True]
     nxt = np.r_[pos[1:], m]
-    b = np.where(last, m, nxt)         # F holds on [pos, b)
+    b = np.where(last, m, nxt)  # F holds on [pos, b)
     a = pos
     j = np.clip(np.searchsorted(P, F, side="left"), a, b)  # P < F before j (P non-decreasing)
     part = F * (j - a) - (S[j] - S[a]) + (S[b] - S[j]) - F * (b - j)
@@ -89,8 +97,9 @@ def _ordered_emd(cls: np.ndarray, pos: np.ndarray, share: np.ndarray, p: np.ndar
     return np.bincount(cls, weights=part, minlength=n_classes) / (m - 1)
 
 
-def class_profile(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, *,
-                  ordered: bool | None = None) -> tuple[pd.DataFrame, pd.Series]:
+def class_profile(
+    counts: pd.DataFrame, qi: Sequence[str], sensitive: str, *, ordered: bool | None = None
+) -> tuple[pd.DataFrame, pd.Series]:
     """One row per released class with what it says about ``sensitive``.
 
     Parameters
@@ -138,7 +147,9 @@ def class_profile(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, *,
     size = np.bincount(cls, weights=cnt, minlength=n_cls)
     share = cnt / size[cls]
     # dominant value: the largest count, ties the first in value order (rows are in value order)
-    best = pd.DataFrame({"c": cls, "n": cnt, "i": np.arange(len(cls))}).sort_values(["c", "n", "i"], ascending=[True, False, True])
+    best = pd.DataFrame({"c": cls, "n": cnt, "i": np.arange(len(cls))}).sort_values(
+        ["c", "n", "i"], ascending=[True, False, True]
+    )
     head = best.drop_duplicates("c")
     top_row = head["i"].to_numpy()
     first_rows = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]])
@@ -189,8 +200,9 @@ class DisclosureSummary:
     table: pd.Series
 
 
-def disclosure_summary(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, *, threshold: float = SHARE_THRESHOLD,
-                       ordered: bool | None = None) -> DisclosureSummary:
+def disclosure_summary(
+    counts: pd.DataFrame, qi: Sequence[str], sensitive: str, *, threshold: float = SHARE_THRESHOLD, ordered: bool | None = None
+) -> DisclosureSummary:
     """The attribute-disclosure figures of a release from its counts per (QI tuple, sensitive
     value) (suppressed records left out).
 
@@ -210,17 +222,25 @@ def disclosure_summary(counts: pd.DataFrame, qi: Sequence[str], sensitive: str, 
     homog = prof["distinct"].to_numpy() == 1 if len(prof) else np.zeros(0, bool)
     base_value = table.idxmax() if len(table) else None
     return DisclosureSummary(
-        sensitive=sensitive, n_records=n, n_classes=int(len(prof)), threshold=float(threshold),
-        n_disclosing_classes=int(hit.sum()), n_disclosing_records=int(prof["size"].to_numpy()[hit].sum()) if len(prof) else 0,
+        sensitive=sensitive,
+        n_records=n,
+        n_classes=int(len(prof)),
+        threshold=float(threshold),
+        n_disclosing_classes=int(hit.sum()),
+        n_disclosing_records=int(prof["size"].to_numpy()[hit].sum()) if len(prof) else 0,
         n_disclosed_records=int(prof["top_count"].to_numpy()[hit].sum()) if len(prof) else 0,
-        n_homogeneous_classes=int(homog.sum()), n_homogeneous_records=int(prof["size"].to_numpy()[homog].sum()) if len(prof) else 0,
+        n_homogeneous_classes=int(homog.sum()),
+        n_homogeneous_records=int(prof["size"].to_numpy()[homog].sum()) if len(prof) else 0,
         distinct_l=int(prof["distinct"].min()) if len(prof) else 0,
         entropy_l=float(np.exp(prof["entropy"].min())) if len(prof) else 0.0,
         t_equal=float(prof["emd_equal"].max()) if len(prof) else 0.0,
         t_ordered=float(prof["emd_ordered"].max()) if "emd_ordered" in prof and len(prof) else None,
         inference_success=float(prof["top_count"].sum() / n) if n else 0.0,
-        base_rate=float(table.max() / table.sum()) if len(table) else 0.0, base_value=base_value,
-        profile=prof, table=table)
+        base_rate=float(table.max() / table.sum()) if len(table) else 0.0,
+        base_value=base_value,
+        profile=prof,
+        table=table,
+    )
 
 
 def disclosing_classes(s: DisclosureSummary, qi: Sequence[str], top: int = TOP_CLASSES) -> pd.DataFrame:
@@ -241,36 +261,76 @@ def disclosure_items(s: DisclosureSummary, qi: Sequence[str], *, top: int = TOP_
     qi = list(qi)
     sens = s.sensitive
     edges, hist = histogram(s.profile["share"].to_numpy(dtype=float) if len(s.profile) else [], bins=np.linspace(0, 1, 21))
-    rows = [[*(str(r[a]) for a in qi), int(r["size"]), str(r["top"]), round(float(r["share"]), 4)]
-            for _, r in disclosing_classes(s, qi, top).iterrows()]
-    listed = (f"the {len(rows)} with the largest share" if s.n_disclosing_classes > len(rows) else "all") + \
-        f" of {s.n_disclosing_classes:,}"
+    rows = [
+        [*(str(r[a]) for a in qi), int(r["size"]), str(r["top"]), round(float(r["share"]), 4)]
+        for _, r in disclosing_classes(s, qi, top).iterrows()
+    ]
+    listed = (
+        f"the {len(rows)} with the largest share" if s.n_disclosing_classes > len(rows) else "all"
+    ) + f" of {s.n_disclosing_classes:,}"
     what = f"{s.n_records:,} released records in {s.n_classes:,} classes, suppressed records left out"
     items: list[Any] = [
-        Plot("disclosure_top_share", f"Largest share of one {sens} value per class", "histogram",
-             [Series("classes", edges, hist)], x_label=f"share of the class's most frequent {sens} value",
-             y_label="classes", note=f"{what}; a share of 1 is a class with a single value"),
-        Value("disclosure_classes_at_threshold", f"Classes with >= {_pct(s.threshold)} one {sens} value",
-              s.n_disclosing_classes, unit="classes",
-              note=f"of {s.n_classes:,} classes; {s.n_homogeneous_classes:,} hold a single value "
-                   f"({s.n_homogeneous_records:,} records)"),
-        Value("disclosure_records_at_threshold", f"Records in classes with >= {_pct(s.threshold)} one {sens} value",
-              s.n_disclosing_records, unit="records",
-              note=f"{_pct(s.n_disclosing_records / s.n_records if s.n_records else 0)} of {s.n_records:,} records; "
-                   f"{s.n_disclosed_records:,} of them have that value"),
-        Table("disclosure_classes", f"Classes with >= {_pct(s.threshold)} one {sens} value ({listed})",
-              [*qi, "records", f"most frequent {sens}", "share"], rows,
-              note="largest share first, then the largest class"),
-        Value("disclosure_distinct_l", "Distinct l achieved", s.distinct_l, unit="values",
-              note=f"fewest distinct {sens} values in a class"),
-        Value("disclosure_entropy_l", "Entropy l achieved", s.entropy_l,
-              note="min over classes of exp(entropy of the class's values): the table is entropy l-diverse for every l up to it"),
-        Value("disclosure_t_equal", "t achieved (equal distance)", s.t_equal,
-              note="max over classes of the Earth Mover's Distance to the table's distribution, every two values 1 apart "
-                   "(half the L1 distance: the largest change of the probability of any value or set of values)"),
+        Plot(
+            "disclosure_top_share",
+            f"Largest share of one {sens} value per class",
+            "histogram",
+            [Series("classes", edges, hist)],
+            x_label=f"share of the class's most frequent {sens} value",
+            y_label="classes",
+            note=f"{what}; a share of 1 is a class with a single value",
+        ),
+        Value(
+            "disclosure_classes_at_threshold",
+            f"Classes with >= {_pct(s.threshold)} one {sens} value",
+            s.n_disclosing_classes,
+            unit="classes",
+            note=f"of {s.n_classes:,} classes; {s.n_homogeneous_classes:,} hold a single value "
+            f"({s.n_homogeneous_records:,} records)",
+        ),
+        Value(
+            "disclosure_records_at_threshold",
+            f"Records in classes with >= {_pct(s.threshold)} one {sens} value",
+            s.n_disclosing_records,
+            unit="records",
+            note=f"{_pct(s.n_disclosing_records / s.n_records if s.n_records else 0)} of {s.n_records:,} records; "
+            f"{s.n_disclosed_records:,} of them have that value",
+        ),
+        Table(
+            "disclosure_classes",
+            f"Classes with >= {_pct(s.threshold)} one {sens} value ({listed})",
+            [*qi, "records", f"most frequent {sens}", "share"],
+            rows,
+            note="largest share first, then the largest class",
+        ),
+        Value(
+            "disclosure_distinct_l",
+            "Distinct l achieved",
+            s.distinct_l,
+            unit="values",
+            note=f"fewest distinct {sens} values in a class",
+        ),
+        Value(
+            "disclosure_entropy_l",
+            "Entropy l achieved",
+            s.entropy_l,
+            note="min over classes of exp(entropy of the class's values): the table is entropy l-diverse for every l up to it",
+        ),
+        Value(
+            "disclosure_t_equal",
+            "t achieved (equal distance)",
+            s.t_equal,
+            note="max over classes of the Earth Mover's Distance to the table's distribution, every two values 1 apart "
+            "(half the L1 distance: the largest change of the probability of any value or set of values)",
+        ),
     ]
     if s.t_ordered is not None:
-        items.append(Value("disclosure_t_ordered", "t achieved (ordered distance)", s.t_ordered,
-                           note=f"max over classes of the Earth Mover's Distance to the table's distribution, the "
-                                f"{len(s.table):,} values in their order |i - j| / (m - 1) apart"))
+        items.append(
+            Value(
+                "disclosure_t_ordered",
+                "t achieved (ordered distance)",
+                s.t_ordered,
+                note=f"max over classes of the Earth Mover's Distance to the table's distribution, the "
+                f"{len(s.table):,} values in their order |i - j| / (m - 1) apart",
+            )
+        )
     return items

@@ -43,10 +43,18 @@ def _figures(res: AnonymizationResult, keep_suppressed: bool) -> dict[str, Any]:
     if s.get("node"):
         utility["node"] = s["node"]
     return {
-        "records": {"input": s["n_records"], "released": s["n_records"] - (0 if keep_suppressed else s["n_suppressed"]),
-                    "suppressed": s["n_suppressed"]},
-        "privacy": {"k achieved": s["min_class_size"], "classes": s["n_classes"], "max risk": s["risk_max"],
-                    "average risk": s["risk_average"], "records at risk": s["records_at_risk"]},
+        "records": {
+            "input": s["n_records"],
+            "released": s["n_records"] - (0 if keep_suppressed else s["n_suppressed"]),
+            "suppressed": s["n_suppressed"],
+        },
+        "privacy": {
+            "k achieved": s["min_class_size"],
+            "classes": s["n_classes"],
+            "max risk": s["risk_max"],
+            "average risk": s["risk_average"],
+            "records at risk": s["records_at_risk"],
+        },
         "utility": utility,
     }
 
@@ -78,8 +86,9 @@ def _hierarchy_names(hierarchies: Mapping[str, Hierarchy]) -> dict[str, str]:
 class _TableAnonymizer(Estimator):
     """What the relational anonymizers share: roles, floors, input conversion, the release."""
 
-    def _prepare(self, X: Any, parameters: dict[str, Any], method: str, *, client: Any = None,
-                 progress: bool = False) -> dict[str, Any]:
+    def _prepare(
+        self, X: Any, parameters: dict[str, Any], method: str, *, client: Any = None, progress: bool = False
+    ) -> dict[str, Any]:
         """Roles, overrides and the input, checked before the heavy work; the input's content
         digest (one pass: it names the input in the release's identity, which orders the rows)."""
         from ..data.digest import content_digest
@@ -87,30 +96,52 @@ class _TableAnonymizer(Estimator):
         ddf = as_dask(X)
         source = source_of(X)
         where = source.url if source is not None else "the table"
-        roles = table_roles(list(ddf.columns), quasi_identifiers=self.quasi_identifiers, identifiers=self.identifiers,
-                            sensitive=self.sensitive, insensitive=self.insensitive, allow_unique=self.allow_unique,
-                            source=where)
+        roles = table_roles(
+            list(ddf.columns),
+            quasi_identifiers=self.quasi_identifiers,
+            identifiers=self.identifiers,
+            sensitive=self.sensitive,
+            insensitive=self.insensitive,
+            allow_unique=self.allow_unique,
+            source=where,
+        )
         sens = list(roles.sensitive)
         if (self.l is not None or self.t is not None) and len(sens) != 1:
             what = "l-diversity" if self.l is not None else "t-closeness"
-            raise InvalidParameter(f"{what} needs exactly one sensitive column, got {sens}",
-                                   python="sensitive='COL'", fix="`sensitive` COL")
+            raise InvalidParameter(
+                f"{what} needs exactly one sensitive column, got {sens}", python="sensitive='COL'", fix="`sensitive` COL"
+            )
         counted = sens[0] if len(sens) == 1 else None
         parameters.update(qi=list(roles.quasi_identifiers), sensitive=counted)
         overrides = AnonymizedRelease.overrides_of(method, parameters, self.allow_weak)
         hier = dict(self.hierarchies or {})
         digest = content_digest(ddf, client=client, progress=progress)
-        return {"ddf": numeric_quasi_identifiers(ddf, hier, source=where), "source": source, "roles": roles, "digest": digest,
-                "sensitive": counted, "keep": [c for c in sens if c != counted] + list(roles.insensitive),
-                "hierarchies": hier, "overrides": overrides, "name": collection_name(ddf),
-                "schema": {str(c): str(t) for c, t in ddf.dtypes.items()}}
+        return {
+            "ddf": numeric_quasi_identifiers(ddf, hier, source=where),
+            "source": source,
+            "roles": roles,
+            "digest": digest,
+            "sensitive": counted,
+            "keep": [c for c in sens if c != counted] + list(roles.insensitive),
+            "hierarchies": hier,
+            "overrides": overrides,
+            "name": collection_name(ddf),
+            "schema": {str(c): str(t) for c, t in ddf.dtypes.items()},
+        }
 
     def _frequency(self, prep: dict[str, Any], *, required: bool, client: Any, progress: bool) -> Any:
         """The frequency set (one pass), then the "nearly unique" test of the QI and insensitive
         columns; QI distinct counts come from the frequency set's domains."""
         ddf, roles = prep["ddf"], prep["roles"]
-        fs = frequency_set(ddf, list(roles.quasi_identifiers), sensitive=prep["sensitive"], hierarchies=prep["hierarchies"],
-                           require_hierarchies=required, client=client, progress=progress)
+        fs = frequency_set(
+            ddf,
+            list(roles.quasi_identifiers),
+            sensitive=prep["sensitive"],
+            hierarchies=prep["hierarchies"],
+            require_hierarchies=required,
+            client=client,
+            progress=progress,
+        )
         distinct = {d.name: len(d.values) for d in fs.domains}
         if roles.insensitive:
             more, _ = distinct_counts(ddf, list(roles.insensitive), client=client, progress=progress)
@@ -124,21 +155,36 @@ class _TableAnonymizer(Estimator):
         self.overrides_ = prep["overrides"]
         self.parameters_ = parameters
         self._resolve_key()
-        self._fit_info = {"name": prep["name"], "source": prep["source"], "method": method,
-                          "input_info": {"rows": prep["rows"], "schema": prep["schema"]},
-                          "hierarchies": prep["hierarchies"], "frequency": frequency, "digest": prep["digest"]}
+        self._fit_info = {
+            "name": prep["name"],
+            "source": prep["source"],
+            "method": method,
+            "input_info": {"rows": prep["rows"], "schema": prep["schema"]},
+            "hierarchies": prep["hierarchies"],
+            "frequency": frequency,
+            "digest": prep["digest"],
+        }
 
     def _release(self, res: AnonymizationResult, figures: Mapping[str, Any] | None = None) -> AnonymizedRelease:
         check_is_fitted(self, "result_")
         info = self._fit_info
-        return AnonymizedRelease(res.table, method=info["method"], parameters=self.parameters_,
-                                 figures={**_figures(res, bool(self.parameters_.get("keep_suppressed"))), **(figures or {})},
-                                 roles=self.roles_, key=self.key_, source=info["source"], input_info=info["input_info"],
-                                 overrides=self.overrides_, input_digest=info["digest"], partition_rows=res.partition_rows,
-                                 ledger=self.ledger,  # where write() records it (docs/ledger.md)
-                                 hierarchies=info.get("hierarchies"),  # the report reads released hierarchy nodes with them
-                                 # the report's figures of this input need no pass over it
-                                 input_frequency=(info["name"], info["frequency"]) if info.get("frequency") is not None else None)
+        return AnonymizedRelease(
+            res.table,
+            method=info["method"],
+            parameters=self.parameters_,
+            figures={**_figures(res, bool(self.parameters_.get("keep_suppressed"))), **(figures or {})},
+            roles=self.roles_,
+            key=self.key_,
+            source=info["source"],
+            input_info=info["input_info"],
+            overrides=self.overrides_,
+            input_digest=info["digest"],
+            partition_rows=res.partition_rows,
+            ledger=self.ledger,  # where write() records it (docs/ledger.md)
+            hierarchies=info.get("hierarchies"),  # the report reads released hierarchy nodes with them
+            # the report's figures of this input need no pass over it
+            input_frequency=(info["name"], info["frequency"]) if info.get("frequency") is not None else None,
+        )
 
 
 class KAnonymizer(_TableAnonymizer):
@@ -191,11 +237,28 @@ class KAnonymizer(_TableAnonymizer):
     overrides_ : tuple of str
     """
 
-    def __init__(self, quasi_identifiers: Any, *, k: int, sensitive: Any = None, identifiers: Any = (), insensitive: Any = (),
-                 allow_unique: Any = (), l: float | None = None, kind: str = "distinct", c: float | None = None,
-                 max_suppression: float = 0.0, method: str = "lattice", hierarchies: Mapping[str, Hierarchy] | None = None,
-                 keep_suppressed: bool = False, allow_weak: bool | str | Iterable[str] = False, key: Any = None,
-                 t: float | None = None, t_kind: str = "auto", ledger: Any = "default") -> None:
+    def __init__(
+        self,
+        quasi_identifiers: Any,
+        *,
+        k: int,
+        sensitive: Any = None,
+        identifiers: Any = (),
+        insensitive: Any = (),
+        allow_unique: Any = (),
+        l: float | None = None,
+        kind: str = "distinct",
+        c: float | None = None,
+        max_suppression: float = 0.0,
+        method: str = "lattice",
+        hierarchies: Mapping[str, Hierarchy] | None = None,
+        keep_suppressed: bool = False,
+        allow_weak: bool | str | Iterable[str] = False,
+        key: Any = None,
+        t: float | None = None,
+        t_kind: str = "auto",
+        ledger: Any = "default",
+    ) -> None:
         self.quasi_identifiers = quasi_identifiers
         self.k = k
         self.sensitive = sensitive
@@ -220,8 +283,12 @@ class KAnonymizer(_TableAnonymizer):
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> KAnonymizer:
         """Check roles and floors, anonymise ``X`` (pandas or dask DataFrame); returns self."""
         self._validate_params()
-        params = {"k": self.k, **_diversity(self.l, self.kind, self.c, self.t, self.t_kind),
-                  "max_suppression": float(self.max_suppression), "keep_suppressed": bool(self.keep_suppressed)}
+        params = {
+            "k": self.k,
+            **_diversity(self.l, self.kind, self.c, self.t, self.t_kind),
+            "max_suppression": float(self.max_suppression),
+            "keep_suppressed": bool(self.keep_suppressed),
+        }
         prep = self._prepare(X, params, self.method, client=client, progress=progress)
         named = _hierarchy_names({a: h for a, h in prep["hierarchies"].items() if a in prep["roles"].quasi_identifiers})
         if named:
@@ -231,13 +298,28 @@ class KAnonymizer(_TableAnonymizer):
             fs = self._frequency(prep, required=self.method in ("lattice", "datafly"), client=client, progress=progress)
         else:
             roles = prep["roles"]
-            distinct, prep["rows"] = distinct_counts(prep["ddf"], [*roles.quasi_identifiers, *roles.insensitive],
-                                                     client=client, progress=progress)
+            distinct, prep["rows"] = distinct_counts(
+                prep["ddf"], [*roles.quasi_identifiers, *roles.insensitive], client=client, progress=progress
+            )
             roles.check_unique(distinct, prep["rows"])
-        res = anonymize(prep["ddf"], list(prep["roles"].quasi_identifiers), k=self.k, sensitive=prep["sensitive"],
-                        hierarchies=prep["hierarchies"], l=self.l, kind=self.kind, c=self.c, max_suppression=self.max_suppression,
-                        method=self.method, keep=prep["keep"], client=client, progress=progress, frequency=fs,
-                        t=self.t, t_kind=self.t_kind)
+        res = anonymize(
+            prep["ddf"],
+            list(prep["roles"].quasi_identifiers),
+            k=self.k,
+            sensitive=prep["sensitive"],
+            hierarchies=prep["hierarchies"],
+            l=self.l,
+            kind=self.kind,
+            c=self.c,
+            max_suppression=self.max_suppression,
+            method=self.method,
+            keep=prep["keep"],
+            client=client,
+            progress=progress,
+            frequency=fs,
+            t=self.t,
+            t_kind=self.t_kind,
+        )
         _resolved_t(params, res.t_kind)
         self.result_ = res
         self.report_ = res.summary()
@@ -271,11 +353,26 @@ class AccessControlAnonymizer(_TableAnonymizer):
         whether each bound holds) and the same for plain Mondrian (``mondrian_*``).
     """
 
-    def __init__(self, permissions: Any, quasi_identifiers: Any, *, k: int, sensitive: Any = None, identifiers: Any = (),
-                 insensitive: Any = (), allow_unique: Any = (), l: float | None = None, kind: str = "distinct",
-                 c: float | None = None, hierarchies: Mapping[str, Hierarchy] | None = None,
-                 allow_weak: bool | str | Iterable[str] = False, key: Any = None, t: float | None = None,
-                 t_kind: str = "auto", ledger: Any = "default") -> None:
+    def __init__(
+        self,
+        permissions: Any,
+        quasi_identifiers: Any,
+        *,
+        k: int,
+        sensitive: Any = None,
+        identifiers: Any = (),
+        insensitive: Any = (),
+        allow_unique: Any = (),
+        l: float | None = None,
+        kind: str = "distinct",
+        c: float | None = None,
+        hierarchies: Mapping[str, Hierarchy] | None = None,
+        allow_weak: bool | str | Iterable[str] = False,
+        key: Any = None,
+        t: float | None = None,
+        t_kind: str = "auto",
+        ledger: Any = "default",
+    ) -> None:
         self.permissions = permissions
         self.quasi_identifiers = quasi_identifiers
         self.k = k
@@ -295,22 +392,41 @@ class AccessControlAnonymizer(_TableAnonymizer):
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> AccessControlAnonymizer:
         """Check roles and floors, anonymise ``X`` for the permissions; returns self."""
-        params = {"k": self.k, **_diversity(self.l, self.kind, self.c, self.t, self.t_kind), "max_suppression": 0.0,
-                  "keep_suppressed": False}
+        params = {
+            "k": self.k,
+            **_diversity(self.l, self.kind, self.c, self.t, self.t_kind),
+            "max_suppression": 0.0,
+            "keep_suppressed": False,
+        }
         prep = self._prepare(X, params, "access-control", client=client, progress=progress)
         fs = self._frequency(prep, required=False, client=client, progress=progress)
-        res = anonymize_for_permissions(prep["ddf"], list(prep["roles"].quasi_identifiers), self.permissions, k=self.k,
-                                        sensitive=prep["sensitive"], l=self.l, kind=self.kind, c=self.c,
-                                        hierarchies=prep["hierarchies"], keep=prep["keep"], client=client, progress=progress,
-                                        frequency=fs, t=self.t, t_kind=self.t_kind)
+        res = anonymize_for_permissions(
+            prep["ddf"],
+            list(prep["roles"].quasi_identifiers),
+            self.permissions,
+            k=self.k,
+            sensitive=prep["sensitive"],
+            l=self.l,
+            kind=self.kind,
+            c=self.c,
+            hierarchies=prep["hierarchies"],
+            keep=prep["keep"],
+            client=client,
+            progress=progress,
+            frequency=fs,
+            t=self.t,
+            t_kind=self.t_kind,
+        )
         _resolved_t(params, res.release.t_kind)
         params["permissions"] = [p.name or p.role for p in res.permissions]
         self.result_ = res
-        self.report_ = {**res.release.summary(),
-                        "permission_report": res.report.to_pandas().to_dict(orient="records"),
-                        "role_report": res.report.roles_to_pandas().to_dict(orient="records"),
-                        "mondrian_permission_report": res.baseline.to_pandas().to_dict(orient="records"),
-                        "mondrian_role_report": res.baseline.roles_to_pandas().to_dict(orient="records")}
+        self.report_ = {
+            **res.release.summary(),
+            "permission_report": res.report.to_pandas().to_dict(orient="records"),
+            "role_report": res.report.roles_to_pandas().to_dict(orient="records"),
+            "mondrian_permission_report": res.baseline.to_pandas().to_dict(orient="records"),
+            "mondrian_role_report": res.baseline.roles_to_pandas().to_dict(orient="records"),
+        }
         self._fitted(prep, params, "access-control", fs)
         return self
 
@@ -347,9 +463,18 @@ class KmAnonymizer(Estimator):
     overrides_ : tuple of str
     """
 
-    def __init__(self, hierarchy: Hierarchy | str | None = None, *, k: int, m: int = 2, method: str = "AA",
-                 fan_out: int | None = None, allow_weak: bool | str | Iterable[str] = False, key: Any = None,
-                 ledger: Any = "default") -> None:
+    def __init__(
+        self,
+        hierarchy: Hierarchy | str | None = None,
+        *,
+        k: int,
+        m: int = 2,
+        method: str = "AA",
+        fan_out: int | None = None,
+        allow_weak: bool | str | Iterable[str] = False,
+        key: Any = None,
+        ledger: Any = "default",
+    ) -> None:
         self.hierarchy = hierarchy
         self.k = k
         self.m = m
@@ -390,8 +515,13 @@ class KmAnonymizer(Estimator):
         self.report_ = res.summary()
         self.overrides_ = overrides
         self._resolve_key()
-        self._fit_info = {"name": collection_name(tx), "source": source_of(X), "parameters": params,
-                          "input_info": {"rows": tx.n_transactions, "items": tx.n_items}, "digest": digest}
+        self._fit_info = {
+            "name": collection_name(tx),
+            "source": source_of(X),
+            "parameters": params,
+            "input_info": {"rows": tx.n_transactions, "items": tx.n_items},
+            "digest": digest,
+        }
         return self
 
     def release(self, *, client: Any = None, progress: bool = False) -> Any:
@@ -400,14 +530,31 @@ class KmAnonymizer(Estimator):
 
         check_is_fitted(self, "result_")
         info, res = self._fit_info, self.result_
-        figures = {"records": {"transactions": res.transactions.n_transactions, "input items": info["input_info"]["items"],
-                               "published items": res.transactions.n_items},
-                   "privacy": {},
-                   "utility": {"ncp": res.ncp, "generalised items": res.n_generalized_items, "cut size": len(res.cut),
-                               "cut": list(res.cut)}}
-        return KmRelease(res.transactions, method=res.method, parameters=info["parameters"], figures=figures, key=self.key_,
-                         source=info["source"], input_info=info["input_info"], overrides=self.overrides_,
-                         input_digest=info["digest"], ledger=self.ledger,  # where write() records it (docs/ledger.md)
-                         # the owner's: the report compares itemsets at the generalised level
-                         item_images=res.item_images)
-
+        figures = {
+            "records": {
+                "transactions": res.transactions.n_transactions,
+                "input items": info["input_info"]["items"],
+                "published items": res.transactions.n_items,
+            },
+            "privacy": {},
+            "utility": {
+                "ncp": res.ncp,
+                "generalised items": res.n_generalized_items,
+                "cut size": len(res.cut),
+                "cut": list(res.cut),
+            },
+        }
+        return KmRelease(
+            res.transactions,
+            method=res.method,
+            parameters=info["parameters"],
+            figures=figures,
+            key=self.key_,
+            source=info["source"],
+            input_info=info["input_info"],
+            overrides=self.overrides_,
+            input_digest=info["digest"],
+            ledger=self.ledger,  # where write() records it (docs/ledger.md)
+            # the owner's: the report compares itemsets at the generalised level
+            item_images=res.item_images,
+        )

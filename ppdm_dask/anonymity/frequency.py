@@ -142,8 +142,9 @@ def as_dask(df: Any) -> dd.DataFrame:
     return df
 
 
-def check_hierarchies(qi: Sequence[str], hierarchies: Mapping[str, Hierarchy] | None, *, required: bool,
-                      columns: Sequence[str] | None = None) -> dict[str, Hierarchy]:
+def check_hierarchies(
+    qi: Sequence[str], hierarchies: Mapping[str, Hierarchy] | None, *, required: bool, columns: Sequence[str] | None = None
+) -> dict[str, Hierarchy]:
     """Hierarchies of the QIs; with ``required`` every QI must have one (clear error naming them).
 
     Hierarchies of other columns of the table (e.g. the sensitive attribute) are not used;
@@ -153,7 +154,9 @@ def check_hierarchies(qi: Sequence[str], hierarchies: Mapping[str, Hierarchy] | 
     known = set(qi) | set(columns or ())
     unknown = [a for a in hierarchies if a not in known]
     if unknown:
-        raise InvalidParameter(f"hierarchies given for {unknown}, which are not columns of the table (quasi-identifiers {list(qi)})")
+        raise InvalidParameter(
+            f"hierarchies given for {unknown}, which are not columns of the table (quasi-identifiers {list(qi)})"
+        )
     hierarchies = {a: h for a, h in hierarchies.items() if a in qi}
     for a, h in hierarchies.items():
         if not isinstance(h, Hierarchy):
@@ -161,8 +164,10 @@ def check_hierarchies(qi: Sequence[str], hierarchies: Mapping[str, Hierarchy] | 
     if required:
         missing = [a for a in qi if a not in hierarchies]
         if missing:
-            raise InvalidParameter(f"quasi-identifier(s) {missing} have no generalisation hierarchy "
-                                   "(pass hierarchies={attr: Hierarchy}; CLI: --hierarchy attr=FILE)")
+            raise InvalidParameter(
+                f"quasi-identifier(s) {missing} have no generalisation hierarchy "
+                "(pass hierarchies={attr: Hierarchy}; CLI: --hierarchy attr=FILE)"
+            )
     return hierarchies
 
 
@@ -265,8 +270,10 @@ def frequency_set(
     sizes, na, lengths = compute(sizes, na, ddf.map_partitions(len), client=client, progress=progress)
     bad = [c for c in cols if int(na[c]) > 0]
     if bad:
-        raise DataFormatError(f"missing values (NaN/None) in column(s) {bad} ({[int(na[c]) for c in bad]} rows); "
-                              "impute or drop them before anonymising")
+        raise DataFormatError(
+            f"missing values (NaN/None) in column(s) {bad} ({[int(na[c]) for c in bad]} rows); "
+            "impute or drop them before anonymising"
+        )
     freq = sizes.rename(COUNT).reset_index()
     freq = freq[freq[COUNT] > 0].reset_index(drop=True)
     n = len(freq)
@@ -284,6 +291,13 @@ def frequency_set(
     counts = freq[COUNT].to_numpy(dtype=np.int64)
     # canonical row order: independent of the group-by's partition-dependent output order
     order = np.lexsort((scodes, *codes.T[::-1]))
-    return FrequencySet(qi=list(qi), domains=domains, codes=codes[order], sensitive=sensitive,
-                        sensitive_values=svals, sensitive_codes=scodes[order], counts=counts[order],
-                        partition_rows=[int(r) for r in np.asarray(lengths).ravel()])
+    return FrequencySet(
+        qi=list(qi),
+        domains=domains,
+        codes=codes[order],
+        sensitive=sensitive,
+        sensitive_values=svals,
+        sensitive_codes=scodes[order],
+        counts=counts[order],
+        partition_rows=[int(r) for r in np.asarray(lengths).ravel()],
+    )

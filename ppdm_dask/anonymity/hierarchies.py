@@ -33,14 +33,20 @@ def parse_hierarchy(spec: str, *, storage_options: Mapping[str, Any] | None = No
         try:
             low, high, width = (float(x) for x in parts)
         except ValueError:
-            raise InvalidParameter(f"expected interval:LOW:HIGH:WIDTH for {attr!r}, got {value!r}",
-                                   fix=f"`hierarchy` {attr}=interval:0:100:10") from None
+            raise InvalidParameter(
+                f"expected interval:LOW:HIGH:WIDTH for {attr!r}, got {value!r}", fix=f"`hierarchy` {attr}=interval:0:100:10"
+            ) from None
         return attr, Hierarchy.from_intervals(width=width, low=low, high=high, name=attr)
     return attr, Hierarchy.from_csv(value, name=attr, storage_options=dict(storage_options or {}))
 
 
-def load_hierarchies(specs: Iterable[str] = (), folder: str | None = None, qi: Sequence[str] = (), *,
-                     storage_options: Mapping[str, Any] | None = None) -> dict[str, Hierarchy]:
+def load_hierarchies(
+    specs: Iterable[str] = (),
+    folder: str | None = None,
+    qi: Sequence[str] = (),
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> dict[str, Hierarchy]:
     """The hierarchies of ``specs`` and, for every QI without one, the file of ``folder`` named
     ``<attr>.csv`` or ``*_<attr>.csv`` (several matches are an error: name the file).
 
@@ -71,9 +77,11 @@ def load_hierarchies(specs: Iterable[str] = (), folder: str | None = None, qi: S
                 continue
             hits = sorted(n for n in names if n == f"{a}.csv" or n.endswith(f"_{a}.csv"))
             if len(hits) > 1:  # never guess between two tables' hierarchies
-                raise InvalidParameter(f"{folder} holds several hierarchies for {a!r}: {hits}",
-                                       python=f"hierarchies={{{a!r}: Hierarchy.from_csv(...)}}",
-                                       fix=f"`hierarchy` {a}=FILE picks one")
+                raise InvalidParameter(
+                    f"{folder} holds several hierarchies for {a!r}: {hits}",
+                    python=f"hierarchies={{{a!r}: Hierarchy.from_csv(...)}}",
+                    fix=f"`hierarchy` {a}=FILE picks one",
+                )
             if hits:
                 out[a] = Hierarchy.from_csv(fs.unstrip_protocol(names[hits[0]]), name=a, storage_options=opts)
     return out

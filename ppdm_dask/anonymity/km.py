@@ -187,9 +187,15 @@ def _node_tree(hierarchy: Hierarchy, vocabulary: Vocabulary) -> _Nodes:
         raise DataFormatError(f"hierarchy {hierarchy.name or ''}: expected one root")
     tin, tout = _euler(parent)
     return _Nodes(
-        labels=np.array(labels, dtype=object), n_items=n_items, parent=parent, tin=tin, tout=tout,
-        under=np.asarray(under, np.int64), n_leaves=n_rows,
-        index={lbl: i for i, lbl in enumerate(labels)}, pruned=frozenset(pruned),
+        labels=np.array(labels, dtype=object),
+        n_items=n_items,
+        parent=parent,
+        tin=tin,
+        tout=tout,
+        under=np.asarray(under, np.int64),
+        n_leaves=n_rows,
+        index={lbl: i for i, lbl in enumerate(labels)},
+        pruned=frozenset(pruned),
     )
 
 
@@ -308,8 +314,9 @@ def _compute(lazy: Any, client: Any, progress: bool) -> Any:
     return out
 
 
-def _count(tx: TransactionArray, nodes: _Nodes, node_map: np.ndarray, m: int, *, client: Any,
-           progress: bool, split_every: int) -> CountTree:
+def _count(
+    tx: TransactionArray, nodes: _Nodes, node_map: np.ndarray, m: int, *, client: Any, progress: bool, split_every: int
+) -> CountTree:
     keys, counts = _compute(_count_lazy(tx, nodes, node_map, m, split_every), client, progress)
     return CountTree(keys=keys, counts=counts, m=m, n_transactions=tx.n_transactions, nodes=nodes)
 
@@ -396,8 +403,18 @@ def _run_da(tree: CountTree, k: int, in_cut: np.ndarray, item_counts: np.ndarray
     rank[~present] = nodes.n_nodes - 1  # never traversed
     small = tree.counts < k
     return K.direct_anonymization(
-        tree.keys[small], tree.m, rank, tree.keys[~small], nodes.parent, nodes.tin, nodes.tout, nodes.n_items,
-        _occ_under(nodes, item_counts), nodes.under, in_cut, bits,
+        tree.keys[small],
+        tree.m,
+        rank,
+        tree.keys[~small],
+        nodes.parent,
+        nodes.tin,
+        nodes.tout,
+        nodes.n_items,
+        _occ_under(nodes, item_counts),
+        nodes.under,
+        in_cut,
+        bits,
     )
 
 
@@ -420,8 +437,9 @@ def _check_feasible(k: int, tree: CountTree) -> None:
 
 
 # ---------------------------------------------------------------------- DA / AA
-def _da(tx: TransactionArray, nodes: _Nodes, k: int, m: int, *, tree: CountTree | None, client: Any,
-        progress: bool, split_every: int) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+def _da(
+    tx: TransactionArray, nodes: _Nodes, k: int, m: int, *, tree: CountTree | None, client: Any, progress: bool, split_every: int
+) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
     t0 = time.perf_counter()
     if tree is None:
         tree = _count(tx, nodes, np.arange(nodes.n_items), m, client=client, progress=progress, split_every=split_every)
@@ -432,13 +450,15 @@ def _da(tx: TransactionArray, nodes: _Nodes, k: int, m: int, *, tree: CountTree 
     _check_feasible(k, tree)
     counts = _item_counts(tree)
     in_cut, changes = _run_da(tree, k, np.zeros(nodes.n_nodes, bool), counts)
-    stats = [{"round": m, "itemsets": len(tree), "changes": changes, "count_seconds": t1 - t0,
-              "da_seconds": time.perf_counter() - t1}]
+    stats = [
+        {"round": m, "itemsets": len(tree), "changes": changes, "count_seconds": t1 - t0, "da_seconds": time.perf_counter() - t1}
+    ]
     return in_cut, counts, stats
 
 
-def _aa(tx: TransactionArray, nodes: _Nodes, k: int, m: int, *, client: Any, progress: bool,
-        split_every: int) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+def _aa(
+    tx: TransactionArray, nodes: _Nodes, k: int, m: int, *, client: Any, progress: bool, split_every: int
+) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
     in_cut = np.zeros(nodes.n_nodes, bool)
     counts = np.zeros(nodes.n_items, np.int64)
     stats = []
@@ -452,8 +472,15 @@ def _aa(tx: TransactionArray, nodes: _Nodes, k: int, m: int, *, client: Any, pro
             _check_feasible(k, tree)
             counts = _item_counts(tree)
         in_cut, changes = _run_da(tree, k, in_cut, counts)
-        stats.append({"round": i, "itemsets": len(tree), "changes": changes, "count_seconds": t1 - t0,
-                      "da_seconds": time.perf_counter() - t1})
+        stats.append(
+            {
+                "round": i,
+                "itemsets": len(tree),
+                "changes": changes,
+                "count_seconds": t1 - t0,
+                "da_seconds": time.perf_counter() - t1,
+            }
+        )
     return in_cut, counts, stats
 
 
@@ -641,12 +668,17 @@ def km_anonymize(
     )
 
 
-def _recode(tx: TransactionArray, nodes: _Nodes, images: np.ndarray, *, metadata: Mapping[str, Any] | None = None) -> TransactionArray:
+def _recode(
+    tx: TransactionArray, nodes: _Nodes, images: np.ndarray, *, metadata: Mapping[str, Any] | None = None
+) -> TransactionArray:
     """The published database: item ``i`` -> node ``images[i]``, built lazily per block."""
     published = np.unique(images)
     vocab = Vocabulary(np.array([str(x) for x in nodes.labels[published]], dtype=object))
-    col_map = vocab.encode(np.array([str(x) for x in nodes.labels[images]], dtype=object)).astype(np.int64) \
-        if images.size else np.zeros(0, np.int64)
+    col_map = (
+        vocab.encode(np.array([str(x) for x in nodes.labels[images]], dtype=object)).astype(np.int64)
+        if images.size
+        else np.zeros(0, np.int64)
+    )
     n_cols = len(vocab)
     keys = [b.key for b in tx.blocks.to_delayed().ravel()]
     name = unique_name("km-recode", tx.blocks.name, col_map, n_cols)
@@ -752,13 +784,20 @@ def check_km_anonymity(
         ids = K.unpack_keys(keys[bad[:_EXAMPLES]], m, bits)
         labels = tx.vocabulary.labels
         examples = [[labels[x].item() if hasattr(labels[x], "item") else labels[x] for x in row if x >= 0] for row in ids]
-    stats = {"km_anonymous": bool(bad.size == 0), "violations": int(bad.size),
-             "min_support": int(counts.min()) if counts.size else None, "examples": examples, "n_itemsets": int(keys.size)}
+    stats = {
+        "km_anonymous": bool(bad.size == 0),
+        "violations": int(bad.size),
+        "min_support": int(counts.min()) if counts.size else None,
+        "examples": examples,
+        "n_itemsets": int(keys.size),
+    }
     where = f"itemset {examples[0]} (support {int(counts[bad[0]])})" if examples else None
-    detail = (f"{int(bad.size):,} of {int(keys.size):,} itemsets of <= {m} items are supported by 1 to {k - 1} transactions"
-              if bad.size else f"{int(keys.size):,} itemsets of <= {m} items, each supported 0 or >= {k} times")
-    return Verdict([Check(KM_ANONYMITY, stats["km_anonymous"], stats["min_support"], k, where=where, detail=detail,
-                               stats=stats)])
+    detail = (
+        f"{int(bad.size):,} of {int(keys.size):,} itemsets of <= {m} items are supported by 1 to {k - 1} transactions"
+        if bad.size
+        else f"{int(keys.size):,} itemsets of <= {m} items, each supported 0 or >= {k} times"
+    )
+    return Verdict([Check(KM_ANONYMITY, stats["km_anonymous"], stats["min_support"], k, where=where, detail=detail, stats=stats)])
 
 
 def is_km_anonymous(

@@ -65,6 +65,7 @@ class KmRelease(TransactionRelease):
         """As :class:`~ppdm_dask.release.Release`, plus the owner's ``item_images`` (see the attribute)."""
         super().__init__(data, **kwargs)
         self.item_images = item_images
+
     #: relative mining threshold and longest itemsets of the utility figures
     report_min_support: ClassVar[float] = 0.01
     report_max_length: ClassVar[int] = 3
@@ -105,9 +106,11 @@ class KmRelease(TransactionRelease):
         return self
 
     def original_only_checks(self) -> list[tuple[str, str]]:
-        return [(_ROWS_CHECK, "the original's transaction count"),
-                (_LENGTHS_CHECK, "the original's transaction lengths"),
-                (_ITEMS_CHECK, "the original's items")]
+        return [
+            (_ROWS_CHECK, "the original's transaction count"),
+            (_LENGTHS_CHECK, "the original's transaction lengths"),
+            (_ITEMS_CHECK, "the original's items"),
+        ]
 
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
         ckw = {"progress": False, **compute_kwargs}
@@ -116,12 +119,20 @@ class KmRelease(TransactionRelease):
         if self.manifest is not None:  # written: the files against the manifest (the input's count is not published)
             listed = self.manifest.get("n_transactions")
             if listed is not None:
-                checks.append(Check("transaction count", int(listed) == n, n, int(listed),
-                                    detail="transactions in the files = the manifest's n_transactions"))
+                checks.append(
+                    Check(
+                        "transaction count",
+                        int(listed) == n,
+                        n,
+                        int(listed),
+                        detail="transactions in the files = the manifest's n_transactions",
+                    )
+                )
         elif self.input_info.get("rows") is not None:  # in memory, for the owner
             expected = int(self.input_info["rows"])
-            checks.append(Check("transaction count", expected == n, n, expected,
-                                detail="one released transaction per input transaction"))
+            checks.append(
+                Check("transaction count", expected == n, n, expected, detail="one released transaction per input transaction")
+            )
         if original is not None:
             checks += self._original_checks(original, **ckw)
         return checks
@@ -143,23 +154,48 @@ class KmRelease(TransactionRelease):
         empty_rel, empty_orig = int((rl == 0).sum()), int((ol == 0).sum())
         longer = np.flatnonzero(at_least_rel[1:] > at_least_orig[1:])
         ok = empty_rel == empty_orig and not longer.size
-        where = f"transactions of >= {int(longer[0]) + 1} items" if longer.size else (
-            "empty transactions" if empty_rel != empty_orig else None)
-        checks.append(Check(_LENGTHS_CHECK, ok, empty_rel, empty_orig, where=where,
-                            detail="generalisation never lengthens a transaction nor empties one (figure: empty transactions)"))
+        where = (
+            f"transactions of >= {int(longer[0]) + 1} items"
+            if longer.size
+            else ("empty transactions" if empty_rel != empty_orig else None)
+        )
+        checks.append(
+            Check(
+                _LENGTHS_CHECK,
+                ok,
+                empty_rel,
+                empty_orig,
+                where=where,
+                detail="generalisation never lengthens a transaction nor empties one (figure: empty transactions)",
+            )
+        )
         cut = (self.figures.get("utility") or {}).get("cut")
         labels = [str(x) for x in rel.vocabulary.labels]
         if cut is not None:
             allowed = {str(x) for x in orig.vocabulary.labels} | {str(x) for x in cut}
             foreign = [x for x in labels if x not in allowed]
-            checks.append(Check(_ITEMS_CHECK, not foreign, len(foreign), 0,
-                                where=f"{len(foreign)} label(s), e.g. {foreign[0]!r}" if foreign else None,
-                                detail="every released item is an original item or a node of the anonymiser's cut"))
+            checks.append(
+                Check(
+                    _ITEMS_CHECK,
+                    not foreign,
+                    len(foreign),
+                    0,
+                    where=f"{len(foreign)} label(s), e.g. {foreign[0]!r}" if foreign else None,
+                    detail="every released item is an original item or a node of the anonymiser's cut",
+                )
+            )
         else:  # read back without the owner's cut: a global recoding publishes at most as many items
             n_items = len(orig.vocabulary.labels)
-            checks.append(Check(_ITEMS_CHECK, len(labels) <= n_items, len(labels), n_items,
-                                detail="released items <= the original's items (a global generalisation maps items onto "
-                                       "nodes; the cut itself is the owner's)"))
+            checks.append(
+                Check(
+                    _ITEMS_CHECK,
+                    len(labels) <= n_items,
+                    len(labels),
+                    n_items,
+                    detail="released items <= the original's items (a global generalisation maps items onto "
+                    "nodes; the cut itself is the owner's)",
+                )
+            )
         return checks
 
     # ------------------------------------------------------------------ report

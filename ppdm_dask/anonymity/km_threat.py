@@ -96,32 +96,61 @@ def km_threat(rel: Any, figs: Figures, original: Any, ckw: dict[str, Any]) -> Fi
     k, m = int(rel.parameters["k"]), int(rel.parameters["m"])
     n = int(rel.data.n_transactions)
     items = int(rel.data.n_items)
-    figs.guarantee = (f"Every combination of up to m = {m} published items that occurs is shared by at least k = {k} of the "
-                      f"{n:,} released transactions: an adversary who knows {m} items of a person's basket is left with at "
-                      f"least {k} candidates. {items:,} published items (items and generalised ranges).")
-    figs.protects = (f"It protects against re-identification by up to {m} known items. It does not protect against an "
-                     f"adversary who knows {m + 1} items or more, nor against learning an item that all {k} matching "
-                     "transactions share (no diversity of items), nor negative knowledge (an item a person did not buy), "
-                     "nor the combination of two generalisations of the same transactions.")
+    figs.guarantee = (
+        f"Every combination of up to m = {m} published items that occurs is shared by at least k = {k} of the "
+        f"{n:,} released transactions: an adversary who knows {m} items of a person's basket is left with at "
+        f"least {k} candidates. {items:,} published items (items and generalised ranges)."
+    )
+    figs.protects = (
+        f"It protects against re-identification by up to {m} known items. It does not protect against an "
+        f"adversary who knows {m + 1} items or more, nor against learning an item that all {k} matching "
+        "transactions share (no diversity of items), nor negative knowledge (an item a person did not buy), "
+        "nor the combination of two generalisations of the same transactions."
+    )
     rel_out = singled_out(rel.data, m + 1, k, **ckw)
     how = _how(rel_out)
-    figs.attacks.append(Attack(
-        "attack_km_m_plus_1", f"re-identification from {m + 1} known items", rel_out["unique_share"], 0.0, M_PLUS_1_THRESHOLD,
-        f"share of records holding a combination of {m + 1} items no other record holds", about="release",
-        found=f"{rel_out['unique']:,} of {rel_out['targets']:,} {how}, hold a {m + 1}-item combination of their own "
-              f"({_pct(rel_out['unique_share'])} of the records), {rel_out['rare']:,} one shared by fewer than {k}; "
-              f"at {m} items none (the guarantee)", test=f"{_TEST}::test_m_plus_1_against_brute_force"))
+    figs.attacks.append(
+        Attack(
+            "attack_km_m_plus_1",
+            f"re-identification from {m + 1} known items",
+            rel_out["unique_share"],
+            0.0,
+            M_PLUS_1_THRESHOLD,
+            f"share of records holding a combination of {m + 1} items no other record holds",
+            about="release",
+            found=f"{rel_out['unique']:,} of {rel_out['targets']:,} {how}, hold a {m + 1}-item combination of their own "
+            f"({_pct(rel_out['unique_share'])} of the records), {rel_out['rare']:,} one shared by fewer than {k}; "
+            f"at {m} items none (the guarantee)",
+            test=f"{_TEST}::test_m_plus_1_against_brute_force",
+        )
+    )
     learn: list[Any] = [
-        Text("learn_m_plus_1", f"What stays unique at {m + 1} items: an adversary who knows {m + 1} items of a basket "
-                               f"singles out about {_pct(rel_out['unique_share'])} of the records ({rel_out['unique']:,} of "
-                               f"{rel_out['targets']:,} {how}) and narrows {_pct(rel_out['rare_share'])} to fewer than {k}."),
-        Value("learn_m_plus_1_unique", f"Records singled out by {m + 1} known items (release)", 100.0 * rel_out["unique_share"],
-              unit="%", note=how),
+        Text(
+            "learn_m_plus_1",
+            f"What stays unique at {m + 1} items: an adversary who knows {m + 1} items of a basket "
+            f"singles out about {_pct(rel_out['unique_share'])} of the records ({rel_out['unique']:,} of "
+            f"{rel_out['targets']:,} {how}) and narrows {_pct(rel_out['rare_share'])} to fewer than {k}.",
+        ),
+        Value(
+            "learn_m_plus_1_unique",
+            f"Records singled out by {m + 1} known items (release)",
+            100.0 * rel_out["unique_share"],
+            unit="%",
+            note=how,
+        ),
     ]
     if original is not None:
         org = singled_out(original, m + 1, k, **ckw)
-        learn.append(Value("learn_m_plus_1_unique_original", f"Records singled out by {m + 1} known items (original)",
-                           100.0 * org["unique_share"], about="original", unit="%", note=_how(org)))
+        learn.append(
+            Value(
+                "learn_m_plus_1_unique_original",
+                f"Records singled out by {m + 1} known items (original)",
+                100.0 * org["unique_share"],
+                about="original",
+                unit="%",
+                note=_how(org),
+            )
+        )
     figs.learn += learn
     have = {i.id for i in figs.utility}
     figs.headline = [i for i in ("km_items_published_as_is", "km_ncp", "itemsets_sigma_minus") if i in have][:3]
@@ -145,8 +174,12 @@ def km_utility(rel: Any, original: Any, ckw: dict[str, Any]) -> Figures:
 
     images = item_images(rel, original)
     if images is None:
-        return Figures(notes=["itemset utility: a given hierarchy is the owner's, so the original's items cannot be mapped "
-                              "through the release's generalisation here (the report made with the release shows it)"])
+        return Figures(
+            notes=[
+                "itemset utility: a given hierarchy is the owner's, so the original's items cannot be mapped "
+                "through the release's generalisation here (the report made with the release shows it)"
+            ]
+        )
     gen = generalised(original, rel.data, images)
     if gen is None:
         return Figures(notes=["itemset utility: an item of the original has no published label (not this release's input?)"])
@@ -154,23 +187,46 @@ def km_utility(rel: Any, original: Any, ckw: dict[str, Any]) -> Figures:
     counts = np.asarray(counts, np.float64)
     kept = np.array([images.get(str(x)) == str(x) for x in original.vocabulary.labels], bool)
     share = float(counts[kept].sum() / counts.sum()) if counts.sum() else 1.0
-    figs = Figures(utility=[Value("km_items_published_as_is", "Item occurrences published as themselves (not generalised)",
-                                  100.0 * share, about="comparison", unit="%", score=True,
-                                  note=f"{int(kept.sum()):,} of {kept.size:,} items kept; the others are published as a "
-                                       "range of the hierarchy")])
+    figs = Figures(
+        utility=[
+            Value(
+                "km_items_published_as_is",
+                "Item occurrences published as themselves (not generalised)",
+                100.0 * share,
+                about="comparison",
+                unit="%",
+                score=True,
+                note=f"{int(kept.sum()):,} of {kept.size:,} items kept; the others are published as a range of the hierarchy",
+            )
+        ]
+    )
     ncp = (rel.figures.get("utility") or {}).get("ncp")
     hier = _balanced(rel, original) if not isinstance(ncp, (int, float)) else None
     if hier is not None:  # read back: the NCP of the cut the published labels show, as the job computed it
         from .km import ncp_km
 
         items = {str(x) for x in original.vocabulary.labels}
-        ncp = ncp_km(sorted({v for v in images.values() if v not in items}), hier, dict(zip(
-            [str(x) for x in original.vocabulary.labels], counts.astype(np.int64).tolist())))
+        ncp = ncp_km(
+            sorted({v for v in images.values() if v not in items}),
+            hier,
+            dict(zip([str(x) for x in original.vocabulary.labels], counts.astype(np.int64).tolist())),
+        )
     if isinstance(ncp, (int, float)):
-        figs.utility.append(Value("km_ncp", "Information loss NCP of the generalisation", 100.0 * float(ncp), about="comparison",
-                                  unit="%", score=True, note="0 % publishes every item as itself, 100 % every item as the root"))
+        figs.utility.append(
+            Value(
+                "km_ncp",
+                "Information loss NCP of the generalisation",
+                100.0 * float(ncp),
+                about="comparison",
+                unit="%",
+                score=True,
+                note="0 % publishes every item as itself, 100 % every item as the root",
+            )
+        )
     u = utility_figures(gen, rel.data, rel.report_min_support, max_length=rel.report_max_length, **ckw)
-    level = ("; at the generalised level: the original's items mapped through the release's generalisation (0 for a global "
-             "recoding: the loss is in the generalisation itself)")
+    level = (
+        "; at the generalised level: the original's items mapped through the release's generalisation (0 for a global "
+        "recoding: the loss is in the generalisation itself)"
+    )
     u.utility = [replace(i, note=i.note + level) if isinstance(i, Value) else i for i in u.utility]
     return figs + u

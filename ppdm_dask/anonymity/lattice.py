@@ -82,12 +82,21 @@ def _validate(fs: FrequencySet, k: int, max_suppression: float) -> int:
 
 
 def _evaluate(fs: FrequencySet, node: Sequence[int], k: int, l, kind, c, closeness=None):
-    return node_stats(fs.codes, fs.counts, fs.sensitive_codes, fs.n_sensitive,
-                      [d.maps for d in fs.domains], node, k, l, kind, c, closeness)
+    return node_stats(
+        fs.codes, fs.counts, fs.sensitive_codes, fs.n_sensitive, [d.maps for d in fs.domains], node, k, l, kind, c, closeness
+    )
 
 
-def datafly(fs: FrequencySet, k: int, *, l: float | None = None, kind: str = "distinct", c: float | None = None,
-            max_suppression: float = 0.0, closeness: Closeness | None = None) -> LatticeResult:
+def datafly(
+    fs: FrequencySet,
+    k: int,
+    *,
+    l: float | None = None,
+    kind: str = "distinct",
+    c: float | None = None,
+    max_suppression: float = 0.0,
+    closeness: Closeness | None = None,
+) -> LatticeResult:
     """Greedy Datafly-style full-domain generalisation (Sweeney 1998), the baseline.
 
     From the bottom node, while more than ``max_suppression * N`` records would be suppressed,
@@ -103,25 +112,36 @@ def datafly(fs: FrequencySet, k: int, *, l: float | None = None, kind: str = "di
         n_eval += 1
         if stats.suppressed <= limit:
             break
-        distinct = [len(np.unique(d.maps[node[j]][fs.codes[:, j]])) if node[j] < d.height - 1 else -1
-                    for j, d in enumerate(fs.domains)]
+        distinct = [
+            len(np.unique(d.maps[node[j]][fs.codes[:, j]])) if node[j] < d.height - 1 else -1 for j, d in enumerate(fs.domains)
+        ]
         j = int(np.argmax(distinct))
         if distinct[j] < 0:  # every attribute is at its root and still infeasible
             raise InfeasiblePrivacyError(_infeasible_message(stats, k, l, limit))
         node[j] += 1
     n_nodes = int(np.prod([d.height for d in fs.domains]))
-    return LatticeResult(tuple(node), stats, stats.dm(fs.n_records), bad, inv, n_nodes, n_eval,
-                         time.perf_counter() - start)
+    return LatticeResult(tuple(node), stats, stats.dm(fs.n_records), bad, inv, n_nodes, n_eval, time.perf_counter() - start)
 
 
 def _infeasible_message(stats: NodeStats, k: int, l, limit: int) -> str:
     what = f"k={k}" + (f", l={l}" if l is not None and l > 1 else "")
-    return (f"no generalisation satisfies {what} within the suppression limit ({limit} records): even the most "
-            f"general node suppresses {stats.suppressed} records (too few records or sensitive values)")
+    return (
+        f"no generalisation satisfies {what} within the suppression limit ({limit} records): even the most "
+        f"general node suppresses {stats.suppressed} records (too few records or sensitive values)"
+    )
 
 
-def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: str = "distinct", c: float | None = None,
-                   max_suppression: float = 0.0, trace: bool = False, closeness: Closeness | None = None) -> LatticeResult:
+def lattice_search(
+    fs: FrequencySet,
+    k: int,
+    *,
+    l: float | None = None,
+    kind: str = "distinct",
+    c: float | None = None,
+    max_suppression: float = 0.0,
+    trace: bool = False,
+    closeness: Closeness | None = None,
+) -> LatticeResult:
     """Minimum-discernibility full-domain generalisation with a suppression limit (exact).
 
     Parameters
@@ -155,7 +175,9 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
     heights = [d.height for d in fs.domains]
     n_nodes = int(np.prod(heights))
     if n_nodes > MAX_LATTICE_NODES:
-        raise InvalidParameter(f"the lattice has {n_nodes:,} nodes (> {MAX_LATTICE_NODES:,}); use fewer levels or method='mondrian'")
+        raise InvalidParameter(
+            f"the lattice has {n_nodes:,} nodes (> {MAX_LATTICE_NODES:,}); use fewer levels or method='mondrian'"
+        )
     n_total = fs.n_records
     best: tuple[int, int, tuple[int, ...]] | None = None
     nodes = sorted(itertools.product(*[range(h) for h in heights]), key=lambda v: (sum(v), v))
@@ -188,8 +210,7 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
     if ((l is None or l <= 1 or kind == "distinct") and closeness is None) or limit == 0:
         infeasible: set[tuple[int, ...]] = set()
         for node in reversed(nodes[1:]):
-            if any(node[:j] + (node[j] + 1,) + node[j + 1:] in infeasible
-                   for j in range(len(node)) if node[j] < heights[j] - 1):
+            if any(node[:j] + (node[j] + 1,) + node[j + 1 :] in infeasible for j in range(len(node)) if node[j] < heights[j] - 1):
                 infeasible.add(node)
                 continue
             stats, _, _ = _evaluate(fs, node, k, l, kind, c, closeness)
@@ -214,7 +235,7 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
             inherited = 0
             for j in range(len(node)):
                 if node[j]:
-                    inherited = max(inherited, bound[node[:j] + (node[j] - 1,) + node[j + 1:]])
+                    inherited = max(inherited, bound[node[:j] + (node[j] - 1,) + node[j + 1 :]])
             if best is not None and inherited >= best[0]:
                 bound[node] = inherited  # no generalisation of a predecessor can beat best
                 continue
@@ -230,5 +251,4 @@ def lattice_search(fs: FrequencySet, k: int, *, l: float | None = None, kind: st
         raise InfeasiblePrivacyError(_infeasible_message(stats, k, l, limit))
     node = best[2]
     stats, inv, bad = _evaluate(fs, node, k, l, kind, c, closeness)
-    return LatticeResult(node, stats, stats.dm(n_total), bad, inv, n_nodes, n_eval,
-                         time.perf_counter() - start, traced)
+    return LatticeResult(node, stats, stats.dm(n_total), bad, inv, n_nodes, n_eval, time.perf_counter() - start, traced)

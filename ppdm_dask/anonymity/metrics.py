@@ -143,8 +143,9 @@ def ncp_level(hierarchy: Hierarchy, values: Any, level: int) -> float:
 _RANGE = re.compile(r"^\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)\s*-\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)\s*$")
 
 
-def label_ncp(label: str, *, hierarchy: Hierarchy | None = None, value_range: float | None = None,
-              n_values: int | None = None) -> float:
+def label_ncp(
+    label: str, *, hierarchy: Hierarchy | None = None, value_range: float | None = None, n_values: int | None = None
+) -> float:
     """NCP of one published label of a locally recoded table (Mondrian, clustering).
 
     ``'*'`` -> 1; ``"lo-hi"`` of a numeric QI -> (hi - lo) / ``value_range``; a single number -> 0;
@@ -169,8 +170,14 @@ def label_ncp(label: str, *, hierarchy: Hierarchy | None = None, value_range: fl
     return 0.0
 
 
-def published_ncp(table: Any, qi: Sequence[str], *, hierarchies: dict | None = None,
-                  value_ranges: dict | None = None, n_values: dict | None = None) -> dict[str, float]:
+def published_ncp(
+    table: Any,
+    qi: Sequence[str],
+    *,
+    hierarchies: dict | None = None,
+    value_ranges: dict | None = None,
+    n_values: dict | None = None,
+) -> dict[str, float]:
     """Mean NCP per QI of a released table, computed from its labels alone.
 
     Parameters
@@ -198,7 +205,9 @@ def published_ncp(table: Any, qi: Sequence[str], *, hierarchies: dict | None = N
     out = {}
     for a, vc in zip(qi, counts):
         total = float(vc.sum())
-        pen = sum(float(cnt) * label_ncp(lab, hierarchy=hierarchies.get(a), value_range=value_ranges.get(a),
-                                          n_values=n_values.get(a)) for lab, cnt in vc.items())
+        pen = sum(
+            float(cnt) * label_ncp(lab, hierarchy=hierarchies.get(a), value_range=value_ranges.get(a), n_values=n_values.get(a))
+            for lab, cnt in vc.items()
+        )
         out[a] = pen / total if total else 0.0
     return out

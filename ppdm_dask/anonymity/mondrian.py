@@ -106,8 +106,17 @@ def _check_categorical(categorical: Any, q: int) -> np.ndarray:
     return cat.astype(bool)
 
 
-def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: Any,
-             l: Any, kind: str, c: Any, closeness: Closeness | None = None) -> _Table:
+def _prepare(
+    X: Any,
+    weights: Any,
+    k: Any,
+    categorical: Any,
+    sensitive_counts: Any,
+    l: Any,
+    kind: str,
+    c: Any,
+    closeness: Closeness | None = None,
+) -> _Table:
     k = check("k", k, COUNT_CONSTRAINTS["k"])
     l, kind, c = validate_diversity(l, kind, c)
     X = as_2d_float(X)
@@ -133,8 +142,9 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
         if not np.array_equal(S.sum(axis=1), w):
             raise DataFormatError("each row of sensitive_counts must sum to the tuple's weight")
         if closeness is not None and len(closeness.reference) != S.shape[1]:
-            raise InvalidParameter(f"closeness has {len(closeness.reference)} reference counts, sensitive_counts "
-                                   f"{S.shape[1]} columns")
+            raise InvalidParameter(
+                f"closeness has {len(closeness.reference)} reference counts, sensitive_counts {S.shape[1]} columns"
+            )
     total = int(w.sum())
     if k > total:
         raise InfeasiblePrivacyError(f"k = {k} exceeds the number of records ({total})")
@@ -153,8 +163,9 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
     if S is not None:
         Su = np.add.reduceat(S[order], starts, axis=0)  # >= 1 column: rows sum to weights >= 1
         if not diverse_mask(Su.sum(axis=0, keepdims=True), l, kind, c, closeness)[0]:
-            raise InfeasiblePrivacyError(f"the whole table is not {kind} {l}-diverse; no partition can be",
-                                         python="a smaller l", fix="a smaller `l`")
+            raise InfeasiblePrivacyError(
+                f"the whole table is not {kind} {l}-diverse; no partition can be", python="a smaller l", fix="a smaller `l`"
+            )
 
     gspan = np.empty(q)
     num = ~cat
@@ -166,8 +177,7 @@ def _prepare(X: Any, weights: Any, k: Any, categorical: Any, sensitive_counts: A
     if cat_cols.size:
         present = np.bincount(cat_off.ravel(), minlength=int(sizes.sum())) > 0
         gspan[cat_cols] = np.add.reduceat(present, cat_starts)
-    return _Table(Xu, wu, Su, cat, k, l, kind, c, inverse, gspan, cat_cols, cat_off, cat_starts,
-                  int(sizes.sum()), closeness)
+    return _Table(Xu, wu, Su, cat, k, l, kind, c, inverse, gspan, cat_cols, cat_off, cat_starts, int(sizes.sum()), closeness)
 
 
 # ----------------------------------------------------------------------------- shared machinery
@@ -488,6 +498,7 @@ def mondrian_partition(
         raise InvalidParameter("split='imprecision' needs queries and bounds")
     t = _prepare(X, weights, k, categorical, sensitive_counts, l, kind, c, closeness)  # >= 1 tuple (k <= W)
     if split == "median":
+
         def choose(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
             return _median_cut(t, idx, _dims_by_width(t, idx))
     else:
@@ -560,8 +571,14 @@ def class_regions(X: Any, weights: Any, class_id: Any, categorical: Sequence[boo
     nc = len(labels)
     if n == 0:
         empty = np.zeros((0, q))
-        return Regions(labels, np.zeros(0, np.int64), empty, empty.copy(),
-                       {int(j): np.zeros((0, 0), bool) for j in np.flatnonzero(cat)}, tuple(bool(b) for b in cat))
+        return Regions(
+            labels,
+            np.zeros(0, np.int64),
+            empty,
+            empty.copy(),
+            {int(j): np.zeros((0, 0), bool) for j in np.flatnonzero(cat)},
+            tuple(bool(b) for b in cat),
+        )
     order = np.argsort(inv, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(inv[order]) != 0])
     Xo = X[order]

@@ -67,10 +67,27 @@ from scipy import optimize, special, stats
 
 from ..errors import InvalidParameter
 
-__all__ = ["MODELS", "DANKAR_PITMAN_MAX_FRACTION", "size_counts", "sampling_fraction", "zayatz_uniques",
-           "PitmanFit", "pitman_fit", "pitman_scores", "pitman_uniques", "shlosser_classes",
-           "snb_class_probabilities", "SNBFit", "snb_fit", "snb_uniques", "PopulationUniqueness",
-           "population_uniqueness", "individual_risk", "WeightedRisk", "weighted_risk"]
+__all__ = [
+    "MODELS",
+    "DANKAR_PITMAN_MAX_FRACTION",
+    "size_counts",
+    "sampling_fraction",
+    "zayatz_uniques",
+    "PitmanFit",
+    "pitman_fit",
+    "pitman_scores",
+    "pitman_uniques",
+    "shlosser_classes",
+    "snb_class_probabilities",
+    "SNBFit",
+    "snb_fit",
+    "snb_uniques",
+    "PopulationUniqueness",
+    "population_uniqueness",
+    "individual_risk",
+    "WeightedRisk",
+    "weighted_risk",
+]
 
 #: the population models, in the order the report lists them
 MODELS = ("pitman", "zayatz", "snb")
@@ -111,22 +128,35 @@ def sampling_fraction(n: int, fraction: float | None = None, population_size: fl
     than the ``n`` sample records.
     """
     if (fraction is None) == (population_size is None):
-        raise InvalidParameter("give a sampling fraction or a population size, not both" if fraction is not None
-                               else "the population risk needs a sampling fraction or a population size",
-                               python="sampling_fraction= or population_size=", fix="`sampling_fraction` or `population_size`")
+        raise InvalidParameter(
+            "give a sampling fraction or a population size, not both"
+            if fraction is not None
+            else "the population risk needs a sampling fraction or a population size",
+            python="sampling_fraction= or population_size=",
+            fix="`sampling_fraction` or `population_size`",
+        )
     if fraction is not None:
         pi = float(fraction)
         if not 0.0 < pi <= 1.0:  # also NaN
-            raise InvalidParameter(f"sampling fraction {pi:g} is not in (0, 1]", python="sampling_fraction= in (0, 1]",
-                                   fix="`sampling_fraction` takes the share of the population in the table, in (0, 1]")
+            raise InvalidParameter(
+                f"sampling fraction {pi:g} is not in (0, 1]",
+                python="sampling_fraction= in (0, 1]",
+                fix="`sampling_fraction` takes the share of the population in the table, in (0, 1]",
+            )
         return pi, n / pi
     N = float(population_size)
     if not (math.isfinite(N) and N > 0):
-        raise InvalidParameter(f"population size {N:g} is not a positive number of records",
-                               python="population_size= > 0", fix="`population_size` takes the population's number of records")
+        raise InvalidParameter(
+            f"population size {N:g} is not a positive number of records",
+            python="population_size= > 0",
+            fix="`population_size` takes the population's number of records",
+        )
     if N < n:
-        raise InvalidParameter(f"population size {N:g} is smaller than the table's {n:,} records",
-                               python=f"population_size= >= {n}", fix=f"`population_size` takes at least the table's {n:,} records")
+        raise InvalidParameter(
+            f"population size {N:g} is smaller than the table's {n:,} records",
+            python=f"population_size= >= {n}",
+            fix=f"`population_size` takes at least the table's {n:,} records",
+        )
     return n / N, N
 
 
@@ -417,8 +447,9 @@ class PopulationUniqueness:
         return x * self.pi
 
 
-def population_uniqueness(freq: Any, pi: float | None = None, population_size: float | None = None, *,
-                          arx_snb: bool = False) -> PopulationUniqueness:
+def population_uniqueness(
+    freq: Any, pi: float | None = None, population_size: float | None = None, *, arx_snb: bool = False
+) -> PopulationUniqueness:
     """Every model's estimate of the population uniques and Dankar's choice (module docstring).
 
     Parameters
@@ -437,12 +468,21 @@ def population_uniqueness(freq: Any, pi: float | None = None, population_size: f
     pi, N = sampling_fraction(n, pi, population_size)
     series = pd.Series(counts, index=sizes)
     if c1 == 0:
-        return PopulationUniqueness(n, N, pi, 0, {m: 0.0 for m in MODELS}, 0.0, None,
-                                    notes=["no sample uniques: no population uniques either"])
+        return PopulationUniqueness(
+            n, N, pi, 0, {m: 0.0 for m in MODELS}, 0.0, None, notes=["no sample uniques: no population uniques either"]
+        )
     if pi >= 1.0:  # the sample is the population
         est = {m: float(c1) for m in MODELS}
-        return PopulationUniqueness(n, N, pi, c1, est, float(c1), "sample",
-                                    notes=["sampling fraction 1: the table is the population, its uniques are the population uniques"])
+        return PopulationUniqueness(
+            n,
+            N,
+            pi,
+            c1,
+            est,
+            float(c1),
+            "sample",
+            notes=["sampling fraction 1: the table is the population, its uniques are the population uniques"],
+        )
     pf = pitman_fit(series)
     sf = snb_fit(series, pi, arx_snb)
     est = {"pitman": pitman_uniques(series, pi, pf), "zayatz": zayatz_uniques(series, pi), "snb": snb_uniques(series, pi, sf)}
@@ -500,5 +540,12 @@ def weighted_risk(classes: pd.DataFrame, threshold: float) -> WeightedRisk:
     r = individual_risk(f, classes["F"].to_numpy(dtype=float))
     n = int(f.sum())
     expected = float((r * f).sum())
-    return WeightedRisk(n, expected, expected / n if n else 0.0, float(r.max()) if len(r) else 0.0,
-                        int(f[r > threshold + 1e-12].sum()), float(threshold), float(classes["F"].sum()))
+    return WeightedRisk(
+        n,
+        expected,
+        expected / n if n else 0.0,
+        float(r.max()) if len(r) else 0.0,
+        int(f[r > threshold + 1e-12].sum()),
+        float(threshold),
+        float(classes["F"].sum()),
+    )

@@ -25,8 +25,16 @@ from ..release import Roles
 __all__ = ["table_roles", "numeric_quasi_identifiers", "distinct_counts"]
 
 
-def table_roles(columns: Sequence[str], *, quasi_identifiers: Any, identifiers: Any = (), sensitive: Any = (),
-                insensitive: Any = (), allow_unique: Any = (), source: str = "the table") -> Roles:
+def table_roles(
+    columns: Sequence[str],
+    *,
+    quasi_identifiers: Any,
+    identifiers: Any = (),
+    sensitive: Any = (),
+    insensitive: Any = (),
+    allow_unique: Any = (),
+    source: str = "the table",
+) -> Roles:
     """The :class:`Roles` of a table whose columns are ``columns``, validated.
 
     Raises
@@ -35,8 +43,13 @@ def table_roles(columns: Sequence[str], *, quasi_identifiers: Any, identifiers: 
         Columns without a role (all of them listed, with the flags that classify them), a
         column with two roles, a named column that does not exist, no quasi-identifier.
     """
-    roles = Roles(identifiers=identifiers, quasi_identifiers=quasi_identifiers, sensitive=sensitive, insensitive=insensitive,
-                  allow_unique=allow_unique)
+    roles = Roles(
+        identifiers=identifiers,
+        quasi_identifiers=quasi_identifiers,
+        sensitive=sensitive,
+        insensitive=insensitive,
+        allow_unique=allow_unique,
+    )
     roles.validate(columns, source=source)
     return roles
 
@@ -46,16 +59,25 @@ def _to_number(part: pd.DataFrame, columns: Sequence[str], source: str) -> pd.Da
     is an error naming the column."""
     out = part.copy()
     for c in columns:
-        arr = parse_numbers(part[c], f"{source}: quasi-identifier {c!r} has an interval hierarchy but values that are not numbers",
-                            python=f"a categorical hierarchy for {c!r}", fix=f"`hierarchy` {c}=FILE (categorical)")
+        arr = parse_numbers(
+            part[c],
+            f"{source}: quasi-identifier {c!r} has an interval hierarchy but values that are not numbers",
+            python=f"a categorical hierarchy for {c!r}",
+            fix=f"`hierarchy` {c}=FILE (categorical)",
+        )
         out[c] = pd.array(arr, dtype=pd.ArrowDtype(pa.float64()))
     return out
 
 
 def numeric_quasi_identifiers(ddf: Any, hierarchies: Mapping[str, Hierarchy], *, source: str = "the table") -> Any:
     """``ddf`` with every non-numeric column that has an interval hierarchy read as numbers."""
-    cols = [a for a, h in hierarchies.items() if a in ddf.columns and h.kind == "interval"
-            and not (pd.api.types.is_numeric_dtype(ddf[a].dtype) and not pd.api.types.is_bool_dtype(ddf[a].dtype))]
+    cols = [
+        a
+        for a, h in hierarchies.items()
+        if a in ddf.columns
+        and h.kind == "interval"
+        and not (pd.api.types.is_numeric_dtype(ddf[a].dtype) and not pd.api.types.is_bool_dtype(ddf[a].dtype))
+    ]
     if not cols:
         return ddf
     meta = _to_number(ddf._meta, cols, source)

@@ -29,14 +29,31 @@ import pyarrow as pa
 
 from ..data.hierarchy import ROOT, as_keys
 
-__all__ = ["HIERARCHIES_FILE", "PublicHierarchy", "as_public", "public_hierarchies_table", "read_public_hierarchies", "node_ncp",
-           "set_ncp"]
+__all__ = [
+    "HIERARCHIES_FILE",
+    "PublicHierarchy",
+    "as_public",
+    "public_hierarchies_table",
+    "read_public_hierarchies",
+    "node_ncp",
+    "set_ncp",
+]
 
 HIERARCHIES_FILE = "_hierarchies.parquet"
 
-_SCHEMA = pa.schema([("attr", pa.string()), ("kind", pa.string()), ("levels", pa.int32()), ("level", pa.int32()),
-                     ("node", pa.string()), ("leaves", pa.int64()), ("low", pa.float64()), ("high", pa.float64()),
-                     ("closed", pa.string())])
+_SCHEMA = pa.schema(
+    [
+        ("attr", pa.string()),
+        ("kind", pa.string()),
+        ("levels", pa.int32()),
+        ("level", pa.int32()),
+        ("node", pa.string()),
+        ("leaves", pa.int64()),
+        ("low", pa.float64()),
+        ("high", pa.float64()),
+        ("closed", pa.string()),
+    ]
+)
 
 
 @dataclass
@@ -84,10 +101,20 @@ def public_hierarchies_table(hierarchies: Mapping[str, Any], qi: Any) -> pa.Tabl
     (and one ``'*'`` row holding the totals)."""
     rows: dict[str, list[Any]] = {f.name: [] for f in _SCHEMA}
 
-    def add(attr: str, p: PublicHierarchy, level: int, node: str, leaves: int | None, low: float | None,
-            high: float | None) -> None:
-        for k, v in (("attr", attr), ("kind", p.kind), ("levels", p.levels), ("level", level), ("node", node),
-                     ("leaves", leaves), ("low", low), ("high", high), ("closed", p.closed)):
+    def add(
+        attr: str, p: PublicHierarchy, level: int, node: str, leaves: int | None, low: float | None, high: float | None
+    ) -> None:
+        for k, v in (
+            ("attr", attr),
+            ("kind", p.kind),
+            ("levels", p.levels),
+            ("level", level),
+            ("node", node),
+            ("leaves", leaves),
+            ("low", low),
+            ("high", high),
+            ("closed", p.closed),
+        ):
             rows[k].append(v)
 
     for attr in qi:
@@ -143,4 +170,3 @@ def set_ncp(p: PublicHierarchy, members: int) -> float:
     """NCP of a value set ``a|b|c`` of ``members`` values under a categorical hierarchy."""
     n = p.n_leaves or 0
     return max(0, members - 1) / (n - 1) if n > 1 else 0.0
-

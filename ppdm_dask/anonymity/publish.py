@@ -33,9 +33,16 @@ def _tuple_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
     return key
 
 
-def _publish_partition(part: pd.DataFrame, qi: list[str], leaf_keys: list[pd.Index], radices: list[int],
-                       sorted_keys: np.ndarray, order: np.ndarray, published: list[tuple[np.ndarray, pd.api.extensions.ExtensionArray]],
-                       extra: list[str]) -> pd.DataFrame:
+def _publish_partition(
+    part: pd.DataFrame,
+    qi: list[str],
+    leaf_keys: list[pd.Index],
+    radices: list[int],
+    sorted_keys: np.ndarray,
+    order: np.ndarray,
+    published: list[tuple[np.ndarray, pd.api.extensions.ExtensionArray]],
+    extra: list[str],
+) -> pd.DataFrame:
     codes = np.empty((len(part), len(qi)), dtype=np.int64)
     for j, a in enumerate(qi):
         c = key_codes(part[a], leaf_keys[j])
@@ -57,8 +64,15 @@ def _publish_partition(part: pd.DataFrame, qi: list[str], leaf_keys: list[pd.Ind
     return res
 
 
-def publish(df: dd.DataFrame, fs: FrequencySet, tuple_codes: np.ndarray, labels: np.ndarray, suppressed: np.ndarray,
-            *, keep: Sequence[str] = ()) -> dd.DataFrame:
+def publish(
+    df: dd.DataFrame,
+    fs: FrequencySet,
+    tuple_codes: np.ndarray,
+    labels: np.ndarray,
+    suppressed: np.ndarray,
+    *,
+    keep: Sequence[str] = (),
+) -> dd.DataFrame:
     """The released table: QI columns replaced by their published labels.
 
     Parameters
@@ -90,7 +104,7 @@ def publish(df: dd.DataFrame, fs: FrequencySet, tuple_codes: np.ndarray, labels:
         raise InvalidParameter(f"keep={clash}: quasi-identifiers are always published generalised")
     extra = ([fs.sensitive] if fs.sensitive else []) + [c for c in keep if c != fs.sensitive]
     radices = [len(d.values) for d in fs.domains]
-    if float(np.prod([float(r) for r in radices])) >= 2.0 ** 62:
+    if float(np.prod([float(r) for r in radices])) >= 2.0**62:
         raise InvalidParameter("too many distinct quasi-identifier combinations to publish by packed keys")
     key = _tuple_keys(np.asarray(tuple_codes, dtype=np.int64), radices)
     order = np.argsort(key, kind="stable")
@@ -106,5 +120,4 @@ def publish(df: dd.DataFrame, fs: FrequencySet, tuple_codes: np.ndarray, labels:
         published.append((at.astype(np.int64).ravel(), pd.array(distinct, dtype=TEXT_DTYPE)))
     args = dask.delayed((leaf_keys, radices, key[order], order, published), pure=True)
     qi = list(fs.qi)  # not the whole frequency set: it would travel with every task
-    return df.map_partitions(lambda part, a: _publish_partition(part, qi, *a, extra), args, meta=meta,
-                             enforce_metadata=False)
+    return df.map_partitions(lambda part, a: _publish_partition(part, qi, *a, extra), args, meta=meta, enforce_metadata=False)

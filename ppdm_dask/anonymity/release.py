@@ -86,8 +86,16 @@ def anonymity_floors(parameters: Mapping[str, Any], overrides: Sequence[str] = (
         out.append(floor_check("l >= 2", l >= 2, l, 2, "a class with one sensitive value discloses it", overrides))
     t = parameters.get("t")
     if t is not None:
-        out.append(floor_check(f"t <= {T_FLOOR:g}", t <= T_FLOOR, t, T_FLOOR,
-                               "a class may move the belief in a sensitive value by more than half", overrides))
+        out.append(
+            floor_check(
+                f"t <= {T_FLOOR:g}",
+                t <= T_FLOOR,
+                t,
+                T_FLOOR,
+                "a class may move the belief in a sensitive value by more than half",
+                overrides,
+            )
+        )
     return out
 
 
@@ -146,8 +154,14 @@ class AnonymizedRelease(TableRelease):
     #: :meth:`public_privacy`)
     _recounted: dict[str, Any] | None = None
 
-    def __init__(self, data: Any, *, hierarchies: Mapping[str, Any] | None = None,
-                 input_frequency: tuple[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        data: Any,
+        *,
+        hierarchies: Mapping[str, Any] | None = None,
+        input_frequency: tuple[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """As :class:`~ppdm_dask.release.Release`, plus the owner's
         ``hierarchies`` and ``input_frequency`` (see the attributes)."""
         super().__init__(data, **kwargs)
@@ -276,16 +290,27 @@ class AnonymizedRelease(TableRelease):
             return {}
         n_classes, kept = int(st["n_classes"]), int(st["n_records"]) - int(st["n_suppressed"])
         k_min = int(st["min_class_size"])
-        return {"k achieved": k_min, "classes": n_classes, "max risk": 1.0 / k_min if k_min else 0.0,
-                "average risk": n_classes / kept if kept else 0.0}
+        return {
+            "k achieved": k_min,
+            "classes": n_classes,
+            "max risk": 1.0 / k_min if k_min else 0.0,
+            "average risk": n_classes / kept if kept else 0.0,
+        }
 
     def original_only_checks(self) -> list[tuple[str, str]]:
         """The properties only the original establishes (listed as not checked without it)."""
-        out = [(_IDENTIFIERS_CHECK, "the original's columns that are not published"),
-               (_RECORDS_CHECK, "the original's row count (released rows + suppressed rows left out)")]
+        out = [
+            (_IDENTIFIERS_CHECK, "the original's columns that are not published"),
+            (_RECORDS_CHECK, "the original's row count (released rows + suppressed rows left out)"),
+        ]
         published = [str(c) for c in self.data.columns] if self.data is not None else []
-        out += sorted({(f"{self._role_of(c)} values", "the original's values of the columns published as is")
-                       for c in published if c not in self.qi})
+        out += sorted(
+            {
+                (f"{self._role_of(c)} values", "the original's values of the columns published as is")
+                for c in published
+                if c not in self.qi
+            }
+        )
         return out
 
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
@@ -296,26 +321,50 @@ class AnonymizedRelease(TableRelease):
         checks: list[Check] = []
         identifiers = list(roles.identifiers) if roles is not None else []
         present = [c for c in identifiers if c in columns]
-        checks.append(Check("identifiers absent", not present, len(present), 0, where=", ".join(present) or None,
-                            detail="identifier columns are never published"))
+        checks.append(
+            Check(
+                "identifiers absent",
+                not present,
+                len(present),
+                0,
+                where=", ".join(present) or None,
+                detail="identifier columns are never published",
+            )
+        )
         published = set(roles.published) if roles is not None else set(columns)
         unroled = [c for c in columns if c not in published and c not in present]
-        checks.append(Check("columns have roles", not unroled, len(unroled), 0, where=", ".join(unroled) or None,
-                            detail="every released column is a quasi-identifier, sensitive or insensitive"))
+        checks.append(
+            Check(
+                "columns have roles",
+                not unroled,
+                len(unroled),
+                0,
+                where=", ".join(unroled) or None,
+                detail="every released column is a quasi-identifier, sensitive or insensitive",
+            )
+        )
         with_t = self.parameters.get("t") is not None
-        missing = [c for c in qi if c not in columns] + ([self.sensitive] if (self.l is not None or with_t)
-                                                          and self.sensitive not in columns else [])
+        missing = [c for c in qi if c not in columns] + (
+            [self.sensitive] if (self.l is not None or with_t) and self.sensitive not in columns else []
+        )
         if missing or not qi:
-            checks.append(Check("quasi-identifiers present", False, where=", ".join(missing) or None,
-                                detail="the columns the guarantee is counted on are missing"))
+            checks.append(
+                Check(
+                    "quasi-identifiers present",
+                    False,
+                    where=", ".join(missing) or None,
+                    detail="the columns the guarantee is counted on are missing",
+                )
+            )
             return checks
         with_l = self.l is not None
         sens = self.sensitive if (self.sensitive in columns) else None
         counts = class_counts(data, qi, sens, **compute_kwargs)
         checks.append(k_anonymity_check(counts, qi, self.k))
         if with_l:
-            checks.append(l_diversity_check(counts, qi, sens, self.l, self.parameters.get("l_kind", "distinct"),
-                                            self.parameters.get("c")))
+            checks.append(
+                l_diversity_check(counts, qi, sens, self.l, self.parameters.get("l_kind", "distinct"), self.parameters.get("c"))
+            )
         if with_t:
             checks.append(t_closeness_check(counts, qi, sens, self.parameters["t"], self.parameters.get("t_kind", "auto")))
         star = np.ones(len(counts), dtype=bool)
@@ -327,26 +376,48 @@ class AnonymizedRelease(TableRelease):
         if self.keep_suppressed:
             checks.append(Check("suppressed records absent", True, n_star, None, detail="kept on request (keep_suppressed)"))
         elif written:
-            checks.append(Check("suppressed records absent", n_star == 0, n_star, 0,
-                                detail="rows with every quasi-identifier '*' are left out of a release"))
+            checks.append(
+                Check(
+                    "suppressed records absent",
+                    n_star == 0,
+                    n_star,
+                    0,
+                    detail="rows with every quasi-identifier '*' are left out of a release",
+                )
+            )
         else:  # in memory: the writer leaves them out
             checks.append(Check("suppressed records absent", True, n_star, None, detail="left out when written"))
         expected = self._input_rows()
         if written:  # the files against their manifest (the input's rows are not published)
             listed = self.manifest.get("n_records")
             if listed is not None:
-                checks.append(Check("row count", int(listed) == n_rows, n_rows, int(listed),
-                                    detail="rows in the files = the manifest's n_records"))
+                checks.append(
+                    Check(
+                        "row count",
+                        int(listed) == n_rows,
+                        n_rows,
+                        int(listed),
+                        detail="rows in the files = the manifest's n_records",
+                    )
+                )
         elif expected is not None:  # in memory, for the owner: suppressed rows are still in
-            checks.append(Check("row count", n_rows == expected, n_rows, expected,
-                                detail="released rows, suppressed ones included until written = input rows"))
+            checks.append(
+                Check(
+                    "row count",
+                    n_rows == expected,
+                    n_rows,
+                    expected,
+                    detail="released rows, suppressed ones included until written = input rows",
+                )
+            )
         if original is not None:
             checks += self._original_checks(original, counts, qi, sens, n_rows, **compute_kwargs)
         return checks
 
     # ------------------------------------------------------------------ against the original
-    def _original_checks(self, original: Any, counts: pd.DataFrame, qi: list[str], sens: str | None, n_total: int,
-                         **compute_kwargs: Any) -> list[Check]:
+    def _original_checks(
+        self, original: Any, counts: pd.DataFrame, qi: list[str], sens: str | None, n_total: int, **compute_kwargs: Any
+    ) -> list[Check]:
         from ..progress import compute
         from .frequency import as_dask
 
@@ -378,24 +449,47 @@ class AnonymizedRelease(TableRelease):
         orig_counts = {c: _key_counts(v) for c, v in zip(lazy_orig, got[2:])}
 
         checks: list[Check] = []
-        leaked = {c: {t for t in tokens[c] if t in id_hits and t not in orig_counts.get(c, pd.Series([], dtype=np.int64)).index}
-                  for c in columns}
+        leaked = {
+            c: {t for t in tokens[c] if t in id_hits and t not in orig_counts.get(c, pd.Series([], dtype=np.int64)).index}
+            for c in columns
+        }
         bad = {c: len(v) for c, v in leaked.items() if v}
-        checks.append(Check(_IDENTIFIERS_CHECK, not bad, int(sum(bad.values())), 0,
-                            where=", ".join(f"column {c!r} ({n})" for c, n in bad.items()) or None,
-                            detail=f"values of {identifiers} of the original found in the release" if bad
-                            else (f"no value of {identifiers} of the original is in the release" if identifiers
-                                  else "the original has no column that the release leaves out")))
+        checks.append(
+            Check(
+                _IDENTIFIERS_CHECK,
+                not bad,
+                int(sum(bad.values())),
+                0,
+                where=", ".join(f"column {c!r} ({n})" for c, n in bad.items()) or None,
+                detail=f"values of {identifiers} of the original found in the release"
+                if bad
+                else (
+                    f"no value of {identifiers} of the original is in the release"
+                    if identifiers
+                    else "the original has no column that the release leaves out"
+                ),
+            )
+        )
         checks.append(self._records_check(counts, qi, n_total, n_orig))
         for c in as_is:
             rel = _key_counts(rel_counts[c])
             if c not in ocols:
-                checks.append(Check(f"{self._role_of(c)} values", False, where=f"column {c!r}", detail="not a column of the original"))
+                checks.append(
+                    Check(f"{self._role_of(c)} values", False, where=f"column {c!r}", detail="not a column of the original")
+                )
                 continue
             base = orig_counts[c].reindex(rel.index, fill_value=0)
             excess = int((rel - base).clip(lower=0).sum())
-            checks.append(Check(f"{self._role_of(c)} values", excess == 0, excess, 0, where=f"column {c!r}",
-                                detail="released values not backed by the original (published as is, they must be a sub-multiset)"))
+            checks.append(
+                Check(
+                    f"{self._role_of(c)} values",
+                    excess == 0,
+                    excess,
+                    0,
+                    where=f"column {c!r}",
+                    detail="released values not backed by the original (published as is, they must be a sub-multiset)",
+                )
+            )
         return checks
 
     def _records_check(self, counts: pd.DataFrame, qi: list[str], n_rows: int, n_orig: int) -> Check:
@@ -409,13 +503,27 @@ class AnonymizedRelease(TableRelease):
         suppressed = max(dropped, 0) + n_star
         limit = int(np.floor(float(self.parameters.get("max_suppression") or 0.0) * n_orig + 1e-9))
         if dropped < 0 or (not left_out and n_rows != n_orig):
-            return Check(_RECORDS_CHECK, False, n_rows, n_orig,
-                         detail="released rows" + (" (more than the original's)" if dropped < 0 else
-                                                   ", suppressed ones included, differ from the rows of the original"))
-        return Check(_RECORDS_CHECK, suppressed <= limit, n_rows, n_orig,
-                     where=None if suppressed <= limit else f"{suppressed:,} suppressed records",
-                     detail=f"released rows + {suppressed:,} suppressed record(s) = rows of the original; at most "
-                            f"{limit:,} may be suppressed (max_suppression)")
+            return Check(
+                _RECORDS_CHECK,
+                False,
+                n_rows,
+                n_orig,
+                detail="released rows"
+                + (
+                    " (more than the original's)"
+                    if dropped < 0
+                    else ", suppressed ones included, differ from the rows of the original"
+                ),
+            )
+        return Check(
+            _RECORDS_CHECK,
+            suppressed <= limit,
+            n_rows,
+            n_orig,
+            where=None if suppressed <= limit else f"{suppressed:,} suppressed records",
+            detail=f"released rows + {suppressed:,} suppressed record(s) = rows of the original; at most "
+            f"{limit:,} may be suppressed (max_suppression)",
+        )
 
     def _role_of(self, column: str) -> str:
         role = self.roles.of(column) if self.roles is not None else None
@@ -475,8 +583,11 @@ class AnonymizedRelease(TableRelease):
             pop = class_counts(population, qi, **ckw)
             pop_sizes = _lookup_sizes(kept, pop, qi)
         freq = R.size_frequencies(kept[_COUNT].to_numpy(), pop_sizes)
-        figs = Figures(risk=_risk_items(R.risk_summary(freq, threshold), R.size_histogram(freq), threshold, "release",
-                                        population is not None))
+        figs = Figures(
+            risk=_risk_items(
+                R.risk_summary(freq, threshold), R.size_histogram(freq), threshold, "release", population is not None
+            )
+        )
         figs = figs + plan.figures(pop_got, kept, self.k, threshold)
         figs = figs + self._threat_figures(by_value, kept, sens, original is not None) + Figures(notes=threat_notes)
         if original is None:
@@ -505,8 +616,9 @@ class AnonymizedRelease(TableRelease):
         declared = [c for c in (self.roles.sensitive if self.roles is not None else ()) if c in columns]
         return declared[0] if declared else None
 
-    def _threat_figures(self, by_value: pd.DataFrame | None, kept: pd.DataFrame, sens: str | None,
-                        with_original: bool) -> Figures:
+    def _threat_figures(
+        self, by_value: pd.DataFrame | None, kept: pd.DataFrame, sens: str | None, with_original: bool
+    ) -> Figures:
         """Attribute disclosure, guarantee, protects, learn, attacks, warnings (:mod:`.threat`)."""
         from .disclosure import disclosure_summary
         from .threat import relational_threat
@@ -517,8 +629,9 @@ class AnonymizedRelease(TableRelease):
             ordered = True if self.parameters.get("t_kind") == "ordered" else None
             summary = disclosure_summary(by_value, qi, sens, ordered=ordered)
         declared = [str(c) for c in (self.roles.sensitive if self.roles is not None else ())] or ([sens] if sens else [])
-        return relational_threat(self.method, self.parameters, qi, kept[_COUNT].to_numpy(), summary, declared=declared,
-                                 with_original=with_original)
+        return relational_threat(
+            self.method, self.parameters, qi, kept[_COUNT].to_numpy(), summary, declared=declared, with_original=with_original
+        )
 
     def _access_figures(self) -> Figures:
         """Access control: the imprecision per permission and per role the anonymiser measured
@@ -529,8 +642,12 @@ class AnonymizedRelease(TableRelease):
         if fig:
             return Figures(utility=access_report_items(fig))
         if self.method == "access-control":
-            return Figures(notes=["the imprecision per permission and per role needs the permission workload: only the "
-                                  "job that made the release reports it"])
+            return Figures(
+                notes=[
+                    "the imprecision per permission and per role needs the permission workload: only the "
+                    "job that made the release reports it"
+                ]
+            )
         return Figures()
 
     def _frequency_of(self, orig: Any) -> Any:
@@ -560,10 +677,13 @@ class AnonymizedRelease(TableRelease):
         if not label or label not in orig.columns:
             return None, ["classifier: no label column (the sensitive attribute, or label=)"]
         if aligned is None or label not in aligned.data.columns:
-            return None, ["classifier: needs the release rows in input order (a release in memory, or the one written, "
-                          "handed over by the job) and the label published"]
-        plan = ClassifierPlan([(as_dask(aligned.data), qi), (orig, qi)], label, getattr(aligned, "partition_rows", None),
-                              MAX_RECORDS)
+            return None, [
+                "classifier: needs the release rows in input order (a release in memory, or the one written, "
+                "handed over by the job) and the label published"
+            ]
+        plan = ClassifierPlan(
+            [(as_dask(aligned.data), qi), (orig, qi)], label, getattr(aligned, "partition_rows", None), MAX_RECORDS
+        )
         return plan, []
 
     @staticmethod
@@ -574,29 +694,67 @@ class AnonymizedRelease(TableRelease):
 
         (acc, n_test, n_train), (base, _, _) = accuracies
         total = plan.total_rows
-        sample = f"; estimated on the first {n_test + n_train:,} of {total:,} records" if total and n_test + n_train < total else ""
-        note = (f"majority '{label}' per class, learnt on {n_train:,} records and tested on {n_test:,} held-out records "
-                f"({TEST_SHARE:.0%}, a fixed public split{sample})")
+        sample = (
+            f"; estimated on the first {n_test + n_train:,} of {total:,} records" if total and n_test + n_train < total else ""
+        )
+        note = (
+            f"majority '{label}' per class, learnt on {n_train:,} records and tested on {n_test:,} held-out records "
+            f"({TEST_SHARE:.0%}, a fixed public split{sample})"
+        )
         rates = list(getattr(plan, "majority_rates", None) or [])
         # the held-out records are the same on both sides: the original's gives their label shares
         majority = rates[-1] if rates else float("nan")
         against = f"; read it against the majority-class rate {majority:.2%}" if majority == majority else ""
-        return Figures(utility=[
-            Value("utility_classifier_accuracy", f"Accuracy predicting {label} (trained on the release)", acc,
-                  about="comparison", unit="share", score=True,
-                  note=note + "; each test record in the class it was generalised to" + against),
-            Value("utility_classifier_accuracy_original", f"Accuracy predicting {label} (trained on the original)", base,
-                  about="comparison", unit="share", note=note + "; classes: the original quasi-identifier tuples" + against),
-            Value("utility_majority_rate", f"Majority-class rate of {label} (always guessing the most frequent value)",
-                  majority, about="comparison", unit="share", score=True,
-                  note=f"share of the most frequent '{label}' among the {n_test:,} held-out records: the accuracy of a "
-                       "classifier that learns nothing from the quasi-identifiers"),
-        ], notes=[f"classifier accuracy is to be read against the majority-class rate ({majority:.2%}): only the part "
-                  "above it is learnt from the quasi-identifiers"] if majority == majority else [])
+        return Figures(
+            utility=[
+                Value(
+                    "utility_classifier_accuracy",
+                    f"Accuracy predicting {label} (trained on the release)",
+                    acc,
+                    about="comparison",
+                    unit="share",
+                    score=True,
+                    note=note + "; each test record in the class it was generalised to" + against,
+                ),
+                Value(
+                    "utility_classifier_accuracy_original",
+                    f"Accuracy predicting {label} (trained on the original)",
+                    base,
+                    about="comparison",
+                    unit="share",
+                    note=note + "; classes: the original quasi-identifier tuples" + against,
+                ),
+                Value(
+                    "utility_majority_rate",
+                    f"Majority-class rate of {label} (always guessing the most frequent value)",
+                    majority,
+                    about="comparison",
+                    unit="share",
+                    score=True,
+                    note=f"share of the most frequent '{label}' among the {n_test:,} held-out records: the accuracy of a "
+                    "classifier that learns nothing from the quasi-identifiers",
+                ),
+            ],
+            notes=[
+                f"classifier accuracy is to be read against the majority-class rate ({majority:.2%}): only the part "
+                "above it is learnt from the quasi-identifiers"
+            ]
+            if majority == majority
+            else [],
+        )
 
-    def _original_figures(self, orig: Any, got: Sequence[Any] | None, counts: pd.DataFrame, qi: list[str],
-                          dropped: int | None, hierarchies: Mapping[str, Any], threshold: float, ckw: dict[str, Any],
-                          fs: Any = None) -> Figures:
+    def _original_figures(
+        self,
+        orig: Any,
+        got: Sequence[Any] | None,
+        counts: pd.DataFrame,
+        qi: list[str],
+        dropped: int | None,
+        hierarchies: Mapping[str, Any],
+        threshold: float,
+        ckw: dict[str, Any],
+        fs: Any = None,
+    ) -> Figures:
         """The original's risk and the utility figures from the computed :meth:`_original_lazy`
         (class-size frequencies, QI domains), then a pass for the true query answers; or all of
         it from the anonymizer's frequency set ``fs`` of this input (no pass). ``dropped`` (the
@@ -614,8 +772,10 @@ class AnonymizedRelease(TableRelease):
         items = _risk_items(orig_risk, R.size_histogram(freq), threshold, "original", False)
         numeric = {a: pd.api.types.is_numeric_dtype(orig[a].dtype) and not pd.api.types.is_bool_dtype(orig[a].dtype) for a in qi}
         # a text column with a categorical hierarchy (zip codes) is categorical, as the anonymiser reads it
-        domains = {a: U.domain_of(a, vc, numeric[a], not numeric[a] and getattr(hierarchies.get(a), "kind", None) == "categorical")
-                   for a, vc in zip(qi, got[1:])}
+        domains = {
+            a: U.domain_of(a, vc, numeric[a], not numeric[a] and getattr(hierarchies.get(a), "kind", None) == "categorical")
+            for a, vc in zip(qi, got[1:])
+        }
         # as the anonymiser: full-domain methods publish hierarchy nodes; the partitioning ones
         # (Mondrian, clustering, access control) publish numeric QIs as value ranges over the data
         full_domain = self.method in ("lattice", "datafly")
@@ -631,11 +791,20 @@ class AnonymizedRelease(TableRelease):
             parts = [dask.delayed(U.answer_queries, pure=True)(p, qs, keys) for p in orig[qi].to_delayed()]
             (answers,) = compute(dask.delayed(_sum_arrays, pure=True)(parts, len(queries)), **ckw)
         errors = U.relative_errors(U.estimate_queries(counts, queries, tables), answers, summary["n_total"])
-        return Figures(risk=items, utility=_utility_items(summary, errors, self.k, counts, qi),
-                       notes=_unread_notes(summary)) + self._quality_figures(orig, counts, qi, domains, tables, used, ckw)
+        return Figures(
+            risk=items, utility=_utility_items(summary, errors, self.k, counts, qi), notes=_unread_notes(summary)
+        ) + self._quality_figures(orig, counts, qi, domains, tables, used, ckw)
 
-    def _quality_figures(self, orig: Any, counts: pd.DataFrame, qi: list[str], domains: Mapping[str, Any],
-                         tables: Mapping[str, Any], used: Mapping[str, Any], ckw: dict[str, Any]) -> Figures:
+    def _quality_figures(
+        self,
+        orig: Any,
+        counts: pd.DataFrame,
+        qi: list[str],
+        domains: Mapping[str, Any],
+        tables: Mapping[str, Any],
+        used: Mapping[str, Any],
+        ckw: dict[str, Any],
+    ) -> Figures:
         """The quality score (:mod:`ppdm_dask.metrics.quality`): the columns published as is
         (sensitive, insensitive) compared directly, with their pair trends (two passes over the
         release and the original); each quasi-identifier's shape from the released classes, their
@@ -648,8 +817,11 @@ class AnonymizedRelease(TableRelease):
         from .utility import label_table, spread_over_domain
 
         roles = self.roles
-        as_is = [c for c in (*(roles.sensitive if roles else ()), *(roles.insensitive if roles else ()))
-                 if c in self.data.columns and c in orig.columns]
+        as_is = [
+            c
+            for c in (*(roles.sensitive if roles else ()), *(roles.insensitive if roles else ()))
+            if c in self.data.columns and c in orig.columns
+        ]
         q = Quality({}, {}, [])
         if as_is:
             rows = as_dask(self.data)
@@ -661,8 +833,10 @@ class AnonymizedRelease(TableRelease):
             if used.get(a) is not None:  # a reader has the published part only: categorical nodes without their leaves
                 t = label_table(t.labels, dom, as_public(used[a]))
             if not dom.size or not t.read.all():
-                q.notes.append(f"{a}: left out of the column shapes (released hierarchy nodes: the release does not publish "
-                               "which values they cover)")
+                q.notes.append(
+                    f"{a}: left out of the column shapes (released hierarchy nodes: the release does not publish "
+                    "which values they cover)"
+                )
                 continue
             released = spread_over_domain(counts, a, t)
             truth = dom.counts.astype(float)
@@ -671,9 +845,13 @@ class AnonymizedRelease(TableRelease):
             else:
                 tv = 1.0 - 0.5 * float(np.abs(truth / truth.sum() - released / max(released.sum(), 1e-300)).sum())
                 q.shapes[a] = ("TV complement (labels spread over the values)", tv)
-        q.notes.append("quality score: quasi-identifiers compared through their released labels (each class spread evenly "
-                       "over the original values its label covers), pair trends among the columns published as is only")
-        return Figures(utility=quality_figures(q, "the released table"), notes=[f"quality: {n}" for n in q.notes[:-1]] + q.notes[-1:])
+        q.notes.append(
+            "quality score: quasi-identifiers compared through their released labels (each class spread evenly "
+            "over the original values its label covers), pair trends among the columns published as is only"
+        )
+        return Figures(
+            utility=quality_figures(q, "the released table"), notes=[f"quality: {n}" for n in q.notes[:-1]] + q.notes[-1:]
+        )
 
 
 class _WithHierarchies:
@@ -702,8 +880,11 @@ def _split_sensitive(na: pd.Series, sizes: pd.Series, qi: list[str], sens: str |
         return counts_of(na, sizes, qi), None, []
     if int(na[sens]) > 0:
         folded = sizes.groupby(level=list(range(len(qi))), dropna=False, observed=True).sum()
-        return counts_of(na, folded, qi), None, [f"attribute disclosure: {sens!r} has {int(na[sens]):,} missing values; "
-                                                 "its figures are left out"]
+        return (
+            counts_of(na, folded, qi),
+            None,
+            [f"attribute disclosure: {sens!r} has {int(na[sens]):,} missing values; its figures are left out"],
+        )
     by_value = counts_of(na, sizes, [*qi, sens])
     return fold_sensitive(by_value, qi), by_value, []
 
@@ -728,36 +909,78 @@ def _lookup_sizes(kept: pd.DataFrame, pop: pd.DataFrame, qi: Sequence[str]) -> n
     return sizes.reindex(key(kept), fill_value=0).to_numpy(dtype=np.int64)
 
 
-def _risk_items(r: dict[str, Any], hist: tuple[list[float], list[int]], threshold: float, about: About,
-                population: bool) -> list[Any]:
+def _risk_items(
+    r: dict[str, Any], hist: tuple[list[float], list[int]], threshold: float, about: About, population: bool
+) -> list[Any]:
     """The risk figures of one table (``about`` release or original) from :func:`.risk.risk_summary`."""
     pre, whose = ("risk_", "the release") if about == "release" else ("risk_original_", "the original (its quasi-identifiers)")
     n, classes = r["n_records"], r["n_classes"]
     base = f"{n:,} records in {classes:,} classes of {whose}; suppressed records are left out"
-    journ = ("with the population table given: 1 / size of the matching population class" if population
-             else "no population table given: as ARX, the table is taken as the population, so journalist risk equals prosecutor risk")
-    marketer = ("sum over records of 1 / population class size, over the records" if population
-                else "classes / records: the expected share of records re-identified when every record is attacked")
+    journ = (
+        "with the population table given: 1 / size of the matching population class"
+        if population
+        else "no population table given: as ARX, the table is taken as the population, so journalist risk equals prosecutor risk"
+    )
+    marketer = (
+        "sum over records of 1 / population class size, over the records"
+        if population
+        else "classes / records: the expected share of records re-identified when every record is attacked"
+    )
     edges, counts = hist
     rows = [[round(t, 4), share, int(round(share * n))] for t, share in r["at_risk"]]
     return [
         Value(f"{pre}classes", "Equivalence classes", classes, about, "classes", note=base),
         Value(f"{pre}smallest_class", "Smallest class", r["min_class_size"], about, "records"),
-        Value(f"{pre}prosecutor_max", "Highest prosecutor risk", r["prosecutor_max"], about,
-              note="1 / smallest class size: the attacker knows the target is in the table"),
-        Value(f"{pre}prosecutor_average", "Average prosecutor risk", r["prosecutor_average"], about,
-              note="mean over records of 1 / class size = classes / records"),
+        Value(
+            f"{pre}prosecutor_max",
+            "Highest prosecutor risk",
+            r["prosecutor_max"],
+            about,
+            note="1 / smallest class size: the attacker knows the target is in the table",
+        ),
+        Value(
+            f"{pre}prosecutor_average",
+            "Average prosecutor risk",
+            r["prosecutor_average"],
+            about,
+            note="mean over records of 1 / class size = classes / records",
+        ),
         Value(f"{pre}journalist_max", "Highest journalist risk", r["journalist_max"], about, note=journ),
         Value(f"{pre}journalist_average", "Average journalist risk", r["journalist_average"], about, note=journ),
         Value(f"{pre}marketer", "Marketer risk", r["marketer"], about, note=marketer),
-        Value(f"{pre}sample_uniques", "Sample uniques", r["sample_uniques"], about, "fraction of records",
-              note=f"{r['n_sample_uniques']:,} records alone in their class"),
-        Value(f"{pre}records_at_risk", f"Records at risk (risk > {threshold:g})", r["records_at_risk"], about,
-              "fraction of records", note=f"records whose 1 / class size exceeds {threshold:g}"),
-        Table(f"{pre}records_at_risk_by_threshold", "Records at risk by threshold",
-              ["threshold", "fraction of records with 1 / class size > threshold", "records"], rows, about),
-        Plot(f"{pre}class_sizes", "Equivalence class sizes", "histogram", [Series("classes", edges, counts)],
-             x_label="class size (records)", y_label="classes", about=about, note=base),
+        Value(
+            f"{pre}sample_uniques",
+            "Sample uniques",
+            r["sample_uniques"],
+            about,
+            "fraction of records",
+            note=f"{r['n_sample_uniques']:,} records alone in their class",
+        ),
+        Value(
+            f"{pre}records_at_risk",
+            f"Records at risk (risk > {threshold:g})",
+            r["records_at_risk"],
+            about,
+            "fraction of records",
+            note=f"records whose 1 / class size exceeds {threshold:g}",
+        ),
+        Table(
+            f"{pre}records_at_risk_by_threshold",
+            "Records at risk by threshold",
+            ["threshold", "fraction of records with 1 / class size > threshold", "records"],
+            rows,
+            about,
+        ),
+        Plot(
+            f"{pre}class_sizes",
+            "Equivalence class sizes",
+            "histogram",
+            [Series("classes", edges, counts)],
+            x_label="class size (records)",
+            y_label="classes",
+            about=about,
+            note=base,
+        ),
     ]
 
 
@@ -770,28 +993,74 @@ def _utility_items(s: dict[str, Any], errors: np.ndarray, k: int, counts: pd.Dat
     kept = counts.loc[~_star_rows(counts, qi), _COUNT].to_numpy()
     c_avg = average_class_size(kept, k) if len(kept) else None
     edges, hist = histogram(errors, bins=20)
-    workload = (f"{len(errors)} COUNT queries on 1-2 quasi-identifiers (seed {SEED}); estimates spread each class "
-                f"uniformly over the values its labels cover; error = |estimate - true| / max(true, {error_bound(s['n_total']):g})")
+    workload = (
+        f"{len(errors)} COUNT queries on 1-2 quasi-identifiers (seed {SEED}); estimates spread each class "
+        f"uniformly over the values its labels cover; error = |estimate - true| / max(true, {error_bound(s['n_total']):g})"
+    )
     return [
-        Value("utility_discernibility", "Discernibility (DM)", s["discernibility"], "comparison",
-              note=f"sum of squared class sizes + {s['n_suppressed']:,} suppressed records x {s['n_total']:,} records"),
-        Value("utility_gcp", "Global certainty penalty (GCP)", s["gcp"], "comparison",
-              note="mean NCP over the quasi-identifiers and the records (0 = no loss, 1 = everything suppressed)"),
-        Value("utility_avg_class_size", "Normalised average class size (C_avg)", c_avg, "comparison",
-              note=f"released records / (classes x k), k = {k}; 1 is ideal"),
-        Table("utility_ncp", "Normalised certainty penalty per quasi-identifier",
-              ["quasi-identifier", "NCP", "records with unread labels"],
-              [[a, s["ncp"][a], s["unread_records"][a]] for a in qi], "comparison"),
-        Plot("utility_ncp_per_qi", "NCP per quasi-identifier", "bar", [Series("NCP", qi, [s["ncp"][a] for a in qi])],
-             x_label="quasi-identifier", y_label="NCP", about="comparison"),
-        Value("utility_query_error_mean", "Mean relative error of COUNT queries", float(np.mean(errors)) if len(errors) else None,
-              "comparison", unit="share", note=workload + "; a share (1 = 100 % of the true count)"),
-        Value("utility_query_error_median", "Median relative error of COUNT queries",
-              float(np.median(errors)) if len(errors) else None, "comparison", unit="share",
-              note=workload + "; a share (1 = 100 % of the true count)"),
-        Plot("utility_query_errors", f"Relative error of {N_QUERIES} COUNT queries", "histogram",
-             [Series("queries", edges, hist)], x_label="relative error (share of the true count, 1 = 100 %)",
-             y_label="queries", about="comparison", note=workload),
+        Value(
+            "utility_discernibility",
+            "Discernibility (DM)",
+            s["discernibility"],
+            "comparison",
+            note=f"sum of squared class sizes + {s['n_suppressed']:,} suppressed records x {s['n_total']:,} records",
+        ),
+        Value(
+            "utility_gcp",
+            "Global certainty penalty (GCP)",
+            s["gcp"],
+            "comparison",
+            note="mean NCP over the quasi-identifiers and the records (0 = no loss, 1 = everything suppressed)",
+        ),
+        Value(
+            "utility_avg_class_size",
+            "Normalised average class size (C_avg)",
+            c_avg,
+            "comparison",
+            note=f"released records / (classes x k), k = {k}; 1 is ideal",
+        ),
+        Table(
+            "utility_ncp",
+            "Normalised certainty penalty per quasi-identifier",
+            ["quasi-identifier", "NCP", "records with unread labels"],
+            [[a, s["ncp"][a], s["unread_records"][a]] for a in qi],
+            "comparison",
+        ),
+        Plot(
+            "utility_ncp_per_qi",
+            "NCP per quasi-identifier",
+            "bar",
+            [Series("NCP", qi, [s["ncp"][a] for a in qi])],
+            x_label="quasi-identifier",
+            y_label="NCP",
+            about="comparison",
+        ),
+        Value(
+            "utility_query_error_mean",
+            "Mean relative error of COUNT queries",
+            float(np.mean(errors)) if len(errors) else None,
+            "comparison",
+            unit="share",
+            note=workload + "; a share (1 = 100 % of the true count)",
+        ),
+        Value(
+            "utility_query_error_median",
+            "Median relative error of COUNT queries",
+            float(np.median(errors)) if len(errors) else None,
+            "comparison",
+            unit="share",
+            note=workload + "; a share (1 = 100 % of the true count)",
+        ),
+        Plot(
+            "utility_query_errors",
+            f"Relative error of {N_QUERIES} COUNT queries",
+            "histogram",
+            [Series("queries", edges, hist)],
+            x_label="relative error (share of the true count, 1 = 100 %)",
+            y_label="queries",
+            about="comparison",
+            note=workload,
+        ),
     ]
 
 
@@ -801,13 +1070,17 @@ def _unread_notes(s: dict[str, Any]) -> list[str]:
     for a, labels in s["unread"].items():
         sized = set(s.get("sized", {}).get(a, ()))
         if sized:
-            out.append(f"{len(sized)} released label(s) of {a!r} are nodes of its published hierarchy: their NCP comes from "
-                       "the node sizes, but the release does not publish the leaves, so the query estimates take them as "
-                       "covering every value")
+            out.append(
+                f"{len(sized)} released label(s) of {a!r} are nodes of its published hierarchy: their NCP comes from "
+                "the node sizes, but the release does not publish the leaves, so the query estimates take them as "
+                "covering every value"
+            )
             labels = [x for x in labels if x not in sized]
         if labels:
             shown = ", ".join(repr(x) for x in labels[:5]) + (" ..." if len(labels) > 5 else "")
-            out.append(f"{len(labels)} released label(s) of {a!r} ({shown}; {s['unread_records'][a]:,} records) could not be "
-                       "read without the hierarchy and count as fully generalised in NCP and the query estimates "
-                       "(pass hierarchies= for exact figures)")
+            out.append(
+                f"{len(labels)} released label(s) of {a!r} ({shown}; {s['unread_records'][a]:,} records) could not be "
+                "read without the hierarchy and count as fully generalised in NCP and the query estimates "
+                "(pass hierarchies= for exact figures)"
+            )
     return out

@@ -37,8 +37,15 @@ import pandas as pd
 if TYPE_CHECKING:
     from ..release.figures import About
 
-__all__ = ["THRESHOLD", "THRESHOLDS", "size_frequencies", "risk_summary", "size_histogram", "PopulationPlan",
-           "population_figures"]
+__all__ = [
+    "THRESHOLD",
+    "THRESHOLDS",
+    "size_frequencies",
+    "risk_summary",
+    "size_histogram",
+    "PopulationPlan",
+    "population_figures",
+]
 
 #: the default risk threshold (records with 1/|class| > 0.2, i.e. classes smaller than 5)
 THRESHOLD = 0.2
@@ -73,8 +80,7 @@ def size_frequencies(sizes: Any, population: Any = None) -> pd.DataFrame:
     return out.astype(np.int64)
 
 
-def risk_summary(freq: pd.DataFrame, threshold: float = THRESHOLD,
-                 thresholds: Sequence[float] = THRESHOLDS) -> dict[str, Any]:
+def risk_summary(freq: pd.DataFrame, threshold: float = THRESHOLD, thresholds: Sequence[float] = THRESHOLDS) -> dict[str, Any]:
     """The risk figures of a table from :func:`size_frequencies`.
 
     Returns
@@ -93,10 +99,23 @@ def risk_summary(freq: pd.DataFrame, threshold: float = THRESHOLD,
     n = int(records.sum())
     n_classes = int(m.sum())
     if n == 0:
-        zero = {"prosecutor_max": 0.0, "prosecutor_average": 0.0, "journalist_max": 0.0, "journalist_average": 0.0,
-                "marketer": 0.0, "sample_uniques": 0.0, "records_at_risk": 0.0}
-        return {"n_records": 0, "n_classes": 0, "min_class_size": 0, "n_sample_uniques": 0, **zero,
-                "at_risk": [(float(t), 0.0) for t in thresholds]}
+        zero = {
+            "prosecutor_max": 0.0,
+            "prosecutor_average": 0.0,
+            "journalist_max": 0.0,
+            "journalist_average": 0.0,
+            "marketer": 0.0,
+            "sample_uniques": 0.0,
+            "records_at_risk": 0.0,
+        }
+        return {
+            "n_records": 0,
+            "n_classes": 0,
+            "min_class_size": 0,
+            "n_sample_uniques": 0,
+            **zero,
+            "at_risk": [(float(t), 0.0) for t in thresholds],
+        }
 
     def at_risk(t: float) -> float:
         # strictly above t, as ARX counts "records at risk"; the tolerance keeps 1/5 > 0.2 false
@@ -140,11 +159,11 @@ def size_histogram(freq: pd.DataFrame) -> tuple[list[float], list[int]]:
 #: what each population model assumes, for the report's notes
 MODEL_NOTES = {
     "pitman": "Pitman: class sizes follow Pitman's two-parameter sampling formula, fitted by maximum likelihood; "
-              "suited to small sampling fractions",
+    "suited to small sampling fractions",
     "zayatz": "Zayatz: the population's class sizes are distributed as the sample's; overstates uniqueness when the "
-              "sampling fraction is small",
+    "sampling fraction is small",
     "snb": "SNB: population class sizes are 1 + a negative binomial over the classes Shlosser's estimator counts, "
-           "records sampled independently",
+    "records sampled independently",
 }
 #: rows of the riskiest-combinations table
 TOP_COMBINATIONS = 15
@@ -171,9 +190,11 @@ def _classes_of(got: Any, qi: Sequence[str]) -> pd.DataFrame:
         if missing:
             from ..errors import InvalidParameter
 
-            raise InvalidParameter(f"the weight column has {missing:,} missing or non-numeric values",
-                                   python="weights= a column of numeric sampling weights",
-                                   fix="`weights` takes a column of numeric sampling weights")
+            raise InvalidParameter(
+                f"the weight column has {missing:,} missing or non-numeric values",
+                python="weights= a column of numeric sampling weights",
+                fix="`weights` takes a column of numeric sampling weights",
+            )
         return got.drop(columns="count").rename(columns={"size": "count", "sum": "F"}).reset_index()
     return got.rename("count").reset_index()
 
@@ -199,9 +220,17 @@ class PopulationPlan:
         the original's when the original has it (one of them must).
     """
 
-    def __init__(self, data: Any, original: Any, qi: Sequence[str], *, fs: Any = None,
-                 sampling_fraction: float | None = None, population_size: float | None = None,
-                 weights: str | None = None) -> None:
+    def __init__(
+        self,
+        data: Any,
+        original: Any,
+        qi: Sequence[str],
+        *,
+        fs: Any = None,
+        sampling_fraction: float | None = None,
+        population_size: float | None = None,
+        weights: str | None = None,
+    ) -> None:
         from ..errors import InvalidParameter
         from .population import sampling_fraction as check
 
@@ -216,8 +245,11 @@ class PopulationPlan:
         self.original_weights = weights if original is not None and weights is not None and weights in original.columns else None
         if weights is not None and self.release_weights is None and self.original_weights is None:
             where = "the release nor the original" if original is not None else "the release (give the original)"
-            raise InvalidParameter(f"weight column {weights!r} is neither in {where}",
-                                   python="weights= a column of the original", fix="`weights` COL of `original`")
+            raise InvalidParameter(
+                f"weight column {weights!r} is neither in {where}",
+                python="weights= a column of the original",
+                fix="`weights` COL of `original`",
+            )
         self.lazy = [_classes_lazy(data, qi, self.release_weights)] if self.release_weights else []
         if original is not None and (self.original_weights is not None or fs is None):
             self.lazy.append(_classes_lazy(original, qi, self.original_weights))
@@ -249,14 +281,23 @@ class PopulationPlan:
                 cols = [self.fs.qi.index(a) for a in self.qi]
                 orig = pd.DataFrame(np.asarray(self.fs.codes)[:, cols], columns=self.qi)
                 orig["count"] = np.asarray(self.fs.counts, dtype=np.int64)
-            figs = figs + population_figures(orig, self.qi, k, threshold, "original", weights=self.original_weights,
-                                             **self.options)
+            figs = figs + population_figures(
+                orig, self.qi, k, threshold, "original", weights=self.original_weights, **self.options
+            )
         return figs
 
 
-def population_figures(classes: pd.DataFrame, qi: Sequence[str], k: int, threshold: float, about: About, *,
-                       sampling_fraction: float | None = None, population_size: float | None = None,
-                       weights: str | None = None) -> Any:
+def population_figures(
+    classes: pd.DataFrame,
+    qi: Sequence[str],
+    k: int,
+    threshold: float,
+    about: About,
+    *,
+    sampling_fraction: float | None = None,
+    population_size: float | None = None,
+    weights: str | None = None,
+) -> Any:
     """The population figures of one table (``about`` ``"release"`` or ``"original"``) from its
     class table (columns ``qi``, ``count`` and, with sampling weights, their sum ``F``; fully
     suppressed rows already left out): the population uniques of each model and Dankar's choice
@@ -274,64 +315,144 @@ def population_figures(classes: pd.DataFrame, qi: Sequence[str], k: int, thresho
     n = int(freq["f"].mul(freq["classes"]).sum()) if len(freq) else 0
     if sampling_fraction is None and population_size is None:
         if about == "release":
-            figs.notes.append("the population risk (Pitman, Zayatz, SNB) needs the share of the population the table "
-                              "holds: --sampling-fraction F or --population-size N (sampling_fraction= / population_size=)")
+            figs.notes.append(
+                "the population risk (Pitman, Zayatz, SNB) needs the share of the population the table "
+                "holds: --sampling-fraction F or --population-size N (sampling_fraction= / population_size=)"
+            )
     elif n:
         r = P.population_uniqueness(freq, sampling_fraction, population_size)
-        given = ("population of " + f"{r.population:,.0f} records given" if population_size is not None
-                 else f"sampling fraction {r.pi:g} given")
-        figs.risk.append(Value(f"{pre}sampling_fraction", "Sampling fraction", r.pi, about,
-                               note=f"{n:,} records of {whose} in a population of {r.population:,.0f} ({given})"))
+        given = (
+            "population of " + f"{r.population:,.0f} records given"
+            if population_size is not None
+            else f"sampling fraction {r.pi:g} given"
+        )
+        figs.risk.append(
+            Value(
+                f"{pre}sampling_fraction",
+                "Sampling fraction",
+                r.pi,
+                about,
+                note=f"{n:,} records of {whose} in a population of {r.population:,.0f} ({given})",
+            )
+        )
         for m in P.MODELS:
             est = r.estimates[m]
-            note = (f"{est:,.0f} population uniques in {r.population:,.0f} records; {r.in_sample(m):,.1f} of the "
-                    f"{n:,} records of {whose} expected among them" if not math.isnan(est)
-                    else "no valid estimate (the model's equations have no solution for this table)")
-            figs.risk.append(Value(f"{pre}population_uniques_{m}", f"Population uniques ({m.upper() if m == 'snb' else m.title()})",
-                                   r.share(m), about, "fraction of records", note=f"{note}. {MODEL_NOTES[m]}"))
-        rule = (f"Dankar's rule with sampling fraction {r.pi:g} <= {P.DANKAR_PITMAN_MAX_FRACTION:g}: Pitman, Zayatz "
-                "when Pitman has no estimate" if r.pi <= P.DANKAR_PITMAN_MAX_FRACTION
-                else f"Dankar's rule with sampling fraction {r.pi:g} > {P.DANKAR_PITMAN_MAX_FRACTION:g}: the smaller of "
-                     "Zayatz and SNB (Zayatz when SNB has no estimate)")
-        picked = {None: "no sample uniques, so none in the population", "sample": "sampling fraction 1: the table is "
-                  "the population"}.get(r.dankar_model, f"picks {r.dankar_model}")
-        figs.risk.append(Value(f"{pre}population_uniques", "Population uniques (Dankar's rule)", r.share("dankar"), about,
-                               "fraction of records",
-                               note=f"{rule}; {picked}: {r.dankar:,.0f} population uniques, {r.in_sample('dankar'):,.1f} "
-                                    f"records of {whose} expected among them"))
+            note = (
+                f"{est:,.0f} population uniques in {r.population:,.0f} records; {r.in_sample(m):,.1f} of the "
+                f"{n:,} records of {whose} expected among them"
+                if not math.isnan(est)
+                else "no valid estimate (the model's equations have no solution for this table)"
+            )
+            figs.risk.append(
+                Value(
+                    f"{pre}population_uniques_{m}",
+                    f"Population uniques ({m.upper() if m == 'snb' else m.title()})",
+                    r.share(m),
+                    about,
+                    "fraction of records",
+                    note=f"{note}. {MODEL_NOTES[m]}",
+                )
+            )
+        rule = (
+            f"Dankar's rule with sampling fraction {r.pi:g} <= {P.DANKAR_PITMAN_MAX_FRACTION:g}: Pitman, Zayatz "
+            "when Pitman has no estimate"
+            if r.pi <= P.DANKAR_PITMAN_MAX_FRACTION
+            else f"Dankar's rule with sampling fraction {r.pi:g} > {P.DANKAR_PITMAN_MAX_FRACTION:g}: the smaller of "
+            "Zayatz and SNB (Zayatz when SNB has no estimate)"
+        )
+        picked = {
+            None: "no sample uniques, so none in the population",
+            "sample": "sampling fraction 1: the table is the population",
+        }.get(r.dankar_model, f"picks {r.dankar_model}")
+        figs.risk.append(
+            Value(
+                f"{pre}population_uniques",
+                "Population uniques (Dankar's rule)",
+                r.share("dankar"),
+                about,
+                "fraction of records",
+                note=f"{rule}; {picked}: {r.dankar:,.0f} population uniques, {r.in_sample('dankar'):,.1f} "
+                f"records of {whose} expected among them",
+            )
+        )
         if about == "release" and r.dankar > 0:
-            figs.warnings.append(f"an estimated {r.in_sample('dankar'):,.1f} records of the release are unique in the "
-                                 f"population (Dankar's rule, {r.dankar_model}; sampling fraction {r.pi:g})")
+            figs.warnings.append(
+                f"an estimated {r.in_sample('dankar'):,.1f} records of the release are unique in the "
+                f"population (Dankar's rule, {r.dankar_model}; sampling fraction {r.pi:g})"
+            )
     if weights is not None and "F" not in classes.columns and about == "release":
-        figs.notes.append(f"the release's individual risk needs its sampling weights: {weights!r} is not published, "
-                          "the original's individual risk is shown")
+        figs.notes.append(
+            f"the release's individual risk needs its sampling weights: {weights!r} is not published, "
+            "the original's individual risk is shown"
+        )
     if weights is not None and "F" in classes.columns and n:
         cl = classes.groupby(list(qi), sort=False, dropna=False)[["count", "F"]].sum().rename(columns={"count": "f"})
         w = P.weighted_risk(cl, threshold)
         src = f"sampling weights {weights!r}: population class size = sum of the class's weights ({w.population:,.0f} in all)"
         figs.risk += [
-            Value(f"{pre}weighted_expected", "Expected re-identifications (individual risk)", w.expected, about, "records",
-                  note=f"sum over the {n:,} records of {whose} of sdcMicro's individual risk; {src}"),
-            Value(f"{pre}weighted_global", "Global risk (individual risk)", w.share, about, "fraction of records",
-                  note="expected re-identifications / records"),
+            Value(
+                f"{pre}weighted_expected",
+                "Expected re-identifications (individual risk)",
+                w.expected,
+                about,
+                "records",
+                note=f"sum over the {n:,} records of {whose} of sdcMicro's individual risk; {src}",
+            ),
+            Value(
+                f"{pre}weighted_global",
+                "Global risk (individual risk)",
+                w.share,
+                about,
+                "fraction of records",
+                note="expected re-identifications / records",
+            ),
             Value(f"{pre}weighted_max", "Highest individual risk", w.highest, about, note=src),
-            Value(f"{pre}weighted_above", f"Records with individual risk > {threshold:g}", w.above, about, "records",
-                  note=src),
+            Value(f"{pre}weighted_above", f"Records with individual risk > {threshold:g}", w.above, about, "records", note=src),
         ]
         if about == "release" and w.above:
-            figs.warnings.append(f"{w.above:,} released records have an individual re-identification risk above "
-                                 f"{threshold:g} (sampling weights {weights!r})")
+            figs.warnings.append(
+                f"{w.above:,} released records have an individual re-identification risk above "
+                f"{threshold:g} (sampling weights {weights!r})"
+            )
     if n and len(qi):
         table, cut = C.combination_risk(classes, qi, "count", k)
         total = 2 ** len(qi) - 1
-        counted = f"all {total:,} subsets" if not cut else f"{len(table):,} of {total:,} subsets (the smallest first, and all of them together; at most {C.MAX_SUBSETS:,})"
-        rows = [[r["quasi-identifiers"], int(r["size"]), int(r["classes"]), r["distinction"], r["separation"], r["uniques"],
-                 r["below_k"]] for _, r in table.head(TOP_COMBINATIONS).iterrows()]
-        figs.risk.append(Table(f"{pre}qi_combinations", "Riskiest quasi-identifier combinations",
-                               ["quasi-identifiers", "QIs", "classes", "distinction", "separation", "unique records",
-                                f"records in classes < {k}"], rows, about,
-                               note=f"{whose} grouped on each combination of its quasi-identifiers ({counted}; the "
-                                    f"{min(TOP_COMBINATIONS, len(table))} riskiest shown); distinction = classes / records, "
-                                    "separation = share of record pairs that differ, unique records and records in small "
-                                    "classes as fractions of the records"))
+        counted = (
+            f"all {total:,} subsets"
+            if not cut
+            else f"{len(table):,} of {total:,} subsets (the smallest first, and all of them together; at most {C.MAX_SUBSETS:,})"
+        )
+        rows = [
+            [
+                r["quasi-identifiers"],
+                int(r["size"]),
+                int(r["classes"]),
+                r["distinction"],
+                r["separation"],
+                r["uniques"],
+                r["below_k"],
+            ]
+            for _, r in table.head(TOP_COMBINATIONS).iterrows()
+        ]
+        figs.risk.append(
+            Table(
+                f"{pre}qi_combinations",
+                "Riskiest quasi-identifier combinations",
+                [
+                    "quasi-identifiers",
+                    "QIs",
+                    "classes",
+                    "distinction",
+                    "separation",
+                    "unique records",
+                    f"records in classes < {k}",
+                ],
+                rows,
+                about,
+                note=f"{whose} grouped on each combination of its quasi-identifiers ({counted}; the "
+                f"{min(TOP_COMBINATIONS, len(table))} riskiest shown); distinction = classes / records, "
+                "separation = share of record pairs that differ, unique records and records in small "
+                "classes as fractions of the records",
+            )
+        )
     return figs

@@ -76,9 +76,11 @@ def model_warning(sensitive: Sequence[str], parameters: Mapping[str, Any]) -> st
     if not cols or parameters.get("l") is not None or parameters.get("t") is not None:
         return None
     names = ", ".join(repr(c) for c in cols)
-    return (f"sensitive column{'s' if len(cols) > 1 else ''} {names} published without an attribute-disclosure model: "
-            "k-anonymity hides who a record is, not what its class holds; ask for t-closeness (--t) or "
-            "l-diversity (--l, --l-kind entropy|recursive)")
+    return (
+        f"sensitive column{'s' if len(cols) > 1 else ''} {names} published without an attribute-disclosure model: "
+        "k-anonymity hides who a record is, not what its class holds; ask for t-closeness (--t) or "
+        "l-diversity (--l, --l-kind entropy|recursive)"
+    )
 
 
 def _model_words(p: Mapping[str, Any], sens: str | None, s: DisclosureSummary | None) -> list[str]:
@@ -91,8 +93,10 @@ def _model_words(p: Mapping[str, Any], sens: str | None, s: DisclosureSummary | 
             out.append(f"the {sens} values of every class have an entropy of at least ln {_g(l)} (entropy l = {_g(l)}{got})")
         elif kind == "recursive":
             c = p.get("c")
-            out.append(f"in every class the most frequent {sens} value has fewer than c = {_g(c)} times the records of the "
-                       f"{int(l)}-th and rarer values together (recursive (c, l) = ({_g(c)}, {int(l)}))")
+            out.append(
+                f"in every class the most frequent {sens} value has fewer than c = {_g(c)} times the records of the "
+                f"{int(l)}-th and rarer values together (recursive (c, l) = ({_g(c)}, {int(l)}))"
+            )
         else:
             got = f"; achieved {s.distinct_l}" if s is not None else ""
             out.append(f"every class holds at least {int(l)} distinct {sens} values (distinct l = {int(l)}{got})")
@@ -102,8 +106,10 @@ def _model_words(p: Mapping[str, Any], sens: str | None, s: DisclosureSummary | 
         if s is not None:
             val = s.t_ordered if t_kind == "ordered" and s.t_ordered is not None else s.t_equal
             got = f"; achieved {_g(val)}"
-        out.append(f"every class's {sens} distribution is within Earth Mover's Distance t = {_g(p['t'])} of the table's "
-                   f"({t_kind} distance{got})")
+        out.append(
+            f"every class's {sens} distribution is within Earth Mover's Distance t = {_g(p['t'])} of the table's "
+            f"({t_kind} distance{got})"
+        )
     return out
 
 
@@ -116,14 +122,17 @@ def _named(rows: Any, qi: Sequence[str], n: int = NAMED) -> str:
     return "; ".join(parts)
 
 
-def _guarantee(method: str, p: Mapping[str, Any], qi: Sequence[str], sens: str | None, sizes: np.ndarray,
-               s: DisclosureSummary | None) -> str:
+def _guarantee(
+    method: str, p: Mapping[str, Any], qi: Sequence[str], sens: str | None, sizes: np.ndarray, s: DisclosureSummary | None
+) -> str:
     k = int(p.get("k", 1))
     n, classes = int(sizes.sum()), int(len(sizes))
     smallest = int(sizes.min()) if len(sizes) else 0
     head = "Access control for the permissions' workload: e" if method == "access-control" else "E"
-    text = (f"{head}very record shares its quasi-identifiers ({', '.join(qi)}) with at least {k - 1} other"
-            f"{'s' if k != 2 else ''} (k = {k}); {_records(n)} in {_classes(classes)}, the smallest of {smallest:,}.")
+    text = (
+        f"{head}very record shares its quasi-identifiers ({', '.join(qi)}) with at least {k - 1} other"
+        f"{'s' if k != 2 else ''} (k = {k}); {_records(n)} in {_classes(classes)}, the smallest of {smallest:,}."
+    )
     models = _model_words(p, sens, s)
     if models:
         text += " " + "; ".join(m[0].upper() + m[1:] for m in models) + "."
@@ -132,17 +141,23 @@ def _guarantee(method: str, p: Mapping[str, Any], qi: Sequence[str], sens: str |
 
 def _protects(p: Mapping[str, Any], sens: str | None, s: DisclosureSummary | None) -> str:
     k = int(p.get("k", 1))
-    text = (f"It protects against linkage: knowing someone's quasi-identifiers, an attacker finds at least {k} records "
-            f"and picks the right one with a chance of at most 1/{k} = {_pct(1 / k)}.")
+    text = (
+        f"It protects against linkage: knowing someone's quasi-identifiers, an attacker finds at least {k} records "
+        f"and picks the right one with a chance of at most 1/{k} = {_pct(1 / k)}."
+    )
     if sens is None:
         return text + " No sensitive column is published. It does not hide whether someone is in the table."
     if p.get("t") is not None:
-        text += (f" t-closeness bounds what a class tells about {sens}: its distribution is within t = {_g(p['t'])} of the "
-                 "table's, so the attacker's belief in any value (or set of values) moves by at most t from the base rate.")
+        text += (
+            f" t-closeness bounds what a class tells about {sens}: its distribution is within t = {_g(p['t'])} of the "
+            "table's, so the attacker's belief in any value (or set of values) moves by at most t from the base rate."
+        )
     elif p.get("l") is not None:
-        text += (f" l-diversity keeps several {sens} values in every class but does not balance them: a class may still be "
-                 + (f"{_pct(s.profile['share'].max())} one value" if s is not None and len(s.profile) else "mostly one value")
-                 + ", which discloses it.")
+        text += (
+            f" l-diversity keeps several {sens} values in every class but does not balance them: a class may still be "
+            + (f"{_pct(s.profile['share'].max())} one value" if s is not None and len(s.profile) else "mostly one value")
+            + ", which discloses it."
+        )
     else:
         text += f" It does not protect {sens}: a class whose records share one value discloses it to anyone who finds the class."
     return text + " It does not hide whether someone is in the table, nor what an attacker knows from elsewhere."
@@ -153,28 +168,49 @@ def _learn(p: Mapping[str, Any], sens: str | None, sizes: np.ndarray, s: Disclos
     out: list[Any] = []
     if n:
         smallest = int(sizes.min())
-        out.append(Text("learn_linkage",
-                        f"Knowing someone's quasi-identifiers (and that they are in the table), an attacker picks their record "
-                        f"with a chance of 1/{smallest} = {_pct(1 / smallest)} at worst (the smallest class) and "
-                        f"{_pct(classes / n)} on average ({_classes(classes)} / {_records(n)})."))
+        out.append(
+            Text(
+                "learn_linkage",
+                f"Knowing someone's quasi-identifiers (and that they are in the table), an attacker picks their record "
+                f"with a chance of 1/{smallest} = {_pct(1 / smallest)} at worst (the smallest class) and "
+                f"{_pct(classes / n)} on average ({_classes(classes)} / {_records(n)}).",
+            )
+        )
     if s is None or not s.n_records:
         return out
-    out.append(Text("learn_sensitive_confidence",
-                    f"Knowing someone's quasi-identifiers, an attacker learns their {sens} with >= {_pct(s.threshold)} confidence "
-                    f"for {s.n_disclosing_records:,} of {s.n_records:,} records ({_classes(s.n_disclosing_classes)}"
-                    + (f", {s.n_homogeneous_classes:,} with a single value" if s.n_homogeneous_classes else "")
-                    + f"); guessing their class's most frequent value is right for {_pct(s.inference_success)} of the records, "
-                      f"against {_pct(s.base_rate)} for guessing {s.base_value!r} for everyone."))
+    out.append(
+        Text(
+            "learn_sensitive_confidence",
+            f"Knowing someone's quasi-identifiers, an attacker learns their {sens} with >= {_pct(s.threshold)} confidence "
+            f"for {s.n_disclosing_records:,} of {s.n_records:,} records ({_classes(s.n_disclosing_classes)}"
+            + (f", {s.n_homogeneous_classes:,} with a single value" if s.n_homogeneous_classes else "")
+            + f"); guessing their class's most frequent value is right for {_pct(s.inference_success)} of the records, "
+            f"against {_pct(s.base_rate)} for guessing {s.base_value!r} for everyone.",
+        )
+    )
     if p.get("t") is not None:
-        out.append(Text("learn_belief_shift",
-                        f"No class moves the attacker's belief in a {sens} value (or set of values) by more than "
-                        f"{_g(s.t_equal)} from the table's distribution (t achieved, equal distance)."
-                        + (f" With the values in their order the distance is at most {_g(s.t_ordered)}."
-                           if s.t_ordered is not None else "")))
-    out.append(Value("learn_inference_advantage", f"Right guesses of {sens} above the base rate",
-                     s.inference_success - s.base_rate, unit="fraction of records",
-                     note="share of records whose value is their class's most frequent one, less the share of the table's "
-                          "most frequent value"))
+        out.append(
+            Text(
+                "learn_belief_shift",
+                f"No class moves the attacker's belief in a {sens} value (or set of values) by more than "
+                f"{_g(s.t_equal)} from the table's distribution (t achieved, equal distance)."
+                + (
+                    f" With the values in their order the distance is at most {_g(s.t_ordered)}."
+                    if s.t_ordered is not None
+                    else ""
+                ),
+            )
+        )
+    out.append(
+        Value(
+            "learn_inference_advantage",
+            f"Right guesses of {sens} above the base rate",
+            s.inference_success - s.base_rate,
+            unit="fraction of records",
+            note="share of records whose value is their class's most frequent one, less the share of the table's "
+            "most frequent value",
+        )
+    )
     return out
 
 
@@ -183,44 +219,76 @@ def _attacks(sens: str | None, sizes: np.ndarray, qi: Sequence[str], s: Disclosu
     out: list[Attack] = []
     if n:
         at_risk = sizes[1.0 / sizes > LINKAGE_THRESHOLD]
-        out.append(Attack(
-            "attack_linkage", "linkage (prosecutor re-identification)", classes / n, 1.0 / n, LINKAGE_THRESHOLD,
-            "share of records re-identified when every record is attacked (average prosecutor risk, classes / records)",
-            found=(f"smallest class {int(sizes.min()):,} records (risk {_pct(1 / sizes.min())}); "
-                   f"{_records(int(at_risk.sum()))} in classes of fewer than {round(1 / LINKAGE_THRESHOLD)} records"),
-            test=f"{TEST}::test_linkage_attack"))
+        out.append(
+            Attack(
+                "attack_linkage",
+                "linkage (prosecutor re-identification)",
+                classes / n,
+                1.0 / n,
+                LINKAGE_THRESHOLD,
+                "share of records re-identified when every record is attacked (average prosecutor risk, classes / records)",
+                found=(
+                    f"smallest class {int(sizes.min()):,} records (risk {_pct(1 / sizes.min())}); "
+                    f"{_records(int(at_risk.sum()))} in classes of fewer than {round(1 / LINKAGE_THRESHOLD)} records"
+                ),
+                test=f"{TEST}::test_linkage_attack",
+            )
+        )
     if s is not None and s.n_records:
         hit = disclosing_classes(s, qi)
-        found = (f"{_classes(s.n_disclosing_classes)} ({_records(s.n_disclosing_records)}) have >= {_pct(s.threshold)} one "
-                 f"{sens} value, " + (f"{s.n_homogeneous_classes:,} of them a single value" if s.n_homogeneous_classes
-                                      else "none a single value"))
+        found = (
+            f"{_classes(s.n_disclosing_classes)} ({_records(s.n_disclosing_records)}) have >= {_pct(s.threshold)} one "
+            f"{sens} value, "
+            + (f"{s.n_homogeneous_classes:,} of them a single value" if s.n_homogeneous_classes else "none a single value")
+        )
         if len(hit):
             found += f", e.g. {_named(hit, qi)}"
-        out.append(Attack(
-            "attack_attribute_inference", f"attribute inference of {sens} (class's most frequent value)",
-            s.inference_success, s.base_rate, INFERENCE_THRESHOLD,
-            f"share of records whose {sens} is their class's most frequent value (baseline: the table's most frequent "
-            f"value {s.base_value!r} for everyone)", found=found, test=f"{TEST}::test_attribute_inference_attack_on_adult"))
+        out.append(
+            Attack(
+                "attack_attribute_inference",
+                f"attribute inference of {sens} (class's most frequent value)",
+                s.inference_success,
+                s.base_rate,
+                INFERENCE_THRESHOLD,
+                f"share of records whose {sens} is their class's most frequent value (baseline: the table's most frequent "
+                f"value {s.base_value!r} for everyone)",
+                found=found,
+                test=f"{TEST}::test_attribute_inference_attack_on_adult",
+            )
+        )
     return out
 
 
-def _warnings(p: Mapping[str, Any], declared: Sequence[str], sens: str | None, qi: Sequence[str],
-              s: DisclosureSummary | None) -> list[str | Text]:
+def _warnings(
+    p: Mapping[str, Any], declared: Sequence[str], sens: str | None, qi: Sequence[str], s: DisclosureSummary | None
+) -> list[str | Text]:
     out: list[str | Text] = []
     w = model_warning(declared, p)
     if w:
         out.append(w)
     if s is not None and p.get("t") is None and s.n_disclosing_classes:
-        why = "no attribute-disclosure model was asked" if p.get("l") is None else \
-            f"{p.get('l_kind', 'distinct')} l-diversity does not bound the share of one value"
-        out.append(f"{_classes(s.n_disclosing_classes)} ({_records(s.n_disclosing_records)} of {s.n_records:,}) have "
-                   f">= {_pct(s.threshold)} one {sens} value ({why}), e.g. {_named(disclosing_classes(s, qi), qi)}")
+        why = (
+            "no attribute-disclosure model was asked"
+            if p.get("l") is None
+            else f"{p.get('l_kind', 'distinct')} l-diversity does not bound the share of one value"
+        )
+        out.append(
+            f"{_classes(s.n_disclosing_classes)} ({_records(s.n_disclosing_records)} of {s.n_records:,}) have "
+            f">= {_pct(s.threshold)} one {sens} value ({why}), e.g. {_named(disclosing_classes(s, qi), qi)}"
+        )
     return out
 
 
-def relational_threat(method: str, parameters: Mapping[str, Any], qi: Sequence[str], sizes: Any,
-                      summary: DisclosureSummary | None, *, declared: Sequence[str] = (),
-                      with_original: bool = False) -> Figures:
+def relational_threat(
+    method: str,
+    parameters: Mapping[str, Any],
+    qi: Sequence[str],
+    sizes: Any,
+    summary: DisclosureSummary | None,
+    *,
+    declared: Sequence[str] = (),
+    with_original: bool = False,
+) -> Figures:
     """The summary fields (and the attribute-disclosure figures) of a relational release.
 
     Parameters
@@ -257,4 +325,3 @@ def relational_threat(method: str, parameters: Mapping[str, Any], qi: Sequence[s
         headline=list(HEADLINE) if with_original else [],
         warnings=_warnings(parameters, declared, sens, qi, summary),
     )
-

@@ -46,9 +46,23 @@ import pandas as pd
 from ..data.hierarchy import ROOT, as_keys
 from .metrics import discernibility
 
-__all__ = ["SEED", "N_QUERIES", "Domain", "Query", "domain_of", "hierarchy_nodes", "coverage", "label_table", "utility_summary",
-           "query_workload", "answer_queries", "estimate_queries", "relative_errors", "error_bound",
-           "spread_over_domain"]
+__all__ = [
+    "SEED",
+    "N_QUERIES",
+    "Domain",
+    "Query",
+    "domain_of",
+    "hierarchy_nodes",
+    "coverage",
+    "label_table",
+    "utility_summary",
+    "query_workload",
+    "answer_queries",
+    "estimate_queries",
+    "relative_errors",
+    "error_bound",
+    "spread_over_domain",
+]
 
 #: the public seed of the query workload (the same queries for every release of a table)
 SEED = 20_160_517
@@ -128,8 +142,9 @@ def hierarchy_nodes(hierarchy: Any) -> dict[str, np.ndarray]:
     return {k: np.unique(np.concatenate(v).astype(str)).astype(object) for k, v in out.items()}
 
 
-def coverage(label: Any, dom: Domain, nodes: Mapping[str, np.ndarray] | None = None
-             ) -> tuple[np.ndarray | None, tuple[float, float] | None]:
+def coverage(
+    label: Any, dom: Domain, nodes: Mapping[str, np.ndarray] | None = None
+) -> tuple[np.ndarray | None, tuple[float, float] | None]:
     """The domain values a released ``label`` covers, as a boolean mask over ``dom.keys``
     (None when the label cannot be read), and for an interval label its bounds.
 
@@ -283,8 +298,16 @@ def utility_summary(classes: pd.DataFrame, qi: Sequence[str], tables: Mapping[st
         sized[a] = [str(x) for x in t.labels[bad & (t.ncp < 1.0)]]
         unread_records[a] = int(counts[(code >= 0) & bad[np.maximum(code, 0)]].sum())
     gcp = float(np.mean(list(ncp.values()))) if ncp else 0.0
-    return {"n_total": n_total, "n_suppressed": n_suppressed, "discernibility": dm, "ncp": ncp, "gcp": gcp,
-            "unread": unread, "unread_records": unread_records, "sized": sized}
+    return {
+        "n_total": n_total,
+        "n_suppressed": n_suppressed,
+        "discernibility": dm,
+        "ncp": ncp,
+        "gcp": gcp,
+        "unread": unread,
+        "unread_records": unread_records,
+        "sized": sized,
+    }
 
 
 # ---------------------------------------------------------------------------- query workload
@@ -325,7 +348,7 @@ def query_workload(domains: Sequence[Domain], n: int = N_QUERIES, seed: int = SE
             sel = np.zeros(d.size, dtype=bool)
             if d.numeric:
                 a, b = sorted(int(x) for x in rng.integers(0, d.size, size=2))
-                sel[a:b + 1] = True
+                sel[a : b + 1] = True
             else:
                 r = int(rng.integers(1, max(1, math.ceil(d.size / 2)) + 1))
                 sel[rng.choice(d.size, size=r, replace=False)] = True
@@ -354,8 +377,9 @@ def answer_queries(part: pd.DataFrame, queries: Sequence[Query], keys: Mapping[s
     return answer_on_tuples(codes, np.ones(len(part), dtype=np.int64), queries, {a: len(keys[a]) for a in names})
 
 
-def answer_on_tuples(codes: Mapping[str, np.ndarray], weights: np.ndarray, queries: Sequence[Query],
-                     sizes: Mapping[str, int]) -> np.ndarray:
+def answer_on_tuples(
+    codes: Mapping[str, np.ndarray], weights: np.ndarray, queries: Sequence[Query], sizes: Mapping[str, int]
+) -> np.ndarray:
     """The answer of every query on weighted rows given by their domain positions per
     quasi-identifier (``codes[a]``: position in the domain's keys, -1 outside it; ``sizes[a]``:
     the domain's size). Equal rows are merged first."""

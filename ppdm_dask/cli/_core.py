@@ -39,9 +39,20 @@ LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
 class Context:
     """Global options shared by the sub-commands (``ctx.obj``)."""
 
-    def __init__(self, *, scheduler: str | None = None, workers: int | None = None, storage_options: Mapping[str, Any] | None = None,
-                 key_file: str | None = None, as_json: bool = False, progress: bool = True, debug: bool = False,
-                 verify_input: bool = False, ledger: str | None = None, no_ledger: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        scheduler: str | None = None,
+        workers: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        key_file: str | None = None,
+        as_json: bool = False,
+        progress: bool = True,
+        debug: bool = False,
+        verify_input: bool = False,
+        ledger: str | None = None,
+        no_ledger: bool = False,
+    ) -> None:
         self.scheduler = scheduler
         self.workers = workers
         self.storage_options = dict(storage_options or {})
@@ -65,8 +76,9 @@ class Context:
             return None
         from ..ledger import Ledger
 
-        return Ledger(self.ledger_url, storage_options=self.storage_options if self.ledger_url and "://" in self.ledger_url
-                      else None)
+        return Ledger(
+            self.ledger_url, storage_options=self.storage_options if self.ledger_url and "://" in self.ledger_url else None
+        )
 
     def check_ledger_options(self) -> None:
         """Refuse ``--ledger`` with ``--no-ledger`` (a job checks this before it starts)."""
@@ -99,8 +111,10 @@ class Context:
         if self.scheduler in LOCAL_SCHEDULERS:
             from ..cluster import job_thread_pool
 
-            with dask.config.set(scheduler=self.scheduler), \
-                    job_thread_pool() if self.scheduler == "threads" else contextlib.nullcontext():
+            with (
+                dask.config.set(scheduler=self.scheduler),
+                job_thread_pool() if self.scheduler == "threads" else contextlib.nullcontext(),
+            ):
                 yield f"local {self.scheduler} scheduler"
             return
         from ..cluster import close_client, get_client
@@ -126,8 +140,10 @@ class Context:
         try:
             key.to_file(path)
         except OSError as exc:
-            raise InvalidParameter(f"cannot create key file {path}: {exc.strerror or exc}",
-                                   cli="--key-file: give a path in an existing, writable folder") from None
+            raise InvalidParameter(
+                f"cannot create key file {path}: {exc.strerror or exc}",
+                cli="--key-file: give a path in an existing, writable folder",
+            ) from None
         click.echo(f"new random key written to {path} (keep it secret; reuse it to reproduce this run)", err=True)
         return key
 
@@ -151,8 +167,9 @@ class Context:
         """A typed table from CSV or Parquet (see :func:`ppdm_dask.data.tables.read_table`)."""
         from ..data.tables import read_table
 
-        return read_table(url, storage_options=self.storage_options, sep=sep, dtype=list(dtype), schema=schema,
-                          verify=self.verify_input)
+        return read_table(
+            url, storage_options=self.storage_options, sep=sep, dtype=list(dtype), schema=schema, verify=self.verify_input
+        )
 
     # ------------------------------------------------------------------ output
     def emit(self, summary: Mapping[str, Any], text: str) -> None:
@@ -191,8 +208,9 @@ class Job:
 
 
 @contextlib.contextmanager
-def job(obj: Context, *, inputs: Sequence[str | None] = (), outputs: Sequence[str | None] = (),
-        overwrite: bool = False) -> Iterator[Job]:
+def job(
+    obj: Context, *, inputs: Sequence[str | None] = (), outputs: Sequence[str | None] = (), overwrite: bool = False
+) -> Iterator[Job]:
     """Run a command's work: refuse a missing input and an existing output **before** any work
     (no cluster is started for a job that cannot run), then activate the scheduler and time
     the job."""
@@ -217,29 +235,48 @@ def job(obj: Context, *, inputs: Sequence[str | None] = (), outputs: Sequence[st
         yield Job(where)
 
 
-def write_release(obj: Context, release: Any, dst: str | None, *, original: Any = None, overwrite: bool = False,
-                  rows_per_file: int | None = None, check: bool = True,
-                  report: bool = True) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def write_release(
+    obj: Context,
+    release: Any,
+    dst: str | None,
+    *,
+    original: Any = None,
+    overwrite: bool = False,
+    rows_per_file: int | None = None,
+    check: bool = True,
+    report: bool = True,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Write ``release`` at ``dst`` (nothing without ``dst``) and, unless ``report`` is false, its
     privacy and utility report beside it (against ``original``, the job's input; the verdict is
     the one recounted on the written files before the commit). Returns ``(manifest, report
     paths)``, the paths with the report's ``decision``."""
     if not dst:
         return None, None
-    manifest = release.write(dst, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress,
-                             rows_per_file=rows_per_file, check=check, ledger=obj.ledger(),
-                             allow_composition=obj.allow_composition, notify=lambda line: click.echo(line, err=True))
+    manifest = release.write(
+        dst,
+        storage_options=obj.storage_options,
+        overwrite=overwrite,
+        progress=obj.progress,
+        rows_per_file=rows_per_file,
+        check=check,
+        ledger=obj.ledger(),
+        allow_composition=obj.allow_composition,
+        notify=lambda line: click.echo(line, err=True),
+    )
     if not report:
         return manifest, None
     from ..verification import open_release
 
     written = open_release(dst, storage_options=obj.storage_options).adopt(release)
     try:
-        doc = written.report(original, storage_options=obj.storage_options, verify=False, overwrite=overwrite,
-                             progress=obj.progress)
+        doc = written.report(
+            original, storage_options=obj.storage_options, verify=False, overwrite=overwrite, progress=obj.progress
+        )
     except PPDMError as exc:  # the release is committed and verified: a report that cannot be made does not undo that
-        click.echo(f"ppdm: warning: {dst} is written and verified, but its report could not be made: "
-                   f"{cli_message(exc)} ('ppdm report {dst}' retries)", err=True)
+        click.echo(
+            f"ppdm: warning: {dst} is written and verified, but its report could not be made: "
+            f"{cli_message(exc)} ('ppdm report {dst}' retries)",
+            err=True,
+        )
         return manifest, None
     return manifest, {**doc["paths"], "decision": doc.get("decision")}
-

@@ -22,7 +22,9 @@ class Number(click.FloatRange):
 
     name = "number"
 
-    def __init__(self, min: float | None = None, max: float | None = None, min_open: bool = False, max_open: bool = False) -> None:
+    def __init__(
+        self, min: float | None = None, max: float | None = None, min_open: bool = False, max_open: bool = False
+    ) -> None:
         super().__init__(min, max, min_open=min_open, max_open=max_open, clamp=False)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
@@ -34,6 +36,7 @@ class Number(click.FloatRange):
 
 def stack(*decorators: Callable) -> Callable:
     """One decorator that applies ``decorators`` in the order written."""
+
     def apply(fn: Callable) -> Callable:
         for d in reversed(decorators):
             fn = d(fn)
@@ -59,11 +62,16 @@ def support_value(text: str, flag: str = "--min-support") -> float:
     try:
         value = float(t)
     except ValueError:
-        raise InvalidParameter(f"{flag} {text!r} is not a number", cli=f"{flag} takes a fraction of the transactions in (0, 1], "
-                               "--min-count an absolute count") from None
+        raise InvalidParameter(
+            f"{flag} {text!r} is not a number",
+            cli=f"{flag} takes a fraction of the transactions in (0, 1], --min-count an absolute count",
+        ) from None
     if not 0.0 < value <= 1.0:  # also NaN
-        hint = (f"for an absolute count of {t} transactions give --min-count {t}" if t.isdigit() and int(t) >= 2
-                else f"{flag} takes a fraction of the transactions in (0, 1], --min-count an absolute count")
+        hint = (
+            f"for an absolute count of {t} transactions give --min-count {t}"
+            if t.isdigit() and int(t) >= 2
+            else f"{flag} takes a fraction of the transactions in (0, 1], --min-count an absolute count"
+        )
         raise InvalidParameter(f"{flag} {t} is not a fraction of the transactions in (0, 1]", cli=hint)
     return value
 
@@ -75,10 +83,19 @@ def support_options(default: float | None = None, *, what: str = "Minimum suppor
     tail = f" [default: {default:g}]" if default is not None else " Or give --min-count."
     note = f" {note}" if note else ""
     return stack(
-        click.option("--min-support", default=None, metavar="FRACTION",
-                     help=f"{what} as a fraction of the transactions in (0, 1] (e.g. 0.003; 1 = every transaction).{note}{tail}"),
-        click.option("--min-count", type=click.IntRange(min=1), default=None, metavar="N",
-                     help=f"{what} as an absolute number of transactions (integer >= 1), instead of --min-support.{note}"),
+        click.option(
+            "--min-support",
+            default=None,
+            metavar="FRACTION",
+            help=f"{what} as a fraction of the transactions in (0, 1] (e.g. 0.003; 1 = every transaction).{note}{tail}",
+        ),
+        click.option(
+            "--min-count",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help=f"{what} as an absolute number of transactions (integer >= 1), instead of --min-support.{note}",
+        ),
     )
 
 
@@ -87,14 +104,18 @@ def support_from(min_support: str | None, min_count: int | None, default: float 
     an int count from ``--min-count``; one usage error if both are given, or neither without a
     default."""
     if min_support is not None and min_count is not None:
-        raise click.UsageError(f"give either --min-support (a fraction in (0, 1]) or --min-count (a number of transactions), "
-                               f"not both (got --min-support {min_support} and --min-count {min_count})")
+        raise click.UsageError(
+            f"give either --min-support (a fraction in (0, 1]) or --min-count (a number of transactions), "
+            f"not both (got --min-support {min_support} and --min-count {min_count})"
+        )
     if min_count is not None:
         return int(min_count)
     if min_support is not None:
         return support_value(min_support)
     if default is None:
-        raise click.UsageError("Missing option '--min-support' (a fraction in (0, 1]) or '--min-count' (a number of transactions)")
+        raise click.UsageError(
+            "Missing option '--min-support' (a fraction in (0, 1]) or '--min-count' (a number of transactions)"
+        )
     return float(default)
 
 
@@ -103,8 +124,10 @@ def check_count(min_support: float | int, n_transactions: int, where: str = "the
     from ..errors import InvalidParameter
 
     if isinstance(min_support, int) and min_support > n_transactions:
-        raise InvalidParameter(f"--min-count {min_support} exceeds the {n_transactions:,} transactions of {where}",
-                               cli=f"--min-count at most {n_transactions:,}, or a --min-support fraction")
+        raise InvalidParameter(
+            f"--min-count {min_support} exceeds the {n_transactions:,} transactions of {where}",
+            cli=f"--min-count at most {n_transactions:,}, or a --min-support fraction",
+        )
 
 
 def support_text(min_support: float | int) -> str:
@@ -114,8 +137,13 @@ def support_text(min_support: float | int) -> str:
 
 #: ``--max-candidates`` of the Apriori miners (``mine``, ``emask mine``): checked before a level is built
 apriori_max_candidates = click.option(
-    "--max-candidates", type=click.IntRange(min=1), default=20_000_000, show_default=True,
-    help="Stop with an error (saying how many and how much memory) before a level builds more candidate itemsets than this.")
+    "--max-candidates",
+    type=click.IntRange(min=1),
+    default=20_000_000,
+    show_default=True,
+    help="Stop with an error (saying how many and how much memory) before a level builds more candidate itemsets than this.",
+)
+
 
 def _read_as_baskets(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value and ctx.obj is not None:
@@ -128,14 +156,24 @@ def _allow_composition(ctx: click.Context, param: click.Parameter, value: bool) 
 
 
 #: ``--as-baskets``: the override of the input-kind check (:mod:`ppdm_dask.data.kind`)
-as_baskets = click.option("--as-baskets", is_flag=True, expose_value=False, callback=_read_as_baskets,
-                          help="Read text input as baskets even where it looks like a table (a header row of column names, "
-                               "a fixed number of fields): for a basket CSV whose first line really is a basket.")
+as_baskets = click.option(
+    "--as-baskets",
+    is_flag=True,
+    expose_value=False,
+    callback=_read_as_baskets,
+    help="Read text input as baskets even where it looks like a table (a header row of column names, "
+    "a fixed number of fields): for a basket CSV whose first line really is a basket.",
+)
 
 #: ``--format``: input format of transaction data (with ``--as-baskets``)
 input_format = stack(
-    click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-                 help="Input format (default: from the extension; a folder is Parquet)."),
+    click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default=None,
+        help="Input format (default: from the extension; a folder is Parquet).",
+    ),
     as_baskets,
 )
 
@@ -145,48 +183,87 @@ overwrite = click.option("--overwrite", is_flag=True, help="Replace an existing 
 #: options of every command that writes a release
 release_output = stack(
     overwrite,
-    click.option("--rows-per-file", type=click.IntRange(min=1), default=None,
-                 help="Rows per output part file (default: the family's, ~100 MB per file)."),
-    click.option("--allow-weak", is_flag=True,
-                 help="Accept parameters below the privacy floors (e.g. k < 2, basic privacy < 90%); the override is recorded in the manifest."),
-    click.option("--allow-composition", is_flag=True, expose_value=False,
-                 callback=_allow_composition,
-                 help="Accept a release that, composed with the earlier releases of its input in the ledger, exceeds a "
-                      "limit (an ε budget, k of the intersected classes ...); recorded in the manifest."),
-    click.option("--check/--no-check", default=True, show_default=True,
-                 help="Read the written release back and recount its guarantee before committing it."),
-    click.option("--report/--no-report", default=True, show_default=True,
-                 help="Write the owner's privacy and utility report beside the release (DST.report.html, DST.report.json; "
-                      "never inside the release folder, which may be shared)."),
+    click.option(
+        "--rows-per-file",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Rows per output part file (default: the family's, ~100 MB per file).",
+    ),
+    click.option(
+        "--allow-weak",
+        is_flag=True,
+        help="Accept parameters below the privacy floors (e.g. k < 2, basic privacy < 90%); the override is recorded in the manifest.",
+    ),
+    click.option(
+        "--allow-composition",
+        is_flag=True,
+        expose_value=False,
+        callback=_allow_composition,
+        help="Accept a release that, composed with the earlier releases of its input in the ledger, exceeds a "
+        "limit (an ε budget, k of the intersected classes ...); recorded in the manifest.",
+    ),
+    click.option(
+        "--check/--no-check",
+        default=True,
+        show_default=True,
+        help="Read the written release back and recount its guarantee before committing it.",
+    ),
+    click.option(
+        "--report/--no-report",
+        default=True,
+        show_default=True,
+        help="Write the owner's privacy and utility report beside the release (DST.report.html, DST.report.json; "
+        "never inside the release folder, which may be shared).",
+    ),
 )
 
 #: options of commands that read a relational table (CSV or Parquet)
 table_input = stack(
     click.option("--sep", default=None, help="CSV field separator (default: sniffed from the file)."),
-    click.option("--dtype", "dtype", multiple=True, metavar="COL=TYPE",
-                 help="Column type (string, int, float, bool); CSV columns are strings unless typed. Repeatable."),
-    click.option("--schema", default=None, metavar="FILE", help="JSON file of column types: {\"age\": \"int\", ...}."),
+    click.option(
+        "--dtype",
+        "dtype",
+        multiple=True,
+        metavar="COL=TYPE",
+        help="Column type (string, int, float, bool); CSV columns are strings unless typed. Repeatable.",
+    ),
+    click.option("--schema", default=None, metavar="FILE", help='JSON file of column types: {"age": "int", ...}.'),
 )
 
 #: attribute roles of a relational table
 roles = stack(
-    click.option("--identifier", "identifiers", default=None, metavar="COLS",
-                 help="Comma-separated direct identifiers (name, e-mail ...): never published."),
+    click.option(
+        "--identifier",
+        "identifiers",
+        default=None,
+        metavar="COLS",
+        help="Comma-separated direct identifiers (name, e-mail ...): never published.",
+    ),
     click.option("--qi", default=None, metavar="COLS", help="Comma-separated quasi-identifiers: generalised."),
     click.option("--sensitive", default=None, metavar="COL", help="Sensitive attribute: published as is (protected by --l)."),
     click.option("--insensitive", default=None, metavar="COLS", help="Comma-separated columns published as is."),
-    click.option("--allow-unique", default=None, metavar="COLS",
-                 help="Quasi-identifier or insensitive columns accepted although nearly unique per record (recorded)."),
+    click.option(
+        "--allow-unique",
+        default=None,
+        metavar="COLS",
+        help="Quasi-identifier or insensitive columns accepted although nearly unique per record (recorded).",
+    ),
 )
 
 
-def roles_from(identifiers: str | None, qi: str | None, sensitive: str | None, insensitive: str | None,
-               allow_unique: str | None) -> Any:
+def roles_from(
+    identifiers: str | None, qi: str | None, sensitive: str | None, insensitive: str | None, allow_unique: str | None
+) -> Any:
     """The :class:`~ppdm_dask.release.Roles` of the role options."""
     from ..release import Roles
 
-    return Roles(identifiers=split_list(identifiers), quasi_identifiers=split_list(qi), sensitive=split_list(sensitive),
-                 insensitive=split_list(insensitive), allow_unique=split_list(allow_unique))
+    return Roles(
+        identifiers=split_list(identifiers),
+        quasi_identifiers=split_list(qi),
+        sensitive=split_list(sensitive),
+        insensitive=split_list(insensitive),
+        allow_unique=split_list(allow_unique),
+    )
 
 
 def parse_storage_options(values: Sequence[str]) -> dict[str, Any]:

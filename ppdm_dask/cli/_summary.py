@@ -27,8 +27,15 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def release_text(summary: Mapping[str, Any], *, src: str | None, dst: str | None, verdict: Any = None,
-                 job: Any = None, extra: Sequence[str] = ()) -> str:
+def release_text(
+    summary: Mapping[str, Any],
+    *,
+    src: str | None,
+    dst: str | None,
+    verdict: Any = None,
+    job: Any = None,
+    extra: Sequence[str] = (),
+) -> str:
     """The one-screen text of a release job: what, parameters, records, privacy, utility, the
     verdict of the independent check, where it was written."""
     head = f"{summary.get('family')} release ({summary.get('method')})"
@@ -50,18 +57,34 @@ def release_text(summary: Mapping[str, Any], *, src: str | None, dst: str | None
     return "\n".join(lines)
 
 
-def emit_release(obj: Any, release: Any, *, src: str | None, dst: str | None, manifest: Mapping[str, Any] | None,
-                 job: Any, extra_text: Sequence[str] = (), extra_json: Mapping[str, Any] | None = None,
-                 report: Mapping[str, Any] | None = None) -> None:
+def emit_release(
+    obj: Any,
+    release: Any,
+    *,
+    src: str | None,
+    dst: str | None,
+    manifest: Mapping[str, Any] | None,
+    job: Any,
+    extra_text: Sequence[str] = (),
+    extra_json: Mapping[str, Any] | None = None,
+    report: Mapping[str, Any] | None = None,
+) -> None:
     """Print a release job's summary (text or ``--json``), with the path of its report."""
     from ..release import Verdict
 
     verdict = Verdict.from_dict(manifest["guarantees"]) if manifest and manifest.get("guarantees") else None
     summary = release.summary()
-    payload = {**summary, "src": src, "out": dst, "verdict": verdict.to_dict() if verdict is not None else None,
-               "key_fingerprint": manifest["release"]["key_fingerprint"] if manifest else None,
-               "seconds": job.seconds, "scheduler": job.where, "report_html": (report or {}).get("html"),
-               **dict(extra_json or {})}
+    payload = {
+        **summary,
+        "src": src,
+        "out": dst,
+        "verdict": verdict.to_dict() if verdict is not None else None,
+        "key_fingerprint": manifest["release"]["key_fingerprint"] if manifest else None,
+        "seconds": job.seconds,
+        "scheduler": job.where,
+        "report_html": (report or {}).get("html"),
+        **dict(extra_json or {}),
+    }
     comp = getattr(release, "composition", None)
     if comp is not None:  # the composition with the input's earlier releases (the ledger)
         payload["ledger"] = comp.to_dict()
@@ -82,8 +105,9 @@ def ledger_text(comp: Any) -> str:
     if not comp.earlier:
         return f"  {'ledger':<12} recorded: the first release of this input"
     limits = ", ".join(f"{c.name} {'ok' if c.ok else 'OVERRIDDEN'}" for c in comp.checks)
-    return (f"  {'ledger':<12} recorded: composed with {len(comp.earlier)} earlier release(s) of this input"
-            + (f" ({limits})" if limits else ""))
+    return f"  {'ledger':<12} recorded: composed with {len(comp.earlier)} earlier release(s) of this input" + (
+        f" ({limits})" if limits else ""
+    )
 
 
 def decision_text(decision: Mapping[str, Any], reasons: int = 3) -> str:

@@ -28,29 +28,33 @@ __all__ = ["COMMANDS", "LazyGroup", "load_command", "table"]
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "convert": ("ppdm_dask.cli.data", "convert", "Convert between FIMI, basket CSV and Parquet (atomic write)."),
     "demo": (
-        "ppdm_dask.cli.demo", "demo",
+        "ppdm_dask.cli.demo",
+        "demo",
         "Release a table with k-anonymity, release baskets with EMASK distortion, and mine the distorted baskets: "
-        "what privacy was gained and what accuracy was kept, in words."),
+        "what privacy was gained and what accuracy was kept, in words.",
+    ),
     "generate": ("ppdm_dask.cli.data", "generate", "Synthetic data generators."),
     "info": ("ppdm_dask.cli.data", "info", "Rows, items, density and the length histogram of a dataset."),
-    "ledger": (
-        "ppdm_dask.cli.ledger", "ledger",
-        "The release ledger: every release of an input, composed (docs/ledger.md)."),
+    "ledger": ("ppdm_dask.cli.ledger", "ledger", "The release ledger: every release of an input, composed (docs/ledger.md)."),
     "mine": (
-        "ppdm_dask.cli.mining", "mine",
-        "Exact frequent itemsets (distributed Apriori) and, with --rules, association rules."),
+        "ppdm_dask.cli.mining",
+        "mine",
+        "Exact frequent itemsets (distributed Apriori) and, with --rules, association rules.",
+    ),
     "report": (
-        "ppdm_dask.cli.report", "report_cmd",
+        "ppdm_dask.cli.report",
+        "report_cmd",
         "Write the privacy and utility report of RELEASE: report.json (validated against the schema shipped with "
-        "ppdm) and one self-contained report.html with the figures."),
-    "samples": (
-        "ppdm_dask.cli.data", "samples",
-        "List the data samples bundled with the package (or copy some with --copy)."),
+        "ppdm) and one self-contained report.html with the figures.",
+    ),
+    "samples": ("ppdm_dask.cli.data", "samples", "List the data samples bundled with the package (or copy some with --copy)."),
     "verify": (
-        "ppdm_dask.cli.verify", "verify_cmd",
+        "ppdm_dask.cli.verify",
+        "verify_cmd",
         "Verify RELEASE: its manifest, the SHA-256 of every file, the privacy floors of its parameters and its "
         "guarantee recounted from the released data (k, l, k^m, group sizes, δ / k-variance conditions, suppressed "
-        "records absent), and with --original the release against the original."),
+        "records absent), and with --original the release against the original.",
+    ),
 }
 
 

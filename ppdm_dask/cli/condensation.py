@@ -32,22 +32,64 @@ def privacy_spec(column: str | None, span: str | None, level: int | None) -> Any
 @click.argument("src")
 @click.argument("dst")
 @click.option("--privacy-column", default=None, help="Column holding each record's privacy level (an integer >= 1).")
-@click.option("--privacy-range", default=None, metavar="LOW:HIGH", help="Draw levels uniformly from LOW..HIGH with the key (the paper's protocol).")
+@click.option(
+    "--privacy-range",
+    default=None,
+    metavar="LOW:HIGH",
+    help="Draw levels uniformly from LOW..HIGH with the key (the paper's protocol).",
+)
 @click.option("--privacy-level", type=click.IntRange(min=1), default=None, help="One level for every record.")
-@click.option("--columns", default=None, help="Comma-separated attributes to condense, converted to numbers (default: every numeric column but the privacy column).")
-@click.option("--dynamic", is_flag=True, help="Dynamic (streaming) maintenance over the partitions in order, instead of the static algorithm.")
-@click.option("--rows-per-partition", type=click.IntRange(min=1), default=200_000, show_default=True,
-              help="Rows per spatial cell of the static algorithm (groups never span cells; larger = closer to the single-machine result, slower).")
-@click.option("--standardize", is_flag=True, help="Z-score attributes for the grouping distances (output stays in the original units).")
-@click.option("--publish-statistics", is_flag=True,
-              help="Also publish n, the sums and the sums of products of the groups of more than d + 1 records "
-                   "(_statistics.parquet; recorded in the manifest). Smaller groups' statistics give their members away "
-                   "and are never published.")
+@click.option(
+    "--columns",
+    default=None,
+    help="Comma-separated attributes to condense, converted to numbers (default: every numeric column but the privacy column).",
+)
+@click.option(
+    "--dynamic",
+    is_flag=True,
+    help="Dynamic (streaming) maintenance over the partitions in order, instead of the static algorithm.",
+)
+@click.option(
+    "--rows-per-partition",
+    type=click.IntRange(min=1),
+    default=200_000,
+    show_default=True,
+    help="Rows per spatial cell of the static algorithm (groups never span cells; larger = closer to the single-machine result, slower).",
+)
+@click.option(
+    "--standardize", is_flag=True, help="Z-score attributes for the grouping distances (output stays in the original units)."
+)
+@click.option(
+    "--publish-statistics",
+    is_flag=True,
+    help="Also publish n, the sums and the sums of products of the groups of more than d + 1 records "
+    "(_statistics.parquet; recorded in the manifest). Smaller groups' statistics give their members away "
+    "and are never published.",
+)
 @table_input
 @release_output
 @click.pass_obj
-def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_level, columns, dynamic, rows_per_partition,
-             standardize, publish_statistics, sep, dtype, schema, overwrite, rows_per_file, allow_weak, check, report) -> None:
+def condense(
+    obj: Context,
+    src,
+    dst,
+    privacy_column,
+    privacy_range,
+    privacy_level,
+    columns,
+    dynamic,
+    rows_per_partition,
+    standardize,
+    publish_statistics,
+    sep,
+    dtype,
+    schema,
+    overwrite,
+    rows_per_file,
+    allow_weak,
+    check,
+    report,
+) -> None:
     """Condense the numeric records of SRC into groups of at least each member's privacy level
     and release pseudo-data with the groups' sizes at DST (Aggarwal & Yu); no pseudo-record
     copies a unique record of SRC. The release is verified before it is committed (check it
@@ -55,8 +97,13 @@ def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_leve
     from ..condensation import Condenser, StreamingCondenser
 
     spec = privacy_spec(privacy_column, privacy_range, privacy_level)
-    common = {"privacy_levels": spec, "privacy_column": privacy_column, "columns": split_list(columns) or None,
-              "allow_weak": allow_weak, "publish_statistics": publish_statistics}
+    common = {
+        "privacy_levels": spec,
+        "privacy_column": privacy_column,
+        "columns": split_list(columns) or None,
+        "allow_weak": allow_weak,
+        "publish_statistics": publish_statistics,
+    }
     with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         if dynamic:
@@ -64,9 +111,19 @@ def condense(obj: Context, src, dst, privacy_column, privacy_range, privacy_leve
         else:
             cond = Condenser(rows_per_partition=rows_per_partition, standardize=standardize, key=obj.key(), **common)
         release = cond.fit(table, progress=obj.progress).release(progress=obj.progress)
-        manifest, rep = write_release(obj, release, dst, original=table, overwrite=overwrite,
-                                       rows_per_file=rows_per_file, check=check, report=report)
+        manifest, rep = write_release(
+            obj, release, dst, original=table, overwrite=overwrite, rows_per_file=rows_per_file, check=check, report=report
+        )
     memory = getattr(cond, "report_", {}).get("memory")
     extra = [f"  {'memory plan':<12} {memory}"] if memory else []
-    emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra,
-                 extra_json={"memory_plan": memory} if memory else None, report=rep)
+    emit_release(
+        obj,
+        release,
+        src=src,
+        dst=dst,
+        manifest=manifest,
+        job=j,
+        extra_text=extra,
+        extra_json={"memory_plan": memory} if memory else None,
+        report=rep,
+    )

@@ -31,13 +31,15 @@ def _histogram_text(hist: dict[int, int], width: int = 40) -> list[str]:
 
 
 def describe_text(url: str, d: dict[str, Any]) -> str:
-    lines = [f"{url}",
-             f"  transactions  {d['n_transactions']:,}  ({d['empty_transactions']:,} empty)",
-             f"  items         {d['n_items']:,}",
-             f"  ones (nnz)    {d['nnz']:,}",
-             f"  density       {d['density']:.6f}",
-             f"  length        mean {d['mean_length']:.3f}, min {d['min_length']}, max {d['max_length']}",
-             f"  partitions    {d['n_partitions']}"]
+    lines = [
+        f"{url}",
+        f"  transactions  {d['n_transactions']:,}  ({d['empty_transactions']:,} empty)",
+        f"  items         {d['n_items']:,}",
+        f"  ones (nnz)    {d['nnz']:,}",
+        f"  density       {d['density']:.6f}",
+        f"  length        mean {d['mean_length']:.3f}, min {d['min_length']}, max {d['max_length']}",
+        f"  partitions    {d['n_partitions']}",
+    ]
     if d.get("columns"):
         lines.append(f"  columns       {', '.join(d['columns'])}")
     if d.get("metadata"):
@@ -62,10 +64,24 @@ def info(obj: Context, url: str, fmt: str | None) -> None:
 @click.command()
 @click.argument("src")
 @click.argument("dst")
-@click.option("--from", "src_fmt", type=click.Choice(["parquet", "fimi", "csv"]), default=None, help="Input format (default: from the extension).")
-@click.option("--to", "dst_fmt", type=click.Choice(["parquet", "fimi", "csv"]), default=None, help="Output format (default: from the extension; a folder is Parquet).")
+@click.option(
+    "--from",
+    "src_fmt",
+    type=click.Choice(["parquet", "fimi", "csv"]),
+    default=None,
+    help="Input format (default: from the extension).",
+)
+@click.option(
+    "--to",
+    "dst_fmt",
+    type=click.Choice(["parquet", "fimi", "csv"]),
+    default=None,
+    help="Output format (default: from the extension; a folder is Parquet).",
+)
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="Number of output partitions.")
-@click.option("--target-bytes", type=click.IntRange(min=1), default=None, help="Repartition to about this many CSR bytes per partition.")
+@click.option(
+    "--target-bytes", type=click.IntRange(min=1), default=None, help="Repartition to about this many CSR bytes per partition."
+)
 @as_baskets
 @overwrite
 @click.pass_obj
@@ -78,8 +94,18 @@ def convert(obj: Context, src: str, dst: str, src_fmt, dst_fmt, partitions, targ
         if partitions is not None or target_bytes is not None:
             tx = tx.repartition(target_bytes, npartitions=partitions)
         write(tx, dst, format=dst_fmt, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
-    summary = {"src": src, "dst": dst, "n_transactions": tx.n_transactions, "n_items": tx.n_items, "n_partitions": tx.n_partitions, "seconds": j.seconds}
-    obj.emit(summary, f"wrote {tx.n_transactions:,} transactions over {tx.n_items:,} items to {dst} ({tx.n_partitions} partitions) in {j.seconds:.1f} s")
+    summary = {
+        "src": src,
+        "dst": dst,
+        "n_transactions": tx.n_transactions,
+        "n_items": tx.n_items,
+        "n_partitions": tx.n_partitions,
+        "seconds": j.seconds,
+    }
+    obj.emit(
+        summary,
+        f"wrote {tx.n_transactions:,} transactions over {tx.n_items:,} items to {dst} ({tx.n_partitions} partitions) in {j.seconds:.1f} s",
+    )
 
 
 @click.group()
@@ -90,7 +116,9 @@ def generate() -> None:
 @generate.command("quest")
 @click.argument("spec")
 @click.argument("out")
-@click.option("--partition-rows", type=click.IntRange(min=1), default=None, help="Rows per partition (rounded to whole generator blocks).")
+@click.option(
+    "--partition-rows", type=click.IntRange(min=1), default=None, help="Rows per partition (rounded to whole generator blocks)."
+)
 @overwrite
 @click.pass_obj
 def generate_quest(obj: Context, spec: str, out: str, partition_rows, overwrite) -> None:
@@ -102,8 +130,18 @@ def generate_quest(obj: Context, spec: str, out: str, partition_rows, overwrite)
     with job(obj, outputs=[out], overwrite=overwrite) as j:
         tx = quest(qs, key=obj.key(), rows_per_partition=partition_rows)
         write(tx, out, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
-    summary = {"spec": qs.name, "out": out, "n_transactions": tx.n_transactions, "n_items": tx.n_items, "n_partitions": tx.n_partitions, "seconds": j.seconds}
-    obj.emit(summary, f"generated {qs.name}: {tx.n_transactions:,} transactions, {tx.n_items:,} items, {tx.n_partitions} partitions -> {out} in {j.seconds:.1f} s")
+    summary = {
+        "spec": qs.name,
+        "out": out,
+        "n_transactions": tx.n_transactions,
+        "n_items": tx.n_items,
+        "n_partitions": tx.n_partitions,
+        "seconds": j.seconds,
+    }
+    obj.emit(
+        summary,
+        f"generated {qs.name}: {tx.n_transactions:,} transactions, {tx.n_items:,} items, {tx.n_partitions} partitions -> {out} in {j.seconds:.1f} s",
+    )
 
 
 @click.command()

@@ -50,12 +50,22 @@ def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tu
 
 
 @emask.command("choose")
-@click.option("--s0", type=Number(0, 1, min_open=True, max_open=True), default=None, help="Average item support (fraction). Or give --data to estimate it.")
+@click.option(
+    "--s0",
+    type=Number(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Average item support (fraction). Or give --data to estimate it.",
+)
 @click.option("--data", default=None, help="Estimate s0 (mean transaction length / items) from this dataset.")
-@click.option("--min-support", type=Number(0, 1, min_open=True), default=0.003, show_default=True, metavar="FRACTION",
-              help="Mining support (a fraction of the transactions in (0, 1]) at which accuracy is screened (Eq. 6).")
-@click.option("--privacy-floor", type=Number(0, 100), default=90.0, show_default=True,
-              help="Minimum basic privacy (percent).")
+@click.option(
+    "--min-support",
+    type=Number(0, 1, min_open=True),
+    default=0.003,
+    show_default=True,
+    metavar="FRACTION",
+    help="Mining support (a fraction of the transactions in (0, 1]) at which accuracy is screened (Eq. 6).",
+)
+@click.option("--privacy-floor", type=Number(0, 100), default=90.0, show_default=True, help="Minimum basic privacy (percent).")
 @click.option("--q-min", type=Number(0, 1), default=0.95, show_default=True, help="Keep only q > this.")
 @as_baskets
 @click.pass_obj
@@ -70,9 +80,13 @@ def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> N
             s0 = estimate_s0(obj.read_transactions(data))
     choices = choose_parameters(s0, min_support, privacy_floor=privacy_floor, q_min=q_min)
     rows = [{"p": c.p, "q": c.q, "basic_privacy": c.basic_privacy, "err6": c.err6, "ldp_epsilon": c.ldp_epsilon} for c in choices]
-    lines = [f"s0 = {s0:.5g}, min_support = {min_support}, floor {privacy_floor:g}%: {len(rows)} candidate(s)",
-             "     p     q   BP (%)   Eq.6 err   eps/bit"]
-    lines += [f"  {r['p']:.2f}  {r['q']:.2f}   {r['basic_privacy']:6.2f}   {r['err6']:8.4f}   {r['ldp_epsilon']:7.3f}" for r in rows]
+    lines = [
+        f"s0 = {s0:.5g}, min_support = {min_support}, floor {privacy_floor:g}%: {len(rows)} candidate(s)",
+        "     p     q   BP (%)   Eq.6 err   eps/bit",
+    ]
+    lines += [
+        f"  {r['p']:.2f}  {r['q']:.2f}   {r['basic_privacy']:6.2f}   {r['err6']:8.4f}   {r['ldp_epsilon']:7.3f}" for r in rows
+    ]
     obj.emit({"s0": s0, "min_support": min_support, "privacy_floor": privacy_floor, "candidates": rows}, "\n".join(lines))
 
 
@@ -81,15 +95,19 @@ def _catalogue(obj: Context, url: str, tx: Any) -> list[Any]:
     from ..data.sidefiles import read_text_file
     from ..errors import InvalidParameter
 
-    lines = [x.strip() for x in read_text_file(url, what="item catalogue", parameter="items", storage_options=obj.storage_options)
-             .splitlines()]
+    lines = [
+        x.strip()
+        for x in read_text_file(url, what="item catalogue", parameter="items", storage_options=obj.storage_options).splitlines()
+    ]
     labels = [x for x in lines if x]
     if not tx.vocabulary.is_integer:
         return labels
     for i, x in enumerate(lines, 1):
         if x and not (x.isascii() and x.isdigit()):
-            raise InvalidParameter(f"{url} line {i}: {x!r} is not an item id; the data's items are integers",
-                                   cli="--items FILE with one integer item id a line")
+            raise InvalidParameter(
+                f"{url} line {i}: {x!r} is not an item id; the data's items are integers",
+                cli="--items FILE with one integer item id a line",
+            )
     return [int(x) for x in labels]
 
 
@@ -98,21 +116,50 @@ def _catalogue(obj: Context, url: str, tx: Any) -> list[Any]:
 @click.argument("dst")
 @click.option("--p", "p", type=Number(0, 1), required=True, help="Probability that a 1 stays 1.")
 @click.option("--q", "q", type=Number(0, 1), required=True, help="Probability that a 0 stays 0.")
-@click.option("--privacy-floor", type=Number(0, 100), default=90.0, show_default=True,
-              help="Refuse a basic privacy below this (percent; the floor of 'emask choose').")
-@click.option("--items", "items_file", default=None, metavar="FILE",
-              help="A public item catalogue, one item label a line, fixed before the data are seen: every item of it is "
-                   "distorted, so the release's item list tells nothing about the data. Default: the input's own items, "
-                   "which the release publishes (they tell which items some basket holds).")
-@click.option("--epsilon-budget", type=Number(0, min_open=True), default=None, metavar="E",
-              help="Most local-DP epsilon per item that all the releases of SRC in the ledger may add up to: a release "
-                   "beyond it is refused unless --allow-composition (recorded). Default: no epsilon budget; the "
-                   "composition is held to the privacy floor.")
+@click.option(
+    "--privacy-floor",
+    type=Number(0, 100),
+    default=90.0,
+    show_default=True,
+    help="Refuse a basic privacy below this (percent; the floor of 'emask choose').",
+)
+@click.option(
+    "--items",
+    "items_file",
+    default=None,
+    metavar="FILE",
+    help="A public item catalogue, one item label a line, fixed before the data are seen: every item of it is "
+    "distorted, so the release's item list tells nothing about the data. Default: the input's own items, "
+    "which the release publishes (they tell which items some basket holds).",
+)
+@click.option(
+    "--epsilon-budget",
+    type=Number(0, min_open=True),
+    default=None,
+    metavar="E",
+    help="Most local-DP epsilon per item that all the releases of SRC in the ledger may add up to: a release "
+    "beyond it is refused unless --allow-composition (recorded). Default: no epsilon budget; the "
+    "composition is held to the privacy floor.",
+)
 @input_format
 @release_output
 @click.pass_obj
-def emask_distort(obj: Context, src, dst, p, q, privacy_floor, items_file, epsilon_budget, fmt, overwrite, rows_per_file,
-                  allow_weak, check, report) -> None:
+def emask_distort(
+    obj: Context,
+    src,
+    dst,
+    p,
+    q,
+    privacy_floor,
+    items_file,
+    epsilon_budget,
+    fmt,
+    overwrite,
+    rows_per_file,
+    allow_weak,
+    check,
+    report,
+) -> None:
     """Release a distorted copy of SRC at DST (rows in a keyed random order; p and q in the
     manifest, never the key nor the data's s0); refused below the basic-privacy floor unless
     --allow-weak, and, composed with the earlier releases of SRC in the ledger, below the floor
@@ -122,11 +169,13 @@ def emask_distort(obj: Context, src, dst, p, q, privacy_floor, items_file, epsil
     with job(obj, inputs=[src, items_file], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         items = _catalogue(obj, items_file, tx) if items_file else None
-        est = Distorter(p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak,
-                        items=items, epsilon_budget=epsilon_budget).fit(tx, progress=obj.progress)
+        est = Distorter(
+            p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak, items=items, epsilon_budget=epsilon_budget
+        ).fit(tx, progress=obj.progress)
         release = est.release()
-        manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
-                                       rows_per_file=rows_per_file, check=check, report=report)
+        manifest, rep = write_release(
+            obj, release, dst, original=tx, overwrite=overwrite, rows_per_file=rows_per_file, check=check, report=report
+        )
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, report=rep)
 
 
@@ -137,13 +186,20 @@ def emask_distort(obj: Context, src, dst, p, q, privacy_floor, items_file, epsil
 @support_options()
 @click.option("--max-length", type=click.IntRange(min=1), default=None, help="Longest itemsets to mine.")
 @apriori_max_candidates
-@click.option("--prune-margin", type=Number(0, 1, max_open=True), default=0.0, show_default=True,
-              help="Keep candidates down to (1 - margin) x threshold (fewer misses, more work).")
+@click.option(
+    "--prune-margin",
+    type=Number(0, 1, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="Keep candidates down to (1 - margin) x threshold (fewer misses, more work).",
+)
 @input_format
 @click.option("--out", default=None, help="Write the itemsets with reconstructed supports to this Parquet file.")
 @overwrite
 @click.pass_obj
-def emask_mine(obj: Context, url, p, q, min_support, min_count, max_length, max_candidates, prune_margin, fmt, out, overwrite) -> None:
+def emask_mine(
+    obj: Context, url, p, q, min_support, min_count, max_length, max_candidates, prune_margin, fmt, out, overwrite
+) -> None:
     """EMASK-Apriori: frequent itemsets of the original data from its distorted release.
 
     The support threshold is --min-support (a fraction of the transactions in (0, 1]) or
@@ -156,14 +212,34 @@ def emask_mine(obj: Context, url, p, q, min_support, min_count, max_length, max_
         d, input_plan = obj.transactions_for_passes(url, fmt)
         check_count(ms, d.n_transactions, url)
         p, q = _pq(obj, url, d, p, q)
-        r = mine(d, p, q, ms, max_length=max_length, max_candidates=max_candidates, prune_margin=prune_margin, progress=obj.progress,
-                 on_level=level_line("emask") if obj.progress else None)
+        r = mine(
+            d,
+            p,
+            q,
+            ms,
+            max_length=max_length,
+            max_candidates=max_candidates,
+            prune_margin=prune_margin,
+            progress=obj.progress,
+            on_level=level_line("emask") if obj.progress else None,
+        )
     if out:
         r.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
-    summary = {"url": url, "p": p, "q": q, "itemsets": len(r), "levels": r.level_stats, "input_plan": input_plan, "seconds": j.seconds,
-               "scheduler": j.where}
-    lines = [f"{url}: {len(r):,} itemsets with reconstructed support >= threshold (p={p}, q={q}) in {j.seconds:.2f} s",
-             *levels_text(r.level_stats), f"  memory plan: {input_plan}"]
+    summary = {
+        "url": url,
+        "p": p,
+        "q": q,
+        "itemsets": len(r),
+        "levels": r.level_stats,
+        "input_plan": input_plan,
+        "seconds": j.seconds,
+        "scheduler": j.where,
+    }
+    lines = [
+        f"{url}: {len(r):,} itemsets with reconstructed support >= threshold (p={p}, q={q}) in {j.seconds:.2f} s",
+        *levels_text(r.level_stats),
+        f"  memory plan: {input_plan}",
+    ]
     obj.emit(summary, "\n".join(lines))
 
 
@@ -194,11 +270,15 @@ def emask_audit(obj: Context, original, distorted, min_support, min_count, p, q)
         key = obj.key() if obj.key_file else None
         a = audit(t, d, ms, p=p, q=q, key=key, progress=obj.progress)
     rp, acc = a["reinterrogated_privacy"], a["accuracy"]
-    lines = [f"audit of {distorted} (p={a['p']}, q={a['q']}) against {original} ({j.seconds:.1f} s)",
-             f"  basic privacy        {a['basic_privacy']:6.2f} %   (s0 = {a['s0']:.4g})",
-             f"  re-interrogated      {rp:6.2f} %" if rp is not None else "  re-interrogated      needs --key-file (the release's rows are in keyed order)",
-             f"  local DP epsilon     {a['ldp_epsilon_per_item']:6.3f} per item",
-             f"  slowdown             {a['slowdown']:.2f}  (EMASK-Apriori {a['seconds_emask']:.2f} s / Apriori {a['seconds_apriori']:.2f} s)",
-             f"  support error rho    {acc['rho']:6.2f} %",
-             f"  sigma+ / sigma-      {acc['sigma_plus']:6.2f} % / {acc['sigma_minus']:.2f} %"]
+    lines = [
+        f"audit of {distorted} (p={a['p']}, q={a['q']}) against {original} ({j.seconds:.1f} s)",
+        f"  basic privacy        {a['basic_privacy']:6.2f} %   (s0 = {a['s0']:.4g})",
+        f"  re-interrogated      {rp:6.2f} %"
+        if rp is not None
+        else "  re-interrogated      needs --key-file (the release's rows are in keyed order)",
+        f"  local DP epsilon     {a['ldp_epsilon_per_item']:6.3f} per item",
+        f"  slowdown             {a['slowdown']:.2f}  (EMASK-Apriori {a['seconds_emask']:.2f} s / Apriori {a['seconds_apriori']:.2f} s)",
+        f"  support error rho    {acc['rho']:6.2f} %",
+        f"  sigma+ / sigma-      {acc['sigma_plus']:6.2f} % / {acc['sigma_minus']:.2f} %",
+    ]
     obj.emit({**a, "original": original, "release": distorted, "seconds": j.seconds}, "\n".join(lines))

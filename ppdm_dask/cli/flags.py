@@ -99,10 +99,24 @@ FLAGS: Mapping[str, str] = {
 
 #: parameters of the library that no ``ppdm`` flag sets (an error about one of them cannot come
 #: from the command line's own options; it is shown under its Python name)
-LIBRARY_ONLY: frozenset[str] = frozenset({
-    "batch_size", "block_rows", "blocks_per_partition", "index_memory", "memory", "max_iter", "n", "lp_factor",
-    "init_number", "max_m", "size", "neighbourhood", "threshold", "tol",
-})
+LIBRARY_ONLY: frozenset[str] = frozenset(
+    {
+        "batch_size",
+        "block_rows",
+        "blocks_per_partition",
+        "index_memory",
+        "memory",
+        "max_iter",
+        "n",
+        "lp_factor",
+        "init_number",
+        "max_m",
+        "size",
+        "neighbourhood",
+        "threshold",
+        "tol",
+    }
+)
 
 
 def flag_of(name: str) -> str:

@@ -13,16 +13,42 @@ from ._summary import emit_release
 @click.command("km-anonymize")
 @click.argument("src")
 @click.argument("dst")
-@click.option("--k", "k", type=click.IntRange(min=1), required=True, help="Every itemset of at most m items is supported 0 or >= k times (floor: 2).")
-@click.option("--m", "m", type=click.IntRange(min=1), default=2, show_default=True, help="Adversary knowledge: number of items known.")
-@click.option("--hierarchy", "hierarchy_file", default=None, metavar="FILE", help="Item hierarchy: ARX CSV (';', one row per item label, a column per level).")
-@click.option("--fan-out", type=click.IntRange(min=2), default=None, help="Instead of --hierarchy: a balanced hierarchy over the sorted item labels.")
-@click.option("--method", type=click.Choice(["AA", "DA"]), default="AA", show_default=True, help="Apriori-based (AA) or direct (DA) anonymization.")
+@click.option(
+    "--k",
+    "k",
+    type=click.IntRange(min=1),
+    required=True,
+    help="Every itemset of at most m items is supported 0 or >= k times (floor: 2).",
+)
+@click.option(
+    "--m", "m", type=click.IntRange(min=1), default=2, show_default=True, help="Adversary knowledge: number of items known."
+)
+@click.option(
+    "--hierarchy",
+    "hierarchy_file",
+    default=None,
+    metavar="FILE",
+    help="Item hierarchy: ARX CSV (';', one row per item label, a column per level).",
+)
+@click.option(
+    "--fan-out",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Instead of --hierarchy: a balanced hierarchy over the sorted item labels.",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["AA", "DA"]),
+    default="AA",
+    show_default=True,
+    help="Apriori-based (AA) or direct (DA) anonymization.",
+)
 @input_format
 @release_output
 @click.pass_obj
-def km_anonymize(obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, fmt, overwrite, rows_per_file, allow_weak, check,
-                 report) -> None:
+def km_anonymize(
+    obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, fmt, overwrite, rows_per_file, allow_weak, check, report
+) -> None:
     """k^m-anonymize the transactions SRC by global item generalisation and write the release to
     DST (a ppdm transaction folder, or DST.csv: one basket CSV file)."""
     from ..anonymity import Hierarchy, KmAnonymizer
@@ -34,8 +60,9 @@ def km_anonymize(obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, 
     with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         release = est.fit_release(tx, progress=obj.progress)
-        manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
-                                       rows_per_file=rows_per_file, check=check, report=report)
+        manifest, rep = write_release(
+            obj, release, dst, original=tx, overwrite=overwrite, rows_per_file=rows_per_file, check=check, report=report
+        )
     r = est.report_
     extra = [f"  {'cut':<12} {r['cut_size']:,} published nodes; {r['n_generalized_items']:,} items generalised"]
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=extra, extra_json={"report": r}, report=rep)

@@ -25,14 +25,26 @@ def krimp() -> None:
 
 
 #: ``--max-candidates``: the guard against candidate explosion (low min-support on dense data)
-max_candidates = click.option("--max-candidates", type=click.IntRange(min=1), default=20_000_000, show_default=True,
-                              help="Stop with an error before more candidate itemsets than this are mined.")
+max_candidates = click.option(
+    "--max-candidates",
+    type=click.IntRange(min=1),
+    default=20_000_000,
+    show_default=True,
+    help="Stop with an error before more candidate itemsets than this are mined.",
+)
 #: ``--distributed``: the cover on the workers (one block per partition), the same code table
-distributed = click.option("--distributed", is_flag=True,
-                           help="Keep the cover on the cluster's workers, one block per input partition (the same code table).")
+distributed = click.option(
+    "--distributed",
+    is_flag=True,
+    help="Keep the cover on the cluster's workers, one block per input partition (the same code table).",
+)
 #: ``--prune/--no-prune`` of the DS computations: the same default in ``generate`` and ``ds``
-ds_prune = click.option("--prune/--no-prune", default=False, show_default=True,
-                        help="Post-acceptance pruning of the code tables (off: the generator paper's DS).")
+ds_prune = click.option(
+    "--prune/--no-prune",
+    default=False,
+    show_default=True,
+    help="Post-acceptance pruning of the code tables (off: the generator paper's DS).",
+)
 
 
 def _exclude_arg(values: tuple[str, ...]) -> list[list[int]]:
@@ -47,18 +59,26 @@ def _exclude_arg(values: tuple[str, ...]) -> list[list[int]]:
         try:
             combo = [int(x) for x in v.replace(" ", ",").split(",") if x]
         except ValueError:
-            raise InvalidParameter(f"--exclude {v!r}: expected comma-separated item ids", cli="--exclude I,J,... with integer item ids") from None
+            raise InvalidParameter(
+                f"--exclude {v!r}: expected comma-separated item ids", cli="--exclude I,J,... with integer item ids"
+            ) from None
         if len(set(combo)) != len(combo):
             dup = sorted({i for i in combo if combo.count(i) > 1})
-            raise InvalidParameter(f"--exclude {v!r} names item {', '.join(map(str, dup))} more than once",
-                                   cli="list each item of an --exclude combination once")
+            raise InvalidParameter(
+                f"--exclude {v!r} names item {', '.join(map(str, dup))} more than once",
+                cli="list each item of an --exclude combination once",
+            )
         if len(combo) < 2:
             raise InvalidParameter(
                 f"--exclude {v!r}: a combination needs at least 2 items; a single item is still generated through its singleton "
-                "code", cli="--exclude I,J,... with 2 or more items; remove an item from the source data to suppress it")
+                "code",
+                cli="--exclude I,J,... with 2 or more items; remove an item from the source data to suppress it",
+            )
         key = frozenset(combo)
         if key in seen:
-            raise InvalidParameter(f"--exclude {v!r} repeats the combination {seen[key]!r}", cli="give each --exclude combination once")
+            raise InvalidParameter(
+                f"--exclude {v!r} repeats the combination {seen[key]!r}", cli="give each --exclude combination once"
+            )
         seen[key] = v
         out.append(combo)
     return out
@@ -78,8 +98,11 @@ def _check_exclude(excluded: list[list[int]], tx, src: str) -> None:
     if not known.all():
         missing = asked[~known].tolist()
         shown = ", ".join(map(str, missing[:10])) + (f" and {len(missing) - 10:,} more" if len(missing) > 10 else "")
-        raise InvalidParameter(f"--exclude: item{'s' if len(missing) > 1 else ''} {shown} {'are' if len(missing) > 1 else 'is'} not "
-                               f"in {src}, so the combination would exclude nothing", cli=f"--exclude with items of {src}")
+        raise InvalidParameter(
+            f"--exclude: item{'s' if len(missing) > 1 else ''} {shown} {'are' if len(missing) > 1 else 'is'} not "
+            f"in {src}, so the combination would exclude nothing",
+            cli=f"--exclude with items of {src}",
+        )
 
 
 @krimp.command("compress")
@@ -94,8 +117,9 @@ def _check_exclude(excluded: list[list[int]], tx, src: str) -> None:
 @click.option("--out", default=None, metavar="CT.json", help="Save the code table (JSON, with its public parameters) here.")
 @overwrite
 @click.pass_obj
-def krimp_compress(obj: Context, src, min_support, min_count, closed, no_prune, max_len, max_candidates, distributed, fmt, out,
-                   overwrite) -> None:
+def krimp_compress(
+    obj: Context, src, min_support, min_count, closed, no_prune, max_len, max_candidates, distributed, fmt, out, overwrite
+) -> None:
     """Find the KRIMP code table of SRC and report its compression (candidates: the itemsets of
     --min-count transactions, or of a --min-support fraction of them; the papers' "min-support 1"
     is --min-count 1)."""
@@ -106,28 +130,52 @@ def krimp_compress(obj: Context, src, min_support, min_count, closed, no_prune, 
     with job(obj, inputs=[src], outputs=[out], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         check_count(ms, tx.n_transactions, src)
-        res = run(tx, min_support=min_count_of(ms, tx.n_transactions), closed=closed, prune=not no_prune,
-                  max_len=max_len, progress=obj.progress, max_candidates=max_candidates, distributed=distributed)
+        res = run(
+            tx,
+            min_support=min_count_of(ms, tx.n_transactions),
+            closed=closed,
+            prune=not no_prune,
+            max_len=max_len,
+            progress=obj.progress,
+            max_candidates=max_candidates,
+            distributed=distributed,
+        )
     ct = res.code_table
     if out:
         ct.save(out, storage_options=obj.storage_options, overwrite=overwrite)
     s = ct.sizes()
-    summary = {"src": src, "min_support": res.min_support, "closed": closed, "prune": not no_prune, "n_candidates": res.n_candidates,
-               "n_accepted": res.n_accepted, "n_pruned": res.n_pruned, "code_table_itemsets": ct.n_nontrivial,
-               "seconds_mining": res.seconds_mining, "seconds_search": res.seconds_search, "sizes": s, "out": out,
-               "seconds": j.seconds, "scheduler": j.where}
+    summary = {
+        "src": src,
+        "min_support": res.min_support,
+        "closed": closed,
+        "prune": not no_prune,
+        "n_candidates": res.n_candidates,
+        "n_accepted": res.n_accepted,
+        "n_pruned": res.n_pruned,
+        "code_table_itemsets": ct.n_nontrivial,
+        "seconds_mining": res.seconds_mining,
+        "seconds_search": res.seconds_search,
+        "sizes": s,
+        "out": out,
+        "seconds": j.seconds,
+        "scheduler": j.where,
+    }
     if distributed:
         summary["distributed"] = {k: res.stats[k] for k in ("blocks", "round_trips", "proposals", "planner")}
-    lines = [f"{src}: {tx.n_transactions:,} transactions, {tx.n_items:,} items ({'closed' if closed else 'all'} candidates, "
-             f"{support_text(ms)}{'' if isinstance(ms, int) else f' = {res.min_support:,} rows'}, on {j.where})",
-             f"  candidates         {res.n_candidates:,} (mining {res.seconds_mining:.2f} s, search {res.seconds_search:.2f} s)",
-             f"  code table         {ct.n_nontrivial:,} itemsets + {len(ct.itemsets) - ct.n_nontrivial:,} singletons",
-             f"  compressed size    L(D|CT) {s['L_D_CT']:,.1f} + L(CT|D) {s['L_CT_D']:,.1f} = {s['total']:,.1f} bits "
-             f"(standard code table {s['total_ST']:,.1f}); L% = {s['L_percent']:.2f}"]
+    lines = [
+        f"{src}: {tx.n_transactions:,} transactions, {tx.n_items:,} items ({'closed' if closed else 'all'} candidates, "
+        f"{support_text(ms)}{'' if isinstance(ms, int) else f' = {res.min_support:,} rows'}, on {j.where})",
+        f"  candidates         {res.n_candidates:,} (mining {res.seconds_mining:.2f} s, search {res.seconds_search:.2f} s)",
+        f"  code table         {ct.n_nontrivial:,} itemsets + {len(ct.itemsets) - ct.n_nontrivial:,} singletons",
+        f"  compressed size    L(D|CT) {s['L_D_CT']:,.1f} + L(CT|D) {s['L_CT_D']:,.1f} = {s['total']:,.1f} bits "
+        f"(standard code table {s['total_ST']:,.1f}); L% = {s['L_percent']:.2f}",
+    ]
     if distributed:
         pl = res.stats["planner"]
-        lines.append(f"  distributed        {res.stats['blocks']}; {res.stats['round_trips']:,} round trips, batches of "
-                     f"{pl['batch_size']} candidates (cost model)")
+        lines.append(
+            f"  distributed        {res.stats['blocks']}; {res.stats['round_trips']:,} round trips, batches of "
+            f"{pl['batch_size']} candidates (cost model)"
+        )
     if out:
         lines.append(f"  code table written to {out}")
     lines.append(f"  done in {j.seconds:.1f} s")
@@ -145,18 +193,47 @@ def krimp_compress(obj: Context, src, min_support, min_count, closed, no_prune, 
 @click.option("--max-len", type=click.IntRange(min=2), default=None, help="Longest pattern in the code table.")
 @max_candidates
 @distributed
-@click.option("--exclude", multiple=True, metavar="I,J,...",
-              help="Sensitive combination of 2 or more items of SRC: no pattern may contain all of them. Repeatable.")
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="I,J,...",
+    help="Sensitive combination of 2 or more items of SRC: no pattern may contain all of them. Repeatable.",
+)
 @click.option("--domain-order", type=click.Choice(["random", "columns"]), default="random", show_default=True)
 @click.option("--scores/--no-scores", default=True, show_default=True, help="Report NAS and DS(generated, original).")
-@click.option("--allow-unique-copies", is_flag=True,
-              help="Do not redraw generated rows that equal a record unique in SRC (they identify a person); recorded in the "
-                   "manifest. --allow-weak alone does not lift this rule.")
+@click.option(
+    "--allow-unique-copies",
+    is_flag=True,
+    help="Do not redraw generated rows that equal a record unique in SRC (they identify a person); recorded in the "
+    "manifest. --allow-weak alone does not lift this rule.",
+)
 @input_format
 @release_output
 @click.pass_obj
-def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows, closed, prune, max_len, max_candidates, distributed,
-                   exclude, domain_order, scores, allow_unique_copies, fmt, overwrite, rows_per_file, allow_weak, check, report) -> None:
+def krimp_generate(
+    obj: Context,
+    src,
+    dst,
+    min_support,
+    min_count,
+    laplace,
+    rows,
+    closed,
+    prune,
+    max_len,
+    max_candidates,
+    distributed,
+    exclude,
+    domain_order,
+    scores,
+    allow_unique_copies,
+    fmt,
+    overwrite,
+    rows_per_file,
+    allow_weak,
+    check,
+    report,
+) -> None:
     """Release a synthetic categorical database generated from the KRIMP code table of SRC
     (with its public patterns in _patterns.parquet); refused below a min-support of 2 transactions
     (--min-count 2) unless --allow-weak. A generated row equal to a record that occurs once in SRC
@@ -173,12 +250,24 @@ def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows
         _check_exclude(excluded, tx, src)
         ms = min_count_of(support, tx.n_transactions)
         weak = [*([MIN_SUPPORT] if allow_weak else []), *([UNIQUE_COPIES] if allow_unique_copies else [])]
-        gen = KrimpGenerator(ms, laplace, closed=closed, prune=prune, max_len=max_len, exclude=excluded, domain_order=domain_order,
-                             key=obj.key(), n_rows=rows, allow_weak=weak, max_candidates=max_candidates,
-                             distributed=distributed).fit(tx, progress=obj.progress)
+        gen = KrimpGenerator(
+            ms,
+            laplace,
+            closed=closed,
+            prune=prune,
+            max_len=max_len,
+            exclude=excluded,
+            domain_order=domain_order,
+            key=obj.key(),
+            n_rows=rows,
+            allow_weak=weak,
+            max_candidates=max_candidates,
+            distributed=distributed,
+        ).fit(tx, progress=obj.progress)
         release = gen.release()
-        manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
-                                       rows_per_file=rows_per_file, check=check, report=report)
+        manifest, rep = write_release(
+            obj, release, dst, original=tx, overwrite=overwrite, rows_per_file=rows_per_file, check=check, report=report
+        )
         written = obj.read_transactions(dst)
         # a basket CSV release has no n_patterns column: count on the (keyed, reproducible) rows
         extra = {"avg_patterns_per_row": avg_patterns_per_row(written if "n_patterns" in written.columns else release.data)}
@@ -188,7 +277,9 @@ def krimp_generate(obj: Context, src, dst, min_support, min_count, laplace, rows
             extra["ds"] = float(dissimilarity(written, tx, min_support=ms, closed=closed, prune=prune))
     text = [f"  {'scores' if i == 0 else '':<12} {k:<24} {v:,.4f}" for i, (k, v) in enumerate(extra.items())]
     if scores:
-        text.append(f"  {'':<12} (DS with pruning {'on' if prune else 'off'}, as `ppdm krimp ds` with {'--prune' if prune else 'its default'})")
+        text.append(
+            f"  {'':<12} (DS with pruning {'on' if prune else 'off'}, as `ppdm krimp ds` with {'--prune' if prune else 'its default'})"
+        )
     emit_release(obj, release, src=src, dst=dst, manifest=manifest, job=j, extra_text=text, extra_json=extra, report=rep)
 
 
@@ -210,10 +301,11 @@ def krimp_ds(obj: Context, a, b, min_support, min_count, closed, prune, max_cand
         x, y = obj.read_transactions(a), obj.read_transactions(b)
         check_count(ms, x.n_transactions, a)
         check_count(ms, y.n_transactions, b)
-        d = dissimilarity(x, y, min_support=ms, closed=closed, prune=prune, details=True,
-                          max_candidates=max_candidates)
+        d = dissimilarity(x, y, min_support=ms, closed=closed, prune=prune, details=True, max_candidates=max_candidates)
     ds = d["ds"] if isinstance(d, dict) else float(d)
     summary = {"a": a, "b": b, "details": d, "ds": ds, "seconds": j.seconds, "scheduler": j.where}
     summary["prune"] = prune
-    obj.emit(summary, f"DS({a}, {b}) = {ds:.4f}  ({support_text(ms)}, pruning {'on' if prune else 'off'}; "
-                      f"{j.seconds:.1f} s on {j.where})")
+    obj.emit(
+        summary,
+        f"DS({a}, {b}) = {ds:.4f}  ({support_text(ms)}, pruning {'on' if prune else 'off'}; {j.seconds:.1f} s on {j.where})",
+    )

@@ -43,7 +43,9 @@ def _release_id(obj: Context, ident: str) -> str:
 
 
 @ledger.command("list")
-@click.option("--input", "fingerprint", default=None, metavar="FP", help="Only the releases of this input (its ledger fingerprint).")
+@click.option(
+    "--input", "fingerprint", default=None, metavar="FP", help="Only the releases of this input (its ledger fingerprint)."
+)
 @click.pass_obj
 def ledger_list(obj: Context, fingerprint) -> None:
     """The recorded releases, grouped by input, oldest first."""
@@ -56,8 +58,9 @@ def ledger_list(obj: Context, fingerprint) -> None:
     for fp, recs in by_input.items():
         lines.append(f"input {fp}: {len(recs)} release(s)")
         lines += [f"  {r.line()}" for r in recs]
-    obj.emit({"ledger": store.url, "inputs": {fp: [r.summary() for r in recs] for fp, recs in by_input.items()}},
-             "\n".join(lines))
+    obj.emit(
+        {"ledger": store.url, "inputs": {fp: [r.summary() for r in recs] for fp, recs in by_input.items()}}, "\n".join(lines)
+    )
 
 
 @ledger.command("show")
@@ -72,12 +75,19 @@ def ledger_show(obj: Context, release_id) -> None:
     lines = [rec.line(), f"  input        {s.get('input')}", f"  parameters   {json.dumps(s.get('parameters'), default=str)}"]
     if s.get("overrides"):
         lines.append(f"  overrides    {', '.join(s['overrides'])}")
-    lines.append(f"  composed     {comp.get('releases', 1)} release(s): " + ", ".join(
-        f"{k}={fmt(v)}" for k, v in (comp.get("figures") or {}).items()))
-    lines += [f"               {c.get('name')}: {'ok' if c.get('ok') else ('OVERRIDDEN' if c.get('overridden') else 'FAILED')}"
-              f" ({fmt(c.get('figure'))} against {fmt(c.get('threshold'))})" for c in comp.get("checks") or []]
-    lines += [f"  event        {e.get('time')} {e.get('event')}" + (f": {e['reason']}" if e.get("reason") else "")
-              for e in s.get("events") or []]
+    lines.append(
+        f"  composed     {comp.get('releases', 1)} release(s): "
+        + ", ".join(f"{k}={fmt(v)}" for k, v in (comp.get("figures") or {}).items())
+    )
+    lines += [
+        f"               {c.get('name')}: {'ok' if c.get('ok') else ('OVERRIDDEN' if c.get('overridden') else 'FAILED')}"
+        f" ({fmt(c.get('figure'))} against {fmt(c.get('threshold'))})"
+        for c in comp.get("checks") or []
+    ]
+    lines += [
+        f"  event        {e.get('time')} {e.get('event')}" + (f": {e['reason']}" if e.get("reason") else "")
+        for e in s.get("events") or []
+    ]
     obj.emit(s, "\n".join(lines))
 
 
@@ -102,16 +112,21 @@ def ledger_check(obj: Context) -> None:
         comp = latest.composition
         n = len(earlier_releases(store, fp, latest.release_id)) + 1
         stale = n != int(comp.get("releases", 1))
-        inputs.append({"input": fp, "releases": n, "latest": latest.summary(), "recorded_releases": comp.get("releases", 1),
-                       "stale": stale})
+        inputs.append(
+            {"input": fp, "releases": n, "latest": latest.summary(), "recorded_releases": comp.get("releases", 1), "stale": stale}
+        )
         if n > 1 or stale:
             lines.append(f"input {fp}: {n} release(s) compose; latest {latest.line()}")
             lines += [f"  composed {k.replace('_', ' ')}: {fmt(v)}" for k, v in (comp.get("figures") or {}).items()]
             if stale:
-                lines.append(f"  note: the latest release was composed with {comp.get('releases', 1)} release(s); "
-                             f"{n} count now (a release was withdrawn or settled since)")
-    obj.emit({"ledger": store.url, "settled": [{"release_id": r.release_id, "status": s} for r, s in changed], "inputs": inputs},
-             "\n".join(lines))
+                lines.append(
+                    f"  note: the latest release was composed with {comp.get('releases', 1)} release(s); "
+                    f"{n} count now (a release was withdrawn or settled since)"
+                )
+    obj.emit(
+        {"ledger": store.url, "settled": [{"release_id": r.release_id, "status": s} for r, s in changed], "inputs": inputs},
+        "\n".join(lines),
+    )
 
 
 @ledger.command("export")

@@ -12,15 +12,21 @@ from ._options import Number, apriori_max_candidates, check_count, input_format,
 
 def level_line(prefix: str):
     def line(st: dict[str, Any]) -> None:
-        click.echo(f"[{prefix}] level {st['length']}: {st['candidates']:,} candidates -> {st['frequent']:,} frequent ({st['seconds']:.2f} s)", err=True)
+        click.echo(
+            f"[{prefix}] level {st['length']}: {st['candidates']:,} candidates -> {st['frequent']:,} frequent ({st['seconds']:.2f} s)",
+            err=True,
+        )
 
     return line
 
 
 def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
     lines = ["  length  candidates    frequent   seconds"]
-    lines += [f"  {st['length']:>6}  {st['candidates']:>10,}  {st['frequent']:>10,}  {st['seconds']:8.3f}"
-              + (f"  (counted in the pass of length {st['counted_with']})" if "counted_with" in st else "") for st in level_stats]
+    lines += [
+        f"  {st['length']:>6}  {st['candidates']:>10,}  {st['frequent']:>10,}  {st['seconds']:8.3f}"
+        + (f"  (counted in the pass of length {st['counted_with']})" if "counted_with" in st else "")
+        for st in level_stats
+    ]
     plans = list(dict.fromkeys(st[f] for st in level_stats for f in ("rows", "memory") if st.get(f)))
     lines += [f"  memory plan: {p}" for p in plans]  # which plans ran for the rows and bitsets, and why
     strategies = list(dict.fromkeys((st["strategy"], st.get("strategy_reason", "")) for st in level_stats if st.get("strategy")))
@@ -32,11 +38,22 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
 @click.argument("url")
 @support_options()
 @click.option("--max-length", type=click.IntRange(min=1), default=None, help="Longest itemsets to mine.")
-@click.option("--max-itemsets", type=click.IntRange(min=1), default=50_000_000, show_default=True, help="Stop with an error before the result grows past this many itemsets.")
+@click.option(
+    "--max-itemsets",
+    type=click.IntRange(min=1),
+    default=50_000_000,
+    show_default=True,
+    help="Stop with an error before the result grows past this many itemsets.",
+)
 @apriori_max_candidates
-@click.option("--strategy", type=click.Choice(["auto", "levelwise", "partition"]), default="auto", show_default=True,
-              help="How itemsets of length >= 3 are mined (same result): one pass per level, or a depth-first local search per "
-                   "partition plus one exact count of what some partitions missed; auto chooses by a cost model.")
+@click.option(
+    "--strategy",
+    type=click.Choice(["auto", "levelwise", "partition"]),
+    default="auto",
+    show_default=True,
+    help="How itemsets of length >= 3 are mined (same result): one pass per level, or a depth-first local search per "
+    "partition plus one exact count of what some partitions missed; auto chooses by a cost model.",
+)
 @click.option("--rules", "with_rules", is_flag=True, help="Also derive association rules.")
 @click.option("--min-confidence", type=Number(0, 1), default=0.6, show_default=True, help="Rule confidence threshold.")
 @input_format
@@ -44,8 +61,22 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
 @click.option("--rules-out", default=None, help="Write the rules to this Parquet file.")
 @overwrite
 @click.pass_obj
-def mine(obj: Context, url, min_support, min_count, max_length, max_itemsets, max_candidates, strategy, with_rules, min_confidence, fmt,
-         out, rules_out, overwrite) -> None:
+def mine(
+    obj: Context,
+    url,
+    min_support,
+    min_count,
+    max_length,
+    max_itemsets,
+    max_candidates,
+    strategy,
+    with_rules,
+    min_confidence,
+    fmt,
+    out,
+    rules_out,
+    overwrite,
+) -> None:
     """Exact frequent itemsets (distributed Apriori) and, with --rules, association rules.
 
     The support threshold is --min-support (a fraction of the transactions in (0, 1]) or
@@ -57,21 +88,44 @@ def mine(obj: Context, url, min_support, min_count, max_length, max_itemsets, ma
 
         tx, input_plan = obj.transactions_for_passes(url, fmt)
         check_count(ms, tx.n_transactions, url)
-        fi = apriori(tx, ms, max_length=max_length, max_itemsets=max_itemsets, max_candidates=max_candidates, strategy=strategy, progress=obj.progress,
-                     on_level=level_line("mine") if obj.progress else None)
+        fi = apriori(
+            tx,
+            ms,
+            max_length=max_length,
+            max_itemsets=max_itemsets,
+            max_candidates=max_candidates,
+            strategy=strategy,
+            progress=obj.progress,
+            on_level=level_line("mine") if obj.progress else None,
+        )
     rules = association_rules(fi, min_confidence) if with_rules or rules_out else None
     if out:
         fi.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
     if rules is not None and rules_out:
         rules.to_parquet(rules_out, storage_options=obj.storage_options, overwrite=overwrite)
-    summary = {"url": url, "n_transactions": fi.n_transactions, "min_count": fi.min_count, "itemsets": len(fi), "levels": fi.level_stats,
-               "rules": len(rules) if rules is not None else None, "input_plan": input_plan, "seconds": j.seconds, "scheduler": j.where}
-    lines = [f"{url}: {len(fi):,} frequent itemsets (support >= {fi.min_count:,} of {fi.n_transactions:,} transactions) in {j.seconds:.2f} s",
-             *levels_text(fi.level_stats), f"  memory plan: {input_plan}"]
+    summary = {
+        "url": url,
+        "n_transactions": fi.n_transactions,
+        "min_count": fi.min_count,
+        "itemsets": len(fi),
+        "levels": fi.level_stats,
+        "rules": len(rules) if rules is not None else None,
+        "input_plan": input_plan,
+        "seconds": j.seconds,
+        "scheduler": j.where,
+    }
+    lines = [
+        f"{url}: {len(fi):,} frequent itemsets (support >= {fi.min_count:,} of {fi.n_transactions:,} transactions) in {j.seconds:.2f} s",
+        *levels_text(fi.level_stats),
+        f"  memory plan: {input_plan}",
+    ]
     if rules is not None:
         lines.append(f"  {len(rules):,} association rules with confidence >= {min_confidence}")
         top = rules.to_pandas().sort_values(["confidence", "lift"], ascending=False).head(5)
-        lines += [f"    {list(r['antecedent'])} -> {list(r['consequent'])}  conf {r['confidence']:.3f}  lift {r['lift']:.2f}" for _, r in top.iterrows()]
+        lines += [
+            f"    {list(r['antecedent'])} -> {list(r['consequent'])}  conf {r['confidence']:.3f}  lift {r['lift']:.2f}"
+            for _, r in top.iterrows()
+        ]
     if out:
         lines.append(f"  itemsets written to {out}")
     obj.emit(summary, "\n".join(lines))

@@ -27,18 +27,39 @@ class DefaultCommandGroup(click.Group):
 
 
 method_options = stack(
-    click.option("--delta", type=Number(min=0, min_open=True), default=None, help="δ-anonymity: minimum variance of any attribute reconstruction (units of x²)."),
-    click.option("--k", "k", type=click.IntRange(min=1), default=None, help="k-variance anonymity: number of nearest neighbours."),
-    click.option("--m-max", type=click.IntRange(min=1), default=256, show_default=True, help="Cap on sketch components per record."),
-    click.option("--metric", type=click.Choice(["cosine", "euclidean"]), default="cosine", show_default=True, help="k-NN distance (k-variance)."),
-    click.option("--knn-scope", type=click.Choice(["global", "partition"]), default="global", show_default=True,
-                 help="Neighbours from the whole data (exact) or within partitions (paper's linear-time variant)."),
+    click.option(
+        "--delta",
+        type=Number(min=0, min_open=True),
+        default=None,
+        help="δ-anonymity: minimum variance of any attribute reconstruction (units of x²).",
+    ),
+    click.option(
+        "--k", "k", type=click.IntRange(min=1), default=None, help="k-variance anonymity: number of nearest neighbours."
+    ),
+    click.option(
+        "--m-max", type=click.IntRange(min=1), default=256, show_default=True, help="Cap on sketch components per record."
+    ),
+    click.option(
+        "--metric",
+        type=click.Choice(["cosine", "euclidean"]),
+        default="cosine",
+        show_default=True,
+        help="k-NN distance (k-variance).",
+    ),
+    click.option(
+        "--knn-scope",
+        type=click.Choice(["global", "partition"]),
+        default="global",
+        show_default=True,
+        help="Neighbours from the whole data (exact) or within partitions (paper's linear-time variant).",
+    ),
     click.option("--approximate", is_flag=True, help="Approximate k-NN for very large data (k-variance)."),
 )
 
 
-def anonymizer(delta: float | None, k: int | None, m_max: int, metric: str, knn_scope: str, approximate: bool,
-               **kwargs: Any) -> Any:
+def anonymizer(
+    delta: float | None, k: int | None, m_max: int, metric: str, knn_scope: str, approximate: bool, **kwargs: Any
+) -> Any:
     """The anonymizer of the method options (exactly one of ``delta`` and ``k``)."""
     from ..sketch import DeltaAnonymizer, KVarianceAnonymizer
 
@@ -70,16 +91,33 @@ def sketch() -> None:
 @click.option("--keep-suppressed", is_flag=True, help="Write suppressed records as empty rows (default: left out).")
 @release_output
 @click.pass_obj
-def sketch_anonymize(obj: Context, src, dst, delta, k, m_max, metric, knn_scope, approximate, fmt, keep_suppressed,
-                     overwrite, rows_per_file, allow_weak, check, report) -> None:
+def sketch_anonymize(
+    obj: Context,
+    src,
+    dst,
+    delta,
+    k,
+    m_max,
+    metric,
+    knn_scope,
+    approximate,
+    fmt,
+    keep_suppressed,
+    overwrite,
+    rows_per_file,
+    allow_weak,
+    check,
+    report,
+) -> None:
     """Publish SRC as anonymized sketches at DST (a Parquet release: rows in a keyed order, the
     public generator seed in the manifest, verified before it is committed)."""
     an = anonymizer(delta, k, m_max, metric, knn_scope, approximate, keep_suppressed=keep_suppressed, allow_weak=allow_weak)
     with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
         tx = obj.read_transactions(src, fmt)
         release = an.set_params(key=obj.key()).fit_release(tx, progress=obj.progress)
-        manifest, rep = write_release(obj, release, dst, original=tx, overwrite=overwrite,
-                                       rows_per_file=rows_per_file, check=check, report=report)
+        manifest, rep = write_release(
+            obj, release, dst, original=tx, overwrite=overwrite, rows_per_file=rows_per_file, check=check, report=report
+        )
     extra, extra_json = [], None
     if k is not None:
         r = an.report_
@@ -101,8 +139,9 @@ def sweep_levels(text: str | None) -> tuple[str, list[float]] | None:
     try:
         levels = [int(v) if name == "k" else float(v) for v in split_list(values)]
     except ValueError:
-        raise click.BadParameter(f"{name} levels must be {'integers' if name == 'k' else 'numbers'}: {values!r}",
-                                 param_hint="--sweep") from None
+        raise click.BadParameter(
+            f"{name} levels must be {'integers' if name == 'k' else 'numbers'}: {values!r}", param_hint="--sweep"
+        ) from None
     if not levels:
         raise click.BadParameter("no levels given", param_hint="--sweep")
     if any(v <= 0 for v in levels):
@@ -114,21 +153,46 @@ def sweep_levels(text: str | None) -> tuple[str, list[float]] | None:
 @click.argument("src")
 @method_options
 @input_format
-@click.option("--sweep", default=None, metavar="delta=V,V,...|k=V,V,...",
-              help="The privacy-utility frontier: evaluate at every level (e.g. delta=0.1,0.2,0.5,1,2 or k=2,5,10,20) "
-                   "instead of one --delta / --k.")
-@click.option("--plot", "plot_path", default=None, metavar="FILE",
-              help="With --sweep: draw the frontier to FILE (.svg or .png).")
-@click.option("--similarity", type=click.Choice(["shrunk", "cosine", "euclidean"]), default="shrunk", show_default=True,
-              help="Similarity of the miners on sketches (shrunk: the estimated cosine shrunk by its variance).")
+@click.option(
+    "--sweep",
+    default=None,
+    metavar="delta=V,V,...|k=V,V,...",
+    help="The privacy-utility frontier: evaluate at every level (e.g. delta=0.1,0.2,0.5,1,2 or k=2,5,10,20) "
+    "instead of one --delta / --k.",
+)
+@click.option("--plot", "plot_path", default=None, metavar="FILE", help="With --sweep: draw the frontier to FILE (.svg or .png).")
+@click.option(
+    "--similarity",
+    type=click.Choice(["shrunk", "cosine", "euclidean"]),
+    default="shrunk",
+    show_default=True,
+    help="Similarity of the miners on sketches (shrunk: the estimated cosine shrunk by its variance).",
+)
 @click.option("--label-column", default="label", show_default=True, help="Class labels for the classification task.")
 @click.option("--neighbors", type=click.IntRange(min=1), default=1, show_default=True, help="k of the k-NN classifier.")
 @click.option("--clusters", type=click.IntRange(min=2), default=10, show_default=True, help="K of k-means.")
 @click.option("--task", type=click.Choice(["both", "classify", "cluster"]), default="both", show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace an existing --plot file.")
 @click.pass_obj
-def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, approximate, fmt, sweep, plot_path, similarity,
-                    label_column, neighbors, clusters, task, overwrite) -> None:
+def sketch_evaluate(
+    obj: Context,
+    src,
+    delta,
+    k,
+    m_max,
+    metric,
+    knn_scope,
+    approximate,
+    fmt,
+    sweep,
+    plot_path,
+    similarity,
+    label_column,
+    neighbors,
+    clusters,
+    task,
+    overwrite,
+) -> None:
     """Utility of anonymized sketches of SRC against the original (classification accuracy and
     clustering similarity, the paper's protocol) at one level, or with --sweep at several
     (the privacy-utility frontier); nothing is published."""
@@ -154,8 +218,17 @@ def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, appro
         labels = tx.columns[label_column].compute() if label_column in tx.columns else np.zeros(X.shape[0], np.int64)
 
         def make(level_delta: float | None, level_k: int | None, generator: Any) -> Any:
-            return anonymizer(level_delta, level_k, m_max, metric, knn_scope, approximate, generator=generator,
-                              allow_weak=True, key=key if approximate else None)
+            return anonymizer(
+                level_delta,
+                level_k,
+                m_max,
+                metric,
+                knn_scope,
+                approximate,
+                generator=generator,
+                allow_weak=True,
+                key=key if approximate else None,
+            )
 
         common = {"key": key, "n_neighbors": neighbors, "n_clusters": clusters, "tasks": tasks, "similarity": similarity}
         if levels is not None:
@@ -165,36 +238,72 @@ def sketch_evaluate(obj: Context, src, delta, k, m_max, metric, knn_scope, appro
                 if obj.progress and not obj.as_json:
                     click.echo(f"  {name} = {row['level']}: done ({row['seconds']:.1f} s)", err=True)
 
-            rows = frontier(X, labels, name, values, on_level=said,
-                            make=lambda v, g: make(v if name == "delta" else None, v if name == "k" else None, g), **common)
+            rows = frontier(
+                X,
+                labels,
+                name,
+                values,
+                on_level=said,
+                make=lambda v, g: make(v if name == "delta" else None, v if name == "k" else None, g),
+                **common,
+            )
             if plot_path is not None:
                 draw_frontier(rows, plot_path, overwrite=overwrite, storage_options=obj.storage_options)
         else:
             r = evaluate(X, labels, lambda part, g: make(delta, k, g).fit_release(part), **common)
     if levels is not None:
-        emit_frontier(obj, src, rows, m_max=m_max, similarity=similarity, neighbors=neighbors, plot_path=plot_path, where=j.where,
-                      seconds=j.seconds)
+        emit_frontier(
+            obj,
+            src,
+            rows,
+            m_max=m_max,
+            similarity=similarity,
+            neighbors=neighbors,
+            plot_path=plot_path,
+            where=j.where,
+            seconds=j.seconds,
+        )
         return
     r.pop("baseline", None)
-    lines = [f"{src}: " + (f"δ = {delta}" if delta is not None else f"k = {k}") + f" (m_max {m_max}, similarity {similarity}), {j.seconds:.1f} s"]
+    lines = [
+        f"{src}: "
+        + (f"δ = {delta}" if delta is not None else f"k = {k}")
+        + f" (m_max {m_max}, similarity {similarity}), {j.seconds:.1f} s"
+    ]
     if "accuracy" in r:
-        lines.append(f"  {neighbors}-NN accuracy     {r['accuracy']:.4f}  original {r['baseline_accuracy']:.4f}  ratio "
-                     f"{r['accuracy_ratio']:.3f}  chance {r['chance_accuracy']:.4f}  (suppressed test records {100 * r['suppressed_test']:.1f} %)")
+        lines.append(
+            f"  {neighbors}-NN accuracy     {r['accuracy']:.4f}  original {r['baseline_accuracy']:.4f}  ratio "
+            f"{r['accuracy_ratio']:.3f}  chance {r['chance_accuracy']:.4f}  (suppressed test records {100 * r['suppressed_test']:.1f} %)"
+        )
     if "similarity" in r:
-        lines.append(f"  k-means similarity  {r['similarity']:.4f}  original {r['baseline_similarity']:.4f}  ratio "
-                     f"{r['similarity_ratio']:.3f}  (suppressed {100 * r['suppressed']:.1f} %, mean components {r['mean_components']:.1f})")
+        lines.append(
+            f"  k-means similarity  {r['similarity']:.4f}  original {r['baseline_similarity']:.4f}  ratio "
+            f"{r['similarity_ratio']:.3f}  (suppressed {100 * r['suppressed']:.1f} %, mean components {r['mean_components']:.1f})"
+        )
     obj.emit({**r, "src": src, "similarity_measure": similarity, "scheduler": j.where}, "\n".join(lines))
 
 
-def emit_frontier(obj: Context, src: str, rows: list[dict[str, Any]], *, m_max: int, similarity: str, neighbors: int,
-                  plot_path: str | None, where: str, seconds: float) -> None:
+def emit_frontier(
+    obj: Context,
+    src: str,
+    rows: list[dict[str, Any]],
+    *,
+    m_max: int,
+    similarity: str,
+    neighbors: int,
+    plot_path: str | None,
+    where: str,
+    seconds: float,
+) -> None:
     """The frontier as a table (text) or JSON (--json)."""
     from ..sketch.evaluation import frontier_figures
 
     _, table = frontier_figures(rows)
     name = table.columns[0]
-    lines = [f"{src}: privacy-utility frontier ({len(rows)} levels of {name}, m_max {m_max}, {neighbors}-NN and k-means "
-             f"on {similarity} similarity), {seconds:.1f} s"]
+    lines = [
+        f"{src}: privacy-utility frontier ({len(rows)} levels of {name}, m_max {m_max}, {neighbors}-NN and k-means "
+        f"on {similarity} similarity), {seconds:.1f} s"
+    ]
     header = ["level", "accuracy", "acc. ratio", "chance", "similarity", "sim. ratio", "mean m", "suppressed"]
     lines.append("  " + "  ".join(f"{h:>10}" for h in header))
 
@@ -202,11 +311,33 @@ def emit_frontier(obj: Context, src: str, rows: list[dict[str, Any]], *, m_max: 
         return f"{'-':>10}" if v is None else f"{v:>10{fmt}}"
 
     for r in table.rows:
-        lines.append("  " + "  ".join([f"{r[0]:>10g}", cell(r[1], ".4f"), cell(r[2], ".3f"), cell(r[3], ".4f"), cell(r[4], ".4f"),
-                                       cell(r[5], ".3f"), cell(r[6], ".1f"), cell(r[7], ".1f") + ("" if r[7] is None else "%")]))
+        lines.append(
+            "  "
+            + "  ".join(
+                [
+                    f"{r[0]:>10g}",
+                    cell(r[1], ".4f"),
+                    cell(r[2], ".3f"),
+                    cell(r[3], ".4f"),
+                    cell(r[4], ".4f"),
+                    cell(r[5], ".3f"),
+                    cell(r[6], ".1f"),
+                    cell(r[7], ".1f") + ("" if r[7] is None else "%"),
+                ]
+            )
+        )
     if plot_path is not None:
         lines.append(f"  plot: {plot_path}")
     for r in rows:
         r.pop("baseline", None)
-    obj.emit({"src": src, "method": rows[0]["method"], "similarity_measure": similarity, "levels": rows, "plot": plot_path,
-              "scheduler": where}, "\n".join(lines))
+    obj.emit(
+        {
+            "src": src,
+            "method": rows[0]["method"],
+            "similarity_measure": similarity,
+            "levels": rows,
+            "plot": plot_path,
+            "scheduler": where,
+        },
+        "\n".join(lines),
+    )

@@ -31,8 +31,10 @@ def verify_cmd(ctx: click.Context, release: str, original: str | None, sep: str 
         from ..random import Key
 
         if original is None:
-            raise InvalidParameter("--key-file with verify checks that the release was made from an input with that key: "
-                                   "it needs the input", cli="give --original SRC (or leave out --key-file)")
+            raise InvalidParameter(
+                "--key-file with verify checks that the release was made from an input with that key: it needs the input",
+                cli="give --original SRC (or leave out --key-file)",
+            )
         key = Key.from_file(obj.key_file)
     with job(obj, inputs=[release, original]) as j:
         from ..release.names import FILE_CHECK
@@ -43,17 +45,29 @@ def verify_cmd(ctx: click.Context, release: str, original: str | None, sep: str 
             kind = type(open_release(release, storage_options=obj.storage_options))
             kw = {"sep": sep, "dtype": list(dtype)} if (sep or dtype) else {}
             orig = kind.read_original(original, storage_options=obj.storage_options, **kw)
-        verdict = verify(release, original=orig, storage_options=obj.storage_options, checksums=not no_checksums,
-                         progress=obj.progress, **({"key": key} if key is not None else {}))
+        verdict = verify(
+            release,
+            original=orig,
+            storage_options=obj.storage_options,
+            checksums=not no_checksums,
+            progress=obj.progress,
+            **({"key": key} if key is not None else {}),
+        )
     failed = verdict.failures()
     notes = verdict.notes()
-    text = [f"{release}: {'verified' if verdict.ok else 'VERIFICATION FAILED'} ({len(verdict) - len(notes)} checks, {len(failed)} failed, "
-            f"{j.seconds:.1f} s)"]
+    text = [
+        f"{release}: {'verified' if verdict.ok else 'VERIFICATION FAILED'} ({len(verdict) - len(notes)} checks, {len(failed)} failed, "
+        f"{j.seconds:.1f} s)"
+    ]
     shown = failed if failed else [c for c in verdict if c.name != FILE_CHECK and c.status == "check"]
     text += ["  " + c.line() for c in [*shown, *notes]]
     if verdict.ok:
         n_files = sum(1 for c in verdict if c.name == FILE_CHECK)
-        text.append(f"  ok {n_files} file(s) match their SHA-256 in the manifest" if not no_checksums else f"  ok {n_files} file(s) present")
+        text.append(
+            f"  ok {n_files} file(s) match their SHA-256 in the manifest"
+            if not no_checksums
+            else f"  ok {n_files} file(s) present"
+        )
     obj.emit({"release": release, "original": original, **verdict.to_dict(), "seconds": j.seconds}, "\n".join(text))
     for c in failed:
         click.echo(f"ppdm: error: {c.line()}", err=True)

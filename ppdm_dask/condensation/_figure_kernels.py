@@ -8,8 +8,17 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-__all__ = ["as_matrix", "moments", "covariance", "compatibility", "nearest", "merge_nearest", "nearest_class",
-           "level_table", "size_level_points"]
+__all__ = [
+    "as_matrix",
+    "moments",
+    "covariance",
+    "compatibility",
+    "nearest",
+    "merge_nearest",
+    "nearest_class",
+    "level_table",
+    "size_level_points",
+]
 
 
 def as_matrix(part: Any) -> np.ndarray:
@@ -41,8 +50,9 @@ def compatibility(cov_a: np.ndarray, cov_b: np.ndarray) -> float:
     return float(np.corrcoef(a, b)[0, 1])
 
 
-def nearest(part: Any, features: list[int], label: int, start: int, test: np.ndarray,
-            exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nearest(
+    part: Any, features: list[int], label: int, start: int, test: np.ndarray, exclude: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Nearest record of one training partition (Euclidean on ``features``) to every test row:
     ``(squared distance, its label value, its global row)``; ``exclude`` global rows (sorted)
     are left out (the test records themselves). inf / -1 where the partition has no record."""
@@ -89,8 +99,11 @@ def level_table(n: np.ndarray, p_max: np.ndarray) -> list[list[Any]]:
 def size_level_points(n: np.ndarray, p_max: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray, bool]:
     """The distinct ``(p_max, n)`` pairs of the groups (x, y); beyond ``max_points`` only each
     level's smallest and largest group (``True`` when reduced so)."""
-    pairs = np.unique(np.column_stack([np.asarray(p_max, np.int64), np.asarray(n, np.int64)]), axis=0) if len(n) \
+    pairs = (
+        np.unique(np.column_stack([np.asarray(p_max, np.int64), np.asarray(n, np.int64)]), axis=0)
+        if len(n)
         else np.zeros((0, 2), np.int64)
+    )
     if pairs.shape[0] <= max_points:
         return pairs[:, 0], pairs[:, 1], False
     levels = np.unique(pairs[:, 0])

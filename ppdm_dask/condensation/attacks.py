@@ -30,8 +30,15 @@ from scipy.spatial import cKDTree
 
 from ..random import Key, Tag
 
-__all__ = ["Reconstruction", "solve_groups", "reconstruct_records", "records_recovered", "Membership",
-           "membership_advantage", "RECOVERY_RTOL"]
+__all__ = [
+    "Reconstruction",
+    "solve_groups",
+    "reconstruct_records",
+    "records_recovered",
+    "Membership",
+    "membership_advantage",
+    "RECOVERY_RTOL",
+]
 
 #: A record counts as recovered when every attribute is within this relative tolerance (of
 #: max(1, |value|)) — "to the last digit" of any printed precision.
@@ -138,8 +145,9 @@ def _best_threshold(member_scores: np.ndarray, holdout_scores: np.ndarray) -> tu
     return float(max(tpr[i] - fpr[i], 0.0)), float(tpr[i]), float(fpr[i]), float(t[i])
 
 
-def membership_advantage(X: Any, condense: Callable[[np.ndarray, np.ndarray], np.ndarray], *, key: Any = 0,
-                         members: float = 0.5) -> Membership:
+def membership_advantage(
+    X: Any, condense: Callable[[np.ndarray, np.ndarray], np.ndarray], *, key: Any = 0, members: float = 0.5
+) -> Membership:
     """The membership-inference advantage of the distance-to-closest-record attacker.
 
     Parameters

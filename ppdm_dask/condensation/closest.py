@@ -30,8 +30,17 @@ import dask
 import numpy as np
 from scipy.spatial import cKDTree
 
-__all__ = ["QUERY_LIMIT", "COPY_RTOL", "Closeness", "nearest_in_block", "merge_nearest", "sample_block", "nearest_original",
-           "closeness", "fetch_sample"]
+__all__ = [
+    "QUERY_LIMIT",
+    "COPY_RTOL",
+    "Closeness",
+    "nearest_in_block",
+    "merge_nearest",
+    "sample_block",
+    "nearest_original",
+    "closeness",
+    "fetch_sample",
+]
 
 #: Pseudo-records (and originals) measured at most; beyond, a public-seeded sample of about that many.
 QUERY_LIMIT = 100_000
@@ -69,8 +78,9 @@ def sample_rows_block(part: Any, block: int, start: int, fraction: float, which:
     return A[keep], rows[keep]
 
 
-def nearest_in_block(part: Any, start: int, queries: np.ndarray, exclude: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nearest_in_block(
+    part: Any, start: int, queries: np.ndarray, exclude: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Kernel: the nearest row of one original block to every query.
 
     Returns ``(distance (q,), global row (q,), the row's values (q, d))``; ``exclude[i]`` is a
@@ -115,8 +125,9 @@ def _blocks(X: Any) -> tuple[list, np.ndarray]:
     return list(X.to_delayed().ravel()), offsets
 
 
-def nearest_original(queries: np.ndarray, X: Any, *, exclude: np.ndarray | None = None,
-                     **compute_kwargs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nearest_original(
+    queries: np.ndarray, X: Any, *, exclude: np.ndarray | None = None, **compute_kwargs: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The nearest original record (rows of the dask array ``X``) to every query: ``(distance,
     global row, values)``, exact; ``exclude`` as :func:`nearest_in_block`."""
     from ..progress import compute
@@ -206,5 +217,4 @@ def closeness(pseudo_parts: list, released: int, X: Any, **compute_kwargs: Any) 
     nn2 = nearest_original(q2, X, exclude=ex2, **compute_kwargs)[0] if q2.shape[0] else np.zeros(0)
     neighbour = nn2[: uniq.size][inv.reshape(-1)] if uniq.size else np.zeros(0)
     tol = COPY_RTOL * np.maximum(1.0, np.abs(points).max(axis=1)) if points.size else np.zeros(0)
-    return Closeness(int(queries.shape[0]), int(released), dcr, nearest, neighbour, tol, nn2[uniq.size:])
-
+    return Closeness(int(queries.shape[0]), int(released), dcr, nearest, neighbour, tol, nn2[uniq.size :])

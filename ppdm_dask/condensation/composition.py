@@ -98,29 +98,63 @@ def union_figures(rel: CondensedRelease, original: Any = None, **ckw: Any) -> Fi
     sampled = "" if near.measured >= released else f" (a public-seeded sample of {near.measured:,} of {released:,})"
     union = f"the union of {n} releases ({released:,} pseudo-records)"
     fig.risk += [
-        Value("union_pseudo_copies", f"Pseudo-records of {union} copying a unique original record",
-              exact.n_unique + close_only, about="comparison", unit="records",
-              note=f"{exact.n_unique} equal exactly (every row), {close_only} more within a relative {COPY_RTOL:g} "
-                   f"(rows measured{sampled})"),
-        Value("union_originals_copied", f"Unique original records that {union} copies", copied, about="comparison",
-              unit="records", note=f"this release alone copies {copied_here}; exact equality, every row"),
+        Value(
+            "union_pseudo_copies",
+            f"Pseudo-records of {union} copying a unique original record",
+            exact.n_unique + close_only,
+            about="comparison",
+            unit="records",
+            note=f"{exact.n_unique} equal exactly (every row), {close_only} more within a relative {COPY_RTOL:g} "
+            f"(rows measured{sampled})",
+        ),
+        Value(
+            "union_originals_copied",
+            f"Unique original records that {union} copies",
+            copied,
+            about="comparison",
+            unit="records",
+            note=f"this release alone copies {copied_here}; exact equality, every row",
+        ),
     ]
     if near.measured:
         dcr5, nn5, _ = near.percentile(5)
         note = f"{near.measured:,} pseudo-records measured{sampled}; Euclidean in the attributes' units"
         fig.risk += [
-            Value("union_dcr_median", f"Median distance to the closest original, {union}",
-                  float(np.median(near.dcr)), about="comparison", note=note),
-            Value("union_dcr_p5", f"Distance to the closest original, 5th percentile, {union}", dcr5, about="comparison",
-                  note=note),
-            Value("union_dcr_closer_than_neighbour", f"Pseudo-records of {union} closer to an original than that "
-                  "original's nearest other original", 100.0 * near.share_closer, about="comparison", unit="%", note=note),
-            Value("union_dcr_below_original_p5", f"Pseudo-records of {union} closer to an original than the originals' "
-                  "5th-percentile nearest-neighbour distance", 100.0 * float(np.mean(near.dcr < nn5)), about="comparison",
-                  unit="%", note=note + f" ({nn5:.4g}); fresh records of the same population: about 5 %"),
+            Value(
+                "union_dcr_median",
+                f"Median distance to the closest original, {union}",
+                float(np.median(near.dcr)),
+                about="comparison",
+                note=note,
+            ),
+            Value(
+                "union_dcr_p5", f"Distance to the closest original, 5th percentile, {union}", dcr5, about="comparison", note=note
+            ),
+            Value(
+                "union_dcr_closer_than_neighbour",
+                f"Pseudo-records of {union} closer to an original than that original's nearest other original",
+                100.0 * near.share_closer,
+                about="comparison",
+                unit="%",
+                note=note,
+            ),
+            Value(
+                "union_dcr_below_original_p5",
+                f"Pseudo-records of {union} closer to an original than the originals' 5th-percentile nearest-neighbour distance",
+                100.0 * float(np.mean(near.dcr < nn5)),
+                about="comparison",
+                unit="%",
+                note=note + f" ({nn5:.4g}); fresh records of the same population: about 5 %",
+            ),
         ]
     if copied > copied_here:
-        fig.warnings.append(Text("union_copies", f"the union of this release with {n - 1} earlier release(s) of its input "
-                                 f"copies {copied} unique original record(s), this release alone {copied_here}: whoever "
-                                 "holds them all holds those records", about="comparison"))
+        fig.warnings.append(
+            Text(
+                "union_copies",
+                f"the union of this release with {n - 1} earlier release(s) of its input "
+                f"copies {copied} unique original record(s), this release alone {copied_here}: whoever "
+                "holds them all holds those records",
+                about="comparison",
+            )
+        )
     return fig

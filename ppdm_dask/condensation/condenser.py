@@ -100,7 +100,9 @@ def repair_groups(table: GroupTable) -> tuple[GroupTable, np.ndarray]:
     return GroupTable.from_groups([groups[g] for g in keep]) if keep.size else GroupTable.empty(table.d), new_id[target]
 
 
-def check_condensation(X: np.ndarray, privacy: np.ndarray, labels: np.ndarray, groups: GroupTable, *, rtol: float = 1e-6) -> Verdict:
+def check_condensation(
+    X: np.ndarray, privacy: np.ndarray, labels: np.ndarray, groups: GroupTable, *, rtol: float = 1e-6
+) -> Verdict:
     """Independent check of a condensation from the input and the private membership.
 
     Recounts every group's size and the largest privacy level of its members from ``labels``,
@@ -135,16 +137,32 @@ def check_condensation(X: np.ndarray, privacy: np.ndarray, labels: np.ndarray, g
     worst = int(np.argmax(need - size)) if G else None
     stats = {"n_groups": G, "min_group_size": int(size.min()) if G else 0, "infeasible": infeasible}
     mismatched = int(np.sum(size != groups.n)) if size.shape == groups.n.shape else G
-    return Verdict([
-        Check("group size >= members' levels", infeasible == 0, infeasible, 0,
-              where=f"group {worst} ({int(size[worst])} records, a member at level {int(need[worst])})" if infeasible else None,
-              detail="groups with fewer records than the largest privacy level of a member", stats=stats),
-        Check("group sizes match", mismatched == 0, mismatched, 0, detail="groups whose recounted size differs from the published n"),
-        Check("statistics match the records", err <= rtol, err, rtol, detail="relative error of the published Fs and Sc"),
-    ])
+    return Verdict(
+        [
+            Check(
+                "group size >= members' levels",
+                infeasible == 0,
+                infeasible,
+                0,
+                where=f"group {worst} ({int(size[worst])} records, a member at level {int(need[worst])})" if infeasible else None,
+                detail="groups with fewer records than the largest privacy level of a member",
+                stats=stats,
+            ),
+            Check(
+                "group sizes match",
+                mismatched == 0,
+                mismatched,
+                0,
+                detail="groups whose recounted size differs from the published n",
+            ),
+            Check("statistics match the records", err <= rtol, err, rtol, detail="relative error of the published Fs and Sc"),
+        ]
+    )
 
 
-def _condense_cell(cell: tuple[np.ndarray, np.ndarray, np.ndarray], key: Key, unit: int) -> tuple[GroupTable, np.ndarray, np.ndarray]:
+def _condense_cell(
+    cell: tuple[np.ndarray, np.ndarray, np.ndarray], key: Key, unit: int
+) -> tuple[GroupTable, np.ndarray, np.ndarray]:
     X, p, rows = cell
     if X.shape[0] == 0:
         return GroupTable.empty(X.shape[1]), rows, np.empty(0, np.int64)
@@ -248,9 +266,12 @@ class Condenser(Estimator):
         if plan == "persist":
             self._memory = ("one wave", f"{why.replace(': persist (', ': all cells at once (')}")
         else:
-            self._memory = ("waves", f"{why.split(': stream')[0]}: {len(waves)} waves of <= {size} cells "
-                                     f"(over {CELL_MEMORY_SHARE:.0%} of the workers' memory, {budget / 2**20:,.0f} MiB; "
-                                     "the input is read once per wave)")
+            self._memory = (
+                "waves",
+                f"{why.split(': stream')[0]}: {len(waves)} waves of <= {size} cells "
+                f"(over {CELL_MEMORY_SHARE:.0%} of the workers' memory, {budget / 2**20:,.0f} MiB; "
+                "the input is read once per wave)",
+            )
         return waves
 
     _parameter_constraints = {"rows_per_partition": [None, Interval(int, 1, None)]}
@@ -280,8 +301,12 @@ class Condenser(Estimator):
             _check_level_floor(rec.known_max_level(), self._overrides)
         N, d = rec.n, int(rec.X.shape[1])
         self.feature_names_in_ = rec.names
-        self._parameters = {**rec.parameters, "rows_per_partition": rpp, "standardize": bool(self.standardize),
-                            "publish_statistics": bool(self.publish_statistics)}
+        self._parameters = {
+            **rec.parameters,
+            "rows_per_partition": rpp,
+            "standardize": bool(self.standardize),
+            "publish_statistics": bool(self.publish_statistics),
+        }
         offsets = np.concatenate([[0], np.cumsum(rec.X.chunks[0])])
         X = rec.X.map_blocks(_checked_block, dtype=np.float64)
         # the first pass: the input's digest, with the given levels and the moments to standardize
@@ -322,8 +347,9 @@ class Condenser(Estimator):
             for lo, hi in self._waves(tree.n_cells, N, d, client):
                 # one output per cell, so that each cell's task fetches its own pieces only
                 bucket = dask.delayed(bucket_block, pure=True, nout=hi - lo)
-                buckets = [bucket(xb, pb, int(o), tree, lo, hi)
-                           for xb, pb, o in zip(X.to_delayed().ravel(), p_parts, offsets[:-1])]
+                buckets = [
+                    bucket(xb, pb, int(o), tree, lo, hi) for xb, pb, o in zip(X.to_delayed().ravel(), p_parts, offsets[:-1])
+                ]
                 cells = [dask.delayed(gather_cell, pure=True)([b[c] for b in buckets], d) for c in range(hi - lo)]
                 parts = [dask.delayed(_condense_cell, pure=True)(c, skey, lo + i) for i, c in enumerate(cells)]
                 # each cell's groups leave the workers as soon as they are ready (not at the wave's end)
@@ -370,9 +396,19 @@ class Condenser(Estimator):
             A privacy floor fails and was not overridden (e.g. a group of a single record).
         """
         check_is_fitted(self, "groups_")
-        return condensed_release(self.groups_, method="static", parameters=self._parameters, key=self.key_,
-                                 input_digest=self._input_digest, originals=self._records, source=self._source,
-                                 overrides=self._overrides, ledger=self.ledger, client=client, progress=progress)
+        return condensed_release(
+            self.groups_,
+            method="static",
+            parameters=self._parameters,
+            key=self.key_,
+            input_digest=self._input_digest,
+            originals=self._records,
+            source=self._source,
+            overrides=self._overrides,
+            ledger=self.ledger,
+            client=client,
+            progress=progress,
+        )
 
     def check(self, X: Any) -> Verdict:
         """:func:`check_condensation` of this fit against the original records ``X`` (raises

@@ -24,8 +24,7 @@ import numpy as np
 
 from ..data import _digest_kernels as DK
 
-__all__ = ["CopyMatches", "RowKeys", "row_keys", "route_keys", "match_bucket", "exact_copies", "exact_copies_lazy",
-           "MAX_BUCKETS"]
+__all__ = ["CopyMatches", "RowKeys", "row_keys", "route_keys", "match_bucket", "exact_copies", "exact_copies_lazy", "MAX_BUCKETS"]
 
 #: Buckets of the join at most (one task each).
 MAX_BUCKETS = 64
@@ -81,7 +80,7 @@ def match_bucket(originals: list, pseudo: list) -> tuple[np.ndarray, np.ndarray,
     pids = np.concatenate([np.column_stack([np.full(r.size, b, np.int64), r]) for k, b, r in pseudo if k.shape[0]])
     # one code per distinct hash over both sides: a pseudo-row matches when its code is an original's
     codes = np.unique(np.concatenate([okeys, pkeys]), axis=0, return_inverse=True)[1].reshape(-1)
-    ocode, pcode = codes[: okeys.shape[0]], codes[okeys.shape[0]:]
+    ocode, pcode = codes[: okeys.shape[0]], codes[okeys.shape[0] :]
     counts = np.bincount(ocode, minlength=int(codes.max()) + 1)
     first = np.full(counts.size, -1, np.int64)
     order = np.lexsort((oids[:, 1], oids[:, 0]))  # by (block, row): np.unique keeps the first

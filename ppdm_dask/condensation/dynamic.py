@@ -207,10 +207,20 @@ class StreamingCondenser(Estimator):
     keeps a 16-byte hash of every record received by :meth:`partial_fit` (not the record).
     """
 
-    def __init__(self, *, init_number: int | None = None, split_strict: bool = False, key: KeyLike = None,
-                 repair_splits: bool = True, privacy_levels: Any = None, privacy_column: str | None = None,
-                 columns: Any = None, allow_weak: Any = False, publish_statistics: bool = False,
-                 ledger: Any = "default") -> None:
+    def __init__(
+        self,
+        *,
+        init_number: int | None = None,
+        split_strict: bool = False,
+        key: KeyLike = None,
+        repair_splits: bool = True,
+        privacy_levels: Any = None,
+        privacy_column: str | None = None,
+        columns: Any = None,
+        allow_weak: Any = False,
+        publish_statistics: bool = False,
+        ledger: Any = "default",
+    ) -> None:
         self.init_number = init_number
         self.split_strict = split_strict
         self.key = key
@@ -281,7 +291,9 @@ class StreamingCondenser(Estimator):
         if not self._initialised:
             return GroupTable.empty(self._d)
         G = self._G
-        return GroupTable(self._n[:G].copy(), self._mean[:G].copy(), self._m2[:G].copy(), self._ps[:G].copy(), self._req[:G].copy())
+        return GroupTable(
+            self._n[:G].copy(), self._mean[:G].copy(), self._m2[:G].copy(), self._ps[:G].copy(), self._req[:G].copy()
+        )
 
     def _load(self, table: GroupTable) -> None:
         G = len(table)
@@ -292,7 +304,13 @@ class StreamingCondenser(Estimator):
         self._m2 = np.zeros((cap, d, d))
         self._ps = np.zeros(cap)
         self._req = np.zeros(cap, np.int64)
-        self._n[:G], self._mean[:G], self._m2[:G], self._ps[:G], self._req[:G] = table.n, table.mean, table.m2, table.ps, table.req
+        self._n[:G], self._mean[:G], self._m2[:G], self._ps[:G], self._req[:G] = (
+            table.n,
+            table.mean,
+            table.m2,
+            table.ps,
+            table.req,
+        )
         self._G = G
         self._maxn[0] = int(table.n.max()) if G else 0
 
@@ -396,8 +414,9 @@ class StreamingCondenser(Estimator):
 
         self._source = source_of(X)
         self._start(self.init_number)
-        rec = records_of(X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column, columns=self.columns,
-                         allow_empty=True)
+        rec = records_of(
+            X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column, columns=self.columns, allow_empty=True
+        )
         self._overrides = overrides_for(self.allow_weak, list(FLOORS) + ([] if self.repair_splits else [SIZE_CHECK]))
 
         def floor(top: int) -> None:
@@ -430,9 +449,15 @@ class StreamingCondenser(Estimator):
         if digest is not None and self._digest is not None and self._digest.digest() != digest:  # pragma: no cover - guard
             raise RuntimeError("the stream's digest differs from the input's: the blocks were not read in order")
         self.feature_names_in_ = rec.names
-        self.report_ = {"n_records": N, "n_groups": len(groups), "splits": self.n_splits_, "ssq": float(groups.total_ssq),
-                        "split_groups_below_level": int(np.sum(~groups.feasible)), "init_number": self.init_number_,
-                        "max_privacy_level": int(levels.max(initial=0))}
+        self.report_ = {
+            "n_records": N,
+            "n_groups": len(groups),
+            "splits": self.n_splits_,
+            "ssq": float(groups.total_ssq),
+            "split_groups_below_level": int(np.sum(~groups.feasible)),
+            "init_number": self.init_number_,
+            "max_privacy_level": int(levels.max(initial=0)),
+        }
         return self
 
     def _stream_parameters(self) -> dict[str, Any]:
@@ -440,8 +465,12 @@ class StreamingCondenser(Estimator):
         ``init_number`` is the initialisation's target — the one given, 10 % of the data in
         :meth:`fit`, or the records it took when :meth:`partial_fit` had none — so that two
         streams initialised differently are two releases."""
-        return {"init_number": self._init_param, "split_strict": bool(self.split_strict),
-                "repair_splits": bool(self.repair_splits), "publish_statistics": bool(self.publish_statistics)}
+        return {
+            "init_number": self._init_param,
+            "split_strict": bool(self.split_strict),
+            "repair_splits": bool(self.repair_splits),
+            "publish_statistics": bool(self.publish_statistics),
+        }
 
     def _release_parameters(self) -> dict[str, Any]:
         """The public parameters of the release: those :meth:`fit` recorded, or, for a stream fed
@@ -449,8 +478,11 @@ class StreamingCondenser(Estimator):
         params = getattr(self, "_parameters", None)
         if params:
             return dict(params)
-        return {"privacy_levels": "per record (not published)", "columns": [f"x{j}" for j in range(int(self._d or 0))],
-                **self._stream_parameters()}
+        return {
+            "privacy_levels": "per record (not published)",
+            "columns": [f"x{j}" for j in range(int(self._d or 0))],
+            **self._stream_parameters(),
+        }
 
     def release(self, *, client: Any = None, progress: bool = False) -> Any:
         """The release of the current groups (after :meth:`finalize`): pseudo-data drawn from
@@ -479,11 +511,23 @@ class StreamingCondenser(Estimator):
             from .release import FLOORS, SIZE_CHECK
 
             overrides = overrides_for(self.allow_weak, list(FLOORS) + ([] if self.repair_splits else [SIZE_CHECK]))
-        return condensed_release(groups, method="dynamic", parameters=params, key=self.key_, input_digest=self._digest.digest(),
-                                originals=originals, source=source, overrides=overrides,
-                                figures={"privacy": {"split_groups_repaired": repaired if self.repair_splits else 0},
-                                         "utility": {"splits": int(self.n_splits_)}}, ledger=self.ledger, client=client,
-                                 progress=progress)
+        return condensed_release(
+            groups,
+            method="dynamic",
+            parameters=params,
+            key=self.key_,
+            input_digest=self._digest.digest(),
+            originals=originals,
+            source=source,
+            overrides=overrides,
+            figures={
+                "privacy": {"split_groups_repaired": repaired if self.repair_splits else 0},
+                "utility": {"splits": int(self.n_splits_)},
+            },
+            ledger=self.ledger,
+            client=client,
+            progress=progress,
+        )
 
     def finalize(self) -> GroupTable:
         """Close the stream and return the groups.
@@ -554,8 +598,9 @@ class StreamingCondenser(Estimator):
         """insert(x, p) for every row, in order."""
         i, N = 0, X.shape[0]
         while i < N:
-            i, event, g = _run(X, p, i, self._n, self._mean, self._m2, self._ps, self._req, self._G,
-                               self._maxn, self._pool_minp(), self._strict)
+            i, event, g = _run(
+                X, p, i, self._n, self._mean, self._m2, self._ps, self._req, self._G, self._maxn, self._pool_minp(), self._strict
+            )
             if event == _DONE:
                 break
             if event == _POOL:

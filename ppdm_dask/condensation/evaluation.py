@@ -57,7 +57,9 @@ def nn_predict(train_X: np.ndarray, train_y: np.ndarray, test_X: np.ndarray) -> 
     return np.asarray(train_y)[idx]
 
 
-def condense(X: np.ndarray, privacy: np.ndarray, *, method: str = "static", key: KeyLike = None, rows_per_partition: int | None = None) -> GroupTable:
+def condense(
+    X: np.ndarray, privacy: np.ndarray, *, method: str = "static", key: KeyLike = None, rows_per_partition: int | None = None
+) -> GroupTable:
     """Group statistics of ``X`` by the static (:class:`Condenser`) or dynamic
     (:class:`~.dynamic.StreamingCondenser`) algorithm, as the paper has them (the harness
     publishes nothing, so no privacy floor applies: a class may have only level-1 records)."""

@@ -56,8 +56,15 @@ class Records:
         ``privacy_column`` / ``privacy_levels``).
     """
 
-    def __init__(self, X: da.Array, given: Any, constant: int | None, span: tuple[int, int] | None, names: list[str],
-                 parameters: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        X: da.Array,
+        given: Any,
+        constant: int | None,
+        span: tuple[int, int] | None,
+        names: list[str],
+        parameters: dict[str, Any],
+    ) -> None:
         self.X, self.given, self.names, self.parameters = X, given, names, parameters
         self._constant, self._span = constant, span
 
@@ -93,7 +100,9 @@ class Records:
         if big.size:
             raise InfeasiblePrivacyError(
                 f"records {big[:10].tolist()} ask for privacy level {int(p[big].max())} but there are only {n} records",
-                python=f"privacy levels of at most {n}", fix=f"privacy levels of at most {n}: `privacy_level`, `privacy_range` or `privacy_column`")
+                python=f"privacy levels of at most {n}",
+                fix=f"privacy levels of at most {n}: `privacy_level`, `privacy_range` or `privacy_column`",
+            )
         return p
 
 
@@ -108,8 +117,9 @@ def _is_table(X: Any) -> bool:
     return hasattr(X, "columns") and hasattr(X, "dtypes")
 
 
-def records_of(X: Any, privacy: Any, *, spec: Any, privacy_column: str | None, columns: Sequence[str] | None,
-               allow_empty: bool = False) -> Records:
+def records_of(
+    X: Any, privacy: Any, *, spec: Any, privacy_column: str | None, columns: Sequence[str] | None, allow_empty: bool = False
+) -> Records:
     """Records and levels from ``X`` (numpy / dask array, pandas / dask DataFrame) and the privacy
     given to ``fit`` (``privacy``) or to the estimator (``spec``, ``privacy_column``). Nothing is
     computed: given levels stay lazy until the estimator's first pass."""
@@ -121,10 +131,13 @@ def records_of(X: Any, privacy: Any, *, spec: Any, privacy_column: str | None, c
 
         df = X if isinstance(X, dd.DataFrame) else dd.from_pandas(X, npartitions=1)
         if privacy_column is not None and privacy_column not in df.columns:
-            raise InvalidParameter(f"the table has no privacy column {privacy_column!r}; its columns are {list(df.columns)}",
-                                   parameter="privacy_column")
-        arr, names = table_to_array(df, columns=list(columns) if columns else None,
-                                    exclude=(privacy_column,) if privacy_column else ())
+            raise InvalidParameter(
+                f"the table has no privacy column {privacy_column!r}; its columns are {list(df.columns)}",
+                parameter="privacy_column",
+            )
+        arr, names = table_to_array(
+            df, columns=list(columns) if columns else None, exclude=(privacy_column,) if privacy_column else ()
+        )
         if privacy_column is not None and privacy is None:
             col_levels = table_to_array(df, columns=[privacy_column])[0][:, 0]
     else:
@@ -141,8 +154,10 @@ def records_of(X: Any, privacy: Any, *, spec: Any, privacy_column: str | None, c
         raise InvalidParameter("no records to condense")
     given = privacy if privacy is not None else (col_levels if col_levels is not None else spec)
     if given is None:
-        raise InvalidParameter("no privacy levels: pass privacy= to fit() or privacy_levels= / privacy_column= to the estimator",
-                               fix="`privacy_column`, `privacy_range` or `privacy_level`")
+        raise InvalidParameter(
+            "no privacy levels: pass privacy= to fit() or privacy_levels= / privacy_column= to the estimator",
+            fix="`privacy_column`, `privacy_range` or `privacy_level`",
+        )
     constant = span = None
     if col_levels is not None:
         params: dict[str, Any] = {"privacy_column": privacy_column}
@@ -164,7 +179,9 @@ def records_of(X: Any, privacy: Any, *, spec: Any, privacy_column: str | None, c
     if constant is not None and constant > n and n:
         raise InfeasiblePrivacyError(
             f"records {list(range(min(n, 10)))} ask for privacy level {constant} but there are only {n} records",
-            python=f"privacy levels of at most {n}", fix=f"privacy levels of at most {n}: `privacy_level`, `privacy_range` or `privacy_column`")
+            python=f"privacy levels of at most {n}",
+            fix=f"privacy levels of at most {n}: `privacy_level`, `privacy_range` or `privacy_column`",
+        )
     return Records(arr.astype(np.float64), given, constant, span, names, {**params, "columns": names})
 
 
@@ -201,5 +218,6 @@ class StreamDigest:
         """The 32-byte digest of the stream so far."""
         from ..data.digest import finish_digest, join_digests
 
-        return join_digests([finish_digest(f"array:{self.d}", self._x),
-                      finish_digest("array:1", self._p) if self.levels else b"none"])
+        return join_digests(
+            [finish_digest(f"array:{self.d}", self._x), finish_digest("array:1", self._p) if self.levels else b"none"]
+        )

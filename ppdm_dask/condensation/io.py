@@ -28,12 +28,21 @@ def _is_number(dtype: Any) -> bool:
 def _to_float(part: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Kernel: the columns of one partition as float64; a value that is not a number is an error
     naming its column (missing values become NaN and are reported by the condensers)."""
-    out = {c: parse_numbers(part[c], f"column {c!r} holds values that are not numbers", python=f"columns=[...] without {c!r}",
-                            fix=f"`columns` without {c}, or `dtype` {c}=float") for c in columns}
+    out = {
+        c: parse_numbers(
+            part[c],
+            f"column {c!r} holds values that are not numbers",
+            python=f"columns=[...] without {c!r}",
+            fix=f"`columns` without {c}, or `dtype` {c}=float",
+        )
+        for c in columns
+    }
     return pd.DataFrame(out, index=part.index)
 
 
-def table_to_array(df: dd.DataFrame, *, columns: list[str] | None = None, exclude: tuple[str, ...] = ()) -> tuple[da.Array, list[str]]:
+def table_to_array(
+    df: dd.DataFrame, *, columns: list[str] | None = None, exclude: tuple[str, ...] = ()
+) -> tuple[da.Array, list[str]]:
     """The attributes of ``df`` as a float64 dask array with known row chunks.
 
     ``columns`` selects attributes and converts them to numbers (string columns of a CSV
@@ -52,9 +61,12 @@ def table_to_array(df: dd.DataFrame, *, columns: list[str] | None = None, exclud
         columns = [c for c in df.columns if c not in exclude and _is_number(df[c].dtype)]
         skipped = [c for c in df.columns if c not in exclude and c not in columns]
         if skipped:
-            raise DataFormatError(f"non-numeric columns {skipped}: name the attributes to condense (the others are not "
-                                  "published) or type them as numbers", python="columns=[...]",
-                                  fix="`columns` COL,COL or `dtype` COL=float")
+            raise DataFormatError(
+                f"non-numeric columns {skipped}: name the attributes to condense (the others are not "
+                "published) or type them as numbers",
+                python="columns=[...]",
+                fix="`columns` COL,COL or `dtype` COL=float",
+            )
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InvalidParameter(f"unknown columns {missing}; the table has {list(df.columns)}", parameter="columns")

@@ -94,8 +94,9 @@ def route(X: np.ndarray, cells: KDCells) -> np.ndarray:
     return out
 
 
-def bucket_block(X: np.ndarray, privacy: np.ndarray, offset: int, cells: KDCells, lo: int = 0,
-                 hi: int | None = None) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+def bucket_block(
+    X: np.ndarray, privacy: np.ndarray, offset: int, cells: KDCells, lo: int = 0, hi: int | None = None
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
     """Split one input block into per-cell pieces ``(X_c, privacy_c, global_rows_c)`` for the
     cells ``lo..hi-1`` (default: every cell); rows of other cells are dropped."""
     hi = cells.n_cells if hi is None else hi

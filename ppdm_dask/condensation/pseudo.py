@@ -58,7 +58,9 @@ def canonical_eigh(C: Any) -> tuple[np.ndarray, np.ndarray]:
     return lam, E * sign
 
 
-def _draw(mean: np.ndarray, width: np.ndarray, E: np.ndarray, zero_var: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+def _draw(
+    mean: np.ndarray, width: np.ndarray, E: np.ndarray, zero_var: np.ndarray, n: int, rng: np.random.Generator
+) -> np.ndarray:
     """n points of one group from its eigenvectors and widths ``a_k = sqrt(12 λ_k)`` (the single
     code path of :func:`pseudo_points` and :func:`generate`)."""
     u = (rng.random((n, width.shape[0])) - 0.5) * width  # U(-a/2, a/2); much cheaper than uniform(low, high)
@@ -167,8 +169,9 @@ def _generate_block(groups: GroupTable, key: Any, lo: int, redraw: dict[int, int
     return generate(groups, key=key, group_ids=np.arange(lo, lo + len(groups), dtype=np.int64), redraw=redraw)
 
 
-def generate_dask(groups: GroupTable, *, key: KeyLike = None, rows_per_block: int = 100_000,
-                  redraw: Any = None) -> dask.array.Array:
+def generate_dask(
+    groups: GroupTable, *, key: KeyLike = None, rows_per_block: int = 100_000, redraw: Any = None
+) -> dask.array.Array:
     """Pseudo-data of all groups as a (Σ n, d) float64 dask array (MAP per block of groups).
 
     Consecutive groups are packed into blocks of about ``rows_per_block`` rows (a group is never
@@ -200,6 +203,10 @@ def generate_dask(groups: GroupTable, *, key: KeyLike = None, rows_per_block: in
         rows = int(groups.n[lo:hi].sum())
         a, b = int(first[lo]), int(first[hi])
         mine = {r - a: t for r, t in redraw.items() if a <= r < b} or None
-        task = dask.delayed(_generate_block)(groups.take(slice(lo, hi)), key, lo, mine, dask_key_name=f"pseudo-data-task-{token}-{i}")
-        blocks.append(da.from_delayed(task, shape=(rows, d), dtype=np.float64, meta=np.empty((0, d)), name=f"pseudo-data-{token}-{i}"))
+        task = dask.delayed(_generate_block)(
+            groups.take(slice(lo, hi)), key, lo, mine, dask_key_name=f"pseudo-data-task-{token}-{i}"
+        )
+        blocks.append(
+            da.from_delayed(task, shape=(rows, d), dtype=np.float64, meta=np.empty((0, d)), name=f"pseudo-data-{token}-{i}")
+        )
     return blocks[0] if len(blocks) == 1 else da.concatenate(blocks, axis=0)

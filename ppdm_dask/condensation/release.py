@@ -44,9 +44,26 @@ from ..release.base import refuse_weak
 from ..release.manifest import public_parameters
 from .groups import GroupTable
 
-__all__ = ["CondensedRelease", "condensed_release", "read_groups", "read_statistics", "groups_table", "statistics_table",
-           "group_sizes", "statistics_of", "statistics_min_size", "FORMAT_NAME", "GROUPS_FILE", "STATISTICS_FILE",
-           "LEVEL_FLOOR", "SINGLE_FLOOR", "SIZE_CHECK", "COPY_CHECK", "STATISTICS_CHECK", "FLOORS"]
+__all__ = [
+    "CondensedRelease",
+    "condensed_release",
+    "read_groups",
+    "read_statistics",
+    "groups_table",
+    "statistics_table",
+    "group_sizes",
+    "statistics_of",
+    "statistics_min_size",
+    "FORMAT_NAME",
+    "GROUPS_FILE",
+    "STATISTICS_FILE",
+    "LEVEL_FLOOR",
+    "SINGLE_FLOOR",
+    "SIZE_CHECK",
+    "COPY_CHECK",
+    "STATISTICS_CHECK",
+    "FLOORS",
+]
 
 FORMAT_NAME = "ppdm-condensed"
 GROUPS_FILE = "_groups.parquet"  # leading underscore: dataset readers skip it
@@ -105,9 +122,13 @@ def statistics_table(stats: Mapping[str, np.ndarray], order: np.ndarray | None =
     idx = np.arange(G) if order is None else np.asarray(order)
     Fs = np.asarray(stats["Fs"], np.float64).reshape(G, d)[idx]
     Sc = np.asarray(stats["Sc"], np.float64).reshape(G, d * d)[idx]
-    return pa.table({"n": pa.array(n[idx]),
-                     "Fs": pa.FixedSizeListArray.from_arrays(pa.array(Fs.reshape(-1), pa.float64()), d),
-                     "Sc": pa.FixedSizeListArray.from_arrays(pa.array(Sc.reshape(-1), pa.float64()), d * d)})
+    return pa.table(
+        {
+            "n": pa.array(n[idx]),
+            "Fs": pa.FixedSizeListArray.from_arrays(pa.array(Fs.reshape(-1), pa.float64()), d),
+            "Sc": pa.FixedSizeListArray.from_arrays(pa.array(Sc.reshape(-1), pa.float64()), d * d),
+        }
+    )
 
 
 def _flat(t: pa.Table, name: str, width: int, file: str) -> np.ndarray:
@@ -119,14 +140,16 @@ def _flat(t: pa.Table, name: str, width: int, file: str) -> np.ndarray:
     return values.reshape(G, width)
 
 
-def _read_table(fs: Any, folder: str, manifest: Mapping[str, Any], name: str, url: str, verify: bool,
-                rows: Any = None) -> pa.Table:
+def _read_table(
+    fs: Any, folder: str, manifest: Mapping[str, Any], name: str, url: str, verify: bool, rows: Any = None
+) -> pa.Table:
     entry = next((e for e in manifest.get("files", []) if e.get("file") == name), {"file": name, "rows": rows})
     return read_part(fs, folder, entry, verify=verify, url=url)
 
 
-def _read_published(fs: Any, folder: str, manifest: Mapping[str, Any], url: str,
-                    verify: bool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None, str | None]:
+def _read_published(
+    fs: Any, folder: str, manifest: Mapping[str, Any], url: str, verify: bool
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None, str | None]:
     """``(n and p_max of every group, the published statistics or None, the file holding them)``.
 
     Releases written before statistics were withheld hold ``n, Ps, Fs, Sc, p_max`` of every group
@@ -147,8 +170,15 @@ def _read_published(fs: Any, folder: str, manifest: Mapping[str, Any], url: str,
         return pub, None, None
     s = _read_table(fs, folder, manifest, sname, url, verify)
     S = s.num_rows
-    return pub, {"n": s.column("n").to_numpy().astype(np.int64), "Fs": _flat(s, "Fs", d, sname),
-                 "Sc": _flat(s, "Sc", d * d, sname).reshape(S, d, d)}, sname
+    return (
+        pub,
+        {
+            "n": s.column("n").to_numpy().astype(np.int64),
+            "Fs": _flat(s, "Fs", d, sname),
+            "Sc": _flat(s, "Sc", d * d, sname).reshape(S, d, d),
+        },
+        sname,
+    )
 
 
 def _open_manifest(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any, str, dict[str, Any]]:
@@ -156,8 +186,9 @@ def _open_manifest(url: str, storage_options: Mapping[str, Any] | None) -> tuple
     return fs, path, read_manifest(fs, posixpath.join(path, MANIFEST), url, FORMAT_NAME, 2)
 
 
-def read_groups(url: str, *, storage_options: Mapping[str, Any] | None = None,
-                verify: bool = False) -> tuple[dict[str, np.ndarray], list[str]]:
+def read_groups(
+    url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """The published group sizes of a condensed release — ``{"n", "p_max"}``, one entry per
     group in the file's keyed order — and its attribute names.
 
@@ -171,8 +202,7 @@ def read_groups(url: str, *, storage_options: Mapping[str, Any] | None = None,
     return pub, list(manifest["columns"])
 
 
-def read_statistics(url: str, *, storage_options: Mapping[str, Any] | None = None,
-                    verify: bool = False) -> GroupTable | None:
+def read_statistics(url: str, *, storage_options: Mapping[str, Any] | None = None, verify: bool = False) -> GroupTable | None:
     """The group statistics a condensed release publishes (``publish_statistics``, or every
     group in the layout written before statistics were withheld) as a :class:`GroupTable`
     (``req`` and ``ps`` unknown: 1 and n), or ``None`` when it publishes none."""
@@ -193,16 +223,28 @@ def _frame_stats(df: Any) -> tuple[int, int]:
 def level_floor(max_level: int, overrides: tuple[str, ...] = ()) -> Check:
     """The privacy floor of a condensation whose largest privacy level is ``max_level``."""
     ok = int(max_level) >= 2
-    return Check(LEVEL_FLOOR, ok, int(max_level), 2, detail="with every level 1 each record is published as is",
-                 overridden=(not ok and LEVEL_FLOOR in overrides))
+    return Check(
+        LEVEL_FLOOR,
+        ok,
+        int(max_level),
+        2,
+        detail="with every level 1 each record is published as is",
+        overridden=(not ok and LEVEL_FLOOR in overrides),
+    )
 
 
 def single_floor(n: np.ndarray, overrides: tuple[str, ...] = ()) -> Check:
     """The floor on groups of one record (their pseudo-record is the record itself)."""
     ones = int(np.count_nonzero(np.asarray(n) == 1))
-    return Check(SINGLE_FLOOR, ones == 0, ones, 0, where=GROUPS_FILE if ones else None,
-                 detail="groups of one record (privacy level 1 alone): their pseudo-record is the record itself",
-                 overridden=bool(ones) and SINGLE_FLOOR in overrides)
+    return Check(
+        SINGLE_FLOOR,
+        ones == 0,
+        ones,
+        0,
+        where=GROUPS_FILE if ones else None,
+        detail="groups of one record (privacy level 1 alone): their pseudo-record is the record itself",
+        overridden=bool(ones) and SINGLE_FLOOR in overrides,
+    )
 
 
 def statistics_checks(stats: Mapping[str, np.ndarray], n_groups: np.ndarray, d: int, where: str | None) -> list[Check]:
@@ -231,13 +273,31 @@ def statistics_checks(stats: Mapping[str, np.ndarray], n_groups: np.ndarray, d: 
         return f"{where or 'statistics'} row {int(idx[0])}" if idx.size else where
 
     return [
-        Check(STATISTICS_CHECK, small.size == 0, int(small.size), 0, where=at(small),
-              detail=f"groups of at most d + 1 = {d + 1} records whose statistics are published (they give their members "
-                     "away: a group of two is mean ± its principal deviation)"),
-        Check("group statistics consistent", bad.size == 0, int(bad.size), 0, where=at(bad),
-              detail="groups whose Fs / Sc are not finite, Sc not symmetric or Sc - Fs Fsᵀ/n not positive semi-definite"),
-        Check("statistics of published groups", extra == 0, extra, 0, where=where if extra else None,
-              detail="statistics rows beyond the groups of their size in " + GROUPS_FILE),
+        Check(
+            STATISTICS_CHECK,
+            small.size == 0,
+            int(small.size),
+            0,
+            where=at(small),
+            detail=f"groups of at most d + 1 = {d + 1} records whose statistics are published (they give their members "
+            "away: a group of two is mean ± its principal deviation)",
+        ),
+        Check(
+            "group statistics consistent",
+            bad.size == 0,
+            int(bad.size),
+            0,
+            where=at(bad),
+            detail="groups whose Fs / Sc are not finite, Sc not symmetric or Sc - Fs Fsᵀ/n not positive semi-definite",
+        ),
+        Check(
+            "statistics of published groups",
+            extra == 0,
+            extra,
+            0,
+            where=where if extra else None,
+            detail="statistics rows beyond the groups of their size in " + GROUPS_FILE,
+        ),
     ]
 
 
@@ -276,8 +336,15 @@ class CondensedRelease(TableRelease):
     data_format: ClassVar[str] = FORMAT_NAME
     csv_output: ClassVar[bool] = False  # the group sizes are a second file
 
-    def __init__(self, data: Any, *, groups: GroupTable | None = None, published: Mapping[str, np.ndarray] | None = None,
-                 statistics: Mapping[str, np.ndarray] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        data: Any,
+        *,
+        groups: GroupTable | None = None,
+        published: Mapping[str, np.ndarray] | None = None,
+        statistics: Mapping[str, np.ndarray] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(data, **kwargs)
         self._groups = groups
         if groups is not None:
@@ -318,21 +385,28 @@ class CondensedRelease(TableRelease):
     def _extra_tables(self) -> dict[str, pa.Table]:
         out = {GROUPS_FILE: groups_table(self.published, self._group_order())}
         if self.statistics is not None:
-            out[STATISTICS_FILE] = statistics_table(self.statistics, self._order("condensed-statistics-order",
-                                                                                 len(self.statistics["n"])))
+            out[STATISTICS_FILE] = statistics_table(
+                self.statistics, self._order("condensed-statistics-order", len(self.statistics["n"]))
+            )
         return out
 
     def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"columns": self.columns, "n_records": int(sum(p["rows"] for p in partitions)),
-                "n_groups": int(len(self.published["n"])), "groups": GROUPS_FILE,
-                "statistics": STATISTICS_FILE if self.statistics is not None else None}
+        return {
+            "columns": self.columns,
+            "n_records": int(sum(p["rows"] for p in partitions)),
+            "n_groups": int(len(self.published["n"])),
+            "groups": GROUPS_FILE,
+            "statistics": STATISTICS_FILE if self.statistics is not None else None,
+        }
 
     # ------------------------------------------------------------------ reading hooks
     @classmethod
     def _open_data(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str, verify: bool) -> Any:
         from ..data.tables import table_from_manifest
 
-        return _Opened(table_from_manifest(fs, path, manifest, url, verify=verify), *_read_published(fs, path, manifest, url, verify))
+        return _Opened(
+            table_from_manifest(fs, path, manifest, url, verify=verify), *_read_published(fs, path, manifest, url, verify)
+        )
 
     @classmethod
     def _reopen(cls, data: Any, manifest: Mapping[str, Any]) -> CondensedRelease:
@@ -358,12 +432,17 @@ class CondensedRelease(TableRelease):
         n, p_max = np.asarray(self.published.get("n", [])), np.asarray(self.published.get("p_max", []))
         out: dict[str, Any] = {"groups": int(n.size)}
         if n.size:
-            out.update(smallest_group=int(n.min()), largest_privacy_level=int(p_max.max()),
-                       min_size_margin=int((n - p_max).min()), groups_of_one_record=int(np.count_nonzero(n == 1)))
+            out.update(
+                smallest_group=int(n.min()),
+                largest_privacy_level=int(p_max.max()),
+                min_size_margin=int((n - p_max).min()),
+                groups_of_one_record=int(np.count_nonzero(n == 1)),
+            )
         if self.statistics is not None:
             rows = int(len(self.statistics["n"]))
-            out.update(statistics_published=rows, statistics_withheld=int(n.size) - rows,
-                       statistics_min_size=statistics_min_size(self.d))
+            out.update(
+                statistics_published=rows, statistics_withheld=int(n.size) - rows, statistics_min_size=statistics_min_size(self.d)
+            )
         return out
 
     def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
@@ -406,9 +485,11 @@ class CondensedRelease(TableRelease):
         return [level_floor(top, self.overrides), single_floor(self.published.get("n", np.zeros(0)), self.overrides)]
 
     def original_only_checks(self) -> list[tuple[str, str]]:
-        return [(_RECORDS_CHECK, "the original's number of records"),
-                (_LEVELS_CHECK, "the original's privacy levels"),
-                (COPY_CHECK, "the original records, to compare the pseudo-records with")]
+        return [
+            (_RECORDS_CHECK, "the original's number of records"),
+            (_LEVELS_CHECK, "the original's privacy levels"),
+            (COPY_CHECK, "the original records, to compare the pseudo-records with"),
+        ]
 
     def guarantee_checks(self, original: Any = None, **compute_kwargs: Any) -> list[Check]:
         from ..progress import compute
@@ -418,25 +499,50 @@ class CondensedRelease(TableRelease):
         n, p_max = pub["n"], pub["p_max"]
         small = np.flatnonzero(n < p_max)
         first = f" (first: row {int(small[0])}, n={int(n[small[0]])} < p_max={int(p_max[small[0]])})" if small.size else ""
-        checks = [Check(SIZE_CHECK, small.size == 0, int(small.size), 0, where=where,
-                        detail="groups with fewer records than their largest privacy level" + first,
-                        overridden=bool(small.size) and SIZE_CHECK in self.overrides)]
+        checks = [
+            Check(
+                SIZE_CHECK,
+                small.size == 0,
+                int(small.size),
+                0,
+                where=where,
+                detail="groups with fewer records than their largest privacy level" + first,
+                overridden=bool(small.size) and SIZE_CHECK in self.overrides,
+            )
+        ]
         if self.statistics is not None:
-            checks += statistics_checks(self.statistics, n, self.d or self.statistics["Fs"].shape[-1],
-                                        self._statistics_file if self.manifest is not None else None)
+            checks += statistics_checks(
+                self.statistics,
+                n,
+                self.d or self.statistics["Fs"].shape[-1],
+                self._statistics_file if self.manifest is not None else None,
+            )
         tasks = [dask.delayed(_frame_stats, pure=True)(p) for p in self.data.to_delayed()]
         (stats,) = compute(tasks, **compute_kwargs) if tasks else ([],)
         rows = int(sum(s[0] for s in stats))
         nonfinite = int(sum(s[1] for s in stats))
         total = int(n.sum())
-        checks.append(Check("group sizes add up to the pseudo-data rows", total == rows, total, rows,
-                            detail="sum of n against the rows of the part files"))
+        checks.append(
+            Check(
+                "group sizes add up to the pseudo-data rows",
+                total == rows,
+                total,
+                rows,
+                detail="sum of n against the rows of the part files",
+            )
+        )
         checks.append(Check("pseudo-data finite", nonfinite == 0, nonfinite, 0))
         if self.manifest is not None:
             man = self.manifest
             ok = int(man.get("n_groups", -1)) == len(n) and int(man.get("n_records", -1)) == rows
-            checks.append(Check("counts match the manifest", ok, f"{len(n)} groups, {rows} rows",
-                                f"{man.get('n_groups')} groups, {man.get('n_records')} rows"))
+            checks.append(
+                Check(
+                    "counts match the manifest",
+                    ok,
+                    f"{len(n)} groups, {rows} rows",
+                    f"{man.get('n_groups')} groups, {man.get('n_records')} rows",
+                )
+            )
         if original is not None:
             checks += self._original_checks(original, **compute_kwargs)
         return checks
@@ -494,14 +600,30 @@ class CondensedRelease(TableRelease):
             need = np.array([np.count_nonzero(p >= t) for t in levels_u])
             have = np.array([int(pub["n"][pub["p_max"] >= t].sum()) for t in levels_u])
             short = np.flatnonzero(have < need)
-            checks.append(Check(_LEVELS_CHECK, short.size == 0, int(short.size), 0,
-                                where=f"level {int(levels_u[short[0]])}" if short.size else None,
-                                detail="levels t whose records outnumber the records of the groups with p_max >= t"))
+            checks.append(
+                Check(
+                    _LEVELS_CHECK,
+                    short.size == 0,
+                    int(short.size),
+                    0,
+                    where=f"level {int(levels_u[short[0]])}" if short.size else None,
+                    detail="levels t whose records outnumber the records of the groups with p_max >= t",
+                )
+            )
         else:
-            checks.append(Check(_LEVELS_CHECK, True, status="unchecked",
-                                detail="not checked: the levels were " + ("drawn from the release's stream key (only the key "
-                                        "holder can draw them again)" if "privacy_range" in self.parameters
-                                        else "given per record: give the original as (records, levels)")))
+            checks.append(
+                Check(
+                    _LEVELS_CHECK,
+                    True,
+                    status="unchecked",
+                    detail="not checked: the levels were "
+                    + (
+                        "drawn from the release's stream key (only the key holder can draw them again)"
+                        if "privacy_range" in self.parameters
+                        else "given per record: give the original as (records, levels)"
+                    ),
+                )
+            )
         checks.append(self.copy_check(X, **ckw))
         return checks
 
@@ -522,12 +644,17 @@ class CondensedRelease(TableRelease):
         figure = exact.n_unique + close_only
         allowed = int(np.count_nonzero(np.asarray(self.published["n"]) == 1)) if SINGLE_FLOOR in self.overrides else 0
         rows = int(np.asarray(self.published["n"]).sum())
-        return Check(COPY_CHECK, figure == 0, figure, 0,
-                     overridden=bool(figure) and figure <= allowed,
-                     detail=f"pseudo-records equal to an original record that no other original shares: {exact.n_unique} "
-                            f"exactly (all {rows:,} rows), {close_only} more within float tolerance ({near.measured:,} rows "
-                            f"measured); {int(np.count_nonzero(~exact.unique))} equal to a record shared by several originals"
-                            + (f"; {allowed} allowed: groups of one record ({SINGLE_FLOOR!r} overridden)" if allowed else ""))
+        return Check(
+            COPY_CHECK,
+            figure == 0,
+            figure,
+            0,
+            overridden=bool(figure) and figure <= allowed,
+            detail=f"pseudo-records equal to an original record that no other original shares: {exact.n_unique} "
+            f"exactly (all {rows:,} rows), {close_only} more within float tolerance ({near.measured:,} rows "
+            f"measured); {int(np.count_nonzero(~exact.unique))} equal to a record shared by several originals"
+            + (f"; {allowed} allowed: groups of one record ({SINGLE_FLOOR!r} overridden)" if allowed else ""),
+        )
 
 
 def _zero_spread(groups: GroupTable) -> np.ndarray:
@@ -535,8 +662,9 @@ def _zero_spread(groups: GroupTable) -> np.ndarray:
     return np.einsum("gii->g", groups.m2) <= 0.0
 
 
-def redraw_copies(groups: GroupTable, key: Key, originals: Any, *, rows_per_block: int = 100_000,
-                  **compute_kwargs: Any) -> tuple[dict[int, int], dict[str, int]]:
+def redraw_copies(
+    groups: GroupTable, key: Key, originals: Any, *, rows_per_block: int = 100_000, **compute_kwargs: Any
+) -> tuple[dict[int, int], dict[str, int]]:
     """The redraws that leave no pseudo-record equal to a unique original record
     (docs/condensation.md#synthetic-data-rules).
 
@@ -581,10 +709,21 @@ def redraw_copies(groups: GroupTable, key: Key, originals: Any, *, rows_per_bloc
     return redraw, {"copies_found": found, "pseudo_records_redrawn": len(redraw), "unique_copies_left": left}
 
 
-def condensed_release(groups: GroupTable, *, method: str, parameters: Mapping[str, Any], key: Key,
-                      input_digest: bytes | None = None, originals: Any = None, source: Any = None,
-                      overrides: tuple[str, ...] = (), figures: Mapping[str, Any] | None = None,
-                      rows_per_block: int = 100_000, ledger: Any = "default", **compute_kwargs: Any) -> CondensedRelease:
+def condensed_release(
+    groups: GroupTable,
+    *,
+    method: str,
+    parameters: Mapping[str, Any],
+    key: Key,
+    input_digest: bytes | None = None,
+    originals: Any = None,
+    source: Any = None,
+    overrides: tuple[str, ...] = (),
+    figures: Mapping[str, Any] | None = None,
+    rows_per_block: int = 100_000,
+    ledger: Any = "default",
+    **compute_kwargs: Any,
+) -> CondensedRelease:
     """The release of ``groups``: pseudo-data drawn from the release's stream key (lazy, group
     order), the group sizes and, with ``parameters["publish_statistics"]``, the statistics of
     the large groups; ``parameters["columns"]`` names the attributes.
@@ -602,10 +741,15 @@ def condensed_release(groups: GroupTable, *, method: str, parameters: Mapping[st
 
     names = list(parameters["columns"])
     N, G = int(groups.n.sum()), len(groups)
-    base = {"records": {"input": N, "pseudo_records": N, "groups": G},
-            "privacy": {"max_privacy_level": int(groups.req.max()) if G else 0, "min_group_size": int(groups.n.min()) if G else 0,
-                        "mean_group_size": float(groups.n.mean()) if G else 0.0},
-            "utility": {"ssq": float(groups.total_ssq)}}
+    base = {
+        "records": {"input": N, "pseudo_records": N, "groups": G},
+        "privacy": {
+            "max_privacy_level": int(groups.req.max()) if G else 0,
+            "min_group_size": int(groups.n.min()) if G else 0,
+            "mean_group_size": float(groups.n.mean()) if G else 0.0,
+        },
+        "utility": {"ssq": float(groups.total_ssq)},
+    }
     # the floors and the stream key need no release built: the release is built last, whole
     published = group_sizes(groups)
     top = int(published["p_max"].max()) if published["p_max"].size else 0
@@ -622,6 +766,17 @@ def condensed_release(groups: GroupTable, *, method: str, parameters: Mapping[st
     for section, values in (figures or {}).items():
         base.setdefault(section, {}).update(values)
     pseudo = generate_dask(groups, key=skey, rows_per_block=rows_per_block, redraw=redraw)
-    return CondensedRelease(dd.from_dask_array(pseudo, columns=names), groups=groups, method=method, parameters=parameters,
-                            figures=base, key=key, source=source, input_info={"rows": N}, overrides=overrides,
-                            input_digest=input_digest, partition_rows=[int(c) for c in pseudo.chunks[0]], ledger=ledger)
+    return CondensedRelease(
+        dd.from_dask_array(pseudo, columns=names),
+        groups=groups,
+        method=method,
+        parameters=parameters,
+        figures=base,
+        key=key,
+        source=source,
+        input_info={"rows": N},
+        overrides=overrides,
+        input_digest=input_digest,
+        partition_rows=[int(c) for c in pseudo.chunks[0]],
+        ledger=ledger,
+    )

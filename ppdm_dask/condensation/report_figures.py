@@ -96,19 +96,38 @@ def group_figures(pub: dict[str, np.ndarray]) -> list[Any]:
     edges, counts = histogram(n, integer=True)
     note = "one point per distinct (level, size) pair" + ("; only each level's smallest and largest group" if reduced else "")
     return [
-        Plot("group_size_vs_level", "Group size against the largest privacy level of its members", "scatter",
-             [Series("groups", x.tolist(), y.tolist()), Series("size = level", levels.tolist(), levels.tolist())],
-             x_label="largest privacy level in the group", y_label="group size (records)", note=note),
-        Table("groups_by_level", "Groups by their largest privacy level",
-              ["largest level", "groups", "records", "smallest group", "mean group size"], FK.level_table(n, p_max)),
-        Value("groups_below_level", "Groups smaller than their largest privacy level", below, unit="groups",
-              note="must be 0"),
-        Value("min_size_margin", "Smallest group size minus its largest privacy level",
-              int((n - p_max).min()) if n.size else None, unit="records"),
+        Plot(
+            "group_size_vs_level",
+            "Group size against the largest privacy level of its members",
+            "scatter",
+            [Series("groups", x.tolist(), y.tolist()), Series("size = level", levels.tolist(), levels.tolist())],
+            x_label="largest privacy level in the group",
+            y_label="group size (records)",
+            note=note,
+        ),
+        Table(
+            "groups_by_level",
+            "Groups by their largest privacy level",
+            ["largest level", "groups", "records", "smallest group", "mean group size"],
+            FK.level_table(n, p_max),
+        ),
+        Value("groups_below_level", "Groups smaller than their largest privacy level", below, unit="groups", note="must be 0"),
+        Value(
+            "min_size_margin",
+            "Smallest group size minus its largest privacy level",
+            int((n - p_max).min()) if n.size else None,
+            unit="records",
+        ),
         Value("groups", "Groups", int(n.size), unit="groups"),
         Value("smallest_group", "Smallest group", int(n.min()) if n.size else None, unit="records"),
-        Plot("group_size_hist", "Group sizes", "histogram", [Series("groups", edges, counts)],
-             x_label="group size (records)", y_label="groups"),
+        Plot(
+            "group_size_hist",
+            "Group sizes",
+            "histogram",
+            [Series("groups", edges, counts)],
+            x_label="group size (records)",
+            y_label="groups",
+        ),
     ]
 
 
@@ -120,10 +139,22 @@ def statistics_figures(rel: CondensedRelease) -> list[Any]:
 
     rows = int(len(rel.statistics["n"]))
     d = rel.d or int(np.asarray(rel.statistics["Fs"]).shape[-1])
-    return [Value("statistics_published", "Groups whose statistics (n, Fs, Sc) are published", rows, unit="groups",
-                  note=f"groups of at least {statistics_min_size(d)} records (more than d + 1)"),
-            Value("statistics_withheld", "Groups whose statistics are withheld", int(len(rel.published["n"])) - rows,
-                  unit="groups", note="at most d + 1 records: their statistics would give their members away")]
+    return [
+        Value(
+            "statistics_published",
+            "Groups whose statistics (n, Fs, Sc) are published",
+            rows,
+            unit="groups",
+            note=f"groups of at least {statistics_min_size(d)} records (more than d + 1)",
+        ),
+        Value(
+            "statistics_withheld",
+            "Groups whose statistics are withheld",
+            int(len(rel.published["n"])) - rows,
+            unit="groups",
+            note="at most d + 1 records: their statistics would give their members away",
+        ),
+    ]
 
 
 # ---------------------------------------------------------------------- risk against the original
@@ -139,40 +170,85 @@ def closeness_figures(rel: CondensedRelease, X: Any, **ckw: Any) -> list[Any]:
     near = closeness(parts, released, X, **ckw)
     close_only = int(np.count_nonzero(near.unique_copies & (near.dcr > 0)))
     sampled = "" if near.measured >= released else f" (a public-seeded sample of {near.measured:,} of {released:,})"
-    items: list[Any] = [Value("pseudo_copies", "Pseudo-records copying a unique original record", exact.n_unique + close_only,
-                              about="comparison", unit="records",
-                              note=f"{exact.n_unique} equal exactly (every row), {close_only} more within a relative "
-                                   f"{COPY_RTOL:g} (rows measured{sampled}); must be 0")]
+    items: list[Any] = [
+        Value(
+            "pseudo_copies",
+            "Pseudo-records copying a unique original record",
+            exact.n_unique + close_only,
+            about="comparison",
+            unit="records",
+            note=f"{exact.n_unique} equal exactly (every row), {close_only} more within a relative "
+            f"{COPY_RTOL:g} (rows measured{sampled}); must be 0",
+        )
+    ]
     redrawn = (rel.figures.get("privacy") or {}).get("pseudo_records_redrawn")
     if redrawn is not None:
-        items.append(Value("pseudo_records_redrawn", "Pseudo-records drawn again (they copied a unique original)", int(redrawn),
-                           about="comparison", unit="records",
-                           note=f"{int((rel.figures.get('privacy') or {}).get('unique_copies_left', 0))} left (groups of one "
-                                "record, whose pseudo-record is the record)"))
+        items.append(
+            Value(
+                "pseudo_records_redrawn",
+                "Pseudo-records drawn again (they copied a unique original)",
+                int(redrawn),
+                about="comparison",
+                unit="records",
+                note=f"{int((rel.figures.get('privacy') or {}).get('unique_copies_left', 0))} left (groups of one "
+                "record, whose pseudo-record is the record)",
+            )
+        )
     if not near.measured:
         return items
     dcr5, nn5, ratio = near.percentile(5)
-    hi = float(np.percentile(np.concatenate([near.dcr, near.original_nn]), 99)) if near.original_nn.size else float(near.dcr.max())
+    hi = (
+        float(np.percentile(np.concatenate([near.dcr, near.original_nn]), 99)) if near.original_nn.size else float(near.dcr.max())
+    )
     edges = np.linspace(0.0, hi if hi > 0 else 1.0, 41)
     dcr_counts = np.histogram(np.minimum(near.dcr, edges[-1]), bins=edges)[0]
     nn_counts = np.histogram(np.minimum(near.original_nn, edges[-1]), bins=edges)[0]
     note = f"{near.measured:,} pseudo-records measured{sampled}; distances Euclidean in the attributes' units"
     items += [
-        Value("dcr_closer_than_neighbour", "Pseudo-records closer to an original than that original's nearest other original",
-              100.0 * near.share_closer, about="comparison", unit="%", note=note),
+        Value(
+            "dcr_closer_than_neighbour",
+            "Pseudo-records closer to an original than that original's nearest other original",
+            100.0 * near.share_closer,
+            about="comparison",
+            unit="%",
+            note=note,
+        ),
         Value("dcr_p5", "Distance to the closest original, 5th percentile", dcr5, about="comparison", note=note),
-        Value("original_nn_p5", "Originals' nearest-neighbour distance, 5th percentile", nn5, about="comparison",
-              note=f"{near.original_nn.size:,} original records measured"),
-        Value("dcr_ratio_p5", "5th percentiles: distance to closest original / originals' nearest-neighbour distance", ratio,
-              about="comparison", note="below 1: the pseudo-data come closer to the originals than the originals come to each other"),
+        Value(
+            "original_nn_p5",
+            "Originals' nearest-neighbour distance, 5th percentile",
+            nn5,
+            about="comparison",
+            note=f"{near.original_nn.size:,} original records measured",
+        ),
+        Value(
+            "dcr_ratio_p5",
+            "5th percentiles: distance to closest original / originals' nearest-neighbour distance",
+            ratio,
+            about="comparison",
+            note="below 1: the pseudo-data come closer to the originals than the originals come to each other",
+        ),
         # fresh records of the population fall below the originals' own 5th percentile about 5 % of the time
-        Value("dcr_below_original_p5", "Pseudo-records closer to an original than the originals' 5th-percentile "
-              "nearest-neighbour distance", 100.0 * float(np.mean(near.dcr < nn5)), about="comparison", unit="%",
-              note=note + "; fresh records of the same population: about 5 %"),
-        Plot("dcr_histogram", "Distance to the closest original against the originals' nearest-neighbour distances", "histogram",
-             [Series("pseudo-record to closest original", edges.tolist(), dcr_counts.tolist()),
-              Series("original to nearest other original", edges.tolist(), nn_counts.tolist())],
-             x_label="distance (last bin: everything beyond the 99th percentile)", y_label="records", about="comparison"),
+        Value(
+            "dcr_below_original_p5",
+            "Pseudo-records closer to an original than the originals' 5th-percentile nearest-neighbour distance",
+            100.0 * float(np.mean(near.dcr < nn5)),
+            about="comparison",
+            unit="%",
+            note=note + "; fresh records of the same population: about 5 %",
+        ),
+        Plot(
+            "dcr_histogram",
+            "Distance to the closest original against the originals' nearest-neighbour distances",
+            "histogram",
+            [
+                Series("pseudo-record to closest original", edges.tolist(), dcr_counts.tolist()),
+                Series("original to nearest other original", edges.tolist(), nn_counts.tolist()),
+            ],
+            x_label="distance (last bin: everything beyond the 99th percentile)",
+            y_label="records",
+            about="comparison",
+        ),
     ]
     return items
 
@@ -217,19 +293,29 @@ def membership_figures(rel: CondensedRelease, X: Any, levels: Any, **ckw: Any) -
         lv = spec if isinstance(spec, tuple) else np.minimum(spec[members], train.shape[0])
         kw: dict[str, Any] = {"privacy_levels": lv, "key": Key(_MIA_SEED), "allow_weak": True}
         if rel.method == "dynamic":
-            est: Any = StreamingCondenser(split_strict=bool(params.get("split_strict", False)),
-                                          repair_splits=bool(params.get("repair_splits", True)), **kw)
+            est: Any = StreamingCondenser(
+                split_strict=bool(params.get("split_strict", False)), repair_splits=bool(params.get("repair_splits", True)), **kw
+            )
         else:
             est = Condenser(rows_per_partition=None, standardize=bool(params.get("standardize", False)), **kw)
         out = est.fit(train).release(client=ckw.get("client"))
         return np.asarray(compute(out.data.to_dask_array(lengths=True), **ckw)[0])
 
     res = membership_advantage(sample, condense, key=Key(_MIA_SEED))
-    note = (f"{res.members:,} records condensed with the release's method and parameters, {res.holdout:,} held out "
-            f"(a public-seeded sample of {rows.size:,} original records); the attacker calls a record a member when its "
-            f"distance to the closest pseudo-record is at most {res.threshold:.4g}: TPR {res.tpr:.3f}, FPR {res.fpr:.3f}")
-    return [Value("membership_advantage", "Membership-inference advantage (distance-to-closest-record attacker)",
-                  res.advantage, about="comparison", note=note + "; 0 = no better than guessing")], []
+    note = (
+        f"{res.members:,} records condensed with the release's method and parameters, {res.holdout:,} held out "
+        f"(a public-seeded sample of {rows.size:,} original records); the attacker calls a record a member when its "
+        f"distance to the closest pseudo-record is at most {res.threshold:.4g}: TPR {res.tpr:.3f}, FPR {res.fpr:.3f}"
+    )
+    return [
+        Value(
+            "membership_advantage",
+            "Membership-inference advantage (distance-to-closest-record attacker)",
+            res.advantage,
+            about="comparison",
+            note=note + "; 0 = no better than guessing",
+        )
+    ], []
 
 
 # ---------------------------------------------------------------------- utility
@@ -251,11 +337,22 @@ def _covariance_figures(pseudo_parts: list[Any], orig_parts: list[Any], d: int, 
     iu = np.triu_indices(d)
     mu = FK.compatibility(cov_o, cov_p)
     items = [
-        Value("covariance_compatibility", "Covariance compatibility μ", mu, about="comparison",
-              note="Pearson correlation of the covariance entries (i <= j) of the original and the pseudo-data; 1 = same pattern"),
-        Plot("covariance_scatter", "Covariance entries: pseudo-data against original", "scatter",
-             [Series("entries i <= j", cov_o[iu].tolist(), cov_p[iu].tolist())],
-             x_label="original covariance", y_label="pseudo-data covariance", about="comparison"),
+        Value(
+            "covariance_compatibility",
+            "Covariance compatibility μ",
+            mu,
+            about="comparison",
+            note="Pearson correlation of the covariance entries (i <= j) of the original and the pseudo-data; 1 = same pattern",
+        ),
+        Plot(
+            "covariance_scatter",
+            "Covariance entries: pseudo-data against original",
+            "scatter",
+            [Series("entries i <= j", cov_o[iu].tolist(), cov_p[iu].tolist())],
+            x_label="original covariance",
+            y_label="pseudo-data covariance",
+            about="comparison",
+        ),
     ]
     return items, [m[0] for m in mp]
 
@@ -267,18 +364,25 @@ def _label_index(columns: list[str]) -> int | None:
     return None
 
 
-def _nearest_labels(parts: list[Any], offsets: np.ndarray, features: list[int], label: int, test: np.ndarray,
-                    exclude: np.ndarray | None, **ckw: Any) -> np.ndarray:
+def _nearest_labels(
+    parts: list[Any],
+    offsets: np.ndarray,
+    features: list[int],
+    label: int,
+    test: np.ndarray,
+    exclude: np.ndarray | None,
+    **ckw: Any,
+) -> np.ndarray:
     from ..progress import compute
 
-    tasks = [dask.delayed(FK.nearest, pure=True)(p, features, label, int(offsets[i]), test, exclude)
-             for i, p in enumerate(parts)]
+    tasks = [dask.delayed(FK.nearest, pure=True)(p, features, label, int(offsets[i]), test, exclude) for i, p in enumerate(parts)]
     (res,) = compute(tasks, **ckw)
     return FK.merge_nearest(list(res))
 
 
-def _accuracy_figures(rel: CondensedRelease, X: Any, pseudo_parts: list[Any], pseudo_rows: list[int],
-                      **ckw: Any) -> tuple[list[Any], list[str]]:
+def _accuracy_figures(
+    rel: CondensedRelease, X: Any, pseudo_parts: list[Any], pseudo_rows: list[int], **ckw: Any
+) -> tuple[list[Any], list[str]]:
     import dask.array as da
 
     from ..progress import compute
@@ -301,14 +405,21 @@ def _accuracy_figures(rel: CondensedRelease, X: Any, pseudo_parts: list[Any], ps
     pseudo_off = np.concatenate([[0], np.cumsum(pseudo_rows)]).astype(np.int64)
     pred = FK.nearest_class(_nearest_labels(pseudo_parts, pseudo_off, features, label, q, None, **ckw), classes)
     acc, base = float(np.mean(pred == y_test)), float(np.mean(base_pred == y_test))
-    note = (f"{test_rows.size} original test records; class column {rel.columns[label]!r}; the pseudo-data were "
-            "condensed from all records, the test records included")
+    note = (
+        f"{test_rows.size} original test records; class column {rel.columns[label]!r}; the pseudo-data were "
+        "condensed from all records, the test records included"
+    )
     return [
         Value("nn_accuracy_pseudo", "1-NN accuracy, trained on the pseudo-data", acc, about="comparison", note=note),
-        Value("nn_accuracy_original", "1-NN accuracy, trained on the other original records", base, about="comparison",
-              note=note),
-        Value("nn_accuracy_ratio", "1-NN accuracy, pseudo-data / original", acc / base if base > 0 else float("nan"),
-              about="comparison"),
+        Value(
+            "nn_accuracy_original", "1-NN accuracy, trained on the other original records", base, about="comparison", note=note
+        ),
+        Value(
+            "nn_accuracy_ratio",
+            "1-NN accuracy, pseudo-data / original",
+            acc / base if base > 0 else float("nan"),
+            about="comparison",
+        ),
     ], []
 
 
@@ -359,9 +470,16 @@ def _majority_figures(rel: CondensedRelease, X: Any, **ckw: Any) -> list[Any]:
     (y,) = compute(X[rows, label], **ckw)
     _, counts = np.unique(np.asarray(y), return_counts=True)
     rate = float(counts.max() / counts.sum()) if counts.size else float("nan")
-    return [Value("nn_majority_rate", "Majority-class rate of the 1-NN test records (always guessing the most frequent class)",
-                  rate, about="comparison", unit="share",
-                  note=f"{rows.size} original test records; read the 1-NN accuracies against it")]
+    return [
+        Value(
+            "nn_majority_rate",
+            "Majority-class rate of the 1-NN test records (always guessing the most frequent class)",
+            rate,
+            about="comparison",
+            unit="share",
+            note=f"{rows.size} original test records; read the 1-NN accuracies against it",
+        )
+    ]
 
 
 def _quality_figures(rel: CondensedRelease, X: Any, **ckw: Any) -> Figures:
@@ -376,5 +494,6 @@ def _quality_figures(rel: CondensedRelease, X: Any, **ckw: Any) -> Figures:
     pseudo = rel.data if hasattr(rel.data, "columns") else dd.from_dask_array(rel.data, columns=cols)
     pseudo = pseudo.rename(columns=dict(zip(pseudo.columns, cols)))
     q = quality_report(orig, pseudo, cols, numeric=cols, **ckw)
-    return Figures(utility=quality_figures(q, "the pseudo-data", column_kind="attribute"),
-                   notes=[f"quality: {n}" for n in q.notes])
+    return Figures(
+        utility=quality_figures(q, "the pseudo-data", column_kind="attribute"), notes=[f"quality: {n}" for n in q.notes]
+    )

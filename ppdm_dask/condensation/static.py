@@ -45,9 +45,7 @@ def _check_input(X: np.ndarray, privacy: np.ndarray) -> tuple[np.ndarray, np.nda
     return X, check_levels(privacy, X.shape[0])
 
 
-def construct_groups(
-    X: np.ndarray, privacy: np.ndarray, rng: np.random.Generator, *, repair: bool = True
-) -> np.ndarray:
+def construct_groups(X: np.ndarray, privacy: np.ndarray, rng: np.random.Generator, *, repair: bool = True) -> np.ndarray:
     """Static condensation (docs/condensation.md#static-construction) of one in-memory partition.
 
     Parameters
@@ -85,8 +83,7 @@ def construct_groups(
     p_max = int(p.max())
     if repair and p_max > n:
         raise InfeasiblePrivacyError(
-            f"privacy level {p_max} cannot be met: there are only N = {n} records "
-            f"(a group needs at least {p_max})"
+            f"privacy level {p_max} cannot be met: there are only N = {n} records (a group needs at least {p_max})"
         )
     # Rows grouped by level, index order inside a level (stable sort).
     order = np.argsort(p, kind="stable").astype(np.int64)
@@ -662,10 +659,11 @@ def _cannibalize(X, p, g0, ng, gn, gfs, greq, galive, head, nxt, lab, buf, tbuf)
             x = buf[a]
             dx = math.sqrt(_sq(X, x, muG))
             # jmin is a good first guess: it makes the per-record filter effective
-            best, _ = _nearest_binned(X, x, cents, sidx, sval, starts, lim, dx, jmin, _sq(X, x, cents[jmin]),
-                                      any_room, no_req, 0)
+            best, _ = _nearest_binned(X, x, cents, sidx, sval, starts, lim, dx, jmin, _sq(X, x, cents[jmin]), any_room, no_req, 0)
             tbuf[a] = best
-        take = gn[G] < greq[G]  # deficient groups are forced (docs/condensation.md#correction-the-forced-cannibalization-test-is-per-group)
+        take = (
+            gn[G] < greq[G]
+        )  # deficient groups are forced (docs/condensation.md#correction-the-forced-cannibalization-test-is-per-group)
         if not take:
             nt = 0
             for a in range(nG):

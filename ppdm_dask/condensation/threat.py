@@ -54,9 +54,21 @@ from ..report.units import percent as _percent
 if TYPE_CHECKING:
     from .release import CondensedRelease
 
-__all__ = ["with_summary", "summary_figures", "reconstruction_attack", "attack_results", "attribute_attack",
-           "nearest_values", "membership_chance", "DCR_THRESHOLD", "MIA_THRESHOLD", "ATTRIBUTE_THRESHOLD", "ATTRIBUTE_TOLERANCE",
-           "ATTRIBUTE_SAMPLE", "HEADLINE"]
+__all__ = [
+    "with_summary",
+    "summary_figures",
+    "reconstruction_attack",
+    "attack_results",
+    "attribute_attack",
+    "nearest_values",
+    "membership_chance",
+    "DCR_THRESHOLD",
+    "MIA_THRESHOLD",
+    "ATTRIBUTE_THRESHOLD",
+    "ATTRIBUTE_TOLERANCE",
+    "ATTRIBUTE_SAMPLE",
+    "HEADLINE",
+]
 
 #: pseudo-records closer than the originals' 5th-percentile neighbour distance, above the 5 % of fresh records
 DCR_THRESHOLD = 0.05
@@ -104,21 +116,35 @@ def reconstruction_attack(rel: CondensedRelease, X: Any = None, **ckw: Any) -> t
             rebuilt, solved = rec.records, int(rec.records.shape[0])
         ones -= min(ones, int(np.count_nonzero(sn == 1)))  # groups of one with statistics: counted once
     determined = solved + ones
-    found = (f"{determined:,} of {_n(N, 'record')} determined by the public files: {ones:,} in groups of one record "
-             f"(the pseudo-record is the record), {solved:,} rebuilt from published group statistics"
-             + ("" if stats is not None else " (none published)"))
+    found = (
+        f"{determined:,} of {_n(N, 'record')} determined by the public files: {ones:,} in groups of one record "
+        f"(the pseudo-record is the record), {solved:,} rebuilt from published group statistics"
+        + ("" if stats is not None else " (none published)")
+    )
     if X is not None and rebuilt.shape[0]:
         from ..progress import compute
 
         X = compute(X, **ckw)[0] if hasattr(X, "dask") else np.asarray(X, np.float64)
-        recovered = Value("records_recovered", "Records rebuilt from the public files that equal an original record",
-                          records_recovered(rebuilt, X), about="comparison", unit="records",
-                          note=f"of {rebuilt.shape[0]:,} rebuilt; equal to the last digit (relative 1e-9)")
-    return Attack("attack_reconstruction", "reconstruction of records from the published group statistics",
-                  determined / N if N else 0.0, 0.0, 0.0, "share of records rebuilt exactly from the public files",
-                  about="release", found=found,
-                  test=f"{_TESTS}::test_reconstruction_attack_by_hand; tests/condensation/test_attacks.py::"
-                       "test_records_rebuilt_from_the_earlier_layout_and_none_at_defaults"), recovered
+        recovered = Value(
+            "records_recovered",
+            "Records rebuilt from the public files that equal an original record",
+            records_recovered(rebuilt, X),
+            about="comparison",
+            unit="records",
+            note=f"of {rebuilt.shape[0]:,} rebuilt; equal to the last digit (relative 1e-9)",
+        )
+    return Attack(
+        "attack_reconstruction",
+        "reconstruction of records from the published group statistics",
+        determined / N if N else 0.0,
+        0.0,
+        0.0,
+        "share of records rebuilt exactly from the public files",
+        about="release",
+        found=found,
+        test=f"{_TESTS}::test_reconstruction_attack_by_hand; tests/condensation/test_attacks.py::"
+        "test_records_rebuilt_from_the_earlier_layout_and_none_at_defaults",
+    ), recovered
 
 
 # ---------------------------------------------------------------------- from the measured figures
@@ -138,41 +164,67 @@ def attack_results(rel: CondensedRelease, values: dict[str, Value]) -> list[Atta
     N = int(np.asarray(rel.published.get("n", []), np.int64).sum())
     v = values.get("pseudo_copies")
     if v is not None and N:
-        out.append(Attack("attack_copies", "copies of unique original records among the pseudo-records",
-                          int(v.value) / N, 0.0, 0.0, "share of pseudo-records equal to an original record no other "
-                          "original shares", about="comparison", found=f"{int(v.value):,} of {N:,} pseudo-records; {v.note}",
-                          test="tests/condensation/test_attacks.py::test_verify_with_the_original_refuses_the_original_"
-                               f"as_pseudo_data; {_TESTS}::test_a_forged_release_is_flagged"))
+        out.append(
+            Attack(
+                "attack_copies",
+                "copies of unique original records among the pseudo-records",
+                int(v.value) / N,
+                0.0,
+                0.0,
+                "share of pseudo-records equal to an original record no other original shares",
+                about="comparison",
+                found=f"{int(v.value):,} of {N:,} pseudo-records; {v.note}",
+                test="tests/condensation/test_attacks.py::test_verify_with_the_original_refuses_the_original_"
+                f"as_pseudo_data; {_TESTS}::test_a_forged_release_is_flagged",
+            )
+        )
     v = values.get("dcr_below_original_p5")
     if v is not None and v.value is not None and np.isfinite(v.value):
         nn5 = values.get("original_nn_p5")
-        out.append(Attack("attack_dcr", "distance to closest record", float(v.value) / 100.0, 0.05, DCR_THRESHOLD,
-                          "share of pseudo-records closer to an original than the originals' own 5th-percentile "
-                          "nearest-neighbour distance (a hold-out record: about 5 %)", about="comparison",
-                          found=(f"closer than {float(nn5.value):.4g}" if nn5 is not None and nn5.value is not None else "")
-                                + f"; {v.note}",
-                          test=f"{_TESTS}::test_attacks_recomputed_by_brute_force; tests/condensation/test_closest.py::"
-                               "test_report_figures_recount_against_brute_force"))
+        out.append(
+            Attack(
+                "attack_dcr",
+                "distance to closest record",
+                float(v.value) / 100.0,
+                0.05,
+                DCR_THRESHOLD,
+                "share of pseudo-records closer to an original than the originals' own 5th-percentile "
+                "nearest-neighbour distance (a hold-out record: about 5 %)",
+                about="comparison",
+                found=(f"closer than {float(nn5.value):.4g}" if nn5 is not None and nn5.value is not None else "")
+                + f"; {v.note}",
+                test=f"{_TESTS}::test_attacks_recomputed_by_brute_force; tests/condensation/test_closest.py::"
+                "test_report_figures_recount_against_brute_force",
+            )
+        )
     v = values.get("membership_advantage")
     if v is not None and v.value is not None:
         size = min(N, MIA_SAMPLE)
         members = int(round(0.5 * size))
         chance = membership_chance(members, size - members)
         adv = float(v.value)
-        out.append(Attack("attack_membership", "membership inference (distance-to-closest-record attacker)", 0.5 + adv / 2,
-                          0.5, MIA_THRESHOLD + chance / 2,
-                          "balanced accuracy of the attacker telling condensed records from held-out ones",
-                          about="comparison",
-                          found=f"TPR - FPR {adv:.3f} (by chance about {chance:.3f} for {members:,} + {size - members:,} "
-                                f"records); {v.note}",
-                          test=f"tests/condensation/test_attacks.py::test_membership_advantage_bounds; {_TESTS}::"
-                               "test_attacks_recomputed_by_brute_force"))
+        out.append(
+            Attack(
+                "attack_membership",
+                "membership inference (distance-to-closest-record attacker)",
+                0.5 + adv / 2,
+                0.5,
+                MIA_THRESHOLD + chance / 2,
+                "balanced accuracy of the attacker telling condensed records from held-out ones",
+                about="comparison",
+                found=f"TPR - FPR {adv:.3f} (by chance about {chance:.3f} for {members:,} + {size - members:,} "
+                f"records); {v.note}",
+                test=f"tests/condensation/test_attacks.py::test_membership_advantage_bounds; {_TESTS}::"
+                "test_attacks_recomputed_by_brute_force",
+            )
+        )
     return out
 
 
 # ---------------------------------------------------------------------- attribute disclosure
-def nearest_values(part: Any, start: int, queries: np.ndarray, scale: np.ndarray, own: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nearest_values(
+    part: Any, start: int, queries: np.ndarray, scale: np.ndarray, own: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Kernel: for every query and attribute ``j``, the row of one block nearest to the query on
     the other attributes (Euclidean after dividing by ``scale``): ``(squared distance (q, d),
     its value of j (q, d), its global row (q, d))``. ``own[i]`` is the global row of query
@@ -199,7 +251,7 @@ def nearest_values(part: Any, start: int, queries: np.ndarray, scale: np.ndarray
         pick = np.argmin(dj, axis=1)
         best, idx = dj[r, pick], ij[r, pick]
         ok = np.isfinite(best)
-        dist[:, j] = np.where(ok, best ** 2, np.inf)
+        dist[:, j] = np.where(ok, best**2, np.inf)
         val[:, j] = np.where(ok, A[np.minimum(idx, n - 1), j], np.nan)
         at[:, j] = np.where(ok, start + idx, -1)
     return dist, val, at
@@ -230,7 +282,7 @@ def attribute_attack(rel: CondensedRelease, X: Any, **ckw: Any) -> tuple[Attack 
     target, total, squares = compute(X[rows], *s, **ckw)
     target = np.asarray(target, np.float64)
     mean = np.asarray(total) / N
-    sd = np.sqrt(np.maximum(np.asarray(squares) / N - mean ** 2, 0.0))
+    sd = np.sqrt(np.maximum(np.asarray(squares) / N - mean**2, 0.0))
     scale = np.where(sd > 0, sd, 1.0)
     task = dask.delayed(nearest_values, pure=True)
     pseudo_parts = list(rel.data.to_delayed())
@@ -254,13 +306,18 @@ def attribute_attack(rel: CondensedRelease, X: Any, **ckw: Any) -> tuple[Attack 
     j = int(np.argmax(success - baseline - threshold))  # the attribute furthest beyond its threshold
     names = rel.columns or [f"x{c}" for c in range(d)]
     per = ", ".join(f"{names[c]} {_percent(success[c])} (others {_percent(baseline[c])})" for c in range(d))
-    return Attack("attack_attribute", f"attribute disclosure ({names[j]} from the other attributes)", float(success[j]),
-                  float(baseline[j]), float(threshold[j]),
-                  f"share of records whose {names[j]} the nearest pseudo-record on the other attributes gives within "
-                  f"{ATTRIBUTE_TOLERANCE:g} standard deviations ({tol[j]:.4g}); baseline: the nearest other original record",
-                  about="comparison",
-                  found=f"{rows.size:,} original records targeted (sampling noise {noise[j]:.3f}); per attribute: {per}",
-                  test=f"{_TESTS}::test_attribute_attack_by_brute_force"), None
+    return Attack(
+        "attack_attribute",
+        f"attribute disclosure ({names[j]} from the other attributes)",
+        float(success[j]),
+        float(baseline[j]),
+        float(threshold[j]),
+        f"share of records whose {names[j]} the nearest pseudo-record on the other attributes gives within "
+        f"{ATTRIBUTE_TOLERANCE:g} standard deviations ({tol[j]:.4g}); baseline: the nearest other original record",
+        about="comparison",
+        found=f"{rows.size:,} original records targeted (sampling noise {noise[j]:.3f}); per attribute: {per}",
+        test=f"{_TESTS}::test_attribute_attack_by_brute_force",
+    ), None
 
 
 # ---------------------------------------------------------------------- words
@@ -282,22 +339,31 @@ def _smallest_level(rel: CondensedRelease) -> Text | None:
     if not n.size:
         return None
     params = rel.parameters
-    floor = int(params["privacy_range"][0]) if "privacy_range" in params else (
-        int(params["privacy_level"]) if params.get("privacy_level") is not None else None)
+    floor = (
+        int(params["privacy_range"][0])
+        if "privacy_range" in params
+        else (int(params["privacy_level"]) if params.get("privacy_level") is not None else None)
+    )
     if floor is not None:
         level, k = floor, int(n.min())  # every group holds records of at least that level
-        where = (f"Records at the smallest privacy level, {level}, sit in groups of at least {_n(level, 'record')}; here "
-                 f"the smallest group has {k}")
+        where = (
+            f"Records at the smallest privacy level, {level}, sit in groups of at least {_n(level, 'record')}; here "
+            f"the smallest group has {k}"
+        )
     else:  # levels per record, not published: the smallest level a group names bounds its members'
         level = int(p.min())
         at = p == level
         k = int(n[at].min())
-        where = (f"The smallest largest-level a group names is {level} ({_n(at.sum(), 'group')}, {_n(n[at].sum(), 'record')})"
-                 f": records at or below it sit in groups of at least {_n(k, 'record')}")
-    text = (f"{where}. Each pseudo-record of such a group is drawn from the mean and covariance of at least {_n(k, 'record')}: "
-            f"an attacker who locates a record's group learns its values only to within the group's spread and, among "
-            f"its members, picks the right record with probability at most 1/{k} = {1 / max(k, 1):.2f}")
-    text += (". A group of two records places its two pseudo-records on the line through both members." if k == 2 else ".")
+        where = (
+            f"The smallest largest-level a group names is {level} ({_n(at.sum(), 'group')}, {_n(n[at].sum(), 'record')})"
+            f": records at or below it sit in groups of at least {_n(k, 'record')}"
+        )
+    text = (
+        f"{where}. Each pseudo-record of such a group is drawn from the mean and covariance of at least {_n(k, 'record')}: "
+        f"an attacker who locates a record's group learns its values only to within the group's spread and, among "
+        f"its members, picks the right record with probability at most 1/{k} = {1 / max(k, 1):.2f}"
+    )
+    text += ". A group of two records places its two pseudo-records on the line through both members." if k == 2 else "."
     return Text("learn_smallest_level", text)
 
 
@@ -309,31 +375,55 @@ def _learn(rel: CondensedRelease, values: dict[str, Value], attacks: list[Attack
     n = np.asarray(rel.published.get("n", []), np.int64)
     lo, hi = (int(n.min()), int(n.max())) if n.size else (0, 0)
     sizes = f"all of {_n(lo, 'record')}" if lo == hi else f"of {lo}-{hi} records"
-    out.append(Text("learn_groups", f"The group structure: {_n(n.size, 'group')}, {sizes}, and the largest privacy level "
-                                    "in each (_groups.parquet)."))
+    out.append(
+        Text(
+            "learn_groups",
+            f"The group structure: {_n(n.size, 'group')}, {sizes}, and the largest privacy level in each (_groups.parquet).",
+        )
+    )
     if rel.statistics is not None:
         rows = int(len(rel.statistics["n"]))
-        out.append(Text("learn_statistics", f"The mean and covariance of each of the {_n(rows, 'group')} whose statistics are "
-                                            "published; an adversary who knows every other member of such a group gets "
-                                            "the last one exactly from its sums."))
+        out.append(
+            Text(
+                "learn_statistics",
+                f"The mean and covariance of each of the {_n(rows, 'group')} whose statistics are "
+                "published; an adversary who knows every other member of such a group gets "
+                "the last one exactly from its sums.",
+            )
+        )
     by = {a.id: a for a in attacks}
     a = by.get("attack_membership")
     if a is not None:
-        out.append(Text("learn_membership", f"Whether a candidate record was condensed: the best distance attacker is "
-                                            f"right {_percent(a.success)} of the time against 50 % by guessing.",
-                        about="comparison"))
+        out.append(
+            Text(
+                "learn_membership",
+                f"Whether a candidate record was condensed: the best distance attacker is "
+                f"right {_percent(a.success)} of the time against 50 % by guessing.",
+                about="comparison",
+            )
+        )
     a = by.get("attack_dcr")
     if a is not None:
-        out.append(Text("learn_location", f"Where records are: {_percent(a.success)} of the pseudo-records sit closer to "
-                                          "an original than 95 % of the originals sit to their nearest neighbour (about "
-                                          "5 % for records of the population that were not condensed).",
-                        about="comparison"))
+        out.append(
+            Text(
+                "learn_location",
+                f"Where records are: {_percent(a.success)} of the pseudo-records sit closer to "
+                "an original than 95 % of the originals sit to their nearest neighbour (about "
+                "5 % for records of the population that were not condensed).",
+                about="comparison",
+            )
+        )
     a = by.get("attack_attribute")
     if a is not None:
-        out.append(Text("learn_attribute", f"An attribute from the others: {a.name.split('(')[1].rstrip(')')}, right "
-                                           f"within {ATTRIBUTE_TOLERANCE:g} standard deviations for {_percent(a.success)} "
-                                           f"of the records against {_percent(a.baseline)} from the other original records.",
-                        about="comparison"))
+        out.append(
+            Text(
+                "learn_attribute",
+                f"An attribute from the others: {a.name.split('(')[1].rstrip(')')}, right "
+                f"within {ATTRIBUTE_TOLERANCE:g} standard deviations for {_percent(a.success)} "
+                f"of the records against {_percent(a.baseline)} from the other original records.",
+                about="comparison",
+            )
+        )
     return out
 
 
@@ -361,21 +451,28 @@ def summary_figures(rel: CondensedRelease, fig: Figures, original: Any = None, *
     else:
         from .release import statistics_min_size
 
-        stats_words = (f"the statistics of {_n(len(stats['n']), 'group')} of at least {statistics_min_size(rel.d)} records "
-                       "are published, none of a smaller group")
+        stats_words = (
+            f"the statistics of {_n(len(stats['n']), 'group')} of at least {statistics_min_size(rel.d)} records "
+            "are published, none of a smaller group"
+        )
     ones = int(np.count_nonzero(n == 1))
     singles = "no group of a single record" if not ones else f"{_n(ones, 'group')} of a single record (floor overridden)"
-    copies = ("no pseudo-record is kept that equals a record unique in the original (such records are drawn "
-              "again)" + (", but those of groups of one record, which are their record" if ones else ""))
-    guarantee = (f"Every pseudo-record is drawn from the first and second moments (mean and covariance) of a group of at "
-                 f"least k = {_n(k, 'record')}, and every group is at least as large as its members' largest privacy level "
-                 f"({_levels_words(rel.parameters)}): {_n(N, 'record')} in {_n(G, 'group')}, the smallest of {k}, "
-                 f"smallest margin n - p_max = {margin}; {singles}; {stats_words}; {copies}.")
-    protects = ("Protects against finding a person's record among the released rows: no row is an original record and "
-                "each comes from a group of at least the record's privacy level, whose members it does not tell apart. "
-                "It does not hide where the records are (pseudo-records lie within their group's spread), membership "
-                "when groups are small, the group structure, or a large group's last member from its published "
-                "statistics.")
+    copies = "no pseudo-record is kept that equals a record unique in the original (such records are drawn again)" + (
+        ", but those of groups of one record, which are their record" if ones else ""
+    )
+    guarantee = (
+        f"Every pseudo-record is drawn from the first and second moments (mean and covariance) of a group of at "
+        f"least k = {_n(k, 'record')}, and every group is at least as large as its members' largest privacy level "
+        f"({_levels_words(rel.parameters)}): {_n(N, 'record')} in {_n(G, 'group')}, the smallest of {k}, "
+        f"smallest margin n - p_max = {margin}; {singles}; {stats_words}; {copies}."
+    )
+    protects = (
+        "Protects against finding a person's record among the released rows: no row is an original record and "
+        "each comes from a group of at least the record's privacy level, whose members it does not tell apart. "
+        "It does not hide where the records are (pseudo-records lie within their group's spread), membership "
+        "when groups are small, the group structure, or a large group's last member from its published "
+        "statistics."
+    )
     X = None
     attacks: list[Attack] = []
     notes: list[str] = []
@@ -389,16 +486,27 @@ def summary_figures(rel: CondensedRelease, fig: Figures, original: Any = None, *
             notes += [why] if why else []
             X = Xd
     else:
-        notes.append("attacks: only the reconstruction from the public files runs without the original; the copies, "
-                     "distance to closest record, membership inference and attribute disclosure need --original")
+        notes.append(
+            "attacks: only the reconstruction from the public files runs without the original; the copies, "
+            "distance to closest record, membership inference and attribute disclosure need --original"
+        )
     attack, recovered = reconstruction_attack(rel, X, **ckw)
     attacks.insert(0, attack)
     warnings: list[str | Text] = []
     if stats is not None and len(stats["n"]):
-        warnings.append(f"group statistics published ({_n(len(stats['n']), 'group')}): an adversary who knows every other "
-                        "member of such a group gets the last one exactly from its sums")
+        warnings.append(
+            f"group statistics published ({_n(len(stats['n']), 'group')}): an adversary who knows every other "
+            "member of such a group gets the last one exactly from its sums"
+        )
     scores = [i.id for i in fig.utility if isinstance(i, Value) and i.score]
     headline = list(dict.fromkeys(scores + [h for h in HEADLINE if h in values]))[:3]
-    return Figures(risk=[recovered] if recovered is not None else [], notes=notes, guarantee=guarantee, protects=protects,
-                   learn=_learn(rel, values, attacks),
-                   attacks=attacks, headline=headline, warnings=warnings)
+    return Figures(
+        risk=[recovered] if recovered is not None else [],
+        notes=notes,
+        guarantee=guarantee,
+        protects=protects,
+        learn=_learn(rel, values, attacks),
+        attacks=attacks,
+        headline=headline,
+        warnings=warnings,
+    )

@@ -22,8 +22,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PRIMES", "BASES", "text_hashes", "transaction_row_hashes", "frame_row_hashes", "array_row_hashes",
-           "block_poly", "combine_polys", "EMPTY_POLY"]
+__all__ = [
+    "PRIMES",
+    "BASES",
+    "text_hashes",
+    "transaction_row_hashes",
+    "frame_row_hashes",
+    "array_row_hashes",
+    "block_poly",
+    "combine_polys",
+    "EMPTY_POLY",
+]
 
 #: four 31-bit primes and bases of the polynomial lanes (products of two residues fit in uint64)
 PRIMES = np.array([2147483647, 2147483629, 2147483587, 2147483579], dtype=np.uint64)
@@ -36,8 +45,12 @@ _NULL = np.uint64(0x6A09E667F3BCC909)
 _COL_SALT = np.uint64(0xBB67AE8584CAA73B)
 _LANE2 = np.uint64(0x3C6EF372FE94F82B)
 _WEIGHT_SALT = np.uint64(0xA54FF53A5F1D36F1)
-_TYPE = {"int": np.uint64(0x510E527FADE682D1), "float": np.uint64(0x9B05688C2B3E6C1F),
-         "text": np.uint64(0x1F83D9ABFB41BD6B), "bool": np.uint64(0x5BE0CD19137E2179)}
+_TYPE = {
+    "int": np.uint64(0x510E527FADE682D1),
+    "float": np.uint64(0x9B05688C2B3E6C1F),
+    "text": np.uint64(0x1F83D9ABFB41BD6B),
+    "bool": np.uint64(0x5BE0CD19137E2179),
+}
 
 
 def _splitmix(x: np.ndarray) -> np.ndarray:
@@ -70,9 +83,13 @@ def _mix_two(h: np.ndarray) -> np.ndarray:
     return np.stack([_splitmix(h), _splitmix(h ^ _LANE2)], axis=1)
 
 
-def transaction_row_hashes(indptr: np.ndarray, indices: np.ndarray, label_hash: np.ndarray,
-                           weights: np.ndarray | None = None,
-                           columns: Sequence[np.ndarray] = ()) -> np.ndarray:
+def transaction_row_hashes(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    label_hash: np.ndarray,
+    weights: np.ndarray | None = None,
+    columns: Sequence[np.ndarray] = (),
+) -> np.ndarray:
     """``(rows, 2)`` uint64 hashes of transaction rows: the set of item labels (``label_hash``:
     one hash per column id of the vocabulary, e.g. :func:`text_hashes` of the labels), the
     weights of the entries when given, and the row-aligned ``columns`` (already hashed per row,
@@ -114,11 +131,17 @@ def column_hashes(values: Any) -> np.ndarray:
     if pa.types.is_boolean(t):
         raw = np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.uint64) ^ _TYPE["bool"]
     elif pa.types.is_integer(t):
-        raw = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64).view(np.uint64) ^ _TYPE["int"]
+        raw = (
+            np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64).view(np.uint64)
+            ^ _TYPE["int"]
+        )
     elif pa.types.is_floating(t) or pa.types.is_decimal(t):
         raw = _float_bits(np.asarray(arr.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))) ^ _TYPE["float"]
     elif pa.types.is_temporal(t):
-        raw = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64).view(np.uint64) ^ _TYPE["int"]
+        raw = (
+            np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64).view(np.uint64)
+            ^ _TYPE["int"]
+        )
     else:  # text and anything else: by its text, one hash per distinct value
         text = arr.cast(pa.string()) if not pa.types.is_string(t) and not pa.types.is_large_string(t) else arr
         enc = pc.dictionary_encode(text)

@@ -67,8 +67,9 @@ def parse_fimi_bytes(data: bytes, source: str | None = None) -> tuple[np.ndarray
         char = bytes(buf[pos : pos + 1]).decode("latin-1")
         what = "negative item id" if char == "-" else f"non-integer item (character {char!r})"
         where = f"{source} line {line}" if source else f"FIMI line {line} of this block"
-        raise DataFormatError(f"{where}: {what} (a FIMI file holds non-negative integer item ids; basket CSV is read "
-                              "with --format csv)")
+        raise DataFormatError(
+            f"{where}: {what} (a FIMI file holds non-negative integer item ids; basket CSV is read with --format csv)"
+        )
     prev_digit = np.empty_like(is_digit)
     prev_digit[0] = False
     prev_digit[1:] = is_digit[:-1]
@@ -83,7 +84,9 @@ def parse_fimi_bytes(data: bytes, source: str | None = None) -> tuple[np.ndarray
     # power of ten of each digit = digits remaining in its token
     token_end = starts + lengths
     power = token_end[token] - digit_pos - 1
-    values = np.add.reduceat((buf[digit_pos] - 48).astype(np.int64) * 10 ** power, np.flatnonzero(np.r_[True, token[1:] != token[:-1]]))
+    values = np.add.reduceat(
+        (buf[digit_pos] - 48).astype(np.int64) * 10**power, np.flatnonzero(np.r_[True, token[1:] != token[:-1]])
+    )
     # row of each token = number of newlines before its start
     newline_before = np.cumsum(buf == 10)
     row = newline_before[starts] - (buf[starts] == 10)
@@ -156,8 +159,10 @@ def _csv_syntax_error(line: str, sep: str, lineno: int) -> CSVSyntaxError:
     while (pos := line.find('"', pos)) != -1 and line.startswith('""', pos):
         pos += 2  # a doubled quote inside the field
     if pos == -1:
-        reason = (f"unterminated quoted field (opened at column {opened + 1}); a quoted field must "
-                  "close on its line: basket CSV labels cannot contain line breaks")
+        reason = (
+            f"unterminated quoted field (opened at column {opened + 1}); a quoted field must "
+            "close on its line: basket CSV labels cannot contain line breaks"
+        )
     else:
         reason = f"text after the closing quote of a quoted field (column {pos + 2})"
     return CSVSyntaxError(reason, lineno, reason)
@@ -193,8 +198,9 @@ def _csv_int_block(data: bytes, sep: str) -> tuple[np.ndarray, np.ndarray] | Non
     return indptr, labels
 
 
-def parse_csv_bytes(data: bytes, *, sep: str = ",", as_int: bool | None = None, source: str | None = None,
-                    first_line: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def parse_csv_bytes(
+    data: bytes, *, sep: str = ",", as_int: bool | None = None, source: str | None = None, first_line: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """Parse basket CSV text: one transaction per line, items separated by ``sep``.
 
     The dialect is RFC 4180 with ``sep`` as separator: a field may be quoted (``"a,b"``), a

@@ -99,9 +99,7 @@ def generate_patterns(
             taken: list[int] = []
         else:
             n_take = min(int(round(frac * size)), size, len(prev))
-            taken = (
-                rng.choice(np.asarray(prev), size=n_take, replace=False).tolist() if n_take else []
-            )
+            taken = rng.choice(np.asarray(prev), size=n_take, replace=False).tolist() if n_take else []
         items = taken + _pick_new(rng, n_items, size - len(taken), set(taken))
         out.extend(items)
         indptr[p + 1] = len(out)

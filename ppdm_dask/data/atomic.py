@@ -14,7 +14,9 @@ __all__ = ["atomic_file"]
 
 
 @contextlib.contextmanager
-def atomic_file(url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, mode: str = "wb") -> Iterator[IO]:
+def atomic_file(
+    url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, mode: str = "wb"
+) -> Iterator[IO]:
     """Open a temporary file beside ``url``; on success it becomes ``url`` (replacing an existing
     file only with ``overwrite``), on any error it is removed and ``url`` is untouched (a failed
     job never leaves a half-written file).
@@ -39,8 +41,9 @@ def atomic_file(url: str, *, storage_options: Mapping[str, Any] | None = None, o
         try:
             fh_ctx = fs.open(tmp, mode)
         except OSError as exc:
-            raise OutputNotWritableError(f"cannot write {url}: {exc.strerror or exc}",
-                                         cli="choose an output path in a writable folder") from None
+            raise OutputNotWritableError(
+                f"cannot write {url}: {exc.strerror or exc}", cli="choose an output path in a writable folder"
+            ) from None
         with fh_ctx as fh:
             yield fh
         commit_path(fs, tmp, path, url, overwrite=overwrite, folder=False)

@@ -157,8 +157,11 @@ def _local_lock(path: str) -> Iterator[None]:
 
 
 def _rename_no_replace(src: str, dst: str, url: str) -> None:
-    exists = DatasetExistsError(f"{url} already exists (another job committed it while this one ran; nothing was replaced)",
-                                python="overwrite=True", parameter="overwrite")
+    exists = DatasetExistsError(
+        f"{url} already exists (another job committed it while this one ran; nothing was replaced)",
+        python="overwrite=True",
+        parameter="overwrite",
+    )
     try:
         if _renameat2(src, dst, _RENAME_NOREPLACE):
             return
@@ -213,7 +216,9 @@ def check_replaceable(fs: Any, path: str, url: str, *, folder: bool) -> None:
     hint = {"cli": "remove it yourself or choose another output path"}
     if not fs.isdir(path):
         if folder:
-            raise DatasetExistsError(f"{url} is a file, not a ppdm dataset folder; --overwrite replaces only ppdm datasets", **hint)
+            raise DatasetExistsError(
+                f"{url} is a file, not a ppdm dataset folder; --overwrite replaces only ppdm datasets", **hint
+            )
         return
     if not folder:
         raise DatasetExistsError(f"{url} is a folder; --overwrite never replaces a folder by a file", **hint)
@@ -226,15 +231,19 @@ def check_replaceable(fs: Any, path: str, url: str, *, folder: bool) -> None:
         if not (isinstance(manifest, dict) and str(manifest.get("format", "")).startswith("ppdm")):
             raise ValueError
     except (OSError, ValueError, UnicodeDecodeError):
-        raise DatasetExistsError(f"{url} is not a ppdm dataset (no valid _SUCCESS manifest; it holds {sorted(files)[0]}); "
-                                 "--overwrite replaces only ppdm datasets", **hint) from None
+        raise DatasetExistsError(
+            f"{url} is not a ppdm dataset (no valid _SUCCESS manifest; it holds {sorted(files)[0]}); "
+            "--overwrite replaces only ppdm datasets",
+            **hint,
+        ) from None
     listed = {str(e.get("file")) for key in ("partitions", "files") for e in manifest.get(key) or [] if isinstance(e, dict)}
     if manifest.get("vocabulary"):
         listed.add(str(manifest["vocabulary"]))
     foreign = sorted(f for f in files if f not in listed and f not in _PPDM_EXTRAS and "__ppdm_" not in f)
     if foreign:
-        raise DatasetExistsError(f"{url} holds {foreign[0]}, which is not part of its ppdm dataset; --overwrite refuses to "
-                                 "delete it", **hint)
+        raise DatasetExistsError(
+            f"{url} holds {foreign[0]}, which is not part of its ppdm dataset; --overwrite refuses to delete it", **hint
+        )
 
 
 # ---------------------------------------------------------------------- stale temporaries
@@ -317,8 +326,9 @@ def _remote_lock(fs: Any, path: str, url: str) -> Iterator[None]:
             held = True
         except FileExistsError:
             if time.monotonic() > deadline:
-                raise DatasetExistsError(f"{url} is being committed by another job (lock object {lock}; remove it if no "
-                                         "job is running)") from None
+                raise DatasetExistsError(
+                    f"{url} is being committed by another job (lock object {lock}; remove it if no job is running)"
+                ) from None
             time.sleep(0.2)
         except (TypeError, NotImplementedError, ValueError):  # no conditional put on this store
             break
@@ -348,8 +358,11 @@ def _commit_remote(fs: Any, tmp: str, path: str, url: str, *, overwrite: bool, f
     final keys, the manifest last, then drop the temporary prefix."""
     with _remote_lock(fs, path, url):
         if not overwrite and fs.exists(path):
-            raise DatasetExistsError(f"{url} already exists (another job committed it while this one ran; nothing was "
-                                     "replaced)", python="overwrite=True", parameter="overwrite")
+            raise DatasetExistsError(
+                f"{url} already exists (another job committed it while this one ran; nothing was replaced)",
+                python="overwrite=True",
+                parameter="overwrite",
+            )
         if not folder:
             fs.mv(tmp, path)
             return
@@ -370,8 +383,9 @@ def make_temp_folder(fs: Any, tmp: str, url: str) -> None:
     try:
         fs.makedirs(tmp, exist_ok=True)
     except OSError as exc:
-        raise OutputNotWritableError(f"cannot write {url}: {exc.strerror or exc}",
-                                     cli="choose an output path in a writable folder") from None
+        raise OutputNotWritableError(
+            f"cannot write {url}: {exc.strerror or exc}", cli="choose an output path in a writable folder"
+        ) from None
 
 
 def refuse_bad_destination(fs: Any, path: str, url: str) -> None:

@@ -13,8 +13,10 @@ from ..errors import InvalidParameter
 
 __all__ = ["SAMPLES", "sample_path", "sample_files", "load_sample", "list_samples"]
 
-_ADULT_HIERARCHIES = tuple(f"adult_hierarchy_{a}.csv" for a in (
-    "sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation", "salary-class"))
+_ADULT_HIERARCHIES = tuple(
+    f"adult_hierarchy_{a}.csv"
+    for a in ("sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation", "salary-class")
+)
 
 #: name -> (files, the first being the data; description)
 SAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -25,10 +27,14 @@ SAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
     "pima": (("pima.dat.gz",), "UCI Pima Indians Diabetes, discretised (KRIMP), 768 rows"),
     "led7": (("led7.dat.gz",), "UCI LED7 display digits, discretised (KRIMP), 3,200 rows, 8 attributes"),
     "ecoli": (("ecoli.csv",), "UCI Ecoli, 336 proteins: a name, 7 numeric attributes and 8 localisation classes (CSV)"),
-    "adult": (("adult_2k.csv", *_ADULT_HIERARCHIES, "adult_permissions.json"),
-              "UCI Adult, 2,000 records (';'), its 9 ARX hierarchies and an access-control permissions file"),
-    "people": (("people.csv", "people_hierarchy_zip.csv", "people_hierarchy_sex.csv"),
-               "synthetic people (name, zip, age, sex, diagnosis), 1,000 rows, with zip and sex hierarchies"),
+    "adult": (
+        ("adult_2k.csv", *_ADULT_HIERARCHIES, "adult_permissions.json"),
+        "UCI Adult, 2,000 records (';'), its 9 ARX hierarchies and an access-control permissions file",
+    ),
+    "people": (
+        ("people.csv", "people_hierarchy_zip.csv", "people_hierarchy_sex.csv"),
+        "synthetic people (name, zip, age, sex, diagnosis), 1,000 rows, with zip and sex hierarchies",
+    ),
     "people-hierarchy-zip": (("people_hierarchy_zip.csv",), "ARX hierarchy of the people zip codes (02138;0213*;...;*)"),
     "people-hierarchy-sex": (("people_hierarchy_sex.csv",), "ARX hierarchy of the people sex column (female;*, male;*)"),
 }
@@ -60,9 +66,9 @@ def sample_path(name: str) -> Path:
 
 def load_sample(name: str, *, npartitions: int | None = None):
     """A bundled sample: transactions as a TransactionArray (optionally split into
-    ``npartitions``), the ``people``, ``adult`` and ``ecoli`` tables as dask DataFrames (CSV
-columns are strings: type them with :func:`~ppdm_dask.data.tables.read_table`),
-    a hierarchy sample as a :class:`~ppdm_dask.data.hierarchy.Hierarchy`."""
+        ``npartitions``), the ``people``, ``adult`` and ``ecoli`` tables as dask DataFrames (CSV
+    columns are strings: type them with :func:`~ppdm_dask.data.tables.read_table`),
+        a hierarchy sample as a :class:`~ppdm_dask.data.hierarchy.Hierarchy`."""
     from .formats import read_fimi
 
     if name.startswith("people-hierarchy-"):

@@ -63,8 +63,9 @@ def open_fs(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple
     return fs, path
 
 
-def refuse_existing(url: str, storage_options: Mapping[str, Any] | None = None, *, overwrite: bool = False,
-                    folder: bool | None = None) -> None:
+def refuse_existing(
+    url: str, storage_options: Mapping[str, Any] | None = None, *, overwrite: bool = False, folder: bool | None = None
+) -> None:
     """Check an output before any work: without ``overwrite`` it must not exist; with
     ``overwrite`` it must be replaceable (:func:`~ppdm_dask.data.commit.check_replaceable`: a
     folder only when it is a ppdm dataset holding nothing else). ``folder`` says what will be
@@ -81,8 +82,10 @@ def refuse_existing(url: str, storage_options: Mapping[str, Any] | None = None, 
 
     source = read_from(path) if fs.exists(path) else None
     if source is not None:  # the job's input is read lazily: replacing it first would destroy it
-        raise DatasetExistsError(f"{url} is the input of this job ({source}); --overwrite would replace it before it is "
-                                 "read", cli="write to another path")
+        raise DatasetExistsError(
+            f"{url} is the input of this job ({source}); --overwrite would replace it before it is read",
+            cli="write to another path",
+        )
     if folder is None:
         folder = fs.isdir(path) if fs.exists(path) else True
     check_replaceable(fs, path, url, folder=folder)
@@ -125,8 +128,11 @@ def write_file(fs: Any, path: str, data: bytes | pa.Buffer) -> dict[str, Any]:
     """Write ``data`` to ``path``; returns ``{"file", "bytes", "sha256"}`` for the manifest."""
     with fs.open(path, "wb") as fh:
         fh.write(data)
-    return {"file": posixpath.basename(path), "bytes": len(data) if not isinstance(data, pa.Buffer) else data.size,
-            "sha256": hashlib.sha256(memoryview(data)).hexdigest()}
+    return {
+        "file": posixpath.basename(path),
+        "bytes": len(data) if not isinstance(data, pa.Buffer) else data.size,
+        "sha256": hashlib.sha256(memoryview(data)).hexdigest(),
+    }
 
 
 def write_part(fs: Any, path: str, table: pa.Table, *, compression: str = "zstd") -> dict[str, Any]:
@@ -162,7 +168,9 @@ def read_manifest(fs: Any, manifest_path: str, url: str, format_name: str | Sequ
     manifest = load_manifest_json(fs, manifest_path, url)
     names = (format_name,) if isinstance(format_name, str) else tuple(format_name)
     if not isinstance(manifest, dict) or manifest.get("format") not in names:
-        raise DataFormatError(f"{url}: not a {' or '.join(names)} dataset (format {manifest.get('format') if isinstance(manifest, dict) else None!r})")
+        raise DataFormatError(
+            f"{url}: not a {' or '.join(names)} dataset (format {manifest.get('format') if isinstance(manifest, dict) else None!r})"
+        )
     check_version(manifest, url, version)
     _check_totals(manifest, url)
     return manifest
@@ -177,13 +185,20 @@ def check_version(manifest: Mapping[str, Any], url: str, version: int) -> None:
         return
     if isinstance(got, int) and got > version:
         raise DataFormatError(f"{url}: written by a newer ppdm-dask (format version {got})")
-    raise DataFormatError(f"{url}: format version {got!r}, written by a development version of ppdm-dask; this "
-                          f"version reads format version {version} only: write the dataset again")
+    raise DataFormatError(
+        f"{url}: format version {got!r}, written by a development version of ppdm-dask; this "
+        f"version reads format version {version} only: write the dataset again"
+    )
 
 
 #: the manifest field that counts the rows of the part files, per format
-_ROW_TOTALS = {"ppdm-transactions": "n_transactions", "ppdm-table": "n_records", "ppdm-anonymized": "n_records",
-               "ppdm-condensed": "n_records", "ppdm-sketches": "n_published"}
+_ROW_TOTALS = {
+    "ppdm-transactions": "n_transactions",
+    "ppdm-table": "n_records",
+    "ppdm-anonymized": "n_records",
+    "ppdm-condensed": "n_records",
+    "ppdm-sketches": "n_published",
+}
 
 
 def _check_totals(manifest: Mapping[str, Any], url: str) -> None:
@@ -199,8 +214,9 @@ def _check_totals(manifest: Mapping[str, Any], url: str) -> None:
     except (KeyError, TypeError, ValueError):
         raise CorruptDatasetError(f"{url}: {MANIFEST} has a part without a row count, or a non-numeric {field}") from None
     if rows != total:
-        raise CorruptDatasetError(f"{url}: {MANIFEST} says {field} = {total:,} but its part files hold {rows:,} rows "
-                                  "(altered manifest)")
+        raise CorruptDatasetError(
+            f"{url}: {MANIFEST} says {field} = {total:,} but its part files hold {rows:,} rows (altered manifest)"
+        )
 
 
 def check_listing(fs: Any, path: str, entries: Sequence[Mapping[str, Any]], url: str) -> None:
@@ -222,8 +238,9 @@ def check_listing(fs: Any, path: str, entries: Sequence[Mapping[str, Any]], url:
             raise CorruptDatasetError(f"{url}: part file {name} listed in the manifest is missing")
         size = listing[name].get("size")
         if e.get("bytes") is not None and size is not None and int(size) != int(e["bytes"]):
-            raise CorruptDatasetError(f"{url}: {name} has {int(size):,} bytes, the manifest says {int(e['bytes']):,} "
-                                      "(truncated, replaced or altered)")
+            raise CorruptDatasetError(
+                f"{url}: {name} has {int(size):,} bytes, the manifest says {int(e['bytes']):,} (truncated, replaced or altered)"
+            )
 
 
 def sha256_file(fs: Any, path: str) -> str:
@@ -238,8 +255,15 @@ def sha256_file(fs: Any, path: str) -> str:
     return h.hexdigest()
 
 
-def read_part(fs: Any, folder: str, entry: Mapping[str, Any], *, columns: Sequence[str] | None = None,
-              verify: bool = False, url: str | None = None) -> pa.Table:
+def read_part(
+    fs: Any,
+    folder: str,
+    entry: Mapping[str, Any],
+    *,
+    columns: Sequence[str] | None = None,
+    verify: bool = False,
+    url: str | None = None,
+) -> pa.Table:
     """Read one part file listed in a manifest, checked against its entry.
 
     The row count is always compared with the manifest; with ``verify`` the file's SHA-256 too

@@ -35,7 +35,9 @@ def detect_format(url: str) -> str:
     return "parquet"
 
 
-def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize: int | str | None, with_paths: bool = False) -> list:
+def _text_blocks(
+    url: str, storage_options: Mapping[str, Any] | None, blocksize: int | str | None, with_paths: bool = False
+) -> list:
     """Delayed byte blocks of the file(s) at ``url``, split at newlines.
 
     ``with_paths=True`` gives ``(path, block_index_in_its_file, block)`` triples instead.
@@ -46,7 +48,12 @@ def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize:
         blocksize = None  # compressed streams cannot be split by byte ranges
     try:
         _, blocks, paths = read_bytes(
-            url, delimiter=b"\n", blocksize=blocksize, sample=False, compression="infer", include_path=True,
+            url,
+            delimiter=b"\n",
+            blocksize=blocksize,
+            sample=False,
+            compression="infer",
+            include_path=True,
             **dict(storage_options or {}),
         )
     except FileNotFoundError:
@@ -61,8 +68,10 @@ def _text_blocks(url: str, storage_options: Mapping[str, Any] | None, blocksize:
         from fsspec.core import url_to_fs
 
         fs = url_to_fs(url, **dict(storage_options or {}))[0]
-        blocks = [[dask.delayed(_decompressed, pure=True)(fs, path, compression)] if file_blocks else []
-                  for path, file_blocks in zip(paths, blocks)]
+        blocks = [
+            [dask.delayed(_decompressed, pure=True)(fs, path, compression)] if file_blocks else []
+            for path, file_blocks in zip(paths, blocks)
+        ]
     flat = [(path, i, b) for path, file_blocks in zip(paths, blocks) for i, b in enumerate(file_blocks)]
     if not flat:
         if paths:  # the file (or every file the URL names) exists and holds nothing
@@ -94,12 +103,19 @@ def _refuse_folders(url: str, paths: list, storage_options: Mapping[str, Any] | 
     except (OSError, ValueError):  # the read itself will say what is wrong
         return
     if folders:
-        raise DataFormatError(f"{url} is a folder, not a FIMI or CSV file (a folder of Parquet parts is read with "
-                              "--format parquet)")
+        raise DataFormatError(
+            f"{url} is a folder, not a FIMI or CSV file (a folder of Parquet parts is read with --format parquet)"
+        )
 
 
-def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", progress: bool = False,
-              check_kind: bool = True) -> Any:
+def read_fimi(
+    url: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    blocksize: int | str | None = "64MiB",
+    progress: bool = False,
+    check_kind: bool = True,
+) -> Any:
     """Read FIMI text (one transaction per line, whitespace-separated non-negative integer ids).
 
     Compressed files (``.gz`` ...) are read as one block. Empty lines are empty transactions.
@@ -119,8 +135,15 @@ def read_fimi(url: str, *, storage_options: Mapping[str, Any] | None = None, blo
     return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)
 
 
-def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str | None = "64MiB", sep: str = ",", progress: bool = False,
-             check_kind: bool = True) -> Any:
+def read_csv(
+    url: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    blocksize: int | str | None = "64MiB",
+    sep: str = ",",
+    progress: bool = False,
+    check_kind: bool = True,
+) -> Any:
     """Read basket CSV: one transaction per line, item labels separated by ``sep``.
 
     RFC 4180 quoting with ``sep`` as separator: ``"a,b"`` is one label, ``""`` inside quotes is
@@ -147,8 +170,10 @@ def read_csv(url: str, *, storage_options: Mapping[str, Any] | None = None, bloc
         first_lines.append((name, line))
         line += n_newlines
     as_int = all(kind for kind, _, _ in scans)
-    sources = [dask.delayed(K.parse_csv_bytes, pure=True)(b, sep=sep, as_int=as_int, source=name, first_line=first)
-               for (_, _, b), (name, first) in zip(raw, first_lines)]
+    sources = [
+        dask.delayed(K.parse_csv_bytes, pure=True)(b, sep=sep, as_int=as_int, source=name, first_line=first)
+        for (_, _, b), (name, first) in zip(raw, first_lines)
+    ]
     return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)
 
 
@@ -159,9 +184,12 @@ def _csv_scan(data: bytes, sep: str) -> tuple[bool, int, tuple[int, str] | None]
     except K.CSVSyntaxError as exc:
         return False, data.count(b"\n"), (exc.line, exc.reason)
     except UnicodeDecodeError as exc:  # binary data, or text in another encoding
-        bad = data[exc.start:exc.start + 1].hex()
-        return False, data.count(b"\n"), (data.count(b"\n", 0, exc.start) + 1,
-                                           f"not UTF-8 text (byte 0x{bad} cannot be decoded; save the file as UTF-8)")
+        bad = data[exc.start : exc.start + 1].hex()
+        return (
+            False,
+            data.count(b"\n"),
+            (data.count(b"\n", 0, exc.start) + 1, f"not UTF-8 text (byte 0x{bad} cannot be decoded; save the file as UTF-8)"),
+        )
     return labels.dtype.kind == "i" or labels.size == 0, data.count(b"\n"), None
 
 
@@ -172,19 +200,39 @@ def _write_text(tx: Any, url: str, formatter: Callable, storage_options, overwri
     blocks = tx.blocks.to_delayed().ravel()
     with atomic_file(url, storage_options=storage_options, overwrite=overwrite) as fh:
         for start in range(0, len(blocks), batch):
-            texts = compute(*[dask.delayed(formatter)(b, labels) for b in blocks[start : start + batch]], progress=progress and start == 0 and len(blocks) <= batch)
+            texts = compute(
+                *[dask.delayed(formatter)(b, labels) for b in blocks[start : start + batch]],
+                progress=progress and start == 0 and len(blocks) <= batch,
+            )
             for t in texts:
                 fh.write(t)
 
 
-def write_fimi(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, progress: bool = False) -> None:
+def write_fimi(
+    tx: Any,
+    url: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    batch: int = 16,
+    progress: bool = False,
+) -> None:
     """Write FIMI text atomically. Item labels must be integers (FIMI has no names)."""
     if not tx.vocabulary.is_integer:
         raise DataFormatError("FIMI needs integer item labels; write CSV or Parquet for named items")
     _write_text(tx, url, K.format_fimi_block, storage_options, overwrite, batch, progress)
 
 
-def write_csv(tx: Any, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, batch: int = 16, sep: str = ",", progress: bool = False) -> None:
+def write_csv(
+    tx: Any,
+    url: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    batch: int = 16,
+    sep: str = ",",
+    progress: bool = False,
+) -> None:
     """Write basket CSV atomically, RFC 4180 quoting (see :func:`read_csv`).
 
     Labels with ``sep``, a quote, a CR or surrounding whitespace are quoted, inner quotes

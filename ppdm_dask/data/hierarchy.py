@@ -102,9 +102,16 @@ class Hierarchy:
         Height including the leaf level 0 and the root level ``levels - 1`` (always ``'*'``).
     """
 
-    def __init__(self, *, kind: str, levels: int, name: str | None = None,
-                 table: np.ndarray | None = None, bounds: list[np.ndarray] | None = None,
-                 closed: str = "left") -> None:
+    def __init__(
+        self,
+        *,
+        kind: str,
+        levels: int,
+        name: str | None = None,
+        table: np.ndarray | None = None,
+        bounds: list[np.ndarray] | None = None,
+        closed: str = "left",
+    ) -> None:
         self.kind = kind
         self.levels = int(levels)
         self.name = name
@@ -169,8 +176,9 @@ class Hierarchy:
         return cls(kind="categorical", levels=width, name=name, table=table)
 
     @classmethod
-    def from_csv(cls, path_or_url: str, *, sep: str = ";", name: str | None = None,
-                 storage_options: dict | None = None) -> Hierarchy:
+    def from_csv(
+        cls, path_or_url: str, *, sep: str = ";", name: str | None = None, storage_options: dict | None = None
+    ) -> Hierarchy:
         """Load a categorical hierarchy in the ARX format.
 
         Parameters
@@ -202,9 +210,16 @@ class Hierarchy:
         return h
 
     @classmethod
-    def from_intervals(cls, cut_points: Sequence[float] | Sequence[Sequence[float]] | None = None, *,
-                       width: float | Sequence[float] | None = None, low: float, high: float,
-                       closed: str = "left", name: str | None = None) -> Hierarchy:
+    def from_intervals(
+        cls,
+        cut_points: Sequence[float] | Sequence[Sequence[float]] | None = None,
+        *,
+        width: float | Sequence[float] | None = None,
+        low: float,
+        high: float,
+        closed: str = "left",
+        name: str | None = None,
+    ) -> Hierarchy:
         """Numeric interval hierarchy on the domain ``[low, high)`` (or ``(low, high]``).
 
         Parameters
@@ -275,8 +290,7 @@ class Hierarchy:
         return cls(kind="interval", levels=len(bounds) + 2, name=name, bounds=bounds, closed=closed)
 
     @classmethod
-    def balanced(cls, n_leaves: int, fan_out: int, *, name: str | None = None,
-                 labels: Sequence[Any] | None = None) -> Hierarchy:
+    def balanced(cls, n_leaves: int, fan_out: int, *, name: str | None = None, labels: Sequence[Any] | None = None) -> Hierarchy:
         """Balanced hierarchy over item ids ``0..n_leaves-1`` (or over ``labels``).
 
         Level j groups ``fan_out**j`` consecutive ids; its node label is ``"lo-hi"`` (first and
@@ -399,7 +413,11 @@ class Hierarchy:
         self._check_level(level)
         pos, star = self._positions(values)
         if level == 0:
-            out = np.asarray(values, dtype=object).copy() if not isinstance(values, pd.Series) else values.to_numpy(dtype=object).copy()
+            out = (
+                np.asarray(values, dtype=object).copy()
+                if not isinstance(values, pd.Series)
+                else values.to_numpy(dtype=object).copy()
+            )
         elif level == self.levels - 1:
             out = np.full(len(star), ROOT, dtype=object)
         elif self.kind == "categorical":
@@ -432,10 +450,16 @@ class Hierarchy:
                 bad = pd.unique(np.where(pd.isna(keys[bad_mask]), "<missing>", keys[bad_mask]).astype(object))
                 raise missing_error(self.name, list(bad), self.source)
             return pos, star
-        s = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object) if np.ndim(values) else [values])
+        s = (
+            values
+            if isinstance(values, pd.Series)
+            else pd.Series(np.asarray(values, dtype=object) if np.ndim(values) else [values])
+        )
         obj = s.to_numpy(dtype=object)
         star = np.array([isinstance(v, str) and v == ROOT for v in obj], dtype=bool)
-        x = pd.to_numeric(pd.Series(np.where(star, self.low + (self.high - self.low) / 2, obj)), errors="coerce").to_numpy(dtype=float)
+        x = pd.to_numeric(pd.Series(np.where(star, self.low + (self.high - self.low) / 2, obj)), errors="coerce").to_numpy(
+            dtype=float
+        )
         inside = (x >= self.low) & (x < self.high) if self.closed == "left" else (x > self.low) & (x <= self.high)
         bad_mask = ~inside & ~star
         if bad_mask.any():

@@ -45,9 +45,20 @@ from typing import Any
 
 from ..errors import DataFormatError
 
-__all__ = ["InputKind", "kind_of_text", "kind_of_parquet_schema", "kind_of_manifest_format", "read_head",
-           "refuse_table", "refuse_baskets", "check_baskets_file", "reading_as_baskets", "TABLE_COMMANDS",
-           "BASKET_COMMANDS", "HEAD_BYTES"]
+__all__ = [
+    "InputKind",
+    "kind_of_text",
+    "kind_of_parquet_schema",
+    "kind_of_manifest_format",
+    "read_head",
+    "refuse_table",
+    "refuse_baskets",
+    "check_baskets_file",
+    "reading_as_baskets",
+    "TABLE_COMMANDS",
+    "BASKET_COMMANDS",
+    "HEAD_BYTES",
+]
 
 #: bytes read from the start of a file to tell its kind (whole lines only)
 HEAD_BYTES = 64 * 1024
@@ -146,8 +157,14 @@ def _header_table(rows: list[list[str]], sep: str | None) -> str | None:
         return None
     records = [r for r in data if len(r) == n]
     columns = [[r[j] for r in records if r[j] != ""] for j in range(n)]
-    numeric = next((name for name, col in zip(header, columns)
-                    if name and len(col) >= max(1, len(records) // 2) and all(_is_number(c) for c in col)), None)
+    numeric = next(
+        (
+            name
+            for name, col in zip(header, columns)
+            if name and len(col) >= max(1, len(records) // 2) and all(_is_number(c) for c in col)
+        ),
+        None,
+    )
     if numeric is not None:
         evidence = f"column {numeric!r} holds numbers"
     else:
@@ -177,12 +194,13 @@ def _headerless_table(rows: list[list[str]], sep: str | None) -> str | None:
     for j in range(n):
         col = [r[j] for r in rows]
         if all(_is_number(c) for c in col) and sum(_DECIMAL.fullmatch(c) is not None for c in col) >= 0.9 * len(col):
-            return (f"no header, but {_fields_text(n, 1.0)} and column {j + 1} holds decimal numbers "
-                    f"({', '.join(col[:3])}, ...)")
+            return f"no header, but {_fields_text(n, 1.0)} and column {j + 1} holds decimal numbers ({', '.join(col[:3])}, ...)"
     repeats = sum(len({c for c in r if c}) < sum(1 for c in r if c) for r in rows)
     if repeats >= 0.5 * len(rows):
-        return (f"no header, but {_fields_text(n, 1.0)} and values repeat within {repeats:,} of {len(rows):,} rows "
-                "(a basket lists each item once)")
+        return (
+            f"no header, but {_fields_text(n, 1.0)} and values repeat within {repeats:,} of {len(rows):,} rows "
+            "(a basket lists each item once)"
+        )
     return None
 
 
@@ -267,9 +285,13 @@ def refuse_table(url: str, kind: InputKind, *, text: bool = True) -> None:
             f"{url} looks like a table, not baskets ({kind.reason}): as baskets its header would be a transaction "
             "and every cell an item",
             fix=f"tables are released with {TABLE_COMMANDS}; `as_baskets` if every line really is a basket",
-            python="read it with ppdm_dask.read_table; check_kind=False if every line really is a basket")
-    raise DataFormatError(f"{url} is a table, not baskets ({kind.reason})", cli=f"tables are released with {TABLE_COMMANDS}",
-                          python="read it with ppdm_dask.read_table")
+            python="read it with ppdm_dask.read_table; check_kind=False if every line really is a basket",
+        )
+    raise DataFormatError(
+        f"{url} is a table, not baskets ({kind.reason})",
+        cli=f"tables are released with {TABLE_COMMANDS}",
+        python="read it with ppdm_dask.read_table",
+    )
 
 
 def refuse_baskets(url: str, kind: InputKind) -> None:
@@ -279,7 +301,8 @@ def refuse_baskets(url: str, kind: InputKind) -> None:
         raise DataFormatError(
             f"{url} holds baskets, not a table ({kind.reason})",
             cli=f"baskets are read by {BASKET_COMMANDS}",
-            python="read it with ppdm_dask.read")
+            python="read it with ppdm_dask.read",
+        )
 
 
 @contextlib.contextmanager

@@ -178,7 +178,6 @@ if _numba is not None:
                     i += 1
         indptr[k] = e
 
-
     @_numba.njit(cache=True, nogil=True)
     def _bitset_packed_loop(data, n_rows, pos, n_words, bits):  # pragma: no cover - compiled
         i = 0
@@ -208,8 +207,11 @@ def packed_bitsets(packed: PackedRows, items: np.ndarray) -> np.ndarray:
         rows = np.repeat(np.arange(packed.n_rows, dtype=np.int64), np.diff(csr.indptr))
         p = pos[csr.indices]
         keep = p >= 0
-        np.bitwise_or.at(bits, p[keep].astype(np.int64) * n_words + (rows[keep] >> 6),
-                         np.left_shift(np.uint64(1), (rows[keep] & 63).astype(np.uint64)))
+        np.bitwise_or.at(
+            bits,
+            p[keep].astype(np.int64) * n_words + (rows[keep] >> 6),
+            np.left_shift(np.uint64(1), (rows[keep] & 63).astype(np.uint64)),
+        )
     else:
         _bitset_packed_loop(packed.data, packed.n_rows, pos, n_words, bits)
     return bits.reshape(items.size, n_words)
@@ -286,6 +288,6 @@ def _split_values(vals: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray
     row_start = indptr[:-1]
     offset = np.zeros(n_rows, dtype=np.int64)
     nonempty = lengths > 0
-    offset[nonempty] = (csum[row_start[nonempty]] - steps[row_start[nonempty]])
+    offset[nonempty] = csum[row_start[nonempty]] - steps[row_start[nonempty]]
     indices = csum - offset[row_of] - 1
     return indptr, indices

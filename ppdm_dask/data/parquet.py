@@ -151,19 +151,25 @@ def public_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- writing
-def transactions_table(block: sp.csr_array, weights: sp.csr_array | None, cols: Mapping[str, np.ndarray], kv: bytes | None = None) -> pa.Table:
+def transactions_table(
+    block: sp.csr_array, weights: sp.csr_array | None, cols: Mapping[str, np.ndarray], kv: bytes | None = None
+) -> pa.Table:
     """One part file's table: ``items`` (+ ``weights``, row-aligned columns), metadata ``ppdm``."""
     arrays = {"items": csr_to_arrow_list(block)}
     if weights is not None:
         offsets = pa.array(weights.indptr.astype(np.int32, copy=False))
-        arrays["weights"] = pa.ListArray.from_arrays(offsets, pa.array(weights.data.astype(np.float32)), type=pa.list_(pa.float32()))
+        arrays["weights"] = pa.ListArray.from_arrays(
+            offsets, pa.array(weights.data.astype(np.float32)), type=pa.list_(pa.float32())
+        )
     for name, values in cols.items():
         arrays[name] = pa.array(np.asarray(values))
     table = pa.table(arrays) if arrays else pa.table({})
     return table.replace_schema_metadata({b"ppdm": kv}) if kv is not None else table
 
 
-def table_transactions(table: pa.Table, n_items: int, *, validate: bool = True, weights: bool = False) -> tuple[sp.csr_array, sp.csr_array | None]:
+def table_transactions(
+    table: pa.Table, n_items: int, *, validate: bool = True, weights: bool = False
+) -> tuple[sp.csr_array, sp.csr_array | None]:
     """``(items, weights)`` CSR blocks of a part file's table (inverse of :func:`transactions_table`)."""
     if table.num_rows == 0:
         return sp.csr_array((0, n_items), dtype=np.int32), (sp.csr_array((0, n_items), dtype=np.float32) if weights else None)
@@ -177,7 +183,9 @@ def table_transactions(table: pa.Table, n_items: int, *, validate: bool = True, 
     return block, w
 
 
-def _write_part(fs, path: str, block: sp.csr_array, weights: sp.csr_array | None, cols: dict[str, np.ndarray], kv: bytes, compression: str) -> dict[str, Any]:
+def _write_part(
+    fs, path: str, block: sp.csr_array, weights: sp.csr_array | None, cols: dict[str, np.ndarray], kv: bytes, compression: str
+) -> dict[str, Any]:
     entry = write_part(fs, path, transactions_table(block, weights, cols, kv), compression=compression)
     return {**entry, "nnz": int(block.indices.size)}
 
@@ -223,14 +231,20 @@ def write_parquet(
     def write(fs, tmp: str) -> dict[str, Any]:
         writes = [
             dask.delayed(_write_part, pure=False)(
-                fs, posixpath.join(tmp, names[i]), blocks[i], weights[i],
-                {k: parts[i] for k, parts in col_parts.items()}, kv, compression,
+                fs,
+                posixpath.join(tmp, names[i]),
+                blocks[i],
+                weights[i],
+                {k: parts[i] for k, parts in col_parts.items()},
+                kv,
+                compression,
             )
             for i in range(len(blocks))
         ]
         (results,) = compute(writes, progress=progress)
-        vocab = write_part(fs, posixpath.join(tmp, VOCABULARY_FILE), pa.table({"label": pa.array(tx.vocabulary.labels)}),
-                           compression=compression)
+        vocab = write_part(
+            fs, posixpath.join(tmp, VOCABULARY_FILE), pa.table({"label": pa.array(tx.vocabulary.labels)}), compression=compression
+        )
         return {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
@@ -319,11 +333,15 @@ def read_parquet(
         manifest_path = posixpath.join(path, MANIFEST)
         if fs.exists(manifest_path):
             return _read_ppdm(fs, path, manifest_path, url, validate, verify)
-        files = sorted(p for p in fs.ls(path, detail=False) if p.endswith(".parquet") and not posixpath.basename(p).startswith(("_", ".")))
+        files = sorted(
+            p for p in fs.ls(path, detail=False) if p.endswith(".parquet") and not posixpath.basename(p).startswith(("_", "."))
+        )
         if not files:
             raise DatasetNotFoundError(f"no Parquet files in {url}")
         if any(_is_ppdm_file(fs, f) for f in files[:1]):
-            raise IncompleteDatasetError(f"{url} holds an uncommitted ppdm dataset (no {MANIFEST}); the job that wrote it failed or is still running")
+            raise IncompleteDatasetError(
+                f"{url} holds an uncommitted ppdm dataset (no {MANIFEST}); the job that wrote it failed or is still running"
+            )
     else:
         files = [path]
         if _is_ppdm_file(fs, path):
@@ -344,8 +362,9 @@ def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool, veri
     return transactions_from_manifest(fs, path, manifest, url, validate=validate, verify=verify)
 
 
-def transactions_from_manifest(fs, path: str, manifest: Mapping[str, Any], url: str, *, validate: bool = True,
-                               verify: bool = False) -> Any:
+def transactions_from_manifest(
+    fs, path: str, manifest: Mapping[str, Any], url: str, *, validate: bool = True, verify: bool = False
+) -> Any:
     """The lazy TransactionArray of a committed (or just written) ppdm transaction folder,
     its part files checked against ``manifest`` (see :func:`read_parquet`)."""
     import dask.array as da
@@ -367,19 +386,31 @@ def transactions_from_manifest(fs, path: str, manifest: Mapping[str, Any], url: 
     weights = None
     if manifest.get("weights"):
         weights = blocks_from_tasks(
-            "w" + token, [(_read_weights, fs, path, e, n_items, verify, url) for e in parts], rows, n_items,
-            meta=sp.csr_array((0, 0), dtype=np.float32), dtype=np.float32,
+            "w" + token,
+            [(_read_weights, fs, path, e, n_items, verify, url) for e in parts],
+            rows,
+            n_items,
+            meta=sp.csr_array((0, 0), dtype=np.float32),
+            dtype=np.float32,
         )
     columns = {}
     types = manifest.get("column_types", {})
     for name in manifest.get("columns", []):
         dtype = np.dtype(types.get(name, "int64"))
-        arrs = [da.from_delayed(dask.delayed(read_column, pure=True)(fs, path, e, name, verify, url), shape=(r,), dtype=dtype)
-                for e, r in zip(parts, rows)]
+        arrs = [
+            da.from_delayed(dask.delayed(read_column, pure=True)(fs, path, e, name, verify, url), shape=(r,), dtype=dtype)
+            for e, r in zip(parts, rows)
+        ]
         columns[name] = concat_rows(arrs, rows, dtype=dtype)
     nnz = [p.get("nnz") for p in parts]
-    return TransactionArray(blocks, vocab, metadata=manifest.get("metadata", {}), columns=columns, weights=weights,
-                            partition_nnz=None if None in nnz else nnz)
+    return TransactionArray(
+        blocks,
+        vocab,
+        metadata=manifest.get("metadata", {}),
+        columns=columns,
+        weights=weights,
+        partition_nnz=None if None in nnz else nnz,
+    )
 
 
 def _read_foreign(fs, files: list[str], column: str, url: str, progress: bool = False):

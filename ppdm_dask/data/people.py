@@ -24,16 +24,22 @@ __all__ = ["generate_people", "zip_hierarchy", "write_samples", "ZIPS", "DIAGNOS
 
 #: public seed of the sample (not a secret: the sample is meant to be reproducible)
 SEED = 20140611
-FIRST = ("Aaliyah Adam Alice Amir Ana Anton Ava Ben Bianca Carlos Chen Chloe Daniel Dara Diego Elena Eli Emma Farah Felix "
-         "Grace Hana Hugo Ines Isaac Ivy Jamal Jana Jonas Julia Kai Kira Leo Lina Luca Maya Mei Milan Nadia Noah Nora "
-         "Omar Paula Priya Rafael Rosa Sam Sara Tariq Tess Theo Uma Victor Wen Yara Yusuf Zoe Zara Liam Mila").split()
-LAST = ("Abbott Ahmed Alvarez Andersen Baker Bauer Brown Chen Costa Cruz Dubois Evans Fischer Garcia Gomez Hansen Haddad "
-        "Ito Jensen Johnson Kaur Kim Kowalski Larsen Lee Lopez Martin Meyer Moreau Murphy Nguyen Novak Okafor Olsen "
-        "Park Patel Petrov Quinn Rahman Rossi Sato Schmidt Silva Singh Smith Sousa Tanaka Taylor Torres Walker Wang "
-        "Weber Wilson Wong Yamamoto Young Zhang Ziegler Nowak").split()
+FIRST = (
+    "Aaliyah Adam Alice Amir Ana Anton Ava Ben Bianca Carlos Chen Chloe Daniel Dara Diego Elena Eli Emma Farah Felix "
+    "Grace Hana Hugo Ines Isaac Ivy Jamal Jana Jonas Julia Kai Kira Leo Lina Luca Maya Mei Milan Nadia Noah Nora "
+    "Omar Paula Priya Rafael Rosa Sam Sara Tariq Tess Theo Uma Victor Wen Yara Yusuf Zoe Zara Liam Mila"
+).split()
+LAST = (
+    "Abbott Ahmed Alvarez Andersen Baker Bauer Brown Chen Costa Cruz Dubois Evans Fischer Garcia Gomez Hansen Haddad "
+    "Ito Jensen Johnson Kaur Kim Kowalski Larsen Lee Lopez Martin Meyer Moreau Murphy Nguyen Novak Okafor Olsen "
+    "Park Patel Petrov Quinn Rahman Rossi Sato Schmidt Silva Singh Smith Sousa Tanaka Taylor Torres Walker Wang "
+    "Weber Wilson Wong Yamamoto Young Zhang Ziegler Nowak"
+).split()
 #: 30 zip codes: New England (leading zero) and a few New York / New Jersey ones
-ZIPS = ("02138 02139 02140 02141 02142 02143 02144 02145 02446 02445 02114 02115 02116 01002 01003 01060 01854 "
-        "03101 03104 04101 05401 06511 06510 07030 07302 08540 10001 10002 10025 11201").split()
+ZIPS = (
+    "02138 02139 02140 02141 02142 02143 02144 02145 02446 02445 02114 02115 02116 01002 01003 01060 01854 "
+    "03101 03104 04101 05401 06511 06510 07030 07302 08540 10001 10002 10025 11201"
+).split()
 DIAGNOSES = ("asthma", "bronchitis", "diabetes", "flu", "gastritis", "healthy", "hypertension", "migraine")
 
 
@@ -57,8 +63,15 @@ def generate_people(n: int = 1000, seed: int = SEED) -> pd.DataFrame:
     p = base[None, :] * np.exp(old)
     p /= p.sum(axis=1, keepdims=True)
     diag = (p.cumsum(axis=1) > rng.random(n)[:, None]).argmax(axis=1)
-    return pd.DataFrame({"name": names, "zip": [ZIPS[z] for z in zips], "age": [str(a) for a in ages],
-                         "sex": sex.tolist(), "diagnosis": [DIAGNOSES[d] for d in diag]})
+    return pd.DataFrame(
+        {
+            "name": names,
+            "zip": [ZIPS[z] for z in zips],
+            "age": [str(a) for a in ages],
+            "sex": sex.tolist(),
+            "diagnosis": [DIAGNOSES[d] for d in diag],
+        }
+    )
 
 
 def zip_hierarchy(zips: list[str] | tuple[str, ...] = ZIPS) -> list[list[str]]:

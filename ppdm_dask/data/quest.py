@@ -64,7 +64,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from .transactions import TransactionArray
 
 __all__ = [
-    "QuestSpec", "QuestPatterns", "parse_spec", "make_patterns", "quest", "DEFAULT_BLOCK_ROWS",
+    "QuestSpec",
+    "QuestPatterns",
+    "parse_spec",
+    "make_patterns",
+    "quest",
+    "DEFAULT_BLOCK_ROWS",
 ]
 
 #: Rows per randomness block: the output depends on it (not on the partitioning).
@@ -148,13 +153,9 @@ class QuestSpec:
         if self.D < 0:
             raise InvalidParameter(f"D (number of transactions) must be >= 0, got {self.D}")
         if not 1 <= self.T <= self.N:
-            raise InvalidParameter(
-                f"T (average transaction size) must be >= 1 and <= N = {self.N}, got {self.T}"
-            )
+            raise InvalidParameter(f"T (average transaction size) must be >= 1 and <= N = {self.N}, got {self.T}")
         if not 1 <= self.I <= self.N:
-            raise InvalidParameter(
-                f"I (average pattern size) must be between 1 and N = {self.N}, got {self.I}"
-            )
+            raise InvalidParameter(f"I (average pattern size) must be between 1 and N = {self.N}, got {self.I}")
         if not 0 <= self.correlation <= 1:
             raise InvalidParameter(f"correlation must be in [0, 1], got {self.correlation}")
         if not 0 <= self.corruption_mean <= 1:
@@ -162,17 +163,17 @@ class QuestSpec:
         if self.corruption_var < 0:
             raise InvalidParameter(f"corruption_var must be >= 0, got {self.corruption_var}")
         if self.n_classes not in (1, 2):
-            raise InvalidParameter(
-                f"n_classes must be 1 or 2 (the C.. notation), got {self.n_classes}"
-            )
+            raise InvalidParameter(f"n_classes must be 1 or 2 (the C.. notation), got {self.n_classes}")
 
     @property
     def name(self) -> str:
         """The canonical notation, e.g. ``'T10.I4.D100K.N1K'`` (``N`` always, ``L`` if not 2000)."""
         head = "C" if self.n_classes == 2 else "T"
         parts = [
-            f"{head}{_fmt_count(self.T)}", f"I{_fmt_count(self.I)}",
-            f"D{_fmt_count(self.D)}", f"N{_fmt_count(self.N)}",
+            f"{head}{_fmt_count(self.T)}",
+            f"I{_fmt_count(self.I)}",
+            f"D{_fmt_count(self.D)}",
+            f"N{_fmt_count(self.N)}",
         ]
         if self.L != 2000:
             parts.append(f"L{_fmt_count(self.L)}")
@@ -242,10 +243,7 @@ def parse_spec(text: str) -> QuestSpec:
         dot, letter, number, suffix = m.groups()
         letter = letter.upper()
         if letter not in _LETTERS:
-            raise InvalidParameter(
-                f"unknown field {letter!r} in Quest spec {text!r}; "
-                "known fields: T (or C), I, D, N, L"
-            )
+            raise InvalidParameter(f"unknown field {letter!r} in Quest spec {text!r}; known fields: T (or C), I, D, N, L")
         key = _LETTERS[letter]
         if key in fields:
             shown = key if letter != "C" else "T/C"
@@ -257,9 +255,7 @@ def parse_spec(text: str) -> QuestSpec:
     missing = [k for k in ("T", "I", "D") if k not in fields]
     if missing:
         names = {"T": "T (or C)", "I": "I", "D": "D"}
-        raise InvalidParameter(
-            f"Quest spec {text!r} lacks field(s) {', '.join(names[k] for k in missing)}"
-        )
+        raise InvalidParameter(f"Quest spec {text!r} lacks field(s) {', '.join(names[k] for k in missing)}")
     kwargs: dict[str, Any] = {}
     for k, v in fields.items():
         if k in ("D", "N", "L"):
@@ -314,8 +310,7 @@ class QuestPatterns:
         return self.items[self.indptr[p] : self.indptr[p + 1]]
 
     def __dask_tokenize__(self) -> tuple:
-        return ("QuestPatterns", self.indptr.tobytes(), self.items.tobytes(),
-                self.weights.tobytes(), self.corruption.tobytes())
+        return ("QuestPatterns", self.indptr.tobytes(), self.items.tobytes(), self.weights.tobytes(), self.corruption.tobytes())
 
 
 def _pattern_unit(spec: QuestSpec, class_index: int) -> tuple[int, ...]:
@@ -372,8 +367,15 @@ def _partition(
         rng = key.generator(Tag.QUEST, *unit, b)
         parts.append(
             QK.generate_block(
-                rng, patterns.indptr, patterns.items, patterns.weights, patterns.corruption,
-                n, n_items, avg_size, max_distinct=max_distinct,
+                rng,
+                patterns.indptr,
+                patterns.items,
+                patterns.weights,
+                patterns.corruption,
+                n,
+                n_items,
+                avg_size,
+                max_distinct=max_distinct,
             )
         )
     return QK.vstack_csr(parts, n_items)
@@ -431,16 +433,18 @@ def quest(
         bpp = _DEFAULT_BLOCKS_PER_PARTITION
     else:
         if not _is_int(rows_per_partition) or rows_per_partition < 1:
-            raise InvalidParameter(
-                f"rows_per_partition must be a positive integer, got {rows_per_partition!r}"
-            )
+            raise InvalidParameter(f"rows_per_partition must be a positive integer, got {rows_per_partition!r}")
         bpp = -(-int(rows_per_partition) // block_rows)
 
     # graph names are visible (dashboard, logs): tokenize a one-way digest, not the key itself
     key_digest = key.digest("ppdm-quest-graph")
     name = unique_name("quest", spec, key_digest, block_rows, bpp)
-    check_partition_count(sum(partitions_of(d_c, block_rows, bpp) for d_c in spec.class_rows()), f"{spec.name} (D={spec.D:,} rows)",
-                          python="a smaller D or larger rows_per_partition", fix="a smaller D or a larger `partition_rows`")
+    check_partition_count(
+        sum(partitions_of(d_c, block_rows, bpp) for d_c in spec.class_rows()),
+        f"{spec.name} (D={spec.D:,} rows)",
+        python="a smaller D or larger rows_per_partition",
+        fix="a smaller D or a larger `partition_rows`",
+    )
     tasks: list[tuple] = []
     rows: list[int] = []
     labels: list[int] = []
@@ -453,13 +457,11 @@ def quest(
         unit = _block_unit(spec, c)
         for first in range(0, n_blocks, bpp):
             stop = min(first + bpp, n_blocks)
-            tasks.append((_partition, key, unit, patterns, first, stop, d_c, block_rows,
-                          spec.N, spec.T, max_distinct))
+            tasks.append((_partition, key, unit, patterns, first, stop, d_c, block_rows, spec.N, spec.T, max_distinct))
             rows.append(min(stop * block_rows, d_c) - first * block_rows)
             labels.append(c)
     blocks = blocks_from_tasks(name, tasks, rows, spec.N)
-    metadata = {"generator": "quest", "spec": spec.name, **spec.public_parameters(),
-                "block_rows": block_rows}
+    metadata = {"generator": "quest", "spec": spec.name, **spec.public_parameters(), "block_rows": block_rows}
     columns = None
     if spec.n_classes > 1:
         if not rows:  # D == 0: match the single empty block of blocks_from_tasks

@@ -51,8 +51,9 @@ def read_text_file(url: str, *, what: str, parameter: str | None = None, storage
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise DataFormatError(f"{what} file {url} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})",
-                              fix=hint) from None
+        raise DataFormatError(
+            f"{what} file {url} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})", fix=hint
+        ) from None
     if not text.strip():
         raise DataFormatError(f"{what} file {url} is empty", fix=hint)
     return text.removeprefix("\ufeff")  # a byte-order mark is not part of the first field
@@ -65,4 +66,6 @@ def read_json_file(url: str, *, what: str, parameter: str | None = None, storage
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataFormatError(f"{what} file {url} is not valid JSON: {exc}", fix=f"`{parameter}` FILE" if parameter else None) from None
+        raise DataFormatError(
+            f"{what} file {url} is not valid JSON: {exc}", fix=f"`{parameter}` FILE" if parameter else None
+        ) from None

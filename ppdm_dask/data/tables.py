@@ -33,8 +33,18 @@ from .sources import remember_url
 if TYPE_CHECKING:  # dask.dataframe costs ~0.4 s to import: only the table readers need it
     import dask.dataframe as dd
 
-__all__ = ["read_table", "parse_dtypes", "load_schema", "sniff_separator", "table_from_manifest", "parse_numbers", "TYPES",
-           "TABLE_FORMATS", "is_csv", "TEXT_DTYPE"]
+__all__ = [
+    "read_table",
+    "parse_dtypes",
+    "load_schema",
+    "sniff_separator",
+    "table_from_manifest",
+    "parse_numbers",
+    "TYPES",
+    "TABLE_FORMATS",
+    "is_csv",
+    "TEXT_DTYPE",
+]
 
 #: Column types accepted in ``dtype=`` / ``--dtype`` / schema files, and the pandas dtype of each.
 TYPES: dict[str, Any] = {
@@ -43,8 +53,17 @@ TYPES: dict[str, Any] = {
     "float": pd.ArrowDtype(pa.float64()),
     "bool": pd.ArrowDtype(pa.bool_()),
 }
-_ALIASES = {"str": "string", "text": "string", "category": "string", "int64": "int", "integer": "int",
-            "float64": "float", "double": "float", "number": "float", "boolean": "bool"}
+_ALIASES = {
+    "str": "string",
+    "text": "string",
+    "category": "string",
+    "int64": "int",
+    "integer": "int",
+    "float64": "float",
+    "double": "float",
+    "number": "float",
+    "boolean": "bool",
+}
 #: Manifest formats of ppdm folders that hold a relational table.
 TABLE_FORMATS = ("ppdm-anonymized", "ppdm-condensed", "ppdm-table")
 _SNIFF_BYTES = 64 * 1024
@@ -78,8 +97,9 @@ def parse_dtypes(spec: Mapping[str, str] | Sequence[str] | None) -> dict[str, st
     for col, typ in items:
         t = _ALIASES.get(str(typ).lower(), str(typ).lower())
         if t not in TYPES:
-            raise InvalidParameter(f"unknown type {typ!r} for column {col!r}; use one of {sorted(TYPES)}",
-                                   fix=f"`dtype` {col}=string|int|float|bool")
+            raise InvalidParameter(
+                f"unknown type {typ!r} for column {col!r}; use one of {sorted(TYPES)}", fix=f"`dtype` {col}=string|int|float|bool"
+            )
         out[str(col)] = t
     return out
 
@@ -133,7 +153,9 @@ def _check_header(head: bytes, shown: str, sep: str) -> None:
     seen: set[str] = set()
     dup = [n for n in names if n in seen or seen.add(n)]
     if dup:
-        raise DataFormatError(f"{shown}: the header names column(s) {sorted(set(dup))} more than once; every column needs its own name")
+        raise DataFormatError(
+            f"{shown}: the header names column(s) {sorted(set(dup))} more than once; every column needs its own name"
+        )
 
 
 #: The dtype of text columns (a CSV column not declared otherwise, a published generalised
@@ -166,8 +188,9 @@ def _read_csv_block(source: Any, *, sep: str, ppdm_url: str = "", nrows: int | N
     data = source.getvalue() if hasattr(source, "getvalue") else source.read()
     try:
         if nrows is not None:
-            head = pd.read_csv(io.BytesIO(data), sep=sep, dtype=str, keep_default_na=False, na_values=[""], nrows=nrows,
-                               engine="c")
+            head = pd.read_csv(
+                io.BytesIO(data), sep=sep, dtype=str, keep_default_na=False, na_values=[""], nrows=nrows, engine="c"
+            )
             return head.astype(TEXT_DTYPE)
         names = _header_names(data, sep)
         if not data.rstrip(b"\r\n").count(b"\n"):  # the header alone: pyarrow refuses it without a line break
@@ -175,8 +198,10 @@ def _read_csv_block(source: Any, *, sep: str, ppdm_url: str = "", nrows: int | N
         table = pcsv.read_csv(
             io.BytesIO(data),
             parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=True),
-            convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[""],
-                                                strings_can_be_null=True))
+            convert_options=pcsv.ConvertOptions(
+                column_types={n: pa.string() for n in names}, null_values=[""], strings_can_be_null=True
+            ),
+        )
     except (pa.ArrowInvalid, pd.errors.ParserError) as exc:
         why = str(exc).splitlines()[0].removeprefix("CSV parse error: ").removeprefix("Error tokenizing data. C error: ")
         what = "a row does not match the header" if why.startswith("Expected") else "cannot read as CSV"
@@ -193,8 +218,9 @@ def _dask_read_csv() -> Any:
     return make_reader(_read_csv_block, "read_csv", "CSV")
 
 
-def parse_numbers(values: pd.Series, message: str, *, integer: bool = False, python: str | None = None,
-                  fix: str | None = None) -> np.ndarray:
+def parse_numbers(
+    values: pd.Series, message: str, *, integer: bool = False, python: str | None = None, fix: str | None = None
+) -> np.ndarray:
     """Kernel: a column that may hold text as float64 (missing values NaN). A present value that
     is not a number (or, with ``integer``, not a whole number) raises ``DataFormatError`` with
     ``message: [the first offending values]`` and the given fix hints."""
@@ -252,8 +278,17 @@ def table_from_manifest(fs: Any, path: str, manifest: Mapping[str, Any], url: st
         raise DataFormatError(f"{url}: the manifest lists no part files")
     first = read_part(fs, path, {**parts[0], "rows": None}, verify=False, url=url)
     meta = first.schema.empty_table().to_pandas(types_mapper=pd.ArrowDtype)
-    return dd.from_map(_read_frame, parts, fs=fs, folder=path, verify=verify, url=url, meta=meta,
-                       label=f"read-release-{manifest.get('format', 'table')}", enforce_metadata=False)
+    return dd.from_map(
+        _read_frame,
+        parts,
+        fs=fs,
+        folder=path,
+        verify=verify,
+        url=url,
+        meta=meta,
+        label=f"read-release-{manifest.get('format', 'table')}",
+        enforce_metadata=False,
+    )
 
 
 def _read_frame(entry: Mapping[str, Any], *, fs: Any, folder: str, verify: bool, url: str) -> pd.DataFrame:
@@ -271,13 +306,22 @@ def _refuse_uncommitted(fs: Any, path: str, url: str) -> None:
     names = [n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(path, detail=False)]
     parts = [n for n in names if n.endswith(".parquet") and not n.startswith(("_", "."))]
     if parts and all(re.fullmatch(r"part-\d{5}\.parquet", n) for n in parts):
-        raise IncompleteDatasetError(f"{url} holds ppdm part files but no {MANIFEST} manifest: the job that wrote it "
-                                     "failed, is still running, or the manifest was removed")
+        raise IncompleteDatasetError(
+            f"{url} holds ppdm part files but no {MANIFEST} manifest: the job that wrote it "
+            "failed, is still running, or the manifest was removed"
+        )
 
 
-def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, sep: str | None = None,
-               dtype: Mapping[str, str] | Sequence[str] | None = None, schema: str | None = None,
-               blocksize: str | int | None = "64MB", verify: bool = False) -> dd.DataFrame:
+def read_table(
+    url: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    sep: str | None = None,
+    dtype: Mapping[str, str] | Sequence[str] | None = None,
+    schema: str | None = None,
+    blocksize: str | int | None = "64MB",
+    verify: bool = False,
+) -> dd.DataFrame:
     """A CSV file or a Parquet file/folder as a dask DataFrame with pyarrow dtypes.
 
     Parameters
@@ -328,8 +372,9 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
         except DataFormatError:
             raise
         except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-            raise DataFormatError(f"{url}: cannot read as CSV with separator {sep!r}: {str(exc).splitlines()[0]}",
-                                  parameter="sep") from None
+            raise DataFormatError(
+                f"{url}: cannot read as CSV with separator {sep!r}: {str(exc).splitlines()[0]}", parameter="sep"
+            ) from None
         fmt = "csv"
     else:
         from .formats import detect_format
@@ -359,8 +404,9 @@ def read_table(url: str, *, storage_options: Mapping[str, Any] | None = None, se
         fmt = "parquet"
     unknown = [c for c in types if c not in df.columns]
     if unknown:
-        raise DataFormatError(f"{url} has no column(s) {unknown} (named in the types); its columns are {list(df.columns)}",
-                              fix="`dtype` / `schema`")
+        raise DataFormatError(
+            f"{url} has no column(s) {unknown} (named in the types); its columns are {list(df.columns)}", fix="`dtype` / `schema`"
+        )
     if types:
         meta = _convert(df._meta, types, url)
         df = df.map_partitions(_convert, types, url, meta=meta)

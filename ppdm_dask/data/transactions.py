@@ -92,9 +92,7 @@ class TransactionArray:
         if any(math.isnan(c) for c in blocks.chunks[0]):
             raise DataFormatError("the number of rows of every block must be known")
         if blocks.shape[1] != len(vocabulary):
-            raise DataFormatError(
-                f"blocks have {blocks.shape[1]} item columns but the vocabulary has {len(vocabulary)}"
-            )
+            raise DataFormatError(f"blocks have {blocks.shape[1]} item columns but the vocabulary has {len(vocabulary)}")
         self.blocks = blocks
         self.vocabulary = vocabulary
         self.metadata: dict[str, Any] = dict(metadata or {})
@@ -247,9 +245,7 @@ class TransactionArray:
         return self._replace(blocks=blocks, columns=columns, weights=weights, partition_nnz=self.partition_nnz)
 
     # ------------------------------------------------------------------ partitioning
-    def repartition(
-        self, target_bytes: int | None = DEFAULT_TARGET_BYTES, *, npartitions: int | None = None
-    ) -> TransactionArray:
+    def repartition(self, target_bytes: int | None = DEFAULT_TARGET_BYTES, *, npartitions: int | None = None) -> TransactionArray:
         """New row blocks of about ``target_bytes`` of CSR each (or exactly ``npartitions``).
 
         Sizes are planned from per-block nnz (one small computation); rows keep their order.
@@ -258,9 +254,11 @@ class TransactionArray:
             if npartitions < 1:
                 raise InvalidParameter("npartitions must be >= 1")
             if npartitions > max(1, self.n_transactions):  # empty partitions only cost tasks (and memory to plan them)
-                raise InvalidParameter(f"{npartitions} partitions is more than the {self.n_transactions} transactions",
-                                       python=f"npartitions <= {max(1, self.n_transactions)}",
-                                       fix=f"`npartitions` <= {max(1, self.n_transactions)}")
+                raise InvalidParameter(
+                    f"{npartitions} partitions is more than the {self.n_transactions} transactions",
+                    python=f"npartitions <= {max(1, self.n_transactions)}",
+                    fix=f"`npartitions` <= {max(1, self.n_transactions)}",
+                )
             new = _rows_split(self.n_transactions, npartitions)
         else:
             if target_bytes is None or target_bytes <= 0:
@@ -274,7 +272,10 @@ class TransactionArray:
 
         part = self.blocks.map_blocks(
             lambda b: np.array([b.indices.size], dtype=np.int64),
-            drop_axis=1, dtype=np.int64, chunks=((1,) * self.n_partitions,), meta=np.empty(0, np.int64),
+            drop_axis=1,
+            dtype=np.int64,
+            chunks=((1,) * self.n_partitions,),
+            meta=np.empty(0, np.int64),
         )
         (nnz,) = compute(part, progress=False)
         return nnz
@@ -348,7 +349,9 @@ class TransactionArray:
         np.cumsum(counts, out=indptr[1:])
         flat = [x for r in rows for x in r]
         labels = np.array(flat, dtype=object) if flat else np.zeros(0, np.int64)
-        return cls.from_label_arrays(indptr, labels, npartitions=npartitions, target_bytes=target_bytes, columns=columns, metadata=metadata)
+        return cls.from_label_arrays(
+            indptr, labels, npartitions=npartitions, target_bytes=target_bytes, columns=columns, metadata=metadata
+        )
 
     @classmethod
     def from_arrow(
@@ -371,7 +374,9 @@ class TransactionArray:
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise DataFormatError(f"cannot read the input as lists of items: {exc}") from None
         indptr, labels = arrow_list_to_labels(array)
-        return cls.from_label_arrays(indptr, labels, npartitions=npartitions, target_bytes=target_bytes, columns=columns, metadata=metadata)
+        return cls.from_label_arrays(
+            indptr, labels, npartitions=npartitions, target_bytes=target_bytes, columns=columns, metadata=metadata
+        )
 
     from_pandas = from_arrow
 
@@ -450,7 +455,7 @@ class TransactionArray:
 
         scans = [dask.delayed(K.scan_label_block, pure=True)(s) for s in sources]
         vocab_lazy = tree_reduce(scans, _merge_scans)
-        stats, = compute(vocab_lazy, **compute_kwargs)
+        (stats,) = compute(vocab_lazy, **compute_kwargs)
         _warn_duplicates(stats["duplicates"])
         vocab = Vocabulary(stats["labels"], assume_sorted=True)
         rows = stats["rows_per_block"]
@@ -466,26 +471,34 @@ class TransactionArray:
 
     # ------------------------------------------------------------------ I/O (see parquet/formats)
     @classmethod
-    def from_parquet(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, column: str = "items") -> TransactionArray:
+    def from_parquet(
+        cls, url: str, *, storage_options: Mapping[str, Any] | None = None, column: str = "items"
+    ) -> TransactionArray:
         """Read a Parquet dataset (ppdm layout, or any Parquet file/folder with a list column)."""
         from .parquet import read_parquet
 
         return read_parquet(url, storage_options=storage_options, column=column)
 
     @classmethod
-    def from_fimi(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str = "64MiB") -> TransactionArray:
+    def from_fimi(
+        cls, url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str = "64MiB"
+    ) -> TransactionArray:
         """Read a FIMI ``.dat`` file (one transaction per line, whitespace-separated integer ids)."""
         from .formats import read_fimi
 
         return read_fimi(url, storage_options=storage_options, blocksize=blocksize)
 
-    def to_parquet(self, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, **kwargs: Any) -> dict[str, Any]:
+    def to_parquet(
+        self, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, **kwargs: Any
+    ) -> dict[str, Any]:
         """Write atomically as a ppdm Parquet dataset; returns the committed manifest."""
         from .parquet import write_parquet
 
         return write_parquet(self, url, storage_options=storage_options, overwrite=overwrite, **kwargs)
 
-    def to_fimi(self, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, **kwargs: Any) -> None:
+    def to_fimi(
+        self, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False, **kwargs: Any
+    ) -> None:
         """Write a FIMI ``.dat`` text file atomically (labels must be integers)."""
         from .formats import write_fimi
 

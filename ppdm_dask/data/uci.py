@@ -50,8 +50,10 @@ def shared_data_dir() -> Path:
     candidate = repo.parent / "shared" / "data"
     if (repo / "pyproject.toml").exists() and candidate.is_dir():
         return candidate
-    raise DatasetNotFoundError("the shared benchmark data folder was not found: set PPDM_SHARED_DATA to it "
-                               "(the bundled samples need no folder: ppdm samples)")
+    raise DatasetNotFoundError(
+        "the shared benchmark data folder was not found: set PPDM_SHARED_DATA to it "
+        "(the bundled samples need no folder: ppdm samples)"
+    )
 
 
 def uci_dir() -> Path:
@@ -97,8 +99,11 @@ def load_adult(path: str | os.PathLike | None = None, *, full: bool = False) -> 
     if not file.exists():
         raise DatasetNotFoundError(f"{file} not found (set PPDM_SHARED_DATA to the shared data folder)")
     df = pd.read_csv(file, sep=";")
-    hier = {a: Hierarchy.from_csv(str(folder / f"adult_hierarchy_{a}.csv"), name=a) for a in df.columns
-            if (folder / f"adult_hierarchy_{a}.csv").exists()}
+    hier = {
+        a: Hierarchy.from_csv(str(folder / f"adult_hierarchy_{a}.csv"), name=a)
+        for a in df.columns
+        if (folder / f"adult_hierarchy_{a}.csv").exists()
+    }
     return df, hier
 
 

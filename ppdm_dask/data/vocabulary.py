@@ -47,9 +47,7 @@ class Vocabulary:
         elif arr.size > 1 and not np.all(arr[1:] > arr[:-1]):
             raise DataFormatError("vocabulary labels must be sorted and unique")
         self.labels = arr
-        self.identity = bool(
-            arr.dtype.kind == "i" and (arr.size == 0 or (arr[0] == 0 and arr[-1] == arr.size - 1))
-        )
+        self.identity = bool(arr.dtype.kind == "i" and (arr.size == 0 or (arr[0] == 0 and arr[-1] == arr.size - 1)))
 
     @classmethod
     def range(cls, n: int) -> Vocabulary:

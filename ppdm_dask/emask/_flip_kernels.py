@@ -29,8 +29,9 @@ def dispersion_variance(n: np.ndarray, v: float) -> np.ndarray:
     return n * v + (2.0 * n * n - 6.0 * n) * v * v
 
 
-def row_flip_sums(t: sp.csr_array, d: sp.csr_array, t_map: np.ndarray | None, d_map: np.ndarray | None, n_items: int,
-                  p: float, q: float) -> np.ndarray:
+def row_flip_sums(
+    t: sp.csr_array, d: sp.csr_array, t_map: np.ndarray | None, d_map: np.ndarray | None, n_items: int, p: float, q: float
+) -> np.ndarray:
     """Kernel: the sums of :data:`ROW_SUMS` over the rows of one block.
 
     Parameters
@@ -68,6 +69,16 @@ def row_flip_sums(t: sp.csr_array, d: sp.csr_array, t_map: np.ndarray | None, d_
     n0 = float(n_items) - n1
     added = released - kept
     v1, v0 = p * (1.0 - p), q * (1.0 - q)
-    return np.array([n1.sum(), kept.sum(), n0.sum(), added.sum(),
-                     ((kept - p * n1) ** 2).sum(), dispersion_variance(n1, v1).sum(),
-                     ((added - (1.0 - q) * n0) ** 2).sum(), dispersion_variance(n0, v0).sum()], dtype=np.float64)
+    return np.array(
+        [
+            n1.sum(),
+            kept.sum(),
+            n0.sum(),
+            added.sum(),
+            ((kept - p * n1) ** 2).sum(),
+            dispersion_variance(n1, v1).sum(),
+            ((added - (1.0 - q) * n0) ** 2).sum(),
+            dispersion_variance(n0, v0).sum(),
+        ],
+        dtype=np.float64,
+    )

@@ -169,7 +169,9 @@ def privacy_sums(t_block: sp.csr_array, d_block: sp.csr_array, plan: Plan, breac
         p_off = 0
         for k, pos in levels:
             br = breach[p_off : p_off + pos.size].reshape(pos.shape)
-            for s, e in _itemset_chunks(pos.shape[0], dbits.shape[1], k, extra_bytes_per_itemset=40 * m):  # worst case: every row a hit
+            for s, e in _itemset_chunks(
+                pos.shape[0], dbits.shape[1], k, extra_bytes_per_itemset=40 * m
+            ):  # worst case: every row a hit
                 sub = pos[s:e]
                 acc = _and_masks(dbits, sub)  # rows with I ⊆ D_t
                 live = np.flatnonzero(acc.any(axis=1))

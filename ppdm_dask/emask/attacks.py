@@ -45,7 +45,9 @@ def on_columns(rows: sp.csr_array, labels: np.ndarray, onto: np.ndarray) -> sp.c
     idx = label_map(labels, onto)
     coo = sp.coo_array(rows)
     keep = idx[coo.col] >= 0
-    out = sp.csr_array((np.ones(int(keep.sum()), np.int32), (coo.row[keep], idx[coo.col[keep]])), shape=(rows.shape[0], len(onto)))
+    out = sp.csr_array(
+        (np.ones(int(keep.sum()), np.int32), (coo.row[keep], idx[coo.col[keep]])), shape=(rows.shape[0], len(onto))
+    )
     out.sum_duplicates()
     return out
 
@@ -74,8 +76,9 @@ def _and_counts(first: sp.csr_array, second: sp.csr_array, truth: sp.csr_array) 
     return int(sp.csr_array(both.multiply(truth)).nnz), int(both.nnz)
 
 
-def and_attack(first: sp.csr_array, second: sp.csr_array, truth: sp.csr_array, *,
-               shifts: tuple[int, ...] = SHIFTS) -> dict[str, float]:
+def and_attack(
+    first: sp.csr_array, second: sp.csr_array, truth: sp.csr_array, *, shifts: tuple[int, ...] = SHIFTS
+) -> dict[str, float]:
     """AND row i of one release with row i of another; how well the result recovers the true
     items of the basket behind row i of the first.
 
@@ -105,9 +108,13 @@ def and_attack(first: sp.csr_array, second: sp.csr_array, truth: sp.csr_array, *
         if n and s % n:
             h, t = _and_counts(first, sp.csr_array(second[(np.arange(n) + s) % n]), truth)
             rnd.append(_rate(h, t))
-    out = {"precision": _rate(hit, total), "recall": _rate(hit, truth.nnz),
-           "one_release_precision": _rate(one_hit, first.nnz), "one_release_recall": _rate(one_hit, truth.nnz),
-           "random_pairs_precision": float(np.mean(rnd)) if rnd else 0.0}
+    out = {
+        "precision": _rate(hit, total),
+        "recall": _rate(hit, truth.nnz),
+        "one_release_precision": _rate(one_hit, first.nnz),
+        "one_release_recall": _rate(one_hit, truth.nnz),
+        "random_pairs_precision": float(np.mean(rnd)) if rnd else 0.0,
+    }
     out["advantage"] = out["precision"] - out["random_pairs_precision"]
     return out
 
@@ -119,6 +126,6 @@ def shared_items_linkage(first: sp.csr_array, second: sp.csr_array) -> dict[str,
 
     def rows(m: sp.csr_array) -> list[frozenset]:
         m = sp.csr_array(m)
-        return [frozenset(m.indices[m.indptr[i]:m.indptr[i + 1]].tolist()) for i in range(m.shape[0])]
+        return [frozenset(m.indices[m.indptr[i] : m.indptr[i + 1]].tolist()) for i in range(m.shape[0])]
 
     return position_linkage(rows(first), rows(second), lambda a, b: float(len(a & b)), shifts=SHIFTS)

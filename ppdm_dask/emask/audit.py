@@ -24,7 +24,9 @@ def _split(block: sp.csr_array, rows: np.ndarray, bounds: np.ndarray) -> tuple:
     dest = np.searchsorted(bounds, rows, side="right") - 1
     order = np.argsort(dest, kind="stable")
     cut = np.searchsorted(dest[order], np.arange(bounds.size))
-    return tuple((sp.csr_array(block[order[cut[k] : cut[k + 1]]]), rows[order[cut[k] : cut[k + 1]]]) for k in range(bounds.size - 1))
+    return tuple(
+        (sp.csr_array(block[order[cut[k] : cut[k + 1]]]), rows[order[cut[k] : cut[k + 1]]]) for k in range(bounds.size - 1)
+    )
 
 
 def _merge(pieces: list[tuple], n_items: int) -> sp.csr_array:
@@ -96,8 +98,17 @@ def on_universe(original: Any, data: Any) -> Any:
     return on_vocabulary(original, data.vocabulary)
 
 
-def audit(original: Any, released: Any, min_support: float | int, *, p: float | None = None, q: float | None = None,
-          key: Any = None, client: Any = None, progress: bool = False) -> dict[str, Any]:
+def audit(
+    original: Any,
+    released: Any,
+    min_support: float | int,
+    *,
+    p: float | None = None,
+    q: float | None = None,
+    key: Any = None,
+    client: Any = None,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Privacy and accuracy of an EMASK release, for the owner of the original.
 
     Parameters
@@ -148,6 +159,15 @@ def audit(original: Any, released: Any, min_support: float | int, *, p: float | 
     bp = basic_privacy(p, q, s0=s0)
     aligned = aligned_distortion(given, released, key)
     rp = reinterrogated_privacy(original, aligned, rec, bp, **ckw) if aligned is not None else None
-    return {"p": p, "q": q, "s0": s0, "basic_privacy": bp, "reinterrogated_privacy": rp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
-            "slowdown": t_emask / t_apriori if t_apriori > 0 else None, "seconds_apriori": t_apriori, "seconds_emask": t_emask,
-            "accuracy": itemset_accuracy(truth.as_dict(), rec.as_dict())}
+    return {
+        "p": p,
+        "q": q,
+        "s0": s0,
+        "basic_privacy": bp,
+        "reinterrogated_privacy": rp,
+        "ldp_epsilon_per_item": ldp_epsilon(p, q),
+        "slowdown": t_emask / t_apriori if t_apriori > 0 else None,
+        "seconds_apriori": t_apriori,
+        "seconds_emask": t_emask,
+        "accuracy": itemset_accuracy(truth.as_dict(), rec.as_dict()),
+    }

@@ -34,8 +34,16 @@ from ..release.verdict import Check
 from .distortion import check_pq
 from .privacy import ldp_epsilon
 
-__all__ = ["Terms", "composed_epsilon", "composed_r1", "composed_basic_privacy", "compose_release", "json_number",
-           "BP_CHECK", "BUDGET_CHECK"]
+__all__ = [
+    "Terms",
+    "composed_epsilon",
+    "composed_r1",
+    "composed_basic_privacy",
+    "compose_release",
+    "json_number",
+    "BP_CHECK",
+    "BUDGET_CHECK",
+]
 
 #: names of the composition's limits (``--allow-composition`` accepts them, recorded as overrides)
 BP_CHECK = "composed basic privacy"
@@ -79,8 +87,14 @@ class Terms:
         n_items = release.parameters.get("n_items")
         if not _is_int(n_items):
             n_items = release.data.n_items
-        return cls(p, q, int(n_items), _number(release.parameters.get("privacy_floor")),
-                   _number(getattr(release, "epsilon_budget", None)), release.owner_s0())
+        return cls(
+            p,
+            q,
+            int(n_items),
+            _number(release.parameters.get("privacy_floor")),
+            _number(getattr(release, "epsilon_budget", None)),
+            release.owner_s0(),
+        )
 
     @classmethod
     def of_record(cls, record: Any) -> Terms | None:
@@ -97,17 +111,29 @@ class Terms:
         n_items = figures.get("n_items", params.get("n_items"))
         if not _is_int(n_items):
             return None
-        return cls(p, q, int(n_items), _number(figures.get("privacy_floor", params.get("privacy_floor"))),
-                   _number(figures.get("epsilon_budget")), _number(figures.get("s0")))
+        return cls(
+            p,
+            q,
+            int(n_items),
+            _number(figures.get("privacy_floor", params.get("privacy_floor"))),
+            _number(figures.get("epsilon_budget")),
+            _number(figures.get("s0")),
+        )
 
     def figures(self) -> dict[str, Any]:
         """JSON-ready figures of the ledger record (``s0`` and the basic privacy are the
         owner's: the ledger keeps them, no public file shows them)."""
         from .privacy import basic_privacy
 
-        out: dict[str, Any] = {"p": self.p, "q": self.q, "n_items": self.n_items, "privacy_floor": self.privacy_floor,
-                               "epsilon_budget": self.epsilon_budget, "epsilon_per_item": json_number(self.epsilon),
-                               "epsilon_per_record": json_number(self.n_items * self.epsilon)}
+        out: dict[str, Any] = {
+            "p": self.p,
+            "q": self.q,
+            "n_items": self.n_items,
+            "privacy_floor": self.privacy_floor,
+            "epsilon_budget": self.epsilon_budget,
+            "epsilon_per_item": json_number(self.epsilon),
+            "epsilon_per_record": json_number(self.n_items * self.epsilon),
+        }
         if self.s0 is not None and 0.0 < self.s0 < 1.0:
             out["s0"] = self.s0
             out["basic_privacy"] = basic_privacy(self.p, self.q, s0=self.s0)
@@ -226,18 +252,37 @@ def compose_release(release: Any, earlier: Sequence[Any]) -> Any:
         comp.figures["privacy_floor"] = floor
     if budget is not None:
         comp.figures["epsilon_budget"] = budget
-    comp.public.update(epsilon_per_item=json_number(eps_item), epsilon_per_record=json_number(eps_record),
-                       emask_releases=len(terms), epsilon_budget=budget, privacy_floor=floor)
+    comp.public.update(
+        epsilon_per_item=json_number(eps_item),
+        epsilon_per_record=json_number(eps_record),
+        emask_releases=len(terms),
+        epsilon_budget=budget,
+        privacy_floor=floor,
+    )
 
     if theirs and floor is not None:
         if bp is None:
             comp.notes.append("the input's average item support is not known here: the composed basic privacy is not checked")
         else:
-            comp.checks.append(Check(BP_CHECK, bp >= floor, bp, floor,
-                                     detail=f"of an item bit seen in all {len(terms)} EMASK releases, rows lined up"))
+            comp.checks.append(
+                Check(
+                    BP_CHECK,
+                    bp >= floor,
+                    bp,
+                    floor,
+                    detail=f"of an item bit seen in all {len(terms)} EMASK releases, rows lined up",
+                )
+            )
     if budget is not None:
-        comp.checks.append(Check(BUDGET_CHECK, eps_item <= budget * (1.0 + 1e-12), eps_item, f"<= {budget:g}",
-                                 detail=f"local-DP ε per item summed over {len(terms)} EMASK release(s)"))
+        comp.checks.append(
+            Check(
+                BUDGET_CHECK,
+                eps_item <= budget * (1.0 + 1e-12),
+                eps_item,
+                f"<= {budget:g}",
+                detail=f"local-DP ε per item summed over {len(terms)} EMASK release(s)",
+            )
+        )
     if others:
         comp.notes.append(f"{len(others)} earlier release(s) of other kinds add nothing to ε: {', '.join(others)}")
     if len({t.n_items for t in terms}) > 1:

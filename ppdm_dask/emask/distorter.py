@@ -70,9 +70,18 @@ class Distorter(Transformer):
         ``privacy_floor``, ``overrides``.
     """
 
-    def __init__(self, p: float, q: float, *, key: Any = None, privacy_floor: float = 90.0,
-                 allow_weak: bool | Sequence[str] = False, items: Sequence[Any] | None = None,
-                 epsilon_budget: float | None = None, ledger: Any = "default") -> None:
+    def __init__(
+        self,
+        p: float,
+        q: float,
+        *,
+        key: Any = None,
+        privacy_floor: float = 90.0,
+        allow_weak: bool | Sequence[str] = False,
+        items: Sequence[Any] | None = None,
+        epsilon_budget: float | None = None,
+        ledger: Any = "default",
+    ) -> None:
         self.p = p
         self.q = q
         self.key = key
@@ -115,7 +124,9 @@ class Distorter(Transformer):
         nnz, digest = compute(nnz_lazy(tx), content_digest_lazy(tx), client=client, progress=progress)
         s0 = int(nnz[0]) / (n * d)
         if not 0.0 < s0 < 1.0:
-            raise InvalidParameter(f"the data has {'no ones' if s0 == 0 else 'every item in every row'}: basic privacy is undefined")
+            raise InvalidParameter(
+                f"the data has {'no ones' if s0 == 0 else 'every item in every row'}: basic privacy is undefined"
+            )
         bp = basic_privacy(p, q, s0=s0)
         weak = [] if bp >= floor else [BASIC_PRIVACY]
         refused = [w for w in weak if w not in allowed]
@@ -124,9 +135,18 @@ class Distorter(Transformer):
                 f"basic privacy {bp:.2f}% of p={p}, q={q} at s0 = {s0:.4g} is below the floor {floor:g}% "
                 "(ppdm emask choose lists pairs that meet it); refused",
                 python="choose other p, q, lower privacy_floor, or allow_weak=['basic privacy'] (recorded in the manifest)",
-                fix="choose other `p`/`q`, lower `privacy_floor`, or `allow_weak` (recorded in the manifest)")
-        return {"n_transactions": n, "n_items": d, "s0": s0, "basic_privacy": bp, "ldp_epsilon_per_item": ldp_epsilon(p, q),
-                "privacy_floor": floor, "overrides": weak, "_input_digest": digest}
+                fix="choose other `p`/`q`, lower `privacy_floor`, or `allow_weak` (recorded in the manifest)",
+            )
+        return {
+            "n_transactions": n,
+            "n_items": d,
+            "s0": s0,
+            "basic_privacy": bp,
+            "ldp_epsilon_per_item": ldp_epsilon(p, q),
+            "privacy_floor": floor,
+            "overrides": weak,
+            "_input_digest": digest,
+        }
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> Distorter:
         """Measure s0 and BP on ``X`` (a TransactionArray; one pass) and check the floor."""
@@ -176,13 +196,27 @@ class Distorter(Transformer):
         # the distortion draws from the release's own streams (key + identity): one key file
         # never gives two releases correlated noise
         data = distort(self._universe(X), p, q, key=DistortedRelease.streams_for(key, method, parameters, digest))
-        figures = {"records": {"transactions": report["n_transactions"], "items": report["n_items"]},
-                   # an infinite epsilon (p or q in {0, 1}) is written as "inf": the manifest stays strict JSON
-                   "privacy": {"s0": report["s0"], "basic_privacy": report["basic_privacy"],
-                               "ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf"}}
-        release = DistortedRelease(data, method=method, parameters=parameters, figures=figures, key=key,
-                                   source=source_of(X), input_info={"rows": report["n_transactions"], "n_items": report["n_items"]},
-                                   overrides=report["overrides"], input_digest=digest,
-                                   # the ledger's business, not the release's identity: its write records and budgets it
-                                   ledger=self.ledger, epsilon_budget=self._budget())
+        figures = {
+            "records": {"transactions": report["n_transactions"], "items": report["n_items"]},
+            # an infinite epsilon (p or q in {0, 1}) is written as "inf": the manifest stays strict JSON
+            "privacy": {
+                "s0": report["s0"],
+                "basic_privacy": report["basic_privacy"],
+                "ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf",
+            },
+        }
+        release = DistortedRelease(
+            data,
+            method=method,
+            parameters=parameters,
+            figures=figures,
+            key=key,
+            source=source_of(X),
+            input_info={"rows": report["n_transactions"], "n_items": report["n_items"]},
+            overrides=report["overrides"],
+            input_digest=digest,
+            # the ledger's business, not the release's identity: its write records and budgets it
+            ledger=self.ledger,
+            epsilon_budget=self._budget(),
+        )
         return release

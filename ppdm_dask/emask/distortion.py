@@ -39,7 +39,10 @@ def check_pq(p: float, q: float) -> tuple[float, float]:
     if abs(p + q - 1.0) < DELTA_MIN:
         raise InvalidParameter(
             f"p + q = 1 (p={p:g} and q={q:g} add up to 1): the distorted data would be independent of the original, "
-            "nothing can be reconstructed", python="p + q != 1", fix="`p` and `q` with p + q != 1")
+            "nothing can be reconstructed",
+            python="p + q != 1",
+            fix="`p` and `q` with p + q != 1",
+        )
     return p, q
 
 
@@ -49,8 +52,10 @@ def _distort_blocks(block: sp.csr_array, p: float, q: float, key: Key, first_row
     n = block.shape[0]
     if n <= BLOCK_ROWS:
         return K.distort_block(block, p, q, key.generator(Tag.DISTORT, first_row // BLOCK_ROWS))
-    pieces = [K.distort_block(sp.csr_array(block[s : s + BLOCK_ROWS]), p, q, key.generator(Tag.DISTORT, (first_row + s) // BLOCK_ROWS))
-              for s in range(0, n, BLOCK_ROWS)]
+    pieces = [
+        K.distort_block(sp.csr_array(block[s : s + BLOCK_ROWS]), p, q, key.generator(Tag.DISTORT, (first_row + s) // BLOCK_ROWS))
+        for s in range(0, n, BLOCK_ROWS)
+    ]
     out = sp.csr_array(sp.vstack(pieces, format="csr"))
     out.indices = out.indices.astype(np.int32, copy=False)
     out.indptr = out.indptr.astype(np.int32, copy=False)
@@ -112,7 +117,9 @@ def distort(tx: Any, p: float, q: float, *, key: KeyLike = None) -> Any:
     return out._replace(columns=tx.columns)
 
 
-def distort_record(items: Iterable[int], p: float, q: float, n_items: int, *, key: KeyLike = None, record_index: int = 0) -> np.ndarray:
+def distort_record(
+    items: Iterable[int], p: float, q: float, n_items: int, *, key: KeyLike = None, record_index: int = 0
+) -> np.ndarray:
     """Distort one record at collection time (column ids in ``[0, n_items)``); returns the
     sorted distorted column ids. Stream ``(Tag.DISTORT, -1 - record_index)`` keeps it apart
     from the partition streams of :func:`distort`."""
@@ -122,6 +129,8 @@ def distort_record(items: Iterable[int], p: float, q: float, n_items: int, *, ke
         from ..errors import ItemIdError
 
         raise ItemIdError(f"item ids must lie in [0, {n_items})")
-    block = sp.csr_array((np.ones(ids.size, np.int32), ids.astype(np.int32), np.array([0, ids.size], np.int32)), shape=(1, n_items))
+    block = sp.csr_array(
+        (np.ones(ids.size, np.int32), ids.astype(np.int32), np.array([0, ids.size], np.int32)), shape=(1, n_items)
+    )
     rng = as_key(key).generator(Tag.DISTORT, 2**63 - 1 - int(record_index))
     return K.distort_block(block, p, q, rng).indices.astype(np.int64)

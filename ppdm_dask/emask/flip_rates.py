@@ -101,12 +101,24 @@ def item_flip_test(released: np.ndarray, original: np.ndarray, n_rows: int, p: f
     dof = int(np.linalg.matrix_rank(a, hermitian=True)) if a.any() else 0
     statistic = float(r @ a_inv @ r) if dof else 0.0
     threshold = float(stats.chi2.isf(ALPHA, dof)) if dof else 0.0
-    out: dict[str, Any] = {"statistic": statistic, "dof": dof, "threshold": threshold, "exact_mismatches": mismatches,
-                           "p_hat": None, "q_hat": None, "se_p": None, "se_q": None}
+    out: dict[str, Any] = {
+        "statistic": statistic,
+        "dof": dof,
+        "threshold": threshold,
+        "exact_mismatches": mismatches,
+        "p_hat": None,
+        "q_hat": None,
+        "se_p": None,
+        "se_q": None,
+    }
     if dof == 2:
         theta = theta0 + a_inv @ r
-        out.update(p_hat=float(theta[0]), q_hat=float(1.0 - theta[1]), se_p=float(math.sqrt(max(a_inv[0, 0], 0.0))),
-                   se_q=float(math.sqrt(max(a_inv[1, 1], 0.0))))
+        out.update(
+            p_hat=float(theta[0]),
+            q_hat=float(1.0 - theta[1]),
+            se_p=float(math.sqrt(max(a_inv[0, 0], 0.0))),
+            se_q=float(math.sqrt(max(a_inv[1, 1], 0.0))),
+        )
     out["ok"] = bool(statistic <= threshold and mismatches == 0)
     return out
 
@@ -153,11 +165,18 @@ def row_flip_test(sums: np.ndarray, p: float, q: float) -> dict[str, Any]:
     """
     s = dict(zip(ROW_SUMS, np.asarray(sums, np.float64).tolist()))
     v1, v0 = p * (1.0 - p), q * (1.0 - q)
-    z = {"kept": _binomial_z(s["kept"], s["ones"], p),
-         "added": _binomial_z(s["added"], s["zeros"], 1.0 - q),
-         "kept_dispersion": _dispersion_z(s["dev_kept"], v1 * s["ones"], s["var_dev_kept"]),
-         "added_dispersion": _dispersion_z(s["dev_added"], v0 * s["zeros"], s["var_dev_added"])}
+    z = {
+        "kept": _binomial_z(s["kept"], s["ones"], p),
+        "added": _binomial_z(s["added"], s["zeros"], 1.0 - q),
+        "kept_dispersion": _dispersion_z(s["dev_kept"], v1 * s["ones"], s["var_dev_kept"]),
+        "added_dispersion": _dispersion_z(s["dev_added"], v0 * s["zeros"], s["var_dev_added"]),
+    }
     worst = max(z.values())
-    return {"p_hat": s["kept"] / s["ones"] if s["ones"] else None,
-            "q_hat": 1.0 - s["added"] / s["zeros"] if s["zeros"] else None,
-            "z": z, "max_abs_z": worst, "ok": bool(worst <= Z_MAX), "sums": s}
+    return {
+        "p_hat": s["kept"] / s["ones"] if s["ones"] else None,
+        "q_hat": 1.0 - s["added"] / s["zeros"] if s["zeros"] else None,
+        "z": z,
+        "max_abs_z": worst,
+        "ok": bool(worst <= Z_MAX),
+        "sums": s,
+    }

@@ -29,8 +29,10 @@ def widen_block(block: sp.csr_array, index: np.ndarray, n_cols: int) -> sp.csr_a
     """Kernel: ``block`` with column ``j`` moved to ``index[j]`` of ``n_cols`` columns
     (``index`` increasing, so every row stays sorted)."""
     indices = np.asarray(index, dtype=np.int64)[np.asarray(block.indices, dtype=np.int64)].astype(np.int32)
-    return sp.csr_array((np.array(block.data, copy=True), indices, np.array(block.indptr, dtype=np.int32, copy=True)),
-                        shape=(block.shape[0], int(n_cols)))
+    return sp.csr_array(
+        (np.array(block.data, copy=True), indices, np.array(block.indptr, dtype=np.int32, copy=True)),
+        shape=(block.shape[0], int(n_cols)),
+    )
 
 
 def catalogue_vocabulary(items: Iterable[Any]) -> Any:
@@ -41,8 +43,9 @@ def catalogue_vocabulary(items: Iterable[Any]) -> Any:
     try:
         vocab = Vocabulary(list(items))
     except PPDMError as exc:
-        raise InvalidParameter(f"the item catalogue is not a list of item labels: {exc}", python="items=",
-                               fix="`items` FILE (one item label a line)") from None
+        raise InvalidParameter(
+            f"the item catalogue is not a list of item labels: {exc}", python="items=", fix="`items` FILE (one item label a line)"
+        ) from None
     if len(vocab) == 0:
         raise InvalidParameter("the item catalogue is empty", python="items=", fix="`items` FILE (one item label a line)")
     return vocab
@@ -71,12 +74,19 @@ def on_vocabulary(tx: Any, vocabulary: Any) -> Any:
     index = label_map(tx.vocabulary.labels, vocabulary.labels)
     missing = tx.vocabulary.labels[index < 0]
     if missing.size:
-        raise InvalidParameter(f"{missing.size:,} item(s) of the data are not in the item catalogue (e.g. "
-                               f"{missing[:5].tolist()}); it must list every item the data can hold", **fix)
+        raise InvalidParameter(
+            f"{missing.size:,} item(s) of the data are not in the item catalogue (e.g. "
+            f"{missing[:5].tolist()}); it must list every item the data can hold",
+            **fix,
+        )
     n_cols = len(vocabulary)
     chunks = (tx.blocks.chunks[0], (n_cols,))
     blocks = tx.blocks.map_blocks(widen_block, index, n_cols, chunks=chunks, dtype=tx.blocks.dtype, meta=CSR_META)
-    weights = (tx.weights.map_blocks(widen_block, index, n_cols, chunks=chunks, dtype=tx.weights.dtype, meta=CSR_META)
-               if tx.weights is not None else None)
-    return TransactionArray(blocks, vocabulary, metadata=tx.metadata, columns=tx.columns, weights=weights,
-                            partition_nnz=tx.partition_nnz)
+    weights = (
+        tx.weights.map_blocks(widen_block, index, n_cols, chunks=chunks, dtype=tx.weights.dtype, meta=CSR_META)
+        if tx.weights is not None
+        else None
+    )
+    return TransactionArray(
+        blocks, vocabulary, metadata=tx.metadata, columns=tx.columns, weights=weights, partition_nnz=tx.partition_nnz
+    )

@@ -179,8 +179,9 @@ def mine(
     try:
         p, q = check_pq(p, q)
     except InvalidParameter as exc:
-        raise InvalidParameter(exc.message, python="p and q in [0, 1] with p + q != 1",
-                               fix="give `p` and `q` in [0, 1] with p + q != 1") from None
+        raise InvalidParameter(
+            exc.message, python="p and q in [0, 1] with p + q != 1", fix="give `p` and `q` in [0, 1] with p + q != 1"
+        ) from None
     if max_candidates is not None and max_candidates < 1:
         raise InvalidParameter("max_candidates must be >= 1 (or None)")
     if not 0.0 <= prune_margin < 1.0:
@@ -190,6 +191,13 @@ def mine(
     threshold = float(min_support) * n if isinstance(min_support, float) else float(min_support)
     counter = SupportCounter(distorted, client=client, progress=progress, memory_plan=memory_plan)
     judge = ReconstructedSupports(n, p, q, threshold, threshold * (1.0 - prune_margin), return_se)
-    driver = LevelwiseDriver(counter, judge, distorted.n_items, max_length=max_length, max_itemsets=max_itemsets,
-                             max_candidates=max_candidates, on_level=on_level).run(stacklevel=2)
+    driver = LevelwiseDriver(
+        counter,
+        judge,
+        distorted.n_items,
+        max_length=max_length,
+        max_itemsets=max_itemsets,
+        max_candidates=max_candidates,
+        on_level=on_level,
+    ).run(stacklevel=2)
     return EstimatedItemsets(driver.levels, distorted.vocabulary, n, min_count, driver.stats, variances=judge.variances, p=p, q=q)

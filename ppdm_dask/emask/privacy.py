@@ -234,9 +234,11 @@ def _breach_vector(original: Any, distorted: Any, plan: PK.Plan, split_every: in
     n_i = PK.n_itemsets(plan)
     sizes, hits = counts[:n_i], counts[n_i:]
     # |S_I| repeated for each b ∈ I, in the plan's pair order
-    per_pair = np.concatenate(
-        [np.repeat(sizes[off : off + pos.shape[0]], k) for (k, pos), off in zip(plan[1], _offsets(plan))]
-    ) if n_i else np.zeros(0)
+    per_pair = (
+        np.concatenate([np.repeat(sizes[off : off + pos.shape[0]], k) for (k, pos), off in zip(plan[1], _offsets(plan))])
+        if n_i
+        else np.zeros(0)
+    )
     # breach := 0 when no distorted row contains I (F is decided on reconstructed supports)
     return np.where(per_pair > 0, hits / np.maximum(per_pair, 1), 0.0)
 
@@ -249,7 +251,9 @@ def _offsets(plan: PK.Plan) -> list[int]:
     return out
 
 
-def breach_probabilities(original: Any, distorted: Any, itemsets: Any, *, split_every: int = 8, **compute_kwargs: Any) -> dict[tuple[tuple[int, ...], int], float]:
+def breach_probabilities(
+    original: Any, distorted: Any, itemsets: Any, *, split_every: int = 8, **compute_kwargs: Any
+) -> dict[tuple[tuple[int, ...], int], float]:
     """``breach(I, b) = |{t : I ⊆ D_t, b ∈ T_t}| / |{t : I ⊆ D_t}|`` for every I ∈ F and b ∈ I.
 
     Returns ``{(I as sorted tuple of column ids, b): breach}`` (0 when no row of D contains I).
@@ -331,10 +335,7 @@ def reinterrogated_privacy(
     breach = _breach_vector(original, distorted, plan, split_every, compute_kwargs)
     plan_d = dask.delayed(plan, traverse=False)
     breach_d = dask.delayed(breach, traverse=False)
-    parts = [
-        dask.delayed(PK.privacy_sums, pure=True)(t, d, plan_d, breach_d)
-        for t, d in _pairs_of(original, distorted)
-    ]
+    parts = [dask.delayed(PK.privacy_sums, pure=True)(t, d, plan_d, breach_d) for t, d in _pairs_of(original, distorted)]
     (sums,) = compute(tree_reduce(parts, PK.sum_arrays, split_every=split_every), **compute_kwargs)
     s_breach, n_q, n_ones = float(sums[0]), float(sums[1]), float(sums[2])
     if n_ones == 0:

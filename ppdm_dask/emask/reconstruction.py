@@ -36,7 +36,9 @@ def reconstruct_classes(distorted_class_counts: np.ndarray, p: float, q: float, 
     m = transition_matrix(n, p, q)
     cond = np.linalg.cond(m)
     if cond > cond_limit:
-        warnings.warn(f"transition matrix for n={n}, p={p}, q={q} has condition number {cond:.3g}", IllConditionedWarning, stacklevel=2)
+        warnings.warn(
+            f"transition matrix for n={n}, p={p}, q={q} has condition number {cond:.3g}", IllConditionedWarning, stacklevel=2
+        )
     return np.linalg.solve(m, c)
 
 

@@ -111,8 +111,9 @@ def _emask_miner(tx: Any, min_support: float | int, *, p: float, q: float, **kwa
     return mine(tx, p, q, min_support, **kwargs)
 
 
-def reconstructed_supports(tx: Any, itemsets: list[frozenset], *, p: float, q: float, client: Any = None,
-                           progress: bool = False) -> np.ndarray:
+def reconstructed_supports(
+    tx: Any, itemsets: list[frozenset], *, p: float, q: float, client: Any = None, progress: bool = False
+) -> np.ndarray:
     """EMASK estimates of the true support counts of ``itemsets`` (frozensets of label strings)
     from the distorted ``tx``: every subset of every itemset is counted exactly, then the closed
     form (docs/emask.md#the-closed-form) combines the sums of the subset counts by size.
@@ -128,12 +129,15 @@ def reconstructed_supports(tx: Any, itemsets: list[frozenset], *, p: float, q: f
     known = [(i, sorted(index[x] for x in s)) for i, s in enumerate(itemsets) if all(x in index for x in s)]
     if not known:
         return out
-    subsets = sorted({c for _, ids in known for j in range(1, len(ids) + 1) for c in combinations(ids, j)}, key=lambda c: (len(c), c))
+    subsets = sorted(
+        {c for _, ids in known for j in range(1, len(ids) + 1) for c in combinations(ids, j)}, key=lambda c: (len(c), c)
+    )
     counts = exact_supports(tx, [frozenset(str(labels[i]) for i in c) for c in subsets], {"client": client, "progress": progress})
     count_of = dict(zip(subsets, counts.tolist()))
     for i, ids in known:
-        sigma = [np.array([float(tx.n_transactions)])] + [np.array([sum(count_of[c] for c in combinations(ids, size))])
-                                                         for size in range(1, len(ids) + 1)]
+        sigma = [np.array([float(tx.n_transactions)])] + [
+            np.array([sum(count_of[c] for c in combinations(ids, size))]) for size in range(1, len(ids) + 1)
+        ]
         out[i] = float(closed_form_estimate(sigma, len(ids), p, q)[0])
     return out
 
@@ -216,7 +220,9 @@ class DistortedRelease(TransactionRelease):
         if s0 is None or not 0.0 < s0 < 1.0:
             return []
         bp = basic_privacy(p, q, s0=s0)
-        return [self.floor(BASIC_PRIVACY, bp >= floor, bp, floor, detail=f"at s0 = {s0:.4g}, the average item support of the input")]
+        return [
+            self.floor(BASIC_PRIVACY, bp >= floor, bp, floor, detail=f"at s0 = {s0:.4g}, the average item support of the input")
+        ]
 
     # ------------------------------------------------------------------ ledger
     def ledger_figures(self) -> dict[str, Any]:
@@ -287,12 +293,14 @@ class DistortedRelease(TransactionRelease):
 
     # ------------------------------------------------------------------ guarantee
     def original_only_checks(self) -> list[tuple[str, str]]:
-        return [(_SHAPE_CHECK, "the original's rows and items"),
-                (_S0_CHECK, "the original's number of ones"),
-                (_BP_ORIGINAL_CHECK, "the original's average item support"),
-                (_ONES_CHECK, "the original's number of ones"),
-                (_FLIP_RATES_CHECK, "the original's item counts"),
-                (_ROW_FLIPS_CHECK, "the original and the owner's key (the rows are in keyed order)")]
+        return [
+            (_SHAPE_CHECK, "the original's rows and items"),
+            (_S0_CHECK, "the original's number of ones"),
+            (_BP_ORIGINAL_CHECK, "the original's average item support"),
+            (_ONES_CHECK, "the original's number of ones"),
+            (_FLIP_RATES_CHECK, "the original's item counts"),
+            (_ROW_FLIPS_CHECK, "the original and the owner's key (the rows are in keyed order)"),
+        ]
 
     def verify(self, original: Any = None, *, storage_options: Any = None, **compute_kwargs: Any) -> Any:
         """:meth:`Release.verify`, plus, with the original, the flip rates measured row by row
@@ -321,8 +329,14 @@ class DistortedRelease(TransactionRelease):
         recorded = self.parameters.get("n_items")
         # a basket CSV release cannot name items no row holds: its vocabulary may be smaller
         items_ok = recorded == tx.n_items or (self._is_csv() and isinstance(recorded, int) and tx.n_items <= recorded)
-        checks = [Check("distortion parameters", items_ok, figure=f"p={p}, q={q}, {recorded} items",
-                        detail="" if items_ok else f"the data have {tx.n_items} items")]
+        checks = [
+            Check(
+                "distortion parameters",
+                items_ok,
+                figure=f"p={p}, q={q}, {recorded} items",
+                detail="" if items_ok else f"the data have {tx.n_items} items",
+            )
+        ]
         if not items_ok:
             return checks
         # the ones are recounted from the rows (never taken from the manifest), and with the
@@ -344,14 +358,28 @@ class DistortedRelease(TransactionRelease):
             return [Check("s0 from the release density", True, detail="no rows: nothing to estimate")]
         s_hat, tol = est
         ok = -tol <= s_hat <= 1.0 + tol
-        checks = [Check("s0 from the release density", ok, figure=s_hat, threshold="[0, 1]",
-                        detail=f"(density - (1 - q)) / (p + q - 1), ± {tol:.3g} ({Z_MAX:g} standard errors)"
-                        + ("" if ok else "; the rows are not a (p, q) distortion of any data"))]
+        checks = [
+            Check(
+                "s0 from the release density",
+                ok,
+                figure=s_hat,
+                threshold="[0, 1]",
+                detail=f"(density - (1 - q)) / (p + q - 1), ± {tol:.3g} ({Z_MAX:g} standard errors)"
+                + ("" if ok else "; the rows are not a (p, q) distortion of any data"),
+            )
+        ]
         if ok:
             bp = _bp_interval(p, q, s_hat - tol, s_hat + tol)
-            checks.append(Check("basic privacy (estimated from the release)", bp >= floor, figure=bp, threshold=floor,
-                                detail=f"at the most favourable s0 in [{max(s_hat - tol, 0):.4g}, {min(s_hat + tol, 1):.4g}]",
-                                overridden=self._overridden(bp >= floor)))
+            checks.append(
+                Check(
+                    "basic privacy (estimated from the release)",
+                    bp >= floor,
+                    figure=bp,
+                    threshold=floor,
+                    detail=f"at the most favourable s0 in [{max(s_hat - tol, 0):.4g}, {min(s_hat + tol, 1):.4g}]",
+                    overridden=self._overridden(bp >= floor),
+                )
+            )
         return checks
 
     def _same_items(self, original: Any) -> bool:
@@ -376,15 +404,22 @@ class DistortedRelease(TransactionRelease):
         original's (the original's, or the catalogue's)."""
         return np.union1d(self.data.vocabulary.labels, original.vocabulary.labels)
 
-    def _original_checks(self, p: float, q: float, floor: float, released: np.ndarray, original: Any, orig_counts: np.ndarray,
-                         n_items: int) -> list[Check]:
+    def _original_checks(
+        self, p: float, q: float, floor: float, released: np.ndarray, original: Any, orig_counts: np.ndarray, n_items: int
+    ) -> list[Check]:
         tx = self.data
         n, d = original.n_transactions, original.n_items
         catalogue = "item_catalogue" in self.parameters
         same = tx.n_transactions == n and (n_items == d or catalogue) and self._same_items(original)
-        checks = [Check(_SHAPE_CHECK, same, figure=f"{tx.n_transactions} x {n_items}",
-                        threshold=f"{n} x {d}" + (" (items within the catalogue)" if catalogue else ""),
-                        detail="" if same else "the release is not a distortion of this original")]
+        checks = [
+            Check(
+                _SHAPE_CHECK,
+                same,
+                figure=f"{tx.n_transactions} x {n_items}",
+                threshold=f"{n} x {d}" + (" (items within the catalogue)" if catalogue else ""),
+                detail="" if same else "the release is not a distortion of this original",
+            )
+        ]
         if not same or n * d == 0:
             return checks
         d = n_items  # the item universe: the original's items, or the catalogue
@@ -392,17 +427,39 @@ class DistortedRelease(TransactionRelease):
         s0 = nnz_t / (n * d)
         s_hat, tol = self.s0_from_release(nnz)  # type: ignore[misc]
         inside = s_hat - tol <= s0 <= s_hat + tol
-        checks.append(Check(_S0_CHECK, inside, figure=s0, threshold=f"[{s_hat - tol:.6g}, {s_hat + tol:.6g}]",
-                            detail="nnz / (N d) of the original inside the interval the release's density gives"))
+        checks.append(
+            Check(
+                _S0_CHECK,
+                inside,
+                figure=s0,
+                threshold=f"[{s_hat - tol:.6g}, {s_hat + tol:.6g}]",
+                detail="nnz / (N d) of the original inside the interval the release's density gives",
+            )
+        )
         if 0.0 < s0 < 1.0:
             bp = basic_privacy(p, q, s0=s0)
-            checks.append(Check(_BP_ORIGINAL_CHECK, bp >= floor, figure=bp, threshold=floor, detail=f"at the exact s0 = {s0:.4g}",
-                                overridden=self._overridden(bp >= floor)))
+            checks.append(
+                Check(
+                    _BP_ORIGINAL_CHECK,
+                    bp >= floor,
+                    figure=bp,
+                    threshold=floor,
+                    detail=f"at the exact s0 = {s0:.4g}",
+                    overridden=self._overridden(bp >= floor),
+                )
+            )
         mean = p * nnz_t + (1.0 - q) * (n * d - nnz_t)
         var = p * (1 - p) * nnz_t + q * (1 - q) * (n * d - nnz_t)
         z = abs(nnz - mean) / math.sqrt(var) if var > 0 else (0.0 if nnz == mean else math.inf)
-        checks.append(Check(_ONES_CHECK, z < Z_MAX, figure=z, threshold=f"< {Z_MAX:g}",
-                            detail=f"|z| of {nnz:,} ones against the binomial mean {mean:,.1f}"))
+        checks.append(
+            Check(
+                _ONES_CHECK,
+                z < Z_MAX,
+                figure=z,
+                threshold=f"< {Z_MAX:g}",
+                detail=f"|z| of {nnz:,} ones against the binomial mean {mean:,.1f}",
+            )
+        )
         checks.append(self._item_flip_check(p, q, released, original, orig_counts))
         return checks
 
@@ -415,19 +472,25 @@ class DistortedRelease(TransactionRelease):
         c = counts_on(orig_counts, original.vocabulary.labels, universe)
         t = item_flip_test(k, c, original.n_transactions, p, q)
         if t["p_hat"] is not None:
-            est = (f"p̂ = {t['p_hat']:.4g} ± {Z_MAX * t['se_p']:.2g}, q̂ = {t['q_hat']:.4g} ± {Z_MAX * t['se_q']:.2g} "
-                   f"({Z_MAX:g} standard errors)")
+            est = (
+                f"p̂ = {t['p_hat']:.4g} ± {Z_MAX * t['se_p']:.2g}, q̂ = {t['q_hat']:.4g} ± {Z_MAX * t['se_q']:.2g} "
+                f"({Z_MAX:g} standard errors)"
+            )
         else:
             est = "(p, q) not identifiable from the item counts (every item has the same support); declared pair tested"
-        detail = (f"{est}; declared p = {p:g}, q = {q:g} " + ("inside" if t["ok"] else "OUTSIDE")
-                  + f" the joint confidence region (χ²({t['dof']}) score {t['statistic']:.4g}, limit {t['threshold']:.3g})")
+        detail = (
+            f"{est}; declared p = {p:g}, q = {q:g} "
+            + ("inside" if t["ok"] else "OUTSIDE")
+            + f" the joint confidence region (χ²({t['dof']}) score {t['statistic']:.4g}, limit {t['threshold']:.3g})"
+        )
         if t["exact_mismatches"]:
             detail += f"; {t['exact_mismatches']} item(s) whose count (p, q) fixes exactly differ"
         if not t["ok"]:
             detail += ": the published rows are not a distortion with the declared flip rates"
         stats = {k: t[k] for k in ("p_hat", "q_hat", "se_p", "se_q", "statistic", "dof", "threshold", "exact_mismatches")}
-        return Check(_FLIP_RATES_CHECK, t["ok"], figure=t["statistic"], threshold=f"<= {t['threshold']:.4g}", detail=detail,
-                     stats=stats)
+        return Check(
+            _FLIP_RATES_CHECK, t["ok"], figure=t["statistic"], threshold=f"<= {t['threshold']:.4g}", detail=detail, stats=stats
+        )
 
     def _row_flip_check(self, original: Any, key: Any, **compute_kwargs: Any) -> Check:
         """The flip rates counted row by row (:func:`.flip_rates.row_flip_test`) once the rows are
@@ -449,8 +512,13 @@ class DistortedRelease(TransactionRelease):
         except InvalidParameter as exc:
             return Check(name, False, detail=f"not attempted: {exc}")
         if aligned is None:
-            return Check(name, True, detail="not checked: the rows are in keyed order; the owner puts them back with the key "
-                         "(ppdm --key-file KEY verify RELEASE --original SRC)", status="unchecked")
+            return Check(
+                name,
+                True,
+                detail="not checked: the rows are in keyed order; the owner puts them back with the key "
+                "(ppdm --key-file KEY verify RELEASE --original SRC)",
+                status="unchecked",
+            )
         if tuple(aligned.partition_rows) != tuple(original.partition_rows):
             aligned = aligned._rechunk(tuple(original.partition_rows))
         universe = self._universe_labels(original)
@@ -458,19 +526,31 @@ class DistortedRelease(TransactionRelease):
         d_map = None if np.array_equal(aligned.vocabulary.labels, universe) else label_map(aligned.vocabulary.labels, universe)
         n_items = max(int(self.parameters.get("n_items") or 0), universe.size)
         task = dask.delayed(row_flip_sums, pure=True)
-        parts = [task(t, r, t_map, d_map, n_items, p, q)
-                 for t, r in zip(original.blocks.to_delayed().ravel(), aligned.blocks.to_delayed().ravel())]
+        parts = [
+            task(t, r, t_map, d_map, n_items, p, q)
+            for t, r in zip(original.blocks.to_delayed().ravel(), aligned.blocks.to_delayed().ravel())
+        ]
         (sums,) = compute(parts, **compute_kwargs)
         t = row_flip_test(np.sum(sums, axis=0), p, q)
         z = t["z"]
-        detail = (f"kept {t['sums']['kept']:,.0f} of {t['sums']['ones']:,.0f} ones (p̂ = {t['p_hat']:.4g}), added "
-                  f"{t['sums']['added']:,.0f} in {t['sums']['zeros']:,.0f} zeros (q̂ = {t['q_hat']:.4g}); |z| of the totals "
-                  f"{abs(z['kept']):.3g}, {abs(z['added']):.3g}, of the rows' dispersion {abs(z['kept_dispersion']):.3g}, "
-                  f"{abs(z['added_dispersion']):.3g}" if t["p_hat"] is not None and t["q_hat"] is not None else "no ones or no zeros")
+        detail = (
+            f"kept {t['sums']['kept']:,.0f} of {t['sums']['ones']:,.0f} ones (p̂ = {t['p_hat']:.4g}), added "
+            f"{t['sums']['added']:,.0f} in {t['sums']['zeros']:,.0f} zeros (q̂ = {t['q_hat']:.4g}); |z| of the totals "
+            f"{abs(z['kept']):.3g}, {abs(z['added']):.3g}, of the rows' dispersion {abs(z['kept_dispersion']):.3g}, "
+            f"{abs(z['added_dispersion']):.3g}"
+            if t["p_hat"] is not None and t["q_hat"] is not None
+            else "no ones or no zeros"
+        )
         if not t["ok"]:
             detail += ": the published rows are not a distortion with the declared flip rates"
-        return Check(name, t["ok"], figure=t["max_abs_z"], threshold=f"<= {Z_MAX:g}", detail=detail,
-                     stats={"p_hat": t["p_hat"], "q_hat": t["q_hat"], **{f"z_{k}": v for k, v in z.items()}})
+        return Check(
+            name,
+            t["ok"],
+            figure=t["max_abs_z"],
+            threshold=f"<= {Z_MAX:g}",
+            detail=detail,
+            stats={"p_hat": t["p_hat"], "q_hat": t["q_hat"], **{f"z_{k}": v for k, v in z.items()}},
+        )
 
     # ------------------------------------------------------------------ report
     def public_privacy(self) -> dict[str, Any]:
@@ -532,41 +612,83 @@ class DistortedRelease(TransactionRelease):
         figs = Figures(risk=self._epsilon_figures(p, q))
         est = self.s0_from_release(self.released_ones(**ckw))
         if est is not None and 0.0 < est[0] < 1.0:
-            figs.risk.append(Value("basic_privacy", "basic privacy BP (at the average item support estimated from the release)",
-                                   basic_privacy(p, q, s0=est[0]), unit="%",
-                                   note=f"probability that a 1 of the original is not reconstructed, at ŝ0 = {est[0]:.4g} "
-                                        "= (density − (1 − q)) / (p + q − 1) of the release"))
+            figs.risk.append(
+                Value(
+                    "basic_privacy",
+                    "basic privacy BP (at the average item support estimated from the release)",
+                    basic_privacy(p, q, s0=est[0]),
+                    unit="%",
+                    note=f"probability that a 1 of the original is not reconstructed, at ŝ0 = {est[0]:.4g} "
+                    "= (density − (1 − q)) / (p + q − 1) of the release",
+                )
+            )
         figs += audit_figures(self.data, original, self.report_audit_k, self.report_audit_m, **ckw)
         figs += unique_basket_figures(self.data, original, **ckw)
         if original is None:
             s0 = self.owner_s0()
             if s0 is not None and 0.0 < s0 < 1.0:
                 figs.risk.append(self._exact_bp(p, q, s0))
-            figs.needs_original.append("the utility figures, the item-weighted and the re-interrogated privacy need the original data")
+            figs.needs_original.append(
+                "the utility figures, the item-weighted and the re-interrogated privacy need the original data"
+            )
             return emask_threat(self, figs, None, ckw)
         figs.risk += self._original_privacy(p, q, original, ckw)
         mined: dict[str, Any] = {}
-        figs += utility_figures(original, self.data, self.report_min_support, max_length=self.report_max_length,
-                                miner=partial(_emask_miner, p=p, q=q), recount=partial(reconstructed_supports, p=p, q=q),
-                                how="reconstructed supports (EMASK-Apriori)", result=mined, **ckw)
+        figs += utility_figures(
+            original,
+            self.data,
+            self.report_min_support,
+            max_length=self.report_max_length,
+            miner=partial(_emask_miner, p=p, q=q),
+            recount=partial(reconstructed_supports, p=p, q=q),
+            how="reconstructed supports (EMASK-Apriori)",
+            result=mined,
+            **ckw,
+        )
         figs += self._reinterrogated(p, q, original, mined.get("release_itemsets"), ckw)
         return emask_threat(self, figs, original, ckw)
 
     def _epsilon_figures(self, p: float, q: float) -> list[Any]:
         eps = ldp_epsilon(p, q)
         d = int(self.parameters.get("n_items") or self.data.n_items)
-        out: list[Any] = [Value("ldp_epsilon_item", "local-DP ε of one item", eps,
-                                note="ln max(p/(1−q), (1−q)/p, (1−p)/q, q/(1−p)); public (p and q only)")]
+        out: list[Any] = [
+            Value(
+                "ldp_epsilon_item",
+                "local-DP ε of one item",
+                eps,
+                note="ln max(p/(1−q), (1−q)/p, (1−p)/q, q/(1−p)); public (p and q only)",
+            )
+        ]
         if not math.isfinite(eps):
-            out.append(Value("ldp_epsilon_all_items", "local-DP ε of a whole record", eps,
-                             note="an output bit reveals its input bit with certainty (p or q is 0 or 1)"))
+            out.append(
+                Value(
+                    "ldp_epsilon_all_items",
+                    "local-DP ε of a whole record",
+                    eps,
+                    note="an output bit reveals its input bit with certainty (p or q is 0 or 1)",
+                )
+            )
             return out
         n = np.unique(np.linspace(1, max(d, 1), min(max(d, 1), self.report_epsilon_points)).round().astype(np.int64))
-        out.append(Plot("ldp_epsilon_record", "Local-DP ε of a record against the number of items it differs in", "line",
-                        [Series("ε(n) = n·ε_item", n.tolist(), (n * eps).tolist())], x_label="n (items in which two records differ)",
-                        y_label="ε", note=f"sequential composition over the {d:,} independently distorted item bits"))
-        out.append(Value("ldp_epsilon_all_items", "local-DP ε of a whole record (all items)", d * eps,
-                         note=f"{d:,} items × ε_item: the worst case over any two records"))
+        out.append(
+            Plot(
+                "ldp_epsilon_record",
+                "Local-DP ε of a record against the number of items it differs in",
+                "line",
+                [Series("ε(n) = n·ε_item", n.tolist(), (n * eps).tolist())],
+                x_label="n (items in which two records differ)",
+                y_label="ε",
+                note=f"sequential composition over the {d:,} independently distorted item bits",
+            )
+        )
+        out.append(
+            Value(
+                "ldp_epsilon_all_items",
+                "local-DP ε of a whole record (all items)",
+                d * eps,
+                note=f"{d:,} items × ε_item: the worst case over any two records",
+            )
+        )
         return out
 
     def _original_privacy(self, p: float, q: float, original: Any, ckw: dict[str, Any]) -> list[Any]:
@@ -580,15 +702,27 @@ class DistortedRelease(TransactionRelease):
         if universe > s.size:  # a catalogue: its items no basket holds have support 0
             s = np.r_[s, np.zeros(universe - s.size)]
         out = [self._exact_bp(p, q, float(s.mean()))] if 0.0 < s.mean() < 1.0 else []
-        return out + [Value("basic_privacy_items", "basic privacy BP (item-weighted over the original's supports)",
-                            basic_privacy(p, q, supports=np.clip(s, 0.0, 1.0)), about="original", unit="%",
-                            note="weights every item by its support; lower than BP at s0 when supports vary (Jensen)")]
+        return out + [
+            Value(
+                "basic_privacy_items",
+                "basic privacy BP (item-weighted over the original's supports)",
+                basic_privacy(p, q, supports=np.clip(s, 0.0, 1.0)),
+                about="original",
+                unit="%",
+                note="weights every item by its support; lower than BP at s0 when supports vary (Jensen)",
+            )
+        ]
 
     @staticmethod
     def _exact_bp(p: float, q: float, s0: float) -> Value:
-        return Value("basic_privacy_original", "basic privacy BP (at the original's exact average item support)",
-                     basic_privacy(p, q, s0=s0), about="original", unit="%",
-                     note=f"at s0 = {s0:.6g}, a figure of the original (with N and the items it gives its number of ones)")
+        return Value(
+            "basic_privacy_original",
+            "basic privacy BP (at the original's exact average item support)",
+            basic_privacy(p, q, s0=s0),
+            about="original",
+            unit="%",
+            note=f"at s0 = {s0:.6g}, a figure of the original (with N and the items it gives its number of ones)",
+        )
 
     def _reinterrogated(self, p: float, q: float, original: Any, itemsets: Any, ckw: dict[str, Any]) -> Figures:
         from ..progress import compute
@@ -599,8 +733,12 @@ class DistortedRelease(TransactionRelease):
             return Figures(notes=["re-interrogated privacy skipped: no itemset mined from the release"])
         aligned = aligned_distortion(original, self, self.key)
         if aligned is None:
-            return Figures(notes=["re-interrogated privacy needs the rows in the original's order: "
-                                  "the release was written in keyed order (give the key)"])
+            return Figures(
+                notes=[
+                    "re-interrogated privacy needs the rows in the original's order: "
+                    "the release was written in keyed order (give the key)"
+                ]
+            )
         if "item_catalogue" in self.parameters:
             from .audit import on_universe
 
@@ -615,6 +753,16 @@ class DistortedRelease(TransactionRelease):
             return Figures(notes=["re-interrogated privacy skipped: the original has no ones (or only ones)"])
         bp = basic_privacy(p, q, s0=s0)
         rp = reinterrogated_privacy(original, aligned, itemsets, bp, **ckw)
-        return Figures(risk=[Value("reinterrogated_privacy", "re-interrogated privacy RP", rp, about="comparison", unit="%",
-                                   note=f"after the {len(itemsets):,} itemsets mined from the release "
-                                        f"(min_support {self.report_min_support:g}) are disclosed; BP = {bp:.2f}% at s0 = {s0:.4g}")])
+        return Figures(
+            risk=[
+                Value(
+                    "reinterrogated_privacy",
+                    "re-interrogated privacy RP",
+                    rp,
+                    about="comparison",
+                    unit="%",
+                    note=f"after the {len(itemsets):,} itemsets mined from the release "
+                    f"(min_support {self.report_min_support:g}) are disclosed; BP = {bp:.2f}% at s0 = {s0:.4g}",
+                )
+            ]
+        )

@@ -44,8 +44,20 @@ from ..release.figures import Attack, Figures, Text, Value
 from ..report.units import percent as _share
 from .privacy import basic_privacy, ldp_epsilon
 
-__all__ = ["emask_threat", "item_posteriors", "record_epsilon_text", "item_inference", "linkage_kernel", "linkage_success", "row_linkage",
-           "MEANINGFUL_EPSILON", "ITEM_INFERENCE_THRESHOLD", "LINKAGE_THRESHOLD", "LINK_KNOWN", "LINK_TARGETS"]
+__all__ = [
+    "emask_threat",
+    "item_posteriors",
+    "record_epsilon_text",
+    "item_inference",
+    "linkage_kernel",
+    "linkage_success",
+    "row_linkage",
+    "MEANINGFUL_EPSILON",
+    "ITEM_INFERENCE_THRESHOLD",
+    "LINKAGE_THRESHOLD",
+    "LINK_KNOWN",
+    "LINK_TARGETS",
+]
 
 #: Record-level ε above which the bound says nothing (odds may move by more than e^10 ≈ 22,000)
 MEANINGFUL_EPSILON = 10.0
@@ -76,20 +88,26 @@ def record_epsilon_text(eps: float, d: int) -> tuple[str, float]:
     rec = d * eps
     bounded = int(MEANINGFUL_EPSILON // eps) if eps > 0 else d
     if rec > MEANINGFUL_EPSILON:
-        return (f"Per record: the local-DP ε of a whole basket is {d:,} items × {eps:.3g} = {rec:,.4g}, far above "
-                f"{MEANINGFUL_EPSILON:g}: no meaningful record-level bound; the protection rests on per-item deniability. "
-                f"Two baskets differing in at most {bounded:,} item{'s' if bounded != 1 else ''} stay within ε ≤ {MEANINGFUL_EPSILON:g}.",
-                rec)
-    return (f"Per record: the local-DP ε of a whole basket is {d:,} × {eps:.3g} = {rec:.4g}: an attacker's odds about the "
-            f"whole basket move by at most a factor e^{rec:.3g} = {math.exp(rec):,.4g}.", rec)
+        return (
+            f"Per record: the local-DP ε of a whole basket is {d:,} items × {eps:.3g} = {rec:,.4g}, far above "
+            f"{MEANINGFUL_EPSILON:g}: no meaningful record-level bound; the protection rests on per-item deniability. "
+            f"Two baskets differing in at most {bounded:,} item{'s' if bounded != 1 else ''} stay within ε ≤ {MEANINGFUL_EPSILON:g}.",
+            rec,
+        )
+    return (
+        f"Per record: the local-DP ε of a whole basket is {d:,} × {eps:.3g} = {rec:.4g}: an attacker's odds about the "
+        f"whole basket move by at most a factor e^{rec:.3g} = {math.exp(rec):,.4g}.",
+        rec,
+    )
 
 
 def _reconstructed(k: np.ndarray, n: int, p: float, q: float) -> np.ndarray:
     return np.clip((k / n - (1.0 - q)) / (p + q - 1.0), 0.0, 1.0) if n else np.zeros_like(k, np.float64)
 
 
-def item_inference(released_counts: np.ndarray, n: int, p: float, q: float,
-                   supports: np.ndarray | None = None) -> tuple[float, float]:
+def item_inference(
+    released_counts: np.ndarray, n: int, p: float, q: float, supports: np.ndarray | None = None
+) -> tuple[float, float]:
     """``(success, baseline)`` of guessing "true item" for every released 1, expected from item
     supports (``supports``: the true ones, fractions; default: reconstructed from the release's
     item counts ``released_counts``)."""
@@ -141,8 +159,13 @@ def _true_ones(original: Any, aligned: Any, ckw: dict[str, Any]) -> int:
         aligned = aligned._rechunk(tuple(original.partition_rows))
     to_release = label_map(np.asarray(original.vocabulary.labels), np.asarray(aligned.vocabulary.labels))
     task = dask.delayed(true_ones_kernel, pure=True)
-    (parts,) = compute([task(t, r, to_release, int(aligned.n_items)) for t, r in
-                        zip(original.blocks.to_delayed().ravel(), aligned.blocks.to_delayed().ravel())], **ckw)
+    (parts,) = compute(
+        [
+            task(t, r, to_release, int(aligned.n_items))
+            for t, r in zip(original.blocks.to_delayed().ravel(), aligned.blocks.to_delayed().ravel())
+        ],
+        **ckw,
+    )
     return int(sum(parts))
 
 
@@ -173,7 +196,7 @@ def row_linkage(original: Any, aligned: Any, ckw: dict[str, Any], sign: int = 1)
     to_release = label_map(np.asarray(original.vocabulary.labels), np.asarray(aligned.vocabulary.labels))
     rows, cols = [], []
     for j in range(targets.size):
-        items = X.indices[X.indptr[j]:X.indptr[j + 1]]
+        items = X.indices[X.indptr[j] : X.indptr[j + 1]]
         chosen = rng.choice(items, min(LINK_KNOWN, items.size), replace=False)
         mapped = to_release[chosen]
         mapped = mapped[mapped >= 0]  # an item the release does not list is never held by a row
@@ -207,51 +230,91 @@ def emask_threat(rel: Any, figs: Figures, original: Any, ckw: dict[str, Any]) ->
         f"Every item bit of every basket was randomised on its own: an item a basket holds stays with probability p = {p:g}, "
         f"an item it does not hold stays absent with probability q = {q:g}. For any one item, the release moves an "
         f"attacker's odds that a given basket holds it by at most a factor e^ε = {factor:,.3g} (ε = {eps:.3g} per item); "
-        f"{n:,} baskets over {d:,} items" + (f", basic privacy {bp:.1f} % at the average item support {s_hat:.3g} estimated "
-                                              f"from the release" + (f" (floor {floor:g} %)" if isinstance(floor, (int, float)) else "")
-                                              if bp is not None else "") + ".")
+        f"{n:,} baskets over {d:,} items"
+        + (
+            f", basic privacy {bp:.1f} % at the average item support {s_hat:.3g} estimated "
+            f"from the release" + (f" (floor {floor:g} %)" if isinstance(floor, (int, float)) else "")
+            if bp is not None
+            else ""
+        )
+        + "."
+    )
     catalogue = "item_catalogue" in rel.parameters
     figs.protects = (
         "It protects each single item of a basket (a released 1 or 0 says little about it) and hides which row is whose "
         "behind a keyed row order. It does not protect a whole basket: ε adds up over the items two baskets differ in; "
         "nor a basket's length and rare items beyond the per-item bound"
-        + ("." if catalogue else ", nor which items exist in the input (the item list is the input's own: no public catalogue)."))
+        + ("." if catalogue else ", nor which items exist in the input (the item list is the input's own: no public catalogue).")
+    )
     post1, post0 = item_posteriors(p, q, s_hat)
     rec_text, rec = record_epsilon_text(eps, d)
     learn: list[Any] = [
-        Text("learn_item", f"Per item: an attacker's odds that a given item is in a given basket move by at most a factor "
-                           f"e^ε = {factor:,.3g}. From the item's support as prior (the average, {s_hat:.3g}, estimated from the "
-                           f"release) a released 1 raises the belief to {_share(post1)}, a released 0 lowers it to "
-                           f"{_share(post0)}; from a 50 % prior no released bit takes it beyond "
-                           f"{_share(factor / (1 + factor)) if math.isfinite(factor) else '100 %'}."),
-        Value("learn_item_odds_factor", "Largest factor by which one released bit moves the odds about one item", factor,
-              unit="×", note="e^ε, ε = ln max(p/(1−q), (1−q)/p, (1−p)/q, q/(1−p))"),
-        Value("learn_item_posterior_one", "Belief that an item is truly there after a released 1 (average item support as prior)",
-              100.0 * post1, unit="%", note=f"s p / (s p + (1 − s)(1 − q)) at s = {s_hat:.4g}"),
+        Text(
+            "learn_item",
+            f"Per item: an attacker's odds that a given item is in a given basket move by at most a factor "
+            f"e^ε = {factor:,.3g}. From the item's support as prior (the average, {s_hat:.3g}, estimated from the "
+            f"release) a released 1 raises the belief to {_share(post1)}, a released 0 lowers it to "
+            f"{_share(post0)}; from a 50 % prior no released bit takes it beyond "
+            f"{_share(factor / (1 + factor)) if math.isfinite(factor) else '100 %'}.",
+        ),
+        Value(
+            "learn_item_odds_factor",
+            "Largest factor by which one released bit moves the odds about one item",
+            factor,
+            unit="×",
+            note="e^ε, ε = ln max(p/(1−q), (1−q)/p, (1−p)/q, q/(1−p))",
+        ),
+        Value(
+            "learn_item_posterior_one",
+            "Belief that an item is truly there after a released 1 (average item support as prior)",
+            100.0 * post1,
+            unit="%",
+            note=f"s p / (s p + (1 − s)(1 − q)) at s = {s_hat:.4g}",
+        ),
         Text("learn_record", rec_text),
-        Value("learn_record_epsilon", "Local-DP ε of a whole basket (all items)", rec,
-              note=f"no meaningful bound above {MEANINGFUL_EPSILON:g}"),
+        Value(
+            "learn_record_epsilon",
+            "Local-DP ε of a whole basket (all items)",
+            rec,
+            note=f"no meaningful bound above {MEANINGFUL_EPSILON:g}",
+        ),
     ]
     unique = next((i for i in figs.risk if isinstance(i, Value) and i.id == "unique_baskets_release"), None)
     noise, kept = (1.0 - q) * (1.0 - s_hat) * d, p * s_hat * d
-    learn.append(Text("learn_unique_baskets", (
-        (f"{unique.value:.1f} % of the released rows are unique baskets. " if unique is not None else "")
-        + f"Distorted baskets are unique by construction: each row gets about {noise:,.1f} items it did not hold (1 − q of "
-          f"the absent ones) and keeps about {kept:,.1f} true ones, so that only {_share(post1)} of its items are true. "
-          "A unique distorted row does not identify a person: it is not the person's basket, and the rows are in a keyed "
-          "order. Likewise the k^m audit of the release counts rare combinations of released (mostly added) items, not "
-          "people who can be singled out; the linkage attack below measures that.")))
+    learn.append(
+        Text(
+            "learn_unique_baskets",
+            (
+                (f"{unique.value:.1f} % of the released rows are unique baskets. " if unique is not None else "")
+                + f"Distorted baskets are unique by construction: each row gets about {noise:,.1f} items it did not hold (1 − q of "
+                f"the absent ones) and keeps about {kept:,.1f} true ones, so that only {_share(post1)} of its items are true. "
+                "A unique distorted row does not identify a person: it is not the person's basket, and the rows are in a keyed "
+                "order. Likewise the k^m audit of the release counts rare combinations of released (mostly added) items, not "
+                "people who can be singled out; the linkage attack below measures that."
+            ),
+        )
+    )
     figs.learn += learn
     ok, base = item_inference(k, n, p, q)
-    figs.attacks.append(Attack(
-        "attack_item_inference", "item inference from a released 1", ok, base, ITEM_INFERENCE_THRESHOLD,
-        "share of released 1s that are true items (expected, from the item supports reconstructed from the release)",
-        found=f"guessing 'present' for each of the {int(k.sum()):,} released 1s is right {_share(ok)} of the time, against "
-              f"{_share(base)} from the item supports alone", test=f"{_TEST}::test_item_inference_by_hand"))
+    figs.attacks.append(
+        Attack(
+            "attack_item_inference",
+            "item inference from a released 1",
+            ok,
+            base,
+            ITEM_INFERENCE_THRESHOLD,
+            "share of released 1s that are true items (expected, from the item supports reconstructed from the release)",
+            found=f"guessing 'present' for each of the {int(k.sum()):,} released 1s is right {_share(ok)} of the time, against "
+            f"{_share(base)} from the item supports alone",
+            test=f"{_TEST}::test_item_inference_by_hand",
+        )
+    )
     if original is not None:
         figs.attacks += _comparison_attacks(rel, original, k, p, q, ckw)
         # counted on the original: a warning for the owner's report only
-        figs.warnings += [Text("warning_item_list", w, about="comparison") for w in _item_list_warning(rel, original, catalogue, ckw)]
+        figs.warnings += [
+            Text("warning_item_list", w, about="comparison") for w in _item_list_warning(rel, original, catalogue, ckw)
+        ]
     have = {i.id for i in figs.utility}
     figs.headline = [i for i in ("itemsets_rho", "itemsets_sigma_minus", "itemsets_sigma_plus") if i in have]
     return figs
@@ -277,21 +340,38 @@ def _comparison_attacks(rel: Any, original: Any, k: np.ndarray, p: float, q: flo
         ok, how = _true_ones(original, aligned, ckw) / ones if ones else 0.0, "counted row by row"
     else:
         ok, how = float((p * c).sum() / ones) if ones else 0.0, "expected from the original's item counts (rows not aligned)"
-    out.append(Attack("attack_item_inference_measured", "item inference from a released 1 (against the original)", ok, base,
-                      ITEM_INFERENCE_THRESHOLD, "share of released 1s that are true items of their basket", about="comparison",
-                      found=f"{_share(ok)} of the released 1s are true items ({how}); the prior is {_share(base)}",
-                      test=f"{_TEST}::test_item_inference_against_the_original"))
+    out.append(
+        Attack(
+            "attack_item_inference_measured",
+            "item inference from a released 1 (against the original)",
+            ok,
+            base,
+            ITEM_INFERENCE_THRESHOLD,
+            "share of released 1s that are true items of their basket",
+            about="comparison",
+            found=f"{_share(ok)} of the released 1s are true items ({how}); the prior is {_share(base)}",
+            test=f"{_TEST}::test_item_inference_against_the_original",
+        )
+    )
     if aligned is None:
         return out
     link = row_linkage(original, aligned, ckw, sign=1 if p >= 1.0 - q else -1)
     if link is not None:
         ok, targets, rows = link["success"], int(link["targets"].size), link["rows"]
-        out.append(Attack("attack_row_linkage", f"linkage of a basket to its row from {LINK_KNOWN} known items", ok, 1.0 / rows,
-                          LINKAGE_THRESHOLD, f"share of {targets} sampled targets whose own row holds the most of their known items",
-                          about="comparison",
-                          found=f"knowing {LINK_KNOWN} items of a basket (fewer when it has fewer) picks its own row out of {rows:,} "
-                                f"for {_share(ok)} of {targets} targets",
-                          test=f"{_TEST}::test_row_linkage_against_brute_force"))
+        out.append(
+            Attack(
+                "attack_row_linkage",
+                f"linkage of a basket to its row from {LINK_KNOWN} known items",
+                ok,
+                1.0 / rows,
+                LINKAGE_THRESHOLD,
+                f"share of {targets} sampled targets whose own row holds the most of their known items",
+                about="comparison",
+                found=f"knowing {LINK_KNOWN} items of a basket (fewer when it has fewer) picks its own row out of {rows:,} "
+                f"for {_share(ok)} of {targets} targets",
+                test=f"{_TEST}::test_row_linkage_against_brute_force",
+            )
+        )
     return out
 
 
@@ -304,6 +384,8 @@ def _item_list_warning(rel: Any, original: Any, catalogue: bool, ckw: dict[str, 
     single = int((np.asarray(c) == 1).sum())
     if not single:
         return []
-    return [f"{single:,} item{'s' if single != 1 else ''} of the published item list {'are' if single != 1 else 'is'} held by a "
-            "single basket of the original: without a public item catalogue (--items) an adversary who knows every other "
-            "basket learns that the remaining one holds it"]
+    return [
+        f"{single:,} item{'s' if single != 1 else ''} of the published item list {'are' if single != 1 else 'is'} held by a "
+        "single basket of the original: without a public item catalogue (--items) an adversary who knows every other "
+        "basket learns that the remaining one holds it"
+    ]

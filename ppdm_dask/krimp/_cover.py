@@ -53,10 +53,70 @@ KEY_SHIFT = 40
 
 _DEBRUIJN = np.array(
     [
-        0, 47, 1, 56, 48, 27, 2, 60, 57, 49, 41, 37, 28, 16, 3, 61,
-        54, 58, 35, 52, 50, 42, 21, 44, 38, 32, 29, 23, 17, 11, 4, 62,
-        46, 55, 26, 59, 40, 36, 15, 53, 34, 51, 20, 43, 31, 22, 10, 45,
-        25, 39, 14, 33, 19, 30, 9, 24, 13, 18, 8, 12, 7, 6, 5, 63,
+        0,
+        47,
+        1,
+        56,
+        48,
+        27,
+        2,
+        60,
+        57,
+        49,
+        41,
+        37,
+        28,
+        16,
+        3,
+        61,
+        54,
+        58,
+        35,
+        52,
+        50,
+        42,
+        21,
+        44,
+        38,
+        32,
+        29,
+        23,
+        17,
+        11,
+        4,
+        62,
+        46,
+        55,
+        26,
+        59,
+        40,
+        36,
+        15,
+        53,
+        34,
+        51,
+        20,
+        43,
+        31,
+        22,
+        10,
+        45,
+        25,
+        39,
+        14,
+        33,
+        19,
+        30,
+        9,
+        24,
+        13,
+        18,
+        8,
+        12,
+        7,
+        6,
+        5,
+        63,
     ],
     dtype=np.int64,
 )  # bitScanForward via de Bruijn (x ^ (x-1)) * 0x03f79d71b4cb0a89 >> 58
@@ -305,8 +365,29 @@ def _commit_row(row, row32, o32, kk, head, r, kthr, idx, idx_off, lkey, lbits, s
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _row_changes(row, row32, o32, kk, r, kthr, idx, idx_off, lkey, lbits, surv, sfx,
-                 d_ns, stamp_ns, t_ns, nt_ns, d_s, stamp_s, t_s, nt_s, epoch):
+def _row_changes(
+    row,
+    row32,
+    o32,
+    kk,
+    r,
+    kthr,
+    idx,
+    idx_off,
+    lkey,
+    lbits,
+    surv,
+    sfx,
+    d_ns,
+    stamp_ns,
+    t_ns,
+    nt_ns,
+    d_s,
+    stamp_s,
+    t_s,
+    nt_s,
+    epoch,
+):
     """The usage changes of one row whose cover from ``kk`` on is replaced by the greedy cover
     of ``r`` (modified) by the elements of key > ``kthr``."""
     for j in range(kk, row32[o32 - 1]):
@@ -315,13 +396,39 @@ def _row_changes(row, row32, o32, kk, r, kthr, idx, idx_off, lkey, lbits, surv, 
     for j in range(ns):
         nt_ns = touch(sfx[j], 1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
     w = r.size
-    nt_s = touch_singletons(r, row[w: 2 * w], d_s, stamp_s, t_s, nt_s, epoch)
+    nt_s = touch_singletons(r, row[w : 2 * w], d_s, stamp_s, t_s, nt_s, epoch)
     return nt_ns, nt_s
 
 
 @numba.njit(cache=True, nogil=True)
-def insert_change(commit, xbits, kx, slot, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
-                  acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch):
+def insert_change(
+    commit,
+    xbits,
+    kx,
+    slot,
+    rec,
+    rec32,
+    tid_bits,
+    blocked,
+    urows,
+    sbits,
+    skey,
+    idx,
+    idx_off,
+    lkey,
+    lbits,
+    acc,
+    r,
+    surv,
+    sfx,
+    d_ns,
+    stamp_ns,
+    t_ns,
+    d_s,
+    stamp_s,
+    t_s,
+    epoch,
+):
     """Inserting X (bitset ``xbits``, key ``kx``): its usage and the other usage changes.
 
     Only rows t ⊇ X can change, and only if X ⊆ what the elements before X leave of t; such a row
@@ -366,14 +473,59 @@ def insert_change(commit, xbits, kx, slot, rec, rec32, tid_bits, blocked, urows,
             if commit:
                 _commit_row(row, row32, o32, kk, slot, r, kx, idx, idx_off, lkey, lbits, surv, sfx, sbits, blocked, urows, t)
             else:
-                nt_ns, nt_s = _row_changes(row, row32, o32, kk, r, kx, idx, idx_off, lkey, lbits, surv, sfx,
-                                           d_ns, stamp_ns, t_ns, nt_ns, d_s, stamp_s, t_s, nt_s, epoch)
+                nt_ns, nt_s = _row_changes(
+                    row,
+                    row32,
+                    o32,
+                    kk,
+                    r,
+                    kx,
+                    idx,
+                    idx_off,
+                    lkey,
+                    lbits,
+                    surv,
+                    sfx,
+                    d_ns,
+                    stamp_ns,
+                    t_ns,
+                    nt_ns,
+                    d_s,
+                    stamp_s,
+                    t_s,
+                    nt_s,
+                    epoch,
+                )
     return nx, nt_ns, nt_s
 
 
 @numba.njit(cache=True, nogil=True)
-def remove_change(commit, y, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
-                  acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch):
+def remove_change(
+    commit,
+    y,
+    rec,
+    rec32,
+    tid_bits,
+    blocked,
+    urows,
+    sbits,
+    skey,
+    idx,
+    idx_off,
+    lkey,
+    lbits,
+    acc,
+    r,
+    surv,
+    sfx,
+    d_ns,
+    stamp_ns,
+    t_ns,
+    d_s,
+    stamp_s,
+    t_s,
+    epoch,
+):
     """Removing the element in slot ``y``: the usage changes (``y`` itself included, to 0).
 
     Rows whose cover uses y keep the elements before it; the rest is re-covered by the elements
@@ -413,8 +565,29 @@ def remove_change(commit, y, rec, rec32, tid_bits, blocked, urows, sbits, skey, 
             if commit:
                 _commit_row(row, row32, o32, kk, -1, r, ky, idx, idx_off, lkey, lbits, surv, sfx, sbits, blocked, urows, t)
             else:
-                nt_ns, nt_s = _row_changes(row, row32, o32, kk, r, ky, idx, idx_off, lkey, lbits, surv, sfx,
-                                           d_ns, stamp_ns, t_ns, nt_ns, d_s, stamp_s, t_s, nt_s, epoch)
+                nt_ns, nt_s = _row_changes(
+                    row,
+                    row32,
+                    o32,
+                    kk,
+                    r,
+                    ky,
+                    idx,
+                    idx_off,
+                    lkey,
+                    lbits,
+                    surv,
+                    sfx,
+                    d_ns,
+                    stamp_ns,
+                    t_ns,
+                    nt_ns,
+                    d_s,
+                    stamp_s,
+                    t_s,
+                    nt_s,
+                    epoch,
+                )
     return na, nt_ns, nt_s
 
 
@@ -507,8 +680,34 @@ def _grow(a, need):
 
 
 @numba.njit(cache=True, nogil=True)
-def evaluate_batch(kind, cbits, keys, slots, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
-                   acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch0):
+def evaluate_batch(
+    kind,
+    cbits,
+    keys,
+    slots,
+    rec,
+    rec32,
+    tid_bits,
+    blocked,
+    urows,
+    sbits,
+    skey,
+    idx,
+    idx_off,
+    lkey,
+    lbits,
+    acc,
+    r,
+    surv,
+    sfx,
+    d_ns,
+    stamp_ns,
+    t_ns,
+    d_s,
+    stamp_s,
+    t_s,
+    epoch0,
+):
     """The usage changes of every proposal of a batch, each against the same (current) state.
 
     ``kind`` 0: insert ``cbits[b]`` with key ``keys[b]``; 1: remove slot ``slots[b]``. Returns
@@ -529,11 +728,61 @@ def evaluate_batch(kind, cbits, keys, slots, rec, rec32, tid_bits, blocked, urow
     for b in range(nb):
         epoch = epoch0 + b
         if kind == 0:
-            o, nt_ns, nt_s = insert_change(False, cbits[b], keys[b], -1, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx,
-                                           idx_off, lkey, lbits, acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
+            o, nt_ns, nt_s = insert_change(
+                False,
+                cbits[b],
+                keys[b],
+                -1,
+                rec,
+                rec32,
+                tid_bits,
+                blocked,
+                urows,
+                sbits,
+                skey,
+                idx,
+                idx_off,
+                lkey,
+                lbits,
+                acc,
+                r,
+                surv,
+                sfx,
+                d_ns,
+                stamp_ns,
+                t_ns,
+                d_s,
+                stamp_s,
+                t_s,
+                epoch,
+            )
         else:
-            o, nt_ns, nt_s = remove_change(False, slots[b], rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off,
-                                           lkey, lbits, acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
+            o, nt_ns, nt_s = remove_change(
+                False,
+                slots[b],
+                rec,
+                rec32,
+                tid_bits,
+                blocked,
+                urows,
+                sbits,
+                skey,
+                idx,
+                idx_off,
+                lkey,
+                lbits,
+                acc,
+                r,
+                surv,
+                sfx,
+                d_ns,
+                stamp_ns,
+                t_ns,
+                d_s,
+                stamp_s,
+                t_s,
+                epoch,
+            )
         own[b] = o
         ids_ns = _grow(ids_ns, n_ns + nt_ns)
         val_ns = _grow(val_ns, n_ns + nt_ns)

@@ -137,13 +137,32 @@ def _apply_delta(usage_ns, d_ns, t_ns, nt_ns, usage_s, d_s, t_s, nt_s, sign):
 
 
 @numba.njit(cache=True, nogil=True)
-def decide(accept_equal, istate, fstate, order, m, extra, usage_ns, d_ns, t_ns, nt_ns, cst,
-           usage_s, d_s, t_s, nt_s, st_s, flog, lg, tld, tlct):
+def decide(
+    accept_equal,
+    istate,
+    fstate,
+    order,
+    m,
+    extra,
+    usage_ns,
+    d_ns,
+    t_ns,
+    nt_ns,
+    cst,
+    usage_s,
+    d_s,
+    t_s,
+    nt_s,
+    st_s,
+    flog,
+    lg,
+    tld,
+    tlct,
+):
     """True (usages updated, best size set) if the pending change makes the table smaller
     (``accept_equal``: or equal — pruning's non-strict test)."""
     best = fstate[0]
-    approx, margin, U2 = _approx_size(istate, fstate, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s,
-                                      st_s, flog, lg)
+    approx, margin, U2 = _approx_size(istate, fstate, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s, flog, lg)
     if approx > best + margin:
         return False
     _apply_delta(usage_ns, d_ns, t_ns, nt_ns, usage_s, d_s, t_s, nt_s, 1)
@@ -315,9 +334,43 @@ def _load(b, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, d_ns, stamp_ns, t_ns, 
 
 
 @numba.njit(cache=True, nogil=True)
-def decide_inserts(cbits, csup, keys, own, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, n_items, st_s, flog, lg,
-                   sbits, skey, scanon, ssup, cst, order, pos_of, usage_ns, usage_s, free, plist,
-                   d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, tld, tlct, istate, fstate):
+def decide_inserts(
+    cbits,
+    csup,
+    keys,
+    own,
+    ptr_ns,
+    ids_ns,
+    val_ns,
+    ptr_s,
+    ids_s,
+    val_s,
+    n_items,
+    st_s,
+    flog,
+    lg,
+    sbits,
+    skey,
+    scanon,
+    ssup,
+    cst,
+    order,
+    pos_of,
+    usage_ns,
+    usage_s,
+    free,
+    plist,
+    d_ns,
+    stamp_ns,
+    t_ns,
+    d_s,
+    stamp_s,
+    t_s,
+    tld,
+    tlct,
+    istate,
+    fstate,
+):
     """Decide the candidates of an evaluated batch in order, as :func:`..search._search_chunk`
     does; stop at the first acceptance (the rest was evaluated against the old table).
 
@@ -341,8 +394,28 @@ def decide_inserts(cbits, csup, keys, own, ptr_ns, ids_ns, val_ns, ptr_s, ids_s,
         cst[s] = std_length(xb, st_s)
         nt_ns = touch(s, own[b], d_ns, stamp_ns, t_ns, nt_ns, epoch)
         m = istate[0]
-        if not decide(False, istate, fstate, order, m, s, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s,
-                      flog, lg, tld, tlct):
+        if not decide(
+            False,
+            istate,
+            fstate,
+            order,
+            m,
+            s,
+            usage_ns,
+            d_ns,
+            t_ns,
+            nt_ns,
+            cst,
+            usage_s,
+            d_s,
+            t_s,
+            nt_s,
+            st_s,
+            flog,
+            lg,
+            tld,
+            tlct,
+        ):
             continue
         occupy(s, xb, keys[b], csup[b], sbits, skey, scanon, ssup, istate, free)
         istate[0] = place(order, m, skey, s, pos_of)
@@ -352,9 +425,38 @@ def decide_inserts(cbits, csup, keys, own, ptr_ns, ids_ns, val_ns, ptr_s, ids_s,
 
 
 @numba.njit(cache=True, nogil=True)
-def decide_removals(plist, npl, slot_row, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, st_s, flog, lg, cst,
-                    order, pos_of, usage_ns, usage_s, free, pdec, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, tld, tlct,
-                    istate, fstate, events):
+def decide_removals(
+    plist,
+    npl,
+    slot_row,
+    ptr_ns,
+    ids_ns,
+    val_ns,
+    ptr_s,
+    ids_s,
+    val_s,
+    st_s,
+    flog,
+    lg,
+    cst,
+    order,
+    pos_of,
+    usage_ns,
+    usage_s,
+    free,
+    pdec,
+    d_ns,
+    stamp_ns,
+    t_ns,
+    d_s,
+    stamp_s,
+    t_s,
+    tld,
+    tlct,
+    istate,
+    fstate,
+    events,
+):
     """Work through the pending pruning list with the removal deltas of one evaluated batch.
 
     ``slot_row[s]`` is the batch row of slot ``s`` (−1: not evaluated). Zero-usage elements are
@@ -393,8 +495,28 @@ def decide_removals(plist, npl, slot_row, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, 
         epoch = istate[5]
         nt_ns, nt_s = _load(b, ptr_ns, ids_ns, val_ns, ptr_s, ids_s, val_s, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
         m = istate[0]
-        if not decide(True, istate, fstate, order, m, -1, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s,
-                      flog, lg, tld, tlct):
+        if not decide(
+            True,
+            istate,
+            fstate,
+            order,
+            m,
+            -1,
+            usage_ns,
+            d_ns,
+            t_ns,
+            nt_ns,
+            cst,
+            usage_s,
+            d_s,
+            t_s,
+            nt_s,
+            st_s,
+            flog,
+            lg,
+            tld,
+            tlct,
+        ):
             continue
         release(y, order, pos_of, free, istate)
         refresh_accumulators(order, istate[0], usage_ns, cst, usage_s, st_s, flog, lg, istate, fstate)

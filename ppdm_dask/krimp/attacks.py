@@ -62,8 +62,10 @@ def _candidate_matrix(candidates: Sequence[Sequence[Any]], labels: np.ndarray) -
         ids = sorted(index[i] for i in items if i in index)
         indices.extend(ids)
         indptr.append(len(indices))
-    mat = sp.csr_array((np.ones(len(indices), np.int64), np.asarray(indices, np.int64), np.asarray(indptr, np.int64)),
-                       shape=(len(candidates), max(1, labels.size)))
+    mat = sp.csr_array(
+        (np.ones(len(indices), np.int64), np.asarray(indices, np.int64), np.asarray(indptr, np.int64)),
+        shape=(len(candidates), max(1, labels.size)),
+    )
     return mat, np.asarray(lengths, np.int64)
 
 
@@ -114,9 +116,14 @@ def membership_advantage(member_scores: np.ndarray, holdout_scores: np.ndarray) 
     if diff[k] == 0:
         return {"advantage": 0.0, "rule": None, "threshold": None, "tpr": 0.0, "fpr": 0.0, "exact_match_advantage": exact}
     close = diff[k] > 0
-    return {"advantage": float(abs(diff[k])), "rule": "member when distance <= t" if close else "member when distance > t",
-            "threshold": float(ts[k]), "tpr": float(tpr[k] if close else 1 - tpr[k]), "fpr": float(fpr[k] if close else 1 - fpr[k]),
-            "exact_match_advantage": exact}
+    return {
+        "advantage": float(abs(diff[k])),
+        "rule": "member when distance <= t" if close else "member when distance > t",
+        "threshold": float(ts[k]),
+        "tpr": float(tpr[k] if close else 1 - tpr[k]),
+        "fpr": float(fpr[k] if close else 1 - fpr[k]),
+        "exact_match_advantage": exact,
+    }
 
 
 def chance_advantage(scores: np.ndarray, n_members: int, key: Any, rounds: int = 20) -> float:
@@ -134,8 +141,15 @@ def chance_advantage(scores: np.ndarray, n_members: int, key: Any, rounds: int =
     return float(np.mean(out))
 
 
-def membership_inference(original: Any, fit_generate: Callable[[Any], Any], key: Any, *, candidates: int = 1000,
-                         holdout_share: float = 0.5, **compute_kwargs: Any) -> dict[str, Any]:
+def membership_inference(
+    original: Any,
+    fit_generate: Callable[[Any], Any],
+    key: Any,
+    *,
+    candidates: int = 1000,
+    holdout_share: float = 0.5,
+    **compute_kwargs: Any,
+) -> dict[str, Any]:
     """The membership-inference experiment on ``original`` (a TransactionArray).
 
     The rows are split by a keyed random permutation (``key``: stream ``(EVALUATION_SPLIT, 0)``;
@@ -160,15 +174,21 @@ def membership_inference(original: Any, fit_generate: Callable[[Any], Any], key:
     csr = original.compute(**compute_kwargs)
     labels = np.asarray(original.vocabulary.labels)
     vals = labels[csr.indices].tolist()  # one conversion, then slices (TransactionArray.to_lists without a second compute)
-    rows = [vals[csr.indptr[i]:csr.indptr[i + 1]] for i in range(n)]
+    rows = [vals[csr.indptr[i] : csr.indptr[i + 1]] for i in range(n)]
     perm = key.generator(Tag.EVALUATION_SPLIT, 0).permutation(n)
     hold, train = perm[:n_hold], perm[n_hold:]
     members = TransactionArray.from_lists([rows[i] for i in np.sort(train)])
     generated = fit_generate(members)
     m_idx, h_idx = train[:candidates], hold[:candidates]
     dist = nearest_distances([rows[i] for i in m_idx] + [rows[i] for i in h_idx], generated, **compute_kwargs)
-    out = membership_advantage(dist[: m_idx.size], dist[m_idx.size:])
+    out = membership_advantage(dist[: m_idx.size], dist[m_idx.size :])
     out["chance_advantage"] = chance_advantage(dist, int(m_idx.size), key)
-    out.update(members=int(m_idx.size), holdout=int(h_idx.size), train_rows=int(train.size), holdout_rows=int(n_hold),
-               member_copies=int(np.sum(dist[: m_idx.size] == 0)), holdout_copies=int(np.sum(dist[m_idx.size:] == 0)))
+    out.update(
+        members=int(m_idx.size),
+        holdout=int(h_idx.size),
+        train_rows=int(train.size),
+        holdout_rows=int(n_hold),
+        member_copies=int(np.sum(dist[: m_idx.size] == 0)),
+        holdout_copies=int(np.sum(dist[m_idx.size :] == 0)),
+    )
     return out

@@ -45,10 +45,24 @@ from ._cover import ctz, popcount  # the one compiled bit scan and popcount of t
 from ._kernels import Database, as_database, fits, n_words
 
 # the miner hands full buffers to Python in object mode (rarely, between long compiled stretches)
-warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel execution", category=numba.NumbaWarning)
+warnings.filterwarnings(
+    "ignore", message="Code running in object mode won't allow parallel execution", category=numba.NumbaWarning
+)
 
-__all__ = ["Candidates", "mine_candidates", "standard_order", "bits_to_items", "items_to_bits", "DEFAULT_MAX_CANDIDATES",
-           "CandidateStream", "candidate_stream", "DEFAULT_CANDIDATE_MEMORY", "MINER_CONSTRAINTS", "exclusion_bits", "Spiller"]
+__all__ = [
+    "Candidates",
+    "mine_candidates",
+    "standard_order",
+    "bits_to_items",
+    "items_to_bits",
+    "DEFAULT_MAX_CANDIDATES",
+    "CandidateStream",
+    "candidate_stream",
+    "DEFAULT_CANDIDATE_MEMORY",
+    "MINER_CONSTRAINTS",
+    "exclusion_bits",
+    "Spiller",
+]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -449,7 +463,9 @@ def items_to_bits(offsets: np.ndarray, items: np.ndarray, n_bits: int) -> np.nda
     """Flat itemsets (offsets + new ids) → (n, W) uint64 bitsets."""
     from ._kernels import pack_rows
 
-    return pack_rows(np.asarray(offsets, np.int64), np.asarray(items, np.int64), np.arange(max(n_bits, 1), dtype=np.int64), n_bits)
+    return pack_rows(
+        np.asarray(offsets, np.int64), np.asarray(items, np.int64), np.arange(max(n_bits, 1), dtype=np.int64), n_bits
+    )
 
 
 def bits_to_items(bits: np.ndarray, n_bits: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -652,12 +668,17 @@ def _check_candidate_floor(d: Any, minsup: int, closed: bool, max_len: int, n_ex
         if not ok.any():
             return
         witness, seen = int(lengths[long_rows[ok]].max()), int(counts[inverse.ravel()][ok].max())
-    what = f"transaction of {witness + n_excluded:,} items" if seen == 1 else f"set of {witness + n_excluded:,} items found in {seen:,} transactions"
+    what = (
+        f"transaction of {witness + n_excluded:,} items"
+        if seen == 1
+        else f"set of {witness + n_excluded:,} items found in {seen:,} transactions"
+    )
     raise ResultTooLargeError(
         f"a {what} at min-support {minsup} makes every {_sizes(max_len)} of its items a "
         f"KRIMP candidate: {_magnitude(witness, max_len)} itemsets, over the bound of {cap:,} (refused before mining)",
         python="raise min_support, closed=True, max_len=..., or max_candidates",
-        fix="raise `min_support` or `min_count`, or add `closed`, `max_len` or `max_candidates`")
+        fix="raise `min_support` or `min_count`, or add `closed`, `max_len` or `max_candidates`",
+    )
 
 
 def _sizes(max_len: int) -> str:
@@ -679,9 +700,13 @@ def _check_kernel_memory(d: Any, closed: bool, max_depth: int) -> None:
     from ..mining.guards import check_memory, format_bytes
 
     need = _kernel_bytes(d, closed, max_depth)
-    check_memory(need, f"the candidate miner's tables for {d.n_items:,} items, {d.n_rows:,} rows and {max_depth:,} levels would take "
-                       f"{format_bytes(need)}",
-                 python="set max_len=... (fewer levels) or raise min_support", fix="set `max_len` (fewer levels) or raise `min_support` or `min_count`")
+    check_memory(
+        need,
+        f"the candidate miner's tables for {d.n_items:,} items, {d.n_rows:,} rows and {max_depth:,} levels would take "
+        f"{format_bytes(need)}",
+        python="set max_len=... (fewer levels) or raise min_support",
+        fix="set `max_len` (fewer levels) or raise `min_support` or `min_count`",
+    )
 
 
 def _before_mining(d: Any, minsup: int, closed: bool, ml: int, n_excluded: int, cap: int) -> int:
@@ -698,7 +723,8 @@ def _too_many(cap: int, closed: bool, minsup: int) -> ResultTooLargeError:
         f"more than {cap:,} {kind} itemsets at min-support {minsup}: too many KRIMP candidates (the search over them would run "
         "for very long)",
         python="raise min_support, closed=True, max_len=..., or max_candidates=None",
-        fix="raise `min_support` or `min_count`, or add `closed`, `max_len` or `max_candidates`")
+        fix="raise `min_support` or `min_count`, or add `closed`, `max_len` or `max_candidates`",
+    )
 
 
 #: the parameters of the candidate miners and of the searches over their candidates
@@ -912,7 +938,9 @@ class CandidateStream:
         Time spent mining, sorting and merging (also while chunks are handed out).
     """
 
-    def __init__(self, bits: np.ndarray | None, sup: np.ndarray | None, spiller: Spiller | None = None, seconds: float = 0.0) -> None:
+    def __init__(
+        self, bits: np.ndarray | None, sup: np.ndarray | None, spiller: Spiller | None = None, seconds: float = 0.0
+    ) -> None:
         self._bits, self._sup, self._spiller = bits, sup, spiller
         self.n_candidates = int(sup.size) if sup is not None else int(spiller.total)
         self.n_runs = 0 if spiller is None else len(spiller.runs)
@@ -974,8 +1002,9 @@ def candidate_stream(
     while the search consumes them, so memory stays bounded for any number of candidates.
     """
     d = as_database(db)
-    v = validate(MINER_CONSTRAINTS, {"max_candidates": max_candidates, "min_support": min_support, "max_len": max_len,
-                                     "memory": memory})
+    v = validate(
+        MINER_CONSTRAINTS, {"max_candidates": max_candidates, "min_support": min_support, "max_len": max_len, "memory": memory}
+    )
     cap, minsup, ml = v["max_candidates"] or 0, v["min_support"], v["max_len"] or 0
     budget = DEFAULT_CANDIDATE_MEMORY if v["memory"] is None else v["memory"]
     ex = exclusion_bits(d, exclude or ())

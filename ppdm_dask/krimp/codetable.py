@@ -162,9 +162,7 @@ class CodeTable:
         m = len(self.itemsets)
         if lam == 0.0:
             n_total = int(self.usages.sum())
-            return np.array(
-                [-math.log2(u / n_total) if u > 0 else math.inf for u in self.usages.tolist()], dtype=np.float64
-            )
+            return np.array([-math.log2(u / n_total) if u > 0 else math.inf for u in self.usages.tolist()], dtype=np.float64)
         total = float(int(self.usages.sum())) + lam * m
         return np.array([-math.log2((u + lam) / total) for u in self.usages.tolist()], dtype=np.float64)
 
@@ -219,8 +217,12 @@ class CodeTable:
 
     def summary(self) -> dict:
         """The table's figures as a dict: element counts and the sizes of :meth:`sizes`."""
-        return {"n_nontrivial": int(self.n_nontrivial), "alphabet": int(self.alphabet.size), "n_rows": int(self.n_rows),
-                **self.sizes()}
+        return {
+            "n_nontrivial": int(self.n_nontrivial),
+            "alphabet": int(self.alphabet.size),
+            "n_rows": int(self.n_rows),
+            **self.sizes(),
+        }
 
     def __str__(self) -> str:
         s = self.sizes()

@@ -69,32 +69,68 @@ def union_figures(rel: GeneratedRelease, original: Any = None, **ckw: Any) -> Fi
     if not good:
         return fig
     ckw = {"client": ckw.get("client"), "progress": bool(ckw.get("progress", False))}
-    (fo, co), mine, *theirs = compute(fingerprint_counts_lazy(original), fingerprint_counts_lazy(rel.data),
-                                      *[fingerprint_counts_lazy(r.data) for r in good], **ckw)
+    (fo, co), mine, *theirs = compute(
+        fingerprint_counts_lazy(original),
+        fingerprint_counts_lazy(rel.data),
+        *[fingerprint_counts_lazy(r.data) for r in good],
+        **ckw,
+    )
     alone = compare_counts(fo, co, *mine)
     union = compare_counts(fo, co, *merge_fingerprint_counts([mine, *theirs]))
     n = len(good) + 1
     what = f"the union of {n} releases ({union['rows']:,} rows)"
     fig.risk += [
-        Value("union_unique_copies", f"Rows of {what} equal to a record unique in the original", union["unique_copy_rows"],
-              about="comparison", unit="rows", note=f"this release alone: {alone['unique_copy_rows']:,}"),
-        Value("union_unique_records_copied", f"Unique original records that appear verbatim in {what}",
-              union["unique_copied"], about="comparison", unit="records",
-              note=f"of the original's {union['unique_records']:,} unique records; this release alone copies "
-                   f"{alone['unique_copied']:,}"),
-        Value("union_rows_copying_records", f"Rows of {what} equal to an original record",
-              100.0 * union["rows_copying"] / max(1, union["rows"]), about="comparison", unit="%",
-              note=f"{union['rows_copying']:,} of {union['rows']:,} rows (distance 0 to the closest record); this "
-                   f"release alone: {alone['rows_copying']:,} of {alone['rows']:,}"),
-        Value("union_rows_reproduced", f"Original records reproduced exactly in {what}",
-              100.0 * union["records_reproduced"] / max(1, union["records"]), about="comparison", unit="%",
-              note=f"{union['records_reproduced']:,} of {union['records']:,} records; this release alone: "
-                   f"{alone['records_reproduced']:,}"),
-        Value("union_nas", f"Normalized anonymity score NAS of {what}", union["nas"], about="comparison",
-              note=f"this release alone: {alone['nas']:.4g}; 0: no original record reappears"),
+        Value(
+            "union_unique_copies",
+            f"Rows of {what} equal to a record unique in the original",
+            union["unique_copy_rows"],
+            about="comparison",
+            unit="rows",
+            note=f"this release alone: {alone['unique_copy_rows']:,}",
+        ),
+        Value(
+            "union_unique_records_copied",
+            f"Unique original records that appear verbatim in {what}",
+            union["unique_copied"],
+            about="comparison",
+            unit="records",
+            note=f"of the original's {union['unique_records']:,} unique records; this release alone copies "
+            f"{alone['unique_copied']:,}",
+        ),
+        Value(
+            "union_rows_copying_records",
+            f"Rows of {what} equal to an original record",
+            100.0 * union["rows_copying"] / max(1, union["rows"]),
+            about="comparison",
+            unit="%",
+            note=f"{union['rows_copying']:,} of {union['rows']:,} rows (distance 0 to the closest record); this "
+            f"release alone: {alone['rows_copying']:,} of {alone['rows']:,}",
+        ),
+        Value(
+            "union_rows_reproduced",
+            f"Original records reproduced exactly in {what}",
+            100.0 * union["records_reproduced"] / max(1, union["records"]),
+            about="comparison",
+            unit="%",
+            note=f"{union['records_reproduced']:,} of {union['records']:,} records; this release alone: "
+            f"{alone['records_reproduced']:,}",
+        ),
+        Value(
+            "union_nas",
+            f"Normalized anonymity score NAS of {what}",
+            union["nas"],
+            about="comparison",
+            note=f"this release alone: {alone['nas']:.4g}; 0: no original record reappears",
+        ),
     ]
     if union["unique_copied"] > alone["unique_copied"]:
-        fig.warnings.append(Text("union_copies", f"the union of this release with {n - 1} earlier release(s) of its input "
-                                 f"copies {union['unique_copied']} record(s) unique in the original, this release alone "
-                                 f"{alone['unique_copied']}: whoever holds them all holds those records", about="comparison"))
+        fig.warnings.append(
+            Text(
+                "union_copies",
+                f"the union of this release with {n - 1} earlier release(s) of its input "
+                f"copies {union['unique_copied']} record(s) unique in the original, this release alone "
+                f"{alone['unique_copied']}: whoever holds them all holds those records",
+                about="comparison",
+            )
+        )
     return fig

@@ -97,7 +97,6 @@ class Alphabet(AlphabetItems):
         return cls(lab, cnt, new_ids, order, int(n_rows))
 
 
-
 # ----------------------------------------------------------------------------- blocks (worker side)
 class CoverBlock:
     """The cover of one row partition and a replica of the code table (worker memory).
@@ -154,19 +153,55 @@ class CoverBlock:
 
     def _alloc(self, cap: int) -> None:
         old = self.cap
-        C.resize_slots(self, cap, old, self.w, ("skey", "scanon", "lkey", "order", "pos_of", "idx", "d_ns", "stamp_ns", "t_ns", "sfx"))
-        self.urows = C.usage_rows(cap, self.n_rows, self.index_memory) if not old else C.grow_usage_rows(
-            self.urows, cap, self.n_rows, self.index_memory)
+        C.resize_slots(
+            self, cap, old, self.w, ("skey", "scanon", "lkey", "order", "pos_of", "idx", "d_ns", "stamp_ns", "t_ns", "sfx")
+        )
+        self.urows = (
+            C.usage_rows(cap, self.n_rows, self.index_memory)
+            if not old
+            else C.grow_usage_rows(self.urows, cap, self.n_rows, self.index_memory)
+        )
         self.cap = cap
 
     def _reindex(self) -> None:
-        C.rebuild_index(self.order, self.m, self.scanon, self.sbits, self.skey, self.n_items, self.idx, self.idx_off, self.icnt,
-                        self.lkey, self.lbits)
+        C.rebuild_index(
+            self.order,
+            self.m,
+            self.scanon,
+            self.sbits,
+            self.skey,
+            self.n_items,
+            self.idx,
+            self.idx_off,
+            self.icnt,
+            self.lkey,
+            self.lbits,
+        )
 
     def _arrays(self) -> tuple:
-        return (self.rec, self.rec32, self.tid_bits, self.blocked, self.urows, self.sbits, self.skey, self.idx, self.idx_off,
-                self.lkey, self.lbits, self.acc, self.r, self.surv, self.sfx, self.d_ns, self.stamp_ns, self.t_ns, self.d_s,
-                self.stamp_s, self.t_s)
+        return (
+            self.rec,
+            self.rec32,
+            self.tid_bits,
+            self.blocked,
+            self.urows,
+            self.sbits,
+            self.skey,
+            self.idx,
+            self.idx_off,
+            self.lkey,
+            self.lbits,
+            self.acc,
+            self.r,
+            self.surv,
+            self.sfx,
+            self.d_ns,
+            self.stamp_ns,
+            self.t_ns,
+            self.d_s,
+            self.stamp_s,
+            self.t_s,
+        )
 
     def apply(self, events: Sequence[tuple]) -> None:
         """Apply table changes in order: write the new covers of the rows they change."""
@@ -185,18 +220,110 @@ class CoverBlock:
                 self.sbits[slot] = xb
                 self.skey[slot] = key
                 self.scanon[slot] = C.canonical_item(xb)
-                (rec, rec32, tid, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits, acc, r, surv, sfx, d_ns, stamp_ns, t_ns,
-                 d_s, stamp_s, t_s) = self._arrays()
-                C.insert_change(True, xb, key, slot, rec, rec32, tid, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits, acc, r,
-                                surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, self.epoch)
+                (
+                    rec,
+                    rec32,
+                    tid,
+                    blocked,
+                    urows,
+                    sbits,
+                    skey,
+                    idx,
+                    idx_off,
+                    lkey,
+                    lbits,
+                    acc,
+                    r,
+                    surv,
+                    sfx,
+                    d_ns,
+                    stamp_ns,
+                    t_ns,
+                    d_s,
+                    stamp_s,
+                    t_s,
+                ) = self._arrays()
+                C.insert_change(
+                    True,
+                    xb,
+                    key,
+                    slot,
+                    rec,
+                    rec32,
+                    tid,
+                    blocked,
+                    urows,
+                    sbits,
+                    skey,
+                    idx,
+                    idx_off,
+                    lkey,
+                    lbits,
+                    acc,
+                    r,
+                    surv,
+                    sfx,
+                    d_ns,
+                    stamp_ns,
+                    t_ns,
+                    d_s,
+                    stamp_s,
+                    t_s,
+                    self.epoch,
+                )
                 self.m = X.place(self.order, self.m, self.skey, slot, self.pos_of)
             else:
                 if kind == REMOVE:
                     self.epoch += 1
-                    (rec, rec32, tid, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits, acc, r, surv, sfx, d_ns, stamp_ns,
-                     t_ns, d_s, stamp_s, t_s) = self._arrays()
-                    C.remove_change(True, slot, rec, rec32, tid, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits, acc, r,
-                                    surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, self.epoch)
+                    (
+                        rec,
+                        rec32,
+                        tid,
+                        blocked,
+                        urows,
+                        sbits,
+                        skey,
+                        idx,
+                        idx_off,
+                        lkey,
+                        lbits,
+                        acc,
+                        r,
+                        surv,
+                        sfx,
+                        d_ns,
+                        stamp_ns,
+                        t_ns,
+                        d_s,
+                        stamp_s,
+                        t_s,
+                    ) = self._arrays()
+                    C.remove_change(
+                        True,
+                        slot,
+                        rec,
+                        rec32,
+                        tid,
+                        blocked,
+                        urows,
+                        sbits,
+                        skey,
+                        idx,
+                        idx_off,
+                        lkey,
+                        lbits,
+                        acc,
+                        r,
+                        surv,
+                        sfx,
+                        d_ns,
+                        stamp_ns,
+                        t_ns,
+                        d_s,
+                        stamp_s,
+                        t_s,
+                        self.epoch,
+                    )
                 self.m = X.unplace(self.order, self.m, slot, self.pos_of)
             self._reindex()
             self.version += 1
@@ -208,10 +335,57 @@ class CoverBlock:
         for s in slots.tolist():
             while s >= self.cap:
                 self._alloc(2 * self.cap)
-        (rec, rec32, tid, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits, acc, r, surv, sfx, d_ns, stamp_ns, t_ns,
-         d_s, stamp_s, t_s) = self._arrays()
-        out = C.evaluate_batch(kind, cbits, keys, slots, rec, rec32, tid, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits, acc,
-                               r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, self.epoch + 1)
+        (
+            rec,
+            rec32,
+            tid,
+            blocked,
+            urows,
+            sbits,
+            skey,
+            idx,
+            idx_off,
+            lkey,
+            lbits,
+            acc,
+            r,
+            surv,
+            sfx,
+            d_ns,
+            stamp_ns,
+            t_ns,
+            d_s,
+            stamp_s,
+            t_s,
+        ) = self._arrays()
+        out = C.evaluate_batch(
+            kind,
+            cbits,
+            keys,
+            slots,
+            rec,
+            rec32,
+            tid,
+            blocked,
+            urows,
+            sbits,
+            skey,
+            idx,
+            idx_off,
+            lkey,
+            lbits,
+            acc,
+            r,
+            surv,
+            sfx,
+            d_ns,
+            stamp_ns,
+            t_ns,
+            d_s,
+            stamp_s,
+            t_s,
+            self.epoch + 1,
+        )
         self.epoch += max(1, int(keys.size if kind == 0 else slots.size))
         return out + (time.perf_counter() - t, self.seconds_apply)
 
@@ -270,8 +444,15 @@ class LocalBlocks:
     """Cover blocks in this process, evaluated by a thread pool (the kernels release the GIL).
     Used without a distributed client, and to test the distributed search on 1..n blocks."""
 
-    def __init__(self, parts: Sequence[Any], column_new: np.ndarray, n_items: int, longest: int, index_memory: int,
-                 threads: int | None = None) -> None:
+    def __init__(
+        self,
+        parts: Sequence[Any],
+        column_new: np.ndarray,
+        n_items: int,
+        longest: int,
+        index_memory: int,
+        threads: int | None = None,
+    ) -> None:
         budget = C.index_budget(index_memory, None)
         self.blocks = [CoverBlock(p, column_new, n_items, longest, share) for p, share in zip(parts, _shares(parts, budget))]
         self._column_new, self._longest, self._index_memory = column_new, longest, budget // max(len(parts), 1)
@@ -281,12 +462,12 @@ class LocalBlocks:
 
     def round_trip(self, log: list, base: int, n_new: int, requests: Sequence[tuple], sizes: Sequence[tuple]) -> list[tuple]:
         parts = []
-        for i, f in enumerate([self.pool.submit(_step, b, base, log[base: base + n_new], requests) for b in self.blocks]):
+        for i, f in enumerate([self.pool.submit(_step, b, base, log[base : base + n_new], requests) for b in self.blocks]):
             try:
                 parts.append(f.result())
             except StaleBlock as exc:  # a block replaced by a fresh one: replay what it misses
                 self.rebuilt += 1
-                parts.append(_step(self.blocks[i], exc.version, log[exc.version: base + n_new], requests))
+                parts.append(_step(self.blocks[i], exc.version, log[exc.version : base + n_new], requests))
         return _combine_all(parts, sizes)
 
     def close(self) -> None:
@@ -317,8 +498,10 @@ class BlockHost:
             raise StaleBlock(min(versions))
         parts = [_step(b, base, events, requests) for b in self.blocks]
         # the blocks of one host run one after the other: their seconds add up
-        return [out[:7] + (sum(p[j][7] for p in parts), sum(p[j][8] for p in parts))
-                for j, out in enumerate(_combine_all(parts, sizes))]
+        return [
+            out[:7] + (sum(p[j][7] for p in parts), sum(p[j][8] for p in parts))
+            for j, out in enumerate(_combine_all(parts, sizes))
+        ]
 
     def memory(self) -> int:
         """Bytes held by the blocks' arrays."""
@@ -347,8 +530,15 @@ class ClusterBlocks:
 
     def _build(self, i: int, worker: str | None) -> Any:
         parts = self.client.compute([self.delayed[j] for j in self.assign[i]])
-        fut = self.client.submit(BlockHost, parts, *self.args, actor=True, pure=False,
-                                 workers=None if worker is None else [worker], allow_other_workers=worker is None)
+        fut = self.client.submit(
+            BlockHost,
+            parts,
+            *self.args,
+            actor=True,
+            pure=False,
+            workers=None if worker is None else [worker],
+            allow_other_workers=worker is None,
+        )
         host = fut.result()
         del parts  # the blocks hold their own copy; a rebuild recomputes the partitions
         return host
@@ -359,7 +549,7 @@ class ClusterBlocks:
             return self._round_trip(log, base, n_new, requests, sizes)
 
     def _round_trip(self, log: list, base: int, n_new: int, requests: Sequence[tuple], sizes: Sequence[tuple]) -> list[tuple]:
-        events = log[base: base + n_new]
+        events = log[base : base + n_new]
         futs: list = []
         for h in self.hosts:
             try:
@@ -373,7 +563,7 @@ class ClusterBlocks:
                     raise f
                 parts.append(f.result())
             except StaleBlock as exc:
-                parts.append(self.hosts[i].step(exc.version, log[exc.version: base + n_new], requests, sizes).result())
+                parts.append(self.hosts[i].step(exc.version, log[exc.version : base + n_new], requests, sizes).result())
             except Exception:
                 # the host is gone with its worker: rebuild it on a live worker and replay the whole log
                 live = sorted(self.client.scheduler_info()["workers"])
@@ -437,8 +627,13 @@ class BatchPlanner:
         return max(self.SIZES, key=lambda b: self.expected(b) / (c0 + b * e))
 
     def summary(self) -> dict:
-        return {"batch_size": self.size, "round_trip_seconds": self.c0, "seconds_per_candidate": self.e,
-                "acceptance_rate": self.p, "round_trips": self.trips}
+        return {
+            "batch_size": self.size,
+            "round_trip_seconds": self.c0,
+            "seconds_per_candidate": self.e,
+            "acceptance_rate": self.p,
+            "round_trips": self.trips,
+        }
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -452,8 +647,7 @@ class _Driver:
         self.d = alphabet
         self.prune = prune
         self.planner = planner
-        self.state = TableState(alphabet.n_items, alphabet.n_rows, alphabet.std_lengths[alphabet.order],
-                                alphabet.new_frequencies)
+        self.state = TableState(alphabet.n_items, alphabet.n_rows, alphabet.std_lengths[alphabet.order], alphabet.new_frequencies)
         self.log: list[tuple] = []
         self.shipped = 0
         self.trips = 0
@@ -491,16 +685,42 @@ class _Driver:
             else:
                 bsize = max(1, min(self.planner.size, n - pos))
                 t = time.perf_counter()
-                (res,) = self.trip([(0, cbits[pos: pos + bsize], keys[pos: pos + bsize], _NO_SLOTS)])
+                (res,) = self.trip([(0, cbits[pos : pos + bsize], keys[pos : pos + bsize], _NO_SLOTS)])
                 wall = time.perf_counter() - t
             ahead = None
             off = 0
             while True:
                 status, b, npl, s = X.decide_inserts(
-                    cbits[pos + off: pos + bsize], csup[pos + off: pos + bsize], keys[pos + off: pos + bsize], *res[:7],
-                    self.d.n_items, st.st_s, st.flog, st.lg, st.sbits, st.skey, st.scanon, st.ssup, st.cst, st.order, st.pos_of,
-                    st.usage_ns, st.usage_s, st.free, st.plist, st.d_ns, st.stamp_ns, st.t_ns, st.d_s, st.stamp_s, st.t_s,
-                    st.tld, st.tlct, st.istate, st.fstate)
+                    cbits[pos + off : pos + bsize],
+                    csup[pos + off : pos + bsize],
+                    keys[pos + off : pos + bsize],
+                    *res[:7],
+                    self.d.n_items,
+                    st.st_s,
+                    st.flog,
+                    st.lg,
+                    st.sbits,
+                    st.skey,
+                    st.scanon,
+                    st.ssup,
+                    st.cst,
+                    st.order,
+                    st.pos_of,
+                    st.usage_ns,
+                    st.usage_s,
+                    st.free,
+                    st.plist,
+                    st.d_ns,
+                    st.stamp_ns,
+                    st.t_ns,
+                    st.d_s,
+                    st.stamp_s,
+                    st.t_s,
+                    st.tld,
+                    st.tlct,
+                    st.istate,
+                    st.fstate,
+                )
                 if status != 2:
                     break
                 st.grow()  # candidates before b were rejected: decide again from b
@@ -513,7 +733,7 @@ class _Driver:
                 self.log.append((INSERT, int(s), st.sbits[s].copy(), int(st.skey[s])))
                 if self.prune and npl:
                     nxt = max(1, min(self.planner.size, n - pos)) if pos < n else 0
-                    ahead = self._prune(npl, (cbits[pos: pos + nxt], keys[pos: pos + nxt]) if nxt else None)
+                    ahead = self._prune(npl, (cbits[pos : pos + nxt], keys[pos : pos + nxt]) if nxt else None)
                     if ahead is not None:
                         ahead = (pos, nxt) + ahead
 
@@ -540,9 +760,33 @@ class _Driver:
             if self._events.size < npl + 1:
                 self._events = np.zeros(2 * npl + 1, np.int64)
             before = npl
-            npl, ne = X.decide_removals(st.plist, npl, slot_row, *res[1:7], st.st_s, st.flog, st.lg, st.cst, st.order, st.pos_of,
-                                        st.usage_ns, st.usage_s, st.free, st.pdec, st.d_ns, st.stamp_ns, st.t_ns, st.d_s,
-                                        st.stamp_s, st.t_s, st.tld, st.tlct, st.istate, st.fstate, self._events)
+            npl, ne = X.decide_removals(
+                st.plist,
+                npl,
+                slot_row,
+                *res[1:7],
+                st.st_s,
+                st.flog,
+                st.lg,
+                st.cst,
+                st.order,
+                st.pos_of,
+                st.usage_ns,
+                st.usage_s,
+                st.free,
+                st.pdec,
+                st.d_ns,
+                st.stamp_ns,
+                st.t_ns,
+                st.d_s,
+                st.stamp_s,
+                st.t_s,
+                st.tld,
+                st.tlct,
+                st.istate,
+                st.fstate,
+                self._events,
+            )
             for e in self._events[:ne].tolist():
                 self.log.append((ZAP, -1 - e, None, 0) if e < 0 else (REMOVE, e, None, 0))
             if ne == 0 and npl == 0 and following is not None:
@@ -554,14 +798,23 @@ class _Driver:
 
 _NO_SLOTS = np.zeros(0, np.int64)
 _NO_BITS = np.zeros((0, 1), np.uint64)
-_EMPTY = (np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64),
-          np.zeros(0, np.int64), np.zeros(0, np.int64), 0.0, 0.0)
+_EMPTY = (
+    np.zeros(0, np.int64),
+    np.zeros(1, np.int64),
+    np.zeros(0, np.int64),
+    np.zeros(0, np.int64),
+    np.zeros(1, np.int64),
+    np.zeros(0, np.int64),
+    np.zeros(0, np.int64),
+    0.0,
+    0.0,
+)
 
 
 def _slice_batch(res: tuple, b: int) -> tuple:
     """A batch's usage changes from proposal ``b`` on."""
     own, pn, inn, vn, ps, is_, vs, sec, app = res
-    return (own[b:], pn[b:] - pn[b], inn[pn[b]:], vn[pn[b]:], ps[b:] - ps[b], is_[ps[b]:], vs[ps[b]:], sec, app)
+    return (own[b:], pn[b:] - pn[b], inn[pn[b] :], vn[pn[b] :], ps[b:] - ps[b], is_[ps[b] :], vs[ps[b] :], sec, app)
 
 
 # ----------------------------------------------------------------------------- candidates for the distributed search
@@ -603,9 +856,21 @@ def _closed_mask(levels: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, 
     return out
 
 
-def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_support: int, *, closed: bool,
-                       max_len: int | None, exclude: Sequence[Sequence[int]], max_candidates: int | None, memory: int | None,
-                       spill_dir: str | None, client: Any = None, progress: bool = False) -> CandidateStream:
+def apriori_candidates(
+    tx: Any,
+    alphabet: Alphabet,
+    column_new: np.ndarray,
+    min_support: int,
+    *,
+    closed: bool,
+    max_len: int | None,
+    exclude: Sequence[Sequence[int]],
+    max_candidates: int | None,
+    memory: int | None,
+    spill_dir: str | None,
+    client: Any = None,
+    progress: bool = False,
+) -> CandidateStream:
     """The candidates of :func:`..candidates.mine_candidates`, mined on the cluster by the exact
     distributed Apriori (:func:`ppdm_dask.mining.apriori`): every frequent itemset (closed ones
     kept with ``closed``), renumbered, filtered and streamed in the standard candidate order."""
@@ -616,7 +881,9 @@ def apriori_candidates(tx: Any, alphabet: Alphabet, column_new: np.ndarray, min_
     cap = DEFAULT_MAX_ITEMSETS if max_candidates is None else int(max_candidates)
     # closed sets of length <= max_len need the level above to be recognised
     ml = None if max_len is None else int(max_len) + (1 if closed else 0)
-    fi = apriori(tx, int(min_support), max_length=ml, max_itemsets=cap, max_candidates=max_candidates, client=client, progress=progress)
+    fi = apriori(
+        tx, int(min_support), max_length=ml, max_itemsets=cap, max_candidates=max_candidates, client=client, progress=progress
+    )
     w = max(1, (alphabet.n_items + 63) // 64)
     ident = np.arange(alphabet.n_items, dtype=np.int64)
     levels = {}
@@ -738,12 +1005,31 @@ def krimp_distributed(
             from .candidates import candidate_stream
 
             d = as_database(db)
-            stream = candidate_stream(d, ms, closed=closed, max_len=max_len, exclude=exclude, max_candidates=max_candidates,
-                                      memory=memory, spill_dir=spill_dir)
+            stream = candidate_stream(
+                d,
+                ms,
+                closed=closed,
+                max_len=max_len,
+                exclude=exclude,
+                max_candidates=max_candidates,
+                memory=memory,
+                spill_dir=spill_dir,
+            )
             del d
         else:
-            stream = apriori_candidates(db, alphabet, column_new, ms, closed=closed, max_len=max_len, exclude=exclude,
-                                        max_candidates=max_candidates, memory=memory, spill_dir=spill_dir, client=active)
+            stream = apriori_candidates(
+                db,
+                alphabet,
+                column_new,
+                ms,
+                closed=closed,
+                max_len=max_len,
+                exclude=exclude,
+                max_candidates=max_candidates,
+                memory=memory,
+                spill_dir=spill_dir,
+                client=active,
+            )
     else:
         stream = _given_stream(db, alphabet, column_new, candidates, ms, max_len, exclude, active)
     t1 = time.perf_counter()
@@ -771,9 +1057,17 @@ def krimp_distributed(
         blocks.close()
     t3 = time.perf_counter()
     st = driver.state
-    ct = st.code_table(alphabet, {"candidates": "mined" if candidates is None else "given", "min_support": ms,
-                                  "closed": bool(closed), "prune": bool(prune), "max_len": max_len,
-                                  "exclude": [[int(i) for i in x] for x in exclude]})
+    ct = st.code_table(
+        alphabet,
+        {
+            "candidates": "mined" if candidates is None else "given",
+            "min_support": ms,
+            "closed": bool(closed),
+            "prune": bool(prune),
+            "max_len": max_len,
+            "exclude": [[int(i) for i in x] for x in exclude],
+        },
+    )
     stats = {
         "best": float(st.fstate[0]),
         "n_exact_evaluations": int(st.istate[6]),
@@ -791,9 +1085,18 @@ def krimp_distributed(
         "blocks": blocks.where,
         "blocks_replayed": blocks.rebuilt,
     }
-    return KrimpResult(code_table=ct, n_candidates=int(stream.n_candidates), n_accepted=int(st.istate[2]),
-                       n_pruned=int(st.istate[3]), seconds_mining=(t1 - t0) if candidates is None else mined,
-                       seconds_search=t3 - t2, prune=bool(prune), min_support=ms, closed=bool(closed), stats=stats)
+    return KrimpResult(
+        code_table=ct,
+        n_candidates=int(stream.n_candidates),
+        n_accepted=int(st.istate[2]),
+        n_pruned=int(st.istate[3]),
+        seconds_mining=(t1 - t0) if candidates is None else mined,
+        seconds_search=t3 - t2,
+        prune=bool(prune),
+        min_support=ms,
+        closed=bool(closed),
+        stats=stats,
+    )
 
 
 def _client(client: Any) -> Any:
@@ -805,8 +1108,16 @@ def _client(client: Any) -> Any:
     return pick_client(None, {})
 
 
-def _given_stream(db: Any, alphabet: Alphabet, column_new: np.ndarray, candidates: Any, ms: int | None, max_len: int | None,
-                  exclude: Sequence[Sequence[int]], client: Any) -> CandidateStream:
+def _given_stream(
+    db: Any,
+    alphabet: Alphabet,
+    column_new: np.ndarray,
+    candidates: Any,
+    ms: int | None,
+    max_len: int | None,
+    exclude: Sequence[Sequence[int]],
+    client: Any,
+) -> CandidateStream:
     """Given candidates in the standard order of the whole database (supports counted on the cluster
     for plain itemsets)."""
     from .candidates import Candidates, standard_order
@@ -853,8 +1164,9 @@ def _block_supports(rows: Any, column_new: np.ndarray, n_items: int, bits: np.nd
     from .search import bitset_supports
 
     m = sp.csr_array(rows)
-    tid = pack_columns(m.indptr.astype(np.int64), column_new[m.indices.astype(np.int64)], np.arange(n_items, dtype=np.int64),
-                        n_items)
+    tid = pack_columns(
+        m.indptr.astype(np.int64), column_new[m.indices.astype(np.int64)], np.arange(n_items, dtype=np.int64), n_items
+    )
     return bitset_supports(bits, tid)
 
 

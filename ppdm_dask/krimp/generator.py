@@ -118,8 +118,14 @@ class _Tables:
         return tuple(self.alphabet[self.elem_items[self.elem_ptr[e] : self.elem_ptr[e + 1]]].tolist())
 
     def __dask_tokenize__(self):
-        return ("krimp-tables", self.alphabet.tobytes() if self.alphabet.dtype.kind == "i" else tuple(self.alphabet.tolist()),
-                self.item_domain.tobytes(), self.elem_ptr.tobytes(), self.elem_items.tobytes(), self.usages.tobytes())
+        return (
+            "krimp-tables",
+            self.alphabet.tobytes() if self.alphabet.dtype.kind == "i" else tuple(self.alphabet.tolist()),
+            self.item_domain.tobytes(),
+            self.elem_ptr.tobytes(),
+            self.elem_items.tobytes(),
+            self.usages.tobytes(),
+        )
 
 
 def _code_table_pairs(code_table: Any) -> tuple[list[np.ndarray], np.ndarray]:
@@ -196,15 +202,12 @@ def _build_tables(code_table: Any, domains: Sequence[Iterable[Any]]) -> _Tables:
         pos_c = np.minimum(pos, alphabet.size - 1)
         bad = alphabet[pos_c] != s
         if np.any(bad):
-            raise InvalidParameter(
-                f"code-table element {s.tolist()} holds items outside every domain: {s[bad][:5].tolist()}"
-            )
+            raise InvalidParameter(f"code-table element {s.tolist()} holds items outside every domain: {s[bad][:5].tolist()}")
         pos = np.unique(pos).astype(np.int32)
         dd = item_domain[pos]
         if np.unique(dd).size != dd.size:
             raise InvalidParameter(
-                f"code-table element {s.tolist()} holds two items of one domain; no categorical "
-                "transaction contains it"
+                f"code-table element {s.tolist()} holds two items of one domain; no categorical transaction contains it"
             )
         if pos.size == 1:
             have_single[pos[0]] = True
@@ -222,7 +225,9 @@ def _build_tables(code_table: Any, domains: Sequence[Iterable[Any]]) -> _Tables:
     elem_mask = np.zeros((len(elem_lists), n_words), np.uint64)
     elem_of_item = np.repeat(np.arange(len(elem_lists)), lens)
     dom_of_item = item_domain[elem_items].astype(np.int64)
-    np.bitwise_or.at(elem_mask, (elem_of_item, dom_of_item // 64), np.left_shift(np.uint64(1), (dom_of_item % 64).astype(np.uint64)))
+    np.bitwise_or.at(
+        elem_mask, (elem_of_item, dom_of_item // 64), np.left_shift(np.uint64(1), (dom_of_item % 64).astype(np.uint64))
+    )
     # elements per domain in code-table order (element index order)
     order = np.lexsort((elem_of_item, dom_of_item))
     dom_elems = elem_of_item[order].astype(np.int32)
@@ -233,8 +238,26 @@ def _build_tables(code_table: Any, domains: Sequence[Iterable[Any]]) -> _Tables:
 
 # ====================================================================== compiled kernel
 @numba.njit(cache=True, nogil=True)
-def _gen_kernel(mode, n_rows, row0, words, pos, has32, buf32, weights, elem_ptr, elem_items, elem_mask,
-                dom_ptr, dom_elems, item_domain, n_dom, max_restarts, out_items, out_npat):  # pragma: no cover - compiled
+def _gen_kernel(
+    mode,
+    n_rows,
+    row0,
+    words,
+    pos,
+    has32,
+    buf32,
+    weights,
+    elem_ptr,
+    elem_items,
+    elem_mask,
+    dom_ptr,
+    dom_elems,
+    item_domain,
+    n_dom,
+    max_restarts,
+    out_items,
+    out_npat,
+):  # pragma: no cover - compiled
     """Generate rows ``row0..n_rows-1`` into ``out_items`` (row, domain) -> alphabet position.
 
     Consumes the raw 64-bit words exactly like numpy's ``Generator.integers(n)`` (Lemire, with
@@ -369,7 +392,9 @@ def _gen_kernel(mode, n_rows, row0, words, pos, has32, buf32, weights, elem_ptr,
     return r, pos, has32, buf32, 0
 
 
-def _generate_block(tables: _Tables, weights: np.ndarray, mode: int, rng: np.random.Generator, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+def _generate_block(
+    tables: _Tables, weights: np.ndarray, mode: int, rng: np.random.Generator, n_rows: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows of one randomness block: ``(items (n_rows, n_domains) int32, patterns per row)``."""
     nd = tables.n_domains
     out = np.zeros((n_rows, nd), np.int32)
@@ -381,8 +406,24 @@ def _generate_block(tables: _Tables, weights: np.ndarray, mode: int, rng: np.ran
     row, pos, has32, buf32 = 0, 0, False, np.uint64(0)
     while True:
         row, pos, has32, buf32, status = _gen_kernel(
-            mode, n_rows, row, words, pos, has32, np.uint64(buf32), weights, tables.elem_ptr, tables.elem_items,
-            tables.elem_mask, tables.dom_ptr, tables.dom_elems, tables.item_domain, nd, MAX_RESTARTS, out, npat,
+            mode,
+            n_rows,
+            row,
+            words,
+            pos,
+            has32,
+            np.uint64(buf32),
+            weights,
+            tables.elem_ptr,
+            tables.elem_items,
+            tables.elem_mask,
+            tables.dom_ptr,
+            tables.dom_elems,
+            tables.item_domain,
+            nd,
+            MAX_RESTARTS,
+            out,
+            npat,
         )
         if status == _OK:
             return out, npat
@@ -394,11 +435,13 @@ def _generate_block(tables: _Tables, weights: np.ndarray, mode: int, rng: np.ran
         if status == _ZERO_WEIGHT:
             raise GenerationError(
                 "all code-table elements admissible for a domain have weight 0 (usage 0 and laplace = 0)",
-                python="laplace > 0", fix="`laplace` > 0",
+                python="laplace > 0",
+                fix="`laplace` > 0",
             )
         raise GenerationError(
-            f"domain_order='columns': no admissible element after {MAX_RESTARTS} restarts of one row "
-            "(zero weights)", python="laplace > 0", fix="`laplace` > 0",
+            f"domain_order='columns': no admissible element after {MAX_RESTARTS} restarts of one row (zero weights)",
+            python="laplace > 0",
+            fix="`laplace` > 0",
         )
 
 
@@ -447,8 +490,9 @@ def _forbidden(tables: _Tables, fingerprints: np.ndarray | None) -> _Forbidden |
     return _Forbidden(np.ascontiguousarray(fingerprints, np.uint64), h1, h2)
 
 
-def _generate_checked(tables: _Tables, weights: np.ndarray, mode: int, key: Any, b: int, n_rows: int,
-                      forbid: _Forbidden | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _generate_checked(
+    tables: _Tables, weights: np.ndarray, mode: int, key: Any, b: int, n_rows: int, forbid: _Forbidden | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of randomness block ``b``; with ``forbid``, every row equal to a unique original
     record is redrawn (docs/krimp.md#unique-records-are-never-copied).
 
@@ -472,7 +516,8 @@ def _generate_checked(tables: _Tables, weights: np.ndarray, mode: int, key: Any,
                 "row: the code table leaves (almost) nothing but unique original records to generate (a min-support "
                 "too low for the data?)",
                 python="a higher min_support, or allow_weak=['unique copies'] to publish such copies (recorded in the manifest)",
-                fix="a higher `min_count`, or `allow_unique_copies` to publish such copies (recorded in the manifest)")
+                fix="a higher `min_count`, or `allow_unique_copies` to publish such copies (recorded in the manifest)",
+            )
         new, new_pat = _generate_block(tables, weights, mode, key.generator(Tag.KRIMP_GENERATE, b, rnd), bad.size)
         items[bad] = new
         npat[bad] = new_pat
@@ -481,8 +526,15 @@ def _generate_checked(tables: _Tables, weights: np.ndarray, mode: int, key: Any,
     return items, npat, stats
 
 
-def _generate_range(tables: _Tables, weights: np.ndarray, mode: int, key: Any, first_block: int, rows: Sequence[int],
-                    forbid: _Forbidden | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _generate_range(
+    tables: _Tables,
+    weights: np.ndarray,
+    mode: int,
+    key: Any,
+    first_block: int,
+    rows: Sequence[int],
+    forbid: _Forbidden | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of consecutive randomness blocks ``first_block, first_block+1, ...`` (``rows`` each):
     ``(items, patterns per row, redraw statistics)`` (see :func:`_generate_checked`)."""
     parts, pats = [], []
@@ -497,8 +549,15 @@ def _generate_range(tables: _Tables, weights: np.ndarray, mode: int, key: Any, f
     return np.concatenate(parts), np.concatenate(pats), stats
 
 
-def _partition_task(tables: _Tables, weights: np.ndarray, mode: int, key: Any, first_block: int, rows: Sequence[int],
-                    forbid: _Forbidden | None = None):
+def _partition_task(
+    tables: _Tables,
+    weights: np.ndarray,
+    mode: int,
+    key: Any,
+    first_block: int,
+    rows: Sequence[int],
+    forbid: _Forbidden | None = None,
+):
     items, npat, stats = _generate_range(tables, weights, mode, key, first_block, rows, forbid)
     return _rows_to_csr(items, tables.alphabet.size), npat.astype(np.int64), stats
 
@@ -736,8 +795,11 @@ def _domain_errors(res: np.ndarray, labels: np.ndarray, item_domain: np.ndarray,
 
 
 def _inference_error(exc: DataFormatError) -> DataFormatError:
-    return DataFormatError(f"cannot infer attribute domains: {exc}", python="domains=[[items of attribute 1], ...]",
-                           cli="the input must hold one item per attribute in every row")
+    return DataFormatError(
+        f"cannot infer attribute domains: {exc}",
+        python="domains=[[items of attribute 1], ...]",
+        cli="the input must hold one item per attribute in every row",
+    )
 
 
 def check_domains(db: Any, domains: Sequence[Iterable[Any]], **compute_kwargs: Any) -> None:
@@ -957,7 +1019,8 @@ class KrimpGenerator(Estimator):
                 f"min-support {min_support} is below the floor {MIN_SUPPORT_FLOOR}: a pattern seen in a single record can "
                 "copy that record into the generated data; refused",
                 python="min_support >= 2, or allow_weak=['min-support'] (recorded in the manifest)",
-                fix="`min_count` 2 or more, or `allow_weak` (recorded in the manifest)")
+                fix="`min_count` 2 or more, or `allow_weak` (recorded in the manifest)",
+            )
         return (MIN_SUPPORT, *out)
 
     def _copies_allowed(self) -> bool:
@@ -1006,22 +1069,43 @@ class KrimpGenerator(Estimator):
         except DataFormatError as exc:
             raise (_inference_error(exc) if inferred else exc) from None
         exclude = tuple(tuple(x) for x in self.exclude)
-        result = krimp(tx, min_support=min_support, closed=self.closed, prune=self.prune, max_len=self.max_len, exclude=exclude,
-                       progress=progress, max_candidates=self.max_candidates, distributed=bool(self.distributed), client=client)
+        result = krimp(
+            tx,
+            min_support=min_support,
+            closed=self.closed,
+            prune=self.prune,
+            max_len=self.max_len,
+            exclude=exclude,
+            progress=progress,
+            max_candidates=self.max_candidates,
+            distributed=bool(self.distributed),
+            client=client,
+        )
         self.krimp_result_ = result
         self._set_table(result.code_table, domains, tx.n_transactions)
         self.min_support_ = min_support
         self.overrides_ = overrides
-        self._search = {"closed": bool(self.closed), "prune": bool(self.prune), "max_len": self.max_len,
-                        "exclude": [np.asarray(list(x)).tolist() for x in exclude]}
+        self._search = {
+            "closed": bool(self.closed),
+            "prune": bool(self.prune),
+            "max_len": self.max_len,
+            "exclude": [np.asarray(list(x)).tolist() for x in exclude],
+        }
         self._source = source_of(X)
         # private: the input's content digest (release identity) and its unique records
         self._input_digest = digest
         self._uniques = uniques
-        self.report_ = {"n_rows": tx.n_transactions, "n_domains": len(domains), "min_support": min_support,
-                        "code_table_itemsets": result.code_table.n_nontrivial, "n_candidates": result.n_candidates,
-                        "seconds_mining": result.seconds_mining, "seconds_search": result.seconds_search, "overrides": list(overrides),
-                        "unique_records": None if uniques is None else int(uniques.shape[0])}
+        self.report_ = {
+            "n_rows": tx.n_transactions,
+            "n_domains": len(domains),
+            "min_support": min_support,
+            "code_table_itemsets": result.code_table.n_nontrivial,
+            "n_candidates": result.n_candidates,
+            "seconds_mining": result.seconds_mining,
+            "seconds_search": result.seconds_search,
+            "overrides": list(overrides),
+            "unique_records": None if uniques is None else int(uniques.shape[0]),
+        }
         return self
 
     @classmethod
@@ -1054,8 +1138,15 @@ class KrimpGenerator(Estimator):
             min_support = params.get("min_support")
         if min_support is None and hasattr(code_table, "supports") and getattr(code_table, "n_nontrivial", 0):
             min_support = int(np.min(np.asarray(code_table.supports)[: code_table.n_nontrivial]))
-        gen = cls(min_support=min_support if min_support is not None else 2, laplace=laplace, domains=domains,
-                  domain_order=domain_order, lp_factor=lp_factor, key=key, allow_weak=allow_weak)
+        gen = cls(
+            min_support=min_support if min_support is not None else 2,
+            laplace=laplace,
+            domains=domains,
+            domain_order=domain_order,
+            lp_factor=lp_factor,
+            key=key,
+            allow_weak=allow_weak,
+        )
         gen._validate_params()
         gen._resolve_key()
         if n_rows is None:
@@ -1072,9 +1163,14 @@ class KrimpGenerator(Estimator):
 
             gen._source = source_of(data)
             gen._input_digest, gen._uniques = gen._input_facts(data)
-        gen.report_ = {"n_rows": gen.n_rows_, "n_domains": len(gen.domains_), "min_support": gen.min_support_,
-                       "code_table_itemsets": getattr(code_table, "n_nontrivial", None), "overrides": [],
-                       "unique_records": None if gen._uniques is None else int(gen._uniques.shape[0])}
+        gen.report_ = {
+            "n_rows": gen.n_rows_,
+            "n_domains": len(gen.domains_),
+            "min_support": gen.min_support_,
+            "code_table_itemsets": getattr(code_table, "n_nontrivial", None),
+            "overrides": [],
+            "unique_records": None if gen._uniques is None else int(gen._uniques.shape[0]),
+        }
         return gen
 
     def _set_table(self, code_table: Any, domains: list[np.ndarray], n_rows: int) -> None:
@@ -1130,15 +1226,18 @@ class KrimpGenerator(Estimator):
         self._fitted()
         min_support = self.min_support_
         if min_support is None:
-            raise InvalidParameter("this code table records no supports: its min-support is unknown, it cannot be released",
-                                   python="KrimpGenerator.from_code_table(..., min_support=N)")
+            raise InvalidParameter(
+                "this code table records no supports: its min-support is unknown, it cannot be released",
+                python="KrimpGenerator.from_code_table(..., min_support=N)",
+            )
         overrides = tuple(dict.fromkeys((*self.overrides_, *self._floor(min_support))))
         digest, uniques = getattr(self, "_input_digest", None), getattr(self, "_uniques", None)
         if uniques is None and not self._copies_allowed():
             raise InvalidParameter(
                 "this generator does not know the data its code table was found on, so it cannot keep the records unique "
                 "in that data out of the release",
-                python="from_code_table(..., data=db) with the data, or allow_weak=['unique copies'] (recorded in the manifest)")
+                python="from_code_table(..., data=db) with the data, or allow_weak=['unique copies'] (recorded in the manifest)",
+            )
         key = self.key_
         n = self._n(self.n_rows)
         params, figures, patterns = _release_parts(self, n, min_support)
@@ -1146,10 +1245,20 @@ class KrimpGenerator(Estimator):
             figures["privacy"]["unique_records_in_input"] = int(uniques.shape[0])
         skey = GeneratedRelease.streams_for(key, METHOD, params, digest)
         data, stats = self._generate(n, skey, forbid=self._forbid(uniques))
-        return GeneratedRelease(data, method=METHOD, parameters=params, figures=figures, key=key,
-                                source=getattr(self, "_source", None),
-                                input_info={"rows": self.n_rows_, "n_items": int(self._tables.alphabet.size)},
-                                overrides=overrides, patterns=patterns, input_digest=digest, redraws=stats, ledger=self.ledger)
+        return GeneratedRelease(
+            data,
+            method=METHOD,
+            parameters=params,
+            figures=figures,
+            key=key,
+            source=getattr(self, "_source", None),
+            input_info={"rows": self.n_rows_, "n_items": int(self._tables.alphabet.size)},
+            overrides=overrides,
+            patterns=patterns,
+            input_digest=digest,
+            redraws=stats,
+            ledger=self.ledger,
+        )
 
     def _input_facts(self, X: Any) -> tuple[bytes, np.ndarray | None]:
         """Content digest and unique records of ``X`` (one pass), for a generator built from a
@@ -1178,8 +1287,9 @@ class KrimpGenerator(Estimator):
         mode, weights = self._mode_weights()
         n = self._n(n)
         validate(GENERATION_CONSTRAINTS, {"block_rows": block_rows})
-        items, npat, stats = _generate_range(tables, weights, mode, self._sample_key(key), 0, _block_layout(n, int(block_rows)),
-                                             self._forbid())
+        items, npat, stats = _generate_range(
+            tables, weights, mode, self._sample_key(key), 0, _block_layout(n, int(block_rows)), self._forbid()
+        )
         self._last_npat = None
         self._avg = float(npat.mean()) if n else float("nan")
         self._last_stats = _sum_stats([stats])
@@ -1211,8 +1321,14 @@ class KrimpGenerator(Estimator):
         With ``pattern_counts`` the result has a row column ``n_patterns`` (code-table elements
         used per row; the paper's Fig. 5). The vocabulary is the union of the domains.
         """
-        data, stats = self._generate(self._n(n), self._sample_key(key), forbid=self._forbid(), block_rows=block_rows,
-                                     blocks_per_partition=blocks_per_partition, pattern_counts=pattern_counts)
+        data, stats = self._generate(
+            self._n(n),
+            self._sample_key(key),
+            forbid=self._forbid(),
+            block_rows=block_rows,
+            blocks_per_partition=blocks_per_partition,
+            pattern_counts=pattern_counts,
+        )
         self._last_stats = stats
         return data
 
@@ -1231,8 +1347,16 @@ class KrimpGenerator(Estimator):
             self._last_stats = st
         return dict(st)
 
-    def _generate(self, n: int, key: Any, *, forbid: _Forbidden | None, block_rows: int = BLOCK_ROWS,
-                  blocks_per_partition: int = BLOCKS_PER_PARTITION, pattern_counts: bool = True) -> tuple[Any, Any]:
+    def _generate(
+        self,
+        n: int,
+        key: Any,
+        *,
+        forbid: _Forbidden | None,
+        block_rows: int = BLOCK_ROWS,
+        blocks_per_partition: int = BLOCKS_PER_PARTITION,
+        pattern_counts: bool = True,
+    ) -> tuple[Any, Any]:
         """``(TransactionArray of n generated rows, delayed redraw statistics)`` from the
         streams of ``key`` (see :meth:`sample`)."""
         import dask
@@ -1246,12 +1370,18 @@ class KrimpGenerator(Estimator):
         tables = self._fitted()
         mode, weights = self._mode_weights()
         validate(GENERATION_CONSTRAINTS, {"block_rows": block_rows, "blocks_per_partition": blocks_per_partition})
-        check_partition_count(partitions_of(n, block_rows, blocks_per_partition), f"generating {n:,} rows",
-                              python="a smaller n", fix="a smaller `n_rows`")
+        check_partition_count(
+            partitions_of(n, block_rows, blocks_per_partition),
+            f"generating {n:,} rows",
+            python="a smaller n",
+            fix="a smaller `n_rows`",
+        )
         layout = _block_layout(n, int(block_rows))
         groups = [list(range(i, min(i + blocks_per_partition, len(layout)))) for i in range(0, len(layout), blocks_per_partition)]
         # graph names must not reveal the key: only its one-way digest enters the token
-        token = tokenize(key.digest("krimp-generate"), tables, weights, mode, n, int(block_rows), int(blocks_per_partition), forbid)
+        token = tokenize(
+            key.digest("krimp-generate"), tables, weights, mode, n, int(block_rows), int(blocks_per_partition), forbid
+        )
         # the unique records go into the graph once (one key), not once per task
         forbid_d = dask.delayed(forbid, name=f"krimp-forbidden-{token}", pure=True) if forbid is not None else None
         parts = []
@@ -1271,7 +1401,9 @@ class KrimpGenerator(Estimator):
         columns = {}
         if pattern_counts:
             cols = [
-                da.from_delayed(dask.delayed(operator.getitem, pure=True)(p, 1), shape=(r,), dtype=np.int64, meta=np.empty(0, np.int64))
+                da.from_delayed(
+                    dask.delayed(operator.getitem, pure=True)(p, 1), shape=(r,), dtype=np.int64, meta=np.empty(0, np.int64)
+                )
                 for p, r in zip(parts, rows)
             ]
             columns["n_patterns"] = concat_rows(cols, rows) if cols else da.zeros(0, dtype=np.int64, chunks=((0,),))
@@ -1312,7 +1444,9 @@ class KrimpGenerator(Estimator):
     def exact_distribution(self) -> dict[tuple, Fraction]:
         """Exact distribution of one generated transaction (see :func:`transaction_distribution`)."""
         self._fitted()
-        return transaction_distribution(self.code_table_, self.domains_, laplace=self.laplace, lp_factor=self.lp_factor, domain_order=self.domain_order)
+        return transaction_distribution(
+            self.code_table_, self.domains_, laplace=self.laplace, lp_factor=self.lp_factor, domain_order=self.domain_order
+        )
 
 
 def _release_parts(gen: Any, n_rows: int, min_support: int) -> tuple[dict[str, Any], dict[str, Any], Any]:
@@ -1338,18 +1472,37 @@ def _release_parts(gen: Any, n_rows: int, min_support: int) -> tuple[dict[str, A
     public = [e for e in drawn if supports[e] >= floor]
     patterns = patterns_table([tables.element_labels(e) for e in public])
     search = gen._search
-    params = {"min_support": int(min_support), "laplace": float(gen.laplace), "lp_factor": float(gen.lp_factor),
-              "domain_order": gen.domain_order, "closed": search.get("closed"), "prune": search.get("prune"),
-              "max_len": search.get("max_len"), "exclude": search.get("exclude"), "n_rows": int(n_rows),
-              "block_rows": BLOCK_ROWS, "n_domains": len(gen.domains_), "domains": [as_list(d) for d in gen.domains_],
-              "unique_copies": unique_copies_parameter(gen._copies_allowed())}
+    params = {
+        "min_support": int(min_support),
+        "laplace": float(gen.laplace),
+        "lp_factor": float(gen.lp_factor),
+        "domain_order": gen.domain_order,
+        "closed": search.get("closed"),
+        "prune": search.get("prune"),
+        "max_len": search.get("max_len"),
+        "exclude": search.get("exclude"),
+        "n_rows": int(n_rows),
+        "block_rows": BLOCK_ROWS,
+        "n_domains": len(gen.domains_),
+        "domains": [as_list(d) for d in gen.domains_],
+        "unique_copies": unique_copies_parameter(gen._copies_allowed()),
+    }
     sup = supports[drawn]
-    figures = {"records": {"rows": int(n_rows), "fitted_rows": int(gen.n_rows_), "domains": len(gen.domains_),
-                           "items": int(tables.alphabet.size)},
-               "privacy": {"min_support": int(min_support), "patterns_published": len(public),
-                           "patterns_withheld": len(drawn) - len(public),
-                           "smallest_pattern_support": int(sup.min()) if sup.size else None},
-               "utility": {"code_table_itemsets": int(getattr(ct, "n_nontrivial", len(drawn)))}}
+    figures = {
+        "records": {
+            "rows": int(n_rows),
+            "fitted_rows": int(gen.n_rows_),
+            "domains": len(gen.domains_),
+            "items": int(tables.alphabet.size),
+        },
+        "privacy": {
+            "min_support": int(min_support),
+            "patterns_published": len(public),
+            "patterns_withheld": len(drawn) - len(public),
+            "smallest_pattern_support": int(sup.min()) if sup.size else None,
+        },
+        "utility": {"code_table_itemsets": int(getattr(ct, "n_nontrivial", len(drawn)))},
+    }
     if hasattr(ct, "sizes"):
         figures["utility"]["L_percent"] = float(ct.sizes()["L_percent"])
     return params, figures, patterns

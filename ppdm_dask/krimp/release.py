@@ -47,9 +47,23 @@ import pyarrow as pa
 from ..errors import CorruptDatasetError
 from ..release import Check, Figures, Plot, Series, TransactionRelease, Value
 
-__all__ = ["GeneratedRelease", "PATTERNS_FILE", "MIN_SUPPORT", "FLOORS", "MIN_SUPPORT_FLOOR", "UNIQUE_COPIES", "OVERRIDABLE", "METHOD",
-           "UNIQUE_COPIES_CHECK", "patterns_table", "allowed_overrides", "unique_copies_parameter", "row_comparison",
-           "compare_counts", "as_list"]
+__all__ = [
+    "GeneratedRelease",
+    "PATTERNS_FILE",
+    "MIN_SUPPORT",
+    "FLOORS",
+    "MIN_SUPPORT_FLOOR",
+    "UNIQUE_COPIES",
+    "OVERRIDABLE",
+    "METHOD",
+    "UNIQUE_COPIES_CHECK",
+    "patterns_table",
+    "allowed_overrides",
+    "unique_copies_parameter",
+    "row_comparison",
+    "compare_counts",
+    "as_list",
+]
 
 PATTERNS_FILE = "_patterns.parquet"
 METHOD = "krimp-generator"
@@ -202,8 +216,11 @@ class GeneratedRelease(TransactionRelease):
     def public_privacy(self) -> dict[str, Any]:
         """What the public summary may show: the min-support, the rule on unique records and
         the number of public patterns — recountable from the release and its parameters."""
-        return {"min_support": self.parameters.get("min_support"), "unique_copies": self.parameters.get("unique_copies"),
-                "patterns_published": int(self.patterns.num_rows)}
+        return {
+            "min_support": self.parameters.get("min_support"),
+            "unique_copies": self.parameters.get("unique_copies"),
+            "patterns_published": int(self.patterns.num_rows),
+        }
 
     def redraw_counts(self, **compute_kwargs: Any) -> dict[str, int] | None:
         """``rows_redrawn`` (rows whose first draw copied a record unique in the original) and
@@ -231,17 +248,34 @@ class GeneratedRelease(TransactionRelease):
         if isinstance(ms, bool) or not isinstance(ms, int):
             checks = [Check(MIN_SUPPORT, False, figure=ms, threshold=MIN_SUPPORT_FLOOR, detail="not an integer count")]
         else:
-            checks = [self.floor(MIN_SUPPORT, ms >= MIN_SUPPORT_FLOOR, ms, MIN_SUPPORT_FLOOR,
-                                 detail="a pattern seen in fewer records can copy one record; such patterns were drawn but are "
-                                        "not published" if ms < MIN_SUPPORT_FLOOR else "")]
+            checks = [
+                self.floor(
+                    MIN_SUPPORT,
+                    ms >= MIN_SUPPORT_FLOOR,
+                    ms,
+                    MIN_SUPPORT_FLOOR,
+                    detail="a pattern seen in fewer records can copy one record; such patterns were drawn but are not published"
+                    if ms < MIN_SUPPORT_FLOOR
+                    else "",
+                )
+            ]
         rule = self.parameters.get("unique_copies")
-        checks.append(self.floor(UNIQUE_COPIES, rule == "redrawn", rule, "redrawn",
-                                 detail="" if rule == "redrawn" else "rows equal to a record unique in the original may be released"))
+        checks.append(
+            self.floor(
+                UNIQUE_COPIES,
+                rule == "redrawn",
+                rule,
+                "redrawn",
+                detail="" if rule == "redrawn" else "rows equal to a record unique in the original may be released",
+            )
+        )
         return checks
 
     def original_only_checks(self) -> list[tuple[str, str]]:
-        return [(_PATTERN_SUPPORT_CHECK, "the original, to recount the support of every published pattern"),
-                (UNIQUE_COPIES_CHECK, "the original's unique records, to find them among the released rows")]
+        return [
+            (_PATTERN_SUPPORT_CHECK, "the original, to recount the support of every published pattern"),
+            (UNIQUE_COPIES_CHECK, "the original's unique records, to find them among the released rows"),
+        ]
 
     def _patterns(self) -> list[list[Any]]:
         return self.patterns.column("items").to_pylist()
@@ -267,18 +301,36 @@ class GeneratedRelease(TransactionRelease):
         if max_len is not None:
             longest = max((len(x) for x in items), default=0)
             ok = longest <= int(max_len)
-            checks.append(Check("pattern length", ok, figure=longest, threshold=f"<= {max_len}", where=None if ok else PATTERNS_FILE))
+            checks.append(
+                Check("pattern length", ok, figure=longest, threshold=f"<= {max_len}", where=None if ok else PATTERNS_FILE)
+            )
         exclude = [set(x) for x in (self.parameters.get("exclude") or [])]
         if exclude:
             hits = sum(1 for x in items if any(e <= set(x) for e in exclude))
-            checks.append(Check("excluded combinations", hits == 0, figure=hits, threshold=0, where=None if hits == 0 else PATTERNS_FILE,
-                                detail="patterns holding every item of an excluded combination"))
+            checks.append(
+                Check(
+                    "excluded combinations",
+                    hits == 0,
+                    figure=hits,
+                    threshold=0,
+                    where=None if hits == 0 else PATTERNS_FILE,
+                    detail="patterns holding every item of an excluded combination",
+                )
+            )
         doms = self._domains()
         if doms:
             dom_of = {i: d for d, values in enumerate(doms) for i in values}
             bad = sum(1 for x in items if any(i not in dom_of for i in x) or len({dom_of.get(i) for i in x}) != len(x))
-            checks.append(Check("patterns fit the domains", bad == 0, figure=bad, threshold=0, where=None if bad == 0 else PATTERNS_FILE,
-                                detail="patterns with an item outside the domains or two items of one domain"))
+            checks.append(
+                Check(
+                    "patterns fit the domains",
+                    bad == 0,
+                    figure=bad,
+                    threshold=0,
+                    where=None if bad == 0 else PATTERNS_FILE,
+                    detail="patterns with an item outside the domains or two items of one domain",
+                )
+            )
         return checks
 
     def _row_checks(self, **compute_kwargs: Any) -> list[Check]:
@@ -298,7 +350,9 @@ class GeneratedRelease(TransactionRelease):
             for v in values:
                 if v in index:
                     item_domain[index[v]] = d
-        (per_block,) = compute(block_partials(tx.blocks, _domain_rows_kernel, (1,), np.int64, item_domain, len(doms)), **compute_kwargs)
+        (per_block,) = compute(
+            block_partials(tx.blocks, _domain_rows_kernel, (1,), np.int64, item_domain, len(doms)), **compute_kwargs
+        )
         per_block = np.asarray(per_block).ravel()
         bad = int(per_block.sum())
         where = None
@@ -306,8 +360,16 @@ class GeneratedRelease(TransactionRelease):
             first = int(np.flatnonzero(per_block)[0])
             parts = (self.manifest or {}).get("partitions") or []
             where = parts[first]["file"] if first < len(parts) else f"partition {first}"
-        checks.append(Check("one item per domain", bad == 0, figure=bad, threshold=0, where=where,
-                            detail=f"rows without exactly one item of each of the {len(doms)} domains"))
+        checks.append(
+            Check(
+                "one item per domain",
+                bad == 0,
+                figure=bad,
+                threshold=0,
+                where=where,
+                detail=f"rows without exactly one item of each of the {len(doms)} domains",
+            )
+        )
         return checks
 
     def _original_supports(self, original: Any, items: list[list[Any]], **compute_kwargs: Any) -> np.ndarray:
@@ -323,18 +385,39 @@ class GeneratedRelease(TransactionRelease):
         low = int(counts.min()) if counts.size else None
         ok = isinstance(floor, int) and (low is None or low >= floor)
         below = int(np.count_nonzero(counts < floor)) if isinstance(floor, int) else len(items)
-        checks = [Check(_PATTERN_SUPPORT_CHECK, ok, figure=low, threshold=floor, where=PATTERNS_FILE if not ok else None,
-                        detail=f"{len(items)} published patterns recounted on the original" + (f", {below} below" if not ok else ""))]
+        checks = [
+            Check(
+                _PATTERN_SUPPORT_CHECK,
+                ok,
+                figure=low,
+                threshold=floor,
+                where=PATTERNS_FILE if not ok else None,
+                detail=f"{len(items)} published patterns recounted on the original" + (f", {below} below" if not ok else ""),
+            )
+        ]
         rows = row_comparison(self.data, original, **compute_kwargs)
         n_copy = rows["unique_copy_rows"]
         allowed = self.parameters.get("unique_copies") == "allowed" and UNIQUE_COPIES in self.overrides
-        checks.append(Check(UNIQUE_COPIES_CHECK, n_copy == 0, figure=n_copy, threshold=0, where=None,
-                            overridden=n_copy > 0 and allowed,
-                            detail=f"released rows equal to a record unique in the original ({rows['unique_copied']:,} of its "
-                                   f"{rows['unique_records']:,} unique records)"
-                                   + (": copies allowed by the owner (recorded)" if allowed else "")))
-        checks.append(Check("normalized anonymity score", True, figure=rows["nas"],
-                            detail="informational: 0 = no original row reproduced at its support level, 1 = every one"))
+        checks.append(
+            Check(
+                UNIQUE_COPIES_CHECK,
+                n_copy == 0,
+                figure=n_copy,
+                threshold=0,
+                where=None,
+                overridden=n_copy > 0 and allowed,
+                detail=f"released rows equal to a record unique in the original ({rows['unique_copied']:,} of its "
+                f"{rows['unique_records']:,} unique records)" + (": copies allowed by the owner (recorded)" if allowed else ""),
+            )
+        )
+        checks.append(
+            Check(
+                "normalized anonymity score",
+                True,
+                figure=rows["nas"],
+                detail="informational: 0 = no original row reproduced at its support level, 1 = every one",
+            )
+        )
         return checks
 
     # ------------------------------------------------------------------ report
@@ -381,8 +464,10 @@ class GeneratedRelease(TransactionRelease):
         figs = audit_figures(self.data, original, self.report_audit_k, self.report_audit_m, **ckw)
         figs += unique_basket_figures(self.data, original, **ckw)
         if original is None:
-            figs.needs_original.append("NAS, the unique copies, membership inference, the pattern comparison, DS and the itemset "
-                              "comparison need the original data")
+            figs.needs_original.append(
+                "NAS, the unique copies, membership inference, the pattern comparison, DS and the itemset "
+                "comparison need the original data"
+            )
             figs += union_figures(self, None)
             return with_summary(self, figs, None)
         figs += self._reproduction_figures(original, ckw)
@@ -403,7 +488,9 @@ class GeneratedRelease(TransactionRelease):
         from ..metrics.quality import basket_quality, quality_figures
 
         q = basket_quality(original, self.data, **ckw)
-        return Figures(utility=quality_figures(q, "the generated rows", column_kind="item"), notes=[f"quality: {n}" for n in q.notes])
+        return Figures(
+            utility=quality_figures(q, "the generated rows", column_kind="item"), notes=[f"quality: {n}" for n in q.notes]
+        )
 
     def _pattern_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
         from ..metrics.release_utility import exact_supports
@@ -421,46 +508,97 @@ class GeneratedRelease(TransactionRelease):
         close = np.abs(gen - orig) <= tol * orig
         note = f"{len(items):,} public patterns; support over {n_fit:,} original rows against {n_gen:,} generated rows"
         keep = np.unique(np.linspace(0, len(items) - 1, min(len(items), 2000)).round().astype(np.int64))
-        return Figures(utility=[
-            Value("patterns_close", f"public patterns with a generated support within {100 * tol:g}% of their original support",
-                  100.0 * float(close.mean()), unit="%", about="comparison", note=note),
-            Plot("pattern_supports", "Public patterns: support in the original against support in the generated rows", "scatter",
-                 [Series("patterns", orig[keep].tolist(), gen[keep].tolist())], x_label="support in the original",
-                 y_label="support in the generated rows", about="comparison",
-                 note=note + (f"; {keep.size:,} shown" if keep.size < len(items) else "")),
-        ])
+        return Figures(
+            utility=[
+                Value(
+                    "patterns_close",
+                    f"public patterns with a generated support within {100 * tol:g}% of their original support",
+                    100.0 * float(close.mean()),
+                    unit="%",
+                    about="comparison",
+                    note=note,
+                ),
+                Plot(
+                    "pattern_supports",
+                    "Public patterns: support in the original against support in the generated rows",
+                    "scatter",
+                    [Series("patterns", orig[keep].tolist(), gen[keep].tolist())],
+                    x_label="support in the original",
+                    y_label="support in the generated rows",
+                    about="comparison",
+                    note=note + (f"; {keep.size:,} shown" if keep.size < len(items) else ""),
+                ),
+            ]
+        )
 
     def _reproduction_figures(self, original: Any, ckw: dict[str, Any]) -> Figures:
         rows = row_comparison(self.data, original, **ckw)
         risk = [
-            Value("nas", "normalized anonymity score NAS", rows["nas"], about="comparison",
-                  note="0: no original record reappears; 1: every distinct record at every support level does"),
-            Value("rows_reproduced", "original records reproduced exactly in the generated rows",
-                  100.0 * rows["records_reproduced"] / rows["records"], about="comparison", unit="%",
-                  note=f"{rows['records_reproduced']:,} of {rows['records']:,} records; "
-                       f"{rows['distinct_reproduced']:,} of {rows['distinct']:,} distinct records"),
-            Value("unique_copies", "released rows equal to a record unique in the original", rows["unique_copy_rows"],
-                  about="comparison", unit="rows",
-                  note=f"{rows['unique_copied']:,} of the original's {rows['unique_records']:,} unique records appear verbatim; "
-                       f"rule: {self.parameters.get('unique_copies')}"),
-            Value("unique_records_copied", "unique original records that appear verbatim among the generated rows",
-                  100.0 * rows["unique_copied"] / max(1, rows["unique_records"]), about="comparison", unit="%",
-                  note=f"{rows['unique_copied']:,} of {rows['unique_records']:,}"),
-            Value("rows_copying_records", "generated rows equal to an original record",
-                  100.0 * rows["rows_copying"] / max(1, rows["rows"]), about="comparison", unit="%",
-                  note=f"{rows['rows_copying']:,} of {rows['rows']:,} rows"),
+            Value(
+                "nas",
+                "normalized anonymity score NAS",
+                rows["nas"],
+                about="comparison",
+                note="0: no original record reappears; 1: every distinct record at every support level does",
+            ),
+            Value(
+                "rows_reproduced",
+                "original records reproduced exactly in the generated rows",
+                100.0 * rows["records_reproduced"] / rows["records"],
+                about="comparison",
+                unit="%",
+                note=f"{rows['records_reproduced']:,} of {rows['records']:,} records; "
+                f"{rows['distinct_reproduced']:,} of {rows['distinct']:,} distinct records",
+            ),
+            Value(
+                "unique_copies",
+                "released rows equal to a record unique in the original",
+                rows["unique_copy_rows"],
+                about="comparison",
+                unit="rows",
+                note=f"{rows['unique_copied']:,} of the original's {rows['unique_records']:,} unique records appear verbatim; "
+                f"rule: {self.parameters.get('unique_copies')}",
+            ),
+            Value(
+                "unique_records_copied",
+                "unique original records that appear verbatim among the generated rows",
+                100.0 * rows["unique_copied"] / max(1, rows["unique_records"]),
+                about="comparison",
+                unit="%",
+                note=f"{rows['unique_copied']:,} of {rows['unique_records']:,}",
+            ),
+            Value(
+                "rows_copying_records",
+                "generated rows equal to an original record",
+                100.0 * rows["rows_copying"] / max(1, rows["rows"]),
+                about="comparison",
+                unit="%",
+                note=f"{rows['rows_copying']:,} of {rows['rows']:,} rows",
+            ),
             # what a record of the population outside the original does: equal another record as often as
             # the original's records equal one another
-            Value("records_shared", "original records equal to another original record",
-                  100.0 * (rows["records"] - rows["unique_records"]) / max(1, rows["records"]), about="original", unit="%",
-                  note=f"{rows['records'] - rows['unique_records']:,} of {rows['records']:,} records"),
+            Value(
+                "records_shared",
+                "original records equal to another original record",
+                100.0 * (rows["records"] - rows["unique_records"]) / max(1, rows["records"]),
+                about="original",
+                unit="%",
+                note=f"{rows['records'] - rows['unique_records']:,} of {rows['records']:,} records",
+            ),
         ]
         counts = self.redraw_counts(**ckw)
         if counts is not None:
             n = max(1, self.data.n_transactions)
-            risk.append(Value("rows_redrawn", "generated rows redrawn because their first draw copied a unique original record",
-                              counts["rows_redrawn"], about="comparison", unit="rows",
-                              note=f"{100.0 * counts['rows_redrawn'] / n:.2f}% of the rows; {counts['redraws']:,} redraws"))
+            risk.append(
+                Value(
+                    "rows_redrawn",
+                    "generated rows redrawn because their first draw copied a unique original record",
+                    counts["rows_redrawn"],
+                    about="comparison",
+                    unit="rows",
+                    note=f"{100.0 * counts['rows_redrawn'] / n:.2f}% of the rows; {counts['redraws']:,} redraws",
+                )
+            )
         return Figures(risk=risk)
 
     def _fits_in_memory(self, original: Any, ckw: dict[str, Any]) -> bool:
@@ -488,37 +626,62 @@ class GeneratedRelease(TransactionRelease):
         if not isinstance(ms, int) or not self._domains():
             return Figures(notes=["membership inference skipped: the release records no integer min_support or no domains"])
         if not fits:
-            return Figures(notes=[f"membership inference skipped: more than {self.report_ds_max_nnz:,} item occurrences "
-                                  "(it fits KRIMP again in memory)"])
+            return Figures(
+                notes=[
+                    f"membership inference skipped: more than {self.report_ds_max_nnz:,} item occurrences "
+                    "(it fits KRIMP again in memory)"
+                ]
+            )
         p = self.parameters
         key = self._experiment_key()
 
         def fit_generate(members: Any) -> Any:
-            gen = KrimpGenerator(ms, float(p.get("laplace", 0.001)), closed=bool(p.get("closed") or False),
-                                 prune=bool(p.get("prune") or False), max_len=p.get("max_len"), exclude=p.get("exclude") or (),
-                                 domains=self._domains(), domain_order=p.get("domain_order", "random"),
-                                 lp_factor=float(p.get("lp_factor", 1.0)), allow_weak=list(self.overrides),
-                                 max_candidates=1_000_000).fit(members, **ckw)
+            gen = KrimpGenerator(
+                ms,
+                float(p.get("laplace", 0.001)),
+                closed=bool(p.get("closed") or False),
+                prune=bool(p.get("prune") or False),
+                max_len=p.get("max_len"),
+                exclude=p.get("exclude") or (),
+                domains=self._domains(),
+                domain_order=p.get("domain_order", "random"),
+                lp_factor=float(p.get("lp_factor", 1.0)),
+                allow_weak=list(self.overrides),
+                max_candidates=1_000_000,
+            ).fit(members, **ckw)
             return gen.sample(key=key.derive("krimp-membership-generate"))
 
         try:
-            res = membership_inference(original, fit_generate, key, candidates=self.report_mia_candidates,
-                                       holdout_share=self.report_mia_holdout, **ckw)
+            res = membership_inference(
+                original, fit_generate, key, candidates=self.report_mia_candidates, holdout_share=self.report_mia_holdout, **ckw
+            )
         except (PPDMError, ValueError) as exc:
             return Figures(notes=[f"membership inference skipped: {exc}"])
         rule = "none" if res["rule"] is None else res["rule"].replace(" t", f" {res['threshold']:g}")
-        chance = Value("membership_chance", "membership-inference advantage by chance (labels shuffled)",
-                       res["chance_advantage"], about="comparison",
-                       note=f"{res['members']:,} members and {res['holdout']:,} hold-out records, 20 shuffles")
-        return Figures(risk=[Value(
-            "membership_advantage", "membership-inference advantage |TPR - FPR| (distance to the closest generated row)",
-            res["advantage"], about="comparison",
-            note=f"by chance (labels shuffled): {res['chance_advantage']:.3f}; generator refitted with these parameters on a "
-                 f"keyed {100 * (1 - self.report_mia_holdout):g}% of the original ({res['train_rows']:,} rows); "
-                 f"{res['members']:,} members against {res['holdout']:,} hold-out records, scored by the Hamming distance to the "
-                 f"closest generated row; best rule: {rule} (TPR {res['tpr']:.3f}, FPR {res['fpr']:.3f}); exact match alone: "
-                 f"{res['exact_match_advantage']:+.3f} ({res['member_copies']} member copies, {res['holdout_copies']} hold-out "
-                 "copies); 0 = no better than chance"), chance])
+        chance = Value(
+            "membership_chance",
+            "membership-inference advantage by chance (labels shuffled)",
+            res["chance_advantage"],
+            about="comparison",
+            note=f"{res['members']:,} members and {res['holdout']:,} hold-out records, 20 shuffles",
+        )
+        return Figures(
+            risk=[
+                Value(
+                    "membership_advantage",
+                    "membership-inference advantage |TPR - FPR| (distance to the closest generated row)",
+                    res["advantage"],
+                    about="comparison",
+                    note=f"by chance (labels shuffled): {res['chance_advantage']:.3f}; generator refitted with these parameters on a "
+                    f"keyed {100 * (1 - self.report_mia_holdout):g}% of the original ({res['train_rows']:,} rows); "
+                    f"{res['members']:,} members against {res['holdout']:,} hold-out records, scored by the Hamming distance to the "
+                    f"closest generated row; best rule: {rule} (TPR {res['tpr']:.3f}, FPR {res['fpr']:.3f}); exact match alone: "
+                    f"{res['exact_match_advantage']:+.3f} ({res['member_copies']} member copies, {res['holdout_copies']} hold-out "
+                    "copies); 0 = no better than chance",
+                ),
+                chance,
+            ]
+        )
 
     def _ds_figures(self, original: Any, ckw: dict[str, Any], fits: bool) -> Figures:
         from ..errors import PPDMError
@@ -531,19 +694,37 @@ class GeneratedRelease(TransactionRelease):
         if not isinstance(ms, int):
             return Figures(notes=["DS skipped: the release records no integer min_support"])
         if not fits:
-            return Figures(notes=[f"DS skipped: more than {self.report_ds_max_nnz:,} item occurrences (KRIMP on the generated rows "
-                                  "runs in memory)"])
+            return Figures(
+                notes=[
+                    f"DS skipped: more than {self.report_ds_max_nnz:,} item occurrences (KRIMP on the generated rows "
+                    "runs in memory)"
+                ]
+            )
         try:
             ct_o = CodeTable.from_itemsets(original, [np.asarray(x, np.int64) for x in items])
-            ct_g = krimp(self.data, min_support=ms, closed=bool(self.parameters.get("closed") or False),
-                         max_len=self.parameters.get("max_len"), prune=bool(self.parameters.get("prune") or False),
-                         max_candidates=1_000_000).code_table
+            ct_g = krimp(
+                self.data,
+                min_support=ms,
+                closed=bool(self.parameters.get("closed") or False),
+                max_len=self.parameters.get("max_len"),
+                prune=bool(self.parameters.get("prune") or False),
+                max_candidates=1_000_000,
+            ).code_table
             ds = ds_from_tables(original, self.data, ct_o, ct_g, 1.0, **ckw)
         except PPDMError as exc:
             return Figures(notes=[f"DS skipped: {exc}"])
-        return Figures(utility=[Value("ds", "dissimilarity DS of the generated rows and the original", float(ds), about="comparison",
-                                      note=f"the original coded by the generator's {len(items):,} public patterns, the generated "
-                                           f"rows by KRIMP at min_support {ms}; 0 = indistinguishable by compression")])
+        return Figures(
+            utility=[
+                Value(
+                    "ds",
+                    "dissimilarity DS of the generated rows and the original",
+                    float(ds),
+                    about="comparison",
+                    note=f"the original coded by the generator's {len(items):,} public patterns, the generated "
+                    f"rows by KRIMP at min_support {ms}; 0 = indistinguishable by compression",
+                )
+            ]
+        )
 
 
 def row_comparison(released: Any, original: Any, **compute_kwargs: Any) -> dict[str, Any]:
@@ -573,9 +754,15 @@ def compare_counts(fo: np.ndarray, co: np.ndarray, fp: np.ndarray, cp: np.ndarra
     s = levels.astype(np.float64)
     uniques = np.ascontiguousarray(fo[co == 1])
     copying = in_sorted(uniques, fp)  # distinct released rows that copy a unique record
-    return {"nas": float(np.sum(n_present / (n_level * s)) / np.sum(1.0 / s)) if levels.size else 0.0,
-            "records": int(co.sum()), "records_reproduced": int(np.sum(co[present])),
-            "distinct": int(fo.shape[0]), "distinct_reproduced": int(present.sum()),
-            "unique_records": int(uniques.shape[0]), "unique_copied": int(copying.sum()),
-            "unique_copy_rows": int(np.sum(cp[copying])),
-            "rows": int(cp.sum()), "rows_copying": int(np.sum(cp[in_sorted(fo, fp)]))}
+    return {
+        "nas": float(np.sum(n_present / (n_level * s)) / np.sum(1.0 / s)) if levels.size else 0.0,
+        "records": int(co.sum()),
+        "records_reproduced": int(np.sum(co[present])),
+        "distinct": int(fo.shape[0]),
+        "distinct_reproduced": int(present.sum()),
+        "unique_records": int(uniques.shape[0]),
+        "unique_copied": int(copying.sum()),
+        "unique_copy_rows": int(np.sum(cp[copying])),
+        "rows": int(cp.sum()),
+        "rows_copying": int(np.sum(cp[in_sorted(fo, fp)])),
+    }

@@ -240,7 +240,9 @@ def _n_rows(db: Any) -> int:
     return len(db)
 
 
-def ds_from_tables(x: Any, y: Any, ct_x: Any, ct_y: Any, laplace: float = 1.0, *, details: bool = False, **compute_kwargs: Any) -> float | dict:
+def ds_from_tables(
+    x: Any, y: Any, ct_x: Any, ct_y: Any, laplace: float = 1.0, *, details: bool = False, **compute_kwargs: Any
+) -> float | dict:
     """DS(x, y) from given code tables (the paper's Def. 3 with the Laplace correction of
     docs/krimp.md#clarification-laplace-correction-of-foreign-code-tables).
 
@@ -263,8 +265,15 @@ def ds_from_tables(x: Any, y: Any, ct_x: Any, ct_y: Any, laplace: float = 1.0, *
     r2 = (L["y_x"] - L["y_y"]) / L["y_y"]
     ds = max(r1, r2)
     if details:
-        return {"ds": ds, "ratio_x": r1, "ratio_y": r2, "L_x_CTx": L["x_x"], "L_x_CTy": L["x_y"],
-                "L_y_CTy": L["y_y"], "L_y_CTx": L["y_x"]}
+        return {
+            "ds": ds,
+            "ratio_x": r1,
+            "ratio_y": r2,
+            "L_x_CTx": L["x_x"],
+            "L_x_CTy": L["x_y"],
+            "L_y_CTy": L["y_y"],
+            "L_y_CTx": L["y_x"],
+        }
     return ds
 
 

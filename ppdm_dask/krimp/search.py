@@ -118,12 +118,30 @@ class TableState:
         self.cap = 0
         self._alloc(max(16, int(cap)))
         self.istate[1] = int(self.usage_s.sum())
-        self.fstate[0] = X.exact_size(self.order, 0, -1, self.usage_ns, self.cst, self.usage_s, self.st_s, self.istate[1],
-                                      self.tld, self.tlct)
-        X.refresh_accumulators(self.order, 0, self.usage_ns, self.cst, self.usage_s, self.st_s, self.flog, self.lg, self.istate,
-                               self.fstate)
+        self.fstate[0] = X.exact_size(
+            self.order, 0, -1, self.usage_ns, self.cst, self.usage_s, self.st_s, self.istate[1], self.tld, self.tlct
+        )
+        X.refresh_accumulators(
+            self.order, 0, self.usage_ns, self.cst, self.usage_s, self.st_s, self.flog, self.lg, self.istate, self.fstate
+        )
 
-    _SLOT_ARRAYS = ("skey", "scanon", "lkey", "ssup", "usage_ns", "order", "pos_of", "free", "idx", "plist", "pdec", "d_ns", "stamp_ns", "t_ns", "sfx")
+    _SLOT_ARRAYS = (
+        "skey",
+        "scanon",
+        "lkey",
+        "ssup",
+        "usage_ns",
+        "order",
+        "pos_of",
+        "free",
+        "idx",
+        "plist",
+        "pdec",
+        "d_ns",
+        "stamp_ns",
+        "t_ns",
+        "sfx",
+    )
 
     def _alloc(self, cap: int) -> None:
         C.resize_slots(self, cap, self.cap, self.w, self._SLOT_ARRAYS, ("cst",))
@@ -151,7 +169,7 @@ class TableState:
         ids = self.order[: self.m]
         off, new = bits_to_items(self.sbits[ids], self.n_items)
         labels = d.new_labels
-        itemsets = [np.sort(labels[new[off[k]: off[k + 1]]]) for k in range(ids.size)]
+        itemsets = [np.sort(labels[new[off[k] : off[k + 1]]]) for k in range(ids.size)]
         itemsets += [np.array([lab], np.int64) for lab in labels.tolist()]
         return CodeTable(
             itemsets=itemsets,
@@ -183,8 +201,34 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
         kx = C.cover_key(xb, rank0 + x, n_items)
         istate[5] += 1
         epoch = istate[5]
-        nx, nt_ns, nt_s = C.insert_change(False, xb, kx, -1, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
-                                          acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
+        nx, nt_ns, nt_s = C.insert_change(
+            False,
+            xb,
+            kx,
+            -1,
+            rec,
+            rec32,
+            tid_bits,
+            blocked,
+            urows,
+            sbits,
+            skey,
+            idx,
+            idx_off,
+            lkey,
+            lbits,
+            acc,
+            r,
+            surv,
+            sfx,
+            d_ns,
+            stamp_ns,
+            t_ns,
+            d_s,
+            stamp_s,
+            t_s,
+            epoch,
+        )
         if nx == 0:
             continue  # usage 0: nothing changes, equal size -> reject
         istate[7] += 1
@@ -194,13 +238,59 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
         cst[s] = C.std_length(xb, st_s)
         nt_ns = C.touch(s, nx, d_ns, stamp_ns, t_ns, nt_ns, epoch)
         m = istate[0]
-        if not X.decide(False, istate, fstate, order, m, s, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s,
-                        flog, lg, tld, tlct):
+        if not X.decide(
+            False,
+            istate,
+            fstate,
+            order,
+            m,
+            s,
+            usage_ns,
+            d_ns,
+            t_ns,
+            nt_ns,
+            cst,
+            usage_s,
+            d_s,
+            t_s,
+            nt_s,
+            st_s,
+            flog,
+            lg,
+            tld,
+            tlct,
+        ):
             continue
         # ---- accept X into slot s
         X.occupy(s, xb, kx, csup[x], sbits, skey, scanon, ssup, istate, free)
-        C.insert_change(True, xb, kx, s, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
-                        acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
+        C.insert_change(
+            True,
+            xb,
+            kx,
+            s,
+            rec,
+            rec32,
+            tid_bits,
+            blocked,
+            urows,
+            sbits,
+            skey,
+            idx,
+            idx_off,
+            lkey,
+            lbits,
+            acc,
+            r,
+            surv,
+            sfx,
+            d_ns,
+            stamp_ns,
+            t_ns,
+            d_s,
+            stamp_s,
+            t_s,
+            epoch,
+        )
         m = X.place(order, m, skey, s, pos_of)
         istate[0] = m
         C.rebuild_index(order, m, scanon, sbits, skey, n_items, idx, idx_off, icnt, lkey, lbits)
@@ -222,13 +312,81 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
             istate[5] += 1
             istate[10] += 1
             epoch = istate[5]
-            na, nt_ns, nt_s = C.remove_change(False, y, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
-                                              acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
-            if not X.decide(True, istate, fstate, order, m, -1, usage_ns, d_ns, t_ns, nt_ns, cst, usage_s, d_s, t_s, nt_s, st_s,
-                            flog, lg, tld, tlct):
+            na, nt_ns, nt_s = C.remove_change(
+                False,
+                y,
+                rec,
+                rec32,
+                tid_bits,
+                blocked,
+                urows,
+                sbits,
+                skey,
+                idx,
+                idx_off,
+                lkey,
+                lbits,
+                acc,
+                r,
+                surv,
+                sfx,
+                d_ns,
+                stamp_ns,
+                t_ns,
+                d_s,
+                stamp_s,
+                t_s,
+                epoch,
+            )
+            if not X.decide(
+                True,
+                istate,
+                fstate,
+                order,
+                m,
+                -1,
+                usage_ns,
+                d_ns,
+                t_ns,
+                nt_ns,
+                cst,
+                usage_s,
+                d_s,
+                t_s,
+                nt_s,
+                st_s,
+                flog,
+                lg,
+                tld,
+                tlct,
+            ):
                 continue
-            C.remove_change(True, y, rec, rec32, tid_bits, blocked, urows, sbits, skey, idx, idx_off, lkey, lbits,
-                            acc, r, surv, sfx, d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, epoch)
+            C.remove_change(
+                True,
+                y,
+                rec,
+                rec32,
+                tid_bits,
+                blocked,
+                urows,
+                sbits,
+                skey,
+                idx,
+                idx_off,
+                lkey,
+                lbits,
+                acc,
+                r,
+                surv,
+                sfx,
+                d_ns,
+                stamp_ns,
+                t_ns,
+                d_s,
+                stamp_s,
+                t_s,
+                epoch,
+            )
             X.release(y, order, pos_of, free, istate)
             m = istate[0]
             C.rebuild_index(order, m, scanon, sbits, skey, n_items, idx, idx_off, icnt, lkey, lbits)
@@ -259,10 +417,18 @@ class KrimpResult:
 
     def summary(self) -> dict:
         """The figures of the run as a dict (parameters, counts, sizes in bits, seconds)."""
-        return {"closed": self.closed, "min_support": self.min_support, "prune": self.prune,
-                "n_candidates": int(self.n_candidates), "n_accepted": int(self.n_accepted), "n_pruned": int(self.n_pruned),
-                "code_table_itemsets": int(self.code_table.n_nontrivial), "sizes": self.code_table.sizes(),
-                "seconds_mining": float(self.seconds_mining), "seconds_search": float(self.seconds_search)}
+        return {
+            "closed": self.closed,
+            "min_support": self.min_support,
+            "prune": self.prune,
+            "n_candidates": int(self.n_candidates),
+            "n_accepted": int(self.n_accepted),
+            "n_pruned": int(self.n_pruned),
+            "code_table_itemsets": int(self.code_table.n_nontrivial),
+            "sizes": self.code_table.sizes(),
+            "seconds_mining": float(self.seconds_mining),
+            "seconds_search": float(self.seconds_search),
+        }
 
     def __str__(self) -> str:
         s = self.code_table.sizes()
@@ -341,15 +507,16 @@ def _normalise_candidates(
         lens_k = lens[perm]
         off2 = np.zeros(perm.size + 1, np.int64)
         np.cumsum(lens_k, out=off2[1:])
-        idx = (np.repeat(off[:-1][perm], lens_k) + np.arange(int(lens_k.sum())) - np.repeat(off2[:-1], lens_k))
+        idx = np.repeat(off[:-1][perm], lens_k) + np.arange(int(lens_k.sum())) - np.repeat(off2[:-1], lens_k)
         new = new[idx]
         sup = sup[perm]
         off = off2
     return off, new, sup
 
 
-def _given_chunks(d: Database, candidates: Any, min_support: int | None, max_len: int | None,
-                  exclude: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+def _given_chunks(
+    d: Database, candidates: Any, min_support: int | None, max_len: int | None, exclude: Sequence[Sequence[int]]
+) -> tuple[np.ndarray, np.ndarray]:
     """Given candidates as (bitsets in new ids, supports), filtered and in order."""
     off, new, sup = _normalise_candidates(d, candidates, min_support, max_len, exclude)
     bits = pack_rows(off, new, np.arange(d.n_items, dtype=np.int64), d.n_items)
@@ -434,20 +601,43 @@ def krimp(
     if distributed:
         from .distributed import krimp_distributed
 
-        return krimp_distributed(db, candidates, min_support=min_support, closed=closed, prune=prune, max_len=max_len,
-                                 exclude=exclude, client=client, batch_size=batch_size, progress=progress,
-                                 max_candidates=max_candidates, memory=memory, spill_dir=spill_dir, index_memory=index_memory)
+        return krimp_distributed(
+            db,
+            candidates,
+            min_support=min_support,
+            closed=closed,
+            prune=prune,
+            max_len=max_len,
+            exclude=exclude,
+            client=client,
+            batch_size=batch_size,
+            progress=progress,
+            max_candidates=max_candidates,
+            memory=memory,
+            spill_dir=spill_dir,
+            index_memory=index_memory,
+        )
     d = as_database(db)
-    v = validate({**MINER_CONSTRAINTS, "min_support": [None, *MINER_CONSTRAINTS["min_support"]]},
-                 {"min_support": min_support, "max_len": max_len, "index_memory": index_memory})
+    v = validate(
+        {**MINER_CONSTRAINTS, "min_support": [None, *MINER_CONSTRAINTS["min_support"]]},
+        {"min_support": min_support, "max_len": max_len, "index_memory": index_memory},
+    )
     min_support, max_len = v["min_support"], v["max_len"]
     if exclude is None:
         exclude = ()
     if candidates is None:
         if min_support is None:
             raise InvalidParameter("give either candidates or min_support")
-        stream = candidate_stream(d, min_support, closed=closed, max_len=max_len, exclude=exclude, max_candidates=max_candidates,
-                                  memory=memory, spill_dir=spill_dir)
+        stream = candidate_stream(
+            d,
+            min_support,
+            closed=closed,
+            max_len=max_len,
+            exclude=exclude,
+            max_candidates=max_candidates,
+            memory=memory,
+            spill_dir=spill_dir,
+        )
     else:
         stream = CandidateStream.given(*_given_chunks(d, candidates, min_support, max_len, exclude))
     with stream:
@@ -462,8 +652,23 @@ def krimp(
             ts = time.perf_counter()
             x = 0
             while x < cbits.shape[0]:
-                x = _search_chunk(cbits, csup, done, x, bool(prune), d.n_items, state.st_s, state.flog, state.lg, block.blk(),
-                                  state.ct(), state.drv(), _scratch(state), state.istate, state.fstate)
+                x = _search_chunk(
+                    cbits,
+                    csup,
+                    done,
+                    x,
+                    bool(prune),
+                    d.n_items,
+                    state.st_s,
+                    state.flog,
+                    state.lg,
+                    block.blk(),
+                    state.ct(),
+                    state.drv(),
+                    _scratch(state),
+                    state.istate,
+                    state.fstate,
+                )
                 if x < cbits.shape[0]:
                     state.grow()
                     block.grow(state.cap)
@@ -472,9 +677,17 @@ def krimp(
             if callback is not None:
                 callback(done, nc)
         seconds_mining = stream.seconds
-    ct = state.code_table(d, {"candidates": "mined" if candidates is None else "given", "min_support": min_support,
-                              "closed": bool(closed), "prune": bool(prune), "max_len": max_len,
-                              "exclude": [[int(i) for i in x] for x in exclude]})
+    ct = state.code_table(
+        d,
+        {
+            "candidates": "mined" if candidates is None else "given",
+            "min_support": min_support,
+            "closed": bool(closed),
+            "prune": bool(prune),
+            "max_len": max_len,
+            "exclude": [[int(i) for i in x] for x in exclude],
+        },
+    )
     istate, fstate = state.istate, state.fstate
     stats = {
         "best": float(fstate[0]),
@@ -499,8 +712,18 @@ def krimp(
 
 
 def _scratch(state: TableState) -> tuple:
-    return (state.d_ns, state.stamp_ns, state.t_ns, state.d_s, state.stamp_s, state.t_s, state.surv, state.sfx, state.tld,
-            state.tlct)
+    return (
+        state.d_ns,
+        state.stamp_ns,
+        state.t_ns,
+        state.d_s,
+        state.stamp_s,
+        state.t_s,
+        state.surv,
+        state.sfx,
+        state.tld,
+        state.tlct,
+    )
 
 
 def progress_callback(progress: bool | Callable[[int, int], Any], state: TableState) -> Callable[[int, int], Any] | None:

@@ -46,8 +46,21 @@ from ..report.units import percent as _percent
 if TYPE_CHECKING:
     from .release import GeneratedRelease
 
-__all__ = ["with_summary", "summary_figures", "attack_results", "attribute_attack", "disco_kernel", "disco_counts",
-           "target_hashes", "sample_rows_kernel", "DCR_THRESHOLD", "MIA_THRESHOLD", "ATTRIBUTE_THRESHOLD", "ATTRIBUTE_SAMPLE", "HEADLINE"]
+__all__ = [
+    "with_summary",
+    "summary_figures",
+    "attack_results",
+    "attribute_attack",
+    "disco_kernel",
+    "disco_counts",
+    "target_hashes",
+    "sample_rows_kernel",
+    "DCR_THRESHOLD",
+    "MIA_THRESHOLD",
+    "ATTRIBUTE_THRESHOLD",
+    "ATTRIBUTE_SAMPLE",
+    "HEADLINE",
+]
 
 #: generated rows equal to an original record, above the share of original records that equal another
 DCR_THRESHOLD = 0.05
@@ -70,31 +83,54 @@ def attack_results(rel: GeneratedRelease, values: dict[str, Value]) -> list[Atta
     rows = int(rel.data.n_transactions)
     v = values.get("unique_copies")
     if v is not None and rows:
-        out.append(Attack("attack_copies", "copies of unique original records among the generated rows",
-                          int(v.value) / rows, 0.0, 0.0, "share of generated rows equal to a record unique in the original",
-                          about="comparison", found=f"{int(v.value):,} of {_n(rows, 'row')}; {v.note}",
-                          test="tests/krimp/test_attacks.py::test_forgery_with_the_original_rows_fails; "
-                               f"{_TESTS}::test_attacks_recomputed_by_brute_force"))
+        out.append(
+            Attack(
+                "attack_copies",
+                "copies of unique original records among the generated rows",
+                int(v.value) / rows,
+                0.0,
+                0.0,
+                "share of generated rows equal to a record unique in the original",
+                about="comparison",
+                found=f"{int(v.value):,} of {_n(rows, 'row')}; {v.note}",
+                test="tests/krimp/test_attacks.py::test_forgery_with_the_original_rows_fails; "
+                f"{_TESTS}::test_attacks_recomputed_by_brute_force",
+            )
+        )
     v, base = values.get("rows_copying_records"), values.get("records_shared")
     if v is not None and base is not None:
-        out.append(Attack("attack_dcr", "distance to closest record (generated rows equal to an original record)",
-                          float(v.value) / 100.0, float(base.value) / 100.0, DCR_THRESHOLD,
-                          "share of generated rows at distance 0 from an original record; baseline: the original "
-                          "records equal to another one (what records of the population outside the original do)",
-                          about="comparison", found=f"{v.note} equal an original record; {base.note} of the original "
-                                                    "equal another",
-                          test=f"{_TESTS}::test_attacks_recomputed_by_brute_force"))
+        out.append(
+            Attack(
+                "attack_dcr",
+                "distance to closest record (generated rows equal to an original record)",
+                float(v.value) / 100.0,
+                float(base.value) / 100.0,
+                DCR_THRESHOLD,
+                "share of generated rows at distance 0 from an original record; baseline: the original "
+                "records equal to another one (what records of the population outside the original do)",
+                about="comparison",
+                found=f"{v.note} equal an original record; {base.note} of the original equal another",
+                test=f"{_TESTS}::test_attacks_recomputed_by_brute_force",
+            )
+        )
     v, chance = values.get("membership_advantage"), values.get("membership_chance")
     if v is not None and v.value is not None:
         c = float(chance.value) if chance is not None else 0.0
         adv = float(v.value)
-        out.append(Attack("attack_membership", "membership inference (Hamming distance to the closest generated row)",
-                          0.5 + adv / 2, 0.5, MIA_THRESHOLD + c / 2,
-                          "balanced accuracy of the attacker telling the records the generator was fitted on from "
-                          "held-out ones", about="comparison",
-                          found=f"|TPR - FPR| {adv:.3f} (by chance {c:.3f}); {v.note}",
-                          test=f"tests/krimp/test_attacks.py::test_membership_advantage_is_bounded; {_TESTS}::"
-                               "test_attacks_recomputed_by_brute_force"))
+        out.append(
+            Attack(
+                "attack_membership",
+                "membership inference (Hamming distance to the closest generated row)",
+                0.5 + adv / 2,
+                0.5,
+                MIA_THRESHOLD + c / 2,
+                "balanced accuracy of the attacker telling the records the generator was fitted on from held-out ones",
+                about="comparison",
+                found=f"|TPR - FPR| {adv:.3f} (by chance {c:.3f}); {v.note}",
+                test=f"tests/krimp/test_attacks.py::test_membership_advantage_is_bounded; {_TESTS}::"
+                "test_attacks_recomputed_by_brute_force",
+            )
+        )
     return out
 
 
@@ -113,8 +149,9 @@ def _item_domains(labels: np.ndarray, domains: list[list[Any]]) -> np.ndarray:
     return np.array([dom_of.get(v, -1) for v in np.asarray(labels).tolist()], np.int64)
 
 
-def disco_kernel(block: Any, h1: np.ndarray, item_domain: np.ndarray, full: np.ndarray, minus: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def disco_kernel(
+    block: Any, h1: np.ndarray, item_domain: np.ndarray, full: np.ndarray, minus: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Kernel: for every target and the rows ``g`` of the CSR ``block``: ``same`` (t,) the rows
     equal to the target, ``other`` (t, D) the rows equal to it in every attribute but ``j``
     (another value in ``j``).
@@ -175,8 +212,9 @@ def target_hashes(targets: Sequence[Sequence[Any]], domains: list[list[Any]]) ->
     return full, minus
 
 
-def disco_counts(tx: Any, targets: Sequence[Sequence[Any]], domains: list[list[Any]], **ckw: Any
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def disco_counts(
+    tx: Any, targets: Sequence[Sequence[Any]], domains: list[list[Any]], **ckw: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """``(same (t,), other (t, D))`` of :func:`disco_kernel` over every block of the
     TransactionArray ``tx`` (one pass, summed in a tree reduction)."""
     import dask
@@ -208,13 +246,18 @@ def _sample(original: Any, **ckw: Any) -> list[list[Any]]:
     rows = np.sort(np.random.default_rng(_SAMPLE_SEED).permutation(n)[:ATTRIBUTE_SAMPLE])
     starts = np.concatenate([[0], np.cumsum(original.partition_rows)]).astype(np.int64)
     ckw.setdefault("progress", False)
-    (blocks,) = compute([dask.delayed(sample_rows_kernel, pure=True)(b, int(starts[i]), rows)
-                         for i, b in enumerate(original.blocks.to_delayed().ravel())], **ckw)
+    (blocks,) = compute(
+        [
+            dask.delayed(sample_rows_kernel, pure=True)(b, int(starts[i]), rows)
+            for i, b in enumerate(original.blocks.to_delayed().ravel())
+        ],
+        **ckw,
+    )
     labels = np.asarray(original.vocabulary.labels)
     out = []
     for b in blocks:
         for r in range(b.shape[0]):
-            out.append(labels[b.indices[b.indptr[r]:b.indptr[r + 1]]].tolist())
+            out.append(labels[b.indices[b.indptr[r] : b.indptr[r + 1]]].tolist())
     return out
 
 
@@ -240,12 +283,18 @@ def attribute_attack(rel: GeneratedRelease, original: Any, **ckw: Any) -> tuple[
     j = int(np.argmax(success - baseline - threshold))
     name = f"attribute {j + 1} ({', '.join(map(str, domains[j][:4]))}{', ...' if len(domains[j]) > 4 else ''})"
     per = ", ".join(f"{c + 1}: {_percent(success[c])} (others {_percent(baseline[c])})" for c in range(D))
-    return Attack("attack_attribute", f"attribute disclosure, DiSCO ({name} from the other attributes)", float(success[j]),
-                  float(baseline[j]), float(threshold[j]),
-                  "share of records whose value the generated rows matching their other attributes all hold, and no "
-                  "other; baseline: the same from the other original records", about="comparison",
-                  found=f"{m:,} original records targeted (sampling noise {noise[j]:.3f}); per attribute: {per}",
-                  test=f"{_TESTS}::test_disco_by_brute_force"), None
+    return Attack(
+        "attack_attribute",
+        f"attribute disclosure, DiSCO ({name} from the other attributes)",
+        float(success[j]),
+        float(baseline[j]),
+        float(threshold[j]),
+        "share of records whose value the generated rows matching their other attributes all hold, and no "
+        "other; baseline: the same from the other original records",
+        about="comparison",
+        found=f"{m:,} original records targeted (sampling noise {noise[j]:.3f}); per attribute: {per}",
+        test=f"{_TESTS}::test_disco_by_brute_force",
+    ), None
 
 
 # ---------------------------------------------------------------------- words
@@ -255,37 +304,68 @@ def _learn(rel: GeneratedRelease, values: dict[str, Value], attacks: list[Attack
     n_pat = int(rel.patterns.num_rows)
     times = _n(floor - 1, "time") if isinstance(floor, int) else "fewer times than min_support"
     out: list[Any] = [
-        Text("learn_not_dp", "Not differential privacy: the code table is fitted deterministically on the data and "
-                             "every record moves the distribution of the generated rows; nothing bounds what one record "
-                             "adds, the figures below are measured."),
-        Text("learn_patterns", f"Each of the {_n(n_pat, 'published pattern')} is held by at least "
-                               f"{_n(floor, 'original record') if isinstance(floor, int) else floor}, without its count: an "
-                               f"adversary who knows every other record and counts a pattern {times} among them learns "
-                               "that the target holds it."),
-        Text("learn_negative", "A released row is no unique record of the input (rule: "
-                               f"{p.get('unique_copies')}): an adversary who knows every record but the target's and "
-                               "sees a row no other record equals learns that the target's record is not that row."),
+        Text(
+            "learn_not_dp",
+            "Not differential privacy: the code table is fitted deterministically on the data and "
+            "every record moves the distribution of the generated rows; nothing bounds what one record "
+            "adds, the figures below are measured.",
+        ),
+        Text(
+            "learn_patterns",
+            f"Each of the {_n(n_pat, 'published pattern')} is held by at least "
+            f"{_n(floor, 'original record') if isinstance(floor, int) else floor}, without its count: an "
+            f"adversary who knows every other record and counts a pattern {times} among them learns "
+            "that the target holds it.",
+        ),
+        Text(
+            "learn_negative",
+            "A released row is no unique record of the input (rule: "
+            f"{p.get('unique_copies')}): an adversary who knows every record but the target's and "
+            "sees a row no other record equals learns that the target's record is not that row.",
+        ),
     ]
     if p.get("domains"):
-        out.append(Text("learn_values", f"The {len(p['domains'])} attribute domains list their values "
-                                        f"({sum(len(d) for d in p['domains']):,} in all): with inferred domains, every "
-                                        "value that occurs in the original at least once."))
+        out.append(
+            Text(
+                "learn_values",
+                f"The {len(p['domains'])} attribute domains list their values "
+                f"({sum(len(d) for d in p['domains']):,} in all): with inferred domains, every "
+                "value that occurs in the original at least once.",
+            )
+        )
     v = values.get("rows_reproduced")
     if v is not None:
-        out.append(Text("learn_shared", f"Records shared by several people reappear as they are: {v.value:.1f} % of the "
-                                        f"original records are generated rows ({v.note}).", about="comparison"))
+        out.append(
+            Text(
+                "learn_shared",
+                f"Records shared by several people reappear as they are: {v.value:.1f} % of the "
+                f"original records are generated rows ({v.note}).",
+                about="comparison",
+            )
+        )
     by = {a.id: a for a in attacks}
     a = by.get("attack_membership")
     if a is not None:
-        out.append(Text("learn_membership", f"Whether a candidate record was in the data: the best distance attacker is "
-                                            f"right {_percent(a.success)} of the time against 50 % by guessing.",
-                        about="comparison"))
+        out.append(
+            Text(
+                "learn_membership",
+                f"Whether a candidate record was in the data: the best distance attacker is "
+                f"right {_percent(a.success)} of the time against 50 % by guessing.",
+                about="comparison",
+            )
+        )
     a = by.get("attack_attribute")
     if a is not None:
         what = a.name.split("(", 1)[1][:-1]
-        out.append(Text("learn_attribute", f"An attribute from the others: the generated rows give {what} "
-                                           f"right and unambiguously for {_percent(a.success)} of the records, against "
-                                           f"{_percent(a.baseline)} from the other original records.", about="comparison"))
+        out.append(
+            Text(
+                "learn_attribute",
+                f"An attribute from the others: the generated rows give {what} "
+                f"right and unambiguously for {_percent(a.success)} of the records, against "
+                f"{_percent(a.baseline)} from the other original records.",
+                about="comparison",
+            )
+        )
     return out
 
 
@@ -305,22 +385,31 @@ def summary_figures(rel: GeneratedRelease, fig: Figures, original: Any = None, *
     rule = p.get("unique_copies")
     floor = rel._pattern_floor()
     n_pat = int(rel.patterns.num_rows)
-    copies = ("no row equals a record that is unique in the original (such rows are drawn again)" if rule == "redrawn"
-              else "rows equal to a record unique in the original may be released (the unique-copy rule was lifted)")
+    copies = (
+        "no row equals a record that is unique in the original (such rows are drawn again)"
+        if rule == "redrawn"
+        else "rows equal to a record unique in the original may be released (the unique-copy rule was lifted)"
+    )
     held = _n(floor, "original record") if isinstance(floor, int) else f"{floor} original records"
     n_dom = int(p.get("n_domains") or len(p.get("domains") or []))
-    guarantee = (f"{_n(rel.data.n_transactions, 'row')} generated from the code table's {_n(n_pat, 'published pattern')} "
-                 f"(each held by at least {held}; min_support {p.get('min_support')}) and single items, one item in each "
-                 f"of the {_n(n_dom, 'attribute')}; {copies}.")
-    protects = ("Protects against finding a unique person's complete record among the released rows, and publishes no "
-                "pattern of fewer than two records and no count of the original. It is not differential privacy: records "
-                "shared with others reappear, near copies of unique records (one attribute different) may be released, "
-                "and membership and attributes can be inferred to the measured extent.")
+    guarantee = (
+        f"{_n(rel.data.n_transactions, 'row')} generated from the code table's {_n(n_pat, 'published pattern')} "
+        f"(each held by at least {held}; min_support {p.get('min_support')}) and single items, one item in each "
+        f"of the {_n(n_dom, 'attribute')}; {copies}."
+    )
+    protects = (
+        "Protects against finding a unique person's complete record among the released rows, and publishes no "
+        "pattern of fewer than two records and no count of the original. It is not differential privacy: records "
+        "shared with others reappear, near copies of unique records (one attribute different) may be released, "
+        "and membership and attributes can be inferred to the measured extent."
+    )
     attacks: list[Attack] = []
     notes: list[str] = []
     if original is None:
-        notes.append("attacks: every attack on a KRIMP release (copies, distance to closest record, membership "
-                     "inference, attribute disclosure) compares it with the original and needs --original")
+        notes.append(
+            "attacks: every attack on a KRIMP release (copies, distance to closest record, membership "
+            "inference, attribute disclosure) compares it with the original and needs --original"
+        )
     else:
         attacks += attack_results(rel, values)
         attack, why = attribute_attack(rel, original, **ckw)
@@ -328,5 +417,12 @@ def summary_figures(rel: GeneratedRelease, fig: Figures, original: Any = None, *
         notes += [why] if why else []
     scores = [i.id for i in fig.utility if isinstance(i, Value) and i.score]
     headline = list(dict.fromkeys(scores + [h for h in HEADLINE if h in values]))[:3]
-    return Figures(notes=notes, guarantee=guarantee, protects=protects, learn=_learn(rel, values, attacks),
-                   attacks=attacks, headline=headline, warnings=[])
+    return Figures(
+        notes=notes,
+        guarantee=guarantee,
+        protects=protects,
+        learn=_learn(rel, values, attacks),
+        attacks=attacks,
+        headline=headline,
+        warnings=[],
+    )

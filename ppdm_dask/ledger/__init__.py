@@ -11,5 +11,16 @@ from .compose import DEFAULT, Admission, Composition, CompositionRefused, earlie
 from .location import ENV_VAR, default_location
 from .store import STATUSES, Ledger, Record
 
-__all__ = ["Ledger", "Record", "Composition", "CompositionRefused", "Admission", "earlier_releases", "resolve", "DEFAULT",
-           "ENV_VAR", "default_location", "STATUSES"]
+__all__ = [
+    "Ledger",
+    "Record",
+    "Composition",
+    "CompositionRefused",
+    "Admission",
+    "earlier_releases",
+    "resolve",
+    "DEFAULT",
+    "ENV_VAR",
+    "default_location",
+    "STATUSES",
+]

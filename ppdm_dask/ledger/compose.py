@@ -74,13 +74,21 @@ class Composition:
         return [c for c in self.checks if not c.ok]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"releases": self.releases, "earlier": [r.release_id or r.uid for r in self.earlier],
-                "figures": dict(self.figures), "checks": [c.to_dict() for c in self.checks], "notes": list(self.notes)}
+        return {
+            "releases": self.releases,
+            "earlier": [r.release_id or r.uid for r in self.earlier],
+            "figures": dict(self.figures),
+            "checks": [c.to_dict() for c in self.checks],
+            "notes": list(self.notes),
+        }
 
     def manifest_dict(self) -> dict[str, Any]:
         """The public part: the number of releases composed and the family's public figures."""
-        return {"releases": self.releases, **dict(self.public),
-                "limits": [{"name": c.name, "ok": bool(c.ok), "overridden": bool(c.overridden)} for c in self.checks]}
+        return {
+            "releases": self.releases,
+            **dict(self.public),
+            "limits": [{"name": c.name, "ok": bool(c.ok), "overridden": bool(c.overridden)} for c in self.checks],
+        }
 
     def lines(self) -> list[str]:
         """What a job prints before its work: the earlier releases and the composed figures."""
@@ -120,8 +128,16 @@ class Admission:
     store the values. :meth:`committed` / :meth:`failed` after the commit or a failure.
     """
 
-    def __init__(self, ledger: Ledger, release: Any, *, release_id: str, destination: str,
-                 allow_composition: bool = False, notify: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        release: Any,
+        *,
+        release_id: str,
+        destination: str,
+        allow_composition: bool = False,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.release = release
         self.release_id = release_id
@@ -141,10 +157,15 @@ class Admission:
                 f"{c.line()} with {len(comp.earlier)} earlier release(s) of this input in the ledger; refused (an earlier "
                 "release that never reached anyone can be withdrawn: ppdm ledger forget ID --reason TEXT)",
                 python="write(..., allow_composition=True) (recorded in the manifest)",
-                fix="`allow_composition` (recorded in the manifest)")
+                fix="`allow_composition` (recorded in the manifest)",
+            )
         # the report tells a composition limit from a floor of the release itself by its where
-        comp.checks = [Check(c.name, c.ok, c.figure, c.threshold, where=COMPOSITION_WHERE, detail=c.detail, overridden=not c.ok,
-                             stats=c.stats) for c in comp.checks]
+        comp.checks = [
+            Check(
+                c.name, c.ok, c.figure, c.threshold, where=COMPOSITION_WHERE, detail=c.detail, overridden=not c.ok, stats=c.stats
+            )
+            for c in comp.checks
+        ]
         for c in bad:
             name = OVERRIDE_PREFIX + c.name
             if name not in self.accepted:
@@ -162,10 +183,19 @@ class Admission:
             if digest is None:
                 comp.notes.append("the release has no identified input: nothing to compose it with")
             self._decide(comp)
-            self.record = self.ledger.add({
-                "input": self.fingerprint, "release_id": self.release_id, "family": rel.family, "method": rel.method,
-                "parameters": dict(rel.parameters), "figures": rel.ledger_figures(), "destination": self.destination,
-                "overrides": list(rel.overrides), "composition": comp.to_dict()})
+            self.record = self.ledger.add(
+                {
+                    "input": self.fingerprint,
+                    "release_id": self.release_id,
+                    "family": rel.family,
+                    "method": rel.method,
+                    "parameters": dict(rel.parameters),
+                    "figures": rel.ledger_figures(),
+                    "destination": self.destination,
+                    "overrides": list(rel.overrides),
+                    "composition": comp.to_dict(),
+                }
+            )
         self.composition = comp
         for line in comp.lines():
             self.notify(line)
@@ -241,8 +271,11 @@ def reconcile(ledger: Ledger, storage_options: Mapping[str, Any] | None = None) 
         if rec.status not in ("pending", "not committed") or rec.last("failed"):
             continue
         if destination_release_id(str(rec.get("destination")), storage_options) == rec.release_id:
-            ledger.event(rec, "committed", reason="found committed at its destination by 'ppdm ledger check' (the job "
-                         "ended before recording its commit)")
+            ledger.event(
+                rec,
+                "committed",
+                reason="found committed at its destination by 'ppdm ledger check' (the job ended before recording its commit)",
+            )
             changed.append((rec, "committed"))
         elif rec.status == "not committed":
             ledger.event(rec, "failed", reason="the job ended between its record and its commit")

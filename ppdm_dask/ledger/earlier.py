@@ -27,7 +27,16 @@ from ..release.figures import Figures, Text, Value
 from .compose import Composition, default_composition, resolve
 from .store import Record
 
-__all__ = ["union_start", "Earlier", "unreadable_reason", "open_earlier", "count_composition", "composition_of", "union_items", "short_id"]
+__all__ = [
+    "union_start",
+    "Earlier",
+    "unreadable_reason",
+    "open_earlier",
+    "count_composition",
+    "composition_of",
+    "union_items",
+    "short_id",
+]
 
 
 def short_id(record: Record) -> str:
@@ -85,8 +94,7 @@ def unreadable_reason(record: Record, family: str, storage_options: Mapping[str,
     return ""
 
 
-def open_earlier(records: Sequence[Record], family: str, *,
-                 storage_options: Mapping[str, Any] | None = None) -> list[Earlier]:
+def open_earlier(records: Sequence[Record], family: str, *, storage_options: Mapping[str, Any] | None = None) -> list[Earlier]:
     """Every earlier release of ``records``, read back (lazy) where readable as a ``family``
     release."""
     from ..release.base import Release
@@ -104,8 +112,7 @@ def open_earlier(records: Sequence[Record], family: str, *,
     return out
 
 
-def count_composition(release: Any, earlier: Sequence[Record],
-                      storage_options: Mapping[str, Any] | None = None) -> Composition:
+def count_composition(release: Any, earlier: Sequence[Record], storage_options: Mapping[str, Any] | None = None) -> Composition:
     """The composition of a synthetic-data release: the number of releases of the input, how
     many earlier ones are still readable (their union with this one is measured in the owner's
     report, against the original), and a note for each that is not. No limit: the figures of the
@@ -113,11 +120,14 @@ def count_composition(release: Any, earlier: Sequence[Record],
     comp = default_composition(release, earlier)
     whys = [(r, unreadable_reason(r, release.family, storage_options)) for r in comp.earlier]
     comp.figures["earlier_readable"] = sum(1 for _, why in whys if not why)
-    comp.notes += [f"earlier release {short_id(r)} at {r.get('destination')} is not in the union: {why}"
-                   for r, why in whys if why]
+    comp.notes += [
+        f"earlier release {short_id(r)} at {r.get('destination')} is not in the union: {why}" for r, why in whys if why
+    ]
     if comp.earlier:
-        comp.notes.append("the copies and distances of the union of the readable releases with this one are in the "
-                          "owner's report (they need the original)")
+        comp.notes.append(
+            "the copies and distances of the union of the readable releases with this one are in the "
+            "owner's report (they need the original)"
+        )
     return comp
 
 
@@ -145,17 +155,36 @@ def union_items(family: str, opened: Sequence[Earlier]) -> list[Any]:
     """The report's items every union shows: the number of releases composed and a note for
     each earlier release not in the union (which, where, why). The destinations are the
     owner's: the notes are ``comparison`` items, left out of the external report."""
-    items: list[Any] = [Value("union_releases", "Releases of this input (this one included)", len(opened) + 1,
-                              unit="releases", note="as recorded in the ledger (the manifest shows the same count)")]
+    items: list[Any] = [
+        Value(
+            "union_releases",
+            "Releases of this input (this one included)",
+            len(opened) + 1,
+            unit="releases",
+            note="as recorded in the ledger (the manifest shows the same count)",
+        )
+    ]
     good = [e for e in opened if e.readable]
     if good:
-        items.append(Text("union_composed", f"Measured as one union with this release: {len(good)} earlier {family} "
-                          "release(s) of this input, " + "; ".join(f"{short_id(e.record)} at {e.record.get('destination')}"
-                                                                   for e in good) + ".", about="comparison"))
+        items.append(
+            Text(
+                "union_composed",
+                f"Measured as one union with this release: {len(good)} earlier {family} "
+                "release(s) of this input, "
+                + "; ".join(f"{short_id(e.record)} at {e.record.get('destination')}" for e in good)
+                + ".",
+                about="comparison",
+            )
+        )
     bad = [e for e in opened if not e.readable]
     if bad:
-        items.append(Text("union_unreadable", "Earlier releases of this input not in the union: "
-                          + "; ".join(e.line() for e in bad) + ".", about="comparison"))
+        items.append(
+            Text(
+                "union_unreadable",
+                "Earlier releases of this input not in the union: " + "; ".join(e.line() for e in bad) + ".",
+                about="comparison",
+            )
+        )
     return items
 
 

@@ -131,8 +131,10 @@ class Record:
 
     def line(self) -> str:
         """One line naming the release: id, family/method, when, where, status."""
-        return (f"{self.release_id or self.uid} {self.family}/{self.get('method')} {self.get('created')} -> "
-                f"{self.get('destination')} [{self.status}]")
+        return (
+            f"{self.release_id or self.uid} {self.family}/{self.get('method')} {self.get('created')} -> "
+            f"{self.get('destination')} [{self.status}]"
+        )
 
 
 def counts_in_composition(record: Record) -> bool:
@@ -243,9 +245,11 @@ class Ledger:
         try:
             self.secret()
         except OSError as exc:
-            raise InvalidParameter(f"cannot write the ledger at {self.url}: {exc.strerror or exc}",
-                                   python="Ledger(url) of a writable location, or ledger=None to opt out (recorded)",
-                                   fix="`ledger` URL of a writable location, or `no_ledger` (recorded in the manifest)") from None
+            raise InvalidParameter(
+                f"cannot write the ledger at {self.url}: {exc.strerror or exc}",
+                python="Ledger(url) of a writable location, or ledger=None to opt out (recorded)",
+                fix="`ledger` URL of a writable location, or `no_ledger` (recorded in the manifest)",
+            ) from None
 
     # ------------------------------------------------------------------ the secret
     def secret(self) -> bytes:
@@ -292,8 +296,15 @@ class Ledger:
 
         uid = f"{created().replace(':', '').replace('-', '')}-{secrets.token_hex(6)}"
         # time_ns orders the records of one second (created is to the second, for people)
-        data = {"version": LEDGER_VERSION, "record": uid, "created": created(), "time_ns": time.time_ns(), "host": _host_tag(),
-                "pid": os.getpid(), **dict(fields)}
+        data = {
+            "version": LEDGER_VERSION,
+            "record": uid,
+            "created": created(),
+            "time_ns": time.time_ns(),
+            "host": _host_tag(),
+            "pid": os.getpid(),
+            **dict(fields),
+        }
         self._put(self._path("records", str(data["input"]), uid + ".json"), _dumps(data))
         return Record(data)
 
@@ -334,12 +345,14 @@ class Ledger:
         ident = str(ident).strip()
         hits = [r for r in self.records() if ident and (r.release_id.startswith(ident) or r.uid.startswith(ident))]
         if not hits:
-            raise DatasetNotFoundError(f"no release {ident!r} in the ledger at {self.url}",
-                                       cli="'ppdm ledger list' shows the recorded releases")
+            raise DatasetNotFoundError(
+                f"no release {ident!r} in the ledger at {self.url}", cli="'ppdm ledger list' shows the recorded releases"
+            )
         ids = {r.uid for r in hits}
         if len(ids) > 1 and len({r.release_id for r in hits}) > 1:
-            raise InvalidParameter(f"{ident!r} names {len(ids)} releases in the ledger; give more of the id",
-                                   cli="'ppdm ledger list' shows the ids")
+            raise InvalidParameter(
+                f"{ident!r} names {len(ids)} releases in the ledger; give more of the id", cli="'ppdm ledger list' shows the ids"
+            )
         return hits[-1]
 
     def forget(self, ident: str, reason: str) -> Record:

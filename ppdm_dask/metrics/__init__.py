@@ -6,5 +6,4 @@ from .itemsets import identity_errors, itemset_accuracy, support_error
 from .km_audit import KmAudit, km_audit, unique_baskets
 from .release_utility import itemset_utility
 
-__all__ = ["support_error", "identity_errors", "itemset_accuracy", "KmAudit", "km_audit", "unique_baskets",
-           "itemset_utility"]
+__all__ = ["support_error", "identity_errors", "itemset_accuracy", "KmAudit", "km_audit", "unique_baskets", "itemset_utility"]

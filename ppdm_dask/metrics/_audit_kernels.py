@@ -15,8 +15,19 @@ import scipy.sparse as sp
 
 from ..data.fingerprints import fingerprint_counts, label_hashes, merge_fingerprint_counts, row_fingerprints
 
-__all__ = ["subset_work", "count_itemsets", "key_sizes", "itemset_buckets", "itemset_tally", "merge_itemsets", "label_hashes",
-           "fingerprint_buckets", "merge_fingerprints", "fingerprint_tally", "add_arrays"]
+__all__ = [
+    "subset_work",
+    "count_itemsets",
+    "key_sizes",
+    "itemset_buckets",
+    "itemset_tally",
+    "merge_itemsets",
+    "label_hashes",
+    "fingerprint_buckets",
+    "merge_fingerprints",
+    "fingerprint_tally",
+    "add_arrays",
+]
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
@@ -32,7 +43,7 @@ def _split(bucket: np.ndarray, n_buckets: int, *arrays: np.ndarray) -> tuple:
     """``arrays`` cut into ``n_buckets`` pieces by ``bucket``, each piece keeping its sort order."""
     order = np.argsort(bucket, kind="stable")
     cut = np.searchsorted(bucket[order], np.arange(n_buckets + 1))
-    return tuple(tuple(a[order[cut[b]:cut[b + 1]]] for a in arrays) for b in range(n_buckets))
+    return tuple(tuple(a[order[cut[b] : cut[b + 1]]] for a in arrays) for b in range(n_buckets))
 
 
 def add_arrays(parts: list[np.ndarray]) -> np.ndarray:
@@ -90,7 +101,7 @@ def count_itemsets(block: sp.csr_array, max_m: int, bits: int) -> tuple[np.ndarr
             combos = np.array(list(combinations(range(length), j)), np.int64)
             step = max(1, _CHUNK // (combos.shape[0] * j))
             for s in range(0, rows.size, step):
-                sub = items[s:s + step][:, combos]  # (rows, C(L, j), j), ids ascending
+                sub = items[s : s + step][:, combos]  # (rows, C(L, j), j), ids ascending
                 keys = np.zeros(sub.shape[:2], np.int64)
                 for f in range(j):
                     keys |= sub[:, :, f] << (bits * f)

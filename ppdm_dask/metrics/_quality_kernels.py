@@ -58,8 +58,7 @@ def profile(part: pd.DataFrame, numeric: Sequence[str], categorical: Sequence[st
         v = pd.to_numeric(part[c], errors="coerce").to_numpy(dtype=float)
         v = v[np.isfinite(v)]
         uniq = np.unique(v)
-        num[c] = (float(v.min()) if v.size else np.inf, float(v.max()) if v.size else -np.inf,
-                  uniq if uniq.size <= cap else None)
+        num[c] = (float(v.min()) if v.size else np.inf, float(v.max()) if v.size else -np.inf, uniq if uniq.size <= cap else None)
     cat = {c: _text_counts(part[c]) for c in categorical}
     return {"n": len(part), "num": num, "cat": cat}
 

@@ -103,8 +103,7 @@ def itemset_accuracy(true: Any, reconstructed: Any) -> dict[str, Any]:
     out = _summary(f, r)
     lengths = sorted({len(k) for k in f} | {len(k) for k in r})
     levels = {
-        n: _summary({k: v for k, v in f.items() if len(k) == n}, {k: v for k, v in r.items() if len(k) == n})
-        for n in lengths
+        n: _summary({k: v for k, v in f.items() if len(k) == n}, {k: v for k, v in r.items() if len(k) == n}) for n in lengths
     }
     out["levels"] = levels
     variance = {}

@@ -33,7 +33,16 @@ import numpy as np
 from ..constraints import Interval, check, validate
 from ..errors import InvalidParameter
 
-__all__ = ["KmAudit", "km_audit", "unique_baskets", "singled_out", "gather_rows", "take_rows", "DEFAULT_MAX_SUBSETS", "MAX_AUDIT_M"]
+__all__ = [
+    "KmAudit",
+    "km_audit",
+    "unique_baskets",
+    "singled_out",
+    "gather_rows",
+    "take_rows",
+    "DEFAULT_MAX_SUBSETS",
+    "MAX_AUDIT_M",
+]
 
 #: Bound on the itemset occurrences the audit may enumerate (Σ_rows Σ_{j<=M} C(len, j)).
 DEFAULT_MAX_SUBSETS = 50_000_000
@@ -123,8 +132,16 @@ def _packable_m(n_items: int, max_m: int) -> int:
     return m
 
 
-def km_audit(tx: Any, k: int | Sequence[int], max_m: int, *, max_subsets: float = DEFAULT_MAX_SUBSETS,
-             split_every: int = 8, client: Any = None, progress: bool = False) -> KmAudit:
+def km_audit(
+    tx: Any,
+    k: int | Sequence[int],
+    max_m: int,
+    *,
+    max_subsets: float = DEFAULT_MAX_SUBSETS,
+    split_every: int = 8,
+    client: Any = None,
+    progress: bool = False,
+) -> KmAudit:
     """The k^m audit curve of ``tx``: itemsets of at most m items with support in [1, k), m = 1..M.
 
     Parameters
@@ -168,8 +185,10 @@ def km_audit(tx: Any, k: int | Sequence[int], max_m: int, *, max_subsets: float 
     fits = np.flatnonzero(work <= float(max_subsets))
     m_ok = max(1, int(fits[-1]) + 1 if fits.size else 1)
     if m_ok < top:
-        notes.append(f"counting itemsets of {m_ok + 1} items would enumerate {work[m_ok]:.3g} itemset occurrences, "
-                     f"over the bound of {float(max_subsets):.3g}: the curve stops at m = {m_ok}")
+        notes.append(
+            f"counting itemsets of {m_ok + 1} items would enumerate {work[m_ok]:.3g} itemset occurrences, "
+            f"over the bound of {float(max_subsets):.3g}: the curve stops at m = {m_ok}"
+        )
         top = m_ok
     bits = 63 // top
     n_buckets = _n_buckets(tx.n_partitions)
@@ -206,8 +225,9 @@ def unique_baskets(tx: Any, *, split_every: int = 8, client: Any = None, progres
     n_buckets = _n_buckets(tx.n_partitions)
     split = dask.delayed(_fingerprint_split, pure=True)
     parts = [split(b, hashes, n_buckets) for b in tx.blocks.to_delayed().ravel()]
-    (tally,) = compute(_bucketed(parts, n_buckets, merge_fingerprints, fingerprint_tally, (), split_every),
-                       client=client, progress=progress)
+    (tally,) = compute(
+        _bucketed(parts, n_buckets, merge_fingerprints, fingerprint_tally, (), split_every), client=client, progress=progress
+    )
     unique, distinct, rows = (int(x) for x in np.asarray(tally))
     return {"unique": unique, "distinct": distinct, "rows": rows, "share": unique / rows if rows else math.nan}
 
@@ -268,8 +288,16 @@ def _subsets(items: np.ndarray, size: int, cap: int, rng: np.random.Generator) -
     return np.unique(items[picks], axis=0), False
 
 
-def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OUT_TARGETS,
-                max_subsets: int = SINGLED_OUT_SUBSETS, client: Any = None, progress: bool = False) -> dict[str, Any]:
+def singled_out(
+    tx: Any,
+    size: int,
+    k: int = 2,
+    *,
+    max_targets: int = SINGLED_OUT_TARGETS,
+    max_subsets: int = SINGLED_OUT_SUBSETS,
+    client: Any = None,
+    progress: bool = False,
+) -> dict[str, Any]:
     """The records an adversary who knows ``size`` of their items can single out: records with
     some ``size``-itemset supported by them alone (and by fewer than ``k`` records).
 
@@ -300,15 +328,27 @@ def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OU
     rng = np.random.default_rng(_SINGLED_OUT_SEED)
     sampled = eligible.size > max_targets
     targets = np.sort(rng.choice(eligible, max_targets, replace=False)) if sampled else eligible
-    out = {"size": size, "max_subsets": int(max_subsets), "rows": rows, "eligible": int(eligible.size), "targets": int(targets.size), "unique": 0, "rare": 0,
-           "unique_share": 0.0, "rare_share": 0.0, "sampled": bool(sampled), "subsets_capped": False, "itemsets": 0,
-           "examined": targets}
+    out = {
+        "size": size,
+        "max_subsets": int(max_subsets),
+        "rows": rows,
+        "eligible": int(eligible.size),
+        "targets": int(targets.size),
+        "unique": 0,
+        "rare": 0,
+        "unique_share": 0.0,
+        "rare_share": 0.0,
+        "sampled": bool(sampled),
+        "subsets_capped": False,
+        "itemsets": 0,
+        "examined": targets,
+    }
     if not targets.size:
         return out
     X = gather_rows(tx, targets, **ckw)
     parts, owner, complete = [], [], True
     for j in range(targets.size):
-        subs, full = _subsets(np.sort(X.indices[X.indptr[j]:X.indptr[j + 1]]).astype(np.int64), size, max_subsets, rng)
+        subs, full = _subsets(np.sort(X.indices[X.indptr[j] : X.indptr[j + 1]]).astype(np.int64), size, max_subsets, rng)
         complete &= full
         parts.append(subs)
         owner.append(np.full(subs.shape[0], j, np.int64))
@@ -326,6 +366,13 @@ def singled_out(tx: Any, size: int, k: int = 2, *, max_targets: int = SINGLED_OU
     np.logical_or.at(unique, owner, support == 1)
     np.logical_or.at(rare, owner, support < k)
     scale = eligible.size / targets.size / rows if rows else 0.0
-    out.update(examined=targets, unique=int(unique.sum()), rare=int(rare.sum()), unique_share=float(unique.sum() * scale),
-               rare_share=float(rare.sum() * scale), subsets_capped=not complete, itemsets=int(distinct.shape[0]))
+    out.update(
+        examined=targets,
+        unique=int(unique.sum()),
+        rare=int(rare.sum()),
+        unique_share=float(unique.sum() * scale),
+        rare_share=float(rare.sum() * scale),
+        subsets_capped=not complete,
+        itemsets=int(distinct.shape[0]),
+    )
     return out

@@ -36,8 +36,20 @@ import pandas as pd
 
 from . import _quality_kernels as K
 
-__all__ = ["EXACT_VALUES", "GRID_POINTS", "PAIR_BINS", "MAX_PAIR_CATEGORIES", "TOP_ITEMS", "Quality", "quality_report",
-           "basket_quality", "quality_figures", "ks_complement", "tv_complement", "correlation_similarity"]
+__all__ = [
+    "EXACT_VALUES",
+    "GRID_POINTS",
+    "PAIR_BINS",
+    "MAX_PAIR_CATEGORIES",
+    "TOP_ITEMS",
+    "Quality",
+    "quality_report",
+    "basket_quality",
+    "quality_figures",
+    "ks_complement",
+    "tv_complement",
+    "correlation_similarity",
+]
 
 #: numeric columns with at most this many distinct values (both tables) get the exact KS statistic
 EXACT_VALUES = 20_000
@@ -129,8 +141,9 @@ def _as_dask(table: Any) -> Any:
     return dd.from_pandas(table, npartitions=1) if isinstance(table, pd.DataFrame) else table
 
 
-def _plan(po: Mapping[str, Any], pr: Mapping[str, Any], numeric: Sequence[str], categorical: Sequence[str],
-          notes: list[str]) -> dict[str, Any]:
+def _plan(
+    po: Mapping[str, Any], pr: Mapping[str, Any], numeric: Sequence[str], categorical: Sequence[str], notes: list[str]
+) -> dict[str, Any]:
     """Grids, cells and pairs from the two tables' profiles."""
     grids, cells, shift = {}, {}, {}
     for c in numeric:
@@ -159,8 +172,14 @@ def _plan(po: Mapping[str, Any], pr: Mapping[str, Any], numeric: Sequence[str], 
     return {"grids": grids, "cells": cells, "shift": shift, "pairs": list(combinations(order, 2))}
 
 
-def quality_report(original: Any, release: Any, columns: Sequence[str] | None = None, *,
-                   numeric: Sequence[str] | None = None, **compute_kwargs: Any) -> Quality:
+def quality_report(
+    original: Any,
+    release: Any,
+    columns: Sequence[str] | None = None,
+    *,
+    numeric: Sequence[str] | None = None,
+    **compute_kwargs: Any,
+) -> Quality:
     """Column shapes, pair trends and the overall score of ``release`` against ``original``
     (see the module docstring).
 
@@ -185,17 +204,25 @@ def quality_report(original: Any, release: Any, columns: Sequence[str] | None = 
     numeric = [c for c in cols if c in set(numeric)]
     categorical = [c for c in cols if c not in set(numeric)]
     ckw = {"progress": False, **compute_kwargs}
-    prof = [dask.delayed(K.merge_profiles, pure=True)(
-        [dask.delayed(K.profile, pure=True)(p, numeric, categorical, EXACT_VALUES) for p in t[cols].to_delayed()],
-        EXACT_VALUES) for t in (o, r)]
+    prof = [
+        dask.delayed(K.merge_profiles, pure=True)(
+            [dask.delayed(K.profile, pure=True)(p, numeric, categorical, EXACT_VALUES) for p in t[cols].to_delayed()],
+            EXACT_VALUES,
+        )
+        for t in (o, r)
+    ]
     po, pr = compute(*prof, **ckw)
     notes: list[str] = []
     plan = _plan(po, pr, numeric, categorical, notes)
     to = tr = None
     if plan["grids"] or plan["pairs"]:  # categorical shapes alone come from the profiles: no second pass
         lazy_plan = dask.delayed(plan, pure=True)
-        tal = [dask.delayed(K.merge_tallies, pure=True)([dask.delayed(K.tally, pure=True)(p, lazy_plan) for p in t[cols].to_delayed()])
-               for t in (o, r)]
+        tal = [
+            dask.delayed(K.merge_tallies, pure=True)(
+                [dask.delayed(K.tally, pure=True)(p, lazy_plan) for p in t[cols].to_delayed()]
+            )
+            for t in (o, r)
+        ]
         to, tr = compute(*tal, **ckw)
     shapes: dict[str, tuple[str, float]] = {}
     for c in cols:
@@ -207,8 +234,10 @@ def quality_report(original: Any, release: Any, columns: Sequence[str] | None = 
     pairs: dict[tuple[str, str], tuple[str, float]] = {}
     for a, b in plan["pairs"]:
         if (a, b) in to["moments"]:
-            pairs[(a, b)] = ("correlation similarity", _stable(correlation_similarity(_pearson(to["moments"][(a, b)]),
-                                                                                        _pearson(tr["moments"][(a, b)]))))
+            pairs[(a, b)] = (
+                "correlation similarity",
+                _stable(correlation_similarity(_pearson(to["moments"][(a, b)]), _pearson(tr["moments"][(a, b)]))),
+            )
         else:
             pairs[(a, b)] = ("contingency similarity", tv_complement(to["pairs"][(a, b)], tr["pairs"][(a, b)]))
     undefined = [f"{a}/{b}" for (a, b), (_, s) in pairs.items() if not np.isfinite(s)]
@@ -255,20 +284,29 @@ def basket_quality(original: Any, release: Any, *, top: int = TOP_ITEMS, **compu
     fr = pd.Series(np.asarray(sr, dtype=float) / nr, index=lr).groupby(level=0).sum()
     fo, fr = fo.align(fr, fill_value=0.0)
     shapes = {str(i): ("TV complement", 1.0 - abs(float(a) - float(b))) for i, a, b in zip(fo.index, fo, fr)}
-    top_items = [str(i) for i in pd.Series(np.asarray(so), index=lo).sort_values(ascending=False, kind="stable").index[:top]
-                 if so[lo.index(i)] > 0]
+    top_items = [
+        str(i)
+        for i in pd.Series(np.asarray(so), index=lo).sort_values(ascending=False, kind="stable").index[:top]
+        if so[lo.index(i)] > 0
+    ]
     notes = [f"pair trends over the {len(top_items)} items most frequent in the original"]
     cols_o = np.asarray([lo.index(i) for i in top_items], dtype=np.int64)
     rpos = {x: j for j, x in enumerate(lr)}
     cols_r = np.asarray([rpos.get(i, -1) for i in top_items], dtype=np.int64)
-    lazy = [dask.delayed(sum, pure=True)([dask.delayed(_item_pairs, pure=True)(b, c) for b in t.blocks.to_delayed().ravel()],
-                                          np.zeros((len(c), len(c)), dtype=np.int64))
-            for t, c in ((original, cols_o), (release, cols_r))]
+    lazy = [
+        dask.delayed(sum, pure=True)(
+            [dask.delayed(_item_pairs, pure=True)(b, c) for b in t.blocks.to_delayed().ravel()],
+            np.zeros((len(c), len(c)), dtype=np.int64),
+        )
+        for t, c in ((original, cols_o), (release, cols_r))
+    ]
     co, cr = compute(*lazy, **ckw)
     pairs: dict[tuple[str, str], tuple[str, float]] = {}
     for i, j in combinations(range(len(top_items)), 2):
-        pairs[(top_items[i], top_items[j])] = ("contingency similarity",
-                                               tv_complement(_two_by_two(co, i, j, no), _two_by_two(cr, i, j, nr)))
+        pairs[(top_items[i], top_items[j])] = (
+            "contingency similarity",
+            tv_complement(_two_by_two(co, i, j, no), _two_by_two(cr, i, j, nr)),
+        )
     return Quality(shapes, pairs, notes)
 
 
@@ -285,25 +323,57 @@ def quality_figures(q: Quality, what: str, *, column_kind: str = "column") -> li
     (``utility_column_shape_table``); ``what`` names the compared rows (e.g. "the pseudo-data")."""
     from ..release.figures import Table, Value
 
-    how = (f"as SDMetrics' quality report: the mean of the column-shape mean ({len(q.shapes):,} {column_kind}s) and "
-           f"the pair-trend mean ({len(q.pairs):,} pairs); 1 = the same distributions")
+    how = (
+        f"as SDMetrics' quality report: the mean of the column-shape mean ({len(q.shapes):,} {column_kind}s) and "
+        f"the pair-trend mean ({len(q.pairs):,} pairs); 1 = the same distributions"
+    )
     nan = lambda v: v if np.isfinite(v) else None  # noqa: E731
     shape_rows = sorted(q.shapes.items(), key=lambda kv: (kv[1][1] if np.isfinite(kv[1][1]) else 2.0, kv[0]))
     items: list[Any] = [
-        Value("utility_quality_score", f"Quality score of {what} (column shapes and pair trends)", nan(q.score),
-              about="comparison", unit="share", score=True, note=how),
-        Value("utility_column_shapes", f"Column shapes of {what}", nan(q.shapes_score), about="comparison", unit="share",
-              note="mean over the columns of 1 − KS statistic (numeric) or 1 − total variation distance (categorical)"),
-        Value("utility_pair_trends", f"Pair trends of {what}", nan(q.pairs_score), about="comparison", unit="share",
-              note="mean over the pairs of 1 − |Δ Pearson r| / 2 (two numeric columns) or 1 − total variation distance "
-                   f"of the contingency tables (numeric columns in {PAIR_BINS} bins)"),
-        Table("utility_column_shape_table", f"Column shapes of {what}, worst first", [column_kind, "metric", "score"],
-              [[c, m, nan(s)] for c, (m, s) in shape_rows[:300]], about="comparison",
-              note=f"{len(shape_rows) - 300:,} more not shown" if len(shape_rows) > 300 else ""),
+        Value(
+            "utility_quality_score",
+            f"Quality score of {what} (column shapes and pair trends)",
+            nan(q.score),
+            about="comparison",
+            unit="share",
+            score=True,
+            note=how,
+        ),
+        Value(
+            "utility_column_shapes",
+            f"Column shapes of {what}",
+            nan(q.shapes_score),
+            about="comparison",
+            unit="share",
+            note="mean over the columns of 1 − KS statistic (numeric) or 1 − total variation distance (categorical)",
+        ),
+        Value(
+            "utility_pair_trends",
+            f"Pair trends of {what}",
+            nan(q.pairs_score),
+            about="comparison",
+            unit="share",
+            note="mean over the pairs of 1 − |Δ Pearson r| / 2 (two numeric columns) or 1 − total variation distance "
+            f"of the contingency tables (numeric columns in {PAIR_BINS} bins)",
+        ),
+        Table(
+            "utility_column_shape_table",
+            f"Column shapes of {what}, worst first",
+            [column_kind, "metric", "score"],
+            [[c, m, nan(s)] for c, (m, s) in shape_rows[:300]],
+            about="comparison",
+            note=f"{len(shape_rows) - 300:,} more not shown" if len(shape_rows) > 300 else "",
+        ),
     ]
     if q.pairs:
         worst = sorted(q.pairs.items(), key=lambda kv: (kv[1][1] if np.isfinite(kv[1][1]) else 2.0, kv[0]))[:20]
-        items.append(Table("utility_pair_trend_table", f"Pair trends of {what}, the 20 worst", [f"{column_kind} 1",
-                           f"{column_kind} 2", "metric", "score"], [[a, b, m, nan(s)] for (a, b), (m, s) in worst],
-                           about="comparison"))
+        items.append(
+            Table(
+                "utility_pair_trend_table",
+                f"Pair trends of {what}, the 20 worst",
+                [f"{column_kind} 1", f"{column_kind} 2", "metric", "score"],
+                [[a, b, m, nan(s)] for (a, b), (m, s) in worst],
+                about="comparison",
+            )
+        )
     return items

@@ -64,10 +64,19 @@ def exact_supports(tx: Any, itemsets: list[frozenset], ckw: dict) -> np.ndarray:
     return out
 
 
-def itemset_utility(original: Any, release: Any, min_support: float | int, *, max_length: int | None = 3,
-                    miner: Callable[..., Any] | None = None, recount: Callable[..., np.ndarray] | None = None,
-                    max_itemsets: int = 2_000_000, max_points: int = DEFAULT_MAX_POINTS, client: Any = None,
-                    progress: bool = False) -> dict[str, Any]:
+def itemset_utility(
+    original: Any,
+    release: Any,
+    min_support: float | int,
+    *,
+    max_length: int | None = 3,
+    miner: Callable[..., Any] | None = None,
+    recount: Callable[..., np.ndarray] | None = None,
+    max_itemsets: int = 2_000_000,
+    max_points: int = DEFAULT_MAX_POINTS,
+    client: Any = None,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Frequent itemsets of ``release`` against those of ``original``.
 
     Parameters
@@ -124,6 +133,14 @@ def itemset_utility(original: Any, release: Any, min_support: float | int, *, ma
         y[miss_r] = (recount(release, sets, **ckw) if recount is not None else exact_supports(release, sets, ckw)) / n_r
     labels = [(ko.get(s) or kr.get(s))[0] for s in union]
     points = [(lab, float(a), float(b), s in ko, s in kr) for lab, a, b, s in zip(labels, x, y, union)]
-    return {"accuracy": acc, "n_original": len(ko), "n_release": len(kr), "min_count_original": int(fo.min_count),
-            "min_count_release": int(fr.min_count), "points": points, "n_points_total": len(ko.keys() | kr.keys()),
-            "original_itemsets": fo, "release_itemsets": fr}
+    return {
+        "accuracy": acc,
+        "n_original": len(ko),
+        "n_release": len(kr),
+        "min_count_original": int(fo.min_count),
+        "min_count_release": int(fr.min_count),
+        "points": points,
+        "n_points_total": len(ko.keys() | kr.keys()),
+        "original_itemsets": fo,
+        "release_itemsets": fr,
+    }

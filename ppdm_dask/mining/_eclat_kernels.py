@@ -244,8 +244,15 @@ if _numba is not None:
             off += k
 
 
-def mine_block(bits: np.ndarray, pair_total: np.ndarray, min_count: int, global_count: int, max_length: int | None,
-               max_out: int, threads: int = 1) -> LocalResult:
+def mine_block(
+    bits: np.ndarray,
+    pair_total: np.ndarray,
+    min_count: int,
+    global_count: int,
+    max_length: int | None,
+    max_out: int,
+    threads: int = 1,
+) -> LocalResult:
     """Every itemset of length >= 3 kept by this block's local search.
 
     An itemset is kept when its count here is at least ``min_count`` (the block's threshold) and
@@ -344,7 +351,9 @@ def split_by_length(result: LocalResult) -> dict[int, tuple[np.ndarray, np.ndarr
     return out
 
 
-def count_missing(bits: np.ndarray, result: LocalResult, query: list[tuple[int, np.ndarray]], rows_of: np.ndarray | None = None) -> np.ndarray:
+def count_missing(
+    bits: np.ndarray, result: LocalResult, query: list[tuple[int, np.ndarray]], rows_of: np.ndarray | None = None
+) -> np.ndarray:
     """The counts in this block of the ``query`` itemsets (per length k, an ``(n, k)`` array of
     positions) that its local result ``result`` does not hold, 0 for those it holds (the driver
     already added their counts); concatenated in the order of ``query``.

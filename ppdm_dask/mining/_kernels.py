@@ -11,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["restrict_columns", "pair_counts", "pair_counts_bits", "item_counts_and_work", "build_bitsets", "count_extensions", "MAX_CHUNK_BYTES"]
+__all__ = [
+    "restrict_columns",
+    "pair_counts",
+    "pair_counts_bits",
+    "item_counts_and_work",
+    "build_bitsets",
+    "count_extensions",
+    "MAX_CHUNK_BYTES",
+]
 
 #: Bound on the temporary AND buffer of :func:`count_extensions`.
 MAX_CHUNK_BYTES = 32 * 2**20
@@ -89,7 +97,6 @@ if _numba is not None:
                 p = pos[indices[i]]
                 if p >= 0:
                     bits[p * n_words + word] |= bit
-
 
     from ..bitops import ctpop  # LLVM's population count, shared by every family's kernels
 
@@ -216,7 +223,9 @@ def pair_counts(block: sp.csr_array, items: np.ndarray, *, engine: str = "auto")
         lo, hi = int(indptr[start_row]), int(indptr[stop_row])
         ids = x.indices[lo:hi]
         # later items in the same row, for each position
-        later = (np.repeat(indptr[start_row + 1 : stop_row + 1] - lo, lengths[start_row:stop_row]) - np.arange(1, hi - lo + 1)).astype(np.int32)
+        later = (
+            np.repeat(indptr[start_row + 1 : stop_row + 1] - lo, lengths[start_row:stop_row]) - np.arange(1, hi - lo + 1)
+        ).astype(np.int32)
         codes = np.empty(int(cum[stop_row - 1] - done), dtype=base.dtype)
         # positions by decreasing number of later items (stable radix sort on small ints): the
         # positions with at least d later items are then a prefix, for every offset d

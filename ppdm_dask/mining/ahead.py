@@ -33,7 +33,9 @@ def _query(joined: np.ndarray, cands: np.ndarray, left: np.ndarray) -> tuple[np.
     return joined[uniq_left], parent_of.ravel(), cands[:, -1].copy()
 
 
-def count_ahead_chain(cands: np.ndarray, left: np.ndarray, k: int, max_length: int | None, bound: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def count_ahead_chain(
+    cands: np.ndarray, left: np.ndarray, k: int, max_length: int | None, bound: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """The level's candidates, followed by those of the next levels grown from them (a superset
     of the next levels' real candidates: every real frequent set has all its subsets among
     these candidates), while the total stays within ``bound``."""

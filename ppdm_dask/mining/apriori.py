@@ -29,8 +29,18 @@ from .partition import LOCAL_MAX_ITEMSETS, mine_levels
 from .results import FrequentItemsets
 from .strategy import choose_strategy
 
-__all__ = ["apriori", "min_count_of", "ResultTooLargeError", "ItemsetExplosionWarning", "frequent_items", "check_candidates",
-           "candidate_bytes", "DEFAULT_MAX_CANDIDATES", "DEFAULT_MAX_ITEMSETS", "ExactCounts"]
+__all__ = [
+    "apriori",
+    "min_count_of",
+    "ResultTooLargeError",
+    "ItemsetExplosionWarning",
+    "frequent_items",
+    "check_candidates",
+    "candidate_bytes",
+    "DEFAULT_MAX_CANDIDATES",
+    "DEFAULT_MAX_ITEMSETS",
+    "ExactCounts",
+]
 
 
 def min_count_of(min_support: float | int, n_transactions: int) -> int:
@@ -169,7 +179,15 @@ def apriori(
             t0 = time.perf_counter()
         return True
 
-    driver = LevelwiseDriver(counter, ExactCounts(min_count), tx.n_items, max_length=max_length, max_itemsets=max_itemsets,
-                             max_candidates=max_candidates, on_level=on_level, deep=partition_levels)
+    driver = LevelwiseDriver(
+        counter,
+        ExactCounts(min_count),
+        tx.n_items,
+        max_length=max_length,
+        max_itemsets=max_itemsets,
+        max_candidates=max_candidates,
+        on_level=on_level,
+        deep=partition_levels,
+    )
     driver.run(stacklevel=2)
     return FrequentItemsets(driver.levels, tx.vocabulary, n, min_count, driver.stats)

@@ -127,8 +127,9 @@ class SupportCounter:
         After the first pass: ``packed`` (bool), ``bytes`` (planned), ``budget``, ``reason``.
     """
 
-    def __init__(self, tx: Any, *, client: Any = None, progress: bool = False, split_every: int = 8,
-                 memory_plan: str = "auto") -> None:
+    def __init__(
+        self, tx: Any, *, client: Any = None, progress: bool = False, split_every: int = 8, memory_plan: str = "auto"
+    ) -> None:
         if memory_plan not in MEMORY_PLANS:
             from ..errors import InvalidParameter
 
@@ -162,8 +163,9 @@ class SupportCounter:
         planned = packed_bytes_estimate(nnz, int(rows.sum()), self.tx.n_items)
         largest = planned * float(rows.max(initial=0)) / max(1, int(rows.sum()))
         what = f"packed rows of {nnz:,} entries"
-        plan, reason, budget = memory_plan(planned + largest, ROWS_MEMORY_SHARE, self._ckw["client"],
-                                           local=ROWS_LOCAL_BYTES, what=what)
+        plan, reason, budget = memory_plan(
+            planned + largest, ROWS_MEMORY_SHARE, self._ckw["client"], local=ROWS_LOCAL_BYTES, what=what
+        )
         if self.memory_plan != "auto":
             plan = "persist" if self.memory_plan == "packed" else "stream"
             reason = f"{what}: {'kept' if plan == 'persist' else 'not kept'} ({self.memory_plan} plan asked for)"
@@ -182,7 +184,7 @@ class SupportCounter:
         packed = [dask.delayed(pack_rows, pure=True)(b) for b in source]
         out = persist(*packed, *[also_fn(source) for also_fn in also], **self._ckw)
         self._packed = list(out[: len(packed)])
-        return [self._compute(o) for o in out[len(packed):]]
+        return [self._compute(o) for o in out[len(packed) :]]
 
     def packed_nbytes(self) -> int:
         """Bytes of the packed rows kept on the workers (0 when not packed; one small pass)."""
@@ -276,9 +278,13 @@ class SupportCounter:
         self.release()
         if not keep:
             plan = "packed" if self._packed is not None else "stream"
-            self.plan = {"plan": plan, "bytes": int(bitset_bytes(self.tx.partition_rows, items.size).sum()), "budget": 0,
-                         "reason": f"bitsets of {items.size:,} items built inside each task ({plan}): one or two passes keep nothing",
-                         "transient": True}
+            self.plan = {
+                "plan": plan,
+                "bytes": int(bitset_bytes(self.tx.partition_rows, items.size).sum()),
+                "budget": 0,
+                "reason": f"bitsets of {items.size:,} items built inside each task ({plan}): one or two passes keep nothing",
+                "transient": True,
+            }
             self._bits, self.bit_items = [], items
             return
         self._ensure_rows()
@@ -298,7 +304,10 @@ class SupportCounter:
         if self.memory_plan != "auto":
             plan, reason = self.memory_plan, f"{what}, {total / 2**20:,.1f} MiB: {self.memory_plan} (asked for)"
         elif plan == "stream" and self._packed is not None:
-            plan, reason = "packed", reason.replace("recomputed or re-read at every pass", "decoded from the packed rows in every counting task")
+            plan, reason = (
+                "packed",
+                reason.replace("recomputed or re-read at every pass", "decoded from the packed rows in every counting task"),
+            )
         return {"plan": plan, "bytes": int(total), "budget": int(budget), "reason": reason}
 
     def plan_fields(self) -> dict[str, Any]:
@@ -342,7 +351,9 @@ class SupportCounter:
         counts = self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
         return np.split(counts, np.cumsum(sizes)[:-1])
 
-    def map_bitsets(self, fn: Any, *args: Any, blocks: list[int] | None = None, per_block: list[tuple] | None = None) -> list[Any]:
+    def map_bitsets(
+        self, fn: Any, *args: Any, blocks: list[int] | None = None, per_block: list[tuple] | None = None
+    ) -> list[Any]:
         """One delayed ``fn(bits, *args, *per_block[j])`` for each block ``blocks[j]`` (default:
         all), ``bits`` the block's bitsets of :attr:`bit_items` (persisted, or built inside the
         task under the ``"packed"`` and ``"stream"`` plans). ``args`` are embedded in the graph once

@@ -11,8 +11,18 @@ import warnings
 
 from ..errors import ResultTooLargeError
 
-__all__ = ["DEFAULT_MAX_ITEMSETS", "DEFAULT_MAX_CANDIDATES", "MEMORY_SHARE", "ItemsetExplosionWarning", "available_bytes",
-           "format_bytes", "candidate_bytes", "check_memory", "check_candidates", "check_itemsets"]
+__all__ = [
+    "DEFAULT_MAX_ITEMSETS",
+    "DEFAULT_MAX_CANDIDATES",
+    "MEMORY_SHARE",
+    "ItemsetExplosionWarning",
+    "available_bytes",
+    "format_bytes",
+    "candidate_bytes",
+    "check_memory",
+    "check_candidates",
+    "check_itemsets",
+]
 
 #: Default bound on the number of frequent itemsets + pending candidates.
 DEFAULT_MAX_ITEMSETS = 50_000_000
@@ -65,12 +75,20 @@ def check_memory(need: int, what: str, *, python: str, fix: str, memory: int | N
     parameters in backticks: the command line shows them as flags)."""
     avail = available_bytes() if memory is None else memory
     if avail is not None and need > MEMORY_SHARE * avail:
-        raise ResultTooLargeError(f"{what}, more than {MEMORY_SHARE:.0%} of the {format_bytes(avail)} of memory available",
-                                  python=python, fix=fix)
+        raise ResultTooLargeError(
+            f"{what}, more than {MEMORY_SHARE:.0%} of the {format_bytes(avail)} of memory available", python=python, fix=fix
+        )
 
 
-def check_candidates(n_candidates: int, k: int, max_candidates: int | None, *, extra_per_candidate: int = 0,
-                     upper_bound: bool = False, memory: int | None = None) -> None:
+def check_candidates(
+    n_candidates: int,
+    k: int,
+    max_candidates: int | None,
+    *,
+    extra_per_candidate: int = 0,
+    upper_bound: bool = False,
+    memory: int | None = None,
+) -> None:
     """Refuse a level of ``n_candidates`` candidates of length ``k`` **before** it is built: more
     than ``max_candidates`` (None: no bound), or an estimated memory over :data:`MEMORY_SHARE` of
     the driver's available memory (``memory``: that figure, default measured now).
@@ -79,22 +97,31 @@ def check_candidates(n_candidates: int, k: int, max_candidates: int | None, *, e
     :func:`~.candidates.apriori_gen` allocates; the candidates may be fewer).
     """
     need = candidate_bytes(n_candidates, k, extra_per_candidate)
-    what = (f"level {k} would build {'up to ' if upper_bound else ''}{n_candidates:,} candidate itemsets "
-            f"(about {format_bytes(need)} on the driver)")
+    what = (
+        f"level {k} would build {'up to ' if upper_bound else ''}{n_candidates:,} candidate itemsets "
+        f"(about {format_bytes(need)} on the driver)"
+    )
     fix_py = "raise min_support, set max_length, or raise max_candidates"
     fix = "raise `min_support` or `min_count`, set `max_length`, or raise `max_candidates`"
     if max_candidates is not None and n_candidates > max_candidates:
         raise ResultTooLargeError(f"{what}, over the bound of {max_candidates:,} candidates", python=fix_py, fix=fix)
-    check_memory(need, what, python="raise min_support or set max_length", fix="raise `min_support` or `min_count`, or set `max_length`",
-                 memory=memory)
+    check_memory(
+        need,
+        what,
+        python="raise min_support or set max_length",
+        fix="raise `min_support` or `min_count`, or set `max_length`",
+        memory=memory,
+    )
 
 
 def check_itemsets(total: int, max_itemsets: int, too_many: str, many: int, many_text: str, *, stacklevel: int = 2) -> None:
     """Refuse a result past ``max_itemsets`` (``too_many`` says what it would be); warn with
     :class:`ItemsetExplosionWarning` when ``many`` passes a tenth of it (``many_text`` says what)."""
     if total > max_itemsets:
-        raise ResultTooLargeError(f"{too_many}, over the bound of {max_itemsets:,}",
-                                  python="raise min_support, set max_length, or raise max_itemsets",
-                                  fix="raise `min_support` or `min_count`, set `max_length`, or raise `max_itemsets`")
+        raise ResultTooLargeError(
+            f"{too_many}, over the bound of {max_itemsets:,}",
+            python="raise min_support, set max_length, or raise max_itemsets",
+            fix="raise `min_support` or `min_count`, set `max_length`, or raise `max_itemsets`",
+        )
     if many > max_itemsets // 10:
         warnings.warn(f"{many_text}; the output may explode", ItemsetExplosionWarning, stacklevel=stacklevel + 1)

@@ -146,7 +146,9 @@ class LevelwiseDriver:
         """Itemsets reported so far."""
         return sum(v.size for _, v in self.levels.values())
 
-    def record(self, k: int, n_candidates: int, ids: np.ndarray, values: np.ndarray, t0: float, counted_with: int | None = None) -> None:
+    def record(
+        self, k: int, n_candidates: int, ids: np.ndarray, values: np.ndarray, t0: float, counted_with: int | None = None
+    ) -> None:
         """Keep level ``k``'s reported itemsets and its statistics (``t0``: its start)."""
         self.levels[k] = (ids.astype(np.int32, copy=False), values)
         st = {"length": k, "candidates": int(n_candidates), "frequent": int(values.size), "seconds": time.perf_counter() - t0}
@@ -162,16 +164,29 @@ class LevelwiseDriver:
     def guard(self, n_next: int, k: int, *, stacklevel: int = 2) -> None:
         """Refuse level ``k`` of ``n_next`` candidates past ``max_itemsets`` (with what is kept)."""
         total = self.n_reported() + n_next
-        check_itemsets(total, self.max_itemsets, f"level {k} would bring the result to {total:,} itemsets and candidates", n_next,
-                       f"level {k} has {n_next:,} candidates", stacklevel=stacklevel + 1)
+        check_itemsets(
+            total,
+            self.max_itemsets,
+            f"level {k} would bring the result to {total:,} itemsets and candidates",
+            n_next,
+            f"level {k} has {n_next:,} candidates",
+            stacklevel=stacklevel + 1,
+        )
 
     def guard_result(self, total: int, *, stacklevel: int = 2) -> None:
         """Refuse a result of ``total`` itemsets past ``max_itemsets``."""
-        check_itemsets(total, self.max_itemsets, f"the result has {total:,} itemsets", total, f"the result has {total:,} itemsets",
-                       stacklevel=stacklevel + 1)
+        check_itemsets(
+            total,
+            self.max_itemsets,
+            f"the result has {total:,} itemsets",
+            total,
+            f"the result has {total:,} itemsets",
+            stacklevel=stacklevel + 1,
+        )
 
-    def _decide(self, k: int, n_candidates: int, counts: np.ndarray, ids: CandidateIds, t0: float,
-                counted_with: int | None = None) -> np.ndarray:
+    def _decide(
+        self, k: int, n_candidates: int, counts: np.ndarray, ids: CandidateIds, t0: float, counted_with: int | None = None
+    ) -> np.ndarray:
         verdict = self.judge.judge(k, counts, ids)
         self.record(k, n_candidates, verdict.ids, verdict.values, t0, counted_with)
         return verdict.grow
@@ -190,7 +205,13 @@ class LevelwiseDriver:
             # ---- level 1: every item
             t0 = time.perf_counter()
             all_items = np.arange(self.n_items, dtype=np.int32)
-            grow = self._decide(1, self.n_items, counter.item_counts(), CandidateIds(lambda i: (all_items if i is None else all_items[i])[:, None]), t0)
+            grow = self._decide(
+                1,
+                self.n_items,
+                counter.item_counts(),
+                CandidateIds(lambda i: (all_items if i is None else all_items[i])[:, None]),
+                t0,
+            )
             f1 = all_items[grow]
             if not self._deeper(2) or f1.size < 2:
                 return self
@@ -221,8 +242,9 @@ class LevelwiseDriver:
             k = 3
             while self._deeper(k):
                 t0 = time.perf_counter()
-                check_candidates(join_count(frequent), k, self.max_candidates, extra_per_candidate=judge.extra_bytes(k),
-                                 upper_bound=True)  # before building them
+                check_candidates(
+                    join_count(frequent), k, self.max_candidates, extra_per_candidate=judge.extra_bytes(k), upper_bound=True
+                )  # before building them
                 cands, left = apriori_gen(frequent)
                 if cands.shape[0] == 0:
                     break

@@ -110,8 +110,11 @@ class _Union:
             u_rows, u_sum, u_hits = self.by_k[k]
             uniq, inv = _unique_rows(np.concatenate([u_rows, rows]))
             n = uniq.shape[0]
-            self.by_k[k] = (uniq, np.bincount(inv, np.concatenate([u_sum, counts]), minlength=n).astype(np.int64),
-                            np.bincount(inv, np.concatenate([u_hits, np.ones(rows.shape[0], np.int64)]), minlength=n).astype(np.int64))
+            self.by_k[k] = (
+                uniq,
+                np.bincount(inv, np.concatenate([u_sum, counts]), minlength=n).astype(np.int64),
+                np.bincount(inv, np.concatenate([u_hits, np.ones(rows.shape[0], np.int64)]), minlength=n).astype(np.int64),
+            )
 
 
 def pair_matrix_bytes(f: int) -> int:
@@ -127,8 +130,15 @@ def _pair_totals(pairs: np.ndarray, counts: np.ndarray, f: int) -> np.ndarray:
     return out
 
 
-def mine_levels(counter: Any, pairs: np.ndarray, pair_counts: np.ndarray, min_count: int, *, max_length: int | None = None,
-                max_out: int = LOCAL_MAX_ITEMSETS) -> PartitionOutcome:
+def mine_levels(
+    counter: Any,
+    pairs: np.ndarray,
+    pair_counts: np.ndarray,
+    min_count: int,
+    *,
+    max_length: int | None = None,
+    max_out: int = LOCAL_MAX_ITEMSETS,
+) -> PartitionOutcome:
     """The frequent itemsets of length >= 3, exactly, in one or two passes over the blocks.
 
     Driver step. Holds the union of the local results with one count and one hit number per
@@ -161,8 +171,12 @@ def mine_levels(counter: Any, pairs: np.ndarray, pair_counts: np.ndarray, min_co
     (totals,) = map(_as_arg, ship([_pair_totals(np.asarray(pairs), np.asarray(pair_counts), f)], ckw["client"]))
     # one block is one task: its search uses the cores itself (several blocks use them as tasks)
     threads = min(SEARCH_THREADS, os.cpu_count() or 1) if len(blocks) == 1 else 1
-    tasks = counter.map_bitsets(E.mine_block, totals, blocks=blocks,
-                                per_block=[(int(thresholds[b]), int(min_count), max_length, max_out, threads) for b in blocks])
+    tasks = counter.map_bitsets(
+        E.mine_block,
+        totals,
+        blocks=blocks,
+        per_block=[(int(thresholds[b]), int(min_count), max_length, max_out, threads) for b in blocks],
+    )
     out.passes = 1
     if len(blocks) == 1:
         (result,) = compute(tasks[0], **ckw)
@@ -199,8 +213,9 @@ def mine_levels(counter: Any, pairs: np.ndarray, pair_counts: np.ndarray, min_co
         if counter.bitsets_kept():
             parts = counter.map_bitsets(E.count_missing, blocks=blocks, per_block=[(lr, payload) for lr in local])
         else:  # each task builds the bitsets of the queried items only
-            parts = counter.map_rows(_count_missing_in_rows, _as_arg(counter.bit_items), blocks=blocks,
-                                     per_block=[(lr, payload) for lr in local])
+            parts = counter.map_rows(
+                _count_missing_in_rows, _as_arg(counter.bit_items), blocks=blocks, per_block=[(lr, payload) for lr in local]
+            )
         (sums,) = compute(tree_reduce(parts, _sum_arrays, split_every=counter.split_every), **ckw)
         extra = dict(zip([k for k, _ in query], np.split(sums, np.cumsum([q.shape[0] for _, q in query])[:-1])))
     del local
@@ -215,7 +230,9 @@ def mine_levels(counter: Any, pairs: np.ndarray, pair_counts: np.ndarray, min_co
     return out
 
 
-def _count_missing_in_rows(block: Any, items: np.ndarray, local: E.LocalResult, query: list[tuple[int, np.ndarray]]) -> np.ndarray:
+def _count_missing_in_rows(
+    block: Any, items: np.ndarray, local: E.LocalResult, query: list[tuple[int, np.ndarray]]
+) -> np.ndarray:
     """:func:`~._eclat_kernels.count_missing` on a block's rows: bitsets of the queried items only."""
     from .counting import build_bitsets
 
@@ -237,5 +254,7 @@ def _sum_arrays(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _overflow_reason(max_out: int, threshold: int) -> str:
-    return (f"a block's local search passed {max_out:,} itemsets (scaled threshold {threshold:,}): "
-            "the levels >= 3 were mined level-wise instead")
+    return (
+        f"a block's local search passed {max_out:,} itemsets (scaled threshold {threshold:,}): "
+        "the levels >= 3 were mined level-wise instead"
+    )

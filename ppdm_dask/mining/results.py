@@ -110,7 +110,9 @@ class FrequentItemsets:
         return f"FrequentItemsets({len(self)} itemsets over {self.n_transactions} transactions, min_count={self.min_count}; by length {{{per}}})"
 
 
-def write_table(table: Any, url: str, metadata: Mapping[str, Any], storage_options: Mapping[str, Any] | None, overwrite: bool) -> None:
+def write_table(
+    table: Any, url: str, metadata: Mapping[str, Any], storage_options: Mapping[str, Any] | None, overwrite: bool
+) -> None:
     """Write an Arrow table to one Parquet file atomically, public ``metadata`` in its footer."""
     import json
 

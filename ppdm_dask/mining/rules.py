@@ -54,10 +54,15 @@ class AssociationRules:
         """Write one Parquet file atomically."""
         import pyarrow as pa
 
-        table = pa.Table.from_pandas(self.to_pandas().assign(
-            antecedent=[list(a) for a in self.antecedents], consequent=[list(c) for c in self.consequents]
-        ), preserve_index=False)
-        write_table(table, url, {"n_transactions": self.n_transactions, "min_confidence": self.min_confidence}, storage_options, overwrite)
+        table = pa.Table.from_pandas(
+            self.to_pandas().assign(
+                antecedent=[list(a) for a in self.antecedents], consequent=[list(c) for c in self.consequents]
+            ),
+            preserve_index=False,
+        )
+        write_table(
+            table, url, {"n_transactions": self.n_transactions, "min_confidence": self.min_confidence}, storage_options, overwrite
+        )
 
     def __repr__(self) -> str:
         return f"AssociationRules({len(self)} rules, min_confidence={self.min_confidence})"
@@ -128,8 +133,11 @@ def association_rules(
                         cons_counts.append(lookup[cq])
                         survivors.append(cq)
                 if len(ante) > max_rules:
-                    raise ResultTooLargeError(f"more than {max_rules:,} rules", python="raise min_confidence or min_support, or max_rules",
-                                              fix="raise `min_confidence` or `min_support`")
+                    raise ResultTooLargeError(
+                        f"more than {max_rules:,} rules",
+                        python="raise min_confidence or min_support, or max_rules",
+                        fix="raise `min_confidence` or `min_support`",
+                    )
                 consequents = _grow(survivors, len(full))
     rc = np.asarray(rule_counts, np.int64)
     s_all = rc / n
@@ -149,7 +157,9 @@ def association_rules(
                 measures[m] = np.where(conf >= 1.0, math.inf, (1.0 - s_c) / np.maximum(1.0 - conf, 1e-300))
     labels = itemsets.vocabulary.labels
     to_labels = lambda t: tuple(labels[list(t)].tolist())  # noqa: E731
-    return AssociationRules([to_labels(a) for a in ante], [to_labels(c) for c in cons], rc, measures, itemsets.n_transactions, float(min_confidence))
+    return AssociationRules(
+        [to_labels(a) for a in ante], [to_labels(c) for c in cons], rc, measures, itemsets.n_transactions, float(min_confidence)
+    )
 
 
 def _grow(consequents: list[tuple], k: int) -> list[tuple]:

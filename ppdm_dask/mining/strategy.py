@@ -62,8 +62,9 @@ class Choice:
     estimates: dict[str, Any] = field(default_factory=dict)
 
 
-def choose_strategy(requested: str, frequent: np.ndarray, partition_rows: Any, min_count: int, max_length: int | None,
-                    n_items: int) -> Choice:
+def choose_strategy(
+    requested: str, frequent: np.ndarray, partition_rows: Any, min_count: int, max_length: int | None, n_items: int
+) -> Choice:
     """Choose ``"levelwise"`` or ``"partition"`` for the levels >= 3.
 
     Driver step; holds the level-3 candidates when they are at most
@@ -92,14 +93,19 @@ def choose_strategy(requested: str, frequent: np.ndarray, partition_rows: Any, m
     if not E.available():
         return Choice("levelwise", "numba is not installed (the partition strategy's kernels are compiled)")
     if pair_matrix_bytes(n_items) > MAX_PAIR_MATRIX_BYTES:
-        return Choice("levelwise", f"the local searches' pair matrices of {n_items:,} items would take "
-                                   f"{pair_matrix_bytes(n_items) / 2**20:,.0f} MiB (> {MAX_PAIR_MATRIX_BYTES / 2**20:,.0f})")
+        return Choice(
+            "levelwise",
+            f"the local searches' pair matrices of {n_items:,} items would take "
+            f"{pair_matrix_bytes(n_items) / 2**20:,.0f} MiB (> {MAX_PAIR_MATRIX_BYTES / 2**20:,.0f})",
+        )
     rows = np.asarray(partition_rows, dtype=np.int64)
     nonempty = rows[rows > 0]
     thresholds = local_thresholds(min_count, rows)[rows > 0]
     t_min = int(thresholds.min(initial=min_count))
     if nonempty.size > 1 and t_min < MIN_LOCAL_COUNT:
-        return Choice("levelwise", f"a block's scaled threshold would be {t_min} (< {MIN_LOCAL_COUNT}): its local search could explode")
+        return Choice(
+            "levelwise", f"a block's scaled threshold would be {t_min} (< {MIN_LOCAL_COUNT}): its local search could explode"
+        )
     words = float(rows.sum()) / 64.0  # words of one item's bitsets over all blocks
     c3 = join_count(frequent)
     sizes: list[tuple[int, int]] = []  # (length, candidates) known in advance
@@ -122,7 +128,9 @@ def choose_strategy(requested: str, frequent: np.ndarray, partition_rows: Any, m
     pt = pt_passes * PASS_COST_WORDS + pt_work
     est = {"levelwise_words": lw, "partition_words": pt, "levelwise_passes": lw_passes, "partition_passes": pt_passes}
     known = ", ".join(f"{n:,}" for _, n in sizes)
-    what = (f"candidates of lengths 3..{sizes[-1][0]}: {known}{' (the end)' if complete else ' (and more)'}; "
-            f"estimated cost level-wise {lw / 1e6:,.0f} M words in {'>= ' if not complete else ''}{lw_passes} pass(es), "
-            f"partition {pt / 1e6:,.0f} M words in <= {pt_passes}")
+    what = (
+        f"candidates of lengths 3..{sizes[-1][0]}: {known}{' (the end)' if complete else ' (and more)'}; "
+        f"estimated cost level-wise {lw / 1e6:,.0f} M words in {'>= ' if not complete else ''}{lw_passes} pass(es), "
+        f"partition {pt / 1e6:,.0f} M words in <= {pt_passes}"
+    )
     return Choice("partition" if pt < lw else "levelwise", what, est)

@@ -203,9 +203,33 @@ def _insert(hd, hj, hdot, hsize, r, d, j, dot, k):  # pragma: no cover - compile
 
 
 @njit(cache=True, nogil=True)
-def _recompute(q_idx, q_val, p0, p1, sqq, t_colptr, t_colrows, t_colvals, t_sq, t_order, binary,
-               acc, stamp, touched, sid, hd, hj, hdot, hsize, r, self_local, exclude_self, cosine, k,
-               cap):  # pragma: no cover - compiled
+def _recompute(
+    q_idx,
+    q_val,
+    p0,
+    p1,
+    sqq,
+    t_colptr,
+    t_colrows,
+    t_colvals,
+    t_sq,
+    t_order,
+    binary,
+    acc,
+    stamp,
+    touched,
+    sid,
+    hd,
+    hj,
+    hdot,
+    hsize,
+    r,
+    self_local,
+    exclude_self,
+    cosine,
+    k,
+    cap,
+):  # pragma: no cover - compiled
     """Top-k of one query row (items ``q_idx[p0:p1]``) against a whole target block, written
     into row ``r`` of the heap arrays: touched rows exactly, then the rows sharing no item in
     ``(distance, index)`` order (``t_order``); only distances ``<= cap`` are kept."""
@@ -277,8 +301,9 @@ def _cross(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val, hj, hsize, n_items, out):  
 
 
 @njit(cache=True, nogil=True)
-def _visit(i, j, dt, take_r, take_c, sqi, sqj, cosine, k,
-           rd, rj, rdot, rsize, cd, cj, cdot, csize, loA, loB, capA, capB):  # pragma: no cover - compiled
+def _visit(
+    i, j, dt, take_r, take_c, sqi, sqj, cosine, k, rd, rj, rdot, rsize, cd, cj, cdot, csize, loA, loB, capA, capB
+):  # pragma: no cover - compiled
     """Exact comparison of a pair that passed the filter; returns row i's new threshold."""
     if sqj == 0.0:
         return loA[i]
@@ -324,10 +349,44 @@ def _chunk_collect(acc, inv, sq, lo_c, lo_r, inv_r, sq_r, cosine, base, cand, cd
 
 # ----------------------------------------------------------------------------- the pair kernel
 @njit(cache=True, nogil=True)
-def _pair_loop(a_ptr, a_idx, a_val, a_sq, a_inv, a_colptr, a_colrows, a_colvals, a_order, a_minsq,
-               b_ptr, b_idx, b_val, b_sq, b_inv, b_colptr, b_colrows, b_colvals, b_order, b_minsq,
-               diag, cosine, binary, k, exclude_self, dense_ratio, capA, capB,
-               rd, rj, rdot, rsize, cd, cj, cdot, csize):  # pragma: no cover - compiled
+def _pair_loop(
+    a_ptr,
+    a_idx,
+    a_val,
+    a_sq,
+    a_inv,
+    a_colptr,
+    a_colrows,
+    a_colvals,
+    a_order,
+    a_minsq,
+    b_ptr,
+    b_idx,
+    b_val,
+    b_sq,
+    b_inv,
+    b_colptr,
+    b_colrows,
+    b_colvals,
+    b_order,
+    b_minsq,
+    diag,
+    cosine,
+    binary,
+    k,
+    exclude_self,
+    dense_ratio,
+    capA,
+    capB,
+    rd,
+    rj,
+    rdot,
+    rsize,
+    cd,
+    cj,
+    cdot,
+    csize,
+):  # pragma: no cover - compiled
     nA = a_sq.size
     nB = b_sq.size
     # Filter thresholds of the row heaps (A) and the column heaps (B), the same array if diag;
@@ -415,12 +474,23 @@ def _pair_loop(a_ptr, a_idx, a_val, a_sq, a_inv, a_colptr, a_colrows, a_colvals,
             lo_i = loA[i]
             nc = 0
             if dense:
-                acc_v = acc[j0 + c0:j0 + c1]
-                if _chunk_hits(acc_v, b_inv[j0 + c0:j0 + c1], b_sq[j0 + c0:j0 + c1],
-                               loB[j0 + c0:j0 + c1], lo_i, invi, sqi, cosine):
-                    nc = _chunk_collect(acc_v, b_inv[j0 + c0:j0 + c1], b_sq[j0 + c0:j0 + c1],
-                                        loB[j0 + c0:j0 + c1], lo_i, invi, sqi, cosine, j0 + c0,
-                                        cand, cdots)
+                acc_v = acc[j0 + c0 : j0 + c1]
+                if _chunk_hits(
+                    acc_v, b_inv[j0 + c0 : j0 + c1], b_sq[j0 + c0 : j0 + c1], loB[j0 + c0 : j0 + c1], lo_i, invi, sqi, cosine
+                ):
+                    nc = _chunk_collect(
+                        acc_v,
+                        b_inv[j0 + c0 : j0 + c1],
+                        b_sq[j0 + c0 : j0 + c1],
+                        loB[j0 + c0 : j0 + c1],
+                        lo_i,
+                        invi,
+                        sqi,
+                        cosine,
+                        j0 + c0,
+                        cand,
+                        cdots,
+                    )
                 acc_v[:] = 0.0
             else:
                 for c in range(c0, c1):
@@ -448,8 +518,29 @@ def _pair_loop(a_ptr, a_idx, a_val, a_sq, a_inv, a_colptr, a_colrows, a_colvals,
                     take_r = vr >= loA[i]
                     take_c = vr >= loB[j]
                 if take_r or take_c:
-                    _visit(i, j, dt, take_r, take_c, sqi, b_sq[j], cosine, k,
-                           rd, rj, rdot, rsize, cd, cj, cdot, csize, loA, loB, capA, capB)
+                    _visit(
+                        i,
+                        j,
+                        dt,
+                        take_r,
+                        take_c,
+                        sqi,
+                        b_sq[j],
+                        cosine,
+                        k,
+                        rd,
+                        rj,
+                        rdot,
+                        rsize,
+                        cd,
+                        cj,
+                        cdot,
+                        csize,
+                        loA,
+                        loB,
+                        capA,
+                        capB,
+                    )
     if all_dense:
         return
     # Complete the heaps that may miss a pair sharing no item (visited only by dense rows).
@@ -461,9 +552,33 @@ def _pair_loop(a_ptr, a_idx, a_val, a_sq, a_inv, a_colptr, a_colrows, a_colvals,
         lb = 1.0 if cosine else np.sqrt(sqi + b_minsq)
         if capA[i] < lb or (rsize[i] == k and rd[i, k - 1] < lb):
             continue  # no row sharing no item with i can enter
-        _recompute(a_idx, a_val, a_ptr[i], a_ptr[i + 1], sqi, b_colptr, b_colrows, b_colvals, b_sq,
-                   b_order, binary, acc, stamp, touched, sid, rd, rj, rdot, rsize, i,
-                   i if diag else -1, exclude_self, cosine, k, capA[i])
+        _recompute(
+            a_idx,
+            a_val,
+            a_ptr[i],
+            a_ptr[i + 1],
+            sqi,
+            b_colptr,
+            b_colrows,
+            b_colvals,
+            b_sq,
+            b_order,
+            binary,
+            acc,
+            stamp,
+            touched,
+            sid,
+            rd,
+            rj,
+            rdot,
+            rsize,
+            i,
+            i if diag else -1,
+            exclude_self,
+            cosine,
+            k,
+            capA[i],
+        )
         sid += 1
     if diag:
         return
@@ -478,9 +593,33 @@ def _pair_loop(a_ptr, a_idx, a_val, a_sq, a_inv, a_colptr, a_colrows, a_colvals,
         lb = 1.0 if cosine else np.sqrt(sqj + a_minsq)
         if capB[j] < lb or (csize[j] == k and cd[j, k - 1] < lb):
             continue
-        _recompute(b_idx, b_val, b_ptr[j], b_ptr[j + 1], sqj, a_colptr, a_colrows, a_colvals, a_sq,
-                   a_order, binary, acc_a, stamp_a, touched_a, sid, cd, cj, cdot, csize, j,
-                   -1, exclude_self, cosine, k, capB[j])
+        _recompute(
+            b_idx,
+            b_val,
+            b_ptr[j],
+            b_ptr[j + 1],
+            sqj,
+            a_colptr,
+            a_colrows,
+            a_colvals,
+            a_sq,
+            a_order,
+            binary,
+            acc_a,
+            stamp_a,
+            touched_a,
+            sid,
+            cd,
+            cj,
+            cdot,
+            csize,
+            j,
+            -1,
+            exclude_self,
+            cosine,
+            k,
+            capB[j],
+        )
         sid += 1
 
 
@@ -554,8 +693,26 @@ def pair_topk(
     cap_a = np.full(nA, np.inf) if cap_a is None else np.ascontiguousarray(cap_a, dtype=np.float64)
     cap_b = cap_a if diag else (np.full(nB, np.inf) if cap_b is None else np.ascontiguousarray(cap_b, dtype=np.float64))
     if nA and nB:
-        _pair_loop(*a[:10], *b[:10], diag, cosine, a.binary and b.binary, k, exclude_self,
-                   float(dense_ratio), cap_a, cap_b, rd, rj, rdot, rsize, cd, cj, cdot, csize)
+        _pair_loop(
+            *a[:10],
+            *b[:10],
+            diag,
+            cosine,
+            a.binary and b.binary,
+            k,
+            exclude_self,
+            float(dense_ratio),
+            cap_a,
+            cap_b,
+            rd,
+            rj,
+            rdot,
+            rsize,
+            cd,
+            cj,
+            cdot,
+            csize,
+        )
     rows = _finish(rd, rj, rdot, rsize, a, b)
     if diag:
         return rows, None
@@ -563,15 +720,16 @@ def pair_topk(
 
 
 @njit(cache=True, nogil=True)
-def _windows_loop(indptr, indices, values, bounds, gidx, n_items, cosine, binary, k, exclude_self,
-                  dense_ratio, cap, od, oj, odot, ocr):  # pragma: no cover - compiled
+def _windows_loop(
+    indptr, indices, values, bounds, gidx, n_items, cosine, binary, k, exclude_self, dense_ratio, cap, od, oj, odot, ocr
+):  # pragma: no cover - compiled
     for w in range(bounds.size - 1):
         a = bounds[w]
         b = bounds[w + 1]
         n = b - a
-        ptr = indptr[a:b + 1] - indptr[a]
-        idx = indices[indptr[a]:indptr[b]]
-        val = values[indptr[a]:indptr[b]]
+        ptr = indptr[a : b + 1] - indptr[a]
+        idx = indices[indptr[a] : indptr[b]]
+        val = values[indptr[a] : indptr[b]]
         sq = _row_sq(ptr, val)
         inv = np.empty(n)
         n_valid = 0
@@ -596,10 +754,44 @@ def _windows_loop(indptr, indices, values, bounds, gidx, n_items, cosine, binary
         rdot = odot[a:b]
         rsize = np.zeros(n, np.int64)
         capw = cap[a:b].copy()
-        _pair_loop(ptr, idx, val, sq, inv, colptr, colrows, colvals, order, minsq,
-                   ptr, idx, val, sq, inv, colptr, colrows, colvals, order, minsq,
-                   True, cosine, binary, k, exclude_self, dense_ratio, capw, capw,
-                   rd, rj, rdot, rsize, rd, rj, rdot, rsize)
+        _pair_loop(
+            ptr,
+            idx,
+            val,
+            sq,
+            inv,
+            colptr,
+            colrows,
+            colvals,
+            order,
+            minsq,
+            ptr,
+            idx,
+            val,
+            sq,
+            inv,
+            colptr,
+            colrows,
+            colvals,
+            order,
+            minsq,
+            True,
+            cosine,
+            binary,
+            k,
+            exclude_self,
+            dense_ratio,
+            capw,
+            capw,
+            rd,
+            rj,
+            rdot,
+            rsize,
+            rd,
+            rj,
+            rdot,
+            rsize,
+        )
         _cross(ptr, idx, val, ptr, idx, val, rj, rsize, n_items, ocr[a:b])
         for r in range(n):
             for q in range(rsize[r]):
@@ -642,9 +834,21 @@ def windows_topk(
     indptr = np.ascontiguousarray(block.indptr, dtype=np.int64)
     values = np.ascontiguousarray(block.data, dtype=np.float64)
     cap = np.full(n, np.inf) if cap is None else np.ascontiguousarray(cap, dtype=np.float64)
-    _windows_loop(indptr, np.ascontiguousarray(block.indices, dtype=np.int32), values,
-                  np.ascontiguousarray(bounds, dtype=np.int64), np.ascontiguousarray(gidx, dtype=np.int64),
-                  n_items, cosine, bool(np.all(values == 1.0)), k, exclude_self, float(dense_ratio), cap, *out)
+    _windows_loop(
+        indptr,
+        np.ascontiguousarray(block.indices, dtype=np.int32),
+        values,
+        np.ascontiguousarray(bounds, dtype=np.int64),
+        np.ascontiguousarray(gidx, dtype=np.int64),
+        n_items,
+        cosine,
+        bool(np.all(values == 1.0)),
+        k,
+        exclude_self,
+        float(dense_ratio),
+        cap,
+        *out,
+    )
     return out
 
 
@@ -661,9 +865,7 @@ def merge_topk(parts: list[tuple[np.ndarray, ...]], k: int) -> tuple[np.ndarray,
     j = np.concatenate([p[1] for p in parts], axis=1)
     key = np.where(j < 0, np.iinfo(np.int64).max, j)
     order = np.lexsort((key, d), axis=1)[:, :k]
-    return tuple(
-        np.take_along_axis(np.concatenate([p[f] for p in parts], axis=1), order, axis=1) for f in range(4)
-    )
+    return tuple(np.take_along_axis(np.concatenate([p[f] for p in parts], axis=1), order, axis=1) for f in range(4))
 
 
 @njit(cache=True, nogil=True)
@@ -703,9 +905,7 @@ def _merge_unique(cd, cj, cdot, ccr, k, od, oj, odot, ocr):  # pragma: no cover 
             ocr[r, pos] = ccr[r, c]
 
 
-def merge_topk_unique(
-    rows: np.ndarray, parts: list[tuple[np.ndarray, ...]], k: int
-) -> tuple[np.ndarray, ...]:
+def merge_topk_unique(rows: np.ndarray, parts: list[tuple[np.ndarray, ...]], k: int) -> tuple[np.ndarray, ...]:
     """Top-k per row of ``rows`` (sorted global indices) from lists that may repeat candidates.
 
     ``parts``: tuples ``(row_gidx (m,), dist (m, k'), index, dot, cross)``; rows absent from

@@ -156,8 +156,14 @@ def _split(block, weights, start: int, routed: tuple, per_group: int) -> dict:
     out = {}
     for a, b in zip(cuts[:-1], cuts[1:]):
         lo, hi = int(indptr[a]), int(indptr[b])
-        out[int(dest[a])] = (np.asarray(sub.indices[lo:hi], np.int32), np.diff(indptr[a:b + 1]),
-                             None if vals is None else vals[lo:hi], gidx[a:b], window[a:b], cap[a:b])
+        out[int(dest[a])] = (
+            np.asarray(sub.indices[lo:hi], np.int32),
+            np.diff(indptr[a : b + 1]),
+            None if vals is None else vals[lo:hi],
+            gidx[a:b],
+            window[a:b],
+            cap[a:b],
+        )
     return out
 
 
@@ -170,8 +176,7 @@ def _window_knn(pieces: list, k: int, cosine: bool, exclude_self: bool, n_items:
         return (np.zeros(0, np.int64), *K.empty_topk(0, k))
     lengths = np.concatenate([p[1] for p in pieces])
     indices = np.concatenate([p[0] for p in pieces])
-    data = (np.ones(indices.size) if pieces[0][2] is None
-            else np.concatenate([p[2] for p in pieces]).astype(np.float64))
+    data = np.ones(indices.size) if pieces[0][2] is None else np.concatenate([p[2] for p in pieces]).astype(np.float64)
     m = sp.csr_array((data, indices, np.r_[0, np.cumsum(lengths)]), shape=(lengths.size, n_items))
     del indices, data
     gidx = np.concatenate([p[3] for p in pieces])
@@ -217,12 +222,13 @@ def _wave_tasks(blocks, weights, starts, windows, wave, per_group, k, cosine, ex
         used = [b for b in range(len(blocks)) if cut[b + 1] > cut[b]]
         routed = []
         for b in used:
-            rows = sel[cut[b]:cut[b + 1]]
-            routed.append(((rows - starts[b]).astype(np.int32), windows[r, rows],
-                           None if kth is None else kth[rows]))
-        present = [set(np.unique(group[sel[cut[b]:cut[b + 1]]]).tolist()) for b in used]
-        splits = [(dl(_split)(blocks[b], weights[b], int(starts[b]), payload, per_group), there)
-                  for b, payload, there in zip(used, ship(routed, client), present)]
+            rows = sel[cut[b] : cut[b + 1]]
+            routed.append(((rows - starts[b]).astype(np.int32), windows[r, rows], None if kth is None else kth[rows]))
+        present = [set(np.unique(group[sel[cut[b] : cut[b + 1]]]).tolist()) for b in used]
+        splits = [
+            (dl(_split)(blocks[b], weights[b], int(starts[b]), payload, per_group), there)
+            for b, payload, there in zip(used, ship(routed, client), present)
+        ]
         for g in range(g_lo, g_hi):
             parts = [s[g] for s, there in splits if g in there]
             if parts:
@@ -283,8 +289,11 @@ def group_plan(n: int, nnz: int, packed: int, n_candidates: int, k: int, weighte
     # as soon as its group is done
     in_flight = 2 * ((8 if weighted else 4) * mean + 28) + 16
     budget, where = memory_budget(WAVE_MEMORY_SHARE, client, local=LOCAL_WAVE_BYTES)
-    wave_why = (f"the local budget of {budget / 2**20:,.0f} MiB" if where == "local scheduler"
-                else f"{WAVE_MEMORY_SHARE:.0%} of the memory of {where}, {budget / 2**20:,.0f} MiB")
+    wave_why = (
+        f"the local budget of {budget / 2**20:,.0f} MiB"
+        if where == "local scheduler"
+        else f"{WAVE_MEMORY_SHARE:.0%} of the memory of {where}, {budget / 2**20:,.0f} MiB"
+    )
     room = memory_headroom(client)
     if room is not None:
         # what the workers have left below their spill target after the key pass, less the
@@ -292,8 +301,10 @@ def group_plan(n: int, nnz: int, packed: int, n_candidates: int, k: int, weighte
         left = room[0] - (stored if plan == "persist" else 0) - room[1] * 3 * GROUP_BYTES
         if left < budget:
             budget = max(left, WAVE_FLOOR * budget)
-            wave_why = (f"what the workers have left below their spill target after the input and one window "
-                        f"task per thread, {budget / 2**20:,.0f} MiB")
+            wave_why = (
+                f"what the workers have left below their spill target after the input and one window "
+                f"task per thread, {budget / 2**20:,.0f} MiB"
+            )
     wave_rows = max(n_candidates, int(budget // in_flight))
     wave_why = f"{wave_rows:,} routed rows ({in_flight:,.0f} bytes each in flight: {wave_why})"
     return {"group_rows": rows, "input": plan, "input_reason": why, "wave_rows": wave_rows, "wave_reason": wave_why}
@@ -383,8 +394,9 @@ def approximate_knn(
     parts = [got.pop(i) for i in range(len(blocks))]
     keys = np.concatenate([np.asarray(p[0]).reshape(n_rounds, -1) for p in parts], axis=1)
     sq = np.concatenate([p[1] for p in parts])
-    plan = group_plan(n, int(sum(p[2] for p in parts)), int(sum(p[3] for p in parts)), n_candidates, k,
-                      tx.weights is not None, client)
+    plan = group_plan(
+        n, int(sum(p[2] for p in parts)), int(sum(p[3] for p in parts)), n_candidates, k, tx.weights is not None, client
+    )
     del parts
     group_rows = plan["group_rows"] if group_rows is None else int(group_rows)
     per_group = max(1, group_rows // n_candidates)  # windows per window task
@@ -395,8 +407,8 @@ def approximate_knn(
     if plan["input"] == "persist":  # binary rows kept as varint byte streams (~1.3 bytes per entry)
         blocks = [b if tx.weights is not None else dl(pack_rows)(b) for b in blocks]
         kept = persist(*blocks, *(w for w in weights if w is not None), client=client, progress=False)
-        blocks = list(kept[:len(blocks)])
-        weights = list(kept[len(blocks):]) if tx.weights is not None else weights
+        blocks = list(kept[: len(blocks)])
+        weights = list(kept[len(blocks) :]) if tx.weights is not None else weights
     starts = np.r_[0, np.cumsum(txr.partition_rows)].astype(np.int64)
     windows = np.stack([_windows(keys[r], rounds[r][2], n_candidates) for r in range(n_rounds)])
     del keys
@@ -424,11 +436,22 @@ def approximate_knn(
         del tasks
         if report is not None:
             report(i + 1, len(waves), f"{sum(hi - lo for _, lo, hi in wave)} groups")
-    how = (f"{len(blocks)} groups of <= {group_rows:,} rows ({per_group} windows each); {len(waves)} waves over "
-           f"{n_rounds} rounds, each within {plan['wave_reason']}; each group's lists merged on the driver as they arrive; "
-           f"{plan['input_reason']}")
-    return KNNGraph(indices=graph[1], distances=graph[0], dots=graph[2], cross=graph[3], sqnorms=sq, k=k,
-                    metric=metric, scope="approximate", plan=how)
+    how = (
+        f"{len(blocks)} groups of <= {group_rows:,} rows ({per_group} windows each); {len(waves)} waves over "
+        f"{n_rounds} rounds, each within {plan['wave_reason']}; each group's lists merged on the driver as they arrive; "
+        f"{plan['input_reason']}"
+    )
+    return KNNGraph(
+        indices=graph[1],
+        distances=graph[0],
+        dots=graph[2],
+        cross=graph[3],
+        sqnorms=sq,
+        k=k,
+        metric=metric,
+        scope="approximate",
+        plan=how,
+    )
 
 
 def recall(approx: KNNGraph, exact: KNNGraph, *, rtol: float = 1e-12) -> float:

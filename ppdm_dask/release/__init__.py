@@ -14,5 +14,19 @@ from .tables import TableRelease
 from .transactions import TransactionRelease
 from .verdict import Check, Verdict
 
-__all__ = ["Release", "TableRelease", "TransactionRelease", "Roles", "Check", "Verdict", "is_csv_destination",
-           "sidecar_manifest", "Figures", "Plot", "Series", "Table", "Value", "histogram"]
+__all__ = [
+    "Release",
+    "TableRelease",
+    "TransactionRelease",
+    "Roles",
+    "Check",
+    "Verdict",
+    "is_csv_destination",
+    "sidecar_manifest",
+    "Figures",
+    "Plot",
+    "Series",
+    "Table",
+    "Value",
+    "histogram",
+]

@@ -72,8 +72,13 @@ def _json_numbers(files: Mapping[str, bytes]) -> set[int]:
     return out
 
 
-def input_oracle(url: str, candidates: Sequence[str], *, digest_of: Callable[[str], bytes] | None = None,
-                 storage_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+def input_oracle(
+    url: str,
+    candidates: Sequence[str],
+    *,
+    digest_of: Callable[[str], bytes] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """For each candidate input file, what of it the public files of ``url`` show.
 
     Parameters
@@ -101,8 +106,12 @@ def input_oracle(url: str, candidates: Sequence[str], *, digest_of: Callable[[st
         sha = hashlib.sha256(raw).hexdigest()
         name = os.path.basename(path)
         unsalted = hashlib.sha256(f"{name}\0{sha}\n".encode()).hexdigest()
-        row = {"sha256": sha.encode() in blob, "size": len(raw) in numbers, "unsalted": unsalted.encode() in blob,
-               "digest": digest_of is not None and digest_of(path).hex().encode() in blob}
+        row = {
+            "sha256": sha.encode() in blob,
+            "size": len(raw) in numbers,
+            "unsalted": unsalted.encode() in blob,
+            "digest": digest_of is not None and digest_of(path).hex().encode() in blob,
+        }
         row["found"] = any(row.values())
         out.append(row)
     return out
@@ -121,8 +130,13 @@ def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float((ra * rb).sum() / den) if den else 0.0
 
 
-def position_linkage(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray, similarity: Callable[[Any, Any], float], *,
-                     shifts: Iterable[int] = (1, 7, 31, 127, 509)) -> dict[str, float]:
+def position_linkage(
+    a: Sequence[Any] | np.ndarray,
+    b: Sequence[Any] | np.ndarray,
+    similarity: Callable[[Any, Any], float],
+    *,
+    shifts: Iterable[int] = (1, 7, 31, 127, 509),
+) -> dict[str, float]:
     """How much alike the rows at the same position of two releases are, against rows at other
     positions.
 

@@ -53,8 +53,17 @@ from .order import BlockOps, merge_from_files, n_files, shuffle, stage_pieces
 from .roles import Roles
 from .verdict import Check, Verdict
 
-__all__ = ["Release", "is_csv_destination", "sidecar_manifest", "overrides_for", "floor_check", "refuse_weak",
-           "report_paths", "REPORT_FILES", "INTERNAL_REPORT_FILES"]
+__all__ = [
+    "Release",
+    "is_csv_destination",
+    "sidecar_manifest",
+    "overrides_for",
+    "floor_check",
+    "refuse_weak",
+    "report_paths",
+    "REPORT_FILES",
+    "INTERNAL_REPORT_FILES",
+]
 
 #: report files that earlier versions wrote into a release folder (not listed in the manifest).
 #: Reports are now written beside the folder: whoever copies a release folder must not publish
@@ -92,9 +101,11 @@ def refuse_weak(checks: Sequence[Check]) -> None:
     bad = [c for c in checks if not c.passed]
     if bad:
         c = bad[0]
-        raise WeakParameterError(f"{c.name}: {c.figure} is below the floor {c.threshold}" + (f" ({c.detail})" if c.detail else "")
-                                 + "; refused", python=f"allow_weak=[{c.name!r}] (recorded in the manifest)",
-                                 fix="`allow_weak` (recorded in the manifest)")
+        raise WeakParameterError(
+            f"{c.name}: {c.figure} is below the floor {c.threshold}" + (f" ({c.detail})" if c.detail else "") + "; refused",
+            python=f"allow_weak=[{c.name!r}] (recorded in the manifest)",
+            fix="`allow_weak` (recorded in the manifest)",
+        )
 
 
 def is_csv_destination(url: str) -> bool:
@@ -127,8 +138,15 @@ def _write_block(fs: Any, path: str, block: Any, encode: Callable[[Any], tuple[p
     return {**write_part(fs, path, table), **stats}
 
 
-def _write_staged(fs: Any, path: str, done: list[int], j: int, ops: BlockOps, folder: str,
-                  encode: Callable[[Any], tuple[pa.Table, dict[str, Any]]]) -> dict[str, Any]:
+def _write_staged(
+    fs: Any,
+    path: str,
+    done: list[int],
+    j: int,
+    ops: BlockOps,
+    folder: str,
+    encode: Callable[[Any], tuple[pa.Table, dict[str, Any]]],
+) -> dict[str, Any]:
     """Task: merge output block ``j`` from its staged pieces and write it (one task, so the
     merged block is never held as a result between the two)."""
     return _write_block(fs, path, merge_from_files(done, j, ops, fs, folder), encode)
@@ -189,11 +207,22 @@ class Release(abc.ABC):
     #: family hook: floors that ``allow_weak=True`` does not lift (each must be named)
     NAMED_ONLY_FLOORS: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, data: Any, *, method: str, parameters: Mapping[str, Any], figures: Mapping[str, Any] | None = None,
-                 roles: Roles | None = None, key: Key | None = None, source: Any = None,
-                 input_info: Mapping[str, Any] | None = None, overrides: Sequence[str] = (),
-                 manifest: Mapping[str, Any] | None = None, input_digest: bytes | None = None,
-                 ledger: Any = "default") -> None:
+    def __init__(
+        self,
+        data: Any,
+        *,
+        method: str,
+        parameters: Mapping[str, Any],
+        figures: Mapping[str, Any] | None = None,
+        roles: Roles | None = None,
+        key: Key | None = None,
+        source: Any = None,
+        input_info: Mapping[str, Any] | None = None,
+        overrides: Sequence[str] = (),
+        manifest: Mapping[str, Any] | None = None,
+        input_digest: bytes | None = None,
+        ledger: Any = "default",
+    ) -> None:
         self.data = data
         self.method = str(method)
         self.parameters = public_parameters(parameters)
@@ -410,9 +439,17 @@ class Release(abc.ABC):
         original can establish; ``verify`` without the original lists them as not checked."""
         return []
 
-    def report(self, original: Any = None, *, out: str | None = None, audience: str = "internal",
-               storage_options: Mapping[str, Any] | None = None, verify: bool = True, overwrite: bool = False,
-               **compute_kwargs: Any) -> dict[str, Any]:
+    def report(
+        self,
+        original: Any = None,
+        *,
+        out: str | None = None,
+        audience: str = "internal",
+        storage_options: Mapping[str, Any] | None = None,
+        verify: bool = True,
+        overwrite: bool = False,
+        **compute_kwargs: Any,
+    ) -> dict[str, Any]:
         """The privacy and utility report of this release: ``report.json`` (validated against
         the schema shipped with the package) and a self-contained ``report.html``.
 
@@ -436,8 +473,16 @@ class Release(abc.ABC):
         """
         from ..report import make_report
 
-        return make_report(self, original, out=out, audience=audience, storage_options=storage_options, verify=verify,
-                           overwrite=overwrite, **compute_kwargs)
+        return make_report(
+            self,
+            original,
+            out=out,
+            audience=audience,
+            storage_options=storage_options,
+            verify=verify,
+            overwrite=overwrite,
+            **compute_kwargs,
+        )
 
     def verify(self, original: Any = None, *, storage_options: Mapping[str, Any] | None = None, **compute_kwargs: Any) -> Verdict:
         """Recount the guarantee from the released data (independently of the algorithm) and
@@ -459,8 +504,10 @@ class Release(abc.ABC):
             original = type(self).read_original(original, storage_options=storage_options)
         checks = [*self.floor_checks(), *self.guarantee_checks(original, **compute_kwargs)]
         if original is None:
-            checks += [Check(name, True, detail=f"not checked: {needs} (give the original: ppdm verify --original)",
-                             status="unchecked") for name, needs in self.original_only_checks()]
+            checks += [
+                Check(name, True, detail=f"not checked: {needs} (give the original: ppdm verify --original)", status="unchecked")
+                for name, needs in self.original_only_checks()
+            ]
         elif key is not None:
             checks.append(self.provenance_check(original, key, **compute_kwargs))
         return Verdict(checks)
@@ -475,16 +522,23 @@ class Release(abc.ABC):
         identity = ReleaseIdentity.of(self.family, self.method, self.parameters, digest)
         mine = provenance(key, identity)
         if self.manifest is None:
-            return Check("made from this original with this key", digest == self.input_digest,
-                         detail="the original's content digest against the release's")
+            return Check(
+                "made from this original with this key",
+                digest == self.input_digest,
+                detail="the original's content digest against the release's",
+            )
         if key.fingerprint(bytes.fromhex(rel.get("id", ""))) != rel.get("key_fingerprint"):
             return Check("made with this key", False, where=MANIFEST, detail="the key's fingerprint differs from the release's")
         ok = mine["id"] == rel.get("id")
         if ok and self.input_digest is None:  # proven: the owner's streams need no second pass over the original
             self.input_digest = digest
-        return Check("made from this original with this key", ok, where=None if ok else MANIFEST,
-                     detail="release id and input fingerprint recomputed from the key, the original and the parameters"
-                     + ("" if ok else ": they differ (another input, read with other column types, or altered parameters)"))
+        return Check(
+            "made from this original with this key",
+            ok,
+            where=None if ok else MANIFEST,
+            detail="release id and input fingerprint recomputed from the key, the original and the parameters"
+            + ("" if ok else ": they differ (another input, read with other column types, or altered parameters)"),
+        )
 
     def owner_stream_key(self, key: Key, original: Any, **compute_kwargs: Any) -> Key:
         """For the key holder of a written release: its stream key, from ``key`` and the
@@ -496,10 +550,16 @@ class Release(abc.ABC):
 
         rel = (self.manifest or {}).get("release") or {}
         if rel.get("id") and key.fingerprint(bytes.fromhex(rel["id"])) != rel.get("key_fingerprint"):
-            raise InvalidParameter("the key given is not the key that wrote this release (fingerprints differ)",
-                                   python="key= of the release", fix="`key` of the release")
-        digest = self.input_digest if self.input_digest is not None else content_digest(*self.digest_inputs(original),
-                                                                                          **compute_kwargs)
+            raise InvalidParameter(
+                "the key given is not the key that wrote this release (fingerprints differ)",
+                python="key= of the release",
+                fix="`key` of the release",
+            )
+        digest = (
+            self.input_digest
+            if self.input_digest is not None
+            else content_digest(*self.digest_inputs(original), **compute_kwargs)
+        )
         return stream_key(key, ReleaseIdentity.of(self.family, self.method, self.parameters, digest))
 
     def digest_inputs(self, original: Any) -> tuple[Any, ...]:
@@ -526,9 +586,16 @@ class Release(abc.ABC):
             if where == "local scheduler":
                 return "memory", "rows of unknown size, local scheduler: shuffled in memory"
             return "staged", f"rows of unknown size on {where}: shuffled through staging files"
-        plan, why, _ = memory_plan(per_row * n_rows, self.SHUFFLE_MEMORY_SHARE, client,
-                                   local=self.SHUFFLE_MEMORY_SHARE * MEMORY_LIMIT, what=f"release of {n_rows:,} rows in flight")
-        why = why.replace("recomputed or re-read at every pass", "shuffled through staging files").replace(": persist (", ": in memory (")
+        plan, why, _ = memory_plan(
+            per_row * n_rows,
+            self.SHUFFLE_MEMORY_SHARE,
+            client,
+            local=self.SHUFFLE_MEMORY_SHARE * MEMORY_LIMIT,
+            what=f"release of {n_rows:,} rows in flight",
+        )
+        why = why.replace("recomputed or re-read at every pass", "shuffled through staging files").replace(
+            ": persist (", ": in memory ("
+        )
         return ("memory" if plan == "persist" else "staged"), why
 
     def _manifest_release(self, key: Key, n_out: int, rows_per_file: int, output: str) -> dict[str, Any]:
@@ -557,10 +624,20 @@ class Release(abc.ABC):
 
         self.owner_input = {**self.input_info, **fingerprint(self.source, **compute_kwargs)}
 
-    def write(self, url: str, *, storage_options: Mapping[str, Any] | None = None, overwrite: bool = False,
-              progress: bool = False, client: Any = None, rows_per_file: int | None = None,
-              check: bool = True, ledger: Any = "unset", allow_composition: bool = False,
-              notify: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def write(
+        self,
+        url: str,
+        *,
+        storage_options: Mapping[str, Any] | None = None,
+        overwrite: bool = False,
+        progress: bool = False,
+        client: Any = None,
+        rows_per_file: int | None = None,
+        check: bool = True,
+        ledger: Any = "unset",
+        allow_composition: bool = False,
+        notify: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
         """Write the release atomically at ``url`` and return its manifest.
 
         The release is recorded in the ledger before its work (``ledger``: default the one the
@@ -589,8 +666,9 @@ class Release(abc.ABC):
         opts = dict(storage_options or {})
         csv_out = is_csv_destination(url)
         if csv_out and not self.csv_output:
-            raise DataFormatError(f"{self.family} releases are written as Parquet folders, not CSV: {url}",
-                                  cli="an output path without .csv")
+            raise DataFormatError(
+                f"{self.family} releases are written as Parquet folders, not CSV: {url}", cli="an output path without .csv"
+            )
         refuse_existing(url, opts, overwrite=overwrite, folder=not csv_out)
         if csv_out:
             refuse_existing(sidecar_manifest(url), opts, overwrite=overwrite, folder=False)
@@ -600,8 +678,10 @@ class Release(abc.ABC):
         if key is None:
             from ..errors import InvalidParameter
 
-            raise InvalidParameter("this release was read back from files, which do not hold its key: write the release "
-                                   "the estimator returned (or adopt() it first)")
+            raise InvalidParameter(
+                "this release was read back from files, which do not hold its key: write the release "
+                "the estimator returned (or adopt() it first)"
+            )
         adm = self._admit(self.ledger if ledger == "unset" else ledger, key, url, allow_composition, notify)
         try:
             manifest = self._write(url, opts, csv_out, overwrite, key, rows_per_file, check, client, ckw, adm)
@@ -623,8 +703,14 @@ class Release(abc.ABC):
         if store is None:
             return None
         where = url if "://" in url else os.path.abspath(os.path.expanduser(url))
-        adm = Admission(store, self, release_id=provenance(key, self.identity)["id"], destination=where,
-                        allow_composition=allow, notify=notify)
+        adm = Admission(
+            store,
+            self,
+            release_id=provenance(key, self.identity)["id"],
+            destination=where,
+            allow_composition=allow,
+            notify=notify,
+        )
         adm.open()
         self._accept(adm)
         return adm
@@ -654,8 +740,19 @@ class Release(abc.ABC):
 
         return np.concatenate([np.asarray(p) for p in parts]) if len(parts) else None
 
-    def _write(self, url: str, opts: dict[str, Any], csv_out: bool, overwrite: bool, key: Key,
-               rows_per_file: int | None, check: bool, client: Any, ckw: dict[str, Any], adm: Any) -> dict[str, Any]:
+    def _write(
+        self,
+        url: str,
+        opts: dict[str, Any],
+        csv_out: bool,
+        overwrite: bool,
+        key: Key,
+        rows_per_file: int | None,
+        check: bool,
+        client: Any,
+        ckw: dict[str, Any],
+        adm: Any,
+    ) -> dict[str, Any]:
         from ..progress import compute
 
         skey = stream_key(key, self.identity)
@@ -671,8 +768,9 @@ class Release(abc.ABC):
             if row_tasks:
                 (vals,) = compute(row_tasks, **ckw)
                 values = self._ledger_values(vals)
-            return self._write_csv_release(url, opts, out_blocks, head, key, n_out, rpf, check, ckw, overwrite,
-                                           adm=adm, values=values)
+            return self._write_csv_release(
+                url, opts, out_blocks, head, key, n_out, rpf, check, ckw, overwrite, adm=adm, values=values
+            )
 
         encode = self._encoder()
         plan, why = self.shuffle_plan(sum(rows), client)
@@ -683,12 +781,16 @@ class Release(abc.ABC):
             if plan == "staged":
                 fs.makedirs(stage, exist_ok=True)
                 done = stage_pieces(blocks, rows, skey, n_out, self.ops, name=f"release-{self.family}", fs=fs, folder=stage)
-                tasks = [dask.delayed(_write_staged, pure=False)(fs, posixpath.join(tmp, n), done, j, self.ops, stage, encode)
-                         for j, n in enumerate(names)]
+                tasks = [
+                    dask.delayed(_write_staged, pure=False)(fs, posixpath.join(tmp, n), done, j, self.ops, stage, encode)
+                    for j, n in enumerate(names)
+                ]
             else:
                 out_blocks = shuffle(blocks, rows, skey, n_out, self.ops, name=f"release-{self.family}")
-                tasks = [dask.delayed(_write_block, pure=False)(fs, posixpath.join(tmp, n), b, encode)
-                         for n, b in zip(names, out_blocks)]
+                tasks = [
+                    dask.delayed(_write_block, pure=False)(fs, posixpath.join(tmp, n), b, encode)
+                    for n, b in zip(names, out_blocks)
+                ]
             # the blocks' arrays were optimized by to_delayed; culling the shuffle again for
             # every write task costs more than the write at 30 M rows. The ledger's per-record
             # values share the blocks with the write (one pass) unless the shuffle was staged.
@@ -715,8 +817,9 @@ class Release(abc.ABC):
 
         return write_folder(url, opts, overwrite, write)
 
-    def _check_written(self, fs: Any, path: str, manifest: Mapping[str, Any], url: str, check: bool,
-                       ckw: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _check_written(
+        self, fs: Any, path: str, manifest: Mapping[str, Any], url: str, check: bool, ckw: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
         """Read the written files back and recount the guarantee; raise if it fails."""
         if not check:
             return None
@@ -729,9 +832,22 @@ class Release(abc.ABC):
             raise PrivacyViolation(f"the release written to {url} fails its independent check, nothing was committed: {failed}")
         return verdict.to_dict()
 
-    def _write_csv_release(self, url: str, opts: dict[str, Any], out_blocks: list[Any], head: dict[str, Any], key: Key,
-                           n_out: int, rpf: int, check: bool, ckw: Mapping[str, Any], overwrite: bool = False, *,
-                           adm: Any = None, values: Any = None) -> dict[str, Any]:
+    def _write_csv_release(
+        self,
+        url: str,
+        opts: dict[str, Any],
+        out_blocks: list[Any],
+        head: dict[str, Any],
+        key: Key,
+        n_out: int,
+        rpf: int,
+        check: bool,
+        ckw: Mapping[str, Any],
+        overwrite: bool = False,
+        *,
+        adm: Any = None,
+        values: Any = None,
+    ) -> dict[str, Any]:
         from ..data.commit import clean_stale, commit_path, temp_sibling
         from ..data.folder import sha256_file
         from ..progress import compute
@@ -781,8 +897,16 @@ class Release(abc.ABC):
         summary = manifest.get("summary") or {}
         figures = {k: v for k, v in summary.items() if k in ("records", "privacy", "utility")}
         obj = cls.__new__(cls)
-        Release.__init__(obj, data, method=rel.get("method", ""), parameters=rel.get("parameters", {}), figures=figures,
-                         roles=roles, overrides=rel.get("overrides", ()), manifest=manifest)
+        Release.__init__(
+            obj,
+            data,
+            method=rel.get("method", ""),
+            parameters=rel.get("parameters", {}),
+            figures=figures,
+            roles=roles,
+            overrides=rel.get("overrides", ()),
+            manifest=manifest,
+        )
         return obj
 
     @staticmethod

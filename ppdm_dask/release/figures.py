@@ -98,8 +98,15 @@ class Value:
         _check_about(self.about)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"type": "value", "id": self.id, "label": self.label, "value": plain(self.value), "about": self.about,
-               "unit": self.unit, "note": self.note}
+        out = {
+            "type": "value",
+            "id": self.id,
+            "label": self.label,
+            "value": plain(self.value),
+            "about": self.about,
+            "unit": self.unit,
+            "note": self.note,
+        }
         if self.score:
             out["score"] = True
         return out
@@ -145,9 +152,19 @@ class Plot:
                 raise ValueError(f"plot {self.id!r}, series {s.name!r}: {nx} x values for {ny} y values ({self.kind})")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "plot", "id": self.id, "title": self.title, "kind": self.kind,
-                "series": [s.to_dict() for s in self.series], "x_label": self.x_label, "y_label": self.y_label,
-                "about": self.about, "log_x": self.log_x, "log_y": self.log_y, "note": self.note}
+        return {
+            "type": "plot",
+            "id": self.id,
+            "title": self.title,
+            "kind": self.kind,
+            "series": [s.to_dict() for s in self.series],
+            "x_label": self.x_label,
+            "y_label": self.y_label,
+            "about": self.about,
+            "log_x": self.log_x,
+            "log_y": self.log_y,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)
@@ -168,8 +185,15 @@ class Table:
                 raise ValueError(f"table {self.id!r}: a row of {len(r)} cells for {len(self.columns)} columns")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "table", "id": self.id, "title": self.title, "columns": list(self.columns),
-                "rows": [plain(list(r)) for r in self.rows], "about": self.about, "note": self.note}
+        return {
+            "type": "table",
+            "id": self.id,
+            "title": self.title,
+            "columns": list(self.columns),
+            "rows": [plain(list(r)) for r in self.rows],
+            "about": self.about,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)
@@ -239,10 +263,21 @@ class Attack:
         return self.advantage > float(self.threshold) + 1e-12
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "attack", "id": self.id, "name": self.name, "success": plain(float(self.success)),
-                "baseline": plain(float(self.baseline)), "advantage": plain(self.advantage),
-                "threshold": plain(float(self.threshold)), "flagged": self.flagged, "measure": self.measure,
-                "about": self.about, "found": self.found, "test": self.test, "unit": self.unit}
+        return {
+            "type": "attack",
+            "id": self.id,
+            "name": self.name,
+            "success": plain(float(self.success)),
+            "baseline": plain(float(self.baseline)),
+            "advantage": plain(self.advantage),
+            "threshold": plain(float(self.threshold)),
+            "flagged": self.flagged,
+            "measure": self.measure,
+            "about": self.about,
+            "found": self.found,
+            "test": self.test,
+            "unit": self.unit,
+        }
 
 
 Item = Value | Plot | Table | Text
@@ -296,10 +331,18 @@ class Figures:
         def join(a: str, b: str) -> str:
             return " ".join(t for t in (a, b) if t)
 
-        return Figures(self.risk + other.risk, self.utility + other.utility, self.notes + other.notes,
-                       join(self.guarantee, other.guarantee), join(self.protects, other.protects),
-                       self.learn + other.learn, self.attacks + other.attacks, self.headline + other.headline,
-                       self.warnings + other.warnings, self.needs_original + other.needs_original)
+        return Figures(
+            self.risk + other.risk,
+            self.utility + other.utility,
+            self.notes + other.notes,
+            join(self.guarantee, other.guarantee),
+            join(self.protects, other.protects),
+            self.learn + other.learn,
+            self.attacks + other.attacks,
+            self.headline + other.headline,
+            self.warnings + other.warnings,
+            self.needs_original + other.needs_original,
+        )
 
     def ids(self) -> list[str]:
         return [i.id for i in (*self.risk, *self.utility, *self.learn, *self.attacks)]

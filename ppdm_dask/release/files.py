@@ -34,7 +34,9 @@ def _file_entry(fs: Any, path: str, expected: Mapping[str, Any], checksums: bool
     return name, None, size
 
 
-def file_checks(fs: Any, folder: str, manifest: Mapping[str, Any], *, checksums: bool = True, **compute_kwargs: Any) -> list[Check]:
+def file_checks(
+    fs: Any, folder: str, manifest: Mapping[str, Any], *, checksums: bool = True, **compute_kwargs: Any
+) -> list[Check]:
     """One check per listed file (present, size, checksum) and one per unexpected file."""
     from ..progress import compute
 
@@ -49,14 +51,27 @@ def file_checks(fs: Any, folder: str, manifest: Mapping[str, Any], *, checksums:
             if name not in listed:
                 checks.append(Check("no unlisted file", False, where=name, detail="a file the manifest does not list"))
             elif name in INTERNAL_REPORT_FILES:
-                checks.append(Check("no internal report inside the release", False, where=name, status="warning",
-                                    detail="the owner's report describes the original data: move it out of the release "
-                                    "folder before the folder is shared (reports are now written beside the folder)"))
+                checks.append(
+                    Check(
+                        "no internal report inside the release",
+                        False,
+                        where=name,
+                        status="warning",
+                        detail="the owner's report describes the original data: move it out of the release "
+                        "folder before the folder is shared (reports are now written beside the folder)",
+                    )
+                )
     return checks
 
 
-def verify_files(url: str, *, original: Any = None, storage_options: Mapping[str, Any] | None = None,
-                 checksums: bool = True, **compute_kwargs: Any) -> Verdict:
+def verify_files(
+    url: str,
+    *,
+    original: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
+    checksums: bool = True,
+    **compute_kwargs: Any,
+) -> Verdict:
     """The checks of :func:`ppdm_dask.verify` for a release of a family registered in
     :mod:`ppdm_dask.families`: the manifest, the files, then the family's recount (with
     ``original``)."""
@@ -65,8 +80,9 @@ def verify_files(url: str, *, original: Any = None, storage_options: Mapping[str
     rel = manifest["release"]
     family = rel.get("family")
     known = family in families.names()
-    checks = [Check("manifest", known, figure=f"{family} / {rel.get('method')}",
-                    detail="" if known else f"unknown family {family!r}")]
+    checks = [
+        Check("manifest", known, figure=f"{family} / {rel.get('method')}", detail="" if known else f"unknown family {family!r}")
+    ]
     if not checks[0].ok:
         return Verdict(checks)
     checks += file_checks(fs, folder, manifest, checksums=checksums, **compute_kwargs)

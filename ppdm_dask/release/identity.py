@@ -29,8 +29,15 @@ import numpy as np
 
 from ..random import Key
 
-__all__ = ["ReleaseIdentity", "canonical_parameters", "stream_key", "release_id", "key_fingerprint", "input_fingerprint",
-           "provenance"]
+__all__ = [
+    "ReleaseIdentity",
+    "canonical_parameters",
+    "stream_key",
+    "release_id",
+    "key_fingerprint",
+    "input_fingerprint",
+    "provenance",
+]
 
 
 def _plain(obj: Any) -> Any:
@@ -103,5 +110,8 @@ def provenance(key: Key, identity: ReleaseIdentity) -> dict[str, Any]:
     """The public provenance fields of a release: ``id``, ``key_fingerprint`` and
     ``input_fingerprint``."""
     rid = release_id(key, identity)
-    return {"id": rid, "key_fingerprint": key_fingerprint(key, rid),
-            "input_fingerprint": input_fingerprint(key, rid, identity.input_digest)}
+    return {
+        "id": rid,
+        "key_fingerprint": key_fingerprint(key, rid),
+        "input_fingerprint": input_fingerprint(key, rid, identity.input_digest),
+    }

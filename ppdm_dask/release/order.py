@@ -36,8 +36,19 @@ import numpy as np
 
 from ..random import BLOCK_ROWS, Key, Tag
 
-__all__ = ["BlockOps", "row_keys", "bucket_of", "n_files", "split_rows", "merge_rows", "shuffle", "stage_pieces",
-           "split_to_files", "merge_from_files", "output_positions"]
+__all__ = [
+    "BlockOps",
+    "row_keys",
+    "bucket_of",
+    "n_files",
+    "split_rows",
+    "merge_rows",
+    "shuffle",
+    "stage_pieces",
+    "split_to_files",
+    "merge_from_files",
+    "output_positions",
+]
 
 
 @dataclass(frozen=True)
@@ -109,8 +120,9 @@ def shuffle(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, op
     starts = np.concatenate([[0], np.cumsum([int(r) for r in rows])]).astype(np.int64)
     token = tokenize(name, key.digest("row-order"), [getattr(b, "key", b) for b in blocks], list(rows), n_out)
     split = dask.delayed(split_rows, nout=n_out, pure=True)
-    parts = [split(b, int(starts[i]), key, n_out, ops, dask_key_name=f"row-order-split-{token}-{i}")
-             for i, b in enumerate(blocks)]
+    parts = [
+        split(b, int(starts[i]), key, n_out, ops, dask_key_name=f"row-order-split-{token}-{i}") for i, b in enumerate(blocks)
+    ]
     merge = dask.delayed(merge_rows, pure=True)
     return [merge([p[j] for p in parts], ops, dask_key_name=f"row-order-merge-{token}-{j}") for j in range(n_out)]
 
@@ -153,8 +165,9 @@ def merge_from_files(done: Sequence[int], j: int, ops: BlockOps, fs: Any, folder
     return merge_rows(pieces, ops)
 
 
-def stage_pieces(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str,
-                 fs: Any, folder: str) -> Any:
+def stage_pieces(
+    blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: int, ops: BlockOps, *, name: str, fs: Any, folder: str
+) -> Any:
     """Graph: one :func:`split_to_files` task per input block, and a barrier task (the list of
     their row counts) that a consumer of output file ``j`` passes to :func:`merge_from_files`."""
     import dask
@@ -163,8 +176,10 @@ def stage_pieces(blocks: Sequence[Any], rows: Sequence[int], key: Key, n_out: in
     starts = np.concatenate([[0], np.cumsum([int(r) for r in rows])]).astype(np.int64)
     token = tokenize(name, key.digest("row-order"), [getattr(b, "key", b) for b in blocks], list(rows), n_out, folder)
     split = dask.delayed(split_to_files, pure=True)
-    done = [split(b, int(starts[i]), key, n_out, ops, fs, folder, i, dask_key_name=f"row-order-stage-{token}-{i}")
-            for i, b in enumerate(blocks)]
+    done = [
+        split(b, int(starts[i]), key, n_out, ops, fs, folder, i, dask_key_name=f"row-order-stage-{token}-{i}")
+        for i, b in enumerate(blocks)
+    ]
     # one barrier: every consumer depends on it alone, so the graph grows with blocks + files,
     # not with blocks x files
     return dask.delayed(list, pure=True)(done, dask_key_name=f"row-order-staged-{token}")

@@ -67,8 +67,12 @@ class Roles:
                 seen[c] = role
 
     def _by_role(self) -> dict[str, tuple[str, ...]]:
-        return {"identifier": self.identifiers, "quasi_identifier": self.quasi_identifiers,
-                "sensitive": self.sensitive, "insensitive": self.insensitive}
+        return {
+            "identifier": self.identifiers,
+            "quasi_identifier": self.quasi_identifiers,
+            "sensitive": self.sensitive,
+            "insensitive": self.insensitive,
+        }
 
     def of(self, column: str) -> str | None:
         """The role of ``column`` (None when it has none)."""
@@ -101,27 +105,40 @@ class Roles:
                 f"{len(missing)} column(s) of {source} have no role: {', '.join(missing)}; give every column one of "
                 "identifier (dropped), quasi-identifier (generalised), sensitive or insensitive (published as is)",
                 python="identifiers=, quasi_identifiers=, sensitive=, insensitive=",
-                fix="`identifiers` COLS, `quasi_identifiers` COLS, `sensitive` COL, `insensitive` COLS")
+                fix="`identifiers` COLS, `quasi_identifiers` COLS, `sensitive` COL, `insensitive` COLS",
+            )
         if not self.quasi_identifiers:
-            raise RoleError(f"no quasi-identifier among the columns of {source}: name them",
-                            python="quasi_identifiers=[...]", fix="`quasi_identifiers` COL,COL")
+            raise RoleError(
+                f"no quasi-identifier among the columns of {source}: name them",
+                python="quasi_identifiers=[...]",
+                fix="`quasi_identifiers` COL,COL",
+            )
 
     def check_unique(self, distinct: Mapping[str, int], n_records: int) -> None:
         """Refuse quasi-identifier or insensitive columns that are nearly unique per record
         (``distinct[c] >= UNIQUE_RATIO * n_records`` with at least ``UNIQUE_MIN_ROWS``
         records) unless listed in ``allow_unique``."""
-        bad = [c for c in (*self.quasi_identifiers, *self.insensitive)
-               if c in distinct and c not in self.allow_unique and nearly_unique(distinct[c], n_records)]
+        bad = [
+            c
+            for c in (*self.quasi_identifiers, *self.insensitive)
+            if c in distinct and c not in self.allow_unique and nearly_unique(distinct[c], n_records)
+        ]
         if bad:
             shown = ", ".join(f"{c} ({distinct[c]:,} distinct values in {n_records:,} records)" for c in bad)
-            raise RoleError(f"likely direct identifier(s): {shown}; declare them as identifiers (dropped) "
-                            "or accept them explicitly", python=f"allow_unique={bad}",
-                            fix="`identifiers` COL, or `allow_unique` " + ",".join(bad))
+            raise RoleError(
+                f"likely direct identifier(s): {shown}; declare them as identifiers (dropped) or accept them explicitly",
+                python=f"allow_unique={bad}",
+                fix="`identifiers` COL, or `allow_unique` " + ",".join(bad),
+            )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"identifier": list(self.identifiers), "quasi_identifier": list(self.quasi_identifiers),
-                "sensitive": list(self.sensitive), "insensitive": list(self.insensitive),
-                "allow_unique": list(self.allow_unique)}
+        return {
+            "identifier": list(self.identifiers),
+            "quasi_identifier": list(self.quasi_identifiers),
+            "sensitive": list(self.sensitive),
+            "insensitive": list(self.insensitive),
+            "allow_unique": list(self.allow_unique),
+        }
 
     def public_dict(self) -> dict[str, Any]:
         """The roles as a public file may show them: the published columns' roles and the
@@ -133,9 +150,13 @@ class Roles:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Roles:
-        return cls(identifiers=d.get("identifier", ()), quasi_identifiers=d.get("quasi_identifier", ()),
-                   sensitive=d.get("sensitive", ()), insensitive=d.get("insensitive", ()),
-                   allow_unique=d.get("allow_unique", ()))
+        return cls(
+            identifiers=d.get("identifier", ()),
+            quasi_identifiers=d.get("quasi_identifier", ()),
+            sensitive=d.get("sensitive", ()),
+            insensitive=d.get("insensitive", ()),
+            allow_unique=d.get("allow_unique", ()),
+        )
 
 
 def nearly_unique(n_distinct: int, n_records: int) -> bool:

@@ -100,8 +100,10 @@ class TableRelease(Release):
         """Rows per part file so that a block stays about :data:`BLOCK_BYTES` in memory, from
         the columns' types (numbers their width, text :data:`TEXT_CELL_BYTES`); at most
         :data:`MAX_ROWS_PER_FILE`, at least 1,024."""
-        per_row = 8.0 + sum(float(t.itemsize) if pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t)
-                            else TEXT_CELL_BYTES for t in self.data.dtypes)
+        per_row = 8.0 + sum(
+            float(t.itemsize) if pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t) else TEXT_CELL_BYTES
+            for t in self.data.dtypes
+        )
         return int(min(MAX_ROWS_PER_FILE, max(1024, BLOCK_BYTES // per_row)))
 
     @property
@@ -152,8 +154,15 @@ class TableRelease(Release):
         name = manifest["partitions"][0]["file"]
         full = fs.unstrip_protocol(posixpath.join(path, name))
         opts = getattr(fs, "storage_options", {}) or {}
-        return dd.read_csv(full, dtype=str, keep_default_na=False, na_values=[""], blocksize=None,
-                           storage_options=dict(opts), dtype_backend="pyarrow")
+        return dd.read_csv(
+            full,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
+            blocksize=None,
+            storage_options=dict(opts),
+            dtype_backend="pyarrow",
+        )
 
     @classmethod
     def read_original(cls, url: str, *, storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:

@@ -35,8 +35,11 @@ def _n_rows(block: tuple[Any, ...]) -> int:
 
 def _take(block: tuple[Any, ...], idx: np.ndarray) -> tuple[Any, ...]:
     items, weights, cols = block
-    return (sp.csr_array(items[idx]), sp.csr_array(weights[idx]) if weights is not None else None,
-            {k: np.asarray(v)[idx] for k, v in cols.items()})
+    return (
+        sp.csr_array(items[idx]),
+        sp.csr_array(weights[idx]) if weights is not None else None,
+        {k: np.asarray(v)[idx] for k, v in cols.items()},
+    )
 
 
 def _concat(blocks: list[tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -102,8 +105,9 @@ class TransactionRelease(Release):
         items = tx.blocks.to_delayed().ravel()
         weights = tx.weights.to_delayed().ravel() if tx.weights is not None else [None] * len(items)
         cols = {k: v.to_delayed().ravel() for k, v in self._columns().items()}
-        blocks = [dask.delayed(_block, pure=True)(items[i], weights[i], {k: c[i] for k, c in cols.items()})
-                  for i in range(len(items))]
+        blocks = [
+            dask.delayed(_block, pure=True)(items[i], weights[i], {k: c[i] for k, c in cols.items()}) for i in range(len(items))
+        ]
         return blocks, list(tx.partition_rows)
 
     def public_metadata(self) -> dict[str, Any]:
@@ -152,9 +156,14 @@ class TransactionRelease(Release):
             fh.write(basket_csv_text(block[0], labels))
             rows += block[0].shape[0]
             nnz += int(block[0].indices.size)
-        return {"rows": rows, "n_transactions": rows, "n_items": self.data.n_items, "nnz": nnz,
-                "label_type": "int" if self.data.vocabulary.is_integer else "str",
-                "metadata": self.public_metadata()}
+        return {
+            "rows": rows,
+            "n_transactions": rows,
+            "n_items": self.data.n_items,
+            "nnz": nnz,
+            "label_type": "int" if self.data.vocabulary.is_integer else "str",
+            "metadata": self.public_metadata(),
+        }
 
     @classmethod
     def _open_csv(cls, fs: Any, path: str, manifest: Mapping[str, Any], url: str) -> Any:

@@ -104,9 +104,17 @@ class Check:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Check:
-        return cls(name=str(d["name"]), ok=bool(d["ok"]), figure=d.get("figure"), threshold=d.get("threshold"),
-                   where=d.get("where"), detail=d.get("detail", ""), overridden=bool(d.get("overridden", False)),
-                   stats=d.get("stats"), status=str(d.get("status", "check")))
+        return cls(
+            name=str(d["name"]),
+            ok=bool(d["ok"]),
+            figure=d.get("figure"),
+            threshold=d.get("threshold"),
+            where=d.get("where"),
+            detail=d.get("detail", ""),
+            overridden=bool(d.get("overridden", False)),
+            stats=d.get("stats"),
+            status=str(d.get("status", "check")),
+        )
 
 
 @dataclass(frozen=True)

@@ -12,5 +12,18 @@ from .make import make_report, report_destination
 from .plots import plot_svg, svg_figures
 from .schema import report_schema, validate_report
 
-__all__ = ["make_report", "build_report", "for_audience", "render_html", "report_schema", "validate_report",
-           "report_destination", "plot_svg", "svg_figures", "AUDIENCES", "REPORT_FORMAT", "REPORT_VERSION", "SECTIONS"]
+__all__ = [
+    "make_report",
+    "build_report",
+    "for_audience",
+    "render_html",
+    "report_schema",
+    "validate_report",
+    "report_destination",
+    "plot_svg",
+    "svg_figures",
+    "AUDIENCES",
+    "REPORT_FORMAT",
+    "REPORT_VERSION",
+    "SECTIONS",
+]

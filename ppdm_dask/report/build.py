@@ -68,15 +68,20 @@ def _provenance(release: Any, manifest: Mapping[str, Any] | None) -> dict[str, A
 
     rel = dict((manifest or {}).get("release") or {})
     if rel.get("id"):
-        return {"id": rel.get("id"), "key_fingerprint": rel.get("key_fingerprint"),
-                "input_fingerprint": ((manifest or {}).get("input") or {}).get("fingerprint")}
+        return {
+            "id": rel.get("id"),
+            "key_fingerprint": rel.get("key_fingerprint"),
+            "input_fingerprint": ((manifest or {}).get("input") or {}).get("fingerprint"),
+        }
     key = release.key
     if key is None:
         return {"id": None, "key_fingerprint": None, "input_fingerprint": None}
     return provenance(key, release.identity)
 
 
-def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+def _released(
+    release: Any, manifest: Mapping[str, Any] | None, url: str | None
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """Items of the ``released`` section, the ``release`` record and the ``input`` record."""
     rel = dict((manifest or {}).get("release") or {})
     prov = _provenance(release, manifest)
@@ -96,36 +101,81 @@ def _released(release: Any, manifest: Mapping[str, Any] | None, url: str | None)
     if manifest is not None:
         parts = manifest.get("partitions") or []
         record["rows"] = int(sum(int(p.get("rows", 0)) for p in parts))
-        record["files"] = [{"file": p["file"], "rows": p.get("rows"), "bytes": p.get("bytes"), "sha256": p.get("sha256")}
-                           for p in [*parts, *(manifest.get("files") or [])]]
+        record["files"] = [
+            {"file": p["file"], "rows": p.get("rows"), "bytes": p.get("bytes"), "sha256": p.get("sha256")}
+            for p in [*parts, *(manifest.get("files") or [])]
+        ]
         record["manifest_sha256"] = manifest.get("_sha256")
     # the owner's record of the input (the release in memory knows it; public files do not)
     inp = dict(getattr(release, "owner_input", None) or getattr(release, "input_info", {}) or {})
     items: list[dict[str, Any]] = [
-        Table("released_what", "Release", ["", ""], _rows({
-            "family": record["family"], "method": record["method"], "written": record["url"] or "(not written)",
-            "rows released": record.get("rows"), "created": record["created"], "release id": record["id"] or "(none)",
-            "key fingerprint": record["key_fingerprint"] or "(none)",
-            "manifest SHA-256": record.get("manifest_sha256") or "(not written)"})).to_dict(),
+        Table(
+            "released_what",
+            "Release",
+            ["", ""],
+            _rows(
+                {
+                    "family": record["family"],
+                    "method": record["method"],
+                    "written": record["url"] or "(not written)",
+                    "rows released": record.get("rows"),
+                    "created": record["created"],
+                    "release id": record["id"] or "(none)",
+                    "key fingerprint": record["key_fingerprint"] or "(none)",
+                    "manifest SHA-256": record.get("manifest_sha256") or "(not written)",
+                }
+            ),
+        ).to_dict(),
         Table("released_parameters", "Public parameters", ["parameter", "value"], _rows(record["parameters"])).to_dict(),
     ]
     if record["roles"]:
-        items.append(Table("released_roles", "Attribute roles", ["role", "columns"],
-                           [[r, ", ".join(map(str, c)) if isinstance(c, list) else c] for r, c in record["roles"].items() if c]).to_dict())
+        items.append(
+            Table(
+                "released_roles",
+                "Attribute roles",
+                ["role", "columns"],
+                [[r, ", ".join(map(str, c)) if isinstance(c, list) else c] for r, c in record["roles"].items() if c],
+            ).to_dict()
+        )
     if record["overrides"]:
-        items.append(_text("released_overrides", "Privacy floors explicitly overridden by the user (recorded in the manifest): "
-                           + ", ".join(record["overrides"]) + "."))
+        items.append(
+            _text(
+                "released_overrides",
+                "Privacy floors explicitly overridden by the user (recorded in the manifest): "
+                + ", ".join(record["overrides"])
+                + ".",
+            )
+        )
     files = inp.get("files") or []
-    inp_rows = {"url": inp.get("url"), "format": inp.get("format"), "rows": inp.get("rows"),
-                "columns": ", ".join(map(str, (inp.get("schema") or {}).keys())) or None,
-                "files": len(files), "fingerprint": prov["input_fingerprint"]}
-    items.append(Table("released_input", "Input", ["", ""], _rows({k: v for k, v in inp_rows.items() if v is not None})).to_dict())
+    inp_rows = {
+        "url": inp.get("url"),
+        "format": inp.get("format"),
+        "rows": inp.get("rows"),
+        "columns": ", ".join(map(str, (inp.get("schema") or {}).keys())) or None,
+        "files": len(files),
+        "fingerprint": prov["input_fingerprint"],
+    }
+    items.append(
+        Table("released_input", "Input", ["", ""], _rows({k: v for k, v in inp_rows.items() if v is not None})).to_dict()
+    )
     if files:
-        items.append(Table("released_input_files", "Input files", ["file", "bytes", "SHA-256"],
-                           [[f.get("file"), f.get("bytes"), f.get("sha256")] for f in files[:200]]).to_dict())
+        items.append(
+            Table(
+                "released_input_files",
+                "Input files",
+                ["file", "bytes", "SHA-256"],
+                [[f.get("file"), f.get("bytes"), f.get("sha256")] for f in files[:200]],
+            ).to_dict()
+        )
     if record.get("files"):
-        items.append(Table("released_files", "Output files", ["file", "rows", "bytes", "SHA-256"],
-                           [[f["file"], f["rows"], f["bytes"], f["sha256"]] for f in record["files"][:200]]).to_dict())
+        items.append(
+            Table(
+                "released_files",
+                "Output files",
+                ["file", "rows", "bytes", "SHA-256"],
+                [[f["file"], f["rows"], f["bytes"], f["sha256"]] for f in record["files"][:200]],
+            ).to_dict()
+        )
     items.append(Table("released_versions", "Versions", ["package", "version"], _rows(record["versions"])).to_dict())
     return items, record, {**inp, "fingerprint": inp_rows["fingerprint"]}
 
@@ -148,10 +198,25 @@ def _privacy(verdict: Any, verified: str, figures: Figures, composed: Sequence[A
             rows.append([c.name, _status(c), plain(c.figure), plain(c.threshold), c.where or "", c.detail])
         elif c is files[0]:
             bad = [f for f in files if not f.ok]
-            rows.append(["files match the manifest", "FAILED" if bad else "ok", len(files) - len(bad), len(files),
-                         ", ".join(f.where or "" for f in bad[:20]), "size and SHA-256 of every file listed in the manifest"])
-    items = [Table("privacy_checks", "Independent checks", ["check", "status", "figure", "threshold", "where", "detail"],
-                   rows, note=verified).to_dict()]
+            rows.append(
+                [
+                    "files match the manifest",
+                    "FAILED" if bad else "ok",
+                    len(files) - len(bad),
+                    len(files),
+                    ", ".join(f.where or "" for f in bad[:20]),
+                    "size and SHA-256 of every file listed in the manifest",
+                ]
+            )
+    items = [
+        Table(
+            "privacy_checks",
+            "Independent checks",
+            ["check", "status", "figure", "threshold", "where", "detail"],
+            rows,
+            note=verified,
+        ).to_dict()
+    ]
     return items + [i.to_dict() for i in figures.risk]
 
 
@@ -159,13 +224,18 @@ def _reproduce(record: Mapping[str, Any], original_url: str | None) -> list[dict
     url = record.get("url") or "RELEASE"
     orig = f" --original {original_url}" if original_url else " --original SRC"
     return [
-        _text("reproduce_verify", f"Re-check the release from its files alone: ppdm verify {url}"
-              f" (and against its input: ppdm verify {url}{orig})."),
+        _text(
+            "reproduce_verify",
+            f"Re-check the release from its files alone: ppdm verify {url} (and against its input: ppdm verify {url}{orig}).",
+        ),
         _text("reproduce_report", f"Make this report again: ppdm report {url}{orig}."),
-        _text("reproduce_release", "Make the release again: run the same method with the public parameters above on the same "
-              "input with the same key file (--key-file). Every random step derives from the key and the release's identity "
-              "(method, parameters, input), so the output files have the same SHA-256 as listed; the key holder checks "
-              f"that a release was made from an input with: ppdm --key-file KEY verify {url}{orig}."),
+        _text(
+            "reproduce_release",
+            "Make the release again: run the same method with the public parameters above on the same "
+            "input with the same key file (--key-file). Every random step derives from the key and the release's identity "
+            "(method, parameters, input), so the output files have the same SHA-256 as listed; the key holder checks "
+            f"that a release was made from an input with: ppdm --key-file KEY verify {url}{orig}.",
+        ),
     ]
 
 
@@ -187,9 +257,11 @@ def _generic_guarantee(checks: Sequence[Check]) -> str:
     held = [one(c) for c in own if c.ok]
     weak = [one(c) for c in own if not c.ok and c.overridden]
     bad = [one(c) for c in own if not (c.ok or c.overridden)]
-    parts = [("The independent recount of the released data holds: " + "; ".join(held) + ".") if held else "",
-             ("Below its floor, accepted with --allow-weak: " + "; ".join(weak) + ".") if weak else "",
-             ("It does not hold: " + "; ".join(bad) + ".") if bad else ""]
+    parts = [
+        ("The independent recount of the released data holds: " + "; ".join(held) + ".") if held else "",
+        ("Below its floor, accepted with --allow-weak: " + "; ".join(weak) + ".") if weak else "",
+        ("It does not hold: " + "; ".join(bad) + ".") if bad else "",
+    ]
     return " ".join(p for p in parts if p)
 
 
@@ -206,7 +278,9 @@ def _decision(checks: list[Any], attacks: list[Any], warnings: list[Any]) -> dic
     return out
 
 
-def _summary(guarantee: str, protects: str, verified: str, headline: list[dict[str, Any]], why_no_headline: str) -> list[dict[str, Any]]:
+def _summary(
+    guarantee: str, protects: str, verified: str, headline: list[dict[str, Any]], why_no_headline: str
+) -> list[dict[str, Any]]:
     """Items of the summary box (the colour, reasons and risks are the document's ``decision``)."""
     items = [Text("summary_guarantee", guarantee).to_dict()]
     if protects:
@@ -244,10 +318,15 @@ def _empty_note(section: str, original_given: bool, audience: str) -> str:
         return "Nothing to show: " + (_OWNER_ONLY if audience == "external" else "the family computes no utility figure") + "."
     if section == "attacks":
         if audience == "external":
-            return ("Nothing to show: no attack of the threat model was run on the release alone (attacks that need the "
-                    "original data are in the owner's internal report).")
-        return ("Nothing to show: no attack of the threat model was run on this release" +
-                ("" if original_given else " (some need the original: --original SRC)") + ".")
+            return (
+                "Nothing to show: no attack of the threat model was run on the release alone (attacks that need the "
+                "original data are in the owner's internal report)."
+            )
+        return (
+            "Nothing to show: no attack of the threat model was run on this release"
+            + ("" if original_given else " (some need the original: --original SRC)")
+            + "."
+        )
     if section == "learn":
         return "Nothing to show: the family does not translate its figures into what an attacker can learn yet."
     if section == "privacy":
@@ -259,9 +338,11 @@ def _section_notes(doc: Mapping[str, Any], original_given: bool, audience: str) 
     for section in doc["sections"]:
         note = ""
         if section["id"] == "attacks":
-            note = (f"The attacks are those of the threat model ({THREAT_MODEL}): success is what the attacker achieves "
-                    "with the release, baseline what the same attacker achieves without it; an attack is flagged when "
-                    "its advantage (success - baseline) exceeds its threshold, and a flagged attack makes the decision amber.")
+            note = (
+                f"The attacks are those of the threat model ({THREAT_MODEL}): success is what the attacker achieves "
+                "with the release, baseline what the same attacker achieves without it; an attack is flagged when "
+                "its advantage (success - baseline) exceeds its threshold, and a flagged attack makes the decision amber."
+            )
         if section["id"] == "learn":
             note = f"Each figure of this release translated into what it lets an attacker do (threat model: {THREAT_MODEL})."
         if not section["items"]:
@@ -272,9 +353,18 @@ def _section_notes(doc: Mapping[str, Any], original_given: bool, audience: str) 
             section.pop("note", None)
 
 
-def build_report(release: Any, original: Any = None, *, verdict: Any, verified: str, audience: str = "internal",
-                 figures: Figures | None = None, manifest: Mapping[str, Any] | None = None, url: str | None = None,
-                 original_url: str | None = None) -> dict[str, Any]:
+def build_report(
+    release: Any,
+    original: Any = None,
+    *,
+    verdict: Any,
+    verified: str,
+    audience: str = "internal",
+    figures: Figures | None = None,
+    manifest: Mapping[str, Any] | None = None,
+    url: str | None = None,
+    original_url: str | None = None,
+) -> dict[str, Any]:
     """The report document of ``release``.
 
     Parameters
@@ -312,8 +402,13 @@ def build_report(release: Any, original: Any = None, *, verdict: Any, verified: 
     composed = composition_checks(composition_of(release)[0])
     checks = [*verdict.checks, *composed]
     headline = _headline_values(utility, list(figures.headline))
-    summary = _summary(figures.guarantee or _generic_guarantee(checks), figures.protects, verified, headline,
-                       _why_no_headline(original_given, "internal"))
+    summary = _summary(
+        figures.guarantee or _generic_guarantee(checks),
+        figures.protects,
+        verified,
+        headline,
+        _why_no_headline(original_given, "internal"),
+    )
     items = {
         "summary": summary,
         "learn": [i.to_dict() for i in figures.learn],
@@ -361,9 +456,18 @@ def _external_item(item: Mapping[str, Any]) -> bool:
 
 def _attack(d: Mapping[str, Any]) -> Attack:
     """An :class:`Attack` back from its JSON (to decide on the attacks an audience sees)."""
-    return Attack(id=d["id"], name=d["name"], success=d["success"], baseline=d["baseline"], threshold=d["threshold"],
-                  measure=d["measure"], about=d.get("about", "release"), found=d.get("found", ""), test=d.get("test", ""),
-                  unit=d.get("unit"))
+    return Attack(
+        id=d["id"],
+        name=d["name"],
+        success=d["success"],
+        baseline=d["baseline"],
+        threshold=d["threshold"],
+        measure=d["measure"],
+        about=d.get("about", "release"),
+        found=d.get("found", ""),
+        test=d.get("test", ""),
+        unit=d.get("unit"),
+    )
 
 
 def for_audience(doc: Mapping[str, Any], audience: str) -> dict[str, Any]:
@@ -384,12 +488,15 @@ def for_audience(doc: Mapping[str, Any], audience: str) -> dict[str, Any]:
     out["summary"] = public or {k: out["summary"][k] for k in ("family", "method", "parameters")}
     out["release"].pop("url", None)
     if out["release"].get("roles"):
-        out["release"]["roles"] = {**{k: v for k, v in out["release"]["roles"].items() if k != "identifier"},
-                                   "identifiers_dropped": len(out["release"]["roles"].get("identifier") or [])}
+        out["release"]["roles"] = {
+            **{k: v for k, v in out["release"]["roles"].items() if k != "identifier"},
+            "identifiers_dropped": len(out["release"]["roles"].get("identifier") or []),
+        }
     for section in out["sections"]:
         had_headline = any(i.get("id", "").startswith("headline_") for i in section["items"])
-        section["items"] = [i for i in section["items"] if _external_item(i)
-                            and i.get("id") not in ("released_input_files", "released_input")]
+        section["items"] = [
+            i for i in section["items"] if _external_item(i) and i.get("id") not in ("released_input_files", "released_input")
+        ]
         for i in section["items"]:
             if i.get("id") == "released_roles":
                 i["rows"] = [r for r in i["rows"] if r[0] != "identifier"]
@@ -401,18 +508,29 @@ def for_audience(doc: Mapping[str, Any], audience: str) -> dict[str, Any]:
             headline = [i for i in section["items"] if i.get("id", "").startswith("headline_")]
             section["items"] = [i for i in section["items"] if i.get("id") != "summary_utility"]
             if not headline:
-                section["items"].append(Text("summary_utility", _why_no_headline(doc.get("with_original", False), "external")
-                                             if had_headline or doc.get("with_original") else
-                                             _why_no_headline(False, "internal")).to_dict())
+                section["items"].append(
+                    Text(
+                        "summary_utility",
+                        _why_no_headline(doc.get("with_original", False), "external")
+                        if had_headline or doc.get("with_original")
+                        else _why_no_headline(False, "internal"),
+                    ).to_dict()
+                )
     # the decision on what this audience sees: the attacks run on the release alone
     attacks = [_attack(i) for s in out["sections"] for i in s["items"] if i.get("type") == "attack"]
     checks = [Check.from_dict(c) for c in (out.get("verdict") or {}).get("checks", [])]
     # composition limits the owner accepted are public (the manifest's overrides); their figures are not
-    checks += [Check(o[len(COMPOSITION_OVERRIDE):], False, where=COMPOSITION_WHERE, overridden=True)
-               for o in out["release"].get("overrides") or [] if str(o).startswith(COMPOSITION_OVERRIDE)]
+    checks += [
+        Check(o[len(COMPOSITION_OVERRIDE) :], False, where=COMPOSITION_WHERE, overridden=True)
+        for o in out["release"].get("overrides") or []
+        if str(o).startswith(COMPOSITION_OVERRIDE)
+    ]
     out["decision"] = _decision(checks, attacks, list((doc.get("decision") or {}).get("warnings") or []))
     _section_notes(out, bool(doc.get("with_original")), audience)
-    out["notes"] = [*out.get("notes", []), "External report: only what can be recounted from the release itself is shown, "
-                    "with single-number comparison scores; the other figures of the original data and comparisons with "
-                    "it are in the owner's internal report."]
+    out["notes"] = [
+        *out.get("notes", []),
+        "External report: only what can be recounted from the release itself is shown, "
+        "with single-number comparison scores; the other figures of the original data and comparisons with "
+        "it are in the owner's internal report.",
+    ]
     return out

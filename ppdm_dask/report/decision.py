@@ -38,13 +38,19 @@ class Decision:
 
     @property
     def headline(self) -> str:
-        return {"green": "Release may be approved: every check holds with no override and no attack exceeds its threshold",
-                "amber": "Review before approving: the guarantee holds, but with the risks named below",
-                "red": "Refuse: a check of the guarantee fails"}[self.colour]
+        return {
+            "green": "Release may be approved: every check holds with no override and no attack exceeds its threshold",
+            "amber": "Review before approving: the guarantee holds, but with the risks named below",
+            "red": "Refuse: a check of the guarantee fails",
+        }[self.colour]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"colour": self.colour, "headline": self.headline, "reasons": list(self.reasons),
-                "risks": [r.to_dict() for r in self.risks]}
+        return {
+            "colour": self.colour,
+            "headline": self.headline,
+            "reasons": list(self.reasons),
+            "risks": [r.to_dict() for r in self.risks],
+        }
 
 
 def _percent(x: float) -> str:
@@ -56,8 +62,10 @@ def _percent(x: float) -> str:
 def attack_sentence(a: Any) -> str:
     """One sentence of an attack result for the summary."""
     show = (lambda x: f"{float(x):.4g}{(' ' + a.unit) if a.unit else ''}") if a.unit else _percent
-    text = (f"{a.name}: {show(a.success)} against a baseline of {show(a.baseline)} "
-            f"(advantage {show(a.advantage)}, threshold {show(a.threshold)})")
+    text = (
+        f"{a.name}: {show(a.success)} against a baseline of {show(a.baseline)} "
+        f"(advantage {show(a.advantage)}, threshold {show(a.threshold)})"
+    )
     return text + (f"; {a.found}" if a.found else "")
 
 
@@ -88,16 +96,26 @@ def decide(checks: Iterable[Any], attacks: Sequence[Any] = (), warnings: Sequenc
     from .units import show_number as num
 
     for c in failed:
-        reasons.append(f"Check failed: {c.name}" + (f" ({num(c.figure)} against {num(c.threshold)})" if c.figure is not None else "")
-                       + (f" in {c.where}" if c.where else "") + (f": {c.detail}" if c.detail else "") + ".")
+        reasons.append(
+            f"Check failed: {c.name}"
+            + (f" ({num(c.figure)} against {num(c.threshold)})" if c.figure is not None else "")
+            + (f" in {c.where}" if c.where else "")
+            + (f": {c.detail}" if c.detail else "")
+            + "."
+        )
     for c in overridden:
         against = f" ({num(c.figure)} against {num(c.threshold)})" if c.figure is not None else ""
         if c.where == COMPOSITION_WHERE:  # a limit of the composition with the input's earlier releases
-            reasons.append(f"Limit of the composition with earlier releases of this input accepted with --allow-composition: "
-                           f"{c.name}{against}" + (f"; {c.detail}" if c.detail else "") + ".")
+            reasons.append(
+                f"Limit of the composition with earlier releases of this input accepted with --allow-composition: "
+                f"{c.name}{against}" + (f"; {c.detail}" if c.detail else "") + "."
+            )
             continue
-        reasons.append(f"Floor overridden with --allow-weak: {c.name} ({num(c.figure)} against the floor {num(c.threshold)})"
-                       + (f"; consequence: {c.detail}" if c.detail else "") + ".")
+        reasons.append(
+            f"Floor overridden with --allow-weak: {c.name} ({num(c.figure)} against the floor {num(c.threshold)})"
+            + (f"; consequence: {c.detail}" if c.detail else "")
+            + "."
+        )
     reasons += [attack_sentence(a) + "." for a in flagged]
     texts = [warning_text(w) for w in warnings]
     reasons += [w if w.endswith(".") else w + "." for w in texts]

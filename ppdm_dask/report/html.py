@@ -47,9 +47,13 @@ def _cellclass(value: Any) -> str:
 def _environment() -> jinja2.Environment:
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("ppdm_dask.report", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
-                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("ppdm_dask.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
     env.filters["show"] = _show
     env.filters["cellclass"] = _cellclass
     env.globals["show_value"] = show_value

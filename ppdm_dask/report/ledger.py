@@ -24,7 +24,7 @@ def composition_of(release: Any) -> tuple[dict[str, Any] | None, list[Any], str]
     earlier: list[Any] = []
     if comp is not None and hasattr(comp, "to_dict"):
         return comp.to_dict(), list(comp.earlier), "the job that wrote it"
-    rid = (((getattr(release, "manifest", None) or {}).get("release") or {}).get("id"))
+    rid = ((getattr(release, "manifest", None) or {}).get("release") or {}).get("id")
     entry = ((release.manifest or {}).get("release") or {}).get("ledger") if getattr(release, "manifest", None) else None
     if not rid or not (entry or {}).get("recorded"):
         return None, earlier, ""
@@ -54,40 +54,66 @@ def composition_checks(comp: Mapping[str, Any] | None) -> list[Check]:
 
 def ledger_items(release: Any, manifest: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The report's items about the ledger (privacy section)."""
-    entry = (((manifest or getattr(release, "manifest", None) or {}).get("release") or {}).get("ledger"))
+    entry = ((manifest or getattr(release, "manifest", None) or {}).get("release") or {}).get("ledger")
     comp, earlier, found = composition_of(release)
     items: list[dict[str, Any]] = []
     if entry is not None and not entry.get("recorded"):
-        items.append(Text("ledger_public", "This release was not recorded in a ledger (the owner opted out): nothing "
-                          "composes it with other releases of the same input.").to_dict())
+        items.append(
+            Text(
+                "ledger_public",
+                "This release was not recorded in a ledger (the owner opted out): nothing "
+                "composes it with other releases of the same input.",
+            ).to_dict()
+        )
         return items
     public = (entry or {}).get("composition") or ({"releases": comp.get("releases", 1)} if comp else None)
     if public is None:
         return items
     n = int(public.get("releases", 1))
     shown = {k: v for k, v in public.items() if k not in ("releases", "limits")}
-    text = ("This is the first recorded release of its input." if n <= 1 else
-            f"This release is one of {n} recorded releases of the same input, composed in the owner's ledger"
-            + (": " + ", ".join(f"{k.replace('_', ' ')} {plain(v)}" for k, v in shown.items()) if shown else "") + ".")
+    text = (
+        "This is the first recorded release of its input."
+        if n <= 1
+        else f"This release is one of {n} recorded releases of the same input, composed in the owner's ledger"
+        + (": " + ", ".join(f"{k.replace('_', ' ')} {plain(v)}" for k, v in shown.items()) if shown else "")
+        + "."
+    )
     limits = public.get("limits") or []
     if limits:
-        text += " Composition limits: " + "; ".join(
-            f"{lim['name']} {'held' if lim.get('ok') else ('accepted by the owner although exceeded' if lim.get('overridden') else 'EXCEEDED')}"
-            for lim in limits) + "."
+        text += (
+            " Composition limits: "
+            + "; ".join(
+                f"{lim['name']} {'held' if lim.get('ok') else ('accepted by the owner although exceeded' if lim.get('overridden') else 'EXCEEDED')}"
+                for lim in limits
+            )
+            + "."
+        )
     items.append(Text("ledger_public", text).to_dict())
     if comp is None:
         return items
     if earlier:
-        rows = [[r.release_id or r.uid, f"{r.family}/{r.get('method')}", r.get("created"), r.status, r.get("destination")]
-                for r in earlier]
-        items.append(Table("ledger_earlier", "Earlier releases of this input (the owner's ledger)",
-                           ["release id", "family / method", "created", "status", "destination"], rows,
-                           about="comparison", note=f"Composition recorded by {found}.").to_dict())
+        rows = [
+            [r.release_id or r.uid, f"{r.family}/{r.get('method')}", r.get("created"), r.status, r.get("destination")]
+            for r in earlier
+        ]
+        items.append(
+            Table(
+                "ledger_earlier",
+                "Earlier releases of this input (the owner's ledger)",
+                ["release id", "family / method", "created", "status", "destination"],
+                rows,
+                about="comparison",
+                note=f"Composition recorded by {found}.",
+            ).to_dict()
+        )
     for name, value in (comp.get("figures") or {}).items():
         if name == "releases":  # said in the text above
             continue
-        items.append(Value(f"ledger_{name}", f"composed over {n} release(s): {name.replace('_', ' ')}", plain(value),
-                           about="comparison").to_dict())
+        items.append(
+            Value(
+                f"ledger_{name}", f"composed over {n} release(s): {name.replace('_', ' ')}", plain(value), about="comparison"
+            ).to_dict()
+        )
     for note in comp.get("notes") or []:
         items.append(Text(f"ledger_note_{len(items)}", note, about="comparison").to_dict())
     return items

@@ -34,16 +34,27 @@ def _manifest_sha256(url: str, storage_options: Mapping[str, Any] | None) -> str
     from ..data.folder import MANIFEST, open_fs
     from ..release import is_csv_destination, sidecar_manifest
 
-    fs, path = open_fs(sidecar_manifest(url) if is_csv_destination(url) else posixpath.join(url.rstrip("/"), MANIFEST),
-                       dict(storage_options or {}))
+    fs, path = open_fs(
+        sidecar_manifest(url) if is_csv_destination(url) else posixpath.join(url.rstrip("/"), MANIFEST),
+        dict(storage_options or {}),
+    )
     with fs.open(path, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-def make_report(release: Any, original: Any = None, *, out: str | None = None, audience: str = "internal",
-                storage_options: Mapping[str, Any] | None = None, verify: bool = True, overwrite: bool = False,
-                original_options: Mapping[str, Any] | None = None, figure_options: Mapping[str, Any] | None = None,
-                **compute_kwargs: Any) -> dict[str, Any]:
+def make_report(
+    release: Any,
+    original: Any = None,
+    *,
+    out: str | None = None,
+    audience: str = "internal",
+    storage_options: Mapping[str, Any] | None = None,
+    verify: bool = True,
+    overwrite: bool = False,
+    original_options: Mapping[str, Any] | None = None,
+    figure_options: Mapping[str, Any] | None = None,
+    **compute_kwargs: Any,
+) -> dict[str, Any]:
     """The report of ``release`` (see :meth:`ppdm_dask.release.Release.report`).
 
     Parameters
@@ -101,15 +112,26 @@ def make_report(release: Any, original: Any = None, *, out: str | None = None, a
             verified = "Recounted now from the written files: manifest, SHA-256 of every file, privacy floors and the guarantee."
         else:
             verdict = Verdict.from_dict(manifest.get("guarantees") or {"checks": []})
-            verified = (f"Recounted from the written files before they were committed ({manifest['release'].get('created')}); "
-                        "re-check any time with ppdm verify.")
+            verified = (
+                f"Recounted from the written files before they were committed ({manifest['release'].get('created')}); "
+                "re-check any time with ppdm verify."
+            )
         manifest = {**manifest, "_sha256": _manifest_sha256(url, opts)}
     else:
         verdict = release.verify(checked_against, **compute_kwargs)
         verified = "Recounted from the data in memory (the release is not written yet)."
     figures = release.report_figures(original, **compute_kwargs, **dict(figure_options or {}))
-    doc = build_report(release, original, verdict=verdict, verified=verified, audience=audience, figures=figures,
-                       manifest=manifest, url=url, original_url=original_url)
+    doc = build_report(
+        release,
+        original,
+        verdict=verdict,
+        verified=verified,
+        audience=audience,
+        figures=figures,
+        manifest=manifest,
+        url=url,
+        original_url=original_url,
+    )
     validate_report(doc)
     html = render_html(doc)
     if dest is not None:

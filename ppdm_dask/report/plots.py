@@ -37,8 +37,15 @@ def plot_svg(plot: Mapping[str, Any]) -> str:
 
     kind = plot["kind"]
     series = plot.get("series") or []
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"ppdm-{plot['id']}", "font.size": 9,
-                                "axes.spines.top": False, "axes.spines.right": False}):
+    with matplotlib.rc_context(
+        {
+            "svg.fonttype": "none",
+            "svg.hashsalt": f"ppdm-{plot['id']}",
+            "font.size": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    ):
         fig, ax = plt.subplots(figsize=(_WIDTH, _HEIGHT))
         try:
             _draw(ax, kind, series)
@@ -57,7 +64,7 @@ def plot_svg(plot: Mapping[str, Any]) -> str:
         finally:
             plt.close(fig)
     svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the SVG is inline
+    svg = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: the SVG is inline
     # matplotlib writes its own ids; prefix them so two plots never clash on one page
     prefix = re.sub(r"[^A-Za-z0-9_-]", "_", plot["id"]) + "-"
     svg = re.sub(r'id="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', svg)
@@ -79,8 +86,17 @@ def _draw(ax: Any, kind: str, series: list[Mapping[str, Any]]) -> None:
         if kind == "histogram":
             if len(x) == len(y) + 1 and y:
                 widths = [b - a for a, b in zip(x[:-1], x[1:])]
-                ax.bar(x[:-1], y, width=widths, align="edge", color=colour, alpha=0.75 if n > 1 else 0.9,
-                       edgecolor="white", linewidth=0.4, label=name)
+                ax.bar(
+                    x[:-1],
+                    y,
+                    width=widths,
+                    align="edge",
+                    color=colour,
+                    alpha=0.75 if n > 1 else 0.9,
+                    edgecolor="white",
+                    linewidth=0.4,
+                    label=name,
+                )
         elif kind == "bar":
             if _numeric(x) and n == 1:
                 ax.bar(x, y, color=colour, label=name)
@@ -88,8 +104,9 @@ def _draw(ax: Any, kind: str, series: list[Mapping[str, Any]]) -> None:
                 pos = range(len(x))
                 width = 0.8 / n
                 ax.bar([p - 0.4 + width * (i + 0.5) for p in pos], y, width=width, color=colour, label=name)
-                ax.set_xticks(list(pos), [str(v) for v in x], rotation=30 if len(x) > 6 else 0,
-                              ha="right" if len(x) > 6 else "center")
+                ax.set_xticks(
+                    list(pos), [str(v) for v in x], rotation=30 if len(x) > 6 else 0, ha="right" if len(x) > 6 else "center"
+                )
         elif kind in ("line", "step"):
             xs, ys = _finite(x, y)
             if kind == "step":
@@ -144,12 +161,13 @@ def _integer_axes(ax: Any, kind: str, series: list[Mapping[str, Any]], log_x: bo
     if y_int and not log_y:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ys = [v for s in series for v in (s.get("y") or []) if v is not None]
-        if ys and min(ys) >= 0 and kind != "scatter":  # counts are never negative: no axis below zero (an all-zero series included)
+        if (
+            ys and min(ys) >= 0 and kind != "scatter"
+        ):  # counts are never negative: no axis below zero (an all-zero series included)
             ax.set_ylim(bottom=0, top=max(1, max(ys)) * 1.05)
 
 
 def svg_figures(doc: Mapping[str, Any]) -> dict[str, str]:
     """``{plot id: <svg>}`` of every plot of a report document, in page order (e.g. to show them
     in a notebook: ``IPython.display.SVG``)."""
-    return {item["id"]: plot_svg(item) for section in doc["sections"] for item in section["items"]
-            if item.get("type") == "plot"}
+    return {item["id"]: plot_svg(item) for section in doc["sections"] for item in section["items"] if item.get("type") == "plot"}

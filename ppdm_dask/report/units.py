@@ -76,7 +76,7 @@ def share_unit(unit: str) -> str | None:
     u = unit.strip()
     for s in _SHARE_UNITS:
         if u == s or u.startswith(s + " "):
-            return u[len(s):].strip()
+            return u[len(s) :].strip()
     return None
 
 

@@ -24,8 +24,19 @@ import scipy.sparse as sp
 
 from ._kernels import dot_variance, row_sq_stats
 
-__all__ = ["TOLERANCE", "delta_ratios", "kvariance_ratios", "ratio_summary", "ratio_histogram", "ratio_edges",
-           "take_rows", "take_sketch_rows", "pair_estimates", "exact_pairs", "integer_bins"]
+__all__ = [
+    "TOLERANCE",
+    "delta_ratios",
+    "kvariance_ratios",
+    "ratio_summary",
+    "ratio_histogram",
+    "ratio_edges",
+    "take_rows",
+    "take_sketch_rows",
+    "pair_estimates",
+    "exact_pairs",
+    "integer_bins",
+]
 
 #: ratios within this of 1 count as meeting the condition: m comes from a tolerant floor
 #: (docs/sketches.md#clarification-tolerant-floor), so a record exactly at the threshold may
@@ -48,8 +59,7 @@ def delta_ratios(block: Any, weights: Any, m: np.ndarray, delta: float) -> np.nd
         return np.where(m > 0, v / (np.where(m > 0, m, 1.0) * float(delta)), np.nan)
 
 
-def kvariance_ratios(indices: np.ndarray, dots: np.ndarray, cross: np.ndarray, sqnorms: np.ndarray,
-                     m: np.ndarray) -> np.ndarray:
+def kvariance_ratios(indices: np.ndarray, dots: np.ndarray, cross: np.ndarray, sqnorms: np.ndarray, m: np.ndarray) -> np.ndarray:
     """Per record the smallest variance ratio ``V_ij / (min(m_i, m_j) tau_ij^2)`` over its k-NN
     edges (``indices[i]``, -1 = no neighbour); NaN where m_i = 0, inf when no edge constrains it."""
     indices = np.asarray(indices, dtype=np.int64)
@@ -75,9 +85,13 @@ def ratio_summary(r: np.ndarray) -> dict[str, Any]:
     """Counts and range of the finite ratios of one block (``below``: under ``1 - TOLERANCE``)."""
     r = np.asarray(r, dtype=np.float64)
     fin = r[np.isfinite(r)]
-    return {"finite": int(fin.size), "infinite": int(np.count_nonzero(np.isinf(r))),
-            "below": int(np.count_nonzero(fin < 1.0 - TOLERANCE)),
-            "min": float(fin.min()) if fin.size else np.inf, "max": float(fin.max()) if fin.size else -np.inf}
+    return {
+        "finite": int(fin.size),
+        "infinite": int(np.count_nonzero(np.isinf(r))),
+        "below": int(np.count_nonzero(fin < 1.0 - TOLERANCE)),
+        "min": float(fin.min()) if fin.size else np.inf,
+        "max": float(fin.max()) if fin.size else -np.inf,
+    }
 
 
 def ratio_edges(lo: float, hi: float, bins: int = 40) -> tuple[np.ndarray, bool]:

@@ -331,9 +331,7 @@ def assign_block(
     return labels, best
 
 
-def cluster_partials(
-    S: np.ndarray, m: np.ndarray, labels: np.ndarray, n_clusters: int
-) -> tuple[np.ndarray, np.ndarray]:
+def cluster_partials(S: np.ndarray, m: np.ndarray, labels: np.ndarray, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-cluster sums of the (zero-padded) sketches and histogram of member lengths.
 
     Returns ``(sums, hist)``: ``sums[c, j] = sum of s_i^j over members i of c`` (the padding makes
@@ -343,18 +341,14 @@ def cluster_partials(
     S, m = clean_block(S, m)
     labels = np.asarray(labels, dtype=np.int64)
     live = np.flatnonzero(labels >= 0)
-    onehot = sp.csr_array(
-        (np.ones(live.size), (labels[live], live)), shape=(n_clusters, S.shape[0])
-    )
+    onehot = sp.csr_array((np.ones(live.size), (labels[live], live)), shape=(n_clusters, S.shape[0]))
     sums = np.asarray(onehot @ S, dtype=np.float64).reshape(n_clusters, S.shape[1])
     hist = np.zeros((n_clusters, S.shape[1] + 1), dtype=np.int64)
     np.add.at(hist, (labels[live], m[live]), 1)
     return sums, hist
 
 
-def centroids_from_partials(
-    sums: np.ndarray, hist: np.ndarray, mode: str = "available"
-) -> tuple[np.ndarray, np.ndarray]:
+def centroids_from_partials(sums: np.ndarray, hist: np.ndarray, mode: str = "available") -> tuple[np.ndarray, np.ndarray]:
     """Centroid sketches ``(C (K, m_max), m_c (K,))`` from :func:`cluster_partials` totals.
 
     ``"available"``: ``c^j = mean{s_i^j : m_i >= j}`` for ``j = 1..max m_i`` (component j is the
@@ -381,9 +375,7 @@ def centroids_from_partials(
     return np.ascontiguousarray(C), mc.astype(np.int64)
 
 
-def pick_reseeds(
-    empty: np.ndarray, labels: np.ndarray, best: np.ndarray, sizes: np.ndarray
-) -> np.ndarray:
+def pick_reseeds(empty: np.ndarray, labels: np.ndarray, best: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Records that re-seed the ``empty`` clusters (in increasing cluster order).
 
     Each pick is the record farthest from its own centroid — smallest estimated similarity

@@ -66,8 +66,10 @@ def release_linkage(first: str, second: str, *, storage_options: Any = None) -> 
         sketches, m, params = sketch_rows(url, storage_options=storage_options)
         delta = float(params.get("delta", 1.0))
         rows.append([(s, int(k), delta) for s, k in zip(sketches, m)])
-    return {"cosine": position_linkage(rows[0], rows[1], _prefix_cosine),
-            "variance": position_linkage(rows[0], rows[1], _variance_agreement)}
+    return {
+        "cosine": position_linkage(rows[0], rows[1], _prefix_cosine),
+        "variance": position_linkage(rows[0], rows[1], _variance_agreement),
+    }
 
 
 def component_correlation(first: Any, second: Any, **compute_kwargs: Any) -> float:

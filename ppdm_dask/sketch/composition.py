@@ -39,8 +39,18 @@ from ..ledger.compose import Composition
 from ..release.verdict import Check
 from . import _kernels as K
 
-__all__ = ["SketchComposition", "record_variance", "ledger_block", "edge_columns", "row_tasks", "compose_sketches",
-           "delta_breaks", "kvariance_breaks", "DELTA_CHECK", "KVARIANCE_CHECK"]
+__all__ = [
+    "SketchComposition",
+    "record_variance",
+    "ledger_block",
+    "edge_columns",
+    "row_tasks",
+    "compose_sketches",
+    "delta_breaks",
+    "kvariance_breaks",
+    "DELTA_CHECK",
+    "KVARIANCE_CHECK",
+]
 
 DELTA_CHECK = "composed δ-anonymity"
 KVARIANCE_CHECK = "composed k-variance anonymity"
@@ -101,8 +111,14 @@ def edge_columns(graph: Any, threshold: str) -> np.ndarray:
     from ._kvariance_kernels import edge_bounds
 
     indices = np.asarray(graph.indices, dtype=np.int64)
-    bounds = edge_bounds(indices, np.asarray(graph.dots, np.float64), np.asarray(graph.cross, np.float64),
-                         np.asarray(graph.sqnorms, np.float64), _BOUND_CAP, threshold)
+    bounds = edge_bounds(
+        indices,
+        np.asarray(graph.dots, np.float64),
+        np.asarray(graph.cross, np.float64),
+        np.asarray(graph.sqnorms, np.float64),
+        _BOUND_CAP,
+        threshold,
+    )
     return np.hstack([indices.astype(np.float64), bounds.astype(np.float64)])
 
 
@@ -130,8 +146,10 @@ def row_tasks(release: Any) -> list[Any] | None:
     edges = edge_columns(*knn) if knn is not None else None
     starts = np.cumsum((0,) + tuple(m.chunks[0]))
     block = dask.delayed(ledger_block, pure=True)
-    return [block(mb, vb, None if edges is None else edges[starts[i]:starts[i + 1]])
-            for i, (mb, vb) in enumerate(zip(m.to_delayed().ravel(), v.to_delayed().ravel()))]
+    return [
+        block(mb, vb, None if edges is None else edges[starts[i] : starts[i + 1]])
+        for i, (mb, vb) in enumerate(zip(m.to_delayed().ravel(), v.to_delayed().ravel()))
+    ]
 
 
 def _values_now(release: Any) -> np.ndarray | None:
@@ -177,8 +195,10 @@ def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, rows: An
         rows = _values_now(release) if sketches else None
         if rows is None:
             if sketches:
-                comp.notes.append("each record's components over the releases are added up and checked once the "
-                                  "sketches are written, before the commit")
+                comp.notes.append(
+                    "each record's components over the releases are added up and checked once the "
+                    "sketches are written, before the commit"
+                )
             return comp
 
     current = np.asarray(rows, dtype=np.float64)
@@ -190,8 +210,9 @@ def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, rows: An
     for r in sketches:
         got = ledger.read_rows(r)
         if got is None or np.ndim(got) != 2 or got.shape[0] != n or got.shape[1] < 2:
-            comp.notes.append(f"release {r.release_id or r.uid} holds no per-record values in the ledger: its "
-                              "components are not counted")
+            comp.notes.append(
+                f"release {r.release_id or r.uid} holds no per-record values in the ledger: its components are not counted"
+            )
             continue
         tables.append(np.asarray(got, dtype=np.float64))
     tables.append(current)
@@ -208,23 +229,35 @@ def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, rows: An
         # the δ the releases together still guarantee: the smallest V_x / m over records with a component
         has = composed > 0
         comp.figures["delta_met"] = float(np.min(v[has] / composed[has])) if has.any() else None
-        comp.checks.append(Check(
-            DELTA_CHECK, count == 0, count, 0,
-            detail=f"records whose sketches of {len(tables)} release(s) together have more than floor(V_x/δ) components "
-                   f"(δ = {delta:g}, the smallest δ of the composed releases)"))
+        comp.checks.append(
+            Check(
+                DELTA_CHECK,
+                count == 0,
+                count,
+                0,
+                detail=f"records whose sketches of {len(tables)} release(s) together have more than floor(V_x/δ) components "
+                f"(δ = {delta:g}, the smallest δ of the composed releases)",
+            )
+        )
     kvar = [t for t in tables if t.shape[1] > 2]
     if kvar:
         bad = np.zeros(n, dtype=bool)
         for t in kvar:
             k = (t.shape[1] - 2) // 2
-            bad |= kvariance_breaks(ms, t[:, 2:2 + k].astype(np.int64), t[:, 2 + k:2 + 2 * k])
+            bad |= kvariance_breaks(ms, t[:, 2 : 2 + k].astype(np.int64), t[:, 2 + k : 2 + 2 * k])
         count = int(bad.sum())
         comp.figures["records_breaking_k_variance"] = count
         comp.figures["share_breaking_k_variance"] = count / n if n else 0.0
-        comp.checks.append(Check(
-            KVARIANCE_CHECK, count == 0, count, 0,
-            detail=f"records with a k-NN edge whose shared components over {len(tables)} release(s), "
-                   "sum of min(m_i, m_j), exceed the edge's bound M_ij"))
+        comp.checks.append(
+            Check(
+                KVARIANCE_CHECK,
+                count == 0,
+                count,
+                0,
+                detail=f"records with a k-NN edge whose shared components over {len(tables)} release(s), "
+                "sum of min(m_i, m_j), exceed the edge's bound M_ij",
+            )
+        )
     elif n_kvar:
         comp.notes.append("no k-NN graph of the k-variance release(s) in the ledger: k-variance not composed")
     return comp

@@ -24,8 +24,10 @@ __all__ = ["DeltaAnonymizer", "anonymize_record", "delta_components", "check_del
 
 
 #: the parameters of delta-anonymization (:mod:`ppdm_dask.constraints`)
-DELTA_CONSTRAINTS: dict[str, list[Any]] = {"delta": [Interval(float, 0, None, closed="neither")],
-                                           "m_max": [Interval(int, 1, None)]}
+DELTA_CONSTRAINTS: dict[str, list[Any]] = {
+    "delta": [Interval(float, 0, None, closed="neither")],
+    "m_max": [Interval(int, 1, None)],
+}
 
 
 def check_delta(delta: float, m_max: int) -> tuple[float, int]:
@@ -46,8 +48,7 @@ def delta_components(tx: Any, delta: float, m_max: int = 256) -> da.Array:
     delta, m_max = check_delta(delta, m_max)
     meta = np.empty(0, np.int32)
     if tx.weights is not None:
-        return da.map_blocks(_block_components, tx.blocks, tx.weights, delta, m_max,
-                             drop_axis=1, dtype=np.int32, meta=meta)
+        return da.map_blocks(_block_components, tx.blocks, tx.weights, delta, m_max, drop_axis=1, dtype=np.int32, meta=meta)
     return tx.blocks.map_blocks(_block_components, None, delta, m_max, drop_axis=1, dtype=np.int32, meta=meta)
 
 
@@ -101,9 +102,17 @@ class DeltaAnonymizer(Transformer):
     >>> sketches = release.data                                               # doctest: +SKIP
     """
 
-    def __init__(self, delta: float = 0.2, m_max: int = 256, key: KeyLike = None,
-                 generator: SketchGenerator | None = None, keep_suppressed: bool = False,
-                 keep_record_ids: bool = False, allow_weak: Any = False, ledger: Any = "default") -> None:
+    def __init__(
+        self,
+        delta: float = 0.2,
+        m_max: int = 256,
+        key: KeyLike = None,
+        generator: SketchGenerator | None = None,
+        keep_suppressed: bool = False,
+        keep_record_ids: bool = False,
+        allow_weak: Any = False,
+        ledger: Any = "default",
+    ) -> None:
         self.delta = delta
         self.m_max = m_max
         self.key = key
@@ -118,8 +127,12 @@ class DeltaAnonymizer(Transformer):
     def _parameters(self) -> dict[str, Any]:
         v = self._validate_params()
         delta, m_max = v["delta"], v["m_max"]
-        return {"delta": delta, "m_max": m_max, "keep_suppressed": bool(self.keep_suppressed),
-                "keep_record_ids": bool(self.keep_record_ids)}
+        return {
+            "delta": delta,
+            "m_max": m_max,
+            "keep_suppressed": bool(self.keep_suppressed),
+            "keep_record_ids": bool(self.keep_record_ids),
+        }
 
     def fit(self, X: Any = None, *, client: Any = None, progress: bool = False) -> DeltaAnonymizer:
         """Validate the parameters, fix ``generator_`` and count the suppressed records of ``X``
@@ -137,8 +150,11 @@ class DeltaAnonymizer(Transformer):
         # without data (records sketched one at a time), the identity has no input.
         self._input_digest = None if X is None else content_digest(X, client=client, progress=progress)
         resolve_generator(self.key, self.generator)  # refuses key and generator together
-        self.generator_ = (resolve_generator(None, self.generator) if self.generator is not None else
-                           resolve_generator(SketchRelease.streams_for(self.key_, "delta", params, self._input_digest), None))
+        self.generator_ = (
+            resolve_generator(None, self.generator)
+            if self.generator is not None
+            else resolve_generator(SketchRelease.streams_for(self.key_, "delta", params, self._input_digest), None)
+        )
         if X is None:
             self.report_, self._fitted, self._fitted_X = {"delta": params["delta"], "m_max": params["m_max"]}, None, None
             return self
@@ -166,11 +182,19 @@ class DeltaAnonymizer(Transformer):
         out = sketch(X, m, generator=self.generator_, m_max=params["m_max"])
         out.metadata.update({"method": "delta", "delta": params["delta"], "m_max": params["m_max"]})
         report = self.report_ if self._fitted is not None and collection_name(X) == self._fitted else self.report(m)
-        release = SketchRelease(out, method="delta", parameters=params,
-                                figures=sketch_figures(report, {"delta": params["delta"]}), key=self.key_,
-                                source=source_of(X), input_info={"rows": int(X.n_transactions)},
-                                overrides=self._overrides, input_digest=self._input_digest, ledger=self.ledger,
-                                ledger_input=X)  # each record's V_x for the ledger (docs/sketches.md#repeated-releases)
+        release = SketchRelease(
+            out,
+            method="delta",
+            parameters=params,
+            figures=sketch_figures(report, {"delta": params["delta"]}),
+            key=self.key_,
+            source=source_of(X),
+            input_info={"rows": int(X.n_transactions)},
+            overrides=self._overrides,
+            input_digest=self._input_digest,
+            ledger=self.ledger,
+            ledger_input=X,
+        )  # each record's V_x for the ledger (docs/sketches.md#repeated-releases)
         return release
 
     def report(self, sketches: Any, **compute_kwargs: Any) -> dict[str, Any]:
@@ -183,8 +207,13 @@ class DeltaAnonymizer(Transformer):
         n_supp, total = compute((m == 0).sum(), m.astype(np.int64).sum(), **compute_kwargs)
         n = int(m.shape[0])
         kept = n - int(n_supp)
-        return {"n_records": n, "n_suppressed": int(n_supp), "mean_components": float(total / kept) if kept else 0.0,
-                "delta": float(self.delta), "m_max": int(self.m_max)}
+        return {
+            "n_records": n,
+            "n_suppressed": int(n_supp),
+            "mean_components": float(total / kept) if kept else 0.0,
+            "delta": float(self.delta),
+            "m_max": int(self.m_max),
+        }
 
 
 def anonymize_record(

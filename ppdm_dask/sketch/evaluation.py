@@ -29,8 +29,16 @@ from ._mining_kernels import vote
 from .generator import SketchGenerator
 from .mining import SketchKMeans, SketchKNNClassifier, average_cosine_similarity
 
-__all__ = ["train_test_split", "exact_knn_predict", "spherical_kmeans", "evaluate", "frontier", "frontier_figures",
-           "draw_frontier", "SWEEP_METHODS"]
+__all__ = [
+    "train_test_split",
+    "exact_knn_predict",
+    "spherical_kmeans",
+    "evaluate",
+    "frontier",
+    "frontier_figures",
+    "draw_frontier",
+    "SWEEP_METHODS",
+]
 
 #: The privacy parameter of each method, as the sweep names it.
 SWEEP_METHODS = ("delta", "k")
@@ -184,7 +192,9 @@ def evaluate(
         pred = clf.predict(s_test, client=client)
         out["accuracy"] = float(np.mean(pred == labels[test]))
         if "accuracy" not in baseline:
-            baseline["accuracy"] = float(np.mean(exact_knn_predict(X[train], labels[train], X[test], k=n_neighbors) == labels[test]))
+            baseline["accuracy"] = float(
+                np.mean(exact_knn_predict(X[train], labels[train], X[test], k=n_neighbors) == labels[test])
+            )
         out["baseline_accuracy"] = baseline["accuracy"]
         out["accuracy_ratio"] = out["accuracy"] / baseline["accuracy"] if baseline["accuracy"] > 0 else float("nan")
         classes, codes = np.unique(labels, return_inverse=True)
@@ -275,9 +285,19 @@ def frontier(
         def anonymize(tx: Any, g: SketchGenerator, level: Any = level) -> Any:
             return make(level, g).fit_release(tx)
 
-        r = evaluate(X, labels, anonymize, key=key, n_neighbors=n_neighbors,
-                     n_clusters=n_clusters, tasks=tasks, npartitions=npartitions, client=client, baseline=baseline,
-                     similarity=similarity)
+        r = evaluate(
+            X,
+            labels,
+            anonymize,
+            key=key,
+            n_neighbors=n_neighbors,
+            n_clusters=n_clusters,
+            tasks=tasks,
+            npartitions=npartitions,
+            client=client,
+            baseline=baseline,
+            similarity=similarity,
+        )
         baseline = r.pop("baseline")
         rows.append({"method": method, "level": level, **r})
         if on_level is not None:
@@ -300,14 +320,31 @@ def frontier_figures(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
         series.append(Series("k-means similarity / original", x, [r["similarity_ratio"] for r in rows]))
     series.append(Series("published share", x, [1.0 - r["suppressed"] for r in rows]))
     positive = all(v > 0 for v in x)
-    plot = Plot("utility_frontier", f"Privacy-utility frontier ({'δ-anonymity' if method == 'delta' else 'k-variance anonymity'})",
-                "line", series, x_label=f"privacy level {name} (larger: more private)", y_label="ratio to the original",
-                about="comparison", log_x=positive and max(x) / min(x) >= 10,
-                note="utility of mining on the sketches divided by the same mining on the original records")
+    plot = Plot(
+        "utility_frontier",
+        f"Privacy-utility frontier ({'δ-anonymity' if method == 'delta' else 'k-variance anonymity'})",
+        "line",
+        series,
+        x_label=f"privacy level {name} (larger: more private)",
+        y_label="ratio to the original",
+        about="comparison",
+        log_x=positive and max(x) / min(x) >= 10,
+        note="utility of mining on the sketches divided by the same mining on the original records",
+    )
     cols = [name, "accuracy", "accuracy ratio", "chance", "similarity", "similarity ratio", "mean components", "suppressed %"]
-    table_rows = [[r["level"], r.get("accuracy"), r.get("accuracy_ratio"), r.get("chance_accuracy"), r.get("similarity"),
-                   r.get("similarity_ratio"), r.get("mean_components"), None if "suppressed" not in r else 100 * r["suppressed"]]
-                  for r in rows]
+    table_rows = [
+        [
+            r["level"],
+            r.get("accuracy"),
+            r.get("accuracy_ratio"),
+            r.get("chance_accuracy"),
+            r.get("similarity"),
+            r.get("similarity_ratio"),
+            r.get("mean_components"),
+            None if "suppressed" not in r else 100 * r["suppressed"],
+        ]
+        for r in rows
+    ]
     table = Table("utility_frontier_table", "Privacy-utility frontier", cols, table_rows, about="comparison")
     return plot, table
 
@@ -339,8 +376,12 @@ def draw_frontier(rows: list[dict[str, Any]], path: str, *, overwrite: bool = Fa
         ax.legend(frameon=False)
         fig.tight_layout()
         buf = io.BytesIO()
-        fig.savefig(buf, format="svg" if path.lower().endswith(".svg") else "png", dpi=120,
-                    metadata={"Date": None} if path.lower().endswith(".svg") else None)
+        fig.savefig(
+            buf,
+            format="svg" if path.lower().endswith(".svg") else "png",
+            dpi=120,
+            metadata={"Date": None} if path.lower().endswith(".svg") else None,
+        )
     finally:
         plt.close(fig)
     with atomic_file(path, storage_options=storage_options, overwrite=overwrite) as f:

@@ -96,12 +96,20 @@ def kvariance_components(
         ``n_iter``, ``changes`` (sum |change| per major iteration), ``repaired``,
         ``violations`` (independent recount; 0), ``converged``.
     """
-    v = validate(KVARIANCE_CONSTRAINTS, {"m_max": m_max, "max_iter": max_iter, "neighbourhood": neighbourhood, "tol": tol,
-                                         "threshold": threshold})
+    v = validate(
+        KVARIANCE_CONSTRAINTS,
+        {"m_max": m_max, "max_iter": max_iter, "neighbourhood": neighbourhood, "tol": tol, "threshold": threshold},
+    )
     m_max, max_iter = v["m_max"], v["max_iter"]
     indices = np.asarray(graph.indices, dtype=np.int64)
-    bounds = KV.edge_bounds(indices, np.asarray(graph.dots, np.float64), np.asarray(graph.cross, np.float64),
-                            np.asarray(graph.sqnorms, np.float64), m_max, threshold)
+    bounds = KV.edge_bounds(
+        indices,
+        np.asarray(graph.dots, np.float64),
+        np.asarray(graph.cross, np.float64),
+        np.asarray(graph.sqnorms, np.float64),
+        m_max,
+        threshold,
+    )
     active = np.asarray(graph.sqnorms) > 0  # step 0: zero rows are suppressed and take no part
     kth = np.asarray(graph.distances, np.float64)[:, -1] if indices.shape[1] else np.zeros(indices.shape[0])
     order = KV.processing_order(kth, active)
@@ -227,10 +235,19 @@ class KVarianceAnonymizer(Estimator):
         self.ledger = ledger
 
     def _parameters(self) -> dict[str, Any]:
-        return {"k": int(self.k), "m_max": int(self.m_max), "metric": self.metric, "neighbourhood": self.neighbourhood,
-                "knn_scope": self.knn_scope, "approximate": bool(self.approximate), "threshold": self.threshold,
-                "max_iter": int(self.max_iter), "tol": self.tol, "keep_suppressed": bool(self.keep_suppressed),
-                "keep_record_ids": bool(self.keep_record_ids)}
+        return {
+            "k": int(self.k),
+            "m_max": int(self.m_max),
+            "metric": self.metric,
+            "neighbourhood": self.neighbourhood,
+            "knn_scope": self.knn_scope,
+            "approximate": bool(self.approximate),
+            "threshold": self.threshold,
+            "max_iter": int(self.max_iter),
+            "tol": self.tol,
+            "keep_suppressed": bool(self.keep_suppressed),
+            "keep_record_ids": bool(self.keep_record_ids),
+        }
 
     _parameter_constraints = {name: KVARIANCE_CONSTRAINTS[name] for name in ("k", "m_max", "knn_scope")}
 
@@ -239,8 +256,11 @@ class KVarianceAnonymizer(Estimator):
         if k >= n_records:
             raise InvalidParameter(f"k={k} must be smaller than the number of records ({n_records})", parameter="k")
         if self.approximate and self.knn_scope != "global":
-            raise InvalidParameter("the approximate k-NN search covers the whole data, not partitions", python="knn_scope='global'",
-                                   fix="`knn_scope` global")
+            raise InvalidParameter(
+                "the approximate k-NN search covers the whole data, not partitions",
+                python="knn_scope='global'",
+                fix="`knn_scope` global",
+            )
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> KVarianceAnonymizer:
         """Compute the kNN graph of the TransactionArray ``X`` and the numbers of components ``m_``.
@@ -270,8 +290,14 @@ class KVarianceAnonymizer(Estimator):
         else:
             graph = knn(tx, self.k, metric=self.metric, scope=self.knn_scope, client=client, progress=progress)
         t1 = time.perf_counter()
-        m, info = kvariance_components(graph, m_max=self.m_max, neighbourhood=self.neighbourhood,
-                                       max_iter=self.max_iter, tol=self.tol, threshold=self.threshold)
+        m, info = kvariance_components(
+            graph,
+            m_max=self.m_max,
+            neighbourhood=self.neighbourhood,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            threshold=self.threshold,
+        )
         t2 = time.perf_counter()
         self.graph_, self.m_, self.n_iter_ = graph, m, info["n_iter"]
         self._fitted_X = tx
@@ -303,18 +329,39 @@ class KVarianceAnonymizer(Estimator):
         check_is_fitted(self, "m_")
         tx = self._fitted_X
         out = sketch(tx, self.m_, generator=self.generator_, m_max=int(self.m_max))
-        out.metadata.update({
-            "method": "k-variance", "k": int(self.k), "m_max": int(self.m_max), "metric": self.metric,
-            "neighbourhood": self.neighbourhood, "knn_scope": self.knn_scope,
-            "approximate": bool(self.approximate), "threshold": self.threshold,
-        })  # the number suppressed is the owner's (report_, the release's figures): never in metadata
+        out.metadata.update(
+            {
+                "method": "k-variance",
+                "k": int(self.k),
+                "m_max": int(self.m_max),
+                "metric": self.metric,
+                "neighbourhood": self.neighbourhood,
+                "knn_scope": self.knn_scope,
+                "approximate": bool(self.approximate),
+                "threshold": self.threshold,
+            }
+        )  # the number suppressed is the owner's (report_, the release's figures): never in metadata
         r = self.report_
-        privacy = {"k": int(self.k), "violations": int(r["violations"]), "converged": bool(r["converged"]),
-                   "knn_scope": self.knn_scope, "approximate": bool(self.approximate)}
-        release = SketchRelease(out, method="k-variance", parameters=self._parameters(),
-                                figures=sketch_figures(r, privacy), key=self.key_, source=source_of(tx),
-                                input_info={"rows": int(tx.n_transactions)}, overrides=self._overrides,
-                                input_digest=self._input_digest, ledger=self.ledger,
-                                # each record's V_x and k-NN edges for the ledger (docs/sketches.md#repeated-releases)
-                                ledger_input=tx, ledger_graph=(self.graph_, self.threshold))
+        privacy = {
+            "k": int(self.k),
+            "violations": int(r["violations"]),
+            "converged": bool(r["converged"]),
+            "knn_scope": self.knn_scope,
+            "approximate": bool(self.approximate),
+        }
+        release = SketchRelease(
+            out,
+            method="k-variance",
+            parameters=self._parameters(),
+            figures=sketch_figures(r, privacy),
+            key=self.key_,
+            source=source_of(tx),
+            input_info={"rows": int(tx.n_transactions)},
+            overrides=self._overrides,
+            input_digest=self._input_digest,
+            ledger=self.ledger,
+            # each record's V_x and k-NN edges for the ledger (docs/sketches.md#repeated-releases)
+            ledger_input=tx,
+            ledger_graph=(self.graph_, self.threshold),
+        )
         return release

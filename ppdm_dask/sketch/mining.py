@@ -61,7 +61,6 @@ __all__ = [
 ]
 
 
-
 # ------------------------------------------------------------------------------ inputs
 class _Blocks:
     """Row-blocked sketches: ``values`` (N, w) with one column chunk, ``m`` (N,) int64."""
@@ -110,8 +109,7 @@ def _as_blocks(sketches: Any, block_rows: int | None) -> _Blocks:
             generator = (getattr(sketches, "metadata", None) or {}).get("generator")
     else:
         raise InvalidParameter(
-            "sketches must be a SketchArray (with .values and .m) or a (values, m) tuple, "
-            f"got {type(sketches).__name__}"
+            f"sketches must be a SketchArray (with .values and .m) or a (values, m) tuple, got {type(sketches).__name__}"
         )
     n = int(np.shape(values)[0])
     values = _as_dask(values, block_rows or max(n, 1))
@@ -147,8 +145,7 @@ def _resolve_labels(blocks: _Blocks, labels: Any, **ckw: Any) -> np.ndarray:
     if isinstance(labels, str):
         if labels not in blocks.columns:
             raise InvalidParameter(
-                f"the sketches have no column {labels!r} (columns: {sorted(blocks.columns)}); "
-                "pass the labels as an array"
+                f"the sketches have no column {labels!r} (columns: {sorted(blocks.columns)}); pass the labels as an array"
             )
         (y,) = compute(blocks.columns[labels], **ckw)
     else:
@@ -283,9 +280,7 @@ class SketchKNNClassifier:
         self.block_rows = block_rows
 
     # -- fitting
-    def fit(
-        self, sketches: Any, labels: Any = "label", *, client: Any = None, progress: bool = False
-    ) -> SketchKNNClassifier:
+    def fit(self, sketches: Any, labels: Any = "label", *, client: Any = None, progress: bool = False) -> SketchKNNClassifier:
         """Store the (unsuppressed) training sketches and the class prior.
 
         Parameters
@@ -315,8 +310,11 @@ class SketchKNNClassifier:
         if not live.any():
             raise InvalidParameter("every training sketch is suppressed (m = 0): nothing to learn from")
         if self.k > live.size:  # the top-k buffers are (rows, k): a k beyond the training set only costs memory
-            raise InvalidParameter(f"k={self.k} neighbours but only {live.size} training records",
-                                   python=f"k <= {live.size}", fix=f"`neighbors` <= {live.size}")
+            raise InvalidParameter(
+                f"k={self.k} neighbours but only {live.size} training records",
+                python=f"k <= {live.size}",
+                fix=f"`neighbors` <= {live.size}",
+            )
         classes, codes = np.unique(y, return_inverse=True)
         self.classes_ = classes
         self.class_counts_ = np.bincount(codes[live], minlength=classes.size).astype(np.int64)
@@ -385,8 +383,9 @@ class SketchKNNClassifier:
 
 
 # ------------------------------------------------------------------------------ k-means
-def _assign_partial(S: np.ndarray, m: np.ndarray, C: np.ndarray, mc: np.ndarray, n_clusters: int, similarity: str,
-                    shrinkage: float):
+def _assign_partial(
+    S: np.ndarray, m: np.ndarray, C: np.ndarray, mc: np.ndarray, n_clusters: int, similarity: str, shrinkage: float
+):
     labels, best = K.assign_block(S, m, C, mc, similarity, shrinkage)
     sums, hist = K.cluster_partials(S, m, labels, n_clusters)
     return labels, best, (sums, hist)
@@ -578,9 +577,7 @@ class SketchKMeans:
             or seeds.max() >= m.size
             or (m[seeds] <= 0).any()
         ):
-            raise InvalidParameter(
-                f"init must hold {n_clusters} distinct indices of unsuppressed records"
-            )
+            raise InvalidParameter(f"init must hold {n_clusters} distinct indices of unsuppressed records")
         return seeds
 
     # -- public API
@@ -610,7 +607,8 @@ class SketchKMeans:
             raise InvalidParameter(
                 f"{n_active} unsuppressed records cannot form {n_clusters} clusters",
                 python="fewer n_clusters, or a sketch that suppresses fewer records (smaller delta or k, larger m_max)",
-                fix="fewer `n_clusters`, or a sketch that suppresses fewer records (smaller `delta` or `k`, larger `m_max`)")
+                fix="fewer `n_clusters`, or a sketch that suppresses fewer records (smaller `delta` or `k`, larger `m_max`)",
+            )
         key = as_key(self.key)
         self.shrinkage_ = _resolve_shrinkage(self.similarity, self.shrinkage, blocks, m, **ckw)
         seeds = self._choose_init(blocks, m, key, **ckw)
@@ -668,9 +666,7 @@ class SketchKMeans:
             raise InvalidParameter("this SketchKMeans is not fitted yet; call fit() first")
         blocks = _as_blocks(sketches, self.block_rows)
         _check_shared_generator(self._generator, blocks.generator)
-        labels, _, _, _ = self._assign_pass(
-            blocks, self.centroids_, self.centroid_m_, client=client, progress=progress
-        )
+        labels, _, _, _ = self._assign_pass(blocks, self.centroids_, self.centroid_m_, client=client, progress=progress)
         return labels
 
 

@@ -157,8 +157,10 @@ def _part_stats(fs: Any, folder: str, entry: Mapping[str, Any], m_max: int, url:
     col = table.column("sketch").combine_chunks()
     lengths = np.diff(col.offsets.to_numpy()) if len(col) else np.zeros(0, np.int64)
     flat = col.values.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0)
-    return {**_stats(table.column("m").to_numpy(), lengths, int(np.count_nonzero(~np.isfinite(flat))), m_max),
-            "file": entry["file"]}
+    return {
+        **_stats(table.column("m").to_numpy(), lengths, int(np.count_nonzero(~np.isfinite(flat))), m_max),
+        "file": entry["file"],
+    }
 
 
 def _delta_rule_block(block: Any, weights: Any, delta: float, m_max: int) -> np.ndarray:
@@ -186,9 +188,11 @@ class _OnDisk(NamedTuple):
 def sketch_figures(report: Mapping[str, Any], privacy: Mapping[str, Any]) -> dict[str, Any]:
     """The release figures (records, privacy, utility) of an anonymizer's report."""
     n, supp = int(report["n_records"]), int(report["n_suppressed"])
-    return {"records": {"input": n, "published": n - supp, "suppressed": supp},
-            "privacy": dict(privacy),
-            "utility": {"mean_components": float(report["mean_components"]), "m_max": int(report["m_max"])}}
+    return {
+        "records": {"input": n, "published": n - supp, "suppressed": supp},
+        "privacy": dict(privacy),
+        "utility": {"mean_components": float(report["mean_components"]), "m_max": int(report["m_max"])},
+    }
 
 
 def _public_part_metadata(sk: SketchArray) -> bytes:
@@ -242,8 +246,7 @@ class SketchRelease(Release):
         sk = self.data
         values, ms = sk.values.to_delayed().ravel(), sk.m.to_delayed().ravel()
         cols = {k: v.to_delayed().ravel() for k, v in self._columns().items()}
-        compact = [dask.delayed(_block, pure=True)(values[i], ms[i], {k: c[i] for k, c in cols.items()})
-                   for i in range(len(ms))]
+        compact = [dask.delayed(_block, pure=True)(values[i], ms[i], {k: c[i] for k, c in cols.items()}) for i in range(len(ms))]
         # consecutive compact blocks are shuffled together, within _SHUFFLE_IN_BYTES at m_max
         # values per row: fewer, larger pieces (the shuffle's cost grows with inputs x outputs)
         rows = [int(r) for r in sk.partition_rows]
@@ -366,8 +369,11 @@ class SketchRelease(Release):
         it); the guarantee holds against an adversary who knows it."""
         p = self.parameters
         if self.method == "k-variance":
-            out: dict[str, Any] = {"k": p.get("k"), "knn_scope": p.get("knn_scope", "global"),
-                                   "approximate": bool(p.get("approximate", False))}
+            out: dict[str, Any] = {
+                "k": p.get("k"),
+                "knn_scope": p.get("knn_scope", "global"),
+                "approximate": bool(p.get("approximate", False)),
+            }
         else:
             out = {"delta": p.get("delta")}
         out["mean_components"] = self.published_counts()[1]
@@ -380,11 +386,25 @@ class SketchRelease(Release):
         if method == "k-variance":
             k = p.get("k")
             threshold = p.get("threshold", "corrected")
-            return [floor_check("k >= 2", isinstance(k, int) and k >= 2, k, 2,
-                                "k = 1 only hides each record's similarity to its single nearest neighbour", overrides),
-                    floor_check("threshold = corrected", threshold == "corrected", threshold, "corrected",
-                                "the paper's printed threshold is not scale-invariant: rescaling the data changes "
-                                "the guarantee (reproduction studies only)", overrides)]
+            return [
+                floor_check(
+                    "k >= 2",
+                    isinstance(k, int) and k >= 2,
+                    k,
+                    2,
+                    "k = 1 only hides each record's similarity to its single nearest neighbour",
+                    overrides,
+                ),
+                floor_check(
+                    "threshold = corrected",
+                    threshold == "corrected",
+                    threshold,
+                    "corrected",
+                    "the paper's printed threshold is not scale-invariant: rescaling the data changes "
+                    "the guarantee (reproduction studies only)",
+                    overrides,
+                ),
+            ]
         delta = p.get("delta")
         ok = isinstance(delta, (int, float)) and not isinstance(delta, bool) and np.isfinite(delta) and delta > 0
         return [floor_check("delta > 0", bool(ok), delta, 0, "δ <= 0 allows exact reconstruction of attributes", overrides)]
@@ -397,12 +417,15 @@ class SketchRelease(Release):
         m_max = self.m_max
         if self._disk is not None:
             parts = [dict(p) for p in self.manifest["partitions"]]
-            tasks = [dask.delayed(_part_stats, pure=False)(self._disk.fs, self._disk.folder, e, m_max, self._disk.url)
-                     for e in parts]
+            tasks = [
+                dask.delayed(_part_stats, pure=False)(self._disk.fs, self._disk.folder, e, m_max, self._disk.url) for e in parts
+            ]
         else:
             sk = self.data
-            tasks = [dask.delayed(_memory_stats, pure=True)(v, m, m_max)
-                     for v, m in zip(sk.values.to_delayed().ravel(), sk.m.to_delayed().ravel())]
+            tasks = [
+                dask.delayed(_memory_stats, pure=True)(v, m, m_max)
+                for v, m in zip(sk.values.to_delayed().ravel(), sk.m.to_delayed().ravel())
+            ]
         (per_part,) = compute(tasks, **ckw) if tasks else ([],)
         per_part = [dict(s) for s in per_part]
         total: dict[str, Any] = {"hist": np.zeros(m_max + 2, np.int64)}
@@ -422,11 +445,22 @@ class SketchRelease(Release):
         for p in parts:
             p["zero"], p["over"] = int(p["hist"][0]), int(p["hist"][m_max + 1])
         checks = [
-            Check("components at most m_max", int(hist[m_max + 1]) + total["negative"] == 0,
-                  int(hist[m_max + 1]) + total["negative"], 0, where=where("over") or where("negative"),
-                  detail=f"records with m outside 0..{m_max}"),
-            Check("sketch length equals m", total["length_mismatch"] == 0, total["length_mismatch"], 0,
-                  where=where("length_mismatch"), detail="records whose stored sketch does not have m values"),
+            Check(
+                "components at most m_max",
+                int(hist[m_max + 1]) + total["negative"] == 0,
+                int(hist[m_max + 1]) + total["negative"],
+                0,
+                where=where("over") or where("negative"),
+                detail=f"records with m outside 0..{m_max}",
+            ),
+            Check(
+                "sketch length equals m",
+                total["length_mismatch"] == 0,
+                total["length_mismatch"],
+                0,
+                where=where("length_mismatch"),
+                detail="records whose stored sketch does not have m values",
+            ),
             Check("sketch values finite", total["nonfinite"] == 0, total["nonfinite"], 0, where=where("nonfinite")),
         ]
         if on_disk:
@@ -459,41 +493,65 @@ class SketchRelease(Release):
         zero, rows = int(total["hist"][0]), int(total["rows"])
         if self.keep_suppressed:
             n_sup = int(man.get("n_suppressed", -1))
-            absent = Check("suppressed records absent", zero == n_sup, zero, n_sup, where=where("zero"),
-                           detail="kept on request (keep_suppressed): the empty rows must equal the suppressed count")
+            absent = Check(
+                "suppressed records absent",
+                zero == n_sup,
+                zero,
+                n_sup,
+                where=where("zero"),
+                detail="kept on request (keep_suppressed): the empty rows must equal the suppressed count",
+            )
         else:
-            absent = Check("suppressed records absent", zero == 0, zero, 0, where=where("zero"),
-                           detail="published records with m = 0")
+            absent = Check(
+                "suppressed records absent", zero == 0, zero, 0, where=where("zero"), detail="published records with m = 0"
+            )
         published = int(man.get("n_published", -1))
         hist = np.asarray(total["hist"], dtype=np.int64)
         kept = int(hist[1:].sum())
         mean = float((np.arange(hist.size)[1:] * hist[1:]).sum() / kept) if kept else 0.0
         recorded = float(man.get("mean_components", float("nan")))
         ok = published == rows and math.isclose(mean, recorded, rel_tol=1e-9, abs_tol=1e-12)
-        counts = Check("record counts match the manifest", ok, f"{rows} rows, mean m {mean:.6g}",
-                       f"{published} rows, mean m {recorded:.6g}",
-                       detail="released rows and their mean number of components against the manifest")
+        counts = Check(
+            "record counts match the manifest",
+            ok,
+            f"{rows} rows, mean m {mean:.6g}",
+            f"{published} rows, mean m {recorded:.6g}",
+            detail="released rows and their mean number of components against the manifest",
+        )
         return [absent, counts]
 
-    def _original_checks(self, original: Any, n_input: int | None, n_suppressed: int | None, published: int,
-                         **ckw: Any) -> list[Check]:
+    def _original_checks(
+        self, original: Any, n_input: int | None, n_suppressed: int | None, published: int, **ckw: Any
+    ) -> list[Check]:
         n = int(original.n_transactions)
         if n_input is not None:
             checks = [Check(_RECORDS_CHECK, n == n_input, n_input, n, detail="input records of the release")]
         else:
-            checks = [Check(_RECORDS_CHECK, published <= n, published, f"<= {n}",
-                            detail="published records against the original's (the suppressed ones are not counted in "
-                                   "any public file" + ("; the δ rule check matches each published m" if self.method == "delta"
-                                                        else "") + ")")]
+            checks = [
+                Check(
+                    _RECORDS_CHECK,
+                    published <= n,
+                    published,
+                    f"<= {n}",
+                    detail="published records against the original's (the suppressed ones are not counted in "
+                    "any public file" + ("; the δ rule check matches each published m" if self.method == "delta" else "") + ")",
+                )
+            ]
         if self.method == "delta":
             checks.append(self._delta_check(original, n_suppressed, **ckw))
         elif self._disk is None and not self.parameters.get("approximate", False) and n == n_input:
             checks.append(self._kvariance_check(original, **ckw))
         elif not self.parameters.get("approximate", False):
-            checks.append(Check(_KVARIANCE_CHECK, True, status="unchecked",
-                                detail="not checked: each record's m must be matched to its own k-NN edges, and the written "
-                                       "rows are in keyed order without the suppressed records (checked on the release in "
-                                       "memory before the commit)"))
+            checks.append(
+                Check(
+                    _KVARIANCE_CHECK,
+                    True,
+                    status="unchecked",
+                    detail="not checked: each record's m must be matched to its own k-NN edges, and the written "
+                    "rows are in keyed order without the suppressed records (checked on the release in "
+                    "memory before the commit)",
+                )
+            )
         return checks
 
     def _delta_check(self, original: Any, n_suppressed: int | None, **ckw: Any) -> Check:
@@ -508,8 +566,14 @@ class SketchRelease(Release):
             want, got = np.concatenate(want) if want else np.zeros(0, np.int64), np.asarray(got)
             bad = int(np.count_nonzero(want != got))
             first = int(np.flatnonzero(want != got)[0]) if bad else None
-            return Check(_DELTA_CHECK, bad == 0, bad, 0, where=f"record {first}" if bad else None,
-                         detail="records whose m differs from min(floor(V/δ), m_max) of the original")
+            return Check(
+                _DELTA_CHECK,
+                bad == 0,
+                bad,
+                0,
+                where=f"record {first}" if bad else None,
+                detail="records whose m differs from min(floor(V/δ), m_max) of the original",
+            )
         total, _ = self._recount(**ckw)
         (want,) = compute(rule, **ckw)
         want = np.concatenate(want) if want else np.zeros(0, np.int64)
@@ -518,10 +582,18 @@ class SketchRelease(Release):
         if n_suppressed is None:  # not published: the published m against the rule's non-zero m
             want_hist[0] = got_hist[0] = 0
         diff = int(np.abs(want_hist - got_hist).sum())
-        return Check(_DELTA_CHECK, diff == 0, diff, 0,
-                     detail="multiset of published m against min(floor(V/δ), m_max) of the original"
-                            + (" (suppressed records: the empty rows)" if n_suppressed is not None else
-                               " (records the rule suppresses must not be published)"))
+        return Check(
+            _DELTA_CHECK,
+            diff == 0,
+            diff,
+            0,
+            detail="multiset of published m against min(floor(V/δ), m_max) of the original"
+            + (
+                " (suppressed records: the empty rows)"
+                if n_suppressed is not None
+                else " (records the rule suppresses must not be published)"
+            ),
+        )
 
     def _kvariance_check(self, original: Any, **ckw: Any) -> Check:
         """Definition 3 on every edge of the k-NN graph recomputed from the original."""
@@ -530,17 +602,35 @@ class SketchRelease(Release):
         from ._kvariance_kernels import edge_bounds
 
         p = self.parameters
-        graph = knn(original, int(p["k"]), metric=p.get("metric", "cosine"), scope=p.get("knn_scope", "global"),
-                    client=ckw.get("client"), progress=bool(ckw.get("progress", False)))
+        graph = knn(
+            original,
+            int(p["k"]),
+            metric=p.get("metric", "cosine"),
+            scope=p.get("knn_scope", "global"),
+            client=ckw.get("client"),
+            progress=bool(ckw.get("progress", False)),
+        )
         (m,) = compute(self.data.m, **ckw)
         m = np.asarray(m, dtype=np.int64)
-        bounds = edge_bounds(graph.indices, np.asarray(graph.dots, np.float64), np.asarray(graph.cross, np.float64),
-                             np.asarray(graph.sqnorms, np.float64), self.m_max, p.get("threshold", "corrected"))
+        bounds = edge_bounds(
+            graph.indices,
+            np.asarray(graph.dots, np.float64),
+            np.asarray(graph.cross, np.float64),
+            np.asarray(graph.sqnorms, np.float64),
+            self.m_max,
+            p.get("threshold", "corrected"),
+        )
         valid = graph.indices >= 0
         lo = np.minimum(m[:, None], m[np.where(valid, graph.indices, 0)])
         bad_edges = valid & (lo > bounds)
         bad = int(bad_edges.sum())
         first = int(np.flatnonzero(bad_edges.any(axis=1))[0]) if bad else None
-        return Check(_KVARIANCE_CHECK, bad == 0, bad, 0, where=f"record {first}" if bad else None,
-                     detail=f"k-NN edges (exact {p.get('knn_scope', 'global')} graph of the original) whose estimate "
-                            "variance is below the similarity gap")
+        return Check(
+            _KVARIANCE_CHECK,
+            bad == 0,
+            bad,
+            0,
+            where=f"record {first}" if bad else None,
+            detail=f"k-NN edges (exact {p.get('knn_scope', 'global')} graph of the original) whose estimate "
+            "variance is below the similarity gap",
+        )

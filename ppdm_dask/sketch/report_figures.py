@@ -65,7 +65,16 @@ from . import _figure_kernels as FK
 if TYPE_CHECKING:
     from .release import SketchRelease
 
-__all__ = ["sketch_report_figures", "frontier_levels", "PAIR_SAMPLE", "KNN_SAMPLE", "FRONTIER_SAMPLE", "LABEL_COLUMN", "gather_original", "gather_sketches"]
+__all__ = [
+    "sketch_report_figures",
+    "frontier_levels",
+    "PAIR_SAMPLE",
+    "KNN_SAMPLE",
+    "FRONTIER_SAMPLE",
+    "LABEL_COLUMN",
+    "gather_original",
+    "gather_sketches",
+]
 
 #: record pairs of the similarity figures
 PAIR_SAMPLE = 1000
@@ -185,18 +194,33 @@ def _component_figures(rel: SketchRelease, original: Any = None, **ckw: Any) -> 
     mean = float((np.arange(hist.size)[1:] * hist[1:]).sum() / published) if published else 0.0
     edges, counts = FK.integer_bins(hist)
     out: list[Any] = [
-        Plot("components_hist", "Sketch components per published record", "histogram", [Series("records", edges, counts)],
-             x_label="components m" + (" (0 = suppressed, published as an empty row)" if rel.keep_suppressed else ""),
-             y_label="records", note=f"m is capped at m_max = {rel.m_max}"),
+        Plot(
+            "components_hist",
+            "Sketch components per published record",
+            "histogram",
+            [Series("records", edges, counts)],
+            x_label="components m" + (" (0 = suppressed, published as an empty row)" if rel.keep_suppressed else ""),
+            y_label="records",
+            note=f"m is capped at m_max = {rel.m_max}",
+        ),
         Value("published_records", "Published records", published, unit="records"),
         Value("mean_components", "Mean components per published record", mean, unit="components"),
     ]
     counts_known = _suppression_counts(rel, total, original)
     if counts_known is not None:
         n_input, n_suppressed, about = counts_known
-        out.insert(1, Value("suppressed_share", "Suppressed records", 100.0 * n_suppressed / n_input if n_input else 0.0,
-                            about=about, unit="%", note=f"{n_suppressed} of {n_input} input records publish nothing"
-                            + ("" if about == "release" else " (the owner's figure: not in any public file)")))
+        out.insert(
+            1,
+            Value(
+                "suppressed_share",
+                "Suppressed records",
+                100.0 * n_suppressed / n_input if n_input else 0.0,
+                about=about,
+                unit="%",
+                note=f"{n_suppressed} of {n_input} input records publish nothing"
+                + ("" if about == "release" else " (the owner's figure: not in any public file)"),
+            ),
+        )
     return out
 
 
@@ -221,14 +245,32 @@ def _margin_figures(ratios: list[Any], condition: str, **ckw: Any) -> list[Any]:
         margin = float("inf") if infinite else float("nan")
     note = f"{finite} published records" + (f"; {infinite} with no constraining edge are not shown" if infinite else "")
     return [
-        Plot("variance_margin", f"Variance margin of each record ({condition})", "histogram",
-             [Series("records", [float(e) for e in edges], [int(c) for c in total])],
-             x_label="achieved variance / required variance (>= 1 meets the condition)", y_label="records",
-             about="comparison", log_x=log, note=note),
-        Value("min_variance_margin", "Smallest relative variance margin", margin, about="comparison",
-              note="min over published records of achieved/required variance - 1; >= 0 meets the condition"),
-        Value("records_below_threshold", "Records below their variance threshold", int(below), about="comparison",
-              unit="records", note="must be 0"),
+        Plot(
+            "variance_margin",
+            f"Variance margin of each record ({condition})",
+            "histogram",
+            [Series("records", [float(e) for e in edges], [int(c) for c in total])],
+            x_label="achieved variance / required variance (>= 1 meets the condition)",
+            y_label="records",
+            about="comparison",
+            log_x=log,
+            note=note,
+        ),
+        Value(
+            "min_variance_margin",
+            "Smallest relative variance margin",
+            margin,
+            about="comparison",
+            note="min over published records of achieved/required variance - 1; >= 0 meets the condition",
+        ),
+        Value(
+            "records_below_threshold",
+            "Records below their variance threshold",
+            int(below),
+            about="comparison",
+            unit="records",
+            note="must be 0",
+        ),
     ]
 
 
@@ -236,8 +278,9 @@ def _delta_margins(rel: SketchRelease, original: Any, al: _Alignment, **ckw: Any
     delta = float(rel.parameters["delta"])
     blocks = original.blocks.to_delayed().ravel()
     weights = original.weights.to_delayed().ravel() if original.weights is not None else [None] * len(blocks)
-    ratios = [dask.delayed(FK.delta_ratios, pure=True)(b, w, m, delta)
-              for b, w, m in zip(blocks, weights, al.m.to_delayed().ravel())]
+    ratios = [
+        dask.delayed(FK.delta_ratios, pure=True)(b, w, m, delta) for b, w, m in zip(blocks, weights, al.m.to_delayed().ravel())
+    ]
     return _margin_figures(ratios, f"δ = {delta:g}", **ckw)
 
 
@@ -246,13 +289,19 @@ def _kvariance_margins(rel: SketchRelease, original: Any, al: _Alignment, **ckw:
     from ..progress import compute
 
     p = rel.parameters
-    graph = knn(original, int(p["k"]), metric=p.get("metric", "cosine"), scope=p.get("knn_scope", "global"),
-                client=ckw.get("client"), progress=bool(ckw.get("progress", False)))
+    graph = knn(
+        original,
+        int(p["k"]),
+        metric=p.get("metric", "cosine"),
+        scope=p.get("knn_scope", "global"),
+        client=ckw.get("client"),
+        progress=bool(ckw.get("progress", False)),
+    )
     (m,) = compute(al.m, **ckw)
     r = FK.kvariance_ratios(graph.indices, graph.dots, graph.cross, graph.sqnorms, np.asarray(m))
     # the graph is on the driver already: bin it there, in the blocks of the original
     off = _offsets(original.partition_rows)
-    ratios = [dask.delayed(r[off[i]:off[i + 1]]) for i in range(len(off) - 1)]
+    ratios = [dask.delayed(r[off[i] : off[i + 1]]) for i in range(len(off) - 1)]
     return _margin_figures(ratios, f"k = {int(p['k'])}", **ckw)
 
 
@@ -277,14 +326,31 @@ def _similarity_figures(rel: SketchRelease, original: Any, al: _Alignment, **ckw
     nz = dot != 0
     rel_err = float(np.mean(np.abs(est_dot[nz] - dot[nz]) / np.abs(dot[nz]))) if nz.any() else float("nan")
     items = [
-        Plot("similarity_scatter", "Estimated against exact cosine similarity", "scatter",
-             [Series("record pairs", [float(v) for v in cos], [float(v) for v in est_cos])],
-             x_label="exact cosine (original)", y_label="estimated cosine (sketches)", about="comparison",
-             note=f"{k} random pairs of published records; a perfect estimate lies on the diagonal"),
-        Value("cosine_mean_abs_error", "Mean absolute error of the estimated cosine", float(np.mean(np.abs(est_cos - cos))),
-              about="comparison", note=f"over {k} random pairs of published records"),
-        Value("dot_mean_relative_error", "Mean relative error of the estimated dot product", rel_err, about="comparison",
-              unit="share", note=f"|estimate - exact| / |exact| over the {int(nz.sum())} sampled pairs with a non-zero exact dot product"),
+        Plot(
+            "similarity_scatter",
+            "Estimated against exact cosine similarity",
+            "scatter",
+            [Series("record pairs", [float(v) for v in cos], [float(v) for v in est_cos])],
+            x_label="exact cosine (original)",
+            y_label="estimated cosine (sketches)",
+            about="comparison",
+            note=f"{k} random pairs of published records; a perfect estimate lies on the diagonal",
+        ),
+        Value(
+            "cosine_mean_abs_error",
+            "Mean absolute error of the estimated cosine",
+            float(np.mean(np.abs(est_cos - cos))),
+            about="comparison",
+            note=f"over {k} random pairs of published records",
+        ),
+        Value(
+            "dot_mean_relative_error",
+            "Mean relative error of the estimated dot product",
+            rel_err,
+            about="comparison",
+            unit="share",
+            note=f"|estimate - exact| / |exact| over the {int(nz.sum())} sampled pairs with a non-zero exact dot product",
+        ),
     ]
     return items, []
 
@@ -333,8 +399,10 @@ def _knn_figures(rel: SketchRelease, original: Any, al: _Alignment | None, **ckw
         S, m = gather_sketches(rel.data, s_sample, **ckw)
         (y_rel,) = compute(rel.data.columns[LABEL_COLUMN], **ckw)
         acc = _sketch_accuracy(S, m, np.asarray(y_rel)[s_sample], s_train, s_test, **ckw) if s_test.size else float("nan")
-        note = ("1-NN on samples split 2:1: the published records of the release (suppressed ones are not "
-                "in it) and the original's records")
+        note = (
+            "1-NN on samples split 2:1: the published records of the release (suppressed ones are not "
+            "in it) and the original's records"
+        )
     else:
         return [], [f"kNN accuracy: the release publishes no {LABEL_COLUMN!r} column"]
     ratio = acc / base if base > 0 else float("nan")
@@ -351,8 +419,14 @@ def _knn_majority(y_test: np.ndarray) -> Value:
     guessing the most frequent label, the floor both accuracies are read against."""
     _, counts = np.unique(np.asarray(y_test), return_counts=True)
     rate = float(counts.max() / counts.sum()) if counts.size else float("nan")
-    return Value("knn_majority_rate", "Majority-class rate of the 1-NN test records (always guessing the most frequent label)",
-                 rate, about="comparison", unit="share", note=f"{counts.sum():,} original test records; read the 1-NN accuracies against it")
+    return Value(
+        "knn_majority_rate",
+        "Majority-class rate of the 1-NN test records (always guessing the most frequent label)",
+        rate,
+        about="comparison",
+        unit="share",
+        note=f"{counts.sum():,} original test records; read the 1-NN accuracies against it",
+    )
 
 
 def frontier_levels(method: str, level: float) -> list[float]:
@@ -399,13 +473,24 @@ def _frontier_figures(rel: SketchRelease, original: Any, **ckw: Any) -> tuple[li
             return [], ["utility frontier: too few records for k-variance at these levels"]
     try:
         with dask.config.set(scheduler="sync"):
-            rows = frontier(X, y, method, levels, key=Key(_FRONTIER_SEED), make=make, n_neighbors=10,
-                            n_clusters=min(10, max(2, sample.size // 50)), tasks=tasks)
+            rows = frontier(
+                X,
+                y,
+                method,
+                levels,
+                key=Key(_FRONTIER_SEED),
+                make=make,
+                n_neighbors=10,
+                n_clusters=min(10, max(2, sample.size // 50)),
+                tasks=tasks,
+            )
     except InvalidParameter as exc:  # e.g. every sampled record suppressed at these levels: nothing to mine
         return [], [f"utility frontier: not measured ({exc.message})"]
     plot, table = frontier_figures(rows)
-    note = (f"the release's method re-run at each level on a fixed sample of {sample.size} original records "
-            f"(the release's level: {level}); 10-NN accuracy and k-means similarity on the sketches over the same on the originals")
+    note = (
+        f"the release's method re-run at each level on a fixed sample of {sample.size} original records "
+        f"(the release's level: {level}); 10-NN accuracy and k-means similarity on the sketches over the same on the originals"
+    )
     plot = dataclasses.replace(plot, note=note)
     return [plot, table], ([] if labelled else [f"utility frontier: no {LABEL_COLUMN!r} column, so k-means similarity only"])
 
@@ -435,8 +520,10 @@ def sketch_report_figures(rel: SketchRelease, original: Any = None, **ckw: Any) 
     src = fitted if fitted is not None else rel
     al = _align(src, original, **ckw)
     if al is None:
-        fig.notes.append("the variance margins and the similarity errors need the released rows matched to the "
-                         "original's: a release in input order, or record_id columns published and in the original")
+        fig.notes.append(
+            "the variance margins and the similarity errors need the released rows matched to the "
+            "original's: a release in input order, or record_id columns published and in the original"
+        )
     elif src.method == "delta":
         fig.risk += _delta_margins(src, original, al, **ckw)
     elif src.method == "k-variance" and not src.parameters.get("approximate", False):

@@ -46,8 +46,17 @@ from ..graph import blocks_from_tasks, concat_rows, unique_name
 from ..random import KeyLike
 from .generator import SketchGenerator
 
-__all__ = ["SketchArray", "sketch", "read_sketches", "sketches_from_manifest", "sketch_table", "compact_table",
-           "compact_values", "FORMAT_NAME", "resolve_generator"]
+__all__ = [
+    "SketchArray",
+    "sketch",
+    "read_sketches",
+    "sketches_from_manifest",
+    "sketch_table",
+    "compact_table",
+    "compact_values",
+    "FORMAT_NAME",
+    "resolve_generator",
+]
 
 FORMAT_NAME = "ppdm-sketches"
 #: 2: every part hashed in the manifest (rows, bytes, SHA-256), ``n_published``
@@ -134,8 +143,14 @@ class SketchArray:
         )
 
     def _replace(self, **changes: Any) -> SketchArray:
-        kw: dict[str, Any] = dict(values=self.values, m=self.m, generator=self.generator, n_items=self.n_items,
-                  columns=self.columns, metadata=self.metadata)
+        kw: dict[str, Any] = dict(
+            values=self.values,
+            m=self.m,
+            generator=self.generator,
+            n_items=self.n_items,
+            columns=self.columns,
+            metadata=self.metadata,
+        )
         kw.update(changes)
         return SketchArray(kw.pop("values"), kw.pop("m"), kw.pop("generator"), kw.pop("n_items"), **kw)
 
@@ -199,14 +214,24 @@ class SketchArray:
         def write(fs: Any, tmp: str) -> dict[str, Any]:
             writes = [
                 dask.delayed(_write_part, pure=False)(
-                    fs, posixpath.join(tmp, names[i]), vals[i], ms[i],
-                    {k: parts[i] for k, parts in col_parts.items()}, kv, compression, keep_suppressed,
+                    fs,
+                    posixpath.join(tmp, names[i]),
+                    vals[i],
+                    ms[i],
+                    {k: parts[i] for k, parts in col_parts.items()},
+                    kv,
+                    compression,
+                    keep_suppressed,
                 )
                 for i in range(len(names))
             ]
             (parts,) = compute(writes, progress=progress)
-            return {"format": FORMAT_NAME, "version": FORMAT_VERSION,
-                    **layout_fields(self, list(parts), keep_suppressed, self.columns), "partitions": list(parts)}
+            return {
+                "format": FORMAT_NAME,
+                "version": FORMAT_VERSION,
+                **layout_fields(self, list(parts), keep_suppressed, self.columns),
+                "partitions": list(parts),
+            }
 
         return write_folder(url, storage_options, overwrite, write)
 
@@ -237,13 +262,16 @@ def _shipped_rows(values: np.ndarray, rows: Sequence[int], client: Any) -> da.Ar
 
     bounds = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
     pieces = ship([values[a:b] for a, b in zip(bounds[:-1], bounds[1:])], client)
-    parts = [da.from_delayed(dask.delayed(np.asarray, pure=True)(piece), shape=(int(r),), dtype=values.dtype)
-             for piece, r in zip(pieces, rows)]
+    parts = [
+        da.from_delayed(dask.delayed(np.asarray, pure=True)(piece), shape=(int(r),), dtype=values.dtype)
+        for piece, r in zip(pieces, rows)
+    ]
     return concat_rows(parts, rows, dtype=values.dtype)
 
 
-def _sketch_task(block: Any, weights: Any, m: Any, generator: SketchGenerator, m_max: int, start: int = 0,
-                 stop: int | None = None) -> np.ndarray:
+def _sketch_task(
+    block: Any, weights: Any, m: Any, generator: SketchGenerator, m_max: int, start: int = 0, stop: int | None = None
+) -> np.ndarray:
     if stop is not None and (start, stop) != (0, block.shape[0]):  # a row range of the block
         block = block[start:stop]
         weights = weights[start:stop] if weights is not None else None
@@ -395,12 +423,21 @@ def sub_block_ranges(rows: Sequence[int], row_bytes: int, block_bytes: int) -> l
 # ---------------------------------------------------------------------- part files
 def part_metadata(sk: SketchArray) -> bytes:
     """The ``ppdm`` key-value metadata of every part file of ``sk`` (public parameters only)."""
-    return json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "n_items": sk.n_items, "m_max": sk.m_max,
-                       "generator": sk.generator.to_metadata(), "metadata": public_metadata(sk.metadata)}).encode()
+    return json.dumps(
+        {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "n_items": sk.n_items,
+            "m_max": sk.m_max,
+            "generator": sk.generator.to_metadata(),
+            "metadata": public_metadata(sk.metadata),
+        }
+    ).encode()
 
 
-def sketch_table(values: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarray], kv: bytes | None,
-                 keep_suppressed: bool = False) -> tuple[pa.Table, dict[str, Any]]:
+def sketch_table(
+    values: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarray], kv: bytes | None, keep_suppressed: bool = False
+) -> tuple[pa.Table, dict[str, Any]]:
     """One part file's table: ``sketch`` (exactly m_i float32 values per record), ``m`` and the
     row-aligned columns; and its stats ``{"n_suppressed", "components"}``.
 
@@ -417,8 +454,9 @@ def compact_values(values: np.ndarray, m: np.ndarray) -> np.ndarray:
     return values[np.arange(values.shape[1])[None, :] < np.asarray(m)[:, None]].astype(np.float32)
 
 
-def compact_table(flat: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarray], kv: bytes | None,
-                  keep_suppressed: bool = False) -> tuple[pa.Table, dict[str, Any]]:
+def compact_table(
+    flat: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarray], kv: bytes | None, keep_suppressed: bool = False
+) -> tuple[pa.Table, dict[str, Any]]:
     """:func:`sketch_table` from compact rows: ``flat`` holds each row's m_i float32 values, one
     row after the other (suppressed rows hold none, so leaving them out leaves ``flat`` as is)."""
     m = np.asarray(m, dtype=np.int32)
@@ -442,8 +480,9 @@ def compact_table(flat: np.ndarray, m: np.ndarray, cols: Mapping[str, np.ndarray
     return table, {"n_suppressed": n_supp, "components": int(m.astype(np.int64).sum())}
 
 
-def layout_fields(sk: SketchArray, partitions: list[dict[str, Any]], keep_suppressed: bool,
-                  columns: Mapping[str, Any]) -> dict[str, Any]:
+def layout_fields(
+    sk: SketchArray, partitions: list[dict[str, Any]], keep_suppressed: bool, columns: Mapping[str, Any]
+) -> dict[str, Any]:
     """The manifest fields of a sketch folder (``read_sketches`` reads them)."""
     n_supp = int(sum(p.get("n_suppressed", 0) for p in partitions))
     published = int(sum(p["rows"] for p in partitions))
@@ -461,8 +500,16 @@ def layout_fields(sk: SketchArray, partitions: list[dict[str, Any]], keep_suppre
     }
 
 
-def _write_part(fs: Any, path: str, values: np.ndarray, m: np.ndarray, cols: dict[str, np.ndarray], kv: bytes,
-                compression: str, keep_suppressed: bool) -> dict[str, Any]:
+def _write_part(
+    fs: Any,
+    path: str,
+    values: np.ndarray,
+    m: np.ndarray,
+    cols: dict[str, np.ndarray],
+    kv: bytes,
+    compression: str,
+    keep_suppressed: bool,
+) -> dict[str, Any]:
     table, stats = sketch_table(values, m, cols, kv, keep_suppressed)
     return {**write_part(fs, path, table, compression=compression), **stats}
 
@@ -493,12 +540,15 @@ def sketches_from_manifest(fs: Any, path: str, manifest: Mapping[str, Any], url:
     m_max = int(manifest["m_max"])
     rows = [int(p["rows"]) for p in parts]
     token = unique_name("read-sketches", url, manifest, verify)
-    values = blocks_from_tasks(token, [(_read_values, fs, path, e, m_max, verify, url) for e in parts], rows, m_max,
-                               meta=_VALUES_META, dtype=np.float64)
+    values = blocks_from_tasks(
+        token, [(_read_values, fs, path, e, m_max, verify, url) for e in parts], rows, m_max, meta=_VALUES_META, dtype=np.float64
+    )
 
     def column(name: str, dtype: Any) -> da.Array:
-        arrs = [da.from_delayed(dask.delayed(read_column, pure=True)(fs, path, e, name, verify, url), shape=(r,), dtype=dtype)
-                for e, r in zip(parts, rows)]
+        arrs = [
+            da.from_delayed(dask.delayed(read_column, pure=True)(fs, path, e, name, verify, url), shape=(r,), dtype=dtype)
+            for e, r in zip(parts, rows)
+        ]
         return concat_rows(arrs, rows, dtype=dtype)
 
     m = column("m", np.int32)

@@ -27,8 +27,14 @@ import scipy.sparse as sp
 
 from ..release.figures import Attack, Figures, Text, Value
 
-__all__ = ["sketch_threat", "attribute_sets", "reconstruction_errors", "presence_error", "RECON_RECORDS",
-           "RECONSTRUCTION_THRESHOLD"]
+__all__ = [
+    "sketch_threat",
+    "attribute_sets",
+    "reconstruction_errors",
+    "presence_error",
+    "RECON_RECORDS",
+    "RECONSTRUCTION_THRESHOLD",
+]
 
 #: published records the reconstruction attack samples
 RECON_RECORDS = 200
@@ -52,15 +58,16 @@ def attribute_sets(X: sp.csr_array, seed: int = _RECON_SEED) -> list[np.ndarray]
     d = X.shape[1]
     out = []
     for i in range(X.shape[0]):
-        nz = np.sort(X.indices[X.indptr[i]:X.indptr[i + 1]]).astype(np.int64)
+        nz = np.sort(X.indices[X.indptr[i] : X.indptr[i + 1]]).astype(np.int64)
         zeros = np.setdiff1d(np.arange(d, dtype=np.int64), nz, assume_unique=True)
         pick = rng.choice(zeros, min(nz.size, zeros.size), replace=False) if zeros.size else np.zeros(0, np.int64)
         out.append(np.concatenate([nz, np.sort(pick)]))
     return out
 
 
-def reconstruction_errors(X: sp.csr_array, S: np.ndarray, m: np.ndarray, generator: Any, means: np.ndarray,
-                          sets: list[np.ndarray]) -> tuple[float, float, int]:
+def reconstruction_errors(
+    X: sp.csr_array, S: np.ndarray, m: np.ndarray, generator: Any, means: np.ndarray, sets: list[np.ndarray]
+) -> tuple[float, float, int]:
     """``(Σ (x̂ − x)², Σ (mean − x)², attributes)`` over the attribute sets of the rows of ``X``
     (sketch rows ``S`` with ``m`` components)."""
     from .primitives import attribute_estimate
@@ -112,13 +119,19 @@ def _reconstruction(rel: Any, original: Any, al: Any, **ckw: Any) -> Attack | No
     means = _column_means(original, **ckw)
     es, em, count = reconstruction_errors(X, S, m, rel.data.generator, means, attribute_sets(X))
     success = max(0.0, 1.0 - es / em) if em > 0 else 0.0
-    return Attack("attack_record_reconstruction", "record reconstruction from the sketch", success, 0.0, RECONSTRUCTION_THRESHOLD,
-                  "share of the squared error of the column-mean guess removed by reconstructing from the sketch",
-                  about="comparison",
-                  found=f"over {count:,} attributes of {sample.size} sampled published records (their non-zero attributes and as "
-                        f"many zero ones): mean squared error {es / max(count, 1):.4g} from the sketch against "
-                        f"{em / max(count, 1):.4g} from the column means",
-                  test=f"{_TEST}::test_reconstruction_against_numpy")
+    return Attack(
+        "attack_record_reconstruction",
+        "record reconstruction from the sketch",
+        success,
+        0.0,
+        RECONSTRUCTION_THRESHOLD,
+        "share of the squared error of the column-mean guess removed by reconstructing from the sketch",
+        about="comparison",
+        found=f"over {count:,} attributes of {sample.size} sampled published records (their non-zero attributes and as "
+        f"many zero ones): mean squared error {es / max(count, 1):.4g} from the sketch against "
+        f"{em / max(count, 1):.4g} from the column means",
+        test=f"{_TEST}::test_reconstruction_against_numpy",
+    )
 
 
 def sketch_threat(rel: Any, figs: Figures, original: Any = None, al: Any = None, **ckw: Any) -> Figures:
@@ -132,46 +145,76 @@ def sketch_threat(rel: Any, figs: Figures, original: Any = None, al: Any = None,
     if rel.method == "delta":
         delta = float(p["delta"])
         se = math.sqrt(delta)
-        figs.guarantee = (f"Each of the {published:,} published records is a sketch of at most ⌊V/δ⌋ random ±1 projections "
-                          f"(mean {mean_m:.1f}, at most m_max = {m_max}), so an attacker who knows every random vector still "
-                          f"estimates any one of its attributes with a variance of at least δ = {delta:g} (a standard error of "
-                          f"at least √δ = {se:.3g}); records with V = |x|² − max x_t² below δ are not published.")
+        figs.guarantee = (
+            f"Each of the {published:,} published records is a sketch of at most ⌊V/δ⌋ random ±1 projections "
+            f"(mean {mean_m:.1f}, at most m_max = {m_max}), so an attacker who knows every random vector still "
+            f"estimates any one of its attributes with a variance of at least δ = {delta:g} (a standard error of "
+            f"at least √δ = {se:.3g}); records with V = |x|² − max x_t² below δ are not published."
+        )
         err = presence_error(delta)
         figs.learn += [
-            Text("learn_reconstruction_error",
-                 f"Reconstruction error: any attribute of a published record is estimated with a standard error of at least "
-                 f"√δ = {se:.3g} (in the units of the data). For 0/1 baskets, deciding whether a given item is in a basket "
-                 f"from its sketch is wrong at least {100 * err:.1f} % of the time (best threshold, Gaussian approximation, "
-                 f"equal priors)."),
-            Value("learn_attribute_standard_error", "Smallest standard error of reconstructing one attribute", se,
-                  note="√δ; in the units of the data"),
-            Value("learn_presence_error", "Smallest error rate of deciding a 0/1 item from the sketch", 100.0 * err, unit="%",
-                  note="Φ(−1/(2√δ)), Gaussian approximation, equal priors"),
-            Text("learn_variance_revealed",
-                 f"Each published record's m (components) is public and gives V = |x|² − max x_t² to within δ: "
-                 f"m·δ <= V < (m + 1)·δ below m_max = {m_max}"
-                 + (f"; for 0/1 baskets (V = length − 1) with δ = {delta:g} < 1 that is the basket's length exactly."
-                    if delta < 1 else ".")),
+            Text(
+                "learn_reconstruction_error",
+                f"Reconstruction error: any attribute of a published record is estimated with a standard error of at least "
+                f"√δ = {se:.3g} (in the units of the data). For 0/1 baskets, deciding whether a given item is in a basket "
+                f"from its sketch is wrong at least {100 * err:.1f} % of the time (best threshold, Gaussian approximation, "
+                f"equal priors).",
+            ),
+            Value(
+                "learn_attribute_standard_error",
+                "Smallest standard error of reconstructing one attribute",
+                se,
+                note="√δ; in the units of the data",
+            ),
+            Value(
+                "learn_presence_error",
+                "Smallest error rate of deciding a 0/1 item from the sketch",
+                100.0 * err,
+                unit="%",
+                note="Φ(−1/(2√δ)), Gaussian approximation, equal priors",
+            ),
+            Text(
+                "learn_variance_revealed",
+                f"Each published record's m (components) is public and gives V = |x|² − max x_t² to within δ: "
+                f"m·δ <= V < (m + 1)·δ below m_max = {m_max}"
+                + (
+                    f"; for 0/1 baskets (V = length − 1) with δ = {delta:g} < 1 that is the basket's length exactly."
+                    if delta < 1
+                    else "."
+                ),
+            ),
         ]
     else:
         k = p.get("k")
-        figs.guarantee = (f"Each of the {published:,} published records is a sketch of m random ±1 projections (mean {mean_m:.1f}, "
-                          f"at most m_max = {m_max}) chosen so that, for each of its k = {k} nearest neighbours, the standard "
-                          "deviation of the estimated similarity is at least the gap to the largest possible similarity: the "
-                          "sketch does not tell the record from its neighbours.")
+        figs.guarantee = (
+            f"Each of the {published:,} published records is a sketch of m random ±1 projections (mean {mean_m:.1f}, "
+            f"at most m_max = {m_max}) chosen so that, for each of its k = {k} nearest neighbours, the standard "
+            "deviation of the estimated similarity is at least the gap to the largest possible similarity: the "
+            "sketch does not tell the record from its neighbours."
+        )
         margin = next((i.value for i in figs.risk if isinstance(i, Value) and i.id == "min_variance_margin"), None)
-        figs.learn.append(Text("learn_reconstruction_error",
-                               f"A record's similarity to each of its {k} nearest neighbours is estimated with a standard "
-                               "deviation at least the gap to the largest possible similarity"
-                               + (f" (the tightest record reaches {100 * (1 + margin):.0f} % of the variance it must have)"
-                                  if isinstance(margin, float) and math.isfinite(margin) else "")
-                               + f"; with {mean_m:.1f} components on average, nothing bounds the reconstruction of a "
-                                 "single attribute (see the reconstruction attack)."))
-    figs.protects = ("It protects the values of each published record against reconstruction from its sketch (the random "
-                     "vectors being public). It does not hide whether a record whose values are known was published: its "
-                     "sketch is a deterministic function of the record and the public vectors, so such a record is found "
-                     "among the rows" + (f", with the columns carried in clear ({', '.join(carried)})" if carried else "")
-                     + "; nor a record's size (m is public), nor suppression of a record of an adversary who knows all others.")
+        figs.learn.append(
+            Text(
+                "learn_reconstruction_error",
+                f"A record's similarity to each of its {k} nearest neighbours is estimated with a standard "
+                "deviation at least the gap to the largest possible similarity"
+                + (
+                    f" (the tightest record reaches {100 * (1 + margin):.0f} % of the variance it must have)"
+                    if isinstance(margin, float) and math.isfinite(margin)
+                    else ""
+                )
+                + f"; with {mean_m:.1f} components on average, nothing bounds the reconstruction of a "
+                "single attribute (see the reconstruction attack).",
+            )
+        )
+    figs.protects = (
+        "It protects the values of each published record against reconstruction from its sketch (the random "
+        "vectors being public). It does not hide whether a record whose values are known was published: its "
+        "sketch is a deterministic function of the record and the public vectors, so such a record is found "
+        "among the rows"
+        + (f", with the columns carried in clear ({', '.join(carried)})" if carried else "")
+        + "; nor a record's size (m is public), nor suppression of a record of an adversary who knows all others."
+    )
     if original is not None and al is not None:
         attack = _reconstruction(rel, original, al, **ckw)
         if attack is not None:

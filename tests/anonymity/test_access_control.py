@@ -61,7 +61,11 @@ def test_o2_5_imprecision():
     X, w, cid = patients_x(), np.ones(10, np.int64), o2_2_classes()
     reg = class_regions(X, w, cid, SCHEMA.categorical)
     assert [tuple(reg.low[e, [0]]) + tuple(reg.high[e, [0]]) for e in range(3)] == [(17, 28), (19, 24), (23, 29)]
-    assert [[STATES[i] for i in reg.codes(e, 2)] for e in range(3)] == [["Kerala", "Tamil Nadu"], ["Kerala"], ["Karnataka", "Tamil Nadu"]]
+    assert [[STATES[i] for i in reg.codes(e, 2)] for e in range(3)] == [
+        ["Kerala", "Tamil Nadu"],
+        ["Kerala"],
+        ["Karnataka", "Tamil Nadu"],
+    ]
     assert all(len(reg.codes(e, 1)) == 2 for e in range(3))  # {F, M} everywhere
     assert list(reg.sizes) == [3, 3, 4]
 
@@ -75,12 +79,19 @@ def test_o2_5_imprecision():
     perms = [Permission("doctor", q, 2), Permission("doctor", q, 1.5), Permission("nurse", q, 0, name="strict")]
     rep = evaluate_permissions(X, w, cid, perms, schema=SCHEMA)
     assert [(p.true_count, p.returned, p.imprecision, p.satisfied) for p in rep.permissions] == [
-        (2, 4, 2, True), (2, 4, 2, False), (2, 4, 2, False)]
+        (2, 4, 2, True),
+        (2, 4, 2, False),
+        (2, 4, 2, False),
+    ]
     assert rep.n_satisfied == 1 and rep.total_imprecision == 6 and rep.fraction_satisfied == pytest.approx(1 / 3)
     assert rep.roles["doctor"].n_satisfied == 1 and rep.roles["doctor"].n_permissions == 2
     assert rep.roles["nurse"].total_imprecision == 2
     df = rep.to_pandas()
-    assert df["name"].isna().tolist() == [True, True, False] and df["name"].iloc[2] == "strict" and list(rep.roles_to_pandas()["role"]) == ["doctor", "nurse"]
+    assert (
+        df["name"].isna().tolist() == [True, True, False]
+        and df["name"].iloc[2] == "strict"
+        and list(rep.roles_to_pandas()["role"]) == ["doctor", "nurse"]
+    )
     # the same on the frequency set (the two duplicated tuples merged with weight 2)
     Xu, inv, wu = np.unique(X, axis=0, return_inverse=True, return_counts=True)
     cu = np.zeros(len(Xu), np.int64)
@@ -91,6 +102,7 @@ def test_o2_5_imprecision():
 # ----------------------------------------------------------------------------- brute force
 def brute_imprecision(R, cid, cat, query):
     """Record-level definition: regions by Python min/max/set, overlap on every attribute."""
+
     def meets(rows, j, cons):
         vals = [R[r][j] for r in rows]
         if cat[j]:
@@ -146,7 +158,8 @@ def test_imprecision_matches_brute_force(seed):
         got = imprecision(X, w, cid, query, categorical=cat, regions=reg)
         assert got == brute_imprecision(R, rid, cat, d) >= 0
         assert query_count(X, w, query, categorical=cat) == sum(
-            all((r[j] in set(c)) if cat[j] else c[0] <= r[j] <= c[1] for j, c in d.items()) for r in R)
+            all((r[j] in set(c)) if cat[j] else c[0] <= r[j] <= c[1] for j, c in d.items()) for r in R
+        )
 
 
 # ----------------------------------------------------------------------------- the anonymiser
@@ -154,12 +167,15 @@ def grid_example():
     x, y = np.meshgrid(np.arange(100), np.arange(10), indexing="ij")
     X = np.c_[x.ravel(), y.ravel()].astype(float)
     schema = QISchema(("x", "y"), (False, False))
-    perms = parse_permissions([
-        {"role": "a", "bound": 0, "where": {"x": [13, 27]}},
-        {"role": "a", "bound": 0, "where": {"x": [61, 66], "y": [0, 4]}},
-        {"role": "b", "bound": 5, "where": {"x": [40, 44], "y": [3, 7]}},
-        {"role": "b", "bound": 0, "where": {"y": [8, 9], "x": [80, None]}},
-    ], schema)
+    perms = parse_permissions(
+        [
+            {"role": "a", "bound": 0, "where": {"x": [13, 27]}},
+            {"role": "a", "bound": 0, "where": {"x": [61, 66], "y": [0, 4]}},
+            {"role": "b", "bound": 5, "where": {"x": [40, 44], "y": [3, 7]}},
+            {"role": "b", "bound": 0, "where": {"y": [8, 9], "x": [80, None]}},
+        ],
+        schema,
+    )
     return X, np.ones(len(X), np.int64), schema, perms
 
 
@@ -186,13 +202,16 @@ def test_heuristic_categorical_and_l_diverse():
     X = np.c_[rng.integers(18, 80, n), rng.integers(0, 9, n), rng.integers(0, 2, n)].astype(float)
     s = rng.integers(0, 3, n)
     schema = QISchema(("age", "job", "sex"), (False, True, True), {"job": tuple("abcdefghi"), "sex": ("F", "M")})
-    perms = parse_permissions([
-        {"role": "r1", "bound": 5, "where": {"job": ["c", "d", "e"], "age": [30, 39]}},
-        {"role": "r1", "bound": 0, "where": {"job": "h"}},
-        {"role": "r2", "bound": 10, "where": {"sex": "F", "age": [60, 64]}},
-        {"role": "r2", "bound": 3, "where": {"job": ["a", "i"], "sex": "M", "age": [None, 25]}},
-        {"role": "r3", "bound": 0, "where": {"age": [45, 47]}},
-    ], schema)
+    perms = parse_permissions(
+        [
+            {"role": "r1", "bound": 5, "where": {"job": ["c", "d", "e"], "age": [30, 39]}},
+            {"role": "r1", "bound": 0, "where": {"job": "h"}},
+            {"role": "r2", "bound": 10, "where": {"sex": "F", "age": [60, 64]}},
+            {"role": "r2", "bound": 3, "where": {"job": ["a", "i"], "sex": "M", "age": [None, 25]}},
+            {"role": "r3", "bound": 0, "where": {"age": [45, 47]}},
+        ],
+        schema,
+    )
     Xu, inv, w = np.unique(X, axis=0, return_inverse=True, return_counts=True)
     S = np.zeros((len(Xu), 3), np.int64)
     np.add.at(S, (inv.ravel(), s), 1)
@@ -238,9 +257,11 @@ def test_select_anonymization_tie_rules():
     X = np.arange(10, dtype=float)[:, None]
     w = np.ones(10, np.int64)
     schema = QISchema(("x",), (False,))
-    perms = [Permission("r", parse_query({"x": [0, 1]}, schema), 0),
-             Permission("r", parse_query({"x": [0, 3]}, schema), 100),
-             Permission("s", parse_query({"x": [8, 9]}, schema), 0)]
+    perms = [
+        Permission("r", parse_query({"x": [0, 1]}, schema), 0),
+        Permission("r", parse_query({"x": [0, 3]}, schema), 100),
+        Permission("s", parse_query({"x": [8, 9]}, schema), 0),
+    ]
     A = np.array([0, 0, 1, 1, 1, 1, 1, 1, 1, 1])  # 2 satisfied, total 12
     B = np.array([0, 0, 1, 1, 1, 1, 1, 1, 2, 2])  # 3 satisfied, total 4
     C = np.array([0, 0, 1, 1, 2, 2, 2, 2, 3, 3])  # 3 satisfied, total 0
@@ -267,11 +288,16 @@ def test_select_anonymization_tie_rules():
 
 # ----------------------------------------------------------------------------- parsing
 def test_parser():
-    perms = parse_permissions({"permissions": [
-        {"role": "analyst", "bound": 10, "where": {"Age": [25, 30], "State": ["Karnataka"]}},
-        {"role": "analyst", "bound": 0, "where": {"Gender": "Male", "Age": [None, 20]}, "name": "young men"},
-        {"role": "auditor", "bound": 2.5, "where": {"Age": 24}},
-    ]}, SCHEMA)
+    perms = parse_permissions(
+        {
+            "permissions": [
+                {"role": "analyst", "bound": 10, "where": {"Age": [25, 30], "State": ["Karnataka"]}},
+                {"role": "analyst", "bound": 0, "where": {"Gender": "Male", "Age": [None, 20]}, "name": "young men"},
+                {"role": "auditor", "bound": 2.5, "where": {"Age": 24}},
+            ]
+        },
+        SCHEMA,
+    )
     assert [p.role for p in perms] == ["analyst", "analyst", "auditor"] and perms[1].name == "young men"
     assert perms[1].query.predicates[1] == Predicate("Age", -math.inf, 20)
     assert perms[2].query.compile(SCHEMA) == {0: (24.0, 24.0)}
@@ -281,21 +307,24 @@ def test_parser():
     assert query_count(X, w, Query((Predicate(2, values=(0,)),)), categorical=SCHEMA.categorical) == 3
 
 
-@pytest.mark.parametrize("entry,match", [
-    ({"role": "a", "bound": 1, "where": {"Zip": [1, 2]}}, "Zip"),
-    ({"role": "a", "bound": 1, "where": {"Age": [30, 25]}}, "low 30.0 > high 25.0"),
-    ({"role": "a", "bound": -1, "where": {"Age": [25, 30]}}, "bound"),
-    ({"role": "a", "bound": float("nan"), "where": {"Age": [25, 30]}}, "bound"),
-    ({"role": "a", "bound": True, "where": {"Age": [25, 30]}}, "bound"),
-    ({"role": "a", "where": {"Age": [25, 30]}}, "missing keys"),
-    ({"role": "a", "bound": 1, "where": {}, "colour": "red"}, "unknown keys"),
-    ({"role": "", "bound": 1, "where": {}}, "role"),
-    ({"role": "a", "bound": 1, "where": {"State": ["Goa"]}}, "Goa"),
-    ({"role": "a", "bound": 1, "where": {"State": []}}, "empty"),
-    ({"role": "a", "bound": 1, "where": {"Age": [1, 2, 3]}}, r"\[lo, hi\]"),
-    ({"role": "a", "bound": 1, "where": {"Age": ["a", "b"]}}, "numbers"),
-    ({"role": "a", "bound": 1, "where": [1]}, "mapping"),
-])
+@pytest.mark.parametrize(
+    "entry,match",
+    [
+        ({"role": "a", "bound": 1, "where": {"Zip": [1, 2]}}, "Zip"),
+        ({"role": "a", "bound": 1, "where": {"Age": [30, 25]}}, "low 30.0 > high 25.0"),
+        ({"role": "a", "bound": -1, "where": {"Age": [25, 30]}}, "bound"),
+        ({"role": "a", "bound": float("nan"), "where": {"Age": [25, 30]}}, "bound"),
+        ({"role": "a", "bound": True, "where": {"Age": [25, 30]}}, "bound"),
+        ({"role": "a", "where": {"Age": [25, 30]}}, "missing keys"),
+        ({"role": "a", "bound": 1, "where": {}, "colour": "red"}, "unknown keys"),
+        ({"role": "", "bound": 1, "where": {}}, "role"),
+        ({"role": "a", "bound": 1, "where": {"State": ["Goa"]}}, "Goa"),
+        ({"role": "a", "bound": 1, "where": {"State": []}}, "empty"),
+        ({"role": "a", "bound": 1, "where": {"Age": [1, 2, 3]}}, r"\[lo, hi\]"),
+        ({"role": "a", "bound": 1, "where": {"Age": ["a", "b"]}}, "numbers"),
+        ({"role": "a", "bound": 1, "where": [1]}, "mapping"),
+    ],
+)
 def test_parser_errors(entry, match):
     with pytest.raises(InvalidParameter, match=match):
         parse_permissions([entry], SCHEMA)
@@ -328,6 +357,10 @@ def test_model_errors():
     with pytest.raises(InvalidParameter):  # schema of the wrong width
         evaluate_permissions(X[:, :2], w, np.zeros(10, int), [], schema=SCHEMA)
     with pytest.raises(InvalidParameter):
-        query_count(X, w, Query(), )
+        query_count(
+            X,
+            w,
+            Query(),
+        )
     with pytest.raises(InvalidParameter):
         AccuracyConstrainedAnonymizer(3, ["not a permission"]).fit(X, w, schema=SCHEMA)

@@ -45,8 +45,13 @@ def _hand() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     migraine 1}, B {flu, cold, asthma} -> {flu 1}; r4 -> A {cold, flu, asthma}, B {flu 2,
     migraine 1} -> {flu 1}: the same 2 of 6; r1, r2, r3, r5 keep 3 candidates.
     """
-    orig = pd.DataFrame({"age": [25, 27, 22, 35, 31, 33], "zip": ["02138", "02139", "02139", "02138", "02139", "02138"],
-                         "d": ["flu", "flu", "migraine", "cold", "flu", "asthma"]})
+    orig = pd.DataFrame(
+        {
+            "age": [25, 27, 22, 35, 31, 33],
+            "zip": ["02138", "02139", "02139", "02138", "02139", "02138"],
+            "d": ["flu", "flu", "migraine", "cold", "flu", "asthma"],
+        }
+    )
     a = pd.DataFrame({"age": ["20-29"] * 3 + ["30-39"] * 3, "zip": ["02138|02139"] * 6, "d": orig["d"]})
     b = pd.DataFrame({"age": ["20-39"] * 6, "zip": orig["zip"], "d": orig["d"]})
     return orig, a, b
@@ -65,8 +70,9 @@ def test_intersection_by_hand():
     # B in another order: positions no longer line up, the value attack is the same
     shuffled = b.iloc[[3, 0, 5, 1, 4, 2]].reset_index(drop=True)
     other = intersection_attack(a, shuffled, t, ["age", "zip"], "d", truth=orig["d"])
-    assert other["by"] == "value" and {k: other[k] for k in ("unique", "disclosed", "mean_candidates")} == \
-        {k: val[k] for k in ("unique", "disclosed", "mean_candidates")}
+    assert other["by"] == "value" and {k: other[k] for k in ("unique", "disclosed", "mean_candidates")} == {
+        k: val[k] for k in ("unique", "disclosed", "mean_candidates")
+    }
 
 
 def _covers(label: str, value) -> bool:
@@ -100,18 +106,35 @@ def _brute(a: pd.DataFrame, b: pd.DataFrame, orig: pd.DataFrame, qi: list[str], 
             disclosed += 1
             correct += next(iter(cand)) == t["d"]
     n_t = len(orig)
-    return {"unique": unique / n_t, "disclosed": disclosed / n_t, "disclosed_correct": correct / n_t, "mean_candidates": total / n_t}
+    return {
+        "unique": unique / n_t,
+        "disclosed": disclosed / n_t,
+        "disclosed_correct": correct / n_t,
+        "mean_candidates": total / n_t,
+    }
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_intersection_against_brute_force(seed):
     rng = np.random.default_rng(seed)
     n = 60
-    orig = pd.DataFrame({"age": rng.integers(20, 50, n), "sex": rng.choice(["f", "m"], n),
-                         "zip": rng.choice(["01", "02", "03", "04"], n), "d": rng.choice(list("wxyz"), n)})
+    orig = pd.DataFrame(
+        {
+            "age": rng.integers(20, 50, n),
+            "sex": rng.choice(["f", "m"], n),
+            "zip": rng.choice(["01", "02", "03", "04"], n),
+            "d": rng.choice(list("wxyz"), n),
+        }
+    )
     dec = orig["age"] // 10 * 10
-    a = pd.DataFrame({"age": [f"{x}-{x + 9}" for x in dec], "sex": np.where(rng.random(n) < 0.2, "*", orig["sex"]),
-                      "zip": np.where(orig["zip"].isin(["01", "02"]), "01|02", "03|04"), "d": orig["d"]})
+    a = pd.DataFrame(
+        {
+            "age": [f"{x}-{x + 9}" for x in dec],
+            "sex": np.where(rng.random(n) < 0.2, "*", orig["sex"]),
+            "zip": np.where(orig["zip"].isin(["01", "02"]), "01|02", "03|04"),
+            "d": orig["d"],
+        }
+    )
     half = np.where(orig["age"] < 35, "20-34", "35-49")
     b = pd.DataFrame({"age": half, "sex": "f|m", "zip": orig["zip"], "d": orig["d"]})
     qi = ["age", "sex", "zip"]
@@ -190,8 +213,9 @@ def test_people_two_mondrian_releases_one_key(tmp_path):
     assert link["ratio"] <= 1.1, link
     orig = people.compute()
     got = intersection_attack(a, b, orig[QI], QI, "diagnosis", truth=orig["diagnosis"])
-    assert got["by"] == "value" and got == intersection_attack(a, b, orig[QI], QI, "diagnosis", by="value",
-                                                               truth=orig["diagnosis"])
+    assert got["by"] == "value" and got == intersection_attack(
+        a, b, orig[QI], QI, "diagnosis", by="value", truth=orig["diagnosis"]
+    )
     assert got["disclosed"] <= max(got["alone_a"], got["alone_b"]) + 0.01 and got["unique"] <= 0.01
     # the positive control: the releases in the input's order (what one key used to give) line up
     ia, ib = ra.data.compute(), rb.data.compute()
@@ -207,9 +231,15 @@ def generated() -> pd.DataFrame:
     rng = np.random.default_rng(35)
     n = 20_000
     w = 1.0 / np.arange(1, len(ZIPS) + 1) ** 0.8
-    return pd.DataFrame({"row": np.arange(n).astype(str), "zip": rng.choice(ZIPS, n, p=w / w.sum()),
-                         "age": rng.integers(18, 91, n), "sex": rng.choice(["female", "male"], n),
-                         "diagnosis": rng.choice(DIAGNOSES, n)})
+    return pd.DataFrame(
+        {
+            "row": np.arange(n).astype(str),
+            "zip": rng.choice(ZIPS, n, p=w / w.sum()),
+            "age": rng.integers(18, 91, n),
+            "sex": rng.choice(["female", "male"], n),
+            "diagnosis": rng.choice(DIAGNOSES, n),
+        }
+    )
 
 
 def test_generated_two_releases_one_key_unrelated_order(generated, tmp_path):
@@ -237,8 +267,9 @@ def test_generated_same_key_same_bytes_at_1_and_4_partitions(generated, tmp_path
     outs, manifests = [], []
     for parts in (1, 4):
         x = dd.from_pandas(generated.head(5000), npartitions=parts)
-        est = KAnonymizer(QI, k=5, l=2, sensitive="diagnosis", insensitive="row", allow_unique="row", method="mondrian",
-                          key=Key(7))
+        est = KAnonymizer(
+            QI, k=5, l=2, sensitive="diagnosis", insensitive="row", allow_unique="row", method="mondrian", key=Key(7)
+        )
         est.fit_release(x).write(str(tmp_path / f"p{parts}"), rows_per_file=2000)
         outs.append(data_bytes(tmp_path / f"p{parts}"))
         m = manifest_of(tmp_path / f"p{parts}")

@@ -70,7 +70,6 @@ def lstats(df, qi, s, l, kind="distinct", c=None, **kw) -> dict:
     return dict(chk.stats)
 
 
-
 def published() -> pd.DataFrame:
     """P2 Figure 3: Name and Religion suppressed, Age in right-closed 10-year bands."""
     age = Hierarchy.from_intervals([20, 30, 40], low=0, high=120, closed="right", name="Age")
@@ -91,7 +90,14 @@ def test_o2_1_published_table():
     assert sorted(ec["count"]) == [2, 2, 3, 3]
     members = {tuple(sorted(PATIENTS.loc[g.index, "Name"])) for _, g in t.groupby(QI)}
     assert members == {("Ramsha", "Salima"), ("Joan", "Yadu"), ("Bahuksana", "Kishor", "sunny"), ("John", "Johnson", "Rambha")}
-    assert kstats(t, QI, 2) == {"k_anonymous": True, "min_class_size": 2, "n_classes": 4, "violating_rows": 0, "n_suppressed": 0, "n_records": 10}
+    assert kstats(t, QI, 2) == {
+        "k_anonymous": True,
+        "min_class_size": 2,
+        "n_classes": 4,
+        "violating_rows": 0,
+        "n_suppressed": 0,
+        "n_records": 10,
+    }
     r3 = kstats(t, QI, 3)
     assert r3["k_anonymous"] is False and r3["min_class_size"] == 2 and r3["violating_rows"] == 4
     d2 = lstats(t, QI, "Disease", 2)
@@ -109,7 +115,14 @@ def test_o2_1_raw_table_is_1_anonymous():
     dup = ec[ec["count"] == 2][QI].apply(tuple, axis=1).tolist()
     assert sorted(dup) == [(19, "Male", "Kerala"), (24, "Female", "Kerala")]
     r = kstats(PATIENTS, QI, 2)
-    assert r == {"k_anonymous": False, "min_class_size": 1, "n_classes": 8, "violating_rows": 6, "n_suppressed": 0, "n_records": 10}
+    assert r == {
+        "k_anonymous": False,
+        "min_class_size": 1,
+        "n_classes": 8,
+        "violating_rows": 6,
+        "n_suppressed": 0,
+        "n_records": 10,
+    }
     assert kstats(PATIENTS, QI, 1)["k_anonymous"]
 
 
@@ -189,9 +202,7 @@ def test_dask_matches_pandas(nparts, empty):
         d = _split(src, nparts, empty)
         if empty:
             assert min(d.map_partitions(len).compute()) == 0
-        pd.testing.assert_frame_equal(
-            equivalence_classes(d, QI).astype(object), equivalence_classes(src, QI).astype(object)
-        )
+        pd.testing.assert_frame_equal(equivalence_classes(d, QI).astype(object), equivalence_classes(src, QI).astype(object))
         for k in (1, 2, 3):
             assert kstats(d, QI, k) == kstats(src, QI, k)
         for kind, l, c in [("distinct", 2, None), ("distinct", 3, None), ("entropy", 2, None), ("recursive", 2, 2.0)]:
@@ -200,11 +211,13 @@ def test_dask_matches_pandas(nparts, empty):
 
 def test_mixed_and_typed_columns():
     # suppressed '*' mixed with numbers, a categorical QI and a pyarrow-string sensitive column
-    df = pd.DataFrame({
-        "a": pd.Series([1, "*", 2, "*", 1], dtype=object),
-        "b": pd.Categorical(list("xyxyx"), categories=list("xyz")),
-        "s": pd.Series(list("pqrst"), dtype="string[pyarrow]"),
-    })
+    df = pd.DataFrame(
+        {
+            "a": pd.Series([1, "*", 2, "*", 1], dtype=object),
+            "b": pd.Categorical(list("xyxyx"), categories=list("xyz")),
+            "s": pd.Series(list("pqrst"), dtype="string[pyarrow]"),
+        }
+    )
     for d in (df, dd.from_pandas(df, npartitions=2)):
         ec = equivalence_classes(d, ["a", "b"])
         assert [str(v) for v in ec["a"]] == ["*", "1", "2"] and list(ec["count"]) == [2, 2, 1]
@@ -215,7 +228,14 @@ def test_mixed_and_typed_columns():
 def test_dask_empty_table():
     t = published()
     empty = dd.from_pandas(t.iloc[:0], npartitions=1)
-    assert kstats(empty, QI, 5) == {"k_anonymous": True, "min_class_size": 0, "n_classes": 0, "violating_rows": 0, "n_suppressed": 0, "n_records": 0}
+    assert kstats(empty, QI, 5) == {
+        "k_anonymous": True,
+        "min_class_size": 0,
+        "n_classes": 0,
+        "violating_rows": 0,
+        "n_suppressed": 0,
+        "n_records": 0,
+    }
     assert lstats(empty, QI, "Disease", 2)["l_diverse"]
 
 
@@ -257,8 +277,17 @@ def test_bad_input():
 def test_adult_hierarchies_cover_adult(shared_data):
     adult = pd.read_csv(shared_data / "adult" / "adult.csv", sep=";")
     assert list(adult.columns) == ADULT_ATTRS and len(adult) == 30162
-    expected_levels = {"age": 5, "education": 4, "marital-status": 3, "native-country": 3, "occupation": 3,
-                       "workclass": 3, "race": 2, "sex": 2, "salary-class": 2}
+    expected_levels = {
+        "age": 5,
+        "education": 4,
+        "marital-status": 3,
+        "native-country": 3,
+        "occupation": 3,
+        "workclass": 3,
+        "race": 2,
+        "sex": 2,
+        "salary-class": 2,
+    }
     for attr in ADULT_ATTRS:
         h = Hierarchy.from_csv(str(shared_data / "adult" / f"adult_hierarchy_{attr}.csv"), name=attr)
         assert h.levels == expected_levels[attr], attr

@@ -49,8 +49,13 @@ def brute_accuracy(classes: list[tuple], labels: list[str]) -> float:
 def test_against_brute_force_and_partitions():
     rng = np.random.default_rng(3)
     n = 997
-    df = pd.DataFrame({"a": rng.integers(0, 6, n).astype(str), "b": rng.choice(["x", "y"], n),
-                       "y": rng.choice(["p", "q", "r"], n, p=[0.5, 0.3, 0.2])})
+    df = pd.DataFrame(
+        {
+            "a": rng.integers(0, 6, n).astype(str),
+            "b": rng.choice(["x", "y"], n),
+            "y": rng.choice(["p", "q", "r"], n, p=[0.5, 0.3, 0.2]),
+        }
+    )
     df.loc[df["a"] == "0", "y"] = "r"  # something to learn
     expected = brute_accuracy(list(zip(df["a"], df["b"])), list(df["y"]))
     for parts in (1, 3, 7):
@@ -64,7 +69,7 @@ def test_against_brute_force_and_partitions():
             assert again[0] == pytest.approx(expected)
         if parts > 1:  # a cap: the first partitions holding that many records, nothing else
             (capped,) = classifier_accuracy([(table, ["a", "b"])], "y", partition_rows=rows, max_records=rows[0])
-            first = df.iloc[:rows[0]]
+            first = df.iloc[: rows[0]]
             assert capped[0] == pytest.approx(brute_accuracy(list(zip(first["a"], first["b"])), list(first["y"])))
 
 
@@ -72,8 +77,16 @@ def test_release_figure(tmp_path):
     csv, zips, _ = sample_files("people")
     people = read_table(str(csv), dtype={"age": "int"})
     hier = load_hierarchies([f"zip={zips}"], None, ["zip"])
-    rel = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                      hierarchies=hier, key=Key(8)).fit_release(people)
+    rel = KAnonymizer(
+        ["age", "sex", "zip"],
+        k=5,
+        l=2,
+        sensitive="diagnosis",
+        identifiers=["name"],
+        method="mondrian",
+        hierarchies=hier,
+        key=Key(8),
+    ).fit_release(people)
     released, orig = rel.data.compute(), people.compute()  # the release in memory is in input order
     qi = ["age", "sex", "zip"]
     expected = brute_accuracy([tuple(map(str, r)) for r in released[qi].itertuples(index=False)], list(orig["diagnosis"]))
@@ -85,5 +98,7 @@ def test_release_figure(tmp_path):
     alone = Release.open(str(tmp_path / "r")).report_figures(people)
     assert "utility_classifier_accuracy" not in {i.id for i in alone.utility}
     assert any("input order" in n for n in alone.notes)
-    handed = {i.id: getattr(i, "value", None) for i in Release.open(str(tmp_path / "r")).adopt(rel).report_figures(people).utility}
+    handed = {
+        i.id: getattr(i, "value", None) for i in Release.open(str(tmp_path / "r")).adopt(rel).report_figures(people).utility
+    }
     assert handed["utility_classifier_accuracy"] == pytest.approx(expected)

@@ -65,7 +65,11 @@ def test_o2_2_k2_l2_greedy_then_repair():
 
 def test_o2_3_greedy_is_not_enough():
     greedy = cluster_l_diverse(PATIENTS, QI, "Disease", 3, 3, repair=False)
-    assert names(greedy) == [{"Johnson", "Kishor"}, {"Rambha", "John", "Yadu", "Joan"}, {"Bahuksana", "sunny", "Salima", "Ramsha"}]
+    assert names(greedy) == [
+        {"Johnson", "Kishor"},
+        {"Rambha", "John", "Yadu", "Joan"},
+        {"Bahuksana", "sunny", "Salima", "Ramsha"},
+    ]
     assert not is_k_anonymous(greedy.table, QI, 3)
     res = cluster_l_diverse(PATIENTS, QI, "Disease", 3, 3)
     assert names(res) == [{"Rambha", "John", "Yadu", "Joan", "Johnson", "Kishor"}, {"Bahuksana", "sunny", "Salima", "Ramsha"}]
@@ -90,15 +94,15 @@ def test_distance_weights_exact_and_float_modes():
 
 
 def test_hierarchy_publishes_lowest_common_ancestor():
-    state = Hierarchy.from_table([["Kerala", "Malabar", "South"], ["Tamil Nadu", "Coromandel", "South"],
-                                  ["Karnataka", "Deccan", "South"]], name="State")
+    state = Hierarchy.from_table(
+        [["Kerala", "Malabar", "South"], ["Tamil Nadu", "Coromandel", "South"], ["Karnataka", "Deccan", "South"]], name="State"
+    )
     gender = Hierarchy.from_table([["Female", "*"], ["Male", "*"]], name="Gender")
     res = cluster_l_diverse(PATIENTS, QI, "Disease", 3, 2, hierarchies={"State": state, "Gender": gender})
     t = res.table
     assert sorted(t["State"].unique()) == ["*", "Kerala"]  # {Kerala, Tamil Nadu} -> root; single value kept
     assert set(t["Gender"]) == {"*"}
-    one = cluster_l_diverse(PATIENTS[PATIENTS.State != "Karnataka"], ["State"], "Disease", 3, 1,
-                            hierarchies={"State": state})
+    one = cluster_l_diverse(PATIENTS[PATIENTS.State != "Karnataka"], ["State"], "Disease", 3, 1, hierarchies={"State": state})
     assert set(one.table["State"]) <= {"Kerala", "Tamil Nadu", "*"}
 
 
@@ -114,11 +118,12 @@ def ref_diverse(counts: list[int], l: float, kind: str, c: float | None) -> bool
         n = sum(counts)
         return -sum(x / n * math.log(x / n) for x in counts) >= math.log(l) - 1e-12
     s = sorted(counts, reverse=True)
-    return len(s) >= l and s[0] < c * sum(s[int(l) - 1:])
+    return len(s) >= l and s[0] < c * sum(s[int(l) - 1 :])
 
 
-def reference(df: pd.DataFrame, qi: list[str], num: list[str], S: str, k: int, l: float, kind: str, c: float | None,
-              repair: bool) -> list[list[int]]:
+def reference(
+    df: pd.DataFrame, qi: list[str], num: list[str], S: str, k: int, l: float, kind: str, c: float | None, repair: bool
+) -> list[list[int]]:
     """docs/anonymity.md#the-clustering-l-diverse-partition transcribed literally, exact rational
     distances; clusters as row-index lists."""
     rows = df.to_dict("records")
@@ -241,14 +246,16 @@ def test_published_table_passes_independent_checks(kind, l, c):
     rng = np.random.default_rng(7)
     for trial in range(6):
         n = int(rng.integers(40, 400))
-        df = pd.DataFrame({
-            "age": rng.integers(17, 80, n),
-            "zip": rng.choice(["10001", "10002", "10003", "20001", "20002"], n),
-            "sex": rng.choice(["F", "M"], n),
-            "w": rng.normal(size=n).round(2),
-            "dis": rng.choice(["flu", "hiv", "tb", "cold"], n, p=[0.4, 0.2, 0.2, 0.2]),
-            "other": np.arange(n),
-        })
+        df = pd.DataFrame(
+            {
+                "age": rng.integers(17, 80, n),
+                "zip": rng.choice(["10001", "10002", "10003", "20001", "20002"], n),
+                "sex": rng.choice(["F", "M"], n),
+                "w": rng.normal(size=n).round(2),
+                "dis": rng.choice(["flu", "hiv", "tb", "cold"], n, p=[0.4, 0.2, 0.2, 0.2]),
+                "other": np.arange(n),
+            }
+        )
         qi = ["sex", "age", "zip", "w"]
         k = int(rng.integers(2, 12))
         res = cluster_l_diverse(df, qi, "dis", k, l, kind=kind, c=c)
@@ -276,12 +283,14 @@ def test_published_table_passes_independent_checks(kind, l, c):
 # ---------------------------------------------------------------- Dask
 def _mixed_table(n: int = 600, seed: int = 3) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": rng.integers(17, 90, n),
-        "edu": rng.choice(["HS", "BSc", "MSc", "PhD"], n),
-        "sex": rng.choice(["F", "M"], n),
-        "sal": rng.choice(["<=50K", ">50K"], n, p=[0.7, 0.3]),
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(17, 90, n),
+            "edu": rng.choice(["HS", "BSc", "MSc", "PhD"], n),
+            "sex": rng.choice(["F", "M"], n),
+            "sal": rng.choice(["<=50K", ">50K"], n, p=[0.7, 0.3]),
+        }
+    )
 
 
 def test_dask_one_partition_equals_pandas():

@@ -30,8 +30,9 @@ def people():
 
 def _mondrian(qi, key, k=5, **kw):
     others = [c for c in ("age", "sex", "zip") if c not in qi]
-    return KAnonymizer(qi, k=k, identifiers="name", sensitive="diagnosis", insensitive=others, method="mondrian",
-                       key=Key(key), **kw)
+    return KAnonymizer(
+        qi, k=k, identifiers="name", sensitive="diagnosis", insensitive=others, method="mondrian", key=Key(key), **kw
+    )
 
 
 def _in_input_order(url, key, original, n):
@@ -95,8 +96,12 @@ def test_two_mondrian_releases_against_the_written_tables(people, tmp_path):
 
     # the manifest: releases, k and whether the limit held (accepted, recorded) - never a count
     entry = manifest["release"]["ledger"]["composition"]
-    assert entry == {"releases": 2, "table_releases": 2, "k": 5,
-                     "limits": [{"name": CHECK_NAME, "ok": False, "overridden": True}]}
+    assert entry == {
+        "releases": 2,
+        "table_releases": 2,
+        "k": 5,
+        "limits": [{"name": CHECK_NAME, "ok": False, "overridden": True}],
+    }
     assert f"composition: {CHECK_NAME}" in manifest["release"]["overrides"]
     # the owner's ledger keeps the figures of the composition
     recs = {r.status: r for r in Ledger().records() if r.release_id == manifest["release"]["id"]}
@@ -164,8 +169,9 @@ def test_an_earlier_release_without_labels_is_a_bound(people, tmp_path):
 # ---------------------------------------------------------------------------- k^m
 def _baskets(n=240, items=16, seed=3):
     rng = np.random.default_rng(seed)
-    return TransactionArray.from_lists([[f"i{j:02d}" for j in sorted(rng.choice(items, rng.integers(1, 5), replace=False))]
-                                        for _ in range(n)])
+    return TransactionArray.from_lists(
+        [[f"i{j:02d}" for j in sorted(rng.choice(items, rng.integers(1, 5), replace=False))] for _ in range(n)]
+    )
 
 
 def _hierarchy(path, parent) -> str:

@@ -44,7 +44,8 @@ def shares_by_pandas(df: pd.DataFrame, qi: list[str], sens: str) -> pd.DataFrame
     """Per class: size and the share of its most frequent value."""
     g = df.groupby(qi)[sens]
     return pd.DataFrame({"size": g.size(), "top": g.agg(lambda s: s.value_counts().iloc[0])}).assign(
-        share=lambda d: d["top"] / d["size"])
+        share=lambda d: d["top"] / d["size"]
+    )
 
 
 def released(rel) -> pd.DataFrame:
@@ -115,13 +116,17 @@ def test_t_closeness_and_entropy_l_against_pycanon_on_adult(adult):
     # in decades (pycanon's loops cost a pass over the data per value and class)
     df = df.assign(decade=df["age"] // 10 * 10)
     without_age = [a for a in QIS if a != "age"]
-    cases = [(SAL, QIS, dict(method="mondrian", l=2)), (SAL, QIS, dict(method="mondrian", t=0.2)),
-             (SAL, QIS, dict(method="lattice", t=0.2)),
-             ("decade", without_age, dict(method="mondrian", t=0.1))]
+    cases = [
+        (SAL, QIS, dict(method="mondrian", l=2)),
+        (SAL, QIS, dict(method="mondrian", t=0.2)),
+        (SAL, QIS, dict(method="lattice", t=0.2)),
+        ("decade", without_age, dict(method="mondrian", t=0.1)),
+    ]
     for sens, qi, kw in cases:
         other = [c for c in df.columns if c not in qi and c != sens]
-        rel = KAnonymizer(qi, k=5, sensitive=sens, insensitive=other, hierarchies=hier, key=Key(3), allow_unique=other,
-                          **kw).fit_release(df)
+        rel = KAnonymizer(
+            qi, k=5, sensitive=sens, insensitive=other, hierarchies=hier, key=Key(3), allow_unique=other, **kw
+        ).fit_release(df)
         table = released(rel)
         counts = class_counts(table, qi, sens)
         s = disclosure_summary(counts, qi, sens)
@@ -143,14 +148,31 @@ def _anonymizers(df, hier):
     yield "mondrian", QIS, KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", t=0.15, key=Key(1))
     yield "lattice", QIS, KAnonymizer(QIS, k=5, sensitive=SAL, method="lattice", hierarchies=hier, t=0.15, key=Key(1))
     # 69 records suppressed: the kept classes are compared with the kept records
-    yield "lattice+suppression", few, KAnonymizer(few, k=5, sensitive=SAL, method="lattice", hierarchies=hier, t=0.25,
-                                                  max_suppression=0.05, insensitive=[c for c in QIS if c not in few],
-                                                  key=Key(1))
+    yield (
+        "lattice+suppression",
+        few,
+        KAnonymizer(
+            few,
+            k=5,
+            sensitive=SAL,
+            method="lattice",
+            hierarchies=hier,
+            t=0.25,
+            max_suppression=0.05,
+            insensitive=[c for c in QIS if c not in few],
+            key=Key(1),
+        ),
+    )
     yield "datafly", QIS, KAnonymizer(QIS, k=5, sensitive=SAL, method="datafly", hierarchies=hier, t=0.3, key=Key(1))
     yield "cluster", QIS, KAnonymizer(QIS, k=5, sensitive=SAL, method="cluster", t=0.15, key=Key(1))
     yield "cluster+l", QIS, KAnonymizer(QIS, k=5, sensitive=SAL, method="cluster", l=2, t=0.15, key=Key(1))
-    yield "access-control", QIS, AccessControlAnonymizer([{"role": "r", "bound": 40, "where": {"age": [20, 30]}}], QIS, k=5,
-                                                         sensitive=SAL, t=0.15, key=Key(1))
+    yield (
+        "access-control",
+        QIS,
+        AccessControlAnonymizer(
+            [{"role": "r", "bound": 40, "where": {"age": [20, 30]}}], QIS, k=5, sensitive=SAL, t=0.15, key=Key(1)
+        ),
+    )
 
 
 def test_every_anonymizer_releases_only_t_close_classes(adult):
@@ -233,15 +255,21 @@ def test_t_floor_and_parameters(adult):
 def test_t_check_fails_on_a_forged_class():
     """The recount refuses a release whose class is farther than t (a released table edited)."""
     t = published()
-    rel = AnonymizedRelease(dd.from_pandas(t, npartitions=2, sort=False), method="hand",
-                            parameters={"k": 2, "qi": QI, "sensitive": "Disease", "t": 0.5, "t_kind": "equal"})
+    rel = AnonymizedRelease(
+        dd.from_pandas(t, npartitions=2, sort=False),
+        method="hand",
+        parameters={"k": 2, "qi": QI, "sensitive": "Disease", "t": 0.5, "t_kind": "equal"},
+    )
     (check,) = [c for c in rel.guarantee_checks() if c.name == "t-closeness"]
     recount = emd_by_pandas(t, QI, "Disease", ordered=False)
     assert check.figure == pytest.approx(recount.max()) and check.ok == (recount.max() <= 0.5)
     forged = t.copy()
     forged.loc[forged["State"] == "Karnataka", "Disease"] = "TB"  # a class of three TB, and a rarer mix elsewhere
-    rel = AnonymizedRelease(dd.from_pandas(forged, npartitions=2, sort=False), method="hand",
-                            parameters={"k": 2, "qi": QI, "sensitive": "Disease", "t": 0.5, "t_kind": "equal"})
+    rel = AnonymizedRelease(
+        dd.from_pandas(forged, npartitions=2, sort=False),
+        method="hand",
+        parameters={"k": 2, "qi": QI, "sensitive": "Disease", "t": 0.5, "t_kind": "equal"},
+    )
     (check,) = [c for c in rel.guarantee_checks() if c.name == "t-closeness"]
     recount = emd_by_pandas(forged, QI, "Disease", ordered=False)
     assert not check.ok and check.figure == pytest.approx(recount.max()) and recount.max() > 0.5
@@ -269,7 +297,11 @@ def test_homogeneity_counts_recounted_with_pandas(adult):
     hist = it["disclosure_top_share"].series[0]
     assert sum(hist.y) == len(sh) and hist.x[0] == 0 and hist.x[-1] == 1
     assert it["disclosure_distinct_l"].value == released(rel).groupby(QIS)[SAL].nunique().min() == 2
-    ent = released(rel).groupby(QIS)[SAL].agg(lambda s: -(s.value_counts(normalize=True) * np.log(s.value_counts(normalize=True))).sum())
+    ent = (
+        released(rel)
+        .groupby(QIS)[SAL]
+        .agg(lambda s: -(s.value_counts(normalize=True) * np.log(s.value_counts(normalize=True))).sum())
+    )
     assert it["disclosure_entropy_l"].value == pytest.approx(np.exp(ent.min()))
     assert it["disclosure_t_equal"].value == pytest.approx(emd_by_pandas(released(rel), QIS, SAL, False).max())
     # the learn item says it in words with the same numbers
@@ -312,16 +344,20 @@ def test_attribute_inference_attack_on_adult(adult):
 def test_linkage_attack():
     """Prosecutor re-identification by hand on the 10 patients (classes of 2, 2, 3, 3): success
     4 / 10, baseline 1 / 10, flagged (k = 2); a k >= 5 release never is."""
-    rel = AnonymizedRelease(dd.from_pandas(published(), npartitions=1, sort=False), method="hand",
-                            parameters={"k": 2, "qi": QI, "sensitive": "Disease"})
+    rel = AnonymizedRelease(
+        dd.from_pandas(published(), npartitions=1, sort=False),
+        method="hand",
+        parameters={"k": 2, "qi": QI, "sensitive": "Disease"},
+    )
     f = rel.report_figures()
     a = items(f)["attack_linkage"]
     assert a.success == pytest.approx(4 / 10) and a.baseline == pytest.approx(1 / 10) and a.flagged
     assert a.threshold == LINKAGE_THRESHOLD and "10 records in classes of fewer than 5" in a.found
     # the worst k = 5 release: every class of exactly 5 -> average risk 1/5, advantage 1/5 - 1/n
     t = pd.DataFrame({"q": np.repeat(np.arange(4), 5).astype(str), "s": ["a", "b", "c", "d", "e"] * 4})
-    rel = AnonymizedRelease(dd.from_pandas(t, npartitions=2, sort=False), method="hand",
-                            parameters={"k": 5, "qi": ["q"], "sensitive": "s"})
+    rel = AnonymizedRelease(
+        dd.from_pandas(t, npartitions=2, sort=False), method="hand", parameters={"k": 5, "qi": ["q"], "sensitive": "s"}
+    )
     a = items(rel.report_figures())["attack_linkage"]
     assert a.success == pytest.approx(0.2) and not a.flagged
 
@@ -330,8 +366,7 @@ def test_warning_without_a_model_and_access_control(adult):
     """A sensitive column without l or t: the summary warns (amber) and counts the single-value
     classes, recounted with pandas (access control, as in the issue)."""
     df, _ = adult
-    est = AccessControlAnonymizer([{"role": "r", "bound": 40, "where": {"age": [20, 30]}}], QIS, k=5, sensitive=SAL,
-                                  key=Key(1))
+    est = AccessControlAnonymizer([{"role": "r", "bound": 40, "where": {"age": [20, 30]}}], QIS, k=5, sensitive=SAL, key=Key(1))
     rel = est.fit_release(df)
     f = rel.report_figures()
     assert any("without an attribute-disclosure model" in w for w in f.warnings)
@@ -349,8 +384,11 @@ def test_figures_do_not_depend_on_partitioning(adult):
     rel = KAnonymizer(QIS, k=5, sensitive=SAL, method="mondrian", l=2, hierarchies=hier, key=Key(5)).fit_release(df)
     table = released(rel)
     one = AnonymizedRelease(dd.from_pandas(table, npartitions=1, sort=False), method="mondrian", parameters=rel.parameters)
-    four = AnonymizedRelease(dd.from_pandas(table.sample(frac=1, random_state=1), npartitions=4, sort=False),
-                             method="mondrian", parameters=rel.parameters)
+    four = AnonymizedRelease(
+        dd.from_pandas(table.sample(frac=1, random_state=1), npartitions=4, sort=False),
+        method="mondrian",
+        parameters=rel.parameters,
+    )
     a, b = one.report_figures(), four.report_figures()
     for i in ("disclosure_classes_at_threshold", "disclosure_records_at_threshold", "disclosure_entropy_l", "disclosure_t_equal"):
         assert items(a)[i].value == pytest.approx(items(b)[i].value)

@@ -47,6 +47,7 @@ def _k(**kw) -> KAnonymizer:
 def _exploding(columns: list[str]) -> dd.DataFrame:
     """A table whose data cannot be computed: anything refused before the heavy work is refused
     without touching it."""
+
     def boom():
         raise RuntimeError("the data was read")
 
@@ -55,12 +56,21 @@ def _exploding(columns: list[str]) -> dd.DataFrame:
 
 
 # ---------------------------------------------------------------- estimator contract
-@pytest.mark.parametrize("make", [
-    lambda: _k(key=Key(99)),
-    lambda: AccessControlAnonymizer([{"role": "r", "bound": 5, "where": {"age": [20, 30]}}], PEOPLE_QI, k=5,
-                                    identifiers="name", sensitive="diagnosis", key=Key(99)),
-    lambda: KmAnonymizer(k=3, m=2, fan_out=4, key=Key(99)),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: _k(key=Key(99)),
+        lambda: AccessControlAnonymizer(
+            [{"role": "r", "bound": 5, "where": {"age": [20, 30]}}],
+            PEOPLE_QI,
+            k=5,
+            identifiers="name",
+            sensitive="diagnosis",
+            key=Key(99),
+        ),
+        lambda: KmAnonymizer(k=3, m=2, fan_out=4, key=Key(99)),
+    ],
+)
 def test_estimator_contract(make, people):
     est = make()
     params = est.get_params()
@@ -163,7 +173,9 @@ def test_release_drops_identifiers_and_verifies(people, tmp_path):
     assert rel.figures["records"] == {"input": 1000, "released": 1000, "suppressed": 0}
     assert rel.partition_rows == [1000]  # counted with the frequency set: no extra pass
     v = rel.verify(original=people)
-    assert v.ok and {"k-anonymity", "identifiers absent", "identifier values absent", "records", "sensitive values"} <= {c.name for c in v}
+    assert v.ok and {"k-anonymity", "identifiers absent", "identifier values absent", "records", "sensitive values"} <= {
+        c.name for c in v
+    }
     manifest = rel.write(str(tmp_path / "r"))
     assert manifest["guarantees"]["ok"]
     # public: the released rows and the class figures recounted from the written files; the
@@ -174,9 +186,12 @@ def test_release_drops_identifiers_and_verifies(people, tmp_path):
     assert pub["records"] == {"released": 1000} and "utility" not in pub
     g = {c["name"]: c for c in manifest["guarantees"]["checks"]}
     st = g["k-anonymity"]["stats"]
-    assert pub["privacy"] == {"k achieved": st["min_class_size"], "classes": st["n_classes"],
-                              "max risk": pytest.approx(1 / st["min_class_size"]),
-                              "average risk": pytest.approx(st["n_classes"] / 1000)}
+    assert pub["privacy"] == {
+        "k achieved": st["min_class_size"],
+        "classes": st["n_classes"],
+        "max risk": pytest.approx(1 / st["min_class_size"]),
+        "average risk": pytest.approx(st["n_classes"] / 1000),
+    }
     released = pd.read_parquet(tmp_path / "r")
     assert pub["privacy"]["k achieved"] == pycanon.k_anonymity(released, PEOPLE_QI)
     assert pub["privacy"]["classes"] == len(released.groupby(PEOPLE_QI).size())
@@ -188,8 +203,9 @@ def test_release_drops_identifiers_and_verifies(people, tmp_path):
 def test_guarantee_checks_catch_broken_releases(people):
     roles = Roles(identifiers=["name"], quasi_identifiers=PEOPLE_QI, sensitive=["diagnosis"])
     params = {"k": 2, "qi": PEOPLE_QI, "sensitive": "diagnosis", "keep_suppressed": False}
-    base = pd.DataFrame({"age": ["20-30"] * 4, "sex": ["*"] * 4, "zip": ["021**"] * 4,
-                         "diagnosis": ["flu", "flu", "asthma", "healthy"]})
+    base = pd.DataFrame(
+        {"age": ["20-30"] * 4, "sex": ["*"] * 4, "zip": ["021**"] * 4, "diagnosis": ["flu", "flu", "asthma", "healthy"]}
+    )
     orig = people.compute()
     ok = AnonymizedRelease(dd.from_pandas(base, npartitions=1), method="x", parameters=params, roles=roles)
     assert ok.verify().ok
@@ -215,8 +231,11 @@ def test_guarantee_checks_catch_broken_releases(people):
 
 
 def test_suppressed_records_left_out_unless_kept(people, tmp_path):
-    h = {"age": Hierarchy.from_intervals(width=10, low=0, high=100), "zip": load_sample("people-hierarchy-zip"),
-         "sex": load_sample("people-hierarchy-sex")}
+    h = {
+        "age": Hierarchy.from_intervals(width=10, low=0, high=100),
+        "zip": load_sample("people-hierarchy-zip"),
+        "sex": load_sample("people-hierarchy-sex"),
+    }
     for keep in (False, True):
         est = _k(k=10, method="lattice", hierarchies=h, max_suppression=0.05, keep_suppressed=keep)
         rel = est.fit_release(people)
@@ -241,8 +260,10 @@ def test_suppressed_records_left_out_unless_kept(people, tmp_path):
 
 
 def test_access_control_release(people, tmp_path):
-    perms = [{"role": "census", "name": "young", "bound": 40, "where": {"age": [18, 29]}},
-             {"role": "research", "name": "cambridge", "bound": 30, "where": {"zip": ["02138", "02139"]}}]
+    perms = [
+        {"role": "census", "name": "young", "bound": 40, "where": {"age": [18, 29]}},
+        {"role": "research", "name": "cambridge", "bound": 30, "where": {"zip": ["02138", "02139"]}},
+    ]
     est = AccessControlAnonymizer(perms, PEOPLE_QI, k=5, identifiers="name", sensitive="diagnosis", key=Key(1))
     rel = est.fit_release(people)
     assert rel.method == "access-control" and rel.parameters["permissions"] == ["young", "cambridge"]
@@ -260,14 +281,25 @@ def test_km_release_checks_against_the_original(tmp_path):
     rel = est.fit_release(tx)
     assert rel.family == "km" and rel.parameters == {"k": 5, "m": 2, "hierarchy": "balanced, fan-out 5"}
     v = rel.verify(original=tx)
-    assert v.ok and [c.name for c in v] == ["k >= 2", "k^m-anonymity", "transaction count", "transactions",
-                                            "transaction lengths", "published items"]
+    assert v.ok and [c.name for c in v] == [
+        "k >= 2",
+        "k^m-anonymity",
+        "transaction count",
+        "transactions",
+        "transaction lengths",
+        "published items",
+    ]
     assert v["k^m-anonymity"].figure >= 5 and v["transaction count"].figure == 5000
     # a forged release: one transaction longer than any original one, with a foreign label
     lists = rel.data.to_lists()
     lists[0] = sorted(set(rel.data.vocabulary.labels.tolist()))  # every published item at once
-    forged = KmRelease(TransactionArray.from_lists(lists + [["foreign"]] * 5), method="DA", parameters=rel.parameters,
-                       figures=rel.figures, input_info=rel.input_info)
+    forged = KmRelease(
+        TransactionArray.from_lists(lists + [["foreign"]] * 5),
+        method="DA",
+        parameters=rel.parameters,
+        figures=rel.figures,
+        input_info=rel.input_info,
+    )
     v = forged.verify(original=tx)
     failed = {c.name for c in v.failures()}
     assert {"transaction count", "transactions", "transaction lengths", "published items"} <= failed
@@ -335,7 +367,9 @@ def test_adult_oracle_through_the_estimator(shared_data, tmp_path):
     manifest = rel.write(str(tmp_path / "adult"))
     assert rel.summary()["utility"]["discernibility"] == 33_627_534 and "utility" not in manifest["summary"]
     released = pd.read_parquet(tmp_path / "adult")
-    assert len(released) == 30162 and pycanon.k_anonymity(released, list(ADULT_QI)) == manifest["summary"]["privacy"]["k achieved"]
+    assert (
+        len(released) == 30162 and pycanon.k_anonymity(released, list(ADULT_QI)) == manifest["summary"]["privacy"]["k achieved"]
+    )
     v = verify(str(tmp_path / "adult"), original=str(src))
     assert v.ok and v["k-anonymity"].stats["n_classes"] == 45 and np.isclose(v["records"].figure, 30162)
 

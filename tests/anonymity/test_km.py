@@ -310,7 +310,7 @@ def test_count_engines_agree_and_plain_counts():
     ref: Counter = Counter()
     for r in range(small.shape[0]):
         for s in (1, 2, 3):
-            ref.update(itertools.combinations(small.indices[small.indptr[r]:small.indptr[r + 1]].tolist(), s))
+            ref.update(itertools.combinations(small.indices[small.indptr[r] : small.indptr[r + 1]].tolist(), s))
     bits = K.key_bits(3, 40)
     for vertical in (np.zeros(0, np.int64), np.arange(60)):
         keys, counts = K.count_plain_block(small, 3, bits, vertical_rows=vertical)

@@ -37,9 +37,18 @@ def test_km_figures_small():
     assert any("need the original" in n for n in alone.needs_original)
     figs = rel.report_figures(tx)
     by_id = {i.id: i for i in (*figs.risk, *figs.utility)}
-    assert set(by_id) >= {"km_audit_release", "km_rare_itemsets_release", "km_audit_original", "km_rare_itemsets_original",
-                          "unique_baskets_release", "unique_baskets_original", "itemsets_sigma_plus", "itemsets_sigma_minus",
-                          "itemsets_rho", "itemsets_support_scatter"}
+    assert set(by_id) >= {
+        "km_audit_release",
+        "km_rare_itemsets_release",
+        "km_audit_original",
+        "km_rare_itemsets_original",
+        "unique_baskets_release",
+        "unique_baskets_original",
+        "itemsets_sigma_plus",
+        "itemsets_sigma_minus",
+        "itemsets_rho",
+        "itemsets_support_scatter",
+    }
     # the guarantee: no rare itemset of <= m items in the release
     curve = by_id["km_audit_release"].series[0]
     assert curve.x == [1, 2] and curve.y == [0, 0] and by_id["km_rare_itemsets_release"].value == 0

@@ -66,16 +66,19 @@ def _small_adult(adult, n=1500, seed=3):
     return df.sample(n, random_state=seed).reset_index(drop=True), qi, {a: h[a] for a in qi}
 
 
-@pytest.mark.parametrize("k,max_supp,l,kind,c", [
-    (1, 0.0, None, "distinct", None),     # the bottom node is optimal (shortcut)
-    (3, 0.0, None, "distinct", None),
-    (10, 0.0, None, "distinct", None),
-    (5, 0.04, None, "distinct", None),
-    (3, 0.02, 2, "distinct", None),
-    (4, 0.0, 1.3, "entropy", None),
-    (4, 0.03, 1.3, "entropy", None),      # non-monotone feasibility: the bound-pruned branch
-    (3, 0.03, 2, "recursive", 4.0),
-])
+@pytest.mark.parametrize(
+    "k,max_supp,l,kind,c",
+    [
+        (1, 0.0, None, "distinct", None),  # the bottom node is optimal (shortcut)
+        (3, 0.0, None, "distinct", None),
+        (10, 0.0, None, "distinct", None),
+        (5, 0.04, None, "distinct", None),
+        (3, 0.02, 2, "distinct", None),
+        (4, 0.0, 1.3, "entropy", None),
+        (4, 0.03, 1.3, "entropy", None),  # non-monotone feasibility: the bound-pruned branch
+        (3, 0.03, 2, "recursive", 4.0),
+    ],
+)
 def test_lattice_is_exact(adult, k, max_supp, l, kind, c):
     df, qi, h = _small_adult(adult)
     fs = frequency_set(df, qi, sensitive="salary-class", hierarchies=h, require_hierarchies=True)
@@ -104,8 +107,9 @@ def test_adult_identical_over_partitions_and_l_diverse(adult, k, max_supp):
     df, qi, h = adult
     outs = []
     for parts in (1, 8):
-        r = anonymize(dd.from_pandas(df, npartitions=parts), qi, k=k, l=2, sensitive="salary-class", hierarchies=h,
-                      max_suppression=max_supp)
+        r = anonymize(
+            dd.from_pandas(df, npartitions=parts), qi, k=k, l=2, sensitive="salary-class", hierarchies=h, max_suppression=max_supp
+        )
         outs.append((r.node, r.dm, r.n_suppressed, r.table.compute().sort_index()))
         v = r.verify()
         assert v.ok and [c.name for c in v] == ["k-anonymity", "l-diversity"]
@@ -154,7 +158,9 @@ def test_figure3_patients_full_domain():
     """P2 Figures 2-3: with k = 2 the optimal node is Age in 10-year bands, Gender and State kept."""
     age = Hierarchy.from_intervals([[20, 30, 40]], low=0, high=120, closed="right", name="Age")
     gender = Hierarchy.from_table([["Male", "*"], ["Female", "*"]], name="Gender")
-    state = Hierarchy.from_table([["Kerala", "South", "*"], ["Tamil Nadu", "South", "*"], ["Karnataka", "South", "*"]], name="State")
+    state = Hierarchy.from_table(
+        [["Kerala", "South", "*"], ["Tamil Nadu", "South", "*"], ["Karnataka", "South", "*"]], name="State"
+    )
     r = anonymize(PATIENTS, QI, k=2, sensitive="Disease", hierarchies={"Age": age, "Gender": gender, "State": state})
     assert r.node == {"Age": 1, "Gender": 0, "State": 0}
     assert sorted(r.class_sizes.tolist()) == [2, 2, 3, 3] and r.dm == 26

@@ -13,7 +13,13 @@ from ppdm_dask.anonymity._diversity import diverse_mask
 from ppdm_dask.anonymity.mondrian import class_regions, mondrian_partition
 from ppdm_dask.errors import DataFormatError, InfeasiblePrivacyError, InvalidParameter
 
-DIVERSITY = [(None, "distinct", None), (2, "distinct", None), (3, "distinct", None), (1.8, "entropy", None), (2, "recursive", 3.0)]
+DIVERSITY = [
+    (None, "distinct", None),
+    (2, "distinct", None),
+    (3, "distinct", None),
+    (1.8, "entropy", None),
+    (2, "recursive", 3.0),
+]
 
 
 # ----------------------------------------------------------------------------- textbook reference
@@ -111,8 +117,7 @@ def test_weighted_equals_textbook_on_records(seed):
     assert np.array_equal(weighted[inv], ref)
     # the same records given one by one (weights 1, duplicates merged internally)
     s_onehot = np.eye(n_s, dtype=np.int64)[s]
-    records = mondrian_partition(R, np.ones(len(R), np.int64), k, categorical=cat, sensitive_counts=s_onehot,
-                                 l=l, kind=kind, c=c)
+    records = mondrian_partition(R, np.ones(len(R), np.int64), k, categorical=cat, sensitive_counts=s_onehot, l=l, kind=kind, c=c)
     assert np.array_equal(records, ref)
 
 
@@ -194,8 +199,14 @@ def test_class_regions():
 def test_scales_to_many_tuples():
     rng = np.random.default_rng(5)
     n = 40_000
-    X = np.c_[rng.integers(17, 91, n), rng.integers(0, 16, n), rng.integers(0, 41, n), rng.integers(0, 7, n),
-              rng.integers(0, 14, n), rng.integers(0, 2, n)].astype(float)
+    X = np.c_[
+        rng.integers(17, 91, n),
+        rng.integers(0, 16, n),
+        rng.integers(0, 41, n),
+        rng.integers(0, 7, n),
+        rng.integers(0, 14, n),
+        rng.integers(0, 2, n),
+    ].astype(float)
     X, w = np.unique(X, axis=0, return_counts=True)
     cid = mondrian_partition(X, w, 5, categorical=[False, True, True, True, True, True])
     assert np.bincount(cid, weights=w).min() >= 5 and cid.max() > 1000
@@ -205,8 +216,9 @@ def test_adult_k_anonymous(shared_data):
     df = pd.read_csv(shared_data / "adult" / "adult.csv", sep=";")
     qi = [c for c in df.columns if c != "salary-class"]
     cat = [c != "age" for c in qi]
-    codes = pd.DataFrame({c: (pd.Categorical(df[c], categories=sorted(df[c].unique())).codes if iscat else df[c])
-                          for c, iscat in zip(qi, cat)})
+    codes = pd.DataFrame(
+        {c: (pd.Categorical(df[c], categories=sorted(df[c].unique())).codes if iscat else df[c]) for c, iscat in zip(qi, cat)}
+    )
     codes["s"] = (df["salary-class"] == ">50K").astype(int)
     fs = codes.groupby(qi + ["s"]).size().unstack("s", fill_value=0)
     X, S = np.array(fs.index.tolist(), dtype=float), fs.to_numpy()

@@ -80,8 +80,11 @@ def _pitman_equations_by_loops(t, a, freq):
 
 def _pitman_loglik_by_loops(t, a, freq):
     n, u = _n(freq), sum(freq.values())
-    return (sum(math.log(t + i * a) for i in range(1, u)) - sum(math.log(t + i) for i in range(1, n))
-            + sum(c * sum(math.log(k - a) for k in range(1, j)) for j, c in freq.items()))
+    return (
+        sum(math.log(t + i * a) for i in range(1, u))
+        - sum(math.log(t + i) for i in range(1, n))
+        + sum(c * sum(math.log(k - a) for k in range(1, j)) for j, c in freq.items())
+    )
 
 
 def test_pitman_fit_solves_its_equations_and_maximises_the_likelihood():
@@ -194,8 +197,7 @@ def test_arx_published_figures_on_full_adult(shared_data):
     attrs = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation", "salary-class"]
     freq = df.groupby(attrs).size().value_counts()
     assert P.population_uniqueness(freq, 1.0).share("dankar") == pytest.approx(0.5142895033485844, abs=1e-12)
-    published = {0.1: ("pitman", 0.27684993883653597), 0.01: ("pitman", 0.1446083531167384),
-                 0.2: ("zayatz", 0.3577099234829125)}
+    published = {0.1: ("pitman", 0.27684993883653597), 0.01: ("pitman", 0.1446083531167384), 0.2: ("zayatz", 0.3577099234829125)}
     for pi, (model, value) in published.items():
         arx = P.population_uniqueness(freq, pi, arx_snb=True)
         assert math.isnan(arx.estimates["snb"])

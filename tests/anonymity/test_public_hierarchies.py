@@ -12,8 +12,10 @@ from ppdm_dask.data.hierarchy import Hierarchy
 
 def test_round_trip_and_ncp_as_the_anonymiser():
     _, zips, _ = sample_files("people")
-    hier = {**load_hierarchies([f"zip={zips}"], None, ["zip"]),
-            "age": Hierarchy.from_intervals(width=10, low=0, high=100, name="age")}
+    hier = {
+        **load_hierarchies([f"zip={zips}"], None, ["zip"]),
+        "age": Hierarchy.from_intervals(width=10, low=0, high=100, name="age"),
+    }
     table = public_hierarchies_table(hier, ["age", "sex", "zip"])
     back = read_public_hierarchies(table)
     assert set(back) == {"age", "zip"}  # sex has no hierarchy: nothing published

@@ -31,8 +31,11 @@ def fig(figures, id_):
 
 def wrap(table: pd.DataFrame, npartitions: int = 1, k: int = 2) -> AnonymizedRelease:
     """A hand-made generalised table as a release (the way the estimators build one)."""
-    return AnonymizedRelease(dd.from_pandas(table, npartitions=npartitions, sort=False), method="hand",
-                             parameters={"k": k, "qi": QI, "sensitive": "Disease"})
+    return AnonymizedRelease(
+        dd.from_pandas(table, npartitions=npartitions, sort=False),
+        method="hand",
+        parameters={"k": k, "qi": QI, "sensitive": "Disease"},
+    )
 
 
 def kishor_moved() -> pd.DataFrame:
@@ -49,13 +52,13 @@ def test_patients_risk_by_hand():
     # sizes 2, 2, 3, 3, N = 10
     f = wrap(published()).report_figures()
     assert fig(f, "risk_classes") == 4 and fig(f, "risk_smallest_class") == 2
-    assert fig(f, "risk_prosecutor_max") == pytest.approx(1 / 2)       # 1 / min size
+    assert fig(f, "risk_prosecutor_max") == pytest.approx(1 / 2)  # 1 / min size
     assert fig(f, "risk_prosecutor_average") == pytest.approx(4 / 10)  # classes / N
-    assert fig(f, "risk_journalist_max") == pytest.approx(1 / 2)       # no population: = prosecutor
+    assert fig(f, "risk_journalist_max") == pytest.approx(1 / 2)  # no population: = prosecutor
     assert fig(f, "risk_journalist_average") == pytest.approx(4 / 10)
     assert fig(f, "risk_marketer") == pytest.approx(4 / 10)
     assert fig(f, "risk_sample_uniques") == 0
-    assert fig(f, "risk_records_at_risk") == pytest.approx(1.0)        # 1/2 and 1/3 > 0.2: all 10
+    assert fig(f, "risk_records_at_risk") == pytest.approx(1.0)  # 1/2 and 1/3 > 0.2: all 10
     # thresholds 0.5, 1/3, 0.2, 0.1, 0.05: 1/2 > 1/3 (4 records), 1/3 is not > 1/3; all > 0.2
     rows = fig(f, "risk_records_at_risk_by_threshold").rows
     assert [r[1] for r in rows] == pytest.approx([0.0, 0.4, 1.0, 1.0, 1.0]) and [r[2] for r in rows] == [0, 4, 10, 10, 10]
@@ -68,7 +71,7 @@ def test_patients_risk_by_hand():
     assert fig(g, "risk_prosecutor_max") == 1.0 and fig(g, "risk_prosecutor_average") == pytest.approx(5 / 10)
     assert fig(g, "risk_marketer") == pytest.approx(5 / 10)
     assert fig(g, "risk_sample_uniques") == pytest.approx(1 / 10)
-    assert fig(g, "risk_records_at_risk") == pytest.approx(7 / 10)     # threshold 0.4: 1 + 3 x 2 records
+    assert fig(g, "risk_records_at_risk") == pytest.approx(7 / 10)  # threshold 0.4: 1 + 3 x 2 records
     rows = fig(g, "risk_records_at_risk_by_threshold").rows
     # > 0.5: Kishor; > 1/3: + the three pairs (7); > 0.2 and below: all 10
     assert [r[2] for r in rows] == [1, 7, 10, 10, 10]
@@ -167,8 +170,9 @@ def adult():
 @pytest.fixture(scope="module")
 def adult_written(adult, tmp_path_factory):
     df, hier = adult
-    rel = KAnonymizer(list(ADULT_QI), k=5, sensitive="salary-class", hierarchies=hier, method="mondrian",
-                      key=Key(5)).fit_release(df)
+    rel = KAnonymizer(list(ADULT_QI), k=5, sensitive="salary-class", hierarchies=hier, method="mondrian", key=Key(5)).fit_release(
+        df
+    )
     path = tmp_path_factory.mktemp("adult") / "release"
     rel.write(str(path))
     return rel, path
@@ -256,8 +260,9 @@ def test_figures_independent_of_partitions(adult, adult_written):
     rel, _ = adult_written
     out = []
     for parts in (1, 3):
-        r = AnonymizedRelease(rel.data.repartition(npartitions=parts), method=rel.method, parameters=rel.parameters,
-                              roles=rel.roles)
+        r = AnonymizedRelease(
+            rel.data.repartition(npartitions=parts), method=rel.method, parameters=rel.parameters, roles=rel.roles
+        )
         assert r.data.npartitions == parts
         f = r.report_figures(dd.from_pandas(df, npartitions=parts), hierarchies=hier)
         out.append([i.to_dict() for i in (*f.risk, *f.utility)])

@@ -31,8 +31,16 @@ def test_frequency_set_and_passes_agree(method, tmp_path):
         csv, zips, _ = sample_files("people")
         table = read_table(str(csv), dtype={"age": "int"})
         hier = load_hierarchies([f"zip={zips}"], None, ["zip"])
-        est = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                          hierarchies=hier, key=Key(4))
+        est = KAnonymizer(
+            ["age", "sex", "zip"],
+            k=5,
+            l=2,
+            sensitive="diagnosis",
+            identifiers=["name"],
+            method="mondrian",
+            hierarchies=hier,
+            key=Key(4),
+        )
     else:
         df, h = load_adult()
         table = dd.from_pandas(df, npartitions=3)

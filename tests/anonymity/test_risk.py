@@ -38,8 +38,13 @@ def brute_force(records: pd.DataFrame, qi, k):
     for r in range(1, len(qi) + 1):
         for s in itertools.combinations(qi, r):
             sizes = records.groupby(list(s)).size()
-            out[", ".join(s)] = (len(sizes), len(sizes) / n, 1 - float((sizes * (sizes - 1)).sum()) / (n * (n - 1)),
-                                 float(sizes[sizes == 1].sum()) / n, float(sizes[sizes < k].sum()) / n)
+            out[", ".join(s)] = (
+                len(sizes),
+                len(sizes) / n,
+                1 - float((sizes * (sizes - 1)).sum()) / (n * (n - 1)),
+                float(sizes[sizes == 1].sum()) / n,
+                float(sizes[sizes < k].sum()) / n,
+            )
     return out
 
 
@@ -51,8 +56,13 @@ def test_combinations_against_brute_force(k):
     # the class table the report holds: one row per distinct tuple, here split in two halves to
     # check repeated tuples are added up
     half = len(records) // 2
-    classes = pd.concat([records.iloc[:half].groupby(qi).size().rename("count").reset_index(),
-                         records.iloc[half:].groupby(qi).size().rename("count").reset_index()], ignore_index=True)
+    classes = pd.concat(
+        [
+            records.iloc[:half].groupby(qi).size().rename("count").reset_index(),
+            records.iloc[half:].groupby(qi).size().rename("count").reset_index(),
+        ],
+        ignore_index=True,
+    )
     table, cut = C.combination_risk(classes, qi, "count", k)
     want = brute_force(records, qi, k)
     assert not cut and len(table) == 31 == len(want)
@@ -134,8 +144,13 @@ def test_report_weights_published_and_in_the_original():
     r = []
     for fk, Fk in cl.itertuples(index=False):
         p = fk / Fk
-        r += [(p / (1 - p)) * math.log(1 / p) if fk == 1 else (p / (1 - p)) - (p / (1 - p)) ** 2 * math.log(1 / p)
-              if fk == 2 else p / (fk - (1 - p))] * fk
+        r += [
+            (p / (1 - p)) * math.log(1 / p)
+            if fk == 1
+            else (p / (1 - p)) - (p / (1 - p)) ** 2 * math.log(1 / p)
+            if fk == 2
+            else p / (fk - (1 - p))
+        ] * fk
     assert got["risk_weighted_expected"].value == pytest.approx(sum(r))
     assert got["risk_weighted_global"].value == pytest.approx(sum(r) / 10)
     assert got["risk_weighted_max"].value == pytest.approx(max(r))

@@ -32,8 +32,16 @@ def people():
     csv, zips, _ = sample_files("people")
     table = read_table(str(csv), dtype={"age": "int"})
     hier = load_hierarchies([f"zip={zips}"], None, ["zip"])
-    rel = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                      hierarchies=hier, key=Key(8)).fit_release(table)
+    rel = KAnonymizer(
+        ["age", "sex", "zip"],
+        k=5,
+        l=2,
+        sensitive="diagnosis",
+        identifiers=["name"],
+        method="mondrian",
+        hierarchies=hier,
+        key=Key(8),
+    ).fit_release(table)
     return table, hier, rel
 
 
@@ -72,8 +80,9 @@ def test_lattice_gcp_on_adult_matches(tmp_path):
     df, h = load_adult()
     df = df.iloc[:3000]
     qi = list(ADULT_QI)
-    rel = KAnonymizer(qi, k=5, sensitive="salary-class", hierarchies={a: h[a] for a in qi}, max_suppression=0.02,
-                      key=Key(4)).fit_release(dd.from_pandas(df, npartitions=2))
+    rel = KAnonymizer(
+        qi, k=5, sensitive="salary-class", hierarchies={a: h[a] for a in qi}, max_suppression=0.02, key=Key(4)
+    ).fit_release(dd.from_pandas(df, npartitions=2))
     rel.write(str(tmp_path / "a"))
     alone = Release.open(str(tmp_path / "a")).report_figures(dd.from_pandas(df, npartitions=3))
     assert _values(alone)["utility_gcp"].value == pytest.approx(rel.summary()["utility"]["gcp"])
@@ -119,9 +128,11 @@ def test_access_control_imprecision_in_the_report(people, tmp_path):
     from ppdm_dask.anonymity import AccessControlAnonymizer
 
     table, hier, _ = people
-    perms = [{"role": "nurse", "bound": 40, "where": {"age": [20, 40]}, "name": "young"},
-             {"role": "nurse", "bound": 5, "where": {"sex": "female"}, "name": "women"},
-             {"role": "audit", "bound": 100, "where": {"age": [60, 90], "sex": "male"}, "name": "old men"}]
+    perms = [
+        {"role": "nurse", "bound": 40, "where": {"age": [20, 40]}, "name": "young"},
+        {"role": "nurse", "bound": 5, "where": {"sex": "female"}, "name": "women"},
+        {"role": "audit", "bound": 100, "where": {"age": [60, 90], "sex": "male"}, "name": "old men"},
+    ]
     est = AccessControlAnonymizer(perms, ["age", "sex"], k=5, sensitive="diagnosis", identifiers=["name", "zip"], key=Key(3))
     rel = est.fit_release(table)
     console = {p["name"]: p for p in est.report_["permission_report"]}

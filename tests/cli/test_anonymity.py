@@ -69,8 +69,23 @@ def test_anonymize_lattice_and_mondrian(shared_data, tmp_path):
     src = _subset(shared_data, tmp_path)
     hdir = shared_data / "adult"
     out = tmp_path / "rel"
-    r = run("--json", "anonymize", str(src), str(out), *ROLES, "--hierarchies", str(hdir), "--k", "5", "--l", "2",
-            "--max-suppression", "0.02", "--rows-per-file", "1000")
+    r = run(
+        "--json",
+        "anonymize",
+        str(src),
+        str(out),
+        *ROLES,
+        "--hierarchies",
+        str(hdir),
+        "--k",
+        "5",
+        "--l",
+        "2",
+        "--max-suppression",
+        "0.02",
+        "--rows-per-file",
+        "1000",
+    )
     s = json.loads(r.stdout)
     assert s["verdict"]["ok"] and s["method"] == "lattice" and s["family"] == "relational"
     n_sup = s["records"]["suppressed"]
@@ -89,13 +104,17 @@ def test_anonymize_lattice_and_mondrian(shared_data, tmp_path):
     items = {i["id"]: i for sec in internal["sections"] for i in sec["items"]}
     assert items["utility_discernibility"]["value"] == s["report"]["discernibility"]  # suppressed: original rows - released
     assert internal["summary"]["records"] == {"input": 3000, "released": 3000 - n_sup, "suppressed": n_sup}
-    assert manifest["guarantees"]["ok"] and {c["name"] for c in manifest["guarantees"]["checks"]} >= {"k-anonymity", "l-diversity"}
+    assert manifest["guarantees"]["ok"] and {c["name"] for c in manifest["guarantees"]["checks"]} >= {
+        "k-anonymity",
+        "l-diversity",
+    }
     _tamper_checks(out, QI, 5, original=src)
 
     m = tmp_path / "m"
     # a second release of the input (another method), checked alone: kept out of the ledger
-    text = run("--no-ledger", "anonymize", str(src), str(m), *ROLES, "--k", "10", "--method", "mondrian",
-               "--rows-per-file", "1000").stdout
+    text = run(
+        "--no-ledger", "anonymize", str(src), str(m), *ROLES, "--k", "10", "--method", "mondrian", "--rows-per-file", "1000"
+    ).stdout
     assert "ok k-anonymity" in text and "discernibility" in text and "partitions" in text
     rel = pd.read_parquet(m)
     assert pycanon.k_anonymity(rel, QI) >= 10 and len(rel) == 3000
@@ -108,13 +127,34 @@ def test_anonymize_lattice_and_mondrian(shared_data, tmp_path):
 def test_anonymize_errors(shared_data, tmp_path):
     src = _subset(shared_data, tmp_path, 200)
     hdir = shared_data / "adult"
-    r = run("anonymize", str(src), str(tmp_path / "x"), *ROLES, "--hierarchy", f"sex={hdir / 'adult_hierarchy_sex.csv'}",
-            "--k", "2", ok=False)
+    r = run(
+        "anonymize",
+        str(src),
+        str(tmp_path / "x"),
+        *ROLES,
+        "--hierarchy",
+        f"sex={hdir / 'adult_hierarchy_sex.csv'}",
+        "--k",
+        "2",
+        ok=False,
+    )
     assert r.exit_code == 2 and "no generalisation hierarchy" in r.output and "education" in r.output
     r = run("anonymize", str(src), str(tmp_path / "x"), *ROLES, "--hierarchies", str(hdir), "--k", "500", ok=False)
     assert r.exit_code == 2 and "larger than the number of records" in r.output
-    r = run("anonymize", str(src), str(tmp_path / "x"), "--qi", ",".join(QI), "--sensitive", "disease", "--hierarchies", str(hdir),
-            "--k", "2", ok=False)
+    r = run(
+        "anonymize",
+        str(src),
+        str(tmp_path / "x"),
+        "--qi",
+        ",".join(QI),
+        "--sensitive",
+        "disease",
+        "--hierarchies",
+        str(hdir),
+        "--k",
+        "2",
+        ok=False,
+    )
     assert r.exit_code == 2 and "disease" in r.output
     # no roles: one line listing the unclassified columns and the flags
     r = run("anonymize", str(src), str(tmp_path / "x"), "--k", "5", "--method", "mondrian", ok=False)
@@ -123,8 +163,11 @@ def test_anonymize_errors(shared_data, tmp_path):
     r = run("anonymize", str(src), str(tmp_path / "x"), *ROLES, "--k", "1", "--method", "mondrian", ok=False)
     assert r.exit_code == 2 and "k >= 2" in r.stderr and "--allow-weak" in r.stderr
     assert not (tmp_path / "x").exists()  # nothing half-written
-    s = json.loads(run("--json", "anonymize", str(src), str(tmp_path / "x"), *ROLES, "--k", "1", "--method", "mondrian",
-                       "--allow-weak").stdout)
+    s = json.loads(
+        run(
+            "--json", "anonymize", str(src), str(tmp_path / "x"), *ROLES, "--k", "1", "--method", "mondrian", "--allow-weak"
+        ).stdout
+    )
     assert s["overrides"] == ["k >= 2"] and manifest_of(tmp_path / "x")["release"]["overrides"] == ["k >= 2"]
     v = _verify(tmp_path / "x")
     assert "OVERRIDDEN k >= 2" in v.stdout
@@ -146,8 +189,11 @@ def test_anonymize_csv_output(shared_data, tmp_path):
 def test_km_anonymize_cli(tmp_path):
     src = sample_path("bms-webview-1-5k")
     out = tmp_path / "km"
-    s = json.loads(run("--json", "km-anonymize", str(src), str(out), "--k", "5", "--m", "2", "--fan-out", "5",
-                       "--rows-per-file", "2000").stdout)
+    s = json.loads(
+        run(
+            "--json", "km-anonymize", str(src), str(out), "--k", "5", "--m", "2", "--fan-out", "5", "--rows-per-file", "2000"
+        ).stdout
+    )
     assert s["verdict"]["ok"] and s["family"] == "km" and 0 < s["report"]["ncp"] < 1
     released = read(str(out))
     assert released.n_transactions == 5000 and check_km_anonymity(released, 5, 2).ok
@@ -166,7 +212,9 @@ def test_km_anonymize_cli(tmp_path):
     # co-occurs, so a new item joins the vocabulary (files and manifest forged to match)
     vocab = pq.read_table(out / "_vocabulary.parquet")
     labels = vocab.column("label").to_pylist()
-    forge_part(out, "_vocabulary.parquet", pa.table({"label": pa.array(labels + ["zz-forged"], type=vocab.schema.field("label").type)}))
+    forge_part(
+        out, "_vocabulary.parquet", pa.table({"label": pa.array(labels + ["zz-forged"], type=vocab.schema.field("label").type)})
+    )
     manifest = manifest_of(out)
     manifest["n_items"] += 1
     (out / "_SUCCESS").write_text(json.dumps(manifest))
@@ -182,13 +230,33 @@ def test_km_anonymize_cli(tmp_path):
 def test_access_control_cli(shared_data, tmp_path):
     src = _subset(shared_data, tmp_path)
     perms = tmp_path / "perms.json"
-    perms.write_text(json.dumps([
-        {"role": "census", "name": "teenagers", "bound": 20, "where": {"age": [17, 19]}},
-        {"role": "marketing", "name": "doctorates", "bound": 10, "where": {"education": "Doctorate"}},
-    ]))
+    perms.write_text(
+        json.dumps(
+            [
+                {"role": "census", "name": "teenagers", "bound": 20, "where": {"age": [17, 19]}},
+                {"role": "marketing", "name": "doctorates", "bound": 10, "where": {"education": "Doctorate"}},
+            ]
+        )
+    )
     out = tmp_path / "ac"
-    s = json.loads(run("--json", "access-control", str(src), "--permissions", str(perms), *ROLES, "--dtype", "age=int",
-                       "--k", "5", "--out", str(out), "--rows-per-file", "1000").stdout)
+    s = json.loads(
+        run(
+            "--json",
+            "access-control",
+            str(src),
+            "--permissions",
+            str(perms),
+            *ROLES,
+            "--dtype",
+            "age=int",
+            "--k",
+            "5",
+            "--out",
+            str(out),
+            "--rows-per-file",
+            "1000",
+        ).stdout
+    )
     report = s["report"]
     assert s["verdict"]["ok"] and s["method"] == "access-control" and report["permissions"] == 2
     assert report["permissions_satisfied"] >= report["mondrian_permissions_satisfied"]
@@ -214,14 +282,54 @@ def test_key_never_written(shared_data, tmp_path):
     Key.generate().to_file(key_file)
     value = int(key_file.read_text().strip(), 16)
     raw = value.to_bytes(16, "big")
-    spellings = [f"{value:032x}", f"{value:x}", str(value), base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
+    spellings = [
+        f"{value:032x}",
+        f"{value:x}",
+        str(value),
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode(),
+    ]
     src = _subset(shared_data, tmp_path, 1000)
-    results = [run("--key-file", str(key_file), "--json", "anonymize", str(src), str(tmp_path / "a"), *ROLES, "--k", "5",
-                   "--method", "mondrian"),
-               run("--key-file", str(key_file), "--json", "anonymize", str(src), str(tmp_path / "a.csv"), *ROLES, "--k", "5",
-                   "--method", "mondrian"),
-               run("--key-file", str(key_file), "--json", "km-anonymize", str(sample_path("bms-webview-1-5k")), str(tmp_path / "k"),
-                   "--k", "5", "--fan-out", "5")]
+    results = [
+        run(
+            "--key-file",
+            str(key_file),
+            "--json",
+            "anonymize",
+            str(src),
+            str(tmp_path / "a"),
+            *ROLES,
+            "--k",
+            "5",
+            "--method",
+            "mondrian",
+        ),
+        run(
+            "--key-file",
+            str(key_file),
+            "--json",
+            "anonymize",
+            str(src),
+            str(tmp_path / "a.csv"),
+            *ROLES,
+            "--k",
+            "5",
+            "--method",
+            "mondrian",
+        ),
+        run(
+            "--key-file",
+            str(key_file),
+            "--json",
+            "km-anonymize",
+            str(sample_path("bms-webview-1-5k")),
+            str(tmp_path / "k"),
+            "--k",
+            "5",
+            "--fan-out",
+            "5",
+        ),
+    ]
     blobs = [r.stdout.encode() + r.stderr.encode() for r in results]
     blobs += [p.read_bytes() for d in ("a", "k") for p in (tmp_path / d).iterdir()]
     blobs += [(tmp_path / "a.csv").read_bytes(), (tmp_path / "a.csv.manifest.json").read_bytes()]
@@ -249,11 +357,27 @@ def test_access_control_range_on_a_text_column_is_refused(tmp_path):
     perms = tmp_path / "perms.json"
     perms.write_text(json.dumps([{"role": "census", "name": "teenagers", "bound": 20, "where": {"age": [17, 19]}}]))
     qi = "sex,age,race,marital-status,education,native-country,workclass,occupation"
-    r = run("access-control", str(src), "--permissions", str(perms), "--qi", qi, "--sensitive", "salary-class", "--k", "5",
-            ok=False)
+    r = run(
+        "access-control", str(src), "--permissions", str(perms), "--qi", qi, "--sensitive", "salary-class", "--k", "5", ok=False
+    )
     assert r.exit_code == 2 and "'age' is read as text" in r.stderr and "--dtype age=int" in r.stderr
-    s = json.loads(run("--json", "access-control", str(src), "--permissions", str(perms), "--qi", qi, "--sensitive",
-                       "salary-class", "--k", "5", "--dtype", "age=int").stdout)
+    s = json.loads(
+        run(
+            "--json",
+            "access-control",
+            str(src),
+            "--permissions",
+            str(perms),
+            "--qi",
+            qi,
+            "--sensitive",
+            "salary-class",
+            "--k",
+            "5",
+            "--dtype",
+            "age=int",
+        ).stdout
+    )
     (p,) = s["report"]["permission_report"]
     ages = pd.read_csv(src, sep=";")["age"]
     assert p["true_count"] == int(ages.between(17, 19).sum()) != int(ages.isin([17, 19]).sum())

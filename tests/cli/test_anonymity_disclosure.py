@@ -27,8 +27,23 @@ HIERARCHIES = [x for a in QI for x in ("--hierarchy", f"{a}={SAMPLES / f'adult_h
 def _anonymize(tmp_path, name, *args, ok=True):
     # releases of one input with other models, each checked alone: the ledger's composition of
     # table releases is tests/anonymity/test_composition.py's
-    return run("--json", "--no-ledger", "anonymize", str(sample_path("adult")), str(tmp_path / name), *ROLES, "--dtype", "age=int",
-               *HIERARCHIES, "--k", "5", "--method", "mondrian", *args, ok=ok)
+    return run(
+        "--json",
+        "--no-ledger",
+        "anonymize",
+        str(sample_path("adult")),
+        str(tmp_path / name),
+        *ROLES,
+        "--dtype",
+        "age=int",
+        *HIERARCHIES,
+        "--k",
+        "5",
+        "--method",
+        "mondrian",
+        *args,
+        ok=ok,
+    )
 
 
 def _items(path) -> dict:
@@ -72,9 +87,13 @@ def test_no_model_warns_and_l_models_report(tmp_path):
     s = json.loads(_anonymize(tmp_path, "entropy", "--l", "1.5", "--l-kind", "entropy", "--allow-weak").stdout)
     assert s["overrides"] == ["l >= 2"] and s["parameters"]["l_kind"] == "entropy"
     rel = pd.read_parquet(tmp_path / "entropy")
-    ent = rel.groupby(QI)["salary-class"].agg(lambda x: -(x.value_counts(normalize=True) * np.log(x.value_counts(normalize=True))).sum())
+    ent = rel.groupby(QI)["salary-class"].agg(
+        lambda x: -(x.value_counts(normalize=True) * np.log(x.value_counts(normalize=True))).sum()
+    )
     items = _items(tmp_path / "entropy.report.json")
-    assert items["disclosure_entropy_l"]["value"] >= 1.5 and abs(items["disclosure_entropy_l"]["value"] - np.exp(ent.min())) < 1e-9
+    assert (
+        items["disclosure_entropy_l"]["value"] >= 1.5 and abs(items["disclosure_entropy_l"]["value"] - np.exp(ent.min())) < 1e-9
+    )
     checks = {c["name"]: c for c in manifest_of(tmp_path / "entropy")["guarantees"]["checks"]}
     assert checks["l-diversity"]["ok"] and checks["l >= 2"]["overridden"]
 
@@ -99,8 +118,22 @@ def test_t_floor_and_bad_values(tmp_path):
 def test_access_control_with_t(tmp_path):
     perms = sample_path("adult").parent / "adult_permissions.json"
     out = tmp_path / "ac"
-    r = run("--json", "access-control", str(sample_path("adult")), "--permissions", str(perms), *ROLES, "--dtype", "age=int",
-            "--k", "5", "--t", "0.2", "--out", str(out))
+    r = run(
+        "--json",
+        "access-control",
+        str(sample_path("adult")),
+        "--permissions",
+        str(perms),
+        *ROLES,
+        "--dtype",
+        "age=int",
+        "--k",
+        "5",
+        "--t",
+        "0.2",
+        "--out",
+        str(out),
+    )
     s = json.loads(r.stdout)
     assert s["verdict"]["ok"] and s["parameters"]["t"] == 0.2 and "warning" not in r.stderr
     assert pycanon.t_closeness(pd.read_parquet(out), QI, ["salary-class"]) <= 0.2

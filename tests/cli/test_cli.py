@@ -93,8 +93,12 @@ def test_console_script_on_local_cluster(tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "ppdm")
     cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "ppdm_dask.cli"]
     out, key = tmp_path / "demo", tmp_path / "demo.key"
-    proc = subprocess.run(cmd + ["--workers", "2", "--key-file", str(key), "--json", "demo", "--rows", "20000", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        cmd + ["--workers", "2", "--key-file", str(key), "--json", "demo", "--rows", "20000", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert "LocalCluster" in summary["scheduler"] and summary["folder"] == str(out)
@@ -117,8 +121,10 @@ def test_console_script_on_local_cluster(tmp_path):
     # it ends with the releases' reports: written, valid, about these releases
     from ppdm_dask.report import validate_report
 
-    assert summary["reports"] == {"table": str(out / "people_release.report.html"),
-                                  "baskets": str(out / "baskets_release.report.html")}
+    assert summary["reports"] == {
+        "table": str(out / "people_release.report.html"),
+        "baskets": str(out / "baskets_release.report.html"),
+    }
     for name, family in (("people_release", "relational"), ("baskets_release", "emask")):
         doc = json.loads((out / f"{name}.report.json").read_text())
         validate_report(doc)

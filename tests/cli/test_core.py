@@ -15,16 +15,21 @@ from ppdm_dask.data.datasets import sample_path
 def ppdm(*args: str, cwd=None) -> subprocess.CompletedProcess:
     exe = os.path.join(os.path.dirname(sys.executable), "ppdm")
     cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "ppdm_dask.cli"]
-    return subprocess.run(cmd + ["--scheduler", "sync", "--no-progress", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    return subprocess.run(
+        cmd + ["--scheduler", "sync", "--no-progress", *args], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
 
 
-@pytest.mark.parametrize("args,needle,code", [
-    (["--nonsense"], "No such option:? '?--nonsense", 2),  # click 8.2.0 writes "No such option: --nonsense"
-    (["info"], "Missing argument 'URL'", 2),
-    (["mine", "x.dat"], "Missing option '--min-support'", 2),
-    (["samples", "--copy", "nope"], "unknown sample 'nope'", 2),
-    (["info", "/no/such/file.dat"], "/no/such/file.dat", 2),
-])
+@pytest.mark.parametrize(
+    "args,needle,code",
+    [
+        (["--nonsense"], "No such option:? '?--nonsense", 2),  # click 8.2.0 writes "No such option: --nonsense"
+        (["info"], "Missing argument 'URL'", 2),
+        (["mine", "x.dat"], "Missing option '--min-support'", 2),
+        (["samples", "--copy", "nope"], "unknown sample 'nope'", 2),
+        (["info", "/no/such/file.dat"], "/no/such/file.dat", 2),
+    ],
+)
 def test_errors_are_one_line_with_an_exit_code(args, needle, code):
     r = ppdm(*args)
     assert r.returncode == code, r.stderr

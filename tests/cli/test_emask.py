@@ -85,9 +85,14 @@ def test_floor_refused_then_overridden(tmp_path):
     r = run("emask", "distort", str(src), str(dst), "--p", "0.5", "--q", "0.97", ok=False)
     lines = [x for x in r.output.splitlines() if x.strip()]
     assert r.exit_code == 2 and len(lines) == 1 and "Traceback" not in r.output
-    assert lines[0].startswith("ppdm: error: basic privacy 7") and "below the floor 90%" in lines[0] and "--allow-weak" in lines[0]
+    assert (
+        lines[0].startswith("ppdm: error: basic privacy 7") and "below the floor 90%" in lines[0] and "--allow-weak" in lines[0]
+    )
     assert not dst.exists()
-    assert run("emask", "distort", str(src), str(tmp_path / "low"), "--p", "0.5", "--q", "0.97", "--privacy-floor", "70").exit_code == 0
+    assert (
+        run("emask", "distort", str(src), str(tmp_path / "low"), "--p", "0.5", "--q", "0.97", "--privacy-floor", "70").exit_code
+        == 0
+    )
     text = run("emask", "distort", str(src), str(dst), "--p", "0.5", "--q", "0.97", "--allow-weak", "--allow-composition").stdout
     assert "OVERRIDES" in text and "basic privacy" in text
     # the second release of src also goes below the floor composed with the first (accepted apart)
@@ -133,7 +138,9 @@ def test_distort_over_a_public_item_catalogue(orig, tmp_path):
     cat = tmp_path / "items.txt"
     cat.write_text("\n".join(str(i) for i in range(1010)) + "\n")  # Quest's 1,000 items and 10 nobody holds
     rel = tmp_path / "rel"
-    r = json.loads(run("--json", "emask", "distort", str(orig), str(rel), "--p", "0.4", "--q", "0.98", "--items", str(cat)).stdout)
+    r = json.loads(
+        run("--json", "emask", "distort", str(orig), str(rel), "--p", "0.4", "--q", "0.98", "--items", str(cat)).stdout
+    )
     assert r["parameters"]["n_items"] == 1010 and "item_catalogue" in r["parameters"] and r["verdict"]["ok"]
     assert manifest_of(rel)["n_items"] == 1010 and read(str(rel)).n_items == 1010
     assert run("verify", str(rel), "--original", str(orig)).exit_code == 0

@@ -40,11 +40,24 @@ def test_repeated_releases_composed_then_refused_then_accepted(tmp_path):
     release = manifest_of(tmp_path / "r2")["release"]
     assert release["overrides"] == [f"composition: {BUDGET_CHECK}"]
     assert release["ledger"]["composition"]["releases"] == 3
-    assert {c["name"]: c["overridden"] for c in release["ledger"]["composition"]["limits"]} == {BP_CHECK: False,
-                                                                                               BUDGET_CHECK: True}
+    assert {c["name"]: c["overridden"] for c in release["ledger"]["composition"]["limits"]} == {
+        BP_CHECK: False,
+        BUDGET_CHECK: True,
+    }
 
 
 def test_bad_budget_names_the_flag(tmp_path):
-    r = run("emask", "distort", str(tmp_path / "x"), str(tmp_path / "y"), "--p", "0.4", "--q", "0.98",
-            "--epsilon-budget", "0", ok=False)
+    r = run(
+        "emask",
+        "distort",
+        str(tmp_path / "x"),
+        str(tmp_path / "y"),
+        "--p",
+        "0.4",
+        "--q",
+        "0.98",
+        "--epsilon-budget",
+        "0",
+        ok=False,
+    )
     assert r.exit_code == 2 and "--epsilon-budget" in r.output

@@ -14,9 +14,14 @@ MISSING_CSV = "/no/such/table.csv"
 
 
 def _inputs() -> dict[str, str]:
-    return {"tx": str(sample_path("iris")), "people": str(sample_path("people")), "ecoli": str(sample_path("ecoli")),
-            "bms": str(sample_path("bms-webview-1-5k")), "perms": str(sample_path("adult").parent / "adult_permissions.json"),
-            "adult": str(sample_path("adult"))}
+    return {
+        "tx": str(sample_path("iris")),
+        "people": str(sample_path("people")),
+        "ecoli": str(sample_path("ecoli")),
+        "bms": str(sample_path("bms-webview-1-5k")),
+        "perms": str(sample_path("adult").parent / "adult_permissions.json"),
+        "adult": str(sample_path("adult")),
+    }
 
 
 ROLES = ["--identifier", "name", "--qi", "age,sex,zip", "--sensitive", "diagnosis"]
@@ -34,9 +39,25 @@ COMMANDS = {
     "sketch evaluate": (["sketch", "evaluate", "{in}", "--delta", "0.5", "--task", "cluster"], "tx"),
     "condense": (["condense", "{in}", "{out}", "--columns", "mcg,gvh", "--privacy-level", "3"], "ecoli"),
     "anonymize": (["anonymize", "{in}", "{out}", *ROLES, "--k", "5", "--method", "mondrian"], "people"),
-    "access-control": (["access-control", "{in}", "--permissions", "{perms}", "--qi",
-                        "sex,age,race,marital-status,education,native-country,workclass,occupation",
-                        "--sensitive", "salary-class", "--k", "10", "--dtype", "age=int", "--out", "{out}"], "adult"),
+    "access-control": (
+        [
+            "access-control",
+            "{in}",
+            "--permissions",
+            "{perms}",
+            "--qi",
+            "sex,age,race,marital-status,education,native-country,workclass,occupation",
+            "--sensitive",
+            "salary-class",
+            "--k",
+            "10",
+            "--dtype",
+            "age=int",
+            "--out",
+            "{out}",
+        ],
+        "adult",
+    ),
     "km-anonymize": (["km-anonymize", "{in}", "{out}", "--k", "5", "--fan-out", "5"], "bms"),
     "krimp compress": (["krimp", "compress", "{in}", "--min-count", "2", "--out", "{out}"], "tx"),
     "krimp generate": (["krimp", "generate", "{in}", "{out}", "--min-count", "2"], "tx"),
@@ -46,12 +67,24 @@ COMMANDS = {
 }
 #: a bad option value per command (the option named in the message)
 BAD_OPTION = {
-    "info": ("--format", "xml"), "convert": ("--partitions", "0"), "mine": ("--min-support", "lots"),
-    "emask choose": ("--s0", "x"), "emask distort": ("--p", "two"), "emask mine": ("--max-length", "0"),
-    "emask audit": ("--min-support", "x"), "sketch": ("--m-max", "0"), "sketch evaluate": ("--neighbors", "0"),
-    "condense": ("--privacy-level", "0"), "anonymize": ("--k", "zero"), "access-control": ("--l-kind", "best"),
-    "km-anonymize": ("--m", "0"), "krimp compress": ("--max-len", "1"), "krimp generate": ("--laplace", "-1"),
-    "krimp ds": ("--max-candidates", "0"), "verify": ("--bogus", None), "report": ("--audience", "everyone"),
+    "info": ("--format", "xml"),
+    "convert": ("--partitions", "0"),
+    "mine": ("--min-support", "lots"),
+    "emask choose": ("--s0", "x"),
+    "emask distort": ("--p", "two"),
+    "emask mine": ("--max-length", "0"),
+    "emask audit": ("--min-support", "x"),
+    "sketch": ("--m-max", "0"),
+    "sketch evaluate": ("--neighbors", "0"),
+    "condense": ("--privacy-level", "0"),
+    "anonymize": ("--k", "zero"),
+    "access-control": ("--l-kind", "best"),
+    "km-anonymize": ("--m", "0"),
+    "krimp compress": ("--max-len", "1"),
+    "krimp generate": ("--laplace", "-1"),
+    "krimp ds": ("--max-candidates", "0"),
+    "verify": ("--bogus", None),
+    "report": ("--audience", "everyone"),
 }
 
 

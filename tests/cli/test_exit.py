@@ -62,8 +62,18 @@ def truncated_dataset(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("truncated")
     good = root / "good.parquet"
     with pytest.raises(SystemExit) as e:
-        main(["--scheduler", "sync", "--no-progress", "convert", str(sample_path("bms-webview-1-5k")), str(good),
-              "--partitions", "4"])
+        main(
+            [
+                "--scheduler",
+                "sync",
+                "--no-progress",
+                "convert",
+                str(sample_path("bms-webview-1-5k")),
+                str(good),
+                "--partitions",
+                "4",
+            ]
+        )
     assert e.value.code in (0, None)
     bad = root / "bad.parquet"
     shutil.copytree(good, bad)
@@ -103,7 +113,7 @@ def test_exit_waits_for_a_read_arrow_is_still_running():
 
         def read(self, n=-1):
             time.sleep(0.3)
-            out = data[self.pos:] if n is None or n < 0 else data[self.pos:self.pos + n]
+            out = data[self.pos :] if n is None or n < 0 else data[self.pos : self.pos + n]
             self.pos += len(out)
             return out
 
@@ -263,8 +273,14 @@ def test_with_message_rebuilds_an_exception_tblib_emptied():
 
 
 def _key_error(capsys, tmp_path, key: Path) -> str:
-    argv = ["--scheduler", "sync", "--no-progress", "--key-file", str(key),
-            *[a.format(out=str(tmp_path / "out")) for a in DISTORT]]
+    argv = [
+        "--scheduler",
+        "sync",
+        "--no-progress",
+        "--key-file",
+        str(key),
+        *[a.format(out=str(tmp_path / "out")) for a in DISTORT],
+    ]
     line = _one_error_line(*_run(capsys, argv), str(key), "--key-file")
     assert not (tmp_path / "out").exists()
     return line
@@ -306,7 +322,14 @@ def test_key_file_unreadable(capsys, tmp_path, monkeypatch):
 def test_key_file_is_a_folder(capsys, tmp_path):
     folder = tmp_path / "keys"
     folder.mkdir()
-    argv = ["--scheduler", "sync", "--no-progress", "--key-file", str(folder), *[a.format(out=str(tmp_path / "o")) for a in DISTORT]]
+    argv = [
+        "--scheduler",
+        "sync",
+        "--no-progress",
+        "--key-file",
+        str(folder),
+        *[a.format(out=str(tmp_path / "o")) for a in DISTORT],
+    ]
     _one_error_line(*_run(capsys, argv), "--key-file", "keys")
 
 
@@ -334,8 +357,13 @@ def test_bad_key_file_is_refused_before_any_work(capsys, tmp_path):
     """The key file is read before the job's scheduler starts (no cluster for nothing)."""
     key = tmp_path / "random.key"
     key.write_bytes(b"\x80" * 16)
-    _one_error_line(*_run(capsys, ["--workers", "1", "--no-progress", "--key-file", str(key),
-                                   *[a.format(out=str(tmp_path / "out")) for a in DISTORT]]), "--key-file")
+    _one_error_line(
+        *_run(
+            capsys,
+            ["--workers", "1", "--no-progress", "--key-file", str(key), *[a.format(out=str(tmp_path / "out")) for a in DISTORT]],
+        ),
+        "--key-file",
+    )
     from ppdm_dask.cluster import current_client
 
     assert current_client() is None
@@ -355,8 +383,7 @@ def test_empty_input_file_is_said_to_be_empty(capsys, tmp_path, name):
 def test_binary_csv_names_the_file_and_line(capsys, tmp_path):
     src = tmp_path / "baskets.csv"
     src.write_bytes(b"milk,bread\n\xc0\xc1,eggs\n")
-    _one_error_line(*_run(capsys, ["--scheduler", "threads", "--no-progress", "info", str(src)]),
-                    str(src), "line 2", "not UTF-8")
+    _one_error_line(*_run(capsys, ["--scheduler", "threads", "--no-progress", "info", str(src)]), str(src), "line 2", "not UTF-8")
 
 
 @pytest.mark.parametrize("name", ["folder.dat", "folder.csv"])

@@ -48,8 +48,13 @@ def _names_in_sources() -> dict[str, str]:
                         for name in NAMED.findall(text):
                             out.setdefault(name, where)
             fn = node.func
-            if (isinstance(fn, ast.Name) and fn.id == "check" and node.args and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)):
+            if (
+                isinstance(fn, ast.Name)
+                and fn.id == "check"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
                 out.setdefault(node.args[0].value, where)
         for node in ast.walk(tree):  # fix texts kept in a variable first (fix = "raise `min_support` ...")
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "fix" for t in node.targets):
@@ -139,13 +144,17 @@ def test_the_library_spells_no_flag():
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 for kw in node.keywords:
-                    if kw.arg in ("cli", "python", "fix", "parameter", "flag") and any(re.search(r"(^|\s)--[a-z]", s) for s in _strings(kw.value)):
+                    if kw.arg in ("cli", "python", "fix", "parameter", "flag") and any(
+                        re.search(r"(^|\s)--[a-z]", s) for s in _strings(kw.value)
+                    ):
                         bad.append(f"{path.relative_to(PKG.parent)}:{node.lineno} {kw.arg}=")
     assert not bad, bad
 
 
 def test_message_names_the_parameter_for_python_and_the_flag_for_the_command_line():
-    e = InvalidParameter("too many itemsets", python="raise min_support", fix="raise `min_support` or `min_count`, set `max_length`")
+    e = InvalidParameter(
+        "too many itemsets", python="raise min_support", fix="raise `min_support` or `min_count`, set `max_length`"
+    )
     assert str(e) == "too many itemsets (raise min_support)"
     assert cli_message(e) == "too many itemsets (raise --min-support or --min-count, set --max-length)"
     e = InvalidParameter("k must be an integer >= 1, got 0", parameter="k")
@@ -162,12 +171,20 @@ def test_hints_survive_a_process_boundary():
 
     e = InvalidParameter("bad", python="p + q != 1", parameter="p", fix="`p` and `q` with p + q != 1")
     back = pickle.loads(pickle.dumps(e))
-    assert (back.python, back.parameter, back.fix, cli_message(back)) == (e.python, "p", e.fix, "bad (--p and --q with p + q != 1)")
+    assert (back.python, back.parameter, back.fix, cli_message(back)) == (
+        e.python,
+        "p",
+        e.fix,
+        "bad (--p and --q with p + q != 1)",
+    )
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["emask", "distort", "IN", "OUT", "--p", "0.4", "--q", "0.6"], "(--p and --q with p + q != 1)"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["emask", "distort", "IN", "OUT", "--p", "0.4", "--q", "0.6"], "(--p and --q with p + q != 1)"),
+    ],
+)
 def test_a_library_refusal_on_the_command_line_names_the_flag(tmp_path, capsys, argv, flag):
     from ppdm_dask.cli import main
 

@@ -73,8 +73,11 @@ def test_min_support_1_means_every_transaction(capsys, tmp_path):
     assert code == 0, err
     s = json.loads(out)
     assert s["min_count"] == len(rows)  # 100 %, not the absolute count 1
-    assert _itemsets(tmp_path / "fi.parquet") == _brute_force(rows, len(rows)) == {
-        frozenset({1}): 4, frozenset({2}): 4, frozenset({1, 2}): 4}
+    assert (
+        _itemsets(tmp_path / "fi.parquet")
+        == _brute_force(rows, len(rows))
+        == {frozenset({1}): 4, frozenset({2}): 4, frozenset({1, 2}): 4}
+    )
     # the same for KRIMP: min-support 1 is every row (iris: 150)
     code, out, err = _ppdm(capsys, "--json", "krimp", "compress", str(sample_path("iris")), "--min-support", "1")
     assert code == 0, err
@@ -98,14 +101,17 @@ def test_min_count_equals_min_support_fraction(capsys, tmp_path):
     assert "--min-count 11 exceeds the 10 transactions" in line
 
 
-@pytest.mark.parametrize("argv", [
-    ["mine", "{src}"],
-    ["emask", "mine", "{src}", "--p", "0.5", "--q", "0.97"],
-    ["emask", "audit", "{src}", "{src}", "--p", "0.5", "--q", "0.97"],
-    ["krimp", "compress", "{src}"],
-    ["krimp", "generate", "{src}", "{out}"],
-    ["krimp", "ds", "{src}", "{src}"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["mine", "{src}"],
+        ["emask", "mine", "{src}", "--p", "0.5", "--q", "0.97"],
+        ["emask", "audit", "{src}", "{src}", "--p", "0.5", "--q", "0.97"],
+        ["krimp", "compress", "{src}"],
+        ["krimp", "generate", "{src}", "{out}"],
+        ["krimp", "ds", "{src}", "{src}"],
+    ],
+)
 def test_both_support_flags_are_one_usage_error(capsys, tmp_path, argv):
     args = [a.format(src=str(sample_path("iris")), out=str(tmp_path / "out")) for a in argv]
     line = _error_line(*_ppdm(capsys, *args, "--min-support", "0.5", "--min-count", "3"))
@@ -130,7 +136,9 @@ def _spy_on_apriori_gen(monkeypatch, module) -> list[int]:
     return built
 
 
-@pytest.mark.parametrize("argv", [["mine", "{src}"], ["emask", "mine", "{src}", "--p", "1", "--q", "1"]], ids=["mine", "emask-mine"])
+@pytest.mark.parametrize(
+    "argv", [["mine", "{src}"], ["emask", "mine", "{src}", "--p", "1", "--q", "1"]], ids=["mine", "emask-mine"]
+)
 def test_candidate_guard_fires_before_the_level_is_built(capsys, tmp_path, monkeypatch, argv):
     """3 rows, one of 60 items, min-count 1: level k has C(60, k) candidates (level 6: 50 M).
     With a bound of 100,000 the guard must stop at level 4 (487,635) before building it: no
@@ -176,6 +184,7 @@ def test_emask_p_plus_q_one_refused_up_front(capsys):
 def test_krimp_refuses_a_million_item_transaction_before_mining(capsys, tmp_path, monkeypatch):
     """At min-count 1 a transaction of 1,000,000 items makes 2^1,000,000 candidates: refused
     before the miner runs (it is never called, so nothing of it is allocated)."""
+
     def no_kernel(*a, **k):
         raise AssertionError("the candidate miner ran")
 
@@ -203,7 +212,9 @@ def test_krimp_guard_in_the_library():
 def _krimp_brute(rows, min_count):
     """Itemsets of >= 2 items with support >= min_count; every frequent one lies in a short row here."""
     sets = [set(r) for r in rows]
-    subsets = {frozenset(x) for r in rows if len(r) <= 20 for k in range(2, len(r) + 1) for x in itertools.combinations(sorted(r), k)}
+    subsets = {
+        frozenset(x) for r in rows if len(r) <= 20 for k in range(2, len(r) + 1) for x in itertools.combinations(sorted(r), k)
+    }
     support = {x: sum(x <= r for r in sets) for x in subsets}
     return {x: c for x, c in support.items() if c >= min_count}
 

@@ -49,8 +49,28 @@ def _one_error(r, tmp_path) -> str:
 def test_emask_distort_of_people_is_refused_in_one_line(tmp_path):
     """The issue's command, as a user types it (a process, the sync scheduler)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SAMPLES.parents[2]), os.environ.get("PYTHONPATH")]))}
-    r = subprocess.run([sys.executable, "-m", "ppdm_dask.cli", "--scheduler", "sync", "emask", "distort", PEOPLE, "dist/",
-                        "--p", "0.5", "--q", "0.97"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ppdm_dask.cli",
+            "--scheduler",
+            "sync",
+            "emask",
+            "distort",
+            PEOPLE,
+            "dist/",
+            "--p",
+            "0.5",
+            "--q",
+            "0.97",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("ppdm: error:") == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert r.stdout == "" and list(tmp_path.iterdir()) == []
@@ -61,7 +81,8 @@ def test_emask_distort_of_people_is_refused_in_one_line(tmp_path):
 
 #: people.csv on every basket command, the other table samples on three
 CASES = [(name, "people.csv") for name in sorted(BASKET_CMDS)] + [
-    (name, table) for table in ("adult_2k.csv", "ecoli.csv") for name in ("emask distort", "mine", "convert")]
+    (name, table) for table in ("adult_2k.csv", "ecoli.csv") for name in ("emask distort", "mine", "convert")
+]
 
 
 @pytest.mark.parametrize("name, table", CASES)
@@ -75,7 +96,10 @@ def test_basket_commands_refuse_a_table(tmp_path, name, table):
 def test_two_input_commands_check_both(tmp_path):
     (tmp_path / "input").mkdir()
     chess = str(sample_path("chess"))
-    for argv in (["krimp", "ds", chess, PEOPLE, "--min-count", "100"], ["emask", "audit", PEOPLE, chess, "--p", "0.5", "--q", "0.97"]):
+    for argv in (
+        ["krimp", "ds", chess, PEOPLE, "--min-count", "100"],
+        ["emask", "audit", PEOPLE, chess, "--p", "0.5", "--q", "0.97"],
+    ):
         line = _one_error(run(*argv, ok=False), tmp_path)
         assert "people.csv looks like a table" in line
 
@@ -122,9 +146,14 @@ def test_table_commands_refuse_baskets(tmp_path, name):
     run("convert", str(sample_path("mushroom")), str(tx))
     basket_csv = tmp_path / "input" / "baskets.csv"
     basket_csv.write_text("1,3,9\n2,3\n4,5,9,11\n")
-    for src, why in ((str(sample_path("mushroom")), "FIMI lines of 23 item ids each"), (str(tx), "a ppdm-transactions dataset"),
-                     (str(basket_csv), "lines of 2 to 4 items separated by ',' and no header row")):
-        argv = [a.format(**{"in": src, "out": str(tmp_path / "out"), "perm": str(SAMPLES / "adult_permissions.json")})
-                for a in TABLE_CMDS[name]]
+    for src, why in (
+        (str(sample_path("mushroom")), "FIMI lines of 23 item ids each"),
+        (str(tx), "a ppdm-transactions dataset"),
+        (str(basket_csv), "lines of 2 to 4 items separated by ',' and no header row"),
+    ):
+        argv = [
+            a.format(**{"in": src, "out": str(tmp_path / "out"), "perm": str(SAMPLES / "adult_permissions.json")})
+            for a in TABLE_CMDS[name]
+        ]
         line = _one_error(run(*argv, ok=False), tmp_path)
         assert f"{src} holds baskets, not a table ({why})" in line and BASKET_COMMANDS in line, line

@@ -47,9 +47,16 @@ def _texts(path: Path) -> list[bytes]:
 def inputs(tmp_path_factory):
     d = tmp_path_factory.mktemp("inputs")
     rng = np.random.default_rng(0)
-    pd.DataFrame({"x": rng.normal(size=400), "y": rng.normal(size=400), "level": rng.integers(2, 6, size=400)}).to_csv(d / "num.csv", index=False)
-    return {"people": str(sample_path("people")), "mushroom": str(sample_path("mushroom")), "iris": str(sample_path("iris")),
-            "bms": str(sample_path("bms-webview-1-5k")), "num": str(d / "num.csv")}
+    pd.DataFrame({"x": rng.normal(size=400), "y": rng.normal(size=400), "level": rng.integers(2, 6, size=400)}).to_csv(
+        d / "num.csv", index=False
+    )
+    return {
+        "people": str(sample_path("people")),
+        "mushroom": str(sample_path("mushroom")),
+        "iris": str(sample_path("iris")),
+        "bms": str(sample_path("bms-webview-1-5k")),
+        "num": str(d / "num.csv"),
+    }
 
 
 JOBS = {
@@ -57,12 +64,55 @@ JOBS = {
     "emask distort": ["emask", "distort", "{mushroom}", "{out}/d", "--p", "0.5", "--q", "0.97", "--allow-weak"],
     "sketch delta": ["sketch", "{mushroom}", "{out}/s", "--delta", "0.5"],
     "sketch k-variance": ["sketch", "{iris}", "{out}/s", "--k", "3"],
-    "condense": ["condense", "{num}", "{out}/c", "--columns", "x,y", "--privacy-column", "level", "--dtype", "x=float",
-                 "--dtype", "y=float", "--dtype", "level=int"],
-    "anonymize": ["anonymize", "{people}", "{out}/a", "--identifier", "name", "--qi", "age,sex,zip", "--sensitive", "diagnosis",
-                  "--k", "5", "--method", "mondrian", "--dtype", "age=int"],
-    "anonymize csv": ["anonymize", "{people}", "{out}/a.csv", "--identifier", "name", "--qi", "age,sex,zip",
-                      "--sensitive", "diagnosis", "--k", "5", "--method", "mondrian", "--dtype", "age=int"],
+    "condense": [
+        "condense",
+        "{num}",
+        "{out}/c",
+        "--columns",
+        "x,y",
+        "--privacy-column",
+        "level",
+        "--dtype",
+        "x=float",
+        "--dtype",
+        "y=float",
+        "--dtype",
+        "level=int",
+    ],
+    "anonymize": [
+        "anonymize",
+        "{people}",
+        "{out}/a",
+        "--identifier",
+        "name",
+        "--qi",
+        "age,sex,zip",
+        "--sensitive",
+        "diagnosis",
+        "--k",
+        "5",
+        "--method",
+        "mondrian",
+        "--dtype",
+        "age=int",
+    ],
+    "anonymize csv": [
+        "anonymize",
+        "{people}",
+        "{out}/a.csv",
+        "--identifier",
+        "name",
+        "--qi",
+        "age,sex,zip",
+        "--sensitive",
+        "diagnosis",
+        "--k",
+        "5",
+        "--method",
+        "mondrian",
+        "--dtype",
+        "age=int",
+    ],
     "km-anonymize": ["km-anonymize", "{bms}", "{out}/km", "--k", "5", "--m", "2", "--fan-out", "5"],
     "krimp generate": ["krimp", "generate", "{iris}", "{out}/g", "--min-count", "2"],
 }

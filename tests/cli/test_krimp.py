@@ -52,11 +52,18 @@ def test_verify_krimp_release(shared_data, tmp_path):
     out = tmp_path / "gen"
     run("krimp", "generate", str(src), str(out), "--min-count", "3", "--no-scores")
     v = json.loads(run("--json", "verify", str(out), "--original", str(src)).stdout)
-    assert v["ok"] and {c["name"] for c in v["checks"]} >= {"unique copies", "one item per domain", "pattern support in the original",
-                                                          UNIQUE_COPIES_CHECK, "normalized anonymity score"}
+    assert v["ok"] and {c["name"] for c in v["checks"]} >= {
+        "unique copies",
+        "one item per domain",
+        "pattern support in the original",
+        UNIQUE_COPIES_CHECK,
+        "normalized anonymity score",
+    }
     # a pattern below min-support forged into the public patterns ({1, 8}: one iris record)
     table = pq.read_table(out / PATTERNS_FILE)
-    forge_part(out, PATTERNS_FILE, pa.concat_tables([table, pa.table({"items": pa.array([[1, 8]], table.schema.field("items").type)})]))
+    forge_part(
+        out, PATTERNS_FILE, pa.concat_tables([table, pa.table({"items": pa.array([[1, 8]], table.schema.field("items").type)})])
+    )
     alone = run("verify", str(out)).stdout  # the public file holds no support: not checkable without the original
     assert "NOT CHECKED pattern support in the original" in alone
     r = run("verify", str(out), "--original", str(src), ok=False)
@@ -73,7 +80,9 @@ def test_min_support_floor(shared_data, tmp_path):
     src = shared_data / "lucs" / "iris.dat"
     r = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-count", "1", ok=False)
     lines = [x for x in r.output.splitlines() if x.strip()]
-    assert r.exit_code == 2 and len(lines) == 1 and "min-support 1 is below the floor 2" in lines[0] and "--allow-weak" in lines[0]
+    assert (
+        r.exit_code == 2 and len(lines) == 1 and "min-support 1 is below the floor 2" in lines[0] and "--allow-weak" in lines[0]
+    )
     assert not (tmp_path / "g").exists()
     text = run("krimp", "generate", str(src), str(tmp_path / "g"), "--min-count", "1", "--allow-weak", "--no-scores").stdout
     assert "OVERRIDES" in text and "min-support" in text
@@ -106,7 +115,9 @@ def test_unique_copies_rule_and_forged_rows(tmp_path):
     table = pq.read_table(out / "part-00000.parquet")
     index = {v: j for j, v in enumerate(read(str(out)).vocabulary.labels.tolist())}
     ids = pa.array([sorted(index[i] for i in r) for r in read(src).to_lists()], table.schema.field("items").type)
-    forge_part(out, "part-00000.parquet", pa.table({"items": ids, "n_patterns": pa.array([1] * len(ids), pa.int64())}).cast(table.schema))
+    forge_part(
+        out, "part-00000.parquet", pa.table({"items": ids, "n_patterns": pa.array([1] * len(ids), pa.int64())}).cast(table.schema)
+    )
     assert "NOT CHECKED " + UNIQUE_COPIES_CHECK in run("verify", str(out)).stdout
     r = run("verify", str(out), "--original", src, ok=False)
     assert r.exit_code == 2 and f"FAILED {UNIQUE_COPIES_CHECK}: {len(unique)} (needs 0)" in r.output
@@ -147,8 +158,20 @@ def test_generate_and_ds_report_the_same_ds(tmp_path):
         out = tmp_path / f"gen-{word}"
         extra = [flag] if flag else []
         g = run("--key-file", str(key), "krimp", "generate", src, str(out), "--min-count", "2", *extra)
-        gj = json.loads(run("--json", "--key-file", str(key), "krimp", "generate", src, str(tmp_path / f"j-{word}"), "--min-count",
-                            "2", *extra).stdout)
+        gj = json.loads(
+            run(
+                "--json",
+                "--key-file",
+                str(key),
+                "krimp",
+                "generate",
+                src,
+                str(tmp_path / f"j-{word}"),
+                "--min-count",
+                "2",
+                *extra,
+            ).stdout
+        )
         assert f"DS with pruning {word}" in g.stdout
         d = json.loads(run("--json", "krimp", "ds", str(tmp_path / f"j-{word}"), src, "--min-count", "2", *extra).stdout)
         assert d["prune"] is (flag is not None)

@@ -52,20 +52,45 @@ def _args(name: str, tmp_path) -> list[str]:
         "mine": ["mine", tx, "--min-support", "0.5", "--rules"],
         "sketch": ["sketch", tx, str(tmp_path / "rel")],
         "anonymize": ["anonymize", people, str(tmp_path / "rel"), *ROLES, "--k", "5", "--method", "mondrian"],
-        "access-control": ["access-control", str(sample_path("adult")), "--permissions", perms, "--qi", "sex,age,race",
-                           "--sensitive", "salary-class", "--k", "10", "--dtype", "age=int"],
+        "access-control": [
+            "access-control",
+            str(sample_path("adult")),
+            "--permissions",
+            perms,
+            "--qi",
+            "sex,age,race",
+            "--sensitive",
+            "salary-class",
+            "--k",
+            "10",
+            "--dtype",
+            "age=int",
+        ],
         "krimp generate": ["krimp", "generate", tx, str(tmp_path / "rel"), "--min-count", "2"],
         "condense": ["condense", ecoli, str(tmp_path / "rel"), "--columns", "mcg,gvh"],
     }[name]
 
 
 NUMBERS = [
-    ("emask choose", "--s0", "nan"), ("emask choose", "--s0", "0"), ("emask choose", "--privacy-floor", "nan"),
-    ("emask choose", "--q-min", "nan"), ("emask choose", "--min-support", "nan"), ("emask distort", "--p", "nan"),
-    ("emask distort", "--q", "inf"), ("emask distort", "--p", "-1"), ("emask mine", "--prune-margin", "nan"),
-    ("mine", "--min-confidence", "nan"), ("sketch", "--delta", "nan"), ("sketch", "--delta", "0"),
-    ("sketch", "--delta", "inf"), ("anonymize", "--l", "nan"), ("anonymize", "--l", "0"), ("anonymize", "--c", "-1"),
-    ("anonymize", "--max-suppression", "nan"), ("access-control", "--c", "nan"), ("krimp generate", "--laplace", "nan"),
+    ("emask choose", "--s0", "nan"),
+    ("emask choose", "--s0", "0"),
+    ("emask choose", "--privacy-floor", "nan"),
+    ("emask choose", "--q-min", "nan"),
+    ("emask choose", "--min-support", "nan"),
+    ("emask distort", "--p", "nan"),
+    ("emask distort", "--q", "inf"),
+    ("emask distort", "--p", "-1"),
+    ("emask mine", "--prune-margin", "nan"),
+    ("mine", "--min-confidence", "nan"),
+    ("sketch", "--delta", "nan"),
+    ("sketch", "--delta", "0"),
+    ("sketch", "--delta", "inf"),
+    ("anonymize", "--l", "nan"),
+    ("anonymize", "--l", "0"),
+    ("anonymize", "--c", "-1"),
+    ("anonymize", "--max-suppression", "nan"),
+    ("access-control", "--c", "nan"),
+    ("krimp generate", "--laplace", "nan"),
 ]
 
 
@@ -98,8 +123,9 @@ def test_runaway_partition_counts_are_refused(capsys, tmp_path):
     assert "--partitions <= 150" in line
     line = _refused(capsys, "generate", "quest", "T5.I2.D1000000000000.N50", str(tmp_path / "q"))
     assert "--partition-rows" in line and "partitions" in line
-    line = _refused(capsys, "sketch", "evaluate", str(sample_path("iris")), "--delta", "0.5", "--task", "cluster",
-                    "--clusters", HUGE)
+    line = _refused(
+        capsys, "sketch", "evaluate", str(sample_path("iris")), "--delta", "0.5", "--task", "cluster", "--clusters", HUGE
+    )
     assert "--clusters" in line
     assert not any(tmp_path.iterdir())
 
@@ -107,6 +133,7 @@ def test_runaway_partition_counts_are_refused(capsys, tmp_path):
 def test_with_flag_uses_the_leaf_commands_options_only():
     """The library's name is mapped through the options of the command that ran, so ``k`` of
     ``sketch evaluate`` is its ``--k`` and a name no option has is left alone."""
+
     def fail_in(*path: str, message: str) -> str:
         group = cli
         ctx = click.Context(cli)
@@ -116,6 +143,7 @@ def test_with_flag_uses_the_leaf_commands_options_only():
 
         def run(ctx: click.Context) -> None:  # noqa: ARG001 - found on the traceback, as in click's invoke
             raise ValueError(message)
+
         try:
             run(leaf_ctx)
         except ValueError as exc:
@@ -140,12 +168,15 @@ def test_hierarchy_and_permission_files_are_named(capsys, tmp_path):
     assert "h_dir.csv is a folder" in line and "--hierarchy" in line
     binary = tmp_path / "h_bin.csv"
     binary.write_bytes(b"\x9d\x00\xff;*\n")
-    line = _refused(capsys, "anonymize", str(sample_path("people")), str(tmp_path / "rel"), *ROLES, "--k", "5",
-                    "--hierarchy", f"sex={binary}")
+    line = _refused(
+        capsys, "anonymize", str(sample_path("people")), str(tmp_path / "rel"), *ROLES, "--k", "5", "--hierarchy", f"sex={binary}"
+    )
     assert "h_bin.csv is not UTF-8" in line
     shape = tmp_path / "perms.json"
     shape.write_text(json.dumps([1, 2]))
-    line = _refused(capsys, *_args("access-control", tmp_path)[:2], "--permissions", str(shape), *_args("access-control", tmp_path)[4:])
+    line = _refused(
+        capsys, *_args("access-control", tmp_path)[:2], "--permissions", str(shape), *_args("access-control", tmp_path)[4:]
+    )
     assert "perms.json" in line and "permission 0 must be a mapping" in line and "--permissions" in line
     assert not (tmp_path / "rel").exists()
 
@@ -162,8 +193,9 @@ def test_table_csv_with_a_short_row_is_refused(capsys, tmp_path):
 
 def test_two_outputs_at_one_path_are_refused_before_work(capsys, tmp_path):
     same = str(tmp_path / "itemsets.parquet")
-    line = _refused(capsys, "mine", str(sample_path("iris")), "--min-support", "0.5", "--rules", "--out", same,
-                    "--rules-out", same)
+    line = _refused(
+        capsys, "mine", str(sample_path("iris")), "--min-support", "0.5", "--rules", "--out", same, "--rules-out", same
+    )
     assert "same location" in line and "itemsets.parquet" in line
     assert not any(tmp_path.iterdir())
 
@@ -176,8 +208,9 @@ def test_emask_audit_of_plain_data_asks_for_p_and_q(capsys, tmp_path):
 
 def test_report_of_a_tampered_release_names_the_failing_check(capsys, tmp_path):
     rel = tmp_path / "rel"
-    code, _, err = _ppdm(capsys, "anonymize", str(sample_path("people")), str(rel), *ROLES, "--k", "5", "--method", "mondrian",
-                         "--no-report")
+    code, _, err = _ppdm(
+        capsys, "anonymize", str(sample_path("people")), str(rel), *ROLES, "--k", "5", "--method", "mondrian", "--no-report"
+    )
     assert code == 0, err
     part = next(rel.glob("part-*.parquet"))
     manifest = json.loads((rel / "_SUCCESS").read_text())

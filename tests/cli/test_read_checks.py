@@ -107,14 +107,36 @@ def test_no_error_after_a_commit(tmp_path, monkeypatch):
         raise AssertionError("mined before refusing the existing output")
 
     monkeypatch.setattr(mining, "apriori", no_mining)
-    r = run("mine", str(sample_path("chess")), "--min-support", "0.9", "--out", str(tmp_path / "new.csv"),
-            "--rules-out", str(existing), ok=False)
+    r = run(
+        "mine",
+        str(sample_path("chess")),
+        "--min-support",
+        "0.9",
+        "--out",
+        str(tmp_path / "new.csv"),
+        "--rules-out",
+        str(existing),
+        ok=False,
+    )
     assert r.exit_code == 2 and "rules.csv already exists" in r.stderr and "--overwrite" in r.stderr
     assert not (tmp_path / "new.csv").exists() and existing.read_text() == "theirs"
     (tmp_path / "fi.csv").write_text("theirs")
-    for argv in (["mine", str(sample_path("chess")), "--min-support", "0.9", "--out", str(tmp_path / "fi.csv")],
-                 ["emask", "mine", str(sample_path("chess")), "--p", "0.5", "--q", "0.97", "--min-support", "0.9",
-                  "--out", str(tmp_path / "fi.csv")]):
+    for argv in (
+        ["mine", str(sample_path("chess")), "--min-support", "0.9", "--out", str(tmp_path / "fi.csv")],
+        [
+            "emask",
+            "mine",
+            str(sample_path("chess")),
+            "--p",
+            "0.5",
+            "--q",
+            "0.97",
+            "--min-support",
+            "0.9",
+            "--out",
+            str(tmp_path / "fi.csv"),
+        ],
+    ):
         r = run(*argv, ok=False)
         assert r.exit_code == 2 and "fi.csv already exists" in r.stderr and r.stdout == ""
     assert (tmp_path / "fi.csv").read_text() == "theirs"
@@ -122,8 +144,10 @@ def test_no_error_after_a_commit(tmp_path, monkeypatch):
 
 def test_a_table_command_on_a_transaction_folder_names_the_format(datasets, tmp_path):
     """On an earlier main, ``condense`` of a transaction folder died with a raw ``KeyError``."""
-    for argv in (["condense", str(datasets / "mushroom"), str(tmp_path / "c"), "--privacy-level", "5"],
-                 ["anonymize", str(datasets / "mushroom"), str(tmp_path / "a"), "--qi", "x", "--k", "5"]):
+    for argv in (
+        ["condense", str(datasets / "mushroom"), str(tmp_path / "c"), "--privacy-level", "5"],
+        ["anonymize", str(datasets / "mushroom"), str(tmp_path / "a"), "--qi", "x", "--k", "5"],
+    ):
         r = run(*argv, ok=False)
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert r.exit_code == 2 and len(lines) == 1 and "ppdm-transactions" in lines[0], r.stderr
@@ -133,11 +157,28 @@ def test_a_table_command_on_a_transaction_folder_names_the_format(datasets, tmp_
 def test_a_table_folder_without_its_manifest_is_not_read_as_foreign_data(tmp_path):
     """A ppdm table release whose ``_SUCCESS`` is gone was read as plain Parquet (exit 0)."""
     out = tmp_path / "pk"
-    run("anonymize", str(sample_path("people")), str(out), "--identifier", "name", "--qi", "age,sex,zip", "--sensitive",
-        "diagnosis", "--k", "5", "--method", "mondrian", "--dtype", "age=int", "--no-report")
+    run(
+        "anonymize",
+        str(sample_path("people")),
+        str(out),
+        "--identifier",
+        "name",
+        "--qi",
+        "age,sex,zip",
+        "--sensitive",
+        "diagnosis",
+        "--k",
+        "5",
+        "--method",
+        "mondrian",
+        "--dtype",
+        "age=int",
+        "--no-report",
+    )
     (out / "_SUCCESS").unlink()
-    r = run("anonymize", str(out), str(tmp_path / "again"), "--qi", "age,sex,zip", "--sensitive", "diagnosis", "--k", "5",
-            ok=False)
+    r = run(
+        "anonymize", str(out), str(tmp_path / "again"), "--qi", "age,sex,zip", "--sensitive", "diagnosis", "--k", "5", ok=False
+    )
     assert r.exit_code == 2 and "no _SUCCESS manifest" in r.stderr and not (tmp_path / "again").exists()
 
 
@@ -147,8 +188,10 @@ def test_overwrite_of_the_input_itself_is_refused(datasets, tmp_path):
     src = tmp_path / "self"
     shutil.copytree(datasets / "mushroom", src)
     before = {p.name: p.read_bytes() for p in src.iterdir()}
-    for argv in (["emask", "distort", str(src), str(src), "--p", "0.5", "--q", "0.97", "--allow-weak", "--overwrite"],
-                 ["convert", str(src), str(src), "--overwrite"]):
+    for argv in (
+        ["emask", "distort", str(src), str(src), "--p", "0.5", "--q", "0.97", "--allow-weak", "--overwrite"],
+        ["convert", str(src), str(src), "--overwrite"],
+    ):
         r = run(*argv, ok=False)
         assert r.exit_code == 2 and "is the input of this job" in r.stderr, r.stderr
     assert {p.name: p.read_bytes() for p in src.iterdir()} == before
@@ -166,8 +209,11 @@ def test_damaged_compressed_input_and_manifest_folder_of_a_release(tmp_path):
     ``report`` of a release whose ``_SUCCESS`` is a folder gave a raw ``IsADirectoryError``."""
     import gzip
 
-    data = gzip.compress(sample_path("chess").read_bytes() if not str(sample_path("chess")).endswith(".gz")
-                         else gzip.decompress(sample_path("chess").read_bytes()))
+    data = gzip.compress(
+        sample_path("chess").read_bytes()
+        if not str(sample_path("chess")).endswith(".gz")
+        else gzip.decompress(sample_path("chess").read_bytes())
+    )
     (tmp_path / "cut.dat.gz").write_bytes(data[:5000])
     (tmp_path / "not.dat.gz").write_bytes(b"\x00\xff\xfe plain bytes")
     for name in ("cut.dat.gz", "not.dat.gz"):

@@ -24,8 +24,23 @@ def test_report_with_the_owners_hierarchies_equals_the_jobs(tmp_path):
     run("samples", "--copy", "adult", "--to", str(tmp_path / "adult"))  # the CSV and its hierarchies, alone in a folder
     src, folder = tmp_path / "adult" / "adult_2k.csv", tmp_path / "adult"
     out = tmp_path / "rel"
-    run("anonymize", str(src), str(out), "--qi", QI, "--sensitive", "salary-class", "--hierarchies", str(folder),
-        "--k", "5", "--t", "0.2", "--method", "mondrian")
+    run(
+        "anonymize",
+        str(src),
+        str(out),
+        "--qi",
+        QI,
+        "--sensitive",
+        "salary-class",
+        "--hierarchies",
+        str(folder),
+        "--k",
+        "5",
+        "--t",
+        "0.2",
+        "--method",
+        "mondrian",
+    )
     job, job_items = _items(tmp_path / "rel.report.json")
     run("report", str(out), "--original", str(src), "--hierarchies", str(folder), "--out", str(tmp_path / "h.html"))
     again, items = _items(tmp_path / "h.json")

@@ -25,15 +25,38 @@ def written(tmp_path_factory):
     df = pd.read_csv(sample_path("adult"), sep=";")[[*QI, "salary-class"]]
     df.assign(w=20.0).to_csv(src, index=False)
     out = tmp / "rel"
-    run("anonymize", str(src), str(out), "--qi", ",".join(QI), "--sensitive", "salary-class", "--insensitive", "w",
-        "--k", "2", "--method", "mondrian")
+    run(
+        "anonymize",
+        str(src),
+        str(out),
+        "--qi",
+        ",".join(QI),
+        "--sensitive",
+        "salary-class",
+        "--insensitive",
+        "w",
+        "--k",
+        "2",
+        "--method",
+        "mondrian",
+    )
     return src, out, tmp
 
 
 def test_report_population_options(written):
     src, out, tmp = written
-    run("report", str(out), "--original", str(src), "--population-size", "40000", "--weight-column", "w",
-        "--out", str(tmp / "r.html"))
+    run(
+        "report",
+        str(out),
+        "--original",
+        str(src),
+        "--population-size",
+        "40000",
+        "--weight-column",
+        "w",
+        "--out",
+        str(tmp / "r.html"),
+    )
     doc = json.loads((tmp / "r.json").read_text())
     items = {i["id"]: i for s in doc["sections"] for i in s["items"]}
     released = pd.read_parquet(out)
@@ -46,13 +69,16 @@ def test_report_population_options(written):
     assert "risk_qi_combinations" in items and "risk_original_qi_combinations" in items
 
 
-@pytest.mark.parametrize("args, flag", [
-    (["--sampling-fraction", "0"], "--sampling-fraction"),
-    (["--sampling-fraction", "1.5"], "--sampling-fraction"),
-    (["--population-size", "10"], "--population-size"),
-    (["--sampling-fraction", "0.1", "--population-size", "5000"], "--population-size"),
-    (["--weight-column", "nope"], "--weight-column"),
-])
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--sampling-fraction", "0"], "--sampling-fraction"),
+        (["--sampling-fraction", "1.5"], "--sampling-fraction"),
+        (["--population-size", "10"], "--population-size"),
+        (["--sampling-fraction", "0.1", "--population-size", "5000"], "--population-size"),
+        (["--weight-column", "nope"], "--weight-column"),
+    ],
+)
 def test_report_population_option_errors(written, args, flag):
     src, out, tmp = written
     r = run("report", str(out), "--original", str(src), *args, "--out", str(tmp / "bad.html"), ok=False)

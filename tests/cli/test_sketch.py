@@ -29,7 +29,9 @@ def src(tmp_path):
     x[:60, :8] = 1  # two classes with different dense blocks
     x[60:, 8:16] = 1
     path = str(tmp_path / "in")
-    TransactionArray.from_scipy(sp.csr_array(x), npartitions=2, columns={"label": np.repeat([0, 1], 60)}).to_parquet(path, progress=False)
+    TransactionArray.from_scipy(sp.csr_array(x), npartitions=2, columns={"label": np.repeat([0, 1], 60)}).to_parquet(
+        path, progress=False
+    )
     return path
 
 
@@ -60,7 +62,12 @@ def test_kvariance_and_floor(tmp_path, src):
     # ledger's composition of sketch releases: tests/sketch/test_composition.py)
     r = run("--no-ledger", "sketch", "anonymize", src, str(tmp_path / "a"), "--k", "3", "--m-max", "64", "--approximate")
     assert r.exit_code == 0, r.output
-    assert "memory plan" in r.output and "waves over 8 rounds" in r.output and "as they arrive" in r.output and "input rows" in r.output
+    assert (
+        "memory plan" in r.output
+        and "waves over 8 rounds" in r.output
+        and "as they arrive" in r.output
+        and "input rows" in r.output
+    )
     weak = run("--no-ledger", "sketch", src, str(tmp_path / "w"), "--k", "1")
     assert weak.exit_code == 2 and "k >= 2" in weak.output and "--allow-weak" in weak.output
     assert not (tmp_path / "w").exists()
@@ -84,8 +91,22 @@ def test_evaluate_and_usage_errors(tmp_path, src):
 
 def test_evaluate_sweep_table_json_plot_and_recount(tmp_path, src):
     plot = tmp_path / "frontier.svg"
-    r = run("--json", "--key-file", str(tmp_path / "key"), "sketch", "evaluate", src, "--sweep", "delta=0.1,0.5,2",
-            "--neighbors", "3", "--clusters", "2", "--plot", str(plot))
+    r = run(
+        "--json",
+        "--key-file",
+        str(tmp_path / "key"),
+        "sketch",
+        "evaluate",
+        src,
+        "--sweep",
+        "delta=0.1,0.5,2",
+        "--neighbors",
+        "3",
+        "--clusters",
+        "2",
+        "--plot",
+        str(plot),
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["method"] == "delta" and [row["level"] for row in out["levels"]] == [0.1, 0.5, 2.0]
@@ -105,17 +126,32 @@ def test_evaluate_sweep_table_json_plot_and_recount(tmp_path, src):
         assert row["accuracy_ratio"] == pytest.approx(row["accuracy"] / row["baseline_accuracy"])
         assert row["chance_accuracy"] == pytest.approx(float(p_train @ p_test))
     # the text table: one line per level, and the plot is refused if it exists (before any work)
-    text = run("--key-file", str(tmp_path / "key"), "sketch", "evaluate", src, "--sweep", "k=2,3", "--task", "classify",
-               "--neighbors", "3")
+    text = run(
+        "--key-file",
+        str(tmp_path / "key"),
+        "sketch",
+        "evaluate",
+        src,
+        "--sweep",
+        "k=2,3",
+        "--task",
+        "classify",
+        "--neighbors",
+        "3",
+    )
     assert text.exit_code == 0, text.output
     lines = [ln.split() for ln in text.stdout.splitlines()]
     assert [ln[0] for ln in lines if ln and ln[0] in ("2", "3")] == ["2", "3"]
     again = run("sketch", "evaluate", src, "--sweep", "delta=1", "--plot", str(plot))
     assert again.exit_code == 2 and "already exists" in again.output and "--overwrite" in again.output
-    for args, msg in ((["--sweep", "delta=1", "--delta", "1"], "leave out --delta"), (["--sweep", "x=1"], "delta=V1"),
-                      (["--sweep", "k=2.5"], "integers"), (["--sweep", "delta=0,1"], "positive"),
-                      (["--delta", "1", "--plot", str(tmp_path / "p.svg")], "--plot draws the frontier of a sweep"),
-                      (["--sweep", "delta=1", "--plot", str(tmp_path / "p.pdf")], ".svg or .png")):
+    for args, msg in (
+        (["--sweep", "delta=1", "--delta", "1"], "leave out --delta"),
+        (["--sweep", "x=1"], "delta=V1"),
+        (["--sweep", "k=2.5"], "integers"),
+        (["--sweep", "delta=0,1"], "positive"),
+        (["--delta", "1", "--plot", str(tmp_path / "p.svg")], "--plot draws the frontier of a sweep"),
+        (["--sweep", "delta=1", "--plot", str(tmp_path / "p.pdf")], ".svg or .png"),
+    ):
         bad = run("sketch", "evaluate", src, *args)
         assert bad.exit_code == 2 and msg in bad.output and "Traceback" not in bad.output, (args, bad.output)
     assert not (tmp_path / "p.svg").exists()

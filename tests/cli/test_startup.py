@@ -55,11 +55,17 @@ def _env() -> dict[str, str]:
 
 def probe(body: str, *args: str, heavy: tuple[str, ...] = HEAVY) -> tuple[list[str], str]:
     """Run ``body`` in a fresh interpreter; the heavy modules it left loaded, and its stderr."""
-    proc = subprocess.run([sys.executable, "-c", PROBE.format(body=body, heavy=heavy), *args], capture_output=True,
-                          text=True, env=_env(), cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(body=body, heavy=heavy), *args],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")][-1]
-    return eval(line[len("LOADED "):]), proc.stderr  # noqa: S307 - our own repr of a list of str
+    return eval(line[len("LOADED ") :]), proc.stderr  # noqa: S307 - our own repr of a list of str
 
 
 def test_import_loads_no_heavy_library():
@@ -73,16 +79,19 @@ def test_the_probe_sees_a_heavy_import():
     assert "numba" in loaded and "scipy" in loaded
 
 
-@pytest.mark.parametrize("args,code", [
-    (["--help"], 0),
-    (["--version"], 0),
-    (["mine", "--help"], 0),
-    (["verify", "--help"], 0),
-    (["mine", "x.dat", "--min-support"], 2),  # the option's value is missing
-    (["mine", "x.dat"], 2),  # neither --min-support nor --min-count
-    (["mine", "--no-such-flag"], 2),
-    (["no-such-command"], 2),
-])
+@pytest.mark.parametrize(
+    "args,code",
+    [
+        (["--help"], 0),
+        (["--version"], 0),
+        (["mine", "--help"], 0),
+        (["verify", "--help"], 0),
+        (["mine", "x.dat", "--min-support"], 2),  # the option's value is missing
+        (["mine", "x.dat"], 2),  # neither --min-support nor --min-count
+        (["mine", "--no-such-flag"], 2),
+        (["no-such-command"], 2),
+    ],
+)
 def test_help_version_and_usage_errors_load_no_heavy_library(args, code):
     loaded, err = probe(RUN_CLI, *args)
     assert f"EXIT {code}" in err, err
@@ -146,8 +155,9 @@ def test_the_spy_sees_a_job_that_starts_a_cluster(cluster_spy):
 
 
 def test_contradicting_ledger_flags_are_refused_before_the_job(cluster_spy, tmp_path):
-    r = CliRunner().invoke(cli, ["--ledger", str(tmp_path / "l"), "--no-ledger", "info", str(sample_path("chess"))],
-                           env={"PPDM_SCHEDULER": None})
+    r = CliRunner().invoke(
+        cli, ["--ledger", str(tmp_path / "l"), "--no-ledger", "info", str(sample_path("chess"))], env={"PPDM_SCHEDULER": None}
+    )
     assert r.exit_code == 2 and "--ledger and --no-ledger" in r.output and cluster_spy == []
 
 
@@ -211,9 +221,20 @@ def test_public_names_resolve_to_their_modules():
     from ppdm_dask.data import tables, transactions, vocabulary
 
     assert set(ppdm_dask.__all__) <= set(dir(ppdm_dask))
-    expected = {"TransactionArray": transactions, "Vocabulary": vocabulary, "Key": random, "as_key": random, "read": io,
-                "read_table": tables, "Release": release, "Roles": release, "Verdict": release, "Check": release,
-                "verify": verification, "open_release": verification}
+    expected = {
+        "TransactionArray": transactions,
+        "Vocabulary": vocabulary,
+        "Key": random,
+        "as_key": random,
+        "read": io,
+        "read_table": tables,
+        "Release": release,
+        "Roles": release,
+        "Verdict": release,
+        "Check": release,
+        "verify": verification,
+        "open_release": verification,
+    }
     assert set(expected) | {"errors", "__version__"} == set(ppdm_dask.__all__)
     for name, module in expected.items():
         assert getattr(ppdm_dask, name) is getattr(module, name)
@@ -228,8 +249,9 @@ def test_public_names_resolve_to_their_modules():
 def test_arrow_exit_wait_is_registered_at_import():
     """The exit wait for Arrow's threads (ppdm_dask.arrow_threads) is registered by ``import
     ppdm_dask`` itself, without pyarrow being imported."""
-    loaded, err = probe("import ppdm_dask.arrow_threads as a, ppdm_dask; print('REGISTERED', a._REGISTERED, file=sys.stderr)",
-                        heavy=("pyarrow",))
+    loaded, err = probe(
+        "import ppdm_dask.arrow_threads as a, ppdm_dask; print('REGISTERED', a._REGISTERED, file=sys.stderr)", heavy=("pyarrow",)
+    )
     assert "REGISTERED [<function settle_arrow_threads" in err and loaded == []
 
 
@@ -241,15 +263,53 @@ def test_relational_job_prints_no_shuffle_notes(tmp_path):
     show with --debug (the control: the job does shuffle)."""
     people, zips, _ = sample_files("people")
     rel = tmp_path / "people_release"
-    made = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "--no-ledger", "anonymize", str(people), str(rel),
-                                    "--identifier", "name", "--qi", "age,sex,zip", "--sensitive", "diagnosis", "--k", "5",
-                                    "--l", "2", "--method", "mondrian", "--hierarchy", f"zip={zips}", "--dtype", "age=int",
-                                    "--no-report"])
+    made = CliRunner().invoke(
+        cli,
+        [
+            "--scheduler",
+            "sync",
+            "--no-progress",
+            "--no-ledger",
+            "anonymize",
+            str(people),
+            str(rel),
+            "--identifier",
+            "name",
+            "--qi",
+            "age,sex,zip",
+            "--sensitive",
+            "diagnosis",
+            "--k",
+            "5",
+            "--l",
+            "2",
+            "--method",
+            "mondrian",
+            "--hierarchy",
+            f"zip={zips}",
+            "--dtype",
+            "age=int",
+            "--no-report",
+        ],
+    )
     assert made.exit_code == 0, made.output
 
     def verify(*flags: str) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "ppdm_dask.cli", "--workers", "2", "--no-progress", *flags, "verify", str(rel),
-               "--original", str(people), "--dtype", "age=int"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "ppdm_dask.cli",
+            "--workers",
+            "2",
+            "--no-progress",
+            *flags,
+            "verify",
+            str(rel),
+            "--original",
+            str(people),
+            "--dtype",
+            "age=int",
+        ]
         return subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=600)
 
     quiet = verify()

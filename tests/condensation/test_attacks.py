@@ -48,11 +48,19 @@ def _earlier_layout(folder, groups) -> None:
     """Rewrite ``_groups.parquet`` as the layout before this change published it: n, Ps, Fs, Sc
     and p_max of every group (checksums updated, as an old release on disk)."""
     d = groups.d
-    forge_part(folder, GROUPS_FILE, pa.table({
-        "n": pa.array(groups.n), "Ps": pa.array(groups.ps),
-        "Fs": pa.FixedSizeListArray.from_arrays(pa.array(groups.Fs.reshape(-1)), d),
-        "Sc": pa.FixedSizeListArray.from_arrays(pa.array(groups.Sc.reshape(-1)), d * d),
-        "p_max": pa.array(groups.req)}))
+    forge_part(
+        folder,
+        GROUPS_FILE,
+        pa.table(
+            {
+                "n": pa.array(groups.n),
+                "Ps": pa.array(groups.ps),
+                "Fs": pa.FixedSizeListArray.from_arrays(pa.array(groups.Fs.reshape(-1)), d),
+                "Sc": pa.FixedSizeListArray.from_arrays(pa.array(groups.Sc.reshape(-1)), d * d),
+                "p_max": pa.array(groups.req),
+            }
+        ),
+    )
 
 
 def test_solve_groups_by_hand():
@@ -97,8 +105,11 @@ def test_records_rebuilt_from_the_earlier_layout_and_none_at_defaults(tmp_path, 
 def test_published_statistics_only_of_large_groups(tmp_path, method):
     X = _mixture(1500, d=3, seed=9)
     p = privacy_levels(1500, 2, 12 if method == "static" else 4, key=4)  # groups on both sides of d + 1
-    est = (Condenser(key=Key(3), publish_statistics=True) if method == "static"
-           else StreamingCondenser(key=Key(3), publish_statistics=True))
+    est = (
+        Condenser(key=Key(3), publish_statistics=True)
+        if method == "static"
+        else StreamingCondenser(key=Key(3), publish_statistics=True)
+    )
     rel = est.fit(X, p).release()
     man = rel.write(str(tmp_path / "s"))
     assert man["release"]["parameters"]["publish_statistics"] is True and man["statistics"] == STATISTICS_FILE
@@ -122,10 +133,17 @@ def test_a_small_group_added_to_the_statistics_is_named(tmp_path):
     cond.release().write(str(tmp_path / "s"))
     g = cond.groups_.take(cond.groups_.n <= 4)  # a group of at most d + 1 records
     stats = read_statistics(str(tmp_path / "s"))
-    forge_part(tmp_path / "s", STATISTICS_FILE, pa.table({
-        "n": pa.array(np.concatenate([stats.n, g.n[:1]])),
-        "Fs": pa.FixedSizeListArray.from_arrays(pa.array(np.concatenate([stats.Fs, g.Fs[:1]]).reshape(-1)), 3),
-        "Sc": pa.FixedSizeListArray.from_arrays(pa.array(np.concatenate([stats.Sc, g.Sc[:1]]).reshape(-1)), 9)}))
+    forge_part(
+        tmp_path / "s",
+        STATISTICS_FILE,
+        pa.table(
+            {
+                "n": pa.array(np.concatenate([stats.n, g.n[:1]])),
+                "Fs": pa.FixedSizeListArray.from_arrays(pa.array(np.concatenate([stats.Fs, g.Fs[:1]]).reshape(-1)), 3),
+                "Sc": pa.FixedSizeListArray.from_arrays(pa.array(np.concatenate([stats.Sc, g.Sc[:1]]).reshape(-1)), 9),
+            }
+        ),
+    )
     failed = {c.name: c for c in verify(str(tmp_path / "s")).failures()}
     assert failed[STATISTICS_CHECK].figure == 1 and failed[STATISTICS_CHECK].where.startswith(STATISTICS_FILE)
 
@@ -136,7 +154,7 @@ def _forge_originals(folder, X, columns, noise=0.0) -> None:
     start = 0
     for part in manifest_of(folder)["partitions"]:
         r = int(part["rows"])
-        rows = X[start:start + r] * (1.0 + noise)
+        rows = X[start : start + r] * (1.0 + noise)
         forge_part(folder, part["file"], pa.table({c: rows[:, j] for j, c in enumerate(columns)}))
         start += r
 

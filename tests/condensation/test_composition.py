@@ -48,11 +48,15 @@ def _oracle(P, X, own_rows):
     unique_hit = equal & unique_x[None, :]
     copied = np.flatnonzero(unique_hit.any(axis=0))
     copied_here = np.flatnonzero(unique_hit[:own_rows].any(axis=0))
-    return {"union_pseudo_copies": int(np.count_nonzero((dcr <= tol) & (nn[j] > tol))),
-            "union_originals_copied": int(copied.size), "alone": int(copied_here.size),
-            "union_dcr_median": float(np.median(dcr)), "union_dcr_p5": float(np.percentile(dcr, 5)),
-            "union_dcr_closer_than_neighbour": 100.0 * float(np.mean(dcr < nn[j])),
-            "union_dcr_below_original_p5": 100.0 * float(np.mean(dcr < np.percentile(nn, 5)))}
+    return {
+        "union_pseudo_copies": int(np.count_nonzero((dcr <= tol) & (nn[j] > tol))),
+        "union_originals_copied": int(copied.size),
+        "alone": int(copied_here.size),
+        "union_dcr_median": float(np.median(dcr)),
+        "union_dcr_p5": float(np.percentile(dcr, 5)),
+        "union_dcr_closer_than_neighbour": 100.0 * float(np.mean(dcr < nn[j])),
+        "union_dcr_below_original_p5": 100.0 * float(np.mean(dcr < np.percentile(nn, 5))),
+    }
 
 
 def test_union_of_two_releases_recounted_by_brute_force(tmp_path):
@@ -127,11 +131,16 @@ def test_first_release_and_release_read_from_disk(tmp_path):
     assert "union_pseudo_copies" in {i.id for i in fig.risk}
     # without the original: the count and a note
     fig = union_figures(open_release(str(tmp_path / "r2")), None)
-    assert [i.id for i in fig.risk if i.id.startswith("union_releases")] and any("need the original" in n for n in fig.needs_original)
+    assert [i.id for i in fig.risk if i.id.startswith("union_releases")] and any(
+        "need the original" in n for n in fig.needs_original
+    )
 
 
-@pytest.mark.parametrize("make", [lambda **kw: Condenser(privacy_levels=3, **kw),
-                                  lambda **kw: StreamingCondenser(privacy_levels=3, **kw)], ids=["static", "dynamic"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda **kw: Condenser(privacy_levels=3, **kw), lambda **kw: StreamingCondenser(privacy_levels=3, **kw)],
+    ids=["static", "dynamic"],
+)
 def test_estimators_pass_their_ledger_to_the_release(tmp_path, make):
     df = _data(60)
     est = make(key=Key(5), ledger=None)

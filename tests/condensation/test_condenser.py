@@ -49,7 +49,7 @@ def test_bucket_and_gather_lose_nothing():
     X = _mixture(1000, seed=2)
     p = np.arange(1000) % 7 + 1
     tree = kd_cells(X, 4)
-    buckets = [bucket_block(X[a:a + 250], p[a:a + 250], a, tree) for a in range(0, 1000, 250)]
+    buckets = [bucket_block(X[a : a + 250], p[a : a + 250], a, tree) for a in range(0, 1000, 250)]
     cells = [gather_cell([b[c] for b in buckets], 3) for c in range(4)]
     rows = np.concatenate([c[2] for c in cells])
     assert np.array_equal(np.sort(rows), np.arange(1000))
@@ -117,8 +117,13 @@ def test_single_cell_is_the_sequential_algorithm():
     c = Condenser(rows_per_partition=None, key=Key(5)).fit(X, p)
     # Segment draws from the release's stream key: the key and the identity (method, public
     # parameters, content digest of the records and their given levels)
-    params = {"privacy_levels": "per record (not published)", "columns": ["x0", "x1", "x2"], "rows_per_partition": None,
-              "standardize": False, "publish_statistics": False}
+    params = {
+        "privacy_levels": "per record (not published)",
+        "columns": ["x0", "x1", "x2"],
+        "rows_per_partition": None,
+        "standardize": False,
+        "publish_statistics": False,
+    }
     skey = CondensedRelease.streams_for(Key(5), "static", params, content_digest(X, p))
     labels = construct_groups(X, p, skey.generator(1, 0), repair=True)
     ref = GroupTable.from_points(X, p, labels)
@@ -271,7 +276,7 @@ def test_condense_stream_equals_partial_fit_over_blocks():
     groups, cond = condense_stream(da.from_array(X, chunks=(300, 3)), p, key=Key(8))
     ref = StreamingCondenser(key=Key(8))
     for a in range(0, 900, 300):
-        ref.partial_fit(X[a:a + 300], p[a:a + 300])
+        ref.partial_fit(X[a : a + 300], p[a : a + 300])
     expect = ref.finalize()
     assert np.array_equal(groups.n, expect.n)
     np.testing.assert_allclose(groups.mean, expect.mean)

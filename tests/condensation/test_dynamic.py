@@ -42,8 +42,14 @@ class RefStream:
     def init(self, X, p, key, init_number=None, strict=False) -> None:
         # the initialisation draws from the stream key of the release the stream would make if it
         # ended after these records (method, public parameters, content digest of the records and levels)
-        params = {"privacy_levels": "per record (not published)", "columns": [f"x{j}" for j in range(X.shape[1])],
-                  "init_number": init_number, "split_strict": strict, "repair_splits": True, "publish_statistics": False}
+        params = {
+            "privacy_levels": "per record (not published)",
+            "columns": [f"x{j}" for j in range(X.shape[1])],
+            "init_number": init_number,
+            "split_strict": strict,
+            "repair_splits": True,
+            "publish_statistics": False,
+        }
         skey = CondensedRelease.streams_for(as_key(key), "dynamic", params, content_digest(X, p))
         labels = construct_groups(X, p, skey.generator(Tag.CONDENSE_DYNAMIC, 0))
         table = GroupTable.from_points(X, p, labels)
@@ -73,7 +79,9 @@ class RefStream:
 
     def check_pool(self) -> None:
         if self.pool and len(self.pool) >= max(q for _, q in self.pool):
-            self.groups.append(CondensedGroup.from_points(np.stack([x for x, _ in self.pool]), np.array([q for _, q in self.pool])))
+            self.groups.append(
+                CondensedGroup.from_points(np.stack([x for x, _ in self.pool]), np.array([q for _, q in self.pool]))
+            )
             self.pool = []
             self.events["pool_group"] += 1
             self.split_cascade(len(self.groups) - 1)
@@ -107,7 +115,10 @@ class RefStream:
         i = len(self.groups) - 1
         while self.groups[i].n < r:
             assert len(self.groups) > 1
-            j = min((k for k in range(len(self.groups)) if k != i), key=lambda k: (_sqdist(self.groups[k].mean, self.groups[i].mean), k))
+            j = min(
+                (k for k in range(len(self.groups)) if k != i),
+                key=lambda k: (_sqdist(self.groups[k].mean, self.groups[i].mean), k),
+            )
             self.groups[j] = self.groups[j].merge(self.groups[i])
             del self.groups[i]
             i = j if j < i else j - 1
@@ -298,7 +309,13 @@ def test_determinism_and_chunking_invariance():
     p = rng.integers(1, 9, size=N)
     one = StreamingCondenser(init_number=100, key=5).partial_fit(X, p).finalize()
     same = StreamingCondenser(init_number=100, key=5).fit(X, p).groups_
-    for t in (same, *(_feed(StreamingCondenser(init_number=100, key=5), X, p, _blocks(N, np.random.default_rng(s))).finalize() for s in range(4))):
+    for t in (
+        same,
+        *(
+            _feed(StreamingCondenser(init_number=100, key=5), X, p, _blocks(N, np.random.default_rng(s))).finalize()
+            for s in range(4)
+        ),
+    ):
         np.testing.assert_array_equal(t.n, one.n)
         np.testing.assert_array_equal(t.mean, one.mean)
         np.testing.assert_array_equal(t.m2, one.m2)

@@ -51,11 +51,15 @@ def test_same_key_parameters_and_input_give_the_same_bytes_at_1_and_4_partitions
         import dask.dataframe as dd
 
         data = dd.from_pandas(df, npartitions=parts)  # levels drawn from the release's stream key
-        ESTIMATORS[method](privacy_levels=(2, 6), key=Key(3)).fit(data).release().write(str(tmp_path / f"p{parts}"),
-                                                                                           rows_per_file=500)
+        ESTIMATORS[method](privacy_levels=(2, 6), key=Key(3)).fit(data).release().write(
+            str(tmp_path / f"p{parts}"), rows_per_file=500
+        )
     one, four = data_bytes(tmp_path / "p1"), data_bytes(tmp_path / "p4")
     assert sorted(one) == sorted(four) and all(one[k] == four[k] for k in one)
-    assert open_release(str(tmp_path / "p1")).manifest["release"]["id"] == open_release(str(tmp_path / "p4")).manifest["release"]["id"]
+    assert (
+        open_release(str(tmp_path / "p1")).manifest["release"]["id"]
+        == open_release(str(tmp_path / "p4")).manifest["release"]["id"]
+    )
 
 
 def test_another_key_or_other_parameters_give_unrelated_order(tmp_path):
@@ -70,8 +74,10 @@ def test_another_key_or_other_parameters_give_unrelated_order(tmp_path):
     base = closest(Condenser(privacy_levels=(2, 6), key=Key(9)), "base")
     again = closest(Condenser(privacy_levels=(2, 6), key=Key(9)), "again")
     np.testing.assert_array_equal(base, again)
-    for name, est in (("other-key", Condenser(privacy_levels=(2, 6), key=Key(10))),
-                      ("other-parameters", Condenser(privacy_levels=(2, 6), key=Key(9), rows_per_partition=1500))):
+    for name, est in (
+        ("other-key", Condenser(privacy_levels=(2, 6), key=Key(10))),
+        ("other-parameters", Condenser(privacy_levels=(2, 6), key=Key(9), rows_per_partition=1500)),
+    ):
         other = closest(est, name)
         assert abs(rank_correlation(base, other)) < 0.05, name
         assert np.mean(base == other) < 0.01, name  # the same record's neighbourhood at the same position: chance level
@@ -84,15 +90,34 @@ def test_the_same_groups_under_two_identities_draw_unrelated_pseudo_data():
     X = _mixture(900, seed=2)
     p = privacy_levels(900, 3, 6, key=1)
     groups = Condenser(rows_per_partition=None, key=Key(4)).fit(X, p).groups_
-    common = {"privacy_levels": "per record (not published)", "columns": ["x0", "x1", "x2"], "standardize": False,
-              "publish_statistics": False}
+    common = {
+        "privacy_levels": "per record (not published)",
+        "columns": ["x0", "x1", "x2"],
+        "standardize": False,
+        "publish_statistics": False,
+    }
     digest = content_digest(X, p)
-    a = condensed_release(groups, method="static", parameters={**common, "rows_per_partition": None}, key=Key(4),
-                          input_digest=digest).data.compute().to_numpy()
-    b = condensed_release(groups, method="static", parameters={**common, "rows_per_partition": 10_000}, key=Key(4),
-                          input_digest=digest).data.compute().to_numpy()
-    c = condensed_release(groups, method="static", parameters={**common, "rows_per_partition": None}, key=Key(4),
-                          input_digest=digest).data.compute().to_numpy()
+    a = (
+        condensed_release(
+            groups, method="static", parameters={**common, "rows_per_partition": None}, key=Key(4), input_digest=digest
+        )
+        .data.compute()
+        .to_numpy()
+    )
+    b = (
+        condensed_release(
+            groups, method="static", parameters={**common, "rows_per_partition": 10_000}, key=Key(4), input_digest=digest
+        )
+        .data.compute()
+        .to_numpy()
+    )
+    c = (
+        condensed_release(
+            groups, method="static", parameters={**common, "rows_per_partition": None}, key=Key(4), input_digest=digest
+        )
+        .data.compute()
+        .to_numpy()
+    )
     np.testing.assert_array_equal(a, c)
     # pseudo-data in group order: the draws are y - centroid, on each group's own scale
     centre = np.repeat(groups.mean, groups.n, axis=0)
@@ -106,8 +131,13 @@ def test_static_streams_derive_from_the_identity():
     digest of the records): recomputed here from their definitions."""
     X = _mixture(400, seed=3)
     c = Condenser(privacy_levels=(2, 5), rows_per_partition=None, key=Key(8)).fit(X)
-    params = {"privacy_range": [2, 5], "columns": ["x0", "x1", "x2"], "rows_per_partition": None, "standardize": False,
-              "publish_statistics": False}
+    params = {
+        "privacy_range": [2, 5],
+        "columns": ["x0", "x1", "x2"],
+        "rows_per_partition": None,
+        "standardize": False,
+        "publish_statistics": False,
+    }
     skey = CondensedRelease.streams_for(Key(8), "static", params, content_digest(X, None))  # drawn levels are not input
     p = skey.generator(Tag.PRIVACY_LEVELS, 0).integers(2, 6, size=400)
     np.testing.assert_array_equal(c._privacy, p)

@@ -35,17 +35,40 @@ def test_manifest_holds_only_what_the_files_recount(tmp_path):
     t = pq.read_table(tmp_path / "r" / "_groups.parquet").to_pandas()
     assert list(t.columns) == ["n", "p_max"]
     n, p_max = t["n"].to_numpy(), t["p_max"].to_numpy()
-    assert set(man) == {"format", "version", "columns", "n_records", "n_groups", "groups", "statistics", "partitions",
-                        "files", "release", "input", "guarantees", "summary"}
+    assert set(man) == {
+        "format",
+        "version",
+        "columns",
+        "n_records",
+        "n_groups",
+        "groups",
+        "statistics",
+        "partitions",
+        "files",
+        "release",
+        "input",
+        "guarantees",
+        "summary",
+    }
     assert man["columns"] == ["a", "b", "c"] and man["n_records"] == int(n.sum()) and man["n_groups"] == len(n)
     assert man["input"] == {"fingerprint": man["input"]["fingerprint"]}
-    assert set(man["release"]["parameters"]) == {"privacy_column", "columns", "rows_per_partition", "standardize",
-                                                 "publish_statistics"}
+    assert set(man["release"]["parameters"]) == {
+        "privacy_column",
+        "columns",
+        "rows_per_partition",
+        "standardize",
+        "publish_statistics",
+    }
     summary = man["summary"]
     assert set(summary) == {"family", "method", "parameters", "records", "privacy"}  # no utility, no input counts
     assert summary["records"] == {"released": int(n.sum())}
-    assert summary["privacy"] == {"groups": len(n), "smallest_group": int(n.min()), "largest_privacy_level": int(p_max.max()),
-                                  "min_size_margin": int((n - p_max).min()), "groups_of_one_record": int((n == 1).sum())}
+    assert summary["privacy"] == {
+        "groups": len(n),
+        "smallest_group": int(n.min()),
+        "largest_privacy_level": int(p_max.max()),
+        "min_size_margin": int((n - p_max).min()),
+        "groups_of_one_record": int((n == 1).sum()),
+    }
     # the owner's figures are not in any public file
     owner = rel.summary()
     text = b"\n".join(public_files(str(tmp_path / "r")).values())
@@ -64,8 +87,17 @@ def test_external_report_holds_no_figure_of_the_original(tmp_path):
     external = written.report(df, audience="external")
     ids = {i["id"] for s in external["sections"] for i in s["items"]}
     internal_ids = {i["id"] for s in internal["sections"] for i in s["items"]}
-    private = {"dcr_closer_than_neighbour", "dcr_p5", "original_nn_p5", "dcr_ratio_p5", "dcr_histogram", "membership_advantage",
-               "pseudo_copies", "pseudo_records_redrawn", "covariance_compatibility"}
+    private = {
+        "dcr_closer_than_neighbour",
+        "dcr_p5",
+        "original_nn_p5",
+        "dcr_ratio_p5",
+        "dcr_histogram",
+        "membership_advantage",
+        "pseudo_copies",
+        "pseudo_records_redrawn",
+        "covariance_compatibility",
+    }
     assert private <= internal_ids and not (private & ids)
     assert {"groups", "smallest_group", "group_size_vs_level"} <= ids
     assert "ssq" not in json.dumps(external["summary"])

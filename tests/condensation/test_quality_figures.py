@@ -23,8 +23,10 @@ def test_quality_and_majority_rate():
     pseudo = rel.data.compute()
     pseudo.columns = df.columns
     shapes = {c: 1 - ks_2samp(df[c], pseudo[c]).statistic for c in df.columns}
-    pairs = [1 - abs(np.corrcoef(df[a], df[b])[0, 1] - np.corrcoef(pseudo[a], pseudo[b])[0, 1]) / 2
-             for a, b in combinations(df.columns, 2)]
+    pairs = [
+        1 - abs(np.corrcoef(df[a], df[b])[0, 1] - np.corrcoef(pseudo[a], pseudo[b])[0, 1]) / 2
+        for a, b in combinations(df.columns, 2)
+    ]
     got = {r[0]: r[2] for r in items["utility_column_shape_table"].rows}
     assert got == pytest.approx(shapes)
     assert items["utility_pair_trends"].value == pytest.approx(np.mean(pairs))

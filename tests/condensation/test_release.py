@@ -76,7 +76,9 @@ def test_appended_small_group_is_named(tmp_path, method):
     append_rows(out, row, name=GROUPS_FILE)
     failed = _failed(verify(str(out), original=(X, p)))
     assert failed[SIZE_CHECK].where == GROUPS_FILE and failed[SIZE_CHECK].figure == 1
-    assert {"group sizes add up to the pseudo-data rows", "records match the original", "no group of a single record"} <= set(failed)
+    assert {"group sizes add up to the pseudo-data rows", "records match the original", "no group of a single record"} <= set(
+        failed
+    )
     assert "file matches the manifest" not in failed
 
 

@@ -66,7 +66,7 @@ def test_attacks_recomputed_by_brute_force(condensed):
     # membership: the balanced accuracy of the measured advantage, its chance level by hand
     adv = next(v for v in fig.risk if v.id == "membership_advantage").value
     assert a["attack_membership"].success == pytest.approx(0.5 + adv / 2) and a["attack_membership"].baseline == 0.5
-    assert a["attack_membership"].threshold == pytest.approx(0.05 + 0.5 * 0.8687 * np.sqrt(300 / 150 ** 2))
+    assert a["attack_membership"].threshold == pytest.approx(0.05 + 0.5 * 0.8687 * np.sqrt(300 / 150**2))
     # no statistics published: nothing rebuilt (test_attacks: 0 at the defaults)
     assert a["attack_reconstruction"].success == 0 and a["attack_reconstruction"].about == "release"
 
@@ -122,11 +122,19 @@ def test_membership_flagged_as_measured(levels, flagged):
 def _earlier_layout(folder, groups) -> None:
     """_groups.parquet as releases before statistics were withheld wrote it (every group's n, Fs, Sc)."""
     d = groups.d
-    forge_part(folder, GROUPS_FILE, pa.table({
-        "n": pa.array(groups.n), "Ps": pa.array(groups.ps),
-        "Fs": pa.FixedSizeListArray.from_arrays(pa.array(groups.Fs.reshape(-1)), d),
-        "Sc": pa.FixedSizeListArray.from_arrays(pa.array(groups.Sc.reshape(-1)), d * d),
-        "p_max": pa.array(groups.req)}))
+    forge_part(
+        folder,
+        GROUPS_FILE,
+        pa.table(
+            {
+                "n": pa.array(groups.n),
+                "Ps": pa.array(groups.ps),
+                "Fs": pa.FixedSizeListArray.from_arrays(pa.array(groups.Fs.reshape(-1)), d),
+                "Sc": pa.FixedSizeListArray.from_arrays(pa.array(groups.Sc.reshape(-1)), d * d),
+                "p_max": pa.array(groups.req),
+            }
+        ),
+    )
 
 
 def test_reconstruction_attack_by_hand(tmp_path):
@@ -155,7 +163,7 @@ def _forge_originals(folder, X, columns) -> None:
     start = 0
     for part in manifest_of(folder)["partitions"]:
         r = int(part["rows"])
-        forge_part(folder, part["file"], pa.table({c: X[start:start + r, j] for j, c in enumerate(columns)}))
+        forge_part(folder, part["file"], pa.table({c: X[start : start + r, j] for j, c in enumerate(columns)}))
         start += r
 
 

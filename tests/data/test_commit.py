@@ -36,7 +36,7 @@ def _rows(url) -> list[list[int]]:
     tx = read_parquet(str(url))
     m = tx.to_scipy() if hasattr(tx, "to_scipy") else tx.blocks.compute()
     labels = tx.vocabulary.labels
-    return [sorted(labels[m.indices[m.indptr[i]:m.indptr[i + 1]]].tolist()) for i in range(m.shape[0])]
+    return [sorted(labels[m.indices[m.indptr[i] : m.indptr[i + 1]]].tolist()) for i in range(m.shape[0])]
 
 
 def _dead_pid() -> int:
@@ -80,7 +80,7 @@ def test_a_destination_that_appears_during_the_job_is_not_replaced(tmp_path):
 def _rows_of(tx) -> list[list[int]]:
     m = tx.blocks.compute()
     labels = tx.vocabulary.labels
-    return [sorted(labels[m.indices[m.indptr[i]:m.indptr[i + 1]]].tolist()) for i in range(m.shape[0])]
+    return [sorted(labels[m.indices[m.indptr[i] : m.indptr[i + 1]]].tolist()) for i in range(m.shape[0])]
 
 
 def test_two_concurrent_cli_writers_exactly_one_succeeds(tmp_path):
@@ -93,9 +93,30 @@ def test_two_concurrent_cli_writers_exactly_one_succeeds(tmp_path):
         dst = tmp_path / f"race{trial}"
         for i in range(2):
             Key.generate().to_file(tmp_path / f"k{trial}-{i}")
-        procs = [subprocess.Popen([sys.executable, "-m", "ppdm_dask.cli", "--scheduler", "threads", "--no-progress", "--json",
-                                   "--key-file", str(tmp_path / f"k{trial}-{i}"), "generate", "quest", "T10.I4.D20K.N1K", str(dst)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for i in range(2)]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "ppdm_dask.cli",
+                    "--scheduler",
+                    "threads",
+                    "--no-progress",
+                    "--json",
+                    "--key-file",
+                    str(tmp_path / f"k{trial}-{i}"),
+                    "generate",
+                    "quest",
+                    "T10.I4.D20K.N1K",
+                    str(dst),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            for i in range(2)
+        ]
         outs = [(p.wait(120), *p.communicate()) for p in procs]
         codes = sorted(o[0] for o in outs)
         assert codes == [0, 2], outs
@@ -127,17 +148,30 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("mode,step", [
-    ("swap", "written"), ("swap", "swapped"), ("swap", "done"),
-    ("rename-aside", "written"), ("rename-aside", "old-aside"), ("rename-aside", "committed"), ("rename-aside", "done"),
-])
+@pytest.mark.parametrize(
+    "mode,step",
+    [
+        ("swap", "written"),
+        ("swap", "swapped"),
+        ("swap", "done"),
+        ("rename-aside", "written"),
+        ("rename-aside", "old-aside"),
+        ("rename-aside", "committed"),
+        ("rename-aside", "done"),
+    ],
+)
 def test_killed_between_commit_steps_leaves_old_or_new_complete(tmp_path, mode, step):
     dst = tmp_path / "ds"
     old = _tx(60, 3)
     write_parquet(old, str(dst))
     new_rows = sorted(sorted([i % 7, 10 + i % 5]) for i in range(90))
-    r = subprocess.run([sys.executable, "-c", CHILD, step, mode, str(dst)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, step, mode, str(dst)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert r.returncode == 9, r.stderr  # killed at the step
     got = sorted(_rows(dst))  # readable: old or new, complete
     assert got in (sorted(_rows_of(old)), new_rows), (mode, step)
@@ -180,9 +214,25 @@ def test_cli_overwrite_refuses_a_foreign_folder_before_any_work(tmp_path):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "precious.txt").write_text("do not delete")
-    r = subprocess.run([sys.executable, "-m", "ppdm_dask.cli", "--scheduler", "threads", "--no-progress",
-                        "generate", "quest", "T10.I4.D2K.N100", str(foreign), "--overwrite"],
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ppdm_dask.cli",
+            "--scheduler",
+            "threads",
+            "--no-progress",
+            "generate",
+            "quest",
+            "T10.I4.D2K.N100",
+            str(foreign),
+            "--overwrite",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert r.returncode == 2 and "precious.txt" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert (foreign / "precious.txt").read_text() == "do not delete"
     assert _leftovers(tmp_path) == []

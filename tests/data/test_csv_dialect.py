@@ -23,8 +23,24 @@ from ppdm_dask.errors import DataFormatError
 pytestmark = pytest.mark.oldest  # also run on the oldest supported versions (.ci/run)
 
 ISSUE_TEXT = b'x,"a,b",c\n"say ""hi""",d\n'
-TRICKY = ["a,b", 'say "hi"', " lead", "trail ", " both ", "\ttab", "semi;colon", "ünï cödé", "日本語", '"', '""', ",",
-          'x"y', "a\rb", "plain", "5\" disk, 3'5"]
+TRICKY = [
+    "a,b",
+    'say "hi"',
+    " lead",
+    "trail ",
+    " both ",
+    "\ttab",
+    "semi;colon",
+    "ünï cödé",
+    "日本語",
+    '"',
+    '""',
+    ",",
+    'x"y',
+    "a\rb",
+    "plain",
+    "5\" disk, 3'5",
+]
 
 
 def rows_of(data: bytes, **kw) -> list[list]:
@@ -52,6 +68,7 @@ def run(*args, ok=True):
 
 # -- the reported defect -----------------------------------------------------------------------
 
+
 def test_issue_example_parses_quoted_separators_and_doubled_quotes(tmp_path):
     assert rows_of(ISSUE_TEXT) == [["x", "a,b", "c"], ['say "hi"', "d"]]
     (tmp_path / "b.csv").write_bytes(ISSUE_TEXT)
@@ -62,6 +79,7 @@ def test_issue_example_parses_quoted_separators_and_doubled_quotes(tmp_path):
 
 
 # -- dialect details ---------------------------------------------------------------------------
+
 
 def test_whitespace_quoted_verbatim_unquoted_stripped_empty_fields_ignored():
     text = b' a , " b " ,,c\r\n\n"",  ""  ,x\n  "q"  \t,  r \n'
@@ -81,8 +99,12 @@ def test_quoted_integers_and_crlf_keep_an_integer_vocabulary_non_ascii_digits_ar
     assert rows_of("1,\u00b2\n".encode()) == [["1", "\u00b2"]]
 
 
-@given(st.lists(st.lists(st.integers(0, 10**15), max_size=8), max_size=25), st.sampled_from([",", ";", "\t", " "]),
-       st.booleans(), st.booleans())
+@given(
+    st.lists(st.lists(st.integers(0, 10**15), max_size=8), max_size=25),
+    st.sampled_from([",", ";", "\t", " "]),
+    st.booleans(),
+    st.booleans(),
+)
 @settings(max_examples=150, deadline=None)
 def test_integer_fast_path_equals_the_generic_parser(rows, sep, crlf, last_newline):
     end = "\r\n" if crlf else "\n"
@@ -100,12 +122,16 @@ def test_integer_fast_path_equals_the_generic_parser(rows, sep, crlf, last_newli
 
 # -- malformed quotes --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,line,what", [
-    (b'a,b\nc,"d\ne",f\n', 2, "unterminated quoted field"),  # a quoted line break
-    (b'a,"b""\n', 1, "unterminated quoted field"),  # the last quote is an escaped one
-    (b'a\nb\nc,"d"e,f\n', 3, "text after the closing quote"),
-    (b'x\n"a" "b",c\n', 2, "text after the closing quote"),
-])
+
+@pytest.mark.parametrize(
+    "text,line,what",
+    [
+        (b'a,b\nc,"d\ne",f\n', 2, "unterminated quoted field"),  # a quoted line break
+        (b'a,"b""\n', 1, "unterminated quoted field"),  # the last quote is an escaped one
+        (b'a\nb\nc,"d"e,f\n', 3, "text after the closing quote"),
+        (b'x\n"a" "b",c\n', 2, "text after the closing quote"),
+    ],
+)
 def test_malformed_quotes_raise_with_the_line(text, line, what):
     with pytest.raises(DataFormatError, match=f"line {line}.*{what}") as info:
         K.parse_csv_bytes(text)
@@ -142,6 +168,7 @@ def test_writer_refuses_labels_it_cannot_store():
 
 # -- round trips and the csv module as oracle --------------------------------------------------
 
+
 @pytest.mark.parametrize("sep", [",", ";", "\t", "|"])
 def test_round_trip_of_tricky_labels(sep):
     rows = [TRICKY[: 1 + i % len(TRICKY)] for i in range(len(TRICKY))] + [[], [sep + "x" + sep]]
@@ -154,8 +181,10 @@ def test_round_trip_of_tricky_labels(sep):
 ALPHABET = st.sampled_from(list('ab,"; \tüé|') + ["日", "\r"])
 
 
-@given(st.lists(st.lists(st.text(ALPHABET, min_size=1, max_size=6), min_size=1, max_size=6), min_size=1, max_size=12),
-       st.sampled_from([",", ";", "\t", "|"]))
+@given(
+    st.lists(st.lists(st.text(ALPHABET, min_size=1, max_size=6), min_size=1, max_size=6), min_size=1, max_size=12),
+    st.sampled_from([",", ";", "\t", "|"]),
+)
 @settings(max_examples=200, deadline=None)
 def test_random_labels_match_the_csv_module(rows, sep):
     rows = [list(dict.fromkeys(r)) for r in rows]  # a row is a set
@@ -200,15 +229,16 @@ def test_transaction_array_round_trip_through_files(tmp_path):
 def test_cli_convert_csv_parquet_csv_parquet_keeps_labels_and_rows(tmp_path):
     src = tmp_path / "src.csv"
     src.write_text(
-        'x,"a,b",c\n'
-        '"say ""hi""",d,  " padded "  \n'
-        "\n"
-        'ünï,"semi;colon", tab\there ,"5"" disk"\n'
-        '12" pizza,"",x\n',
+        'x,"a,b",c\n"say ""hi""",d,  " padded "  \n\nünï,"semi;colon", tab\there ,"5"" disk"\n12" pizza,"",x\n',
         encoding="utf-8",
     )
-    expected = [{"x", "a,b", "c"}, {'say "hi"', "d", " padded "}, set(), {"ünï", "semi;colon", "tab\there", '5" disk'},
-                {'12" pizza', "x"}]
+    expected = [
+        {"x", "a,b", "c"},
+        {'say "hi"', "d", " padded "},
+        set(),
+        {"ünï", "semi;colon", "tab\there", '5" disk'},
+        {'12" pizza', "x"},
+    ]
     run("convert", str(src), str(tmp_path / "one"))
     run("convert", str(tmp_path / "one"), str(tmp_path / "mid.csv"))
     run("convert", str(tmp_path / "mid.csv"), str(tmp_path / "two"))

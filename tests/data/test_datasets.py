@@ -14,8 +14,14 @@ from ppdm_dask import read
 from ppdm_dask.data.datasets import SAMPLES, list_samples, load_sample, sample_files, sample_path
 from ppdm_dask.errors import InvalidParameter
 
-TRANSACTIONS = {"mushroom": (8124, 119), "chess": (3196, 75), "bms-webview-1-5k": (5000, None), "iris": (150, 19),
-                "pima": (768, 38), "led7": (3200, 24)}
+TRANSACTIONS = {
+    "mushroom": (8124, 119),
+    "chess": (3196, 75),
+    "bms-webview-1-5k": (5000, None),
+    "iris": (150, 19),
+    "pima": (768, 38),
+    "led7": (3200, 24),
+}
 
 
 @pytest.mark.parametrize("name", sorted(TRANSACTIONS))

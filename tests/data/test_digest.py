@@ -19,8 +19,7 @@ from ppdm_dask.data.digest import content_digest
 
 def _reference_poly(hashes: np.ndarray) -> tuple[int, tuple[int, ...]]:
     """The fold of the kernels' docstring, term by term with Python integers (Horner's rule)."""
-    words = [[int(h[0]) & 0xFFFFFFFFFFFFFFFF, int(h[0]) >> 32, int(h[1]) & 0xFFFFFFFFFFFFFFFF, int(h[1]) >> 32]
-             for h in hashes]
+    words = [[int(h[0]) & 0xFFFFFFFFFFFFFFFF, int(h[0]) >> 32, int(h[1]) & 0xFFFFFFFFFFFFFFFF, int(h[1]) >> 32] for h in hashes]
     lanes = []
     for i, (p, b) in enumerate(zip(K.PRIMES.tolist(), K.BASES.tolist())):
         acc = 0
@@ -78,8 +77,14 @@ def test_transactions_digest_depends_on_rows_and_order_only():
 
 
 def test_table_digest_typed_and_partition_independent():
-    df = pd.DataFrame({"zip": ["02138", "02139", "02140"] * 40, "age": np.arange(120) % 70,
-                       "w": np.linspace(0, 1, 120), "name": [f"p{i}" for i in range(120)]})
+    df = pd.DataFrame(
+        {
+            "zip": ["02138", "02139", "02140"] * 40,
+            "age": np.arange(120) % 70,
+            "w": np.linspace(0, 1, 120),
+            "name": [f"p{i}" for i in range(120)],
+        }
+    )
     d = content_digest(dd.from_pandas(df, npartitions=1))
     assert all(content_digest(dd.from_pandas(df, npartitions=n)) == d for n in (3, 7))
     assert content_digest(df) == d

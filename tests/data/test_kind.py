@@ -52,7 +52,9 @@ def test_every_bundled_sample_is_told_right():
     assert kind_of_file(SAMPLE_DIR / "chess.dat.gz") == ("baskets", "FIMI lines of 37 item ids each")
     assert kind_of_file(SAMPLE_DIR / "mushroom.dat.gz") == ("baskets", "FIMI lines of 23 item ids each")
     assert kind_of_file(SAMPLE_DIR / "people.csv") == (
-        "table", "header row name,zip,age,sex,diagnosis; 5 fields in every row; column 'zip' holds numbers")
+        "table",
+        "header row name,zip,age,sex,diagnosis; 5 fields in every row; column 'zip' holds numbers",
+    )
     assert kind_of_file(SAMPLE_DIR / "adult_2k.csv")[1].startswith("header row sex;age;race;")
 
 
@@ -70,42 +72,61 @@ def test_every_shared_data_file_is_told_right(shared_data):
 
 
 # ---------------------------------------------------------------------- hand-made files
-@pytest.mark.parametrize("text, reason", [
-    (PEOPLE, "header row name,zip,age,sex,diagnosis; 5 fields in every row; column 'zip' holds numbers"),
-    (PEOPLE.replace(",", ";"), "header row name;zip;age;sex;diagnosis; 5 fields in every row; column 'zip' holds numbers"),
-    (PEOPLE.replace(",", "\t"), "header row name<tab>zip<tab>age<tab>sex<tab>diagnosis; 5 fields in every row; "
-                                "column 'zip' holds numbers"),
-    ("\n\nname,age\n\nUma,21\n\n\nPriya,36\n\n", "header row name,age; 2 fields in every row; column 'age' holds numbers"),
-    (",a,b\n0,x,1\n1,y,2\n", "header row ,a,b; 3 fields in every row; column 'b' holds numbers"),  # pandas' index column
-    ("age\n23\n45\n67\n", "header row age; 1 field in every row; column 'age' holds numbers"),  # one column
-    ('name,"home, town",age\n"Wilson, Uma",Boston,21\nPriya,"Salem, MA",36\n',
-     "header row name,home, town,age; 3 fields in every row; column 'age' holds numbers"),  # quoted cells
-    ("sex,diagnosis\n" + "male,flu\nfemale,asthma\n" * 5, "header row sex,diagnosis; 2 fields in every row; "
-                                                            "column 'sex' repeats a few values of its own"),
-    ("name zip age\nUma 02138 21\nPriya 02143 36\n", "header row name zip age; 3 fields in every row; column 'zip' holds numbers"),
-    ("".join(f"{i},{i / 7:.3f},x{i}\n" for i in range(6)),
-     "no header, but 3 fields in every row and column 2 holds decimal numbers (0.000, 0.143, 0.286, ...)"),
-    ("".join("1,0,0,2,0\n" for _ in range(6)),
-     "no header, but 5 fields in every row and values repeat within 6 of 6 rows (a basket lists each item once)"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        (PEOPLE, "header row name,zip,age,sex,diagnosis; 5 fields in every row; column 'zip' holds numbers"),
+        (PEOPLE.replace(",", ";"), "header row name;zip;age;sex;diagnosis; 5 fields in every row; column 'zip' holds numbers"),
+        (
+            PEOPLE.replace(",", "\t"),
+            "header row name<tab>zip<tab>age<tab>sex<tab>diagnosis; 5 fields in every row; column 'zip' holds numbers",
+        ),
+        ("\n\nname,age\n\nUma,21\n\n\nPriya,36\n\n", "header row name,age; 2 fields in every row; column 'age' holds numbers"),
+        (",a,b\n0,x,1\n1,y,2\n", "header row ,a,b; 3 fields in every row; column 'b' holds numbers"),  # pandas' index column
+        ("age\n23\n45\n67\n", "header row age; 1 field in every row; column 'age' holds numbers"),  # one column
+        (
+            'name,"home, town",age\n"Wilson, Uma",Boston,21\nPriya,"Salem, MA",36\n',
+            "header row name,home, town,age; 3 fields in every row; column 'age' holds numbers",
+        ),  # quoted cells
+        (
+            "sex,diagnosis\n" + "male,flu\nfemale,asthma\n" * 5,
+            "header row sex,diagnosis; 2 fields in every row; column 'sex' repeats a few values of its own",
+        ),
+        (
+            "name zip age\nUma 02138 21\nPriya 02143 36\n",
+            "header row name zip age; 3 fields in every row; column 'zip' holds numbers",
+        ),
+        (
+            "".join(f"{i},{i / 7:.3f},x{i}\n" for i in range(6)),
+            "no header, but 3 fields in every row and column 2 holds decimal numbers (0.000, 0.143, 0.286, ...)",
+        ),
+        (
+            "".join("1,0,0,2,0\n" for _ in range(6)),
+            "no header, but 5 fields in every row and values repeat within 6 of 6 rows (a basket lists each item once)",
+        ),
+    ],
+)
 def test_tables(text, reason):
     got = kind_of_text(text)
     assert (got.kind, got.reason) == ("table", reason)
     assert kind_of_text(text.encode()).reason == reason  # bytes as read from a file
 
 
-@pytest.mark.parametrize("text", [
-    "1 2 3\n4 5\n\n6\n",  # FIMI, with an empty transaction
-    "".join(" ".join(str(j * 3 + i % 3) for j in range(10)) + " \n" for i in range(50)),  # dense FIMI, trailing spaces
-    "citrus fruit,semi-finished bread,margarine,ready soups\ntropical fruit,yogurt,coffee\nwhole milk\n",
-    '"a,b",c\nc,"d ""x"""\n"a,b"\n',  # quoted labels
-    "milk\nbread\nmilk\nbeer\n",  # one item per basket
-    "apple,zucchini\nbanana,milk\nbanana,bread\ncarrot,milk\n",  # fixed length, rare first basket, few rows
-    "".join(",".join(f"a{j}={(i * 7 + j) % 3}" for j in range(5)) + "\n" for i in range(50)),  # dense categorical labels
-    "1,3,9\n2,3\n4,5,9,11\n",  # basket CSV of integer ids
-    "name,zip,age\n",  # a header alone: no rows below it to tell
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1 2 3\n4 5\n\n6\n",  # FIMI, with an empty transaction
+        "".join(" ".join(str(j * 3 + i % 3) for j in range(10)) + " \n" for i in range(50)),  # dense FIMI, trailing spaces
+        "citrus fruit,semi-finished bread,margarine,ready soups\ntropical fruit,yogurt,coffee\nwhole milk\n",
+        '"a,b",c\nc,"d ""x"""\n"a,b"\n',  # quoted labels
+        "milk\nbread\nmilk\nbeer\n",  # one item per basket
+        "apple,zucchini\nbanana,milk\nbanana,bread\ncarrot,milk\n",  # fixed length, rare first basket, few rows
+        "".join(",".join(f"a{j}={(i * 7 + j) % 3}" for j in range(5)) + "\n" for i in range(50)),  # dense categorical labels
+        "1,3,9\n2,3\n4,5,9,11\n",  # basket CSV of integer ids
+        "name,zip,age\n",  # a header alone: no rows below it to tell
+        "",
+    ],
+)
 def test_not_tables(text):
     assert kind_of_text(text).kind != "table"
 
@@ -147,9 +168,11 @@ def test_random_tables_are_tables():
     for _ in range(50):
         n = int(rng.integers(8, 300))
         sep = str(rng.choice([",", ";", "\t", "|"]))
-        cols = {"name": [f"Person {i}" for i in range(n)],
-                "sex": rng.choice(["female", "male"], n).tolist(),
-                "diagnosis": rng.choice(["flu", "asthma", "healthy"], n).tolist()}
+        cols = {
+            "name": [f"Person {i}" for i in range(n)],
+            "sex": rng.choice(["female", "male"], n).tolist(),
+            "diagnosis": rng.choice(["flu", "asthma", "healthy"], n).tolist(),
+        }
         if rng.random() < 0.5:
             cols["age"] = rng.integers(18, 90, n).astype(str).tolist()
         lines = [sep.join(cols)] + [sep.join(c[i] for c in cols.values()) for i in range(n)]

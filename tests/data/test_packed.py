@@ -23,8 +23,15 @@ def _block(seed, n_rows, n_cols, per_row):
     return sp.csr_array((np.ones(indices.size, np.int32), indices, indptr.astype(np.int32)), shape=(n_rows, n_cols))
 
 
-CASES = [(0, 0, 5, 1), (1, 1, 1, 1), (2, 40, 3, 2), (3, 300, 1000, 10), (4, 50, 70_000, 6),
-         (5, 20, 3_000_000, 4), (6, 10, 400, 300)]  # empty, one cell, dense, baskets, wide, huge ids, long rows
+CASES = [
+    (0, 0, 5, 1),
+    (1, 1, 1, 1),
+    (2, 40, 3, 2),
+    (3, 300, 1000, 10),
+    (4, 50, 70_000, 6),
+    (5, 20, 3_000_000, 4),
+    (6, 10, 400, 300),
+]  # empty, one cell, dense, baskets, wide, huge ids, long rows
 
 
 @pytest.mark.parametrize("seed,n_rows,n_cols,per_row", CASES)
@@ -48,8 +55,12 @@ def test_selected_rows_equal_the_rows_of_the_whole_block(seed, n_rows, n_cols, p
     x = _block(seed, n_rows, n_cols, per_row)
     packed = P.pack_rows(x)
     rng = np.random.default_rng(seed)
-    for rows in (np.arange(n_rows), np.sort(rng.choice(n_rows, size=n_rows // 3, replace=False)),
-                 np.array([], dtype=np.int64), np.array([n_rows - 1]) if n_rows else np.array([], dtype=np.int64)):
+    for rows in (
+        np.arange(n_rows),
+        np.sort(rng.choice(n_rows, size=n_rows // 3, replace=False)),
+        np.array([], dtype=np.int64),
+        np.array([n_rows - 1]) if n_rows else np.array([], dtype=np.int64),
+    ):
         want = sp.csr_array(x[rows]) if rows.size else sp.csr_array((0, n_cols), dtype=np.int32)
         for engine in ("auto", "numpy"):
             got = P.unpack_rows(packed, rows, engine=engine)

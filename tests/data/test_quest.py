@@ -171,9 +171,7 @@ def test_item_supports_are_skewed(t10):
     # baseline: uniform random baskets with the same lengths
     rng = np.random.default_rng(0)
     lengths = np.diff(m.indptr)
-    uni = np.bincount(
-        np.concatenate([rng.choice(1000, k, replace=False) for k in lengths]), minlength=1000
-    ).astype(float)
+    uni = np.bincount(np.concatenate([rng.choice(1000, k, replace=False) for k in lengths]), minlength=1000).astype(float)
     uni_top = np.sort(uni)[::-1][:100].sum() / uni.sum()
     uni_cv = uni.std() / uni.mean()
     # measured: top 10% of items ~ 24% of occurrences (uniform: 11%), CV ~ 0.65 (uniform: 0.07)
@@ -202,6 +200,7 @@ def test_same_key_same_data_for_any_partitioning():
         tx = quest("T10.I4.D7.5K", key=key, block_rows=1000, rows_per_partition=rpp)
         m = _csr(tx)
         assert np.array_equal(m.indptr, ref.indptr) and np.array_equal(m.indices, ref.indices)
+
     def chunks(rpp):
         tx = quest("T10.I4.D7.5K", key=key, block_rows=1000, rows_per_partition=rpp)
         return tx.blocks.chunks[0]
@@ -230,8 +229,9 @@ def test_metadata_is_public_only():
     tx = quest("T10.I4.D3K", key=key)
     md = tx.metadata
     assert md["generator"] == "quest" and md["spec"] == "T10.I4.D3K.N1K"
-    for name, value in dict(T=10.0, I=4.0, D=3000, N=1000, L=2000, correlation=0.5,
-                            corruption_mean=0.5, corruption_var=0.1).items():
+    for name, value in dict(
+        T=10.0, I=4.0, D=3000, N=1000, L=2000, correlation=0.5, corruption_mean=0.5, corruption_var=0.1
+    ).items():
         assert md[name] == value
     assert "key" not in md
     assert "987654321987654321" not in repr(md)

@@ -76,7 +76,14 @@ def test_cli_generate_and_info_on_s3(s3):
     from ppdm_dask.cli import cli
 
     so = s3["storage_options"]
-    opts = ["--storage-option", f"endpoint_url={so['endpoint_url']}", "--storage-option", "key=testing", "--storage-option", "secret=testing"]
+    opts = [
+        "--storage-option",
+        f"endpoint_url={so['endpoint_url']}",
+        "--storage-option",
+        "key=testing",
+        "--storage-option",
+        "secret=testing",
+    ]
     url = f"{s3['prefix']}/quest"
     runner = CliRunner()
     r = runner.invoke(cli, ["--scheduler", "threads", "--no-progress", *opts, "generate", "quest", "T10.I4.D20K.N1K", url])

@@ -20,8 +20,12 @@ def bad_files(tmp_path):
     binary.write_bytes(b"a;b\n\x92\x00\xff;*\n")
     empty = tmp_path / "empty.csv"
     empty.write_text("  \n")
-    return {"folder": (folder, "is a folder, not a file"), "binary": (binary, r"is not UTF-8 text \(byte 0x92 on line 2\)"),
-            "empty": (empty, "is empty"), "missing": (tmp_path / "nope.csv", "no hierarchy file at")}
+    return {
+        "folder": (folder, "is a folder, not a file"),
+        "binary": (binary, r"is not UTF-8 text \(byte 0x92 on line 2\)"),
+        "empty": (empty, "is empty"),
+        "missing": (tmp_path / "nope.csv", "no hierarchy file at"),
+    }
 
 
 @pytest.mark.parametrize("case", ["folder", "binary", "empty", "missing"])
@@ -54,5 +58,7 @@ def test_values_missing_from_a_hierarchy_file_name_the_file(tmp_path):
     path = tmp_path / "short.csv"
     path.write_text("a;*\nb;*\n")
     h = Hierarchy.from_csv(str(path), name="items")
-    with pytest.raises(DataFormatError, match=r"2 value\(s\) have no path to the root of hierarchy 'items' \(.*short\.csv\): 'c', 'd'"):
+    with pytest.raises(
+        DataFormatError, match=r"2 value\(s\) have no path to the root of hierarchy 'items' \(.*short\.csv\): 'c', 'd'"
+    ):
         h.generalize(["a", "c", "d"], 1)

@@ -226,7 +226,9 @@ def test_foreign_parquet_with_labels(tmp_path):
 
 def test_columns_weights_and_metadata_roundtrip(tmp_path):
     m = sp.csr_array(np.array([[0, 2.5, 0], [1, 0, 3], [0, 0, 0]]))
-    tx = TransactionArray.from_scipy(m, columns={"label": np.array([0, 1, 1]), "record_id": np.array([7, 8, 9])}, metadata={"p": 0.4, "q": 0.98}, npartitions=2)
+    tx = TransactionArray.from_scipy(
+        m, columns={"label": np.array([0, 1, 1]), "record_id": np.array([7, 8, 9])}, metadata={"p": 0.4, "q": 0.98}, npartitions=2
+    )
     tx.to_parquet(str(tmp_path / "w"))
     back = read(str(tmp_path / "w"))
     assert back.metadata == {"p": 0.4, "q": 0.98}

@@ -80,8 +80,16 @@ def test_one_release_is_basic_privacy(p, q, s0):
     assert composed_basic_privacy([(p, q)], s0) == pytest.approx(basic_privacy(p, q, s0=s0), rel=1e-12, abs=1e-12)
 
 
-@pytest.mark.parametrize("pairs", [[(0.4, 0.98), (0.5, 0.97)], [(0.4, 0.98)] * 2, [(0.9, 0.9), (0.4, 0.98), (0.9, 0.9)],
-                                   [(0.4, 0.98)] * 3 + [(0.6, 0.96)] * 2, [(1.0, 0.95), (0.4, 0.98)]])
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [(0.4, 0.98), (0.5, 0.97)],
+        [(0.4, 0.98)] * 2,
+        [(0.9, 0.9), (0.4, 0.98), (0.9, 0.9)],
+        [(0.4, 0.98)] * 3 + [(0.6, 0.96)] * 2,
+        [(1.0, 0.95), (0.4, 0.98)],
+    ],
+)
 @pytest.mark.parametrize("s0", [0.01, 0.3])
 def test_composed_r1_equals_enumeration(pairs, s0):
     assert composed_r1(pairs, s0) == pytest.approx(enumerated_r1(pairs, s0), rel=1e-12)
@@ -214,14 +222,31 @@ def test_earlier_records_other_families_and_the_smallest_budget(tx):
     rel = Distorter(0.5, 0.97, key=Key(8), privacy_floor=50).fit_transform(tx)
 
     def record(family, parameters, figures=None):
-        return Record({"record": family, "release_id": f"id-{family}", "family": family, "method": family,
-                       "parameters": parameters, "figures": figures or {}})
+        return Record(
+            {
+                "record": family,
+                "release_id": f"id-{family}",
+                "family": family,
+                "method": family,
+                "parameters": parameters,
+                "figures": figures or {},
+            }
+        )
 
-    earlier = [record("km", {"k": 5, "m": 2}),
-               record("emask", {"p": 0.4, "q": 0.98, "n_items": 500, "privacy_floor": 80}),  # parameters only
-               Record({"record": "b", "release_id": "id-b", "family": "emask", "method": "emask",
-                       "parameters": {"p": 0.9, "q": 0.9, "n_items": 1000, "privacy_floor": 60},
-                       "figures": {"epsilon_budget": 9.0}})]
+    earlier = [
+        record("km", {"k": 5, "m": 2}),
+        record("emask", {"p": 0.4, "q": 0.98, "n_items": 500, "privacy_floor": 80}),  # parameters only
+        Record(
+            {
+                "record": "b",
+                "release_id": "id-b",
+                "family": "emask",
+                "method": "emask",
+                "parameters": {"p": 0.9, "q": 0.9, "n_items": 1000, "privacy_floor": 60},
+                "figures": {"epsilon_budget": 9.0},
+            }
+        ),
+    ]
     comp = compose_release(rel, earlier)
     eps = math.log(50 / 3)
     assert comp.figures["epsilon_per_item"] == pytest.approx(LN20 + math.log(9) + eps)
@@ -229,7 +254,8 @@ def test_earlier_records_other_families_and_the_smallest_budget(tx):
     assert comp.public["emask_releases"] == 3 and comp.releases == 4
     assert comp.public["privacy_floor"] == 80 and comp.public["epsilon_budget"] == 9.0  # the highest floor, the smallest budget
     assert comp.figures["basic_privacy"] == pytest.approx(
-        100 * (1 - enumerated_r1([(0.4, 0.98), (0.9, 0.9), (0.5, 0.97)], rel.owner_s0())), rel=1e-12)
+        100 * (1 - enumerated_r1([(0.4, 0.98), (0.9, 0.9), (0.5, 0.97)], rel.owner_s0())), rel=1e-12
+    )
     # ln 20 + ln 9 + ln(50/3) = 8.01 <= 9; three releases at s0 ≈ 0.01 fall below the floor of 80
     assert {c.name: c.ok for c in comp.checks} == {BP_CHECK: False, BUDGET_CHECK: True}
     assert any("km/km" in n for n in comp.notes)

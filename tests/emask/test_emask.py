@@ -48,8 +48,18 @@ def test_oracle_O3_1_and_printed_eq4_erratum():
     # with the printed exponent (1-p)^(i-k) the columns do not sum to 1
     # (docs/emask.md#correction-the-transition-matrix)
     n, p, q = 2, 0.4, 0.98
-    printed = np.array([[sum(comb(j, k) * p**k * (1 - p) ** (i - k) * comb(n - j, i - k) * q ** (n + k - i - j) * (1 - q) ** (i - k)
-                             for k in range(max(0, i + j - n), min(i, j) + 1)) for j in range(3)] for i in range(3)])
+    printed = np.array(
+        [
+            [
+                sum(
+                    comb(j, k) * p**k * (1 - p) ** (i - k) * comb(n - j, i - k) * q ** (n + k - i - j) * (1 - q) ** (i - k)
+                    for k in range(max(0, i + j - n), min(i, j) + 1)
+                )
+                for j in range(3)
+            ]
+            for i in range(3)
+        ]
+    )
     assert np.allclose(printed.sum(axis=0), [0.984, 1.389, 1.96], atol=1e-3)
 
 
@@ -67,7 +77,9 @@ def test_inclusion_exclusion_and_three_estimators_agree():
     rng = np.random.default_rng(0)
     y = rng.random((20_000, 3)) < [0.3, 0.2, 0.25]
     n = y.shape[0]
-    sigma = np.array([n, y.sum(), sum((y[:, a] & y[:, b]).sum() for a, b in [(0, 1), (0, 2), (1, 2)]), y.all(axis=1).sum()], float)
+    sigma = np.array(
+        [n, y.sum(), sum((y[:, a] & y[:, b]).sum() for a, b in [(0, 1), (0, 2), (1, 2)]), y.all(axis=1).sum()], float
+    )
     assert K.class_counts_from_subsets(sigma).tolist() == np.bincount(y.sum(axis=1), minlength=4).tolist()
     per_transaction = np.prod((y - 0.02) / 0.38, axis=1).sum()
     closed, var = reconstruct_support(sigma, 0.4, 0.98, return_variance=True)
@@ -129,7 +141,9 @@ def test_reconstruction_is_unbiased_over_many_keys():
         y = distort(tx, p, q, key=Key(seed)).compute().toarray().astype(bool)
         n = y.shape[0]
         for s in itemsets:
-            sigma = [float(n)] + [sum(y[:, list(u)].all(axis=1).sum() for u in itertools.combinations(s, j)) for j in range(1, len(s) + 1)]
+            sigma = [float(n)] + [
+                sum(y[:, list(u)].all(axis=1).sum() for u in itertools.combinations(s, j)) for j in range(1, len(s) + 1)
+            ]
             est[s].append(reconstruct_support(np.array(sigma), p, q))
     for s, t in zip(itemsets, truth):
         e = np.array(est[s])
@@ -193,4 +207,3 @@ def test_support_counter_on_distorted_matches_dense():
     q = np.array([[0, 5, 9], [1, 2, 3], [4, 7, 19]])
     expected = [int(y[:, row].all(axis=1).sum()) for row in q]
     assert SupportCounter(d, progress=False).itemset_counts(q).tolist() == expected
-

@@ -31,15 +31,31 @@ from ppdm_dask.errors import InvalidParameter
 O35 = {
     0.01: {(0.6, 0.96): 91.94, (0.5, 0.97): 92.54, (0.4, 0.98): 92.91, (0.3, 0.99): 92.53, (0.9, 0.9): 92.49},
     0.005: {
-        (0.8, 0.96): 92.67, (0.7, 0.96): 94.29, (0.6, 0.96): 95.71, (0.6, 0.97): 94.44, (0.7, 0.97): 92.61,
-        (0.6, 0.98): 92.06, (0.5, 0.98): 94.29, (0.4, 0.98): 96.16, (0.4, 0.99): 93.12, (0.3, 0.99): 95.82,
+        (0.8, 0.96): 92.67,
+        (0.7, 0.96): 94.29,
+        (0.6, 0.96): 95.71,
+        (0.6, 0.97): 94.44,
+        (0.7, 0.97): 92.61,
+        (0.6, 0.98): 92.06,
+        (0.5, 0.98): 94.29,
+        (0.4, 0.98): 96.16,
+        (0.4, 0.99): 93.12,
+        (0.3, 0.99): 95.82,
     },
 }
 PAPER = {  # Tables 3 and 6
     0.01: {(0.6, 0.96): 92, (0.5, 0.97): 92.6, (0.4, 0.98): 93, (0.3, 0.99): 92.6},
     0.005: {
-        (0.8, 0.96): 92.7, (0.7, 0.96): 94.3, (0.6, 0.96): 95.8, (0.6, 0.97): 94.5, (0.7, 0.97): 92.7,
-        (0.6, 0.98): 92.1, (0.5, 0.98): 94.3, (0.4, 0.98): 96.2, (0.4, 0.99): 93.2, (0.3, 0.99): 96,
+        (0.8, 0.96): 92.7,
+        (0.7, 0.96): 94.3,
+        (0.6, 0.96): 95.8,
+        (0.6, 0.97): 94.5,
+        (0.7, 0.97): 92.7,
+        (0.6, 0.98): 92.1,
+        (0.5, 0.98): 94.3,
+        (0.4, 0.98): 96.2,
+        (0.4, 0.99): 93.2,
+        (0.3, 0.99): 96,
     },
 }
 
@@ -80,10 +96,17 @@ def test_basic_privacy_weighted_supports():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(p=0.5, q=0.5, s0=0.01), dict(p=0.3, q=0.7 + 1e-8, s0=0.01), dict(p=1.2, q=0.9, s0=0.01),
-     dict(p=0.4, q=0.98, s0=0.0), dict(p=0.4, q=0.98, s0=1.0), dict(p=0.4, q=0.98),
-     dict(p=0.4, q=0.98, s0=0.01, supports=[0.1]), dict(p=0.4, q=0.98, supports=[0.0, 0.0]),
-     dict(p=0.4, q=0.98, supports=[0.5, 1.5])],
+    [
+        dict(p=0.5, q=0.5, s0=0.01),
+        dict(p=0.3, q=0.7 + 1e-8, s0=0.01),
+        dict(p=1.2, q=0.9, s0=0.01),
+        dict(p=0.4, q=0.98, s0=0.0),
+        dict(p=0.4, q=0.98, s0=1.0),
+        dict(p=0.4, q=0.98),
+        dict(p=0.4, q=0.98, s0=0.01, supports=[0.1]),
+        dict(p=0.4, q=0.98, supports=[0.0, 0.0]),
+        dict(p=0.4, q=0.98, supports=[0.5, 1.5]),
+    ],
 )
 def test_basic_privacy_validation(kwargs):
     p, q = kwargs.pop("p"), kwargs.pop("q")
@@ -144,16 +167,33 @@ def test_record_epsilon_is_tight_by_enumeration():
         return max(abs(math.log(lik(y, x) / lik(y, x2))) for y in itertools.product((0, 1), repeat=4))
 
     bound = record_epsilon(p, q, k)
-    pairs = [(x, x2) for x in itertools.product((0, 1), repeat=4) for x2 in itertools.product((0, 1), repeat=4)
-             if sum(a != b for a, b in zip(x, x2)) == k]
+    pairs = [
+        (x, x2)
+        for x in itertools.product((0, 1), repeat=4)
+        for x2 in itertools.product((0, 1), repeat=4)
+        if sum(a != b for a, b in zip(x, x2)) == k
+    ]
     assert max(worst(x, x2) for x, x2 in pairs) == pytest.approx(bound)  # tight over pairs
     assert worst((1, 1, 0, 1), (0, 0, 1, 1)) < bound  # mixed directions: smaller
 
 
 # ---------------------------------------------------------------------------- parameter selection
 TABLE1 = [(0.3, 0.99), (0.4, 0.98), (0.5, 0.97), (0.6, 0.96)]
-TABLE2_PLUS = [(0.3, 0.99), (0.4, 0.98), (0.4, 0.99), (0.5, 0.97), (0.5, 0.98), (0.6, 0.96), (0.6, 0.97),
-               (0.6, 0.98), (0.7, 0.96), (0.7, 0.97), (0.8, 0.96), (0.8, 0.97), (0.9, 0.96)]
+TABLE2_PLUS = [
+    (0.3, 0.99),
+    (0.4, 0.98),
+    (0.4, 0.99),
+    (0.5, 0.97),
+    (0.5, 0.98),
+    (0.6, 0.96),
+    (0.6, 0.97),
+    (0.6, 0.98),
+    (0.7, 0.96),
+    (0.7, 0.97),
+    (0.8, 0.96),
+    (0.8, 0.97),
+    (0.9, 0.96),
+]
 
 
 def test_choose_parameters_o36():
@@ -230,7 +270,9 @@ def test_rp_with_frequent_itemsets_and_labels():
     d = TransactionArray.from_lists([["a", "b"], ["a"], ["a", "b"], ["b"]], npartitions=1)
     fi = FrequentItemsets(
         levels={1: (np.array([[0], [1]], np.int32), np.array([3, 3])), 2: (np.array([[0, 1]], np.int32), np.array([2]))},
-        vocabulary=t.vocabulary, n_transactions=4, min_count=1,
+        vocabulary=t.vocabulary,
+        n_transactions=4,
+        min_count=1,
     )
     assert reinterrogated_privacy(t, d, fi, 90) == pytest.approx(235 / 9)
 
@@ -304,9 +346,13 @@ def test_kernels_chunking(monkeypatch):
     plan = PK.make_plan([np.array(sorted(v)) for _, v in sorted(by_len.items())])
     ref1 = PK.breach_counts(t, d, plan)
     sizes = ref1[: PK.n_itemsets(plan)]
-    per_pair = np.concatenate([np.repeat(sizes[o : o + pos.shape[0]], k) for (k, pos), o in
-                               zip(plan[1], np.cumsum([0] + [p.shape[0] for _, p in plan[1]])[:-1])])
-    breach = np.where(per_pair > 0, ref1[PK.n_itemsets(plan):] / np.maximum(per_pair, 1), 0.0)
+    per_pair = np.concatenate(
+        [
+            np.repeat(sizes[o : o + pos.shape[0]], k)
+            for (k, pos), o in zip(plan[1], np.cumsum([0] + [p.shape[0] for _, p in plan[1]])[:-1])
+        ]
+    )
+    breach = np.where(per_pair > 0, ref1[PK.n_itemsets(plan) :] / np.maximum(per_pair, 1), 0.0)
     ref2 = PK.privacy_sums(t, d, plan, breach)
     assert ref2[2] == t.nnz
     # brute force of the per-block sums

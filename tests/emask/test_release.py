@@ -68,8 +68,16 @@ def test_release_bytes_same_for_1_3_and_19_partitions(tmp_path):
 # ---------------------------------------------------------------------------- estimator contract
 def test_estimator_contract(quest_tx):
     est = Distorter(0.4, 0.98, key=Key(123456789), privacy_floor=85.0)
-    assert est.get_params() == {"p": 0.4, "q": 0.98, "key": Key(123456789), "privacy_floor": 85.0, "allow_weak": False, "items": None,
-                              "epsilon_budget": None, "ledger": "default"}
+    assert est.get_params() == {
+        "p": 0.4,
+        "q": 0.98,
+        "key": Key(123456789),
+        "privacy_floor": 85.0,
+        "allow_weak": False,
+        "items": None,
+        "epsilon_budget": None,
+        "ledger": "default",
+    }
     clone = Distorter(**est.get_params())
     assert clone.get_params() == est.get_params()
     est.set_params(privacy_floor=90.0)
@@ -147,12 +155,20 @@ def test_written_release_verifies_and_is_read_as_transactions(quest_tx, tmp_path
     back = read(url)
     assert back.n_transactions == 5000 and back.metadata["p"] == 0.4 and back.metadata["q"] == 0.98
     # the distortion draws from the release's own stream key (key + identity), not the key itself
-    assert sorted(map(sorted, back.to_lists())) == sorted(map(sorted, distort(quest_tx, 0.4, 0.98, key=rel.stream_key).to_lists()))
+    assert sorted(map(sorted, back.to_lists())) == sorted(
+        map(sorted, distort(quest_tx, 0.4, 0.98, key=rel.stream_key).to_lists())
+    )
     verdict = verify(url, original=quest_tx)
     assert verdict.ok, verdict.lines(failed_only=True)
-    for name in ("s0 from the release density", "basic privacy (estimated from the release)", "basic privacy (original)",
-                 "same rows and items as the original", "s0 of the original", "ones consistent with a (p, q) distortion of the original",
-                 "flip rates as declared"):
+    for name in (
+        "s0 from the release density",
+        "basic privacy (estimated from the release)",
+        "basic privacy (original)",
+        "same rows and items as the original",
+        "s0 of the original",
+        "ones consistent with a (p, q) distortion of the original",
+        "flip rates as declared",
+    ):
         assert verdict[name].ok
     assert verdict["flip rates per row"].status == "unchecked"  # rows in keyed order, no key given
     assert verdict["s0 from the release density"].figure == pytest.approx(rel.owner_s0(), abs=2e-3)

@@ -26,12 +26,15 @@ def _release(tx, p, q):
     return Distorter(p, q, key=Key(11), allow_weak=True).fit(tx).transform(tx)
 
 
-@pytest.mark.parametrize("p, q, ratios", [
-    # p/(1-q), (1-q)/p, (1-p)/q, q/(1-p)
-    (0.4, 0.98, (0.4 / 0.02, 0.02 / 0.4, 0.6 / 0.98, 0.98 / 0.6)),   # 20, 0.05, 0.612, 1.633 -> ln 20
-    (0.9, 0.9, (0.9 / 0.1, 0.1 / 0.9, 0.1 / 0.9, 0.9 / 0.1)),          # 9 -> ln 9
-    (0.7, 0.95, (0.7 / 0.05, 0.05 / 0.7, 0.3 / 0.95, 0.95 / 0.3)),     # 14, 0.071, 0.316, 3.167 -> ln 14
-])
+@pytest.mark.parametrize(
+    "p, q, ratios",
+    [
+        # p/(1-q), (1-q)/p, (1-p)/q, q/(1-p)
+        (0.4, 0.98, (0.4 / 0.02, 0.02 / 0.4, 0.6 / 0.98, 0.98 / 0.6)),  # 20, 0.05, 0.612, 1.633 -> ln 20
+        (0.9, 0.9, (0.9 / 0.1, 0.1 / 0.9, 0.1 / 0.9, 0.9 / 0.1)),  # 9 -> ln 9
+        (0.7, 0.95, (0.7 / 0.05, 0.05 / 0.7, 0.3 / 0.95, 0.95 / 0.3)),  # 14, 0.071, 0.316, 3.167 -> ln 14
+    ],
+)
 def test_epsilon_by_hand(p, q, ratios):
     tx = TransactionArray.from_lists(_rows(n=300))
     figs = _release(tx, p, q).report_figures()
@@ -68,7 +71,10 @@ def test_basic_privacy_by_hand():
     # release's own density gives: (ones / (N d) - (1 - q)) / (p + q - 1)
     assert by_id["basic_privacy_original"].value == pytest.approx(hand) and by_id["basic_privacy_original"].about == "original"
     s_hat = (sum(len(r) for r in rel.data.to_lists()) / 2000 - 0.1) / 0.8
-    assert by_id["basic_privacy"].value == pytest.approx(basic_privacy(0.9, 0.9, s0=s_hat)) and by_id["basic_privacy"].about == "release"
+    assert (
+        by_id["basic_privacy"].value == pytest.approx(basic_privacy(0.9, 0.9, s0=s_hat))
+        and by_id["basic_privacy"].about == "release"
+    )
 
 
 def _closed_form(rows_d, itemset, p, q):
@@ -88,8 +94,16 @@ def test_utility_and_privacy_with_original():
     rel = _release(tx, p, q)
     figs = rel.report_figures(tx)
     by_id = {i.id: i for i in (*figs.risk, *figs.utility)}
-    assert {"basic_privacy_items", "reinterrogated_privacy", "km_audit_original", "unique_baskets_original",
-            "itemsets_sigma_plus", "itemsets_sigma_minus", "itemsets_rho", "itemsets_support_scatter"} <= set(by_id)
+    assert {
+        "basic_privacy_items",
+        "reinterrogated_privacy",
+        "km_audit_original",
+        "unique_baskets_original",
+        "itemsets_sigma_plus",
+        "itemsets_sigma_minus",
+        "itemsets_rho",
+        "itemsets_support_scatter",
+    } <= set(by_id)
     supports = np.bincount([i for r in rows for i in r], minlength=tx.n_items) / len(rows)
     assert by_id["basic_privacy_items"].value == pytest.approx(basic_privacy(p, q, supports=supports))
     assert 0.0 <= by_id["reinterrogated_privacy"].value <= 100.0
@@ -105,8 +119,9 @@ def test_utility_and_privacy_with_original():
     # recompute a few points exactly (the brute-force closed form is slow in Python)
     from ppdm_dask.metrics import itemset_utility
 
-    u = itemset_utility(tx, rel.data, 0.01, max_length=3, miner=partial(_emask_miner, p=p, q=q),
-                        recount=partial(reconstructed_supports, p=p, q=q))
+    u = itemset_utility(
+        tx, rel.data, 0.01, max_length=3, miner=partial(_emask_miner, p=p, q=q), recount=partial(reconstructed_supports, p=p, q=q)
+    )
     for labels, x, y, _, _ in u["points"][:: max(1, len(u["points"]) // 25)]:
         assert x == pytest.approx(counts_o[frozenset(labels)] / len(rows))
         assert y == pytest.approx(_closed_form(rows_d, labels, p, q) / len(rows), abs=1e-9)
@@ -139,8 +154,9 @@ def test_t10i4d100k(shared_data):
     ref = {frozenset(str(i) for i in s): c / len(rows) for s, c in fim.apriori(rows, target="s", supp=1, zmax=3, report="a")}
     from ppdm_dask.metrics import itemset_accuracy, itemset_utility
 
-    u = itemset_utility(tx, rel.data, 0.01, max_length=3, miner=partial(_emask_miner, p=p, q=q),
-                        recount=partial(reconstructed_supports, p=p, q=q))
+    u = itemset_utility(
+        tx, rel.data, 0.01, max_length=3, miner=partial(_emask_miner, p=p, q=q), recount=partial(reconstructed_supports, p=p, q=q)
+    )
     r = {frozenset(str(i) for i in lab): y for lab, _, y, _, in_r in u["points"] if in_r}
     f = {frozenset(str(i) for i in lab) for lab, _, _, in_f, _ in u["points"] if in_f}
     assert f == set(ref) and u["n_points_total"] == len(u["points"])

@@ -124,7 +124,9 @@ def test_item_list_warning_only_without_catalogue():
     rows = _rows(n=200, n_items=10) + [[99]]  # item 99: one basket alone holds it
     tx = TransactionArray.from_lists(rows)
     figs = emask_threat(_release(tx, 0.4, 0.98), Figures(), tx, CKW)
-    assert len(figs.warnings) == 1 and figs.warnings[0].text.startswith("1 item of the published item list is held by a single basket")
+    assert len(figs.warnings) == 1 and figs.warnings[0].text.startswith(
+        "1 item of the published item list is held by a single basket"
+    )
     assert figs.warnings[0].about == "comparison"  # counted on the original: the owner's report only
 
 

@@ -33,7 +33,7 @@ def endgame_boards() -> list[tuple[int, ...]]:
             return
         for i, v in enumerate(board):
             if v == 2:
-                play(board[:i] + (player,) + board[i + 1:], 1 - player)
+                play(board[:i] + (player,) + board[i + 1 :], 1 - player)
 
     play((2,) * 9, 0)
     return sorted(out)

@@ -144,7 +144,11 @@ def test_patterns_never_below_the_floor(led7, tmp_path):
     drawn_rare = [frozenset(x.tolist()) for x, s in zip(ct.itemsets[: ct.n_nontrivial], ct.supports) if s < 2]
     assert drawn_rare and not set(drawn_rare) & set(published)
     assert rel.figures["privacy"]["patterns_withheld"] == len(drawn_rare)
-    assert rel.summary()["privacy"]["patterns_published"] == len(published) == manifest_of(url)["summary"]["privacy"]["patterns_published"]
+    assert (
+        rel.summary()["privacy"]["patterns_published"]
+        == len(published)
+        == manifest_of(url)["summary"]["privacy"]["patterns_published"]
+    )
     verdict = verify(str(url), original=led7)
     assert verdict.ok and verdict["min-support"].overridden
     line = verdict["min-support"].line()
@@ -161,7 +165,11 @@ def test_public_files_hold_no_figure_of_the_original(led7, tmp_path):
     assert m["input"] == {"fingerprint": m["input"]["fingerprint"]}  # keyed, nothing else
     assert set(m["summary"]) == {"family", "method", "parameters", "records", "privacy"}
     assert m["summary"]["records"] == {"released": 1000}
-    assert m["summary"]["privacy"] == {"min_support": 4, "unique_copies": "redrawn", "patterns_published": gen.code_table_.n_nontrivial}
+    assert m["summary"]["privacy"] == {
+        "min_support": 4,
+        "unique_copies": "redrawn",
+        "patterns_published": gen.code_table_.n_nontrivial,
+    }
     # the part files' metadata records the count, never the fraction (both would tell |db|)
     meta = json.loads(pq.read_schema(url / "part-00000.parquet").metadata[b"ppdm"])["metadata"]
     assert meta["min_support"] == 4 and "0.0011" not in json.dumps(meta)
@@ -176,8 +184,19 @@ def test_public_files_hold_no_figure_of_the_original(led7, tmp_path):
                 yield from keys(v)
 
     names = set(keys(m))
-    assert not names & {"support", "usage", "supports", "usages", "fitted_rows", "L_percent", "smallest_pattern_support",
-                        "unique_records_in_input", "rows_redrawn", "redraws", "patterns_withheld"}
+    assert not names & {
+        "support",
+        "usage",
+        "supports",
+        "usages",
+        "fitted_rows",
+        "L_percent",
+        "smallest_pattern_support",
+        "unique_records_in_input",
+        "rows_redrawn",
+        "redraws",
+        "patterns_withheld",
+    }
     # the 3,200 fitted rows appear nowhere as a count (1,000 rows were released)
     assert "3200" not in json.dumps({k: v for k, v in m.items() if k not in ("partitions", "files")})
     assert {p.name for p in Path(url).iterdir()} == {"_SUCCESS", "_vocabulary.parquet", PATTERNS_FILE, "part-00000.parquet"}
@@ -227,8 +246,14 @@ def test_forgery_with_the_original_rows_fails(led7, tmp_path):
 
     orig = led7.to_lists()
     ids = [sorted(index[i] for i in r) for r in orig]
-    csr = sp.csr_array((np.ones(sum(map(len, ids)), np.int32), np.concatenate(ids).astype(np.int32),
-                        np.r_[0, np.cumsum([len(x) for x in ids])].astype(np.int32)), shape=(len(ids), len(labels)))
+    csr = sp.csr_array(
+        (
+            np.ones(sum(map(len, ids)), np.int32),
+            np.concatenate(ids).astype(np.int32),
+            np.r_[0, np.cumsum([len(x) for x in ids])].astype(np.int32),
+        ),
+        shape=(len(ids), len(labels)),
+    )
     table = pq.read_table(url / "part-00000.parquet")
     forged = pa.table({"items": csr_to_arrow_list(csr), "n_patterns": pa.array(np.ones(len(ids), np.int64))})
     forge_part(url, "part-00000.parquet", forged.cast(table.schema))
@@ -276,6 +301,7 @@ def test_membership_advantage_is_bounded(boards):
     def experiment(allow):
         def fit_generate(members):
             return KrimpGenerator(10, allow_weak=allow, domains=domains).fit(members).sample(key=key)
+
         return membership_inference(boards, fit_generate, key, candidates=400)
 
     free = experiment(["unique copies"])

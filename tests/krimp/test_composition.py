@@ -37,10 +37,12 @@ def _rows(url):
 def _oracle(union, original):
     counts = Counter(original)
     unique = {r for r, c in counts.items() if c == 1}
-    return {"union_unique_copies": sum(1 for r in union if r in unique),
-            "union_unique_records_copied": len(unique & set(union)),
-            "union_rows_copying_records": 100.0 * sum(1 for r in union if r in counts) / len(union),
-            "union_rows_reproduced": 100.0 * sum(c for r, c in counts.items() if r in set(union)) / len(original)}
+    return {
+        "union_unique_copies": sum(1 for r in union if r in unique),
+        "union_unique_records_copied": len(unique & set(union)),
+        "union_rows_copying_records": 100.0 * sum(1 for r in union if r in counts) / len(union),
+        "union_rows_reproduced": 100.0 * sum(c for r, c in counts.items() if r in set(union)) / len(original),
+    }
 
 
 def test_union_of_two_releases_recounted_by_brute_force(iris, tmp_path):
@@ -60,8 +62,9 @@ def test_union_of_two_releases_recounted_by_brute_force(iris, tmp_path):
         assert items[name].value == want[name], name
     for name in ("union_rows_copying_records", "union_rows_reproduced"):
         assert items[name].value == pytest.approx(want[name]), name
-    assert items["union_nas"].value == pytest.approx(normalized_anonymity_score([list(r) for r in mine + theirs],
-                                                                                [list(r) for r in original]))
+    assert items["union_nas"].value == pytest.approx(
+        normalized_anonymity_score([list(r) for r in mine + theirs], [list(r) for r in original])
+    )
     assert f"this release alone copies {alone['union_unique_records_copied']}" in items["union_unique_records_copied"].note
     assert all(items[i].about == "comparison" for i in items if i != "union_releases")
     # other keys copy other unique records: the union gives away more than this release

@@ -32,8 +32,10 @@ def led7():
     return load_sample("led7").persist()
 
 
-@pytest.mark.parametrize("name, closed, ms, prune", [("led7", False, 1, True), ("pima", False, 1, True), ("pima", False, 2, False),
-                                                     ("mushroom", True, 400, True)])
+@pytest.mark.parametrize(
+    "name, closed, ms, prune",
+    [("led7", False, 1, True), ("pima", False, 1, True), ("pima", False, 2, False), ("mushroom", True, 400, True)],
+)
 def test_same_code_table_for_1_2_8_blocks(name, closed, ms, prune):
     tx = load_sample(name).persist()
     want = krimp(tx, min_support=ms, closed=closed, prune=prune)
@@ -224,4 +226,6 @@ def test_indexes_are_accelerators_only(led7):
     for db, ms, closed in ((led7, 1, False), (mush, 300, True)):
         want = krimp(db, min_support=ms, closed=closed)
         assert _table(krimp(db, min_support=ms, closed=closed, index_memory=0)) == _table(want)
-        assert _table(D.krimp_distributed(db.repartition(npartitions=2), min_support=ms, closed=closed, index_memory=0)) == _table(want)
+        assert _table(
+            D.krimp_distributed(db.repartition(npartitions=2), min_support=ms, closed=closed, index_memory=0)
+        ) == _table(want)

@@ -316,7 +316,9 @@ def test_o45_anonymity_scores_exact():
     assert lv["support"].tolist() == [1, 2, 3] and lv["n_in_generated"].tolist() == [1, 1, 0]
     # string labels
     s = [["x", "y"], ["x"], ["x"]]
-    assert normalized_anonymity_score(TransactionArray.from_lists([["x"]]), TransactionArray.from_lists(s), exact=True) == Fr(1, 3)
+    assert normalized_anonymity_score(TransactionArray.from_lists([["x"]]), TransactionArray.from_lists(s), exact=True) == Fr(
+        1, 3
+    )
     with pytest.raises(DataFormatError):
         anonymity_score(_DBP, [])
 

@@ -208,7 +208,7 @@ def test_exact_sum_equals_math_fsum():
             y = rng.normal(size=n // 2 + 1) * 1e16
             x = np.concatenate([y, -y, rng.normal(size=3)])
         elif kind == 2:  # half-way cases
-            x = np.array([1e16, 1.0, 1e-16, -1e16, 2.0 ** -53, 1.0] * (n // 6 + 1))
+            x = np.array([1e16, 1.0, 1e-16, -1e16, 2.0**-53, 1.0] * (n // 6 + 1))
         else:  # the KRIMP terms: -u*log2(u/U) and stdlen - log2(u/U)
             us = rng.integers(1, 10_000, size=n)
             U = int(us.sum()) + 1
@@ -298,8 +298,7 @@ def test_o43_standard_cover_order():
 def test_o44_exact(prune, krimp_std):
     cands = mine_candidates(O44, 2)
     name = {v: k for k, v in zip("ABCDEF", range(1, 7))}
-    assert ["".join(name[i] for i in x) for x in cands.itemsets()] == [
-        "CE", "AC", "ACE", "AE", "BD", "BDF", "BF", "DF", "BE"]
+    assert ["".join(name[i] for i in x) for x in cands.itemsets()] == ["CE", "AC", "ACE", "AE", "BD", "BDF", "BF", "DF", "BE"]
     assert cands.supports.tolist() == [5, 5, 4, 4, 4, 3, 3, 3, 2]
     res = krimp(O44, min_support=2, prune=prune)
     ct = res.code_table
@@ -376,8 +375,9 @@ def _standard_key(rows):
     return lambda X, s: (-s, -len(X), tuple(sorted(fw[i] for i in X)))
 
 
-@pytest.mark.parametrize("name,minsup,closed", [("iris", 1, False), ("iris", 1, True), ("led7", 1, True),
-                                                ("led7", 3, False), ("pima", 5, True)])
+@pytest.mark.parametrize(
+    "name,minsup,closed", [("iris", 1, False), ("iris", 1, True), ("led7", 1, True), ("led7", 3, False), ("pima", 5, True)]
+)
 def test_miner_vs_pyfim_and_order(lucs, name, minsup, closed):
     fim = pytest.importorskip("fim")
     rows = _load(lucs / f"{name}.dat")
@@ -434,9 +434,16 @@ def test_krimp_vs_reference_random(seed):
             _assert_same_as_reference(rows, cands, prune)
 
 
-@pytest.mark.parametrize("name,n,minsup,closed", [("iris", None, 1, False), ("iris", None, 1, True),
-                                                  ("led7", 250, 1, True), ("led7", 300, 8, False),
-                                                  ("breast", 120, 2, True)])
+@pytest.mark.parametrize(
+    "name,n,minsup,closed",
+    [
+        ("iris", None, 1, False),
+        ("iris", None, 1, True),
+        ("led7", 250, 1, True),
+        ("led7", 300, 8, False),
+        ("breast", 120, 2, True),
+    ],
+)
 def test_krimp_vs_reference_lucs(lucs, name, n, minsup, closed):
     rows = _load(lucs / f"{name}.dat", n)
     cands = mine_candidates(rows, minsup, closed=closed)
@@ -617,8 +624,7 @@ def _reference_case(request, name: str, closed: bool) -> tuple[list, list[list[i
             rows = [list(map(int, line.split())) for line in f if line.strip()]
         return _read_reference_ct(bundled), rows
     shared = request.getfixturevalue("shared_data")
-    return (_read_reference_ct(shared / "krimp_reference" / f"ct_{name}_{kind}_1.txt"),
-            _load(shared / "lucs" / f"{name}.dat"))
+    return (_read_reference_ct(shared / "krimp_reference" / f"ct_{name}_{kind}_1.txt"), _load(shared / "lucs" / f"{name}.dat"))
 
 
 @pytest.mark.parametrize(
@@ -651,8 +657,7 @@ def test_krimp_equals_authors_code_table(request, name, closed, n_elements, n_si
     assert np.array_equal(cover_usages(rows, ct), ct.usages)
 
 
-@pytest.mark.parametrize("name, n_elements, total", [("iris", 13, 1_475), ("breast", 30, 4_613),
-                                                     ("pageblocks", 53, 10_911)])
+@pytest.mark.parametrize("name, n_elements, total", [("iris", 13, 1_475), ("breast", 30, 4_613), ("pageblocks", 53, 10_911)])
 def test_krimp_sizes_equal_authors(shared_data, name, n_elements, total):
     """All itemsets at min support 1, prune on: the element counts and sizes the authors'
     implementation printed for these sets (krimp_reference/SOURCES.md)."""

@@ -19,7 +19,7 @@ def test_generated_rows_quality():
     rng = np.random.default_rng(3)
     rows = []  # one item per attribute (a: 0-2, b: 3-5, c: 6-8, d: 9-10), b and c following a
     for _ in range(400):
-        a = int(rng.choice(3, p=[.5, .3, .2]))
+        a = int(rng.choice(3, p=[0.5, 0.3, 0.2]))
         b = 3 + (a if rng.random() < 0.7 else int(rng.integers(3)))
         c = 6 + (a if rng.random() < 0.5 else int(rng.integers(3)))
         rows.append([a, b, c, 9 + int(rng.random() < 0.3)])

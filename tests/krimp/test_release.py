@@ -94,8 +94,16 @@ def test_release_patterns_and_verification(iris, tmp_path):
     check_domains(back, gen.domains_)
     verdict = verify(str(url), original=iris)
     assert verdict.ok, verdict.lines(failed_only=True)
-    for name in ("pattern length", "excluded combinations", "patterns fit the domains", "rows as recorded", "unique copies",
-                 "one item per domain", "pattern support in the original", UNIQUE_COPIES_CHECK):
+    for name in (
+        "pattern length",
+        "excluded combinations",
+        "patterns fit the domains",
+        "rows as recorded",
+        "unique copies",
+        "one item per domain",
+        "pattern support in the original",
+        UNIQUE_COPIES_CHECK,
+    ):
         assert verdict[name].ok and verdict[name].status == "check"
     nas = verdict["normalized anonymity score"].figure
     assert 0.0 <= nas <= 1.0
@@ -125,12 +133,17 @@ def test_tampering_is_caught(iris, tmp_path):
     _, _, url = _release(iris, tmp_path, name="rare")
     assert sum(1 for r in iris.to_lists() if {1, 8} <= set(r)) == 1
     table = pq.read_table(url / PATTERNS_FILE)
-    forge_part(url, PATTERNS_FILE, pa.concat_tables([table, pa.table({"items": pa.array([[1, 8]], table.schema.field("items").type)})]))
+    forge_part(
+        url, PATTERNS_FILE, pa.concat_tables([table, pa.table({"items": pa.array([[1, 8]], table.schema.field("items").type)})])
+    )
     alone = verify(str(url))  # the release alone holds no support: only the original can tell
     assert alone.ok and alone["pattern support in the original"].status == "unchecked"
     verdict = verify(str(url), original=iris)
     assert [c.name for c in verdict.failures()] == ["pattern support in the original"]
-    assert verdict["pattern support in the original"].where == PATTERNS_FILE and verdict["pattern support in the original"].figure == 1
+    assert (
+        verdict["pattern support in the original"].where == PATTERNS_FILE
+        and verdict["pattern support in the original"].figure == 1
+    )
 
     # a generated row with two items of one domain (and none of another)
     _, _, url = _release(iris, tmp_path, name="rows")

@@ -24,8 +24,9 @@ def _reproduced(generated, original):
 
 def _release(gen_rows, patterns=()):
     data = TransactionArray.from_lists(gen_rows)
-    return GeneratedRelease(data, method="krimp-generator", parameters={"min_support": 2, "n_rows": len(gen_rows)},
-                            patterns=patterns_table(patterns))
+    return GeneratedRelease(
+        data, method="krimp-generator", parameters={"min_support": 2, "n_rows": len(gen_rows)}, patterns=patterns_table(patterns)
+    )
 
 
 def test_nas_and_reproduced_by_hand():

@@ -49,10 +49,10 @@ def _disco(targets, rows, leave_out):
         seen = defaultdict(Counter)
         for r in rows:
             r = _by_domain(r)
-            seen[r[:j] + r[j + 1:]][r[j]] += 1
+            seen[r[:j] + r[j + 1 :]][r[j]] += 1
         for t, r in enumerate(targets):
             r = _by_domain(r)
-            values = Counter(seen[r[:j] + r[j + 1:]])
+            values = Counter(seen[r[:j] + r[j + 1 :]])
             if leave_out:
                 values[r[j]] -= 1
             values = +values
@@ -104,8 +104,11 @@ def test_disco_by_brute_force():
         for t, r in enumerate(targets):
             r = _by_domain(r)
             for j in range(D):
-                want = sum(1 for g in full if _by_domain(g)[:j] + _by_domain(g)[j + 1:] == r[:j] + r[j + 1:]
-                           and _by_domain(g)[j] != r[j])
+                want = sum(
+                    1
+                    for g in full
+                    if _by_domain(g)[:j] + _by_domain(g)[j + 1 :] == r[:j] + r[j + 1 :] and _by_domain(g)[j] != r[j]
+                )
                 assert other[t, j] == want
 
 
@@ -145,7 +148,9 @@ def test_summary_words_carry_this_release(generated):
     about = {t.id: t.about for t in fig.learn}  # what needs the original stays out of the external report
     assert about["learn_shared"] == about["learn_membership"] == about["learn_attribute"] == "comparison"
     assert about["learn_patterns"] == about["learn_not_dp"] == "release"
-    assert fig.headline and set(fig.headline) <= {v.id for v in fig.utility} and fig.headline[:2] == ["utility_quality_score", "ds"]
+    assert (
+        fig.headline and set(fig.headline) <= {v.id for v in fig.utility} and fig.headline[:2] == ["utility_quality_score", "ds"]
+    )
     # the figures the attacks read, recounted
     risk = {v.id: v for v in fig.risk}
     counts = Counter(frozenset(r) for r in original)

@@ -48,8 +48,9 @@ with dask.config.set(scheduler="sync"):
 
 def _job(dst: str, ledger: str, die_at: str = "-", opts: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "LEDGER_OPTS": json.dumps(opts or {})}
-    return subprocess.run([sys.executable, "-c", CHILD, dst, ledger, die_at], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, dst, ledger, die_at], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def test_an_input_is_named_by_the_ledgers_secret(tmp_path):

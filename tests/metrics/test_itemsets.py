@@ -49,8 +49,14 @@ def test_itemset_accuracy_levels_and_variance():
     assert acc["rho"] == pytest.approx(100 * (0.1 + 0 + 0.2) / 3)
     lv = acc["levels"]
     assert sorted(lv) == [1, 2, 3]
-    assert lv[1] == {"rho": pytest.approx(5.0), "sigma_plus": 50.0, "sigma_minus": 0.0,
-                     "n_true": 2, "n_reconstructed": 3, "n_common": 2}
+    assert lv[1] == {
+        "rho": pytest.approx(5.0),
+        "sigma_plus": 50.0,
+        "sigma_minus": 0.0,
+        "n_true": 2,
+        "n_reconstructed": 3,
+        "n_common": 2,
+    }
     assert lv[2]["rho"] == pytest.approx(20.0) and lv[2]["sigma_minus"] == 50.0 and lv[2]["sigma_plus"] == 0.0
     assert lv[3]["sigma_plus"] == pytest.approx(100.0) and lv[3]["sigma_minus"] == pytest.approx(100.0)
     assert lv[3]["rho"] == 0.0
@@ -71,9 +77,13 @@ def test_inputs_frequent_itemsets_and_fractions():
 
     voc = Vocabulary(["x", "y", "z"])
     fi = FrequentItemsets(
-        levels={1: (np.array([[0], [1], [2]], np.int32), np.array([50, 40, 30])),
-                2: (np.array([[0, 1]], np.int32), np.array([20]))},
-        vocabulary=voc, n_transactions=100, min_count=10,
+        levels={
+            1: (np.array([[0], [1], [2]], np.int32), np.array([50, 40, 30])),
+            2: (np.array([[0, 1]], np.int32), np.array([20])),
+        },
+        vocabulary=voc,
+        n_transactions=100,
+        min_count=10,
     )
     rec = {("x",): 55, frozenset({"x", "y"}): 10, "y": 40}  # keys: tuples, sets and single labels
     acc = itemset_accuracy(fi, rec)

@@ -50,8 +50,9 @@ def test_audit_curve_equals_brute_force_and_ignores_partitions(seed):
     assert a1.distinct.tolist() == [sum(1 for s in brute if len(s) <= m) for m in range(1, 5)]
     assert a3.distinct.tolist() == a1.distinct.tolist()
     # the cost estimate is the number of itemset occurrences: Σ_rows Σ_{j<=m} C(len, j)
-    assert a1.work.tolist() == [float(sum(sum(1 for _ in combinations(r, j)) for r in rows for j in range(1, m + 1)))
-                                for m in range(1, 5)]
+    assert a1.work.tolist() == [
+        float(sum(sum(1 for _ in combinations(r, j)) for r in rows for j in range(1, m + 1))) for m in range(1, 5)
+    ]
 
 
 def test_audit_guard_truncates_with_a_note():
@@ -135,8 +136,13 @@ def test_itemset_utility_against_brute_force():
 
     figs = utility_figures(original, release, min_support, max_length=max_len)
     by_id = {i.id: i for i in figs.utility}
-    assert set(by_id) == {"itemsets_max_length", "itemsets_sigma_plus", "itemsets_sigma_minus", "itemsets_rho",
-                          "itemsets_support_scatter"}
+    assert set(by_id) == {
+        "itemsets_max_length",
+        "itemsets_sigma_plus",
+        "itemsets_sigma_minus",
+        "itemsets_rho",
+        "itemsets_support_scatter",
+    }
     assert all(i.about == "comparison" for i in figs.utility)
     assert by_id["itemsets_rho"].value == pytest.approx(itemset_accuracy(fs, rs)["rho"])
     assert "min_support 0.08" in by_id["itemsets_rho"].note

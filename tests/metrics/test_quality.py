@@ -19,11 +19,23 @@ from ppdm_dask.metrics import quality as Q
 def _frames(seed: int = 0, n: int = 400, m: int = 300) -> tuple[pd.DataFrame, pd.DataFrame]:
     rng = np.random.default_rng(seed)
     x = rng.normal(40, 10, n)
-    real = pd.DataFrame({"age": np.round(x).astype(int), "income": x * 3 + rng.normal(0, 8, n),
-                         "sex": rng.choice(["f", "m"], n), "job": rng.choice(["a", "b", "c", None], n, p=[.4, .3, .2, .1])})
+    real = pd.DataFrame(
+        {
+            "age": np.round(x).astype(int),
+            "income": x * 3 + rng.normal(0, 8, n),
+            "sex": rng.choice(["f", "m"], n),
+            "job": rng.choice(["a", "b", "c", None], n, p=[0.4, 0.3, 0.2, 0.1]),
+        }
+    )
     y = rng.normal(43, 12, m)
-    synth = pd.DataFrame({"age": np.round(y).astype(int), "income": rng.normal(125, 40, m),
-                          "sex": rng.choice(["f", "m"], m, p=[.7, .3]), "job": rng.choice(["a", "b", "d"], m)})
+    synth = pd.DataFrame(
+        {
+            "age": np.round(y).astype(int),
+            "income": rng.normal(125, 40, m),
+            "sex": rng.choice(["f", "m"], m, p=[0.7, 0.3]),
+            "job": rng.choice(["a", "b", "d"], m),
+        }
+    )
     return real, synth
 
 
@@ -54,8 +66,10 @@ def _direct(real: pd.DataFrame, synth: pd.DataFrame, numeric: list[str]) -> tupl
             rs = np.corrcoef(synth[a], synth[b])[0, 1]
             pairs[(a, b)] = 1 - abs(ra - rs) / 2
         else:
+
             def cell(df, c):
                 return _binned(real[c], df[c]) if c in numeric else df[c].fillna("<missing>").reset_index(drop=True)
+
             ct_r = pd.crosstab(cell(real, a), cell(real, b), normalize=True).stack()
             ct_s = pd.crosstab(cell(synth, a), cell(synth, b), normalize=True).stack()
             ct_r, ct_s = ct_r.align(ct_s, fill_value=0.0)

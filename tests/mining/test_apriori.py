@@ -99,7 +99,12 @@ def test_max_length_and_fraction_threshold():
 def test_string_labels_and_results_api(tmp_path):
     tx = TransactionArray.from_lists([["milk", "bread"], ["milk", "bread", "beer"], ["beer"], ["milk"]])
     fi = apriori(tx, 2, progress=False)
-    assert fi.as_dict() == {frozenset({"milk"}): 3, frozenset({"bread"}): 2, frozenset({"beer"}): 2, frozenset({"bread", "milk"}): 2}
+    assert fi.as_dict() == {
+        frozenset({"milk"}): 3,
+        frozenset({"bread"}): 2,
+        frozenset({"beer"}): 2,
+        frozenset({"bread", "milk"}): 2,
+    }
     df = fi.to_pandas()
     assert set(df.columns) == {"itemset", "length", "count", "support"}
     assert df.loc[df.length == 2, "itemset"].tolist() == [("bread", "milk")]
@@ -126,9 +131,17 @@ def test_rules_against_definition():
                 if conf >= 0.6:
                     cq = s - a
                     sc = support[cq] / n
-                    expected[(a, cq)] = (conf, conf / sc, c / n - support[a] / n * sc, (1 - sc) / (1 - conf) if conf < 1 else np.inf)
+                    expected[(a, cq)] = (
+                        conf,
+                        conf / sc,
+                        c / n - support[a] / n * sc,
+                        (1 - sc) / (1 - conf) if conf < 1 else np.inf,
+                    )
     rules = association_rules(fi, 0.6).to_pandas()
-    got = {(frozenset(r.antecedent), frozenset(r.consequent)): (r.confidence, r.lift, r.leverage, r.conviction) for r in rules.itertuples()}
+    got = {
+        (frozenset(r.antecedent), frozenset(r.consequent)): (r.confidence, r.lift, r.leverage, r.conviction)
+        for r in rules.itertuples()
+    }
     assert got.keys() == expected.keys()
     for key, vals in expected.items():
         assert np.allclose(got[key], vals, rtol=1e-12)
@@ -164,7 +177,9 @@ def test_candidate_generation_textbook_example():
     assert cands.tolist() == [[1, 2, 3, 4]] and left.tolist() == [0]
     wide = np.array([[2**40, 1], [5, 6]])
     assert rows_in(np.array([[5, 6], [7, 8]]), wide).tolist() == [True, False]
-    assert rows_in(np.array([[5, 6, 1, 2, 3, 4, 5, 6, 7, 8]]) * 1000, np.array([[5, 6, 1, 2, 3, 4, 5, 6, 7, 8]]) * 1000).tolist() == [True]
+    assert rows_in(
+        np.array([[5, 6, 1, 2, 3, 4, 5, 6, 7, 8]]) * 1000, np.array([[5, 6, 1, 2, 3, 4, 5, 6, 7, 8]]) * 1000
+    ).tolist() == [True]
 
 
 def test_errors_and_guard():
@@ -189,7 +204,26 @@ def test_partition_independence_on_sample():
 
 
 def test_cli_mine(tmp_path):
-    r = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "--json", "mine", str(sample_path("chess")), "--min-support", "0.9", "--rules", "--min-confidence", "0.95", "--out", str(tmp_path / "fi.parquet"), "--rules-out", str(tmp_path / "rules.parquet")])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "--scheduler",
+            "sync",
+            "--no-progress",
+            "--json",
+            "mine",
+            str(sample_path("chess")),
+            "--min-support",
+            "0.9",
+            "--rules",
+            "--min-confidence",
+            "0.95",
+            "--out",
+            str(tmp_path / "fi.parquet"),
+            "--rules-out",
+            str(tmp_path / "rules.parquet"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     tx = read(str(sample_path("chess")), progress=False)
@@ -210,9 +244,7 @@ def test_apriori_gen_equals_brute_force(width, wide, draws):
     table = np.array(sets, dtype=np.int64) + offset
     cands, left = apriori_gen(table)
     known = {tuple(r) for r in table.tolist()}
-    expected = sorted(
-        {tuple(a) + (b[-1],) for a in table.tolist() for b in table.tolist() if a[:-1] == b[:-1] and a[-1] < b[-1]}
-    )
+    expected = sorted({tuple(a) + (b[-1],) for a in table.tolist() for b in table.tolist() if a[:-1] == b[:-1] and a[-1] < b[-1]})
     expected = [e for e in expected if all(e[:d] + e[d + 1 :] in known for d in range(len(e)))]
     assert [tuple(r) for r in cands.tolist()] == expected
     assert all(tuple(table[i]) == tuple(r[:-1]) for i, r in zip(left.tolist(), cands.tolist()))

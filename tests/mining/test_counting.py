@@ -33,8 +33,10 @@ def test_each_plan_counts_exactly(plan, nnz_known):
         tx = TransactionArray(tx.blocks, tx.vocabulary, partition_nnz=[int(X[a:b].sum()) for a, b in _bounds(tx)])
     counter = C.SupportCounter(tx, memory_plan=plan)
     np.testing.assert_array_equal(counter.item_counts(), X.sum(axis=0))
-    np.testing.assert_array_equal(counter.pair_counts(np.arange(0, 25, 4, dtype=np.int32), method="rows"),
-                                  [(X[:, a] & X[:, b]).sum() for a, b in itertools.combinations(range(0, 25, 4), 2)])
+    np.testing.assert_array_equal(
+        counter.pair_counts(np.arange(0, 25, 4, dtype=np.int32), method="rows"),
+        [(X[:, a] & X[:, b]).sum() for a, b in itertools.combinations(range(0, 25, 4), 2)],
+    )
     items = np.arange(0, 25, 2, dtype=np.int32)
     pairs = counter.pair_counts(items, method="bitsets")
     ia, ib = np.triu_indices(items.size, 1)
@@ -61,15 +63,20 @@ def test_auto_plan_follows_the_budget(monkeypatch):
     big = C.SupportCounter(tx)
     big.use_bitsets(np.arange(n_items, dtype=np.int32))
     assert big.plan["plan"] == "persist" and ": persist (within" in big.plan["reason"]
-    monkeypatch.setattr(cluster, "memory_budget", lambda share, client=None, *, local: (float(total), "test"))  # no room for the largest block
+    monkeypatch.setattr(
+        cluster, "memory_budget", lambda share, client=None, *, local: (float(total), "test")
+    )  # no room for the largest block
     small = C.SupportCounter(tx)
     small.item_counts()
     small.use_bitsets(np.arange(n_items, dtype=np.int32))
     assert small.plan["plan"] == "stream" and "instead of being spilled" in small.plan["reason"]
     assert not small.rows_plan["packed"]
     # room for the packed rows only: the bitsets are decoded from them in every task
-    monkeypatch.setattr(cluster, "memory_budget",
-                        lambda share, client=None, *, local: (1e9 if share == C.ROWS_MEMORY_SHARE else float(total), "test"))
+    monkeypatch.setattr(
+        cluster,
+        "memory_budget",
+        lambda share, client=None, *, local: (1e9 if share == C.ROWS_MEMORY_SHARE else float(total), "test"),
+    )
     rows_only = C.SupportCounter(tx)
     rows_only.item_counts()
     rows_only.use_bitsets(np.arange(n_items, dtype=np.int32))

@@ -29,7 +29,7 @@ def _as_dict(result) -> dict[tuple, int]:
     lengths, items, counts, _ = result
     out, off = {}, 0
     for k, c in zip(lengths.tolist(), counts.tolist()):
-        out[tuple(items[off:off + k].tolist())] = c
+        out[tuple(items[off : off + k].tolist())] = c
         off += k
     assert len(out) == lengths.size  # no itemset twice
     return out
@@ -88,7 +88,9 @@ def test_local_search_keeps_every_globally_frequent_itemset_of_its_block():
     for lo, hi in ((0, 150), (150, 300)):
         local = _all_counts(X[lo:hi])
         t = (mc * (hi - lo) + 299) // 300
-        got = _as_dict(E.mine_block(K.build_bitsets(sp.csr_array(X[lo:hi]), np.arange(12, dtype=np.int32)), totals, t, mc, None, 10**9))
+        got = _as_dict(
+            E.mine_block(K.build_bitsets(sp.csr_array(X[lo:hi]), np.arange(12, dtype=np.int32)), totals, t, mc, None, 10**9)
+        )
         assert all(c == local[s] and c >= t for s, c in got.items())
         must = {s for s in freq if len(s) >= 3 and local[s] >= t}
         assert must <= set(got)

@@ -38,7 +38,9 @@ def test_guard_fires_before_the_level_is_built():
     # 3 rows, one of 30 items, min-count 1: level k has C(30, k) candidates (level 4: 27,405)
     tx = TransactionArray.from_lists([list(range(30)), [0, 1, 2], [1, 2, 3]], npartitions=1)
     levels = []
-    with pytest.raises(ResultTooLargeError, match=r"level 4 would build up to 27,405 candidate itemsets \(about [\d.,]+ MiB") as e:
+    with pytest.raises(
+        ResultTooLargeError, match=r"level 4 would build up to 27,405 candidate itemsets \(about [\d.,]+ MiB"
+    ) as e:
         apriori(tx, 1, max_candidates=20_000, on_level=lambda st: levels.append(st["length"]), progress=False)
     assert levels == [1, 2, 3] and "max_candidates" in str(e.value) and "--max-candidates" in cli_message(e.value)
     levels.clear()

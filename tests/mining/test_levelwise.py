@@ -46,7 +46,9 @@ class DenseCounter:
         self.passes += 1
         out = []
         for parents, parent_of, last in queries:
-            out.append(np.array([self._count(self.bit_items[list(parents[p]) + [la]]) for p, la in zip(parent_of, last)], np.int64))
+            out.append(
+                np.array([self._count(self.bit_items[list(parents[p]) + [la]]) for p, la in zip(parent_of, last)], np.int64)
+            )
         return out
 
     def plan_fields(self) -> dict:
@@ -72,13 +74,21 @@ def as_dict(levels) -> dict[tuple, int]:
     return {tuple(r): int(c) for k, (ids, counts) in levels.items() for r, c in zip(ids.tolist(), counts.tolist())}
 
 
-@given(st.integers(1, 9), st.integers(1, 30), st.floats(0.2, 0.9), st.integers(1, 8), st.one_of(st.none(), st.integers(1, 5)),
-       st.integers(0, 2**31))
+@given(
+    st.integers(1, 9),
+    st.integers(1, 30),
+    st.floats(0.2, 0.9),
+    st.integers(1, 8),
+    st.one_of(st.none(), st.integers(1, 5)),
+    st.integers(0, 2**31),
+)
 @settings(max_examples=80, deadline=None)
 def test_a_toy_counting_step_gives_the_brute_force_itemsets(n_items, n_rows, density, min_count, max_length, seed):
     X = np.random.default_rng(seed).random((n_rows, n_items)) < density
     stats = []
-    driver = L.LevelwiseDriver(DenseCounter(X), ExactCounts(min_count), n_items, max_length=max_length, on_level=stats.append).run()
+    driver = L.LevelwiseDriver(
+        DenseCounter(X), ExactCounts(min_count), n_items, max_length=max_length, on_level=stats.append
+    ).run()
     assert as_dict(driver.levels) == brute_force(X, min_count, max_length)
     assert driver.stats == stats and [s["length"] for s in stats] == sorted({s["length"] for s in stats})
     for s in stats:  # every level's statistics say what it counted and found

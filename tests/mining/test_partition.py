@@ -54,7 +54,8 @@ def test_partition_equals_brute_force_dense(seed, nparts, density, n_items):
     fi = apriori(_tx(rows, nparts), min_count, strategy="partition", progress=False)
     assert fi.as_dict() == want
     assert apriori(_tx(rows, nparts), min_count, strategy="partition", max_length=4, progress=False).as_dict() == {
-        s: c for s, c in want.items() if len(s) <= 4}
+        s: c for s, c in want.items() if len(s) <= 4
+    }
 
 
 def test_results_do_not_depend_on_partitions_or_strategy():
@@ -133,8 +134,13 @@ def test_auto_picks_partition_on_dense_and_levelwise_on_small_blocks():
 
 
 # ---------------------------------------------------------------------------- FIMI sets vs pyfim
-FIMI = [("mushroom", 0.20, 53_583), ("chess", 0.70, 48_731), ("BMS-WebView-1", 0.001, 3_991),
-        ("retail", 0.001, 7_589), ("T10I4D100K", 0.003, 4_552)]
+FIMI = [
+    ("mushroom", 0.20, 53_583),
+    ("chess", 0.70, 48_731),
+    ("BMS-WebView-1", 0.001, 3_991),
+    ("retail", 0.001, 7_589),
+    ("T10I4D100K", 0.003, 4_552),
+]
 
 
 @pytest.mark.parametrize(("name", "min_support", "expected"), FIMI, ids=[f"{n}@{s:g}" for n, s, _ in FIMI])
@@ -144,9 +150,13 @@ def test_partition_matches_pyfim(name, min_support, expected):
     assert len(ref) == expected
     with dask.config.set(scheduler="threads"):
         for nparts in (1, 4):
-            fi = apriori(_read(name, npartitions=nparts).persist(progress=False), min_support, strategy="partition", progress=False)
+            fi = apriori(
+                _read(name, npartitions=nparts).persist(progress=False), min_support, strategy="partition", progress=False
+            )
             assert _strategies(fi) == {"partition"}
-            _assert_same_itemsets(_norm(fi.as_dict()), ref, f"{name} @ {min_support:g}, partition strategy, {nparts} partitions vs pyfim")
+            _assert_same_itemsets(
+                _norm(fi.as_dict()), ref, f"{name} @ {min_support:g}, partition strategy, {nparts} partitions vs pyfim"
+            )
 
 
 @pytest.mark.cluster
@@ -168,14 +178,35 @@ def test_cli_mine_strategy(tmp_path):
 
     out = {}
     for strategy in ("levelwise", "partition", "auto"):
-        r = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "--json", "mine", str(sample_path("chess")), "--min-support", "0.8",
-                                     "--strategy", strategy, "--out", str(tmp_path / f"{strategy}.parquet")])
+        r = CliRunner().invoke(
+            cli,
+            [
+                "--scheduler",
+                "sync",
+                "--no-progress",
+                "--json",
+                "mine",
+                str(sample_path("chess")),
+                "--min-support",
+                "0.8",
+                "--strategy",
+                strategy,
+                "--out",
+                str(tmp_path / f"{strategy}.parquet"),
+            ],
+        )
         assert r.exit_code == 0, r.output
         d = json.loads(r.stdout)
-        assert {lv["strategy"] for lv in d["levels"] if lv["length"] >= 3} == ({"partition"} if strategy != "levelwise" else {"levelwise"})
+        assert {lv["strategy"] for lv in d["levels"] if lv["length"] >= 3} == (
+            {"partition"} if strategy != "levelwise" else {"levelwise"}
+        )
         out[strategy] = pq.read_table(tmp_path / f"{strategy}.parquet").to_pylist()
     assert out["levelwise"] == out["partition"] == out["auto"]  # same rows, same order
-    text = CliRunner().invoke(cli, ["--scheduler", "sync", "--no-progress", "mine", str(sample_path("chess")), "--min-support", "0.8"])
+    text = CliRunner().invoke(
+        cli, ["--scheduler", "sync", "--no-progress", "mine", str(sample_path("chess")), "--min-support", "0.8"]
+    )
     assert "levels >= 3: partition (" in text.output
-    bad = CliRunner().invoke(cli, ["--scheduler", "sync", "mine", str(sample_path("chess")), "--min-support", "0.8", "--strategy", "dfs"])
+    bad = CliRunner().invoke(
+        cli, ["--scheduler", "sync", "mine", str(sample_path("chess")), "--min-support", "0.8", "--strategy", "dfs"]
+    )
     assert bad.exit_code == 2 and "Traceback" not in bad.output

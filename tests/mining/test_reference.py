@@ -249,14 +249,18 @@ def test_association_rules_match_mlxtend():
         # where mlxtend's support-ratio floats could fall on either side)
         ref_df = mlx_association_rules(ref_fi, num_itemsets=n, metric="confidence", min_threshold=min_conf - 1e-6)
     ref = {}
-    for a, c, conf, lift, supp in zip(ref_df["antecedents"], ref_df["consequents"], ref_df["confidence"], ref_df["lift"], ref_df["support"]):
+    for a, c, conf, lift, supp in zip(
+        ref_df["antecedents"], ref_df["consequents"], ref_df["confidence"], ref_df["lift"], ref_df["support"]
+    ):
         a, c = _as_set(a), _as_set(c)
         if counts[a | c] / counts[a] >= min_conf:
             ref[(a, c)] = (conf, lift, supp, counts[a | c])
 
     only_ours = set(ours) - set(ref)
     only_ref = set(ref) - set(ours)
-    show = lambda ks: [(sorted(a), sorted(c)) for a, c in sorted(ks, key=lambda k: (len(k[0]) + len(k[1]), sorted(k[0]), sorted(k[1])))[:5]]  # noqa: E731
+    show = lambda ks: [
+        (sorted(a), sorted(c)) for a, c in sorted(ks, key=lambda k: (len(k[0]) + len(k[1]), sorted(k[0]), sorted(k[1])))[:5]
+    ]  # noqa: E731
     assert not only_ours and not only_ref, (
         f"{len(ours)} rules in ours, {len(ref)} in mlxtend; only ours (first 5): {show(only_ours)}; "
         f"only mlxtend (first 5): {show(only_ref)}"
@@ -272,4 +276,6 @@ def test_association_rules_match_mlxtend():
             and int(r.count) == count
         ):
             bad.append((sorted(k[0]), sorted(k[1]), (r.count, r.support, r.confidence, r.lift), (count, supp, conf, lift)))
-    assert not bad, f"{len(bad)} rules differ (antecedent, consequent, ours (count, support, confidence, lift), mlxtend): {bad[:5]}"
+    assert not bad, (
+        f"{len(bad)} rules differ (antecedent, consequent, ours (count, support, confidence, lift), mlxtend): {bad[:5]}"
+    )

@@ -71,10 +71,7 @@ def assert_graph(g: KNNGraph, expected, sq, tol: float = 1e-12):
 
 
 CASES = [
-    (metric, weights, seed)
-    for metric in ("cosine", "euclidean")
-    for weights in ("binary", "int", "float")
-    for seed in (0, 1)
+    (metric, weights, seed) for metric in ("cosine", "euclidean") for weights in ("binary", "int", "float") for seed in (0, 1)
 ]
 
 
@@ -181,8 +178,15 @@ def test_pair_kernel_paths_and_caps(metric):
         ra, _ = K.pair_topk(a, a, k, cosine=cosine, diag=True, dense_ratio=ratio)
         rb, _ = K.pair_topk(b, b, k, cosine=cosine, diag=True, dense_ratio=ratio)
         for caps in (None, (ra[0][:, -1], rb[0][:, -1])):
-            ab, ba = K.pair_topk(a, b, k, cosine=cosine, dense_ratio=ratio,
-                                 cap_a=None if caps is None else caps[0], cap_b=None if caps is None else caps[1])
+            ab, ba = K.pair_topk(
+                a,
+                b,
+                k,
+                cosine=cosine,
+                dense_ratio=ratio,
+                cap_a=None if caps is None else caps[0],
+                cap_b=None if caps is None else caps[1],
+            )
             top = K.merge_topk([ra, ab], k), K.merge_topk([ba, rb], k)
             got = [np.concatenate([top[0][f], top[1][f]]) for f in range(4)]
             np.testing.assert_array_equal(got[1], expected[0])
@@ -206,7 +210,9 @@ def test_merge_topk_unique_removes_repeats():
     d1 = np.array([[0.1, 0.3], [0.2, np.inf]])
     j1 = np.array([[5, 7], [4, -1]])
     part = (rows, d1, j1, d1 * 2, d1 * 3)
-    d, j, dot, cr = K.merge_topk_unique(rows, [part, part, (rows[:1], np.array([[0.3]]), np.array([[6]]), np.array([[1.0]]), np.array([[2.0]]))], 3)
+    d, j, dot, cr = K.merge_topk_unique(
+        rows, [part, part, (rows[:1], np.array([[0.3]]), np.array([[6]]), np.array([[1.0]]), np.array([[2.0]]))], 3
+    )
     np.testing.assert_array_equal(j, [[5, 6, 7], [4, -1, -1]])
     np.testing.assert_array_equal(d[0], [0.1, 0.3, 0.3])
 
@@ -317,7 +323,16 @@ def test_recall_counts_ties_by_distance():
     d = np.array([[0.1, 0.5], [0.1, 0.5], [0.5, 0.5]])
     z = np.zeros_like(d)
     exact = KNNGraph(idx, d, z, z, np.ones(3), 2, "cosine", "global")
-    other = KNNGraph(np.array([[1, 3], [0, -1], [0, 3]]), np.array([[0.1, 0.5], [0.1, np.inf], [0.5, 0.7]]), z, z, np.ones(3), 2, "cosine", "approximate")
+    other = KNNGraph(
+        np.array([[1, 3], [0, -1], [0, 3]]),
+        np.array([[0.1, 0.5], [0.1, np.inf], [0.5, 0.7]]),
+        z,
+        z,
+        np.ones(3),
+        2,
+        "cosine",
+        "approximate",
+    )
     assert recall(other, exact) == pytest.approx(4 / 6)  # row 0: the tie at 0.5 counts
 
 
@@ -358,8 +373,7 @@ class _Workers:
     """A client as the planners see it: the scheduler's view of the workers."""
 
     def __init__(self, limit: int, rss: int, n: int = 2) -> None:
-        self._info = {"workers": {str(i): {"memory_limit": limit, "nthreads": 1, "metrics": {"memory": rss}}
-                                  for i in range(n)}}
+        self._info = {"workers": {str(i): {"memory_limit": limit, "nthreads": 1, "metrics": {"memory": rss}} for i in range(n)}}
 
     def scheduler_info(self) -> dict:
         return self._info
@@ -380,7 +394,8 @@ def test_wave_budget_is_what_the_workers_have_left():
     # 1,000 MiB workers holding 300 MiB: 2 x (600 - 300) - 100 (input) - 2 x 3 x 32 (tasks) = 308 MiB,
     # over the 10 % share (200 MiB): the share holds
     assert A.group_plan(n, nnz, packed, 512, 5, False, _Workers(1000 * mib, 300 * mib))["wave_rows"] == int(
-        0.1 * 2000 * mib // in_flight)
+        0.1 * 2000 * mib // in_flight
+    )
     # holding 400 MiB: 2 x 200 - 100 - 192 = 108 MiB left
     tight = A.group_plan(n, nnz, packed, 512, 5, False, _Workers(1000 * mib, 400 * mib))
     assert tight["wave_rows"] == int(108 * mib // in_flight) and "left below their spill target" in tight["wave_reason"]

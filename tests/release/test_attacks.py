@@ -38,7 +38,7 @@ def _candidates(src: Path, out: Path, line_no: int, field: int, values: list[str
     for i, v in enumerate(values):
         cells = lines[line_no].rstrip("\n").split(sep)
         cells[field] = v
-        changed = [*lines[:line_no], sep.join(cells) + "\n", *lines[line_no + 1:]]
+        changed = [*lines[:line_no], sep.join(cells) + "\n", *lines[line_no + 1 :]]
         p = out / f"candidate-{i}" / src.name
         p.parent.mkdir(parents=True)
         p.write_text("".join(changed))
@@ -66,8 +66,9 @@ def test_manifest_is_no_oracle_on_a_diagnosis(tmp_path):
     sizes = {c.stat().st_size for c in cands}
     assert len(sizes) > 1  # the byte size alone would tell some values apart
     url = str(tmp_path / "rel")
-    KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                key=KEY).fit(read_table(str(csv), dtype={"age": "int"})).release().write(url)
+    KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian", key=KEY).fit(
+        read_table(str(csv), dtype={"age": "int"})
+    ).release().write(url)
     _no_candidate_found(url, cands, lambda p: content_digest(read_table(p, dtype={"age": "int"})))
     manifest = json.loads((Path(url) / "_SUCCESS").read_text())
     assert set(manifest["input"]) == {"fingerprint"} and "identifier" not in manifest["release"]["roles"]
@@ -84,7 +85,9 @@ def test_manifest_is_no_oracle_on_a_salary(tmp_path):
     qi = ["sex", "age", "race", "marital-status"]
     url = str(tmp_path / "rel")
     others = [c for c in header if c not in (*qi, "salary-class")]
-    KAnonymizer(qi, k=5, sensitive="salary-class", insensitive=others, method="mondrian", key=KEY).fit(read_table(str(src), dtype={"age": "int"})).release().write(url)
+    KAnonymizer(qi, k=5, sensitive="salary-class", insensitive=others, method="mondrian", key=KEY).fit(
+        read_table(str(src), dtype={"age": "int"})
+    ).release().write(url)
     _no_candidate_found(url, cands, lambda p: content_digest(read_table(p, dtype={"age": "int"})))
 
 
@@ -108,8 +111,9 @@ def test_manifest_is_no_oracle_on_one_basket_item(tmp_path):
 def _people_release(tmp_path: Path, k: int, parts: int, name: str) -> tuple[str, object]:
     csv, _, _ = sample_files("people")
     table = read_table(str(csv), dtype={"age": "int"}).repartition(npartitions=parts)
-    rel = KAnonymizer(["age", "sex", "zip"], k=k, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                      key=KEY).fit_release(table)
+    rel = KAnonymizer(
+        ["age", "sex", "zip"], k=k, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian", key=KEY
+    ).fit_release(table)
     url = str(tmp_path / name)
     # k = 5 and k = 8 of one input intersect below k (the ledger's concern, tests/anonymity/test_composition.py);
     # this test is about their row orders

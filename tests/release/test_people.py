@@ -80,8 +80,19 @@ def test_without_roles_one_error_line(tmp_path):
         assert flag in lines[0]
     assert not out.exists()
     # the leak of the issue: name as a quasi-identifier is refused as a likely direct identifier
-    r = ppdm("anonymize", sample_path("people"), out, "--k", "5", "--method", "mondrian", "--qi", "name,age,sex,zip",
-             "--sensitive", "diagnosis")
+    r = ppdm(
+        "anonymize",
+        sample_path("people"),
+        out,
+        "--k",
+        "5",
+        "--method",
+        "mondrian",
+        "--qi",
+        "name,age,sex,zip",
+        "--sensitive",
+        "diagnosis",
+    )
     assert r.exit_code == 2 and len(r.stderr.splitlines()) == 1
     assert "likely direct identifier" in r.stderr and "name" in r.stderr and "--identifier" in r.stderr
 
@@ -93,8 +104,23 @@ def test_interval_hierarchy_on_a_text_column(tmp_path):
     df.loc[123, "age"] = "n/a"
     src = tmp_path / "people.csv"
     df.to_csv(src, index=False)
-    r = ppdm("anonymize", src, tmp_path / "rel", "--identifier", "name", "--qi", "age,sex,zip", "--sensitive", "diagnosis",
-             "--k", "5", "--method", "mondrian", "--hierarchy", "age=interval:0:100:10")
+    r = ppdm(
+        "anonymize",
+        src,
+        tmp_path / "rel",
+        "--identifier",
+        "name",
+        "--qi",
+        "age,sex,zip",
+        "--sensitive",
+        "diagnosis",
+        "--k",
+        "5",
+        "--method",
+        "mondrian",
+        "--hierarchy",
+        "age=interval:0:100:10",
+    )
     assert r.exit_code == 2 and len(r.stderr.splitlines()) == 1
     assert "'age'" in r.stderr and "n/a" in r.stderr and "--hierarchy age=FILE" in r.stderr
     assert not (tmp_path / "rel").exists()
@@ -119,16 +145,52 @@ def _released_rows(out: Path) -> pd.DataFrame:
     return pd.concat([pq.read_table(p).to_pandas() for p in parts], ignore_index=True)
 
 
-@pytest.mark.parametrize("method,extra", [
-    ("mondrian", ["--dtype", "age=int"]),
-    ("lattice", ["--hierarchy", f"zip={SAMPLES / 'people_hierarchy_zip.csv'}", "--hierarchy", f"sex={SAMPLES / 'people_hierarchy_sex.csv'}",
-                 "--hierarchy", "age=interval:0:100:10", "--max-suppression", "0.02"]),
-])
+@pytest.mark.parametrize(
+    "method,extra",
+    [
+        ("mondrian", ["--dtype", "age=int"]),
+        (
+            "lattice",
+            [
+                "--hierarchy",
+                f"zip={SAMPLES / 'people_hierarchy_zip.csv'}",
+                "--hierarchy",
+                f"sex={SAMPLES / 'people_hierarchy_sex.csv'}",
+                "--hierarchy",
+                "age=interval:0:100:10",
+                "--max-suppression",
+                "0.02",
+            ],
+        ),
+    ],
+)
 def test_people_release_with_roles(tmp_path, people_rows, method, extra):
     out = tmp_path / "rel"
-    r = ppdm("--key-file", _key_file(tmp_path), "--json", "anonymize", people_rows, out, "--identifier", "name",
-             "--qi", "age,sex,zip", "--sensitive", "diagnosis", "--insensitive", "row", "--allow-unique", "row",
-             "--k", "5", "--method", method, "--rows-per-file", "400", *extra)
+    r = ppdm(
+        "--key-file",
+        _key_file(tmp_path),
+        "--json",
+        "anonymize",
+        people_rows,
+        out,
+        "--identifier",
+        "name",
+        "--qi",
+        "age,sex,zip",
+        "--sensitive",
+        "diagnosis",
+        "--insensitive",
+        "row",
+        "--allow-unique",
+        "row",
+        "--k",
+        "5",
+        "--method",
+        method,
+        "--rows-per-file",
+        "400",
+        *extra,
+    )
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout)
     assert summary["verdict"]["ok"] and summary["roles"]["identifier"] == ["name"]
@@ -170,8 +232,21 @@ def test_names_smuggled_into_a_release_are_caught(tmp_path):
     """The leak of the issue, forged into a valid-looking release (checksums updated): verify
     against the original finds identifier values in the released cells."""
     out = tmp_path / "rel"
-    r = ppdm("anonymize", sample_path("people"), out, "--identifier", "name", "--qi", "age,sex,zip", "--sensitive", "diagnosis",
-             "--k", "5", "--method", "mondrian")
+    r = ppdm(
+        "anonymize",
+        sample_path("people"),
+        out,
+        "--identifier",
+        "name",
+        "--qi",
+        "age,sex,zip",
+        "--sensitive",
+        "diagnosis",
+        "--k",
+        "5",
+        "--method",
+        "mondrian",
+    )
     assert r.exit_code == 0, r.output
     names = pd.read_csv(sample_path("people"), dtype=str)["name"]
     part = pq.read_table(out / "part-00000.parquet").to_pandas()
@@ -191,8 +266,27 @@ def test_verify_lists_what_needs_the_original_and_the_owner_checks_provenance(tm
     src = sample_path("people")
     key = _key_file(tmp_path)
     out = tmp_path / "rel"
-    r = ppdm("--key-file", key, "anonymize", src, out, "--identifier", "name", "--qi", "age,sex,zip", "--sensitive",
-             "diagnosis", "--k", "5", "--l", "2", "--method", "mondrian", "--dtype", "age=int")
+    r = ppdm(
+        "--key-file",
+        key,
+        "anonymize",
+        src,
+        out,
+        "--identifier",
+        "name",
+        "--qi",
+        "age,sex,zip",
+        "--sensitive",
+        "diagnosis",
+        "--k",
+        "5",
+        "--l",
+        "2",
+        "--method",
+        "mondrian",
+        "--dtype",
+        "age=int",
+    )
     assert r.exit_code == 0, r.output
     original_only = ("identifier values absent", "records", "sensitive values")
     v = ppdm("verify", out)
@@ -221,13 +315,24 @@ def test_same_key_same_bytes_for_any_partitioning(tmp_path):
     from ppdm_dask.random import Key
 
     df = read_table(str(sample_path("people")))
-    hier = load_hierarchies(["age=interval:0:100:10", f"zip={SAMPLES / 'people_hierarchy_zip.csv'}",
-                             f"sex={SAMPLES / 'people_hierarchy_sex.csv'}"], None, ["age", "sex", "zip"])
+    hier = load_hierarchies(
+        ["age=interval:0:100:10", f"zip={SAMPLES / 'people_hierarchy_zip.csv'}", f"sex={SAMPLES / 'people_hierarchy_sex.csv'}"],
+        None,
+        ["age", "sex", "zip"],
+    )
     for method in ("lattice", "mondrian"):
         outs = []
         for parts in (1, 4):
-            est = KAnonymizer(["age", "sex", "zip"], k=4, identifiers="name", sensitive="diagnosis", method=method,
-                              hierarchies=hier, max_suppression=0.02 if method == "lattice" else 0.0, key=Key(2024))
+            est = KAnonymizer(
+                ["age", "sex", "zip"],
+                k=4,
+                identifiers="name",
+                sensitive="diagnosis",
+                method=method,
+                hierarchies=hier,
+                max_suppression=0.02 if method == "lattice" else 0.0,
+                key=Key(2024),
+            )
             x = df.repartition(npartitions=parts)
             assert x.npartitions == parts
             # lattice and Mondrian releases of one input compose below k (the ledger): accepted here
@@ -236,8 +341,16 @@ def test_same_key_same_bytes_for_any_partitioning(tmp_path):
         # four part files of 300 rows and the published hierarchies (node sizes, no leaves)
         assert len([n for n in outs[0] if n.startswith("part-")]) == 4 and "_hierarchies.parquet" in outs[0], method
         assert outs[0] == outs[1], method
-        other = KAnonymizer(["age", "sex", "zip"], k=4, identifiers="name", sensitive="diagnosis", method=method,
-                            hierarchies=hier, max_suppression=0.02 if method == "lattice" else 0.0, key=Key(2025))
+        other = KAnonymizer(
+            ["age", "sex", "zip"],
+            k=4,
+            identifiers="name",
+            sensitive="diagnosis",
+            method=method,
+            hierarchies=hier,
+            max_suppression=0.02 if method == "lattice" else 0.0,
+            key=Key(2025),
+        )
         other.fit_release(df).write(str(tmp_path / f"{method}-other"), rows_per_file=300, allow_composition=True)
         assert data_bytes(tmp_path / f"{method}-other") != outs[0]  # another key, another order
 
@@ -249,9 +362,18 @@ def test_row_order_is_uncorrelated_on_a_larger_table(tmp_path):
 
     rng = np.random.default_rng(3)
     n = 20_000
-    df = pd.DataFrame({"row": np.arange(n).astype(str), "zip": rng.choice(ZIPS, n), "age": rng.integers(18, 91, n),
-                       "sex": rng.choice(["female", "male"], n), "diagnosis": rng.choice(list("abcdefgh"), n)})
-    est = KAnonymizer(["zip", "age", "sex"], k=10, sensitive="diagnosis", insensitive="row", allow_unique="row", method="mondrian")
+    df = pd.DataFrame(
+        {
+            "row": np.arange(n).astype(str),
+            "zip": rng.choice(ZIPS, n),
+            "age": rng.integers(18, 91, n),
+            "sex": rng.choice(["female", "male"], n),
+            "diagnosis": rng.choice(list("abcdefgh"), n),
+        }
+    )
+    est = KAnonymizer(
+        ["zip", "age", "sex"], k=10, sensitive="diagnosis", insensitive="row", allow_unique="row", method="mondrian"
+    )
     est.fit_release(df).write(str(tmp_path / "big"), rows_per_file=6000)
     rel = _released_rows(tmp_path / "big")
     assert len(rel) == n and len(list((tmp_path / "big").glob("part-*"))) == 4

@@ -37,8 +37,14 @@ class MinLengthRelease(TransactionRelease):
         shortest = int(lengths.min()) if lengths.size else 0
         checks = [Check("min length", shortest >= self.parameters["min_len"], shortest, self.parameters["min_len"])]
         if original is not None:
-            checks.append(Check("same rows", original.n_transactions == self.data.n_transactions,
-                                self.data.n_transactions, original.n_transactions))
+            checks.append(
+                Check(
+                    "same rows",
+                    original.n_transactions == self.data.n_transactions,
+                    self.data.n_transactions,
+                    original.n_transactions,
+                )
+            )
         return checks
 
 
@@ -188,7 +194,8 @@ def test_csv_destination(tmp_path):
 def test_manifest_holds_no_key_or_credentials(tmp_path):
     key = Key(0x1234_5678_9ABC_DEF0_1122_3344_5566_7788)
     MinLengthRelease(_tx(), method="toy", parameters={"min_len": 2}, key=key).write(
-        str(tmp_path / "r"), storage_options={"auto_mkdir": True})
+        str(tmp_path / "r"), storage_options={"auto_mkdir": True}
+    )
     blob = b"".join(p.read_bytes() for p in (tmp_path / "r").iterdir())
     value = 0x1234_5678_9ABC_DEF0_1122_3344_5566_7788
     for needle in (f"{value:x}", f"{value:032x}", str(value)):
@@ -211,8 +218,15 @@ def test_input_provenance_is_keyed_and_kept_by_the_owner(tmp_path):
     src.write_text("\n".join(" ".join(map(str, r)) for r in _tx(n=50).to_lists()) + "\n")
     tx = read(str(src))
     key = Key(99)
-    rel = MinLengthRelease(tx, method="toy", parameters={"min_len": 2}, source=source_of(tx), key=key,
-                           input_info={"rows": 50, "schema": {"n_items": tx.n_items}}, input_digest=content_digest(tx))
+    rel = MinLengthRelease(
+        tx,
+        method="toy",
+        parameters={"min_len": 2},
+        source=source_of(tx),
+        key=key,
+        input_info={"rows": 50, "schema": {"n_items": tx.n_items}},
+        input_digest=content_digest(tx),
+    )
     m = rel.write(str(tmp_path / "r"))
     text = (tmp_path / "r" / "_SUCCESS").read_text()
     assert set(m["input"]) == {"fingerprint"} and len(m["input"]["fingerprint"]) == 32
@@ -227,8 +241,9 @@ def test_input_provenance_is_keyed_and_kept_by_the_owner(tmp_path):
         return [obj] if isinstance(obj, int) and not isinstance(obj, bool) else []
 
     assert src.stat().st_size not in numbers(json.loads(text))  # the input's size is nowhere
-    assert rel.owner_input["files"] == [{"file": "secret_input_name.dat", "bytes": src.stat().st_size,
-                                         "sha256": hashlib.sha256(src.read_bytes()).hexdigest()}]
+    assert rel.owner_input["files"] == [
+        {"file": "secret_input_name.dat", "bytes": src.stat().st_size, "sha256": hashlib.sha256(src.read_bytes()).hexdigest()}
+    ]
     opened = Release.open(str(tmp_path / "r"))
     assert opened.verify(tx, key=key)["made from this original with this key"].ok
     other = _tx(n=50, seed=1)
@@ -244,8 +259,15 @@ def test_table_part_files_are_sized_from_the_column_types(monkeypatch):
 
     import ppdm_dask.release.tables as T
 
-    df = pd.DataFrame({"zip": ["123", "456"] * 50, "sex": ["f", "m"] * 50, "age": np.arange(100, dtype=np.int64),
-                       "w": np.ones(100, dtype=np.float32)})
+    df = pd.DataFrame(
+        {
+            "zip": ["123", "456"] * 50,
+            "sex": ["f", "m"] * 50,
+            "age": np.arange(100, dtype=np.int64),
+            "w": np.ones(100, dtype=np.float32),
+        }
+    )
+
     class Toy(T.TableRelease):
         def guarantee_checks(self, original=None, **kw):
             return []

@@ -70,8 +70,10 @@ def people(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def hierarchies() -> dict[str, Hierarchy]:
-    return {"zip": Hierarchy.from_csv(str(sample_path("people-hierarchy-zip")), name="zip"),
-            "sex": Hierarchy.from_csv(str(sample_path("people-hierarchy-sex")), name="sex")}
+    return {
+        "zip": Hierarchy.from_csv(str(sample_path("people-hierarchy-zip")), name="zip"),
+        "sex": Hierarchy.from_csv(str(sample_path("people-hierarchy-sex")), name="sex"),
+    }
 
 
 def _nodes(path: Path) -> set[str]:
@@ -81,6 +83,7 @@ def _nodes(path: Path) -> set[str]:
 
 
 # ----------------------------------------------------------------------------- reading tables
+
 
 def test_read_table_keeps_text_in_every_block_and_format(tmp_path):
     rng = np.random.default_rng(0)
@@ -114,11 +117,21 @@ def test_read_table_keeps_text_in_every_block_and_format(tmp_path):
 
 # ----------------------------------------------------------------------------- relational releases
 
+
 @pytest.mark.parametrize("method", ["lattice", "datafly", "mondrian", "cluster"])
 def test_every_anonymization_method_publishes_the_text_it_read(tmp_path, people, hierarchies, method):
     table = read_table(str(people))
-    anonymizer = KAnonymizer(["sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], insensitive=["age", "code"],
-                             method=method, hierarchies=hierarchies, key=Key(7))
+    anonymizer = KAnonymizer(
+        ["sex", "zip"],
+        k=5,
+        l=2,
+        sensitive="diagnosis",
+        identifiers=["name"],
+        insensitive=["age", "code"],
+        method=method,
+        hierarchies=hierarchies,
+        key=Key(7),
+    )
     release = anonymizer.fit_release(table)
     release.write(str(tmp_path / "rel"))
     assert verify(str(tmp_path / "rel")).ok
@@ -128,8 +141,16 @@ def test_every_anonymization_method_publishes_the_text_it_read(tmp_path, people,
 def test_access_control_publishes_the_text_it_read(tmp_path, people, hierarchies):
     # a permission naming zips as text: '02138' must be a value of the column read
     perms = [{"role": "clinic", "bound": 1, "where": {"zip": ["02138", "02139"]}}]
-    anonymizer = AccessControlAnonymizer(perms, ["sex", "zip"], k=5, sensitive="diagnosis", identifiers=["name"],
-                                         insensitive=["age", "code"], hierarchies=hierarchies, key=Key(7))
+    anonymizer = AccessControlAnonymizer(
+        perms,
+        ["sex", "zip"],
+        k=5,
+        sensitive="diagnosis",
+        identifiers=["name"],
+        insensitive=["age", "code"],
+        hierarchies=hierarchies,
+        key=Key(7),
+    )
     anonymizer.fit_release(read_table(str(people))).write(str(tmp_path / "rel"))
     assert verify(str(tmp_path / "rel")).ok
     _check_relational(tmp_path / "rel", people)
@@ -154,6 +175,7 @@ def _check_relational(folder: Path, people: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- basket releases
+
 
 def _baskets(tmp_path: Path, n: int = 400) -> tuple[Path, list[list[str]]]:
     """A basket CSV whose labels include codes that look like numbers; '02138' in most baskets."""

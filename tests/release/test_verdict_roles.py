@@ -13,8 +13,13 @@ from ppdm_dask.release import Check, Roles, Verdict
 
 
 def test_verdict_ok_failures_lines_and_round_trip():
-    v = Verdict([Check("k-anonymity", True, np.int64(5), 5), Check("l-diversity", False, 1.5, 2.0, where="class 3"),
-                 Check("basic privacy", False, 58.0, 90.0, overridden=True)])
+    v = Verdict(
+        [
+            Check("k-anonymity", True, np.int64(5), 5),
+            Check("l-diversity", False, 1.5, 2.0, where="class 3"),
+            Check("basic privacy", False, 58.0, 90.0, overridden=True),
+        ]
+    )
     assert not v.ok and not bool(v)
     assert [c.name for c in v.failures()] == ["l-diversity"]
     assert v["k-anonymity"].figure == 5 and "l-diversity" in v and "nope" not in v

@@ -16,8 +16,16 @@ from pathlib import Path
 
 import pytest
 
-_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-          "--disable-extensions", "--force-device-scale-factor=1", "--allow-file-access-from-files"]
+_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--no-first-run",
+    "--disable-extensions",
+    "--force-device-scale-factor=1",
+    "--allow-file-access-from-files",
+]
 WIDTH = 1100
 
 _PROBE = """<script>
@@ -55,8 +63,9 @@ def chromium() -> str:
 
 def _run(args: list[str], tmp: Path) -> str:
     env = {**os.environ, "HOME": str(tmp)}  # a profile of its own, never the user's
-    proc = subprocess.run([chromium(), *_FLAGS, f"--user-data-dir={tmp / 'profile'}", *args], capture_output=True,
-                          text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [chromium(), *_FLAGS, f"--user-data-dir={tmp / 'profile'}", *args], capture_output=True, text=True, timeout=120, env=env
+    )
     if proc.returncode != 0:
         raise AssertionError(f"chromium failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return proc.stdout

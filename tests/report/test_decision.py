@@ -10,8 +10,14 @@ from ppdm_dask.report.decision import decide
 
 K_OK = Check("k-anonymity", True, 5, 5)
 FILES_OK = Check("file matches the manifest", True, where="part-00000.parquet")
-K_WEAK = Check("k >= 2", False, 1, 2, overridden=True,
-               detail="k = 1 publishes unique records: anyone who knows a record's quasi-identifiers finds it")
+K_WEAK = Check(
+    "k >= 2",
+    False,
+    1,
+    2,
+    overridden=True,
+    detail="k = 1 publishes unique records: anyone who knows a record's quasi-identifiers finds it",
+)
 K_FAILS = Check("k-anonymity", False, 3, 5, where="part-00001.parquet")
 
 
@@ -32,8 +38,7 @@ def test_an_override_is_amber_naming_the_floor_and_its_consequence():
 
 
 def test_a_flagged_attack_is_amber_and_the_largest_risks_come_first():
-    attacks = [attack("a", 0.30, 0.25, 0.1), attack("b", 0.9, 0.5, 0.2), attack("c", 0.6, 0.2, 0.5),
-               attack("d", 0.5, 0.1, 0.3)]
+    attacks = [attack("a", 0.30, 0.25, 0.1), attack("b", 0.9, 0.5, 0.2), attack("c", 0.6, 0.2, 0.5), attack("d", 0.5, 0.1, 0.3)]
     d = decide([K_OK], attacks)
     # advantages: a 0.05, b 0.4 (flagged), c 0.4 (not: threshold 0.5), d 0.4 (flagged)
     assert d.colour == "amber"

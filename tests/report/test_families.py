@@ -57,8 +57,9 @@ def relational(shared):
     df, h = load_adult(full=True)
     qi = list(ADULT_QI)
     ddf = dd.from_pandas(df, npartitions=3)
-    rel = KAnonymizer(qi, k=10, sensitive="salary-class", method="mondrian", hierarchies={a: h[a] for a in qi},
-                      key=Key(11)).fit_release(ddf)
+    rel = KAnonymizer(
+        qi, k=10, sensitive="salary-class", method="mondrian", hierarchies={a: h[a] for a in qi}, key=Key(11)
+    ).fit_release(ddf)
 
     def recount(folder, values):
         released = _parquet(folder)
@@ -117,8 +118,9 @@ def sketch(shared):
     z = np.load(shared / "text" / "20news_bydate_counts.npz")
     X = sp.csr_array((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
     rows = np.sort(np.random.default_rng(0).choice(X.shape[0], 1500, replace=False))
-    tx = TransactionArray.from_scipy(X[rows], npartitions=3,
-                                     columns={"label": np.asarray(z["labels"])[rows], "record_id": rows.astype(np.int64)})
+    tx = TransactionArray.from_scipy(
+        X[rows], npartitions=3, columns={"label": np.asarray(z["labels"])[rows], "record_id": rows.astype(np.int64)}
+    )
     rel = DeltaAnonymizer(delta=20.0, m_max=32, key=Key(14), keep_record_ids=True).fit_transform(tx)
 
     def recount(folder, values):
@@ -161,8 +163,7 @@ def krimp(shared):
     return rel, tx, recount
 
 
-FAMILIES = {"relational": relational, "km": km, "emask": emask, "sketch": sketch, "condensation": condensation,
-            "krimp": krimp}
+FAMILIES = {"relational": relational, "km": km, "emask": emask, "sketch": sketch, "condensation": condensation, "krimp": krimp}
 
 
 #: in the default suite; the others are marked slow (CI runs them in its slow pass and in the

@@ -51,16 +51,16 @@ def check_rendered(html: Path, tmp: Path, png: Path | None = None, decision: dic
     for fid, (x, y, w, h) in box["figures"].items():
         assert w > 200 and h > 100, f"{fid} has no room ({w} x {h})"
         assert 0 <= x and x + w <= img.shape[1] + 1 and 0 <= y and y + h <= img.shape[0] + 1, f"{fid} is outside the page"
-        region = img[int(y):int(y + h), int(x):int(x + w)]
+        region = img[int(y) : int(y + h), int(x) : int(x + w)]
         drawn = (region < 235).any(axis=2).mean()
         assert drawn > 0.01, f"{fid} is empty where the layout puts it"
         assert len(np.unique(region.reshape(-1, 3), axis=0)) > 3, f"{fid} is a flat box"
-        for (ox, oy, ow, oh, other) in rects:
+        for ox, oy, ow, oh, other in rects:
             assert not _overlap((x, y, w, h), (ox, oy, ow, oh)), f"{fid} overlaps {other}"
         rects.append((x, y, w, h, fid))
     blocks = [(b, r) for b, r in (box.get("blocks") or {}).items() if r[2] > 0 and r[3] > 0]
     for i, (b, r) in enumerate(blocks):
-        for other, q in blocks[i + 1:]:
+        for other, q in blocks[i + 1 :]:
             assert not _overlap(r, q), f"{b} overlaps {other}"
     return box
 
@@ -86,19 +86,27 @@ def test_a_decision_below_the_details_and_overlapping_blocks_are_caught(tmp_path
     """The layout checks fail on a page whose decision box comes after another section, and on
     one where a table is drawn over a value grid."""
     filler = "<p>" + "text " * 4000 + "</p>"
-    sections = "".join(f"<section id='{s}'><h2>{s}</h2>{filler if s == 'learn' else ''}</section>"
-                       for s, _ in SECTIONS if s != "summary")
+    sections = "".join(
+        f"<section id='{s}'><h2>{s}</h2>{filler if s == 'learn' else ''}</section>" for s, _ in SECTIONS if s != "summary"
+    )
     page = tmp_path / "late.html"
-    page.write_text(f"<!DOCTYPE html><html><body>{sections}<section id='summary' class='decision green'>x</section>"
-                    "</body></html>")
+    page.write_text(
+        f"<!DOCTYPE html><html><body>{sections}<section id='summary' class='decision green'>x</section></body></html>"
+    )
     with pytest.raises(AssertionError, match="out of order|not first"):
         check_rendered(page, tmp_path)
-    first = "".join(f"<section id='{s}' class='decision green'><h2>{s}</h2>{filler}</section>" if s == "summary"
-                    else f"<section id='{s}'><h2>{s}</h2></section>" for s, _ in SECTIONS)
+    first = "".join(
+        f"<section id='{s}' class='decision green'><h2>{s}</h2>{filler}</section>"
+        if s == "summary"
+        else f"<section id='{s}'><h2>{s}</h2></section>"
+        for s, _ in SECTIONS
+    )
     page = tmp_path / "overlap.html"
-    page.write_text(f"<!DOCTYPE html><html><body>{first}<div class='values' style='position:absolute;top:10px;width:300px;"
-                    "height:200px'>v</div><table style='position:absolute;top:50px;width:300px;height:100px'><tr><td>t</td>"
-                    "</tr></table></body></html>")
+    page.write_text(
+        f"<!DOCTYPE html><html><body>{first}<div class='values' style='position:absolute;top:10px;width:300px;"
+        "height:200px'>v</div><table style='position:absolute;top:50px;width:300px;height:100px'><tr><td>t</td>"
+        "</tr></table></body></html>"
+    )
     with pytest.raises(AssertionError, match="overlaps"):
         check_rendered(page, tmp_path)
     page.write_text(first.join(["<!DOCTYPE html><html><body>", "</body></html>"]))

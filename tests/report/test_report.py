@@ -41,8 +41,9 @@ def _people():
 @pytest.fixture(scope="module")
 def people_release(tmp_path_factory):
     csv, table, hier = _people()
-    rel = KAnonymizer(["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian",
-                      hierarchies=hier, key=KEY).fit_release(table)
+    rel = KAnonymizer(
+        ["age", "sex", "zip"], k=5, l=2, sensitive="diagnosis", identifiers=["name"], method="mondrian", hierarchies=hier, key=KEY
+    ).fit_release(table)
     url = str(tmp_path_factory.mktemp("rel") / "people_release")
     rel.write(url)
     return url, csv, table
@@ -51,32 +52,67 @@ def people_release(tmp_path_factory):
 def _figures() -> Figures:
     """Figures of every kind and every ``about`` (what the families hand to the report)."""
     return Figures(
-        risk=[Value("risk_max", "Highest risk", 0.2, unit="", note="1 / smallest class"),
-              Plot("risk_hist", "Class sizes", "histogram", [Series("release", [0.5, 1.5, 2.5, 3.5], [3, 0, 7])],
-                   x_label="size", y_label="classes"),
-              Plot("risk_orig_hist", "Class sizes of the original", "bar", [Series("original", ["a", "b"], [5, 1])],
-                   about="original"),
-              Value("risk_orig_uniques", "Sample uniques of the original", 0.4, about="original")],
-        utility=[Value("utility_ncp", "NCP", 0.3125, about="comparison"),
-                 Value("utility_score", "Overall quality score", 0.875, about="comparison", unit="share", score=True),
-                 Value("utility_kept", "Records kept", 1, about="comparison", unit="records"),
-                 Plot("utility_scatter", "Supports", "scatter", [Series("itemsets", [1, 2, 3], [1.1, 1.9, 3.2])],
-                      about="comparison"),
-                 Plot("utility_curve", "Curve", "line", [Series("release", [1, 2, 3], [0, 0, 1]),
-                                                         Series("original", [1, 2, 3], [4, 9, 20])], about="comparison"),
-                 Plot("utility_step", "Step", "step", [Series("release", [1, 2, 3], [1, 2, 2])]),
-                 Table("utility_table", "Per column", ["column", "ncp"], [["age", 0.25], ["zip", 0.375]],
-                       about="comparison")],
+        risk=[
+            Value("risk_max", "Highest risk", 0.2, unit="", note="1 / smallest class"),
+            Plot(
+                "risk_hist",
+                "Class sizes",
+                "histogram",
+                [Series("release", [0.5, 1.5, 2.5, 3.5], [3, 0, 7])],
+                x_label="size",
+                y_label="classes",
+            ),
+            Plot(
+                "risk_orig_hist", "Class sizes of the original", "bar", [Series("original", ["a", "b"], [5, 1])], about="original"
+            ),
+            Value("risk_orig_uniques", "Sample uniques of the original", 0.4, about="original"),
+        ],
+        utility=[
+            Value("utility_ncp", "NCP", 0.3125, about="comparison"),
+            Value("utility_score", "Overall quality score", 0.875, about="comparison", unit="share", score=True),
+            Value("utility_kept", "Records kept", 1, about="comparison", unit="records"),
+            Plot("utility_scatter", "Supports", "scatter", [Series("itemsets", [1, 2, 3], [1.1, 1.9, 3.2])], about="comparison"),
+            Plot(
+                "utility_curve",
+                "Curve",
+                "line",
+                [Series("release", [1, 2, 3], [0, 0, 1]), Series("original", [1, 2, 3], [4, 9, 20])],
+                about="comparison",
+            ),
+            Plot("utility_step", "Step", "step", [Series("release", [1, 2, 3], [1, 2, 2])]),
+            Table("utility_table", "Per column", ["column", "ncp"], [["age", 0.25], ["zip", 0.375]], about="comparison"),
+        ],
         notes=["a note for the reader"],
         guarantee="Every record shares its quasi-identifiers with at least 4 others (k = 5).",
         protects="Linkage by quasi-identifiers; not attribute disclosure within a class.",
-        learn=[Text("learn_class", "An attacker who knows a record's quasi-identifiers narrows it to 5 records."),
-               Value("learn_odds", "Largest belief change", 0.2, unit="share")],
-        attacks=[Attack("attack_linkage", "linkage", 0.2, 0.1, 0.25, "share of records re-identified",
-                        found="smallest class of 5", test="tests/anonymity/test_attacks.py::test_linkage"),
-                 Attack("attack_membership", "membership inference", 0.7, 0.5, 0.1, "accuracy", about="comparison",
-                        found="needs the original")],
-        headline=["utility_score", "utility_ncp", "utility_missing"])
+        learn=[
+            Text("learn_class", "An attacker who knows a record's quasi-identifiers narrows it to 5 records."),
+            Value("learn_odds", "Largest belief change", 0.2, unit="share"),
+        ],
+        attacks=[
+            Attack(
+                "attack_linkage",
+                "linkage",
+                0.2,
+                0.1,
+                0.25,
+                "share of records re-identified",
+                found="smallest class of 5",
+                test="tests/anonymity/test_attacks.py::test_linkage",
+            ),
+            Attack(
+                "attack_membership",
+                "membership inference",
+                0.7,
+                0.5,
+                0.1,
+                "accuracy",
+                about="comparison",
+                found="needs the original",
+            ),
+        ],
+        headline=["utility_score", "utility_ncp", "utility_missing"],
+    )
 
 
 def section(doc, sid):
@@ -178,10 +214,13 @@ def test_schema_rejects_what_it_must(people_release, tmp_path):
         validate_report(bad)
     # version 2: the decision first, with a colour of the three
     assert doc["version"] == 2 and doc["sections"][0]["id"] == "summary"
-    for change in (lambda d: d.update(version=1), lambda d: d.pop("decision"),
-                   lambda d: d["decision"].update(colour="yellow"),
-                   lambda d: d["sections"].insert(0, d["sections"].pop(5)),  # provenance first, as in version 1
-                   lambda d: d["sections"][3]["items"].append({"type": "attack", "id": "a", "about": "release"})):
+    for change in (
+        lambda d: d.update(version=1),
+        lambda d: d.pop("decision"),
+        lambda d: d["decision"].update(colour="yellow"),
+        lambda d: d["sections"].insert(0, d["sections"].pop(5)),  # provenance first, as in version 1
+        lambda d: d["sections"][3]["items"].append({"type": "attack", "id": "a", "about": "release"}),
+    ):
         bad = json.loads(json.dumps(doc))
         change(bad)
         with pytest.raises(DataFormatError):
@@ -201,8 +240,7 @@ def test_external_leaves_out_the_original(people_release, tmp_path, monkeypatch)
     # what the release itself shows, plus single-number comparison scores (and nothing else compared)
     assert "utility_ncp" not in items and "utility_kept" not in items and "risk_hist" in items and "utility_step" in items
     assert "utility_score" in items and "headline_utility_score" in items and "headline_utility_ncp" not in items
-    assert all(i.get("about", "release") == "release" or (i["type"] == "value" and i.get("score"))
-               for i in items.values())
+    assert all(i.get("about", "release") == "release" or (i["type"] == "value" and i.get("score")) for i in items.values())
     # attacks: only those run on the release alone; the decision is taken on those
     assert "attack_linkage" in items and "attack_membership" not in items
     assert [r["id"] for r in external["decision"]["risks"]] == ["attack_linkage"]
@@ -210,7 +248,11 @@ def test_external_leaves_out_the_original(people_release, tmp_path, monkeypatch)
     # no path: neither the input's nor the release's (the reproduce commands say RELEASE)
     text = json.dumps(external)
     assert str(csv) not in text and "input_files" not in text and "released_input" not in text  # the input's URL and files
-    assert url not in text and "url" not in external["release"] and "RELEASE" in section(external, "reproduce")["reproduce_verify"]["text"]
+    assert (
+        url not in text
+        and "url" not in external["release"]
+        and "RELEASE" in section(external, "reproduce")["reproduce_verify"]["text"]
+    )
     assert "written" not in {r[0] for r in section(external, "released")["released_what"]["rows"]}
     assert url in json.dumps(internal)
     assert "name" not in {r[1] for i in items.values() if i["id"] == "released_roles" for r in i["rows"]}
@@ -262,8 +304,9 @@ def test_html_is_self_contained_and_shows_the_json(people_release, tmp_path, mon
 
 def test_unwritten_release_report(tmp_path):
     _, table, hier = _people()
-    rel = KAnonymizer(["age", "sex", "zip"], k=5, identifiers=["name"], insensitive=["diagnosis"], method="mondrian",
-                      hierarchies=hier, key=KEY).fit_release(table)
+    rel = KAnonymizer(
+        ["age", "sex", "zip"], k=5, identifiers=["name"], insensitive=["diagnosis"], method="mondrian", hierarchies=hier, key=KEY
+    ).fit_release(table)
     doc = rel.report(table)
     assert doc["paths"] is None and doc["release"]["written"] is False
     assert "in memory" in section(doc, "summary")["summary_verified"]["text"]
@@ -292,7 +335,8 @@ def test_report_files_beside_the_release(people_release, tmp_path):
     shutil.copy(tmp_path / "copy.report.json", Path(copy) / "_report.json")
     v = verify(copy)
     assert v.ok and [(c.name, c.status, c.where) for c in v.notes() if c.status == "warning"] == [
-        ("no internal report inside the release", "warning", "_report.json")]
+        ("no internal report inside the release", "warning", "_report.json")
+    ]
     (Path(copy) / "notes.txt").write_text("x")
     v = verify(copy)
     assert not v.ok and v.failures()[0].where == "notes.txt"
@@ -300,8 +344,9 @@ def test_report_files_beside_the_release(people_release, tmp_path):
 
 def test_csv_release_report_beside_the_file(tmp_path):
     _, table, hier = _people()
-    rel = KAnonymizer(["age", "sex", "zip"], k=5, identifiers=["name"], insensitive=["diagnosis"], method="mondrian",
-                      hierarchies=hier, key=KEY).fit_release(table)
+    rel = KAnonymizer(
+        ["age", "sex", "zip"], k=5, identifiers=["name"], insensitive=["diagnosis"], method="mondrian", hierarchies=hier, key=KEY
+    ).fit_release(table)
     out = str(tmp_path / "people.csv")
     rel.write(out)
     doc = open_release(out).report(table)
@@ -313,8 +358,24 @@ def test_cli_jobs_write_the_report_and_ppdm_report(tmp_path):
     csv, zips, _ = sample_files("people")
     runner = CliRunner()
     base = ["--scheduler", "sync", "--no-progress"]
-    job = ["anonymize", str(csv), "--identifier", "name", "--qi", "age,sex,zip", "--insensitive", "diagnosis", "--k", "5",
-           "--method", "mondrian", "--dtype", "age=int", "--hierarchy", f"zip={zips}"]
+    job = [
+        "anonymize",
+        str(csv),
+        "--identifier",
+        "name",
+        "--qi",
+        "age,sex,zip",
+        "--insensitive",
+        "diagnosis",
+        "--k",
+        "5",
+        "--method",
+        "mondrian",
+        "--dtype",
+        "age=int",
+        "--hierarchy",
+        f"zip={zips}",
+    ]
     r = runner.invoke(cli, [*base, *job[:2], str(tmp_path / "a"), *job[2:]])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "a.report.html").exists() and f"report: {tmp_path / 'a.report.html'}" in r.output
@@ -324,8 +385,9 @@ def test_cli_jobs_write_the_report_and_ppdm_report(tmp_path):
     assert doc["verdict"]["ok"] and "before they were committed" in section(doc, "summary")["summary_verified"]["text"]
     r = runner.invoke(cli, [*base, *job[:2], str(tmp_path / "b"), *job[2:], "--no-report"])
     assert r.exit_code == 0 and not (tmp_path / "b.report.html").exists()
-    r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--original", str(csv), "--dtype", "age=int",
-                            "--audience", "external"])
+    r = runner.invoke(
+        cli, [*base, "report", str(tmp_path / "b"), "--original", str(csv), "--dtype", "age=int", "--audience", "external"]
+    )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "b.report-external.html").exists() and "b.report-external.html" in r.output
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--out", str(tmp_path / "elsewhere.html")])
@@ -370,8 +432,16 @@ def test_an_overridden_floor_never_reads_like_a_plain_pass(tmp_path):
     """A release made with --allow-weak holds only with its overridden floors: the decision box
     is amber (never green) and names each floor with its consequence."""
     _, table, hier = _people()
-    rel = KAnonymizer(["age", "sex", "zip"], k=1, identifiers=["name"], insensitive=["diagnosis"], method="mondrian",
-                      hierarchies=hier, key=KEY, allow_weak=True).fit_release(table)
+    rel = KAnonymizer(
+        ["age", "sex", "zip"],
+        k=1,
+        identifiers=["name"],
+        insensitive=["diagnosis"],
+        method="mondrian",
+        hierarchies=hier,
+        key=KEY,
+        allow_weak=True,
+    ).fit_release(table)
     doc = rel.report(table, out=str(tmp_path / "weak.html"))
     floor = next(c for c in doc["verdict"]["checks"] if c.get("overridden"))
     assert doc["verdict"]["ok"] and floor["name"] == "k >= 2"
@@ -394,7 +464,7 @@ def test_summary_box_opens_the_page(people_release, tmp_path, monkeypatch):
     assert page.sections[0] == "summary" and page.sections.index("released") > page.sections.index("utility")
     first = re.search(r"<section ([^>]*)>", html).group(1)
     assert 'id="summary"' in first and f'class="decision {doc["decision"]["colour"]}"' in first
-    box = html[html.index('<section id="summary"'):html.index("</section>")]
+    box = html[html.index('<section id="summary"') : html.index("</section>")]
     assert doc["decision"]["headline"] in box and "Every record shares" in box and "Linkage by" in box
     # the flagged comparison attack first (internal), with success against baseline
     risks = doc["decision"]["risks"]
@@ -417,8 +487,13 @@ def test_empty_sections_say_why(people_release, tmp_path, monkeypatch):
     report given the original says the comparison figures are the owner's."""
     url, _, table = people_release
     rel = open_release(url)
-    monkeypatch.setattr(type(rel), "report_figures", lambda self, original=None, **k: Figures(
-        utility=[Value("u", "NCP", 0.5, about="comparison")] if original is not None else [], headline=["u"]))
+    monkeypatch.setattr(
+        type(rel),
+        "report_figures",
+        lambda self, original=None, **k: Figures(
+            utility=[Value("u", "NCP", 0.5, about="comparison")] if original is not None else [], headline=["u"]
+        ),
+    )
     note = lambda d: next(s for s in d["sections"] if s["id"] == "utility").get("note", "")  # noqa: E731
     without = rel.report(None, out=str(tmp_path / "a.html"))
     assert "--original" in note(without) and "--original" in section(without, "summary")["summary_utility"]["text"]
@@ -437,16 +512,24 @@ def test_a_warning_counted_on_the_original_stays_in_the_internal_report(people_r
     url, _, table = people_release
     rel = open_release(url)
     secret = "7 items of the item list are held by a single basket of the original"
-    monkeypatch.setattr(type(rel), "report_figures", lambda self, original=None, **k: Figures(
-        warnings=[Text("warning_owner", secret, about="comparison"), "a release-side warning"]))
+    monkeypatch.setattr(
+        type(rel),
+        "report_figures",
+        lambda self, original=None, **k: Figures(
+            warnings=[Text("warning_owner", secret, about="comparison"), "a release-side warning"]
+        ),
+    )
     internal = rel.report(table, out=str(tmp_path / "r.html"))
     assert internal["decision"]["owner_warnings"] == [secret] and internal["decision"]["warnings"] == ["a release-side warning"]
     assert any(secret in r for r in internal["decision"]["reasons"]) and internal["decision"]["colour"] == "amber"
     external = for_audience({k: v for k, v in internal.items() if k != "paths"}, "external")
     validate_report(external)
     assert secret not in json.dumps(external) and external["decision"]["warnings"] == ["a release-side warning"]
-    monkeypatch.setattr(type(rel), "report_figures", lambda self, original=None, **k: Figures(
-        warnings=[Text("warning_owner", secret, about="comparison")]))
+    monkeypatch.setattr(
+        type(rel),
+        "report_figures",
+        lambda self, original=None, **k: Figures(warnings=[Text("warning_owner", secret, about="comparison")]),
+    )
     internal = rel.report(table, out=str(tmp_path / "r2.html"))
     external = for_audience({k: v for k, v in internal.items() if k != "paths"}, "external")
     assert internal["decision"]["colour"] == "amber" and external["decision"]["colour"] == "green"

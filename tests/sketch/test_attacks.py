@@ -52,10 +52,16 @@ def test_public_files_hold_no_count_of_the_original(tx, tmp_path):
     assert records["suppressed"] > 0 and records["input"] == tx.n_transactions  # the owner's figures
     files = public_files(url)
     blob = b"\n".join(files.values())
-    for field in (b'"n_records"', b'"n_suppressed"', b'"input": ' + str(records["input"]).encode(),
-                  b'"suppressed": ' + str(records["suppressed"]).encode()):
+    for field in (
+        b'"n_records"',
+        b'"n_suppressed"',
+        b'"input": ' + str(records["input"]).encode(),
+        b'"suppressed": ' + str(records["suppressed"]).encode(),
+    ):
         assert field not in blob, field
-    assert manifest["n_published"] == records["published"] and manifest["summary"]["records"] == {"released": records["published"]}
+    assert manifest["n_published"] == records["published"] and manifest["summary"]["records"] == {
+        "released": records["published"]
+    }
     # the generator's seed is public by design: the sketches are decoded with it
     assert manifest["generator"]["seed"] == str(rel.data.generator.seed)
     assert SketchGenerator.from_metadata(manifest["generator"]).seed == rel.data.generator.seed

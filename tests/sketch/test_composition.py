@@ -93,8 +93,13 @@ def test_two_delta_releases_recounted_from_their_files_match_the_ledger(tmp_path
     # the manifest: the override, and only public parameters of the composition
     assert "composition: " + DELTA_CHECK in manifest["release"]["overrides"]
     public = manifest["release"]["ledger"]["composition"]
-    assert public == {"releases": 2, "sketch_releases": 2, "delta": 3.0, "k_variance_releases": 0,
-                      "limits": [{"name": DELTA_CHECK, "ok": False, "overridden": True}]}
+    assert public == {
+        "releases": 2,
+        "sketch_releases": 2,
+        "delta": 3.0,
+        "k_variance_releases": 0,
+        "limits": [{"name": DELTA_CHECK, "ok": False, "overridden": True}],
+    }
 
 
 def test_a_release_alone_meets_its_condition_and_a_weak_enough_second_one_passes(tmp_path):

@@ -98,8 +98,9 @@ def test_o04_bound_example_and_scale_invariance():
     for a, b in [(1.0, 1.0), (1 / math.sqrt(20), 1 / math.sqrt(20)), (3.0, 0.5)]:
         xa, yb = a * x, b * y
         dot, cross = xa @ yb, np.sum(xa**2 * yb**2)
-        m = KV.edge_bounds(np.array([[1], [0]]), np.array([[dot], [dot]]), np.array([[cross], [cross]]),
-                           np.array([xa @ xa, yb @ yb]), 256)
+        m = KV.edge_bounds(
+            np.array([[1], [0]]), np.array([[dot], [dot]]), np.array([[cross], [cross]]), np.array([xa @ xa, yb @ yb]), 256
+        )
         assert m.tolist() == [[4], [4]]
 
 
@@ -178,8 +179,13 @@ def test_bad_parameters():
     for kw in ({"k": 0}, {"m_max": 0}, {"knn_scope": "world"}, {"approximate": True, "knn_scope": "partition"}):
         with pytest.raises(InvalidParameter):
             KVarianceAnonymizer(**kw).fit(tx, progress=False)
-    graph = SimpleNamespace(indices=np.zeros((1, 1), int), distances=np.zeros((1, 1)), dots=np.zeros((1, 1)),
-                            cross=np.zeros((1, 1)), sqnorms=np.ones(1))
+    graph = SimpleNamespace(
+        indices=np.zeros((1, 1), int),
+        distances=np.zeros((1, 1)),
+        dots=np.zeros((1, 1)),
+        cross=np.zeros((1, 1)),
+        sqnorms=np.ones(1),
+    )
     with pytest.raises(InvalidParameter):
         kvariance_components(graph, neighbourhood="both")
     with pytest.raises(InvalidParameter):
@@ -202,7 +208,9 @@ def test_paper_threshold_is_the_printed_square_root():
     assert KV.edge_bounds(*scaled, threshold="paper").tolist() == [[192], [192]]
     assert KV.edge_bounds(*scaled).tolist() == [[4], [4]]
     with pytest.raises(InvalidParameter):
-        KVarianceAnonymizer(k=2, threshold="loose").fit(TransactionArray.from_scipy(sp.csr_array(random_sparse(n=10, d=8))), progress=False)
+        KVarianceAnonymizer(k=2, threshold="loose").fit(
+            TransactionArray.from_scipy(sp.csr_array(random_sparse(n=10, d=8))), progress=False
+        )
 
 
 def test_paper_threshold_is_a_weak_parameter_overridden_on_record():

@@ -87,9 +87,7 @@ def brute_knn(S_tr, m_tr, y_tr, S_te, m_te, k, lam=None):
             out.append(None)
             neigh.append(None)
             continue
-        cand = sorted(
-            (-brute_sim(S_te[i], m_te[i], S_tr[j], m_tr[j], lam), j) for j in range(S_tr.shape[0]) if m_tr[j] > 0
-        )[:k]
+        cand = sorted((-brute_sim(S_te[i], m_te[i], S_tr[j], m_tr[j], lam), j) for j in range(S_tr.shape[0]) if m_tr[j] > 0)[:k]
         labs = [y_tr[j] for _, j in cand]
         counts = {lab: labs.count(lab) for lab in labs}
         top = max(counts.values())
@@ -195,7 +193,9 @@ def test_draw_by_counts():
 
 
 # ---------------------------------------------------------------------------------- kNN
-@pytest.mark.parametrize("k, similarity, shrinkage", [(1, "cosine", 0), (4, "cosine", 0), (4, "shrunk", 3.0), (1, "shrunk", "auto")])
+@pytest.mark.parametrize(
+    "k, similarity, shrinkage", [(1, "cosine", 0), (4, "cosine", 0), (4, "shrunk", 3.0), (1, "shrunk", "auto")]
+)
 def test_knn_equals_bruteforce(k, similarity, shrinkage):
     X, R, m, y = make_data(3, 150, 12, 16, density=0.3, maxval=1)  # binary: many exact ties
     S = sketch(X, R, m)
@@ -284,7 +284,9 @@ def test_knn_label_column_score_and_errors():
 
 
 # ---------------------------------------------------------------------------------- k-means
-@pytest.mark.parametrize("mode, similarity", [("available", "cosine"), ("common", "cosine"), ("available", "shrunk"), ("common", "shrunk")])
+@pytest.mark.parametrize(
+    "mode, similarity", [("available", "cosine"), ("common", "cosine"), ("available", "shrunk"), ("common", "shrunk")]
+)
 def test_kmeans_equals_bruteforce(mode, similarity):
     X, R, m, _ = make_data(21, 120, 15, 12, density=0.25, maxval=4)
     X[7] = X[3]  # a duplicate seed: its cluster is empty after the first pass (re-seeding)
@@ -448,8 +450,10 @@ def test_with_real_sketch_array():
     np.testing.assert_array_equal(km.predict(test), km.predict((S[110:], m[110:])))
     # sketches under another generator are not comparable
     other = sk.sketch(
-        TransactionArray.from_scipy(sp.csr_array(X[110:])), m[110:],
-        generator=SketchGenerator.from_matrix(-R), m_max=16,
+        TransactionArray.from_scipy(sp.csr_array(X[110:])),
+        m[110:],
+        generator=SketchGenerator.from_matrix(-R),
+        m_max=16,
     )
     with pytest.raises(InvalidParameter):
         clf.predict(other)

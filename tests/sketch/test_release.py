@@ -93,8 +93,9 @@ def test_delta_same_key_same_bytes_for_1_3_and_19_partitions(tmp_path, monkeypat
     assert m["release"]["row_order"]["shuffle"] == "staged" and data_bytes(tmp_path / "staged") == a
     tx, _ = _tx()
     # another release of the same input: not recorded (composing it is tests/sketch/test_composition.py)
-    DeltaAnonymizer(delta=2.0, m_max=16, key=Key(6), ledger=None).fit_transform(tx).write(str(tmp_path / "other"),
-                                                                                          rows_per_file=100)
+    DeltaAnonymizer(delta=2.0, m_max=16, key=Key(6), ledger=None).fit_transform(tx).write(
+        str(tmp_path / "other"), rows_per_file=100
+    )
     assert data_bytes(tmp_path / "other") != a
 
 
@@ -146,8 +147,9 @@ def test_flipped_byte_is_named(tmp_path):
 
 
 def _row(values, m, label):
-    return pa.table({"sketch": pa.array([values], type=pa.list_(pa.float32())), "m": pa.array([m], pa.int32()),
-                     "label": pa.array([label])})
+    return pa.table(
+        {"sketch": pa.array([values], type=pa.list_(pa.float32())), "m": pa.array([m], pa.int32()), "label": pa.array([label])}
+    )
 
 
 def test_broken_guarantees_are_named(tmp_path):
@@ -249,8 +251,9 @@ def test_k_floor_refused_then_accepted_and_recorded(tmp_path):
     v = verify(str(tmp_path / "weak"))
     assert v.ok and v["k >= 2"].overridden and not v["k >= 2"].ok
     # a release whose guarantee fails is never committed
-    bad = SketchRelease(sketch(tx, 16, generator=rel.data.generator), method="delta",
-                        parameters={"delta": 1.0, "m_max": 8}, key=Key(1))
+    bad = SketchRelease(
+        sketch(tx, 16, generator=rel.data.generator), method="delta", parameters={"delta": 1.0, "m_max": 8}, key=Key(1)
+    )
     with pytest.raises(PrivacyViolation, match="components at most m_max"):
         bad.write(str(tmp_path / "never"))
     assert not (tmp_path / "never").exists()

@@ -49,8 +49,9 @@ def _parts_m(folder):
     import json
 
     man = json.loads((folder / "_SUCCESS").read_text())
-    return man, np.concatenate([pq.read_table(folder / p["file"], columns=["m"]).column("m").to_numpy()
-                                for p in man["partitions"]])
+    return man, np.concatenate(
+        [pq.read_table(folder / p["file"], columns=["m"]).column("m").to_numpy() for p in man["partitions"]]
+    )
 
 
 @pytest.mark.parametrize("keep_suppressed", [True, False])
@@ -69,7 +70,7 @@ def test_components_and_suppressed_share_match_the_written_parts(tmp_path, keep_
     want = np.bincount(m, minlength=17)
     lo = int(np.flatnonzero(want)[0])
     assert np.allclose(np.diff(hist.x), 1.0) and hist.x[0] == lo - 0.5  # one bin per m (m_max = 16)
-    assert list(hist.y) == want[lo: lo + len(hist.y)].tolist() and sum(hist.y) == m.size
+    assert list(hist.y) == want[lo : lo + len(hist.y)].tolist() and sum(hist.y) == m.size
     assert all(i.about == "release" for i in fig.risk) and fig.utility == []
     assert any("need the original" in n for n in fig.needs_original)  # margins and utility
     if keep_suppressed:  # the suppressed records are published as empty rows: anybody recounts them
@@ -165,8 +166,7 @@ def test_similarity_errors_match_exact_numpy_dot_products():
     dot, cos, est_dot, est_cos = _pairs_oracle(x, m, S)
     nz = dot != 0
     assert items["cosine_mean_abs_error"].value == pytest.approx(np.mean(np.abs(est_cos - cos)), rel=1e-9)
-    assert items["dot_mean_relative_error"].value == pytest.approx(np.mean(np.abs(est_dot - dot)[nz] / np.abs(dot[nz])),
-                                                                   rel=1e-9)
+    assert items["dot_mean_relative_error"].value == pytest.approx(np.mean(np.abs(est_dot - dot)[nz] / np.abs(dot[nz])), rel=1e-9)
     sc = items["similarity_scatter"].series[0]
     np.testing.assert_allclose(sc.x, cos, atol=1e-12)
     np.testing.assert_allclose(sc.y, est_cos, atol=1e-12)

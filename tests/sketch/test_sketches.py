@@ -184,7 +184,9 @@ def test_delta_binary_records_empty_partitions_and_duplicates(tmp_path):
     none = sketch(tx, 0, generator=SketchGenerator(2))
     assert none.m_max == 0 and none.n_suppressed() == 4
     g = SketchGenerator(2)
-    assert np.array_equal(anonymize_record([3, 1, 2, 2], delta=0.4, generator=g), anonymize_record([1, 2, 3], delta=0.4, generator=g))
+    assert np.array_equal(
+        anonymize_record([3, 1, 2, 2], delta=0.4, generator=g), anonymize_record([1, 2, 3], delta=0.4, generator=g)
+    )
     # with values, duplicates add up
     assert np.array_equal(
         anonymize_record([1, 2, 2], [1.0, 2.0, 3.0], delta=0.4, generator=g),
@@ -483,7 +485,7 @@ def test_primitives_consistency():
             assert cos[i, j] == pytest.approx(a @ b / np.sqrt((a @ a) * (b @ b))) == c
             d2, v2 = sqdist(S[i], m[i], T[j], mt[j])
             assert d2 == pytest.approx(((a - b) ** 2).mean())
-            assert (np.isnan(v2) if k < 2 else v2 == pytest.approx(((a - b) ** 2).var(ddof=1) / k))
+            assert np.isnan(v2) if k < 2 else v2 == pytest.approx(((a - b) ** 2).var(ddof=1) / k)
     # rows broadcast: one sketch against a block
     e, _ = dot(T[0], 8, S, m)
     assert np.allclose(e[1:], dots[1:, 0])
