@@ -201,7 +201,7 @@ def cover_lists(rowbits, elbits, n_elements, n_bits):
 
 
 # ---------------------------------------------------------------------------- the database
-def std_lengths_from_frequencies(frequencies: Sequence[int]) -> np.ndarray:
+def std_lengths_from_frequencies(frequencies: Sequence[int] | np.ndarray) -> np.ndarray:
     """stdlen(i) = −log2(fr(i)/F) with F = Σ fr (0 where fr = 0), with ``math.log2``."""
     fr = [int(f) for f in np.asarray(frequencies).tolist()]
     total = sum(fr)

@@ -43,6 +43,15 @@ def pairs_at(index: np.ndarray, f: int) -> tuple[np.ndarray, np.ndarray]:
     return a, index - starts[a] + a + 1
 
 
+def _ids_of(items: np.ndarray, cands: np.ndarray) -> Callable[[np.ndarray | None], np.ndarray]:
+    """The builder of :class:`CandidateIds` for candidates given as positions into ``items``."""
+
+    def build(index: np.ndarray | None) -> np.ndarray:
+        return items[cands if index is None else cands[index]]
+
+    return build
+
+
 class CandidateIds:
     """The column ids of a level's candidates, built only for the rows asked for.
 
@@ -250,7 +259,7 @@ class LevelwiseDriver:
                     break
                 self.guard(cands.shape[0], k, stacklevel=stacklevel + 1)
                 counts, counted_with = ahead.counts(frequent, cands, left, k)
-                ids = CandidateIds(lambda i, c=cands: items[c if i is None else c[i]])
+                ids = CandidateIds(_ids_of(items, cands))
                 frequent = cands[self._decide(k, cands.shape[0], counts, ids, t0, counted_with)]
                 if frequent.shape[0] < k + 1:
                     break

@@ -940,11 +940,11 @@ class Release(abc.ABC):
         family = manifest["release"].get("family")
         if family not in families.names():
             raise DataFormatError(f"{url}: unknown release family {family!r} (registered: {', '.join(families.names())})")
-        klass = families.release_class(family)
+        klass: type[Release] = families.release_class(family)
         if manifest["release"].get("output") == "csv":
             data = klass._open_csv(fs, folder, manifest, url)
         else:
             read_manifest(fs, posixpath.join(folder, MANIFEST), url, klass.data_format, MANIFEST_VERSION)
             data = klass._open_data(fs, folder, manifest, url, verify)
-        rel = klass._reopen(data, {**manifest, "_url": url})
+        rel: Release = klass._reopen(data, {**manifest, "_url": url})
         return rel
