@@ -34,10 +34,10 @@ class Number(click.FloatRange):
         return rv
 
 
-def stack(*decorators: Callable) -> Callable:
+def stack(*decorators: Callable[..., Any]) -> Callable[..., Any]:
     """One decorator that applies ``decorators`` in the order written."""
 
-    def apply(fn: Callable) -> Callable:
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
         for d in reversed(decorators):
             fn = d(fn)
         return fn
@@ -77,7 +77,7 @@ def support_value(text: str, flag: str = "--min-support") -> float:
 
 
 #: ``--min-support FRACTION`` and ``--min-count N`` (mutually exclusive; see :func:`support_from`)
-def support_options(default: float | None = None, *, what: str = "Minimum support", note: str = "") -> Callable:
+def support_options(default: float | None = None, *, what: str = "Minimum support", note: str = "") -> Callable[..., Any]:
     """The two spellings of a minimum support; ``default`` applies when neither is given (else
     one of them is required). ``note`` ends both helps."""
     tail = f" [default: {default:g}]" if default is not None else " Or give --min-count."
@@ -258,11 +258,11 @@ def roles_from(
     from ..release import Roles
 
     return Roles(
-        identifiers=split_list(identifiers),
-        quasi_identifiers=split_list(qi),
-        sensitive=split_list(sensitive),
-        insensitive=split_list(insensitive),
-        allow_unique=split_list(allow_unique),
+        identifiers=tuple(split_list(identifiers)),
+        quasi_identifiers=tuple(split_list(qi)),
+        sensitive=tuple(split_list(sensitive)),
+        insensitive=tuple(split_list(insensitive)),
+        allow_unique=tuple(split_list(allow_unique)),
     )
 
 

@@ -85,7 +85,16 @@ def info(obj: Context, url: str, fmt: str | None) -> None:
 @as_baskets
 @overwrite
 @click.pass_obj
-def convert(obj: Context, src: str, dst: str, src_fmt, dst_fmt, partitions, target_bytes, overwrite) -> None:
+def convert(
+    obj: Context,
+    src: str,
+    dst: str,
+    src_fmt: str | None,
+    dst_fmt: str | None,
+    partitions: int | None,
+    target_bytes: int | None,
+    overwrite: bool,
+) -> None:
     """Convert between FIMI, basket CSV and Parquet (atomic write)."""
     from ..io import write
 
@@ -121,7 +130,7 @@ def generate() -> None:
 )
 @overwrite
 @click.pass_obj
-def generate_quest(obj: Context, spec: str, out: str, partition_rows, overwrite) -> None:
+def generate_quest(obj: Context, spec: str, out: str, partition_rows: int | None, overwrite: bool) -> None:
     """IBM-Quest market-basket data, e.g. T10.I4.D100K.N1K (C20.I4.D200K: two classes)."""
     from ..data.quest import parse_spec, quest
     from ..io import write

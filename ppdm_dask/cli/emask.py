@@ -69,7 +69,9 @@ def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tu
 @click.option("--q-min", type=Number(0, 1), default=0.95, show_default=True, help="Keep only q > this.")
 @as_baskets
 @click.pass_obj
-def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> None:
+def emask_choose(
+    obj: Context, s0: float | None, data: str | None, min_support: float, privacy_floor: float, q_min: float
+) -> None:
     """Candidate (p, q): basic privacy >= the floor at s0, accuracy no worse than MASK (0.9, 0.9)."""
     from ..emask.parameters import choose_parameters, estimate_s0
 
@@ -78,6 +80,7 @@ def emask_choose(obj: Context, s0, data, min_support, privacy_floor, q_min) -> N
     if data is not None:
         with job(obj, inputs=[data]):
             s0 = estimate_s0(obj.read_transactions(data))
+    assert s0 is not None  # exactly one of --s0 and --data (checked above)
     choices = choose_parameters(s0, min_support, privacy_floor=privacy_floor, q_min=q_min)
     rows = [{"p": c.p, "q": c.q, "basic_privacy": c.basic_privacy, "err6": c.err6, "ldp_epsilon": c.ldp_epsilon} for c in choices]
     lines = [
@@ -146,19 +149,19 @@ def _catalogue(obj: Context, url: str, tx: Any) -> list[Any]:
 @click.pass_obj
 def emask_distort(
     obj: Context,
-    src,
-    dst,
-    p,
-    q,
-    privacy_floor,
-    items_file,
-    epsilon_budget,
-    fmt,
-    overwrite,
-    rows_per_file,
-    allow_weak,
-    check,
-    report,
+    src: str,
+    dst: str,
+    p: float,
+    q: float,
+    privacy_floor: float,
+    items_file: str | None,
+    epsilon_budget: float | None,
+    fmt: str | None,
+    overwrite: bool,
+    rows_per_file: int | None,
+    allow_weak: bool,
+    check: bool,
+    report: bool,
 ) -> None:
     """Release a distorted copy of SRC at DST (rows in a keyed random order; p and q in the
     manifest, never the key nor the data's s0); refused below the basic-privacy floor unless
@@ -198,7 +201,18 @@ def emask_distort(
 @overwrite
 @click.pass_obj
 def emask_mine(
-    obj: Context, url, p, q, min_support, min_count, max_length, max_candidates, prune_margin, fmt, out, overwrite
+    obj: Context,
+    url: str,
+    p: float | None,
+    q: float | None,
+    min_support: str | None,
+    min_count: int | None,
+    max_length: int | None,
+    max_candidates: int,
+    prune_margin: float,
+    fmt: str | None,
+    out: str | None,
+    overwrite: bool,
 ) -> None:
     """EMASK-Apriori: frequent itemsets of the original data from its distorted release.
 
@@ -251,7 +265,9 @@ def emask_mine(
 @click.option("--q", "q", type=Number(0, 1), default=None, help="Default: from the release.")
 @as_baskets
 @click.pass_obj
-def emask_audit(obj: Context, original, distorted, min_support, min_count, p, q) -> None:
+def emask_audit(
+    obj: Context, original: str, distorted: str, min_support: str | None, min_count: int | None, p: float | None, q: float | None
+) -> None:
     """Owner-side audit: BP, re-interrogated privacy RP (needs the release's --key-file to
     re-align its keyed row order), local-DP epsilon, accuracy (rho, sigma+/-), slowdown."""
     from ..emask import audit

@@ -47,7 +47,20 @@ from ._summary import emit_release
 @release_output
 @click.pass_obj
 def km_anonymize(
-    obj: Context, src, dst, k, m, hierarchy_file, fan_out, method, fmt, overwrite, rows_per_file, allow_weak, check, report
+    obj: Context,
+    src: str,
+    dst: str,
+    k: int,
+    m: int,
+    hierarchy_file: str | None,
+    fan_out: int | None,
+    method: str,
+    fmt: str | None,
+    overwrite: bool,
+    rows_per_file: int | None,
+    allow_weak: bool,
+    check: bool,
+    report: bool,
 ) -> None:
     """k^m-anonymize the transactions SRC by global item generalisation and write the release to
     DST (a ppdm transaction folder, or DST.csv: one basket CSV file)."""

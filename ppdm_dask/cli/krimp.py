@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ._core import Context, job, write_release
@@ -54,7 +56,7 @@ def _exclude_arg(values: tuple[str, ...]) -> list[list[int]]:
     from ..errors import InvalidParameter
 
     out: list[list[int]] = []
-    seen: dict[frozenset, str] = {}
+    seen: dict[frozenset[int], str] = {}
     for v in values:
         try:
             combo = [int(x) for x in v.replace(" ", ",").split(",") if x]
@@ -84,7 +86,7 @@ def _exclude_arg(values: tuple[str, ...]) -> list[list[int]]:
     return out
 
 
-def _check_exclude(excluded: list[list[int]], tx, src: str) -> None:
+def _check_exclude(excluded: list[list[int]], tx: Any, src: str) -> None:
     """Every item of an --exclude combination must be an item of SRC (else it excludes nothing)."""
     if not excluded:
         return
@@ -118,7 +120,18 @@ def _check_exclude(excluded: list[list[int]], tx, src: str) -> None:
 @overwrite
 @click.pass_obj
 def krimp_compress(
-    obj: Context, src, min_support, min_count, closed, no_prune, max_len, max_candidates, distributed, fmt, out, overwrite
+    obj: Context,
+    src: str,
+    min_support: str | None,
+    min_count: int | None,
+    closed: bool,
+    no_prune: bool,
+    max_len: int | None,
+    max_candidates: int,
+    distributed: bool,
+    fmt: str | None,
+    out: str | None,
+    overwrite: bool,
 ) -> None:
     """Find the KRIMP code table of SRC and report its compression (candidates: the itemsets of
     --min-count transactions, or of a --min-support fraction of them; the papers' "min-support 1"
@@ -212,27 +225,27 @@ def krimp_compress(
 @click.pass_obj
 def krimp_generate(
     obj: Context,
-    src,
-    dst,
-    min_support,
-    min_count,
-    laplace,
-    rows,
-    closed,
-    prune,
-    max_len,
-    max_candidates,
-    distributed,
-    exclude,
-    domain_order,
-    scores,
-    allow_unique_copies,
-    fmt,
-    overwrite,
-    rows_per_file,
-    allow_weak,
-    check,
-    report,
+    src: str,
+    dst: str,
+    min_support: str | None,
+    min_count: int | None,
+    laplace: float,
+    rows: int | None,
+    closed: bool,
+    prune: bool,
+    max_len: int | None,
+    max_candidates: int,
+    distributed: bool,
+    exclude: tuple[str, ...],
+    domain_order: str,
+    scores: bool,
+    allow_unique_copies: bool,
+    fmt: str | None,
+    overwrite: bool,
+    rows_per_file: int | None,
+    allow_weak: bool,
+    check: bool,
+    report: bool,
 ) -> None:
     """Release a synthetic categorical database generated from the KRIMP code table of SRC
     (with its public patterns in _patterns.parquet); refused below a min-support of 2 transactions
@@ -274,7 +287,9 @@ def krimp_generate(
         release.redraw_counts(progress=obj.progress)  # owner side: shown in the summary (computed by the report already)
         if scores:
             extra["nas"] = float(normalized_anonymity_score(written, tx))
-            extra["ds"] = float(dissimilarity(written, tx, min_support=ms, closed=closed, prune=prune))
+            ds = dissimilarity(written, tx, min_support=ms, closed=closed, prune=prune)
+            assert not isinstance(ds, dict)  # details=False: DS is a number
+            extra["ds"] = float(ds)
     text = [f"  {'scores' if i == 0 else '':<12} {k:<24} {v:,.4f}" for i, (k, v) in enumerate(extra.items())]
     if scores:
         text.append(
@@ -292,7 +307,9 @@ def krimp_generate(
 @max_candidates
 @as_baskets
 @click.pass_obj
-def krimp_ds(obj: Context, a, b, min_support, min_count, closed, prune, max_candidates) -> None:
+def krimp_ds(
+    obj: Context, a: str, b: str, min_support: str | None, min_count: int | None, closed: bool, prune: bool, max_candidates: int
+) -> None:
     """DS dissimilarity of two databases from their KRIMP code tables (0 = identical structure)."""
     from ..krimp.scores import dissimilarity
 

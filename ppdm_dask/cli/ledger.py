@@ -47,7 +47,7 @@ def _release_id(obj: Context, ident: str) -> str:
     "--input", "fingerprint", default=None, metavar="FP", help="Only the releases of this input (its ledger fingerprint)."
 )
 @click.pass_obj
-def ledger_list(obj: Context, fingerprint) -> None:
+def ledger_list(obj: Context, fingerprint: str | None) -> None:
     """The recorded releases, grouped by input, oldest first."""
     store = _store(obj)
     records = store.records(fingerprint)
@@ -66,7 +66,7 @@ def ledger_list(obj: Context, fingerprint) -> None:
 @ledger.command("show")
 @click.argument("release_id")
 @click.pass_obj
-def ledger_show(obj: Context, release_id) -> None:
+def ledger_show(obj: Context, release_id: str) -> None:
     """One release: its record, events, status and composition (RELEASE_ID: a release id, a
     unique prefix of one as 'ppdm ledger list' shows, or the path of the written release)."""
     rec = _store(obj).find(_release_id(obj, release_id))
@@ -133,7 +133,7 @@ def ledger_check(obj: Context) -> None:
 @click.option("--out", default=None, metavar="FILE", help="Write the JSON here (default: stdout).")
 @click.option("--input", "fingerprint", default=None, metavar="FP", help="Only the releases of this input.")
 @click.pass_obj
-def ledger_export(obj: Context, out, fingerprint) -> None:
+def ledger_export(obj: Context, out: str | None, fingerprint: str | None) -> None:
     """Every record with its events, status and composition as JSON (no secret, no per-record
     values)."""
     doc = _store(obj).export(fingerprint)
@@ -152,7 +152,7 @@ def ledger_export(obj: Context, out, fingerprint) -> None:
 @click.argument("release_id")
 @click.option("--reason", required=True, help="Why the release is withdrawn (kept in the ledger).")
 @click.pass_obj
-def ledger_forget(obj: Context, release_id, reason) -> None:
+def ledger_forget(obj: Context, release_id: str, reason: str) -> None:
     """Mark a release as withdrawn (RELEASE_ID: its id or the path of the written release): it no
     longer counts when later releases of its input are composed. The record stays (never
     deleted). Withdraw only a release whose data never reached anyone: what was published stays

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -10,7 +11,7 @@ from ._core import Context, job
 from ._options import Number, apriori_max_candidates, check_count, input_format, overwrite, support_from, support_options
 
 
-def level_line(prefix: str):
+def level_line(prefix: str) -> Callable[[dict[str, Any]], None]:
     def line(st: dict[str, Any]) -> None:
         click.echo(
             f"[{prefix}] level {st['length']}: {st['candidates']:,} candidates -> {st['frequent']:,} frequent ({st['seconds']:.2f} s)",
@@ -63,19 +64,19 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
 @click.pass_obj
 def mine(
     obj: Context,
-    url,
-    min_support,
-    min_count,
-    max_length,
-    max_itemsets,
-    max_candidates,
-    strategy,
-    with_rules,
-    min_confidence,
-    fmt,
-    out,
-    rules_out,
-    overwrite,
+    url: str,
+    min_support: str | None,
+    min_count: int | None,
+    max_length: int | None,
+    max_itemsets: int,
+    max_candidates: int,
+    strategy: str,
+    with_rules: bool,
+    min_confidence: float,
+    fmt: str | None,
+    out: str | None,
+    rules_out: str | None,
+    overwrite: bool,
 ) -> None:
     """Exact frequent itemsets (distributed Apriori) and, with --rules, association rules.
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, cast
+
 import click
 
 from ._core import Context, job
 from ._options import as_baskets
+
+if TYPE_CHECKING:  # the CLI loads no release module before a command runs
+    from ..anonymity.release import AnonymizedRelease
+    from ..release.base import Release
 
 
 @click.command("report")
@@ -78,7 +84,7 @@ def report_cmd(
     out: str | None,
     audience: str,
     sep: str | None,
-    dtype,
+    dtype: tuple[str, ...],
     reverify: bool,
     overwrite: bool,
     sampling_fraction: float | None = None,
@@ -92,7 +98,7 @@ def report_cmd(
     the decision (green, amber or red, with its reasons; also the first line printed), what an
     attacker can still learn, privacy (the independent recount and the risk figures), attack
     results, utility (with --original), what was released, how to reproduce."""
-    owner = {}
+    owner: dict[str, Any] = {}
     if obj.key_file is not None and original is not None and audience == "internal":
         from ..random import Key
 
@@ -112,8 +118,9 @@ def report_cmd(
             from ..anonymity.hierarchies import load_hierarchies
 
             _check_table_release(rel, "--hierarchies / --hierarchy")
+            table_release = cast("AnonymizedRelease", rel)  # checked just above: a table release
             owner.setdefault("figure_options", {})["hierarchies"] = load_hierarchies(
-                list(hierarchy), hierarchy_dir, list(rel.qi), storage_options=obj.storage_options
+                list(hierarchy), hierarchy_dir, list(table_release.qi), storage_options=obj.storage_options
             )
         opts = {"sep": sep, "dtype": list(dtype)} if (original and (sep or dtype)) else {}
         doc = rel.report(
@@ -169,7 +176,7 @@ def report_cmd(
         raise click.exceptions.Exit(2)
 
 
-def _population_options(fraction: float | None, size: float | None, weights: str | None) -> dict:
+def _population_options(fraction: float | None, size: float | None, weights: str | None) -> dict[str, Any]:
     """``--sampling-fraction`` / ``--population-size`` / ``--weight-column`` as report-figure
     options, checked before any work (the population size against the table's rows later)."""
     from ..errors import InvalidParameter
@@ -193,7 +200,7 @@ def _population_options(fraction: float | None, size: float | None, weights: str
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _check_table_release(rel, flags: str = "--sampling-fraction, --population-size and --weight-column") -> None:
+def _check_table_release(rel: Release, flags: str = "--sampling-fraction, --population-size and --weight-column") -> None:
     """The population and hierarchy options apply to table releases only."""
     from ..anonymity.release import AnonymizedRelease
     from ..errors import InvalidParameter

@@ -67,6 +67,7 @@ def anonymizer(
         raise usage_error("give exactly one of --delta (δ-anonymity) and --k (k-variance anonymity)")
     if delta is not None:
         return DeltaAnonymizer(delta, m_max=m_max, **kwargs)
+    assert k is not None  # exactly one of delta and k (checked above)
     return KVarianceAnonymizer(k, m_max=m_max, metric=metric, knn_scope=knn_scope, approximate=approximate, **kwargs)
 
 
@@ -93,21 +94,21 @@ def sketch() -> None:
 @click.pass_obj
 def sketch_anonymize(
     obj: Context,
-    src,
-    dst,
-    delta,
-    k,
-    m_max,
-    metric,
-    knn_scope,
-    approximate,
-    fmt,
-    keep_suppressed,
-    overwrite,
-    rows_per_file,
-    allow_weak,
-    check,
-    report,
+    src: str,
+    dst: str,
+    delta: float | None,
+    k: int | None,
+    m_max: int,
+    metric: str,
+    knn_scope: str,
+    approximate: bool,
+    fmt: str | None,
+    keep_suppressed: bool,
+    overwrite: bool,
+    rows_per_file: int | None,
+    allow_weak: bool,
+    check: bool,
+    report: bool,
 ) -> None:
     """Publish SRC as anonymized sketches at DST (a Parquet release: rows in a keyed order, the
     public generator seed in the manifest, verified before it is committed)."""
@@ -176,22 +177,22 @@ def sweep_levels(text: str | None) -> tuple[str, list[float]] | None:
 @click.pass_obj
 def sketch_evaluate(
     obj: Context,
-    src,
-    delta,
-    k,
-    m_max,
-    metric,
-    knn_scope,
-    approximate,
-    fmt,
-    sweep,
-    plot_path,
-    similarity,
-    label_column,
-    neighbors,
-    clusters,
-    task,
-    overwrite,
+    src: str,
+    delta: float | None,
+    k: int | None,
+    m_max: int,
+    metric: str,
+    knn_scope: str,
+    approximate: bool,
+    fmt: str | None,
+    sweep: str | None,
+    plot_path: str | None,
+    similarity: str,
+    label_column: str,
+    neighbors: int,
+    clusters: int,
+    task: str,
+    overwrite: bool,
 ) -> None:
     """Utility of anonymized sketches of SRC against the original (classification accuracy and
     clustering similarity, the paper's protocol) at one level, or with --sweep at several
@@ -230,7 +231,13 @@ def sketch_evaluate(
                 key=key if approximate else None,
             )
 
-        common = {"key": key, "n_neighbors": neighbors, "n_clusters": clusters, "tasks": tasks, "similarity": similarity}
+        common: dict[str, Any] = {
+            "key": key,
+            "n_neighbors": neighbors,
+            "n_clusters": clusters,
+            "tasks": tasks,
+            "similarity": similarity,
+        }
         if levels is not None:
             name, values = levels
 
@@ -244,7 +251,7 @@ def sketch_evaluate(
                 name,
                 values,
                 on_level=said,
-                make=lambda v, g: make(v if name == "delta" else None, v if name == "k" else None, g),
+                make=lambda v, g: make(v if name == "delta" else None, int(v) if name == "k" else None, g),
                 **common,
             )
             if plot_path is not None:

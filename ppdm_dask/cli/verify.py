@@ -16,7 +16,9 @@ from ._options import as_baskets
 @click.option("--no-checksums", is_flag=True, help="Only check that the files are present with their sizes (no hashing).")
 @as_baskets
 @click.pass_context
-def verify_cmd(ctx: click.Context, release: str, original: str | None, sep: str | None, dtype, no_checksums: bool) -> None:
+def verify_cmd(
+    ctx: click.Context, release: str, original: str | None, sep: str | None, dtype: tuple[str, ...], no_checksums: bool
+) -> None:
     """Verify RELEASE: its manifest, the SHA-256 of every file, the privacy floors of its
     parameters and its guarantee recounted from the released data (k, l, k^m, group sizes,
     δ / k-variance conditions, suppressed records absent), and with --original the release

@@ -34,7 +34,7 @@ class AssociationRules:
     def __len__(self) -> int:
         return len(self.antecedents)
 
-    def to_pandas(self):
+    def to_pandas(self) -> Any:
         """DataFrame: antecedent, consequent, count, support and the requested measures."""
         import pandas as pd
 
