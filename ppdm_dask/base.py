@@ -99,9 +99,12 @@ class Estimator(abc.ABC):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit() before using {name}")
         raise AttributeError(f"{type(self).__name__!s} object has no attribute {name!r}")
 
-    def _validate_params(self) -> dict[str, Any]:
+    def validate_params(self) -> dict[str, Any]:
         """The declared parameters (``_parameter_constraints``), checked and normalized; the
-        first refused one raises :class:`~ppdm_dask.errors.InvalidParameter` naming it."""
+        first refused one raises :class:`~ppdm_dask.errors.InvalidParameter` naming it.
+
+        ``fit`` calls it first; the command line calls it before its job starts a scheduler, so
+        a refused option costs no cluster."""
         cons = type(self)._parameter_constraints
         return validate(cons, {name: getattr(self, name) for name in cons})
 

@@ -1,5 +1,5 @@
 """Declared parameter constraints (:mod:`ppdm_dask.constraints`) and the estimators' one check
-of them (:meth:`ppdm_dask.base.Estimator._validate_params`)."""
+of them (:meth:`ppdm_dask.base.Estimator.validate_params`)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ class _Toy(Estimator):
         self.k, self.how, self.note = k, how, note
 
     def fit(self, X, *, client=None, progress=False):
-        self.params_ = self._validate_params()
+        self.params_ = self.validate_params()
         return self
 
     def release(self, *, client=None, progress=False):

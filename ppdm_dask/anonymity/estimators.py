@@ -282,7 +282,7 @@ class KAnonymizer(_TableAnonymizer):
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> KAnonymizer:
         """Check roles and floors, anonymise ``X`` (pandas or dask DataFrame); returns self."""
-        self._validate_params()
+        self.validate_params()
         params = {
             "k": self.k,
             **_diversity(self.l, self.kind, self.c, self.t, self.t_kind),
@@ -491,7 +491,7 @@ class KmAnonymizer(Estimator):
         from .km import as_transactions, km_anonymize
         from .km_release import KmRelease
 
-        self._validate_params()
+        self.validate_params()
         if (self.hierarchy is None) == (self.fan_out is None):
             raise InvalidParameter("give exactly one of hierarchy and fan_out", fix="`hierarchy` FILE or `fan_out` F")
         method = str(self.method).upper()

@@ -31,6 +31,7 @@ from ._inputs import refuse_missing
 from .flags import cli_message
 
 if TYPE_CHECKING:
+    from ..base import Estimator
     from ..random import Key
 
 LOCAL_SCHEDULERS = ("sync", "synchronous", "threads", "processes")
@@ -209,12 +210,19 @@ class Job:
 
 @contextlib.contextmanager
 def job(
-    obj: Context, *, inputs: Sequence[str | None] = (), outputs: Sequence[str | None] = (), overwrite: bool = False
+    obj: Context,
+    *,
+    inputs: Sequence[str | None] = (),
+    outputs: Sequence[str | None] = (),
+    overwrite: bool = False,
+    estimators: Sequence[Estimator] = (),
 ) -> Iterator[Job]:
-    """Run a command's work: refuse a missing input and an existing output **before** any work
-    (no cluster is started for a job that cannot run), then activate the scheduler and time
-    the job."""
+    """Run a command's work: refuse a refused parameter of ``estimators``, a missing input and an
+    existing output **before** any work (no cluster is started for a job that cannot run), then
+    activate the scheduler and time the job."""
     obj.check_ledger_options()
+    for est in estimators:
+        est.validate_params()
     for url in inputs:
         if url:
             refuse_missing(url, obj.storage_options)

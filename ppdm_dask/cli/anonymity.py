@@ -167,7 +167,7 @@ def anonymize(
         t=t,
         t_kind=t_kind,
     )
-    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite, estimators=[est]) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         release = est.fit_release(table, progress=obj.progress)
         manifest, rep = write_release(
@@ -282,7 +282,7 @@ def access_control(
         t=t,
         t_kind=t_kind,
     )
-    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite, estimators=[est]) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
         release = est.fit_release(table, progress=obj.progress)
         manifest, rep = write_release(

@@ -104,13 +104,13 @@ def condense(
         "allow_weak": allow_weak,
         "publish_statistics": publish_statistics,
     }
-    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
+    if dynamic:
+        cond: Any = StreamingCondenser(**common)
+    else:
+        cond = Condenser(rows_per_partition=rows_per_partition, standardize=standardize, **common)
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite, estimators=[cond]) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
-        if dynamic:
-            cond: Any = StreamingCondenser(key=obj.key(), **common)
-        else:
-            cond = Condenser(rows_per_partition=rows_per_partition, standardize=standardize, key=obj.key(), **common)
-        release = cond.fit(table, progress=obj.progress).release(progress=obj.progress)
+        release = cond.set_params(key=obj.key()).fit(table, progress=obj.progress).release(progress=obj.progress)
         manifest, rep = write_release(
             obj, release, dst, original=table, overwrite=overwrite, rows_per_file=rows_per_file, check=check, report=report
         )

@@ -169,13 +169,11 @@ def emask_distort(
     or beyond --epsilon-budget unless --allow-composition."""
     from ..emask import Distorter
 
-    with job(obj, inputs=[src, items_file], outputs=[dst], overwrite=overwrite) as j:
+    est = Distorter(p, q, privacy_floor=privacy_floor, allow_weak=allow_weak, epsilon_budget=epsilon_budget)
+    with job(obj, inputs=[src, items_file], outputs=[dst], overwrite=overwrite, estimators=[est]) as j:
         tx = obj.read_transactions(src, fmt)
         items = _catalogue(obj, items_file, tx) if items_file else None
-        est = Distorter(
-            p, q, key=obj.key(), privacy_floor=privacy_floor, allow_weak=allow_weak, items=items, epsilon_budget=epsilon_budget
-        ).fit(tx, progress=obj.progress)
-        release = est.release()
+        release = est.set_params(key=obj.key(), items=items).fit(tx, progress=obj.progress).release()
         manifest, rep = write_release(
             obj, release, dst, original=tx, overwrite=overwrite, rows_per_file=rows_per_file, check=check, report=report
         )

@@ -70,7 +70,7 @@ def km_anonymize(
         raise usage_error("give exactly one of --hierarchy FILE and --fan-out F", "--hierarchy FILE or --fan-out F")
     hier = Hierarchy.from_csv(hierarchy_file, name="items", storage_options=obj.storage_options) if hierarchy_file else None
     est = KmAnonymizer(hier, k=k, m=m, method=method, fan_out=fan_out, allow_weak=allow_weak, key=obj.key())
-    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite, estimators=[est]) as j:
         tx = obj.read_transactions(src, fmt)
         release = est.fit_release(tx, progress=obj.progress)
         manifest, rep = write_release(

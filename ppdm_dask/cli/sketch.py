@@ -113,7 +113,7 @@ def sketch_anonymize(
     """Publish SRC as anonymized sketches at DST (a Parquet release: rows in a keyed order, the
     public generator seed in the manifest, verified before it is committed)."""
     an = anonymizer(delta, k, m_max, metric, knn_scope, approximate, keep_suppressed=keep_suppressed, allow_weak=allow_weak)
-    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite) as j:
+    with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite, estimators=[an]) as j:
         tx = obj.read_transactions(src, fmt)
         release = an.set_params(key=obj.key()).fit_release(tx, progress=obj.progress)
         manifest, rep = write_release(

@@ -292,7 +292,7 @@ class Condenser(Estimator):
             Every level is 1 and the floor was not overridden (before any work when the level
             is one constant).
         """
-        rpp = self._validate_params()["rows_per_partition"]
+        rpp = self.validate_params()["rows_per_partition"]
         self._resolve_key()
         self._source = source_of(X)
         rec = records_of(X, privacy, spec=self.privacy_levels, privacy_column=self.privacy_column, columns=self.columns)

@@ -102,13 +102,13 @@ class Distorter(Transformer):
     _parameter_constraints = DISTORTION_CONSTRAINTS
 
     def _validated(self) -> tuple[float, float, float, frozenset[str]]:
-        v = self._validate_params()
+        v = self.validate_params()
         p, q = check_pq(v["p"], v["q"])
         return p, q, v["privacy_floor"], frozenset(overrides_for(self.allow_weak, FLOORS))
 
     def _budget(self) -> float | None:
         """``epsilon_budget``: None or a positive finite number of ε per item."""
-        return self._validate_params()["epsilon_budget"]
+        return self.validate_params()["epsilon_budget"]
 
     def _assess(self, tx: Any, *, client: Any = None, progress: bool = False) -> dict[str, Any]:
         """s0 and BP of ``tx``; raises :class:`WeakParameterError` below a floor not overridden."""

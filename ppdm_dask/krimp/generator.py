@@ -1045,7 +1045,7 @@ class KrimpGenerator(Estimator):
         from .search import krimp
         from .uniques import unique_fingerprints_lazy
 
-        self._validate_params()
+        self.validate_params()
         self._resolve_key()
         tx = _as_transactions(X)
         if tx.n_transactions == 0:
@@ -1147,7 +1147,7 @@ class KrimpGenerator(Estimator):
             key=key,
             allow_weak=allow_weak,
         )
-        gen._validate_params()
+        gen.validate_params()
         gen._resolve_key()
         if n_rows is None:
             n_rows = int(getattr(code_table, "n_rows", 0) or 0)

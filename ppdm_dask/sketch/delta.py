@@ -125,7 +125,7 @@ class DeltaAnonymizer(Transformer):
     _parameter_constraints = DELTA_CONSTRAINTS
 
     def _parameters(self) -> dict[str, Any]:
-        v = self._validate_params()
+        v = self.validate_params()
         delta, m_max = v["delta"], v["m_max"]
         return {
             "delta": delta,

@@ -252,7 +252,7 @@ class KVarianceAnonymizer(Estimator):
     _parameter_constraints = {name: KVARIANCE_CONSTRAINTS[name] for name in ("k", "m_max", "knn_scope")}
 
     def _validate(self, n_records: int) -> None:
-        k = self._validate_params()["k"]
+        k = self.validate_params()["k"]
         if k >= n_records:
             raise InvalidParameter(f"k={k} must be smaller than the number of records ({n_records})", parameter="k")
         if self.approximate and self.knn_scope != "global":

@@ -49,3 +49,23 @@ def test_existing_output_refused_before_any_work(tmp_path):
     r = ppdm("generate", "quest", "T10.I4.D2M.N1K", str(out))  # minutes of work if it started
     assert r.returncode == 2 and "already exists (--overwrite)" in r.stderr
     assert not any(out.iterdir())  # nothing written: the refusal came first
+
+
+def test_a_refused_parameter_is_refused_before_the_scheduler_starts(monkeypatch):
+    """``job(..., estimators=...)`` checks the declared parameters before ``Context.runtime``:
+    the spy on the runtime sees nothing, and the error names the parameter."""
+    from ppdm_dask.cli._core import Context, job
+    from ppdm_dask.errors import InvalidParameter
+    from ppdm_dask.sketch import DeltaAnonymizer
+
+    started = []
+    monkeypatch.setattr(Context, "runtime", lambda self: started.append(1))
+    with pytest.raises(InvalidParameter) as e:
+        with job(Context(), estimators=[DeltaAnonymizer(delta=-1.0)]):
+            pass
+    assert e.value.parameter == "delta" and started == []
+    # control: valid parameters reach the runtime (the spy returns no context manager)
+    with pytest.raises(TypeError):
+        with job(Context(), estimators=[DeltaAnonymizer(delta=1.0)]):
+            pass
+    assert started == [1]
