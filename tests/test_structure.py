@@ -4,6 +4,8 @@ reaches into another package's private module, and the command line stays thin."
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -95,7 +97,20 @@ def test_no_package_imports_a_private_module_of_another():
     assert not bad, "\n".join(bad)
 
 
+def logical_lines(text: str) -> int:
+    """Statements of a module (tokenize's NEWLINE tokens): its size whatever the formatter's
+    layout (``ruff format`` puts one argument per line where a call does not fit)."""
+    return sum(1 for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.NEWLINE)
+
+
+def test_logical_lines_ignore_the_layout():
+    assert logical_lines("f(a, b)\n") == logical_lines("f(\n    a,\n    b,\n)\n\n# note\n") == 1
+    assert logical_lines('"""doc"""\nx = 1\nif x:\n    y = 2\n') == 4
+
+
 @pytest.mark.parametrize("path", sorted((PKG / "cli").glob("*.py")), ids=lambda p: p.name)
 def test_cli_modules_are_thin(path):
-    n = len(path.read_text().splitlines())
-    assert n <= 250, f"{path.name}: {n} lines"
+    # a command parses its options and calls the library: ~150 statements at most (the limit was
+    # 250 lines before the code was formatted with ruff, when the largest module had 147)
+    n = logical_lines(path.read_text())
+    assert n <= 170, f"{path.name}: {n} statements"

@@ -341,12 +341,8 @@ def test_key_never_written(shared_data, tmp_path):
 
 
 @pytest.mark.parametrize("cmd", ["anonymize", "access-control", "km-anonymize"])
-def test_cli_modules_stay_small(cmd):
-    import ppdm_dask.cli.anonymity as a
-    import ppdm_dask.cli.km as k
-
-    for mod in (a, k):
-        assert len(Path(mod.__file__).read_text().splitlines()) <= 250
+def test_table_commands_show_their_help(cmd):
+    # their size is kept by tests/test_structure.py::test_cli_modules_are_thin
     assert run(cmd, "--help").exit_code == 0
 
 

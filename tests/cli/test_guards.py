@@ -143,11 +143,10 @@ def test_candidate_guard_fires_before_the_level_is_built(capsys, tmp_path, monke
     """3 rows, one of 60 items, min-count 1: level k has C(60, k) candidates (level 6: 50 M).
     With a bound of 100,000 the guard must stop at level 4 (487,635) before building it: no
     level above 3 is ever built."""
-    from ppdm_dask.emask import mining as emask_mining
-    from ppdm_dask.mining import ahead
+    from ppdm_dask.mining import ahead, levelwise
 
     src = _write(tmp_path / "adv.dat", [range(1, 61), [1, 2, 3], [2, 3, 4]])
-    built = _spy_on_apriori_gen(monkeypatch, apriori_module if argv[0] == "mine" else emask_mining)
+    built = _spy_on_apriori_gen(monkeypatch, levelwise)  # the one level-wise driver of Apriori and EMASK
     built_ahead = _spy_on_apriori_gen(monkeypatch, ahead)  # counting ahead builds candidates too
     args = [a.format(src=src) for a in argv]
     code, out, err = _ppdm(capsys, *args, "--min-count", "1", "--max-candidates", "100000")

@@ -398,7 +398,7 @@ def test_cli_jobs_write_the_report_and_ppdm_report(tmp_path):
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "b"), "--out", str(tmp_path / "elsewhere.html")])
     assert r.exit_code == 2 and "--overwrite" in r.output
     r = runner.invoke(cli, [*base, "report", str(tmp_path / "nothing")])
-    assert r.exit_code == 2 and "no release" in r.output
+    assert r.exit_code == 2 and "no such file or folder" in r.output
 
 
 RELEASE_COMMANDS = ["emask distort", "sketch", "condense", "anonymize", "access-control", "km-anonymize", "krimp generate"]
