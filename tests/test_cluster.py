@@ -277,7 +277,7 @@ def dask_cli_cluster(tmp_path: Path) -> Iterator[Path]:
                     f"w{i}",
                 ],
             )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # two worker processes on a loaded 2-core CI machine
         while not sched_file.exists() and time.monotonic() < deadline and procs[0].poll() is None:
             time.sleep(0.2)
         n = 0
