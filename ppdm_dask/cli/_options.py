@@ -165,7 +165,67 @@ as_baskets = click.option(
     "a fixed number of fields): for a basket CSV whose first line really is a basket.",
 )
 
-#: ``--format``: input format of transaction data (with ``--as-baskets``)
+
+def _basket_source(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if ctx.obj is not None and param.name and value not in (None, False):
+        ctx.obj.basket_source[param.name] = value  # the job's readers take the baskets from this source
+
+
+HEAVY_USERS = ("keep", "cap", "drop")
+
+
+def _source_option(*decls: str, **kw: Any) -> Callable[..., Any]:
+    return click.option(*decls, expose_value=False, callback=_basket_source, **kw)
+
+
+#: where the baskets of a Parquet or CSV source are: a list column of any name, or an event table
+#: (one row per user and item) grouped by user, session or time window (:mod:`ppdm_dask.data.events`)
+items_column = _source_option(
+    "--items-column",
+    metavar="COL",
+    help="The list column of item labels in a foreign Parquet file [default: items].",
+)
+
+#: the options of an event table (one row per user and item), grouped by user, session or window
+event_source = stack(
+    _source_option(
+        "--user",
+        metavar="COL",
+        help="Read an event table (one row per user and item): the user column. An identifier: never written, "
+        "never printed; baskets come out in a keyed random order.",
+    ),
+    _source_option("--item", metavar="COL", help="The item column of an event table (labels: strings or integers)."),
+    _source_option("--time", metavar="COL", help="The time column of an event table (timestamp, date or number)."),
+    _source_option(
+        "--session-gap",
+        metavar="DURATION",
+        help="One basket per session: a new session starts after a pause longer than this "
+        "('30min', '2h'; a number in the --time column's units).",
+    ),
+    _source_option(
+        "--window",
+        metavar="DURATION",
+        help="One basket per user and time window of this length ('1d', '1h'; windows start at the epoch).",
+    ),
+    _source_option("--count", is_flag=True, help="Keep how often an item occurs in a basket as its weight."),
+    _source_option(
+        "--max-user-events",
+        type=click.IntRange(min=1),
+        help="Users with more events than this are heavy (bots?): named by a pseudonym in the summary [default: 100000].",
+    ),
+    _source_option(
+        "--heavy-users",
+        type=click.Choice(HEAVY_USERS),
+        help="What to do with heavy users: keep them, cap them at their latest --max-user-events events, "
+        "or drop them [default: keep].",
+    ),
+)
+
+
+#: where a basket command finds the baskets
+basket_source = stack(items_column, event_source)
+
+#: ``--format``: input format of transaction data (with ``--as-baskets`` and the basket source)
 input_format = stack(
     click.option(
         "--format",
@@ -175,6 +235,7 @@ input_format = stack(
         help="Input format (default: from the extension; a folder is Parquet).",
     ),
     as_baskets,
+    basket_source,
 )
 
 #: ``--overwrite``

@@ -34,6 +34,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "what privacy was gained and what accuracy was kept, in words.",
     ),
     "generate": ("ppdm_dask.cli.data", "generate", "Synthetic data generators."),
+    "ingest": (
+        "ppdm_dask.cli.ingest",
+        "ingest",
+        "Group an event table (one row per user and item, optionally timed) into baskets: one per user, per "
+        "session (--session-gap) or per time window (--window).",
+    ),
     "info": ("ppdm_dask.cli.data", "info", "Rows, items, density and the length histogram of a dataset."),
     "ledger": ("ppdm_dask.cli.ledger", "ledger", "The release ledger: every release of an input, composed (docs/ledger.md)."),
     "mine": (

@@ -9,7 +9,7 @@ import click
 import numpy as np
 
 from ._core import Context, job
-from ._options import as_baskets, input_format, overwrite
+from ._options import as_baskets, basket_source, input_format, overwrite
 
 
 def _histogram_text(hist: dict[int, int], width: int = 40) -> list[str]:
@@ -83,6 +83,7 @@ def info(obj: Context, url: str, fmt: str | None) -> None:
     "--target-bytes", type=click.IntRange(min=1), default=None, help="Repartition to about this many CSR bytes per partition."
 )
 @as_baskets
+@basket_source
 @overwrite
 @click.pass_obj
 def convert(

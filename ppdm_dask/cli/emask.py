@@ -12,6 +12,7 @@ from ._options import (
     Number,
     apriori_max_candidates,
     as_baskets,
+    basket_source,
     check_count,
     input_format,
     overwrite,
@@ -68,6 +69,7 @@ def _pq(obj: Context, url: str, tx: Any, p: float | None, q: float | None) -> tu
 @click.option("--privacy-floor", type=Number(0, 100), default=90.0, show_default=True, help="Minimum basic privacy (percent).")
 @click.option("--q-min", type=Number(0, 1), default=0.95, show_default=True, help="Keep only q > this.")
 @as_baskets
+@basket_source
 @click.pass_obj
 def emask_choose(
     obj: Context, s0: float | None, data: str | None, min_support: float, privacy_floor: float, q_min: float

@@ -83,6 +83,9 @@ FLAGS: Mapping[str, str] = {
     "insensitive": "--insensitive",
     # inputs and outputs
     "format": "--format",
+    "items_column": "--items-column",
+    "user": "--user",
+    "item": "--item",
     "as_baskets": "--as-baskets",
     "sep": "--sep",
     "dtype": "--dtype",

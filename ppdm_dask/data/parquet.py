@@ -300,7 +300,7 @@ def read_parquet(
     url: str,
     *,
     storage_options: Mapping[str, Any] | None = None,
-    column: str = "items",
+    items_column: str = "items",
     validate: bool = True,
     verify: bool = False,
     progress: bool = False,
@@ -313,8 +313,10 @@ def read_parquet(
         A ppdm dataset folder, or any Parquet file/folder with a list column of item labels.
     storage_options : mapping, optional
         fsspec options (credentials, ``endpoint_url`` ...).
-    column : str
-        Name of the list column for foreign Parquet data.
+    items_column : str
+        Name of the list column of item labels in foreign Parquet data (strings or integers;
+        CLI: ``--items-column``). An event table (one row per user and item) is read with
+        :func:`ppdm_dask.data.events.read_events` instead.
     validate : bool
         Range- and order-check item ids of ppdm datasets while reading (cheap, vectorised).
     verify : bool
@@ -346,7 +348,7 @@ def read_parquet(
         files = [path]
         if _is_ppdm_file(fs, path):
             raise IncompleteDatasetError(f"{url} is one part of a ppdm dataset; read its folder")
-    return _read_foreign(fs, files, column, url, progress)
+    return _read_foreign(fs, files, items_column, url, progress)
 
 
 def _read_ppdm(fs, path: str, manifest_path: str, url: str, validate: bool, verify: bool = False):
@@ -425,16 +427,41 @@ def _read_foreign(fs, files: list[str], column: str, url: str, progress: bool = 
                 n_groups = pf.metadata.num_row_groups
         except Exception as exc:
             raise DataFormatError(f"{url}: unreadable Parquet file {posixpath.basename(f)} ({exc})") from None
-        if column not in schema.names:
-            from .kind import kind_of_parquet_schema, refuse_table
-
-            refuse_table(url, kind_of_parquet_schema(schema.names, schema.types, column), text=False)
-            raise DataFormatError(f"{url}: no column {column!r} (columns: {schema.names})")
-        typ = schema.field(column).type
-        if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
-            raise DataFormatError(f"{url}: column {column!r} has type {typ}, expected a list of items")
+        _check_items_column(url, schema, column)
         for g in range(n_groups):
             sources.append(dask.delayed(_read_labels_row_group, pure=True)(fs, f, g, column))
     if not sources:
         return TransactionArray.from_lists([])
     return TransactionArray.from_label_blocks(sources, metadata={"source": url}, progress=progress)
+
+
+def _check_items_column(url: str, schema: pa.Schema, column: str) -> None:
+    """Refuse a foreign Parquet file without the list column ``column``, saying what it holds:
+    another list column (give its name), scalar columns only (an event table, one row per user
+    and item, or a relational table)."""
+    from .kind import TABLE_COMMANDS, kind_of_parquet_schema
+
+    types = dict(zip(schema.names, schema.types))
+    lists = [n for n, t in types.items() if pa.types.is_list(t) or pa.types.is_large_list(t)]
+    if column in types and column not in lists:
+        raise DataFormatError(
+            f"{url}: column {column!r} has type {types[column]}, expected a list of items",
+            fix="`items_column` naming a list column"
+            + (f" ({', '.join(lists)})" if lists else "")
+            + "; an event table (one row per user and item) is grouped into baskets by `user` and `item`",
+        )
+    if column in lists:
+        return
+    if lists:
+        raise DataFormatError(
+            f"{url}: no list column {column!r}; its list columns: {', '.join(lists)}",
+            fix=f"`items_column` {lists[0]}",
+        )
+    kind = kind_of_parquet_schema(schema.names, schema.types, column)
+    if kind.kind == "table":
+        raise DataFormatError(
+            f"{url} is a table, not baskets ({kind.reason})",
+            fix="an event table (one row per user and item) is grouped into baskets by its `user` and `item` "
+            f"columns; other tables are released with {TABLE_COMMANDS}",
+        )
+    raise DataFormatError(f"{url}: no column {column!r} (columns: {schema.names})", fix="`items_column`")

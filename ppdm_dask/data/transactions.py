@@ -472,12 +472,13 @@ class TransactionArray:
     # ------------------------------------------------------------------ I/O (see parquet/formats)
     @classmethod
     def from_parquet(
-        cls, url: str, *, storage_options: Mapping[str, Any] | None = None, column: str = "items"
+        cls, url: str, *, storage_options: Mapping[str, Any] | None = None, items_column: str = "items"
     ) -> TransactionArray:
-        """Read a Parquet dataset (ppdm layout, or any Parquet file/folder with a list column)."""
+        """Read a Parquet dataset (ppdm layout, or any Parquet file/folder with a list column of
+        item labels, ``items_column``)."""
         from .parquet import read_parquet
 
-        return read_parquet(url, storage_options=storage_options, column=column)
+        return read_parquet(url, storage_options=storage_options, items_column=items_column)
 
     @classmethod
     def from_fimi(
