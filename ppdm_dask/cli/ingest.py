@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ._core import Context, job, summary_line, usage_error
+from ._core import Context, job, summary_line
+from ._errors import usage_error
 from ._options import FORMATS, event_source, overwrite
 
 
