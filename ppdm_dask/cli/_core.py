@@ -71,6 +71,8 @@ class Context:
         #: where a basket reader finds the baskets: ``--items-column``, or an event table's
         #: ``--user``/``--item``/``--time``... (set by the options' callbacks)
         self.basket_source: dict[str, Any] = {}
+        #: the command writes a release (set by the release options' callback)
+        self.writes_release = False
         #: what each event table read by this job held (its :class:`EventSummary`, as a dict)
         self.event_summaries: list[dict[str, Any]] = []
 
@@ -185,6 +187,22 @@ class Context:
             kw["items_column"] = self.basket_source["items_column"]
         return read(url, format=fmt, storage_options=self.storage_options, progress=self.progress, **kw)
 
+    def ingest_key(self) -> Key:
+        """The key of the keyed order of baskets grouped from an event table: the ``--key-file``
+        key; for a release read straight from the events without one, a key derived from the
+        ledger's secret, so that the same events give the same baskets in the same order and the
+        ledger composes every release of them as releases of one input (a fresh key would make
+        each a new input); else a fresh key."""
+        if self.key_file is None and self.writes_release and not self.no_ledger:
+            import hashlib
+            import hmac
+
+            from ..random import Key
+
+            secret = self.ledger().secret()
+            return Key(int.from_bytes(hmac.new(secret, b"ppdm-ingest-order", hashlib.sha256).digest()[:16], "little"))
+        return self.key()
+
     def read_events(
         self, url: str, fmt: str | None = None, *, user_map: str | None = None, staging: str | None = None
     ) -> tuple[Any, Any]:
@@ -198,7 +216,7 @@ class Context:
             raise usage_error(f"an event table is read from Parquet or CSV, not --format {fmt}", "--format parquet or csv")
         tx, summary = read_events(
             url,
-            key=self.key(),
+            key=self.ingest_key(),
             user_map=user_map,
             staging=staging,
             format=fmt,

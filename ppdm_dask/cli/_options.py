@@ -153,6 +153,7 @@ def _read_as_baskets(ctx: click.Context, param: click.Parameter, value: bool) ->
 def _allow_composition(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if ctx.obj is not None:
         ctx.obj.allow_composition = bool(value)  # the job's release write reads it
+        ctx.obj.writes_release = True  # a command with the release options (see Context.ingest_key)
 
 
 #: ``--as-baskets``: the override of the input-kind check (:mod:`ppdm_dask.data.kind`)
