@@ -73,7 +73,7 @@ MLXTEND_RULE_COLUMNS = (
 
 # file container of each extension, and the containers each layout can be written in
 _CONTAINER = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".txt": "txt"}
-_BY_EXTENSION = {".parquet": "ppdm", ".pq": "ppdm", ".csv": "mlxtend", ".txt": "spmf"}
+_BY_EXTENSION = {"": "ppdm", ".parquet": "ppdm", ".pq": "ppdm", ".csv": "mlxtend", ".txt": "spmf"}  # none: as before
 _CONTAINERS = {"ppdm": {"parquet"}, "mlxtend": {"csv", "parquet"}, "spmf": {"txt"}, "spark": {"parquet"}}
 _ITEM_SEP = ","  # joins the labels of an item set in one CSV cell
 _SPMF_HEADER = "@PPDM"
@@ -84,20 +84,20 @@ def _extension(url: str) -> str:
 
 
 def format_of(url: str, format: str | None = None) -> str:
-    """The layout to write ``url`` in: ``format`` if given, else by extension (``.parquet`` ->
-    ``ppdm``, ``.csv`` -> ``mlxtend``, ``.txt`` -> ``spmf``).
+    """The layout to write ``url`` in: ``format`` if given, else by extension (``.parquet`` or
+    none -> ``ppdm``, ``.csv`` -> ``mlxtend``, ``.txt`` -> ``spmf``).
 
     Raises
     ------
     InvalidParameter
-        Unknown ``format``; an extension that names no layout and no ``format``; or a known
+        Unknown ``format``; an extension that names no layout, without ``format``; or a known
         extension another container than ``format`` writes (``spark`` to ``x.csv``).
     """
     ext = _extension(url)
     if format is None:
         if ext not in _BY_EXTENSION:
             raise InvalidParameter(
-                f"{url}: cannot tell the output format from the extension {ext or '(none)'!r}; "
+                f"{url}: cannot tell the output format from the extension {ext!r}; "
                 "name the file .parquet, .csv or .txt, or choose a format",
                 parameter="format",
                 python=f"format= one of {FORMATS}",

@@ -288,13 +288,16 @@ def test_emask_estimates_are_rounded_where_the_layout_carries_integers(tmp_path)
         ("s3://b/a.PARQUET", None, "ppdm"),
         ("a.out", "spmf", "spmf"),
         ("a.parquet", "mlxtend", "mlxtend"),
+        ("a", None, "ppdm"),
     ],
 )
 def test_format_of(url, fmt, expected):
     assert format_of(url, fmt) == expected
 
 
-@pytest.mark.parametrize("url, fmt", [("a.json", None), ("a", None), ("a.csv", "spark"), ("a.txt", "ppdm"), ("a.parquet", "fim")])
+@pytest.mark.parametrize(
+    "url, fmt", [("a.json", None), ("a.xlsx", None), ("a.csv", "spark"), ("a.txt", "ppdm"), ("a.parquet", "fim")]
+)
 def test_format_of_refuses(url, fmt):
     with pytest.raises(InvalidParameter) as e:
         format_of(url, fmt)
