@@ -595,7 +595,8 @@ def read_itemsets(
 
         import pandas as pd
 
-        df = pd.read_csv(io.StringIO(_read_text(url, storage_options)), dtype={"itemsets": str})
+        # labels are text: no "NA" or "null" label may become a missing value
+        df = pd.read_csv(io.StringIO(_read_text(url, storage_options)), dtype={"itemsets": str}, keep_default_na=False)
         return itemsets_from_mlxtend(df, _check_n(n_transactions, url))
     table, meta = _read_parquet(url, storage_options)
     cols = table.column_names
@@ -709,7 +710,11 @@ def read_rules(
 
         import pandas as pd
 
-        df = pd.read_csv(io.StringIO(_read_text(url, storage_options)), dtype={"antecedents": str, "consequents": str})
+        df = pd.read_csv(
+            io.StringIO(_read_text(url, storage_options)),
+            dtype={"antecedents": str, "consequents": str},
+            keep_default_na=False,  # labels are text (see read_itemsets)
+        )
         return rules_from_mlxtend(df, _check_n(n_transactions, url))
     table, meta = _read_parquet(url, storage_options)
     cols = set(table.column_names)

@@ -322,3 +322,33 @@ def test_csv_label_with_the_separator_is_refused(tmp_path):
     assert not (tmp_path / "x.csv").exists()
     write_itemsets(fi, str(tmp_path / "x.parquet"), format="mlxtend")  # the Parquet container takes any label
     assert read_itemsets(str(tmp_path / "x.parquet")).as_dict() == fi.as_dict()
+
+
+@pytest.mark.parametrize("name, fmt", [("e.parquet", None), ("e.txt", None), ("e.csv", None), ("e.parquet", "spark")])
+def test_empty_results_round_trip(tmp_path, name, fmt):
+    fi = apriori(TransactionArray.from_lists([["a"], ["b"]]), 2)
+    rules = association_rules(fi, 0.5)
+    assert len(fi) == 0 and len(rules) == 0
+    write_itemsets(fi, str(tmp_path / name), format=fmt)
+    write_rules(rules, str(tmp_path / f"r{name}"), format=fmt)
+    assert len(read_itemsets(str(tmp_path / name), n_transactions=2)) == 0
+    assert len(read_rules(str(tmp_path / f"r{name}"), n_transactions=2)) == 0
+
+
+def test_spark_folder_of_part_files(tmp_path):
+    """Spark's ``freqItemsets.write.parquet(path)`` makes a folder of part files without N."""
+    folder = tmp_path / "freq"
+    folder.mkdir()
+    pq.write_table(pa.table({"items": [["x"], ["y"]], "freq": pa.array([4, 3], pa.int64())}), folder / "part-00000.parquet")
+    pq.write_table(pa.table({"items": [["x", "y"]], "freq": pa.array([2], pa.int64())}), folder / "part-00001.parquet")
+    with pytest.raises(InvalidParameter, match="n_transactions"):
+        read_itemsets(str(folder))
+    fi = read_itemsets(str(folder), n_transactions=5)
+    assert fi.as_dict() == {frozenset({"x"}): 4, frozenset({"y"}): 3, frozenset({"x", "y"}): 2}
+    assert fi.supports.tolist() == [0.8, 0.6, 0.4]
+
+
+def test_csv_labels_that_pandas_would_read_as_missing(tmp_path):
+    fi = apriori(TransactionArray.from_lists([["NA", "null"], ["NA"], ["nan", "NA"]]), 1)
+    write_itemsets(fi, str(tmp_path / "x.csv"))
+    assert read_itemsets(str(tmp_path / "x.csv"), n_transactions=3).as_dict() == fi.as_dict()
