@@ -21,7 +21,7 @@ from ._options import (
     support_options,
 )
 from ._summary import emit_release
-from .mining import level_line, levels_text
+from .mining import level_line, levels_text, out_format, out_format_option
 
 
 @click.group()
@@ -197,7 +197,12 @@ def emask_distort(
     help="Keep candidates down to (1 - margin) x threshold (fewer misses, more work).",
 )
 @input_format
-@click.option("--out", default=None, help="Write the itemsets with reconstructed supports to this Parquet file.")
+@click.option(
+    "--out",
+    default=None,
+    help="Write the itemsets with reconstructed supports to this file (.parquet, .csv or .txt; see --out-format).",
+)
+@out_format_option
 @overwrite
 @click.pass_obj
 def emask_mine(
@@ -212,6 +217,7 @@ def emask_mine(
     prune_margin: float,
     fmt: str | None,
     out: str | None,
+    out_format_name: str | None,
     overwrite: bool,
 ) -> None:
     """EMASK-Apriori: frequent itemsets of the original data from its distorted release.
@@ -222,6 +228,7 @@ def emask_mine(
 
     ms = support_from(min_support, min_count)
     _check_pq(p, q)
+    out_fmt = out_format(out, out_format_name, "--out")
     with job(obj, inputs=[url], outputs=[out], overwrite=overwrite) as j:
         d, input_plan = obj.transactions_for_passes(url, fmt)
         check_count(ms, d.n_transactions, url)
@@ -238,7 +245,10 @@ def emask_mine(
             on_level=level_line("emask") if obj.progress else None,
         )
     if out:
-        r.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
+        from ..mining.export import write_itemsets
+
+        # SPMF and Spark carry integer counts: the reconstructed estimates are rounded there
+        write_itemsets(r, out, format=out_fmt, storage_options=obj.storage_options, overwrite=overwrite)
     summary = {
         "url": url,
         "p": p,

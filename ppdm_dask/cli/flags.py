@@ -111,6 +111,7 @@ LIBRARY_ONLY: frozenset[str] = frozenset(
         "memory",
         "max_iter",
         "n",
+        "n_transactions",
         "lp_factor",
         "init_number",
         "max_m",

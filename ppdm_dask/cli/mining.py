@@ -8,7 +8,50 @@ from typing import Any
 import click
 
 from ._core import Context, job
+from ._errors import usage_error
 from ._options import Number, apriori_max_candidates, check_count, input_format, overwrite, support_from, support_options
+
+#: output layouts (:mod:`ppdm_dask.mining.export`): by extension, and the extensions each writes.
+#: Kept here so a wrong name is refused before the miner loads; a test checks that it agrees
+#: with :func:`ppdm_dask.mining.export.format_of`.
+OUT_FORMATS = ("ppdm", "mlxtend", "spmf", "spark")
+_BY_EXTENSION = {"": "ppdm", ".parquet": "ppdm", ".pq": "ppdm", ".csv": "mlxtend", ".txt": "spmf"}  # no extension: as before
+_EXTENSIONS = {
+    "ppdm": (".parquet", ".pq"),
+    "mlxtend": (".csv", ".parquet", ".pq"),
+    "spmf": (".txt",),
+    "spark": (".parquet", ".pq"),
+}
+
+out_format_option = click.option(
+    "--out-format",
+    "out_format_name",
+    type=click.Choice(OUT_FORMATS),
+    default=None,
+    help="Layout of the result files: ppdm (our Parquet), mlxtend (its DataFrame as .csv, item sets as "
+    "comma-joined labels, or .parquet), spmf (SPMF's text) or spark (FPGrowth's Parquet). "
+    "Default: by extension, .parquet (or none) -> ppdm, .csv -> mlxtend, .txt -> spmf.",
+)
+
+
+def out_format(url: str | None, fmt: str | None, flag: str) -> str | None:
+    """The layout ``url`` is written in, or one usage error naming ``flag`` and --out-format."""
+    if url is None:
+        return None
+    import posixpath
+
+    ext = posixpath.splitext(url.rstrip("/").split("?", 1)[0])[1].lower()
+    if fmt is None:
+        if ext not in _BY_EXTENSION:
+            raise usage_error(
+                f"{flag} {url}: cannot tell the output format from the extension {ext!r}",
+                "name it .parquet, .csv or .txt, or give --out-format",
+            )
+        return _BY_EXTENSION[ext]
+    known = {e for exts in _EXTENSIONS.values() for e in exts}
+    if ext in known and ext not in _EXTENSIONS[fmt]:
+        raise usage_error(f"{flag} {url}: --out-format {fmt} is not written as {ext}", f"name it {' or '.join(_EXTENSIONS[fmt])}")
+    return fmt
 
 
 def level_line(prefix: str) -> Callable[[dict[str, Any]], None]:
@@ -58,8 +101,9 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
 @click.option("--rules", "with_rules", is_flag=True, help="Also derive association rules.")
 @click.option("--min-confidence", type=Number(0, 1), default=0.6, show_default=True, help="Rule confidence threshold.")
 @input_format
-@click.option("--out", default=None, help="Write the frequent itemsets to this Parquet file.")
-@click.option("--rules-out", default=None, help="Write the rules to this Parquet file.")
+@click.option("--out", default=None, help="Write the frequent itemsets to this file (.parquet, .csv or .txt; see --out-format).")
+@click.option("--rules-out", default=None, help="Write the rules to this file (.parquet, .csv or .txt; see --out-format).")
+@out_format_option
 @overwrite
 @click.pass_obj
 def mine(
@@ -76,6 +120,7 @@ def mine(
     fmt: str | None,
     out: str | None,
     rules_out: str | None,
+    out_format_name: str | None,
     overwrite: bool,
 ) -> None:
     """Exact frequent itemsets (distributed Apriori) and, with --rules, association rules.
@@ -84,6 +129,8 @@ def mine(
     --min-count (a number of transactions). --strategy chooses how the itemsets of length >= 3
     are mined; the result is the same."""
     ms = support_from(min_support, min_count)
+    out_fmt = out_format(out, out_format_name, "--out")
+    rules_fmt = out_format(rules_out, out_format_name, "--rules-out")
     with job(obj, inputs=[url], outputs=[out, rules_out], overwrite=overwrite) as j:
         from ..mining import apriori, association_rules  # after the checks: a usage error loads no miner
 
@@ -101,9 +148,13 @@ def mine(
         )
     rules = association_rules(fi, min_confidence) if with_rules or rules_out else None
     if out:
-        fi.to_parquet(out, storage_options=obj.storage_options, overwrite=overwrite)
+        from ..mining.export import write_itemsets
+
+        write_itemsets(fi, out, format=out_fmt, storage_options=obj.storage_options, overwrite=overwrite)
     if rules is not None and rules_out:
-        rules.to_parquet(rules_out, storage_options=obj.storage_options, overwrite=overwrite)
+        from ..mining.export import write_rules
+
+        write_rules(rules, rules_out, format=rules_fmt, storage_options=obj.storage_options, overwrite=overwrite)
     summary = {
         "url": url,
         "n_transactions": fi.n_transactions,
@@ -111,6 +162,8 @@ def mine(
         "itemsets": len(fi),
         "levels": fi.level_stats,
         "rules": len(rules) if rules is not None else None,
+        "out_format": out_fmt,
+        "rules_out_format": rules_fmt,
         "input_plan": input_plan,
         "seconds": j.seconds,
         "scheduler": j.where,
@@ -128,5 +181,7 @@ def mine(
             for _, r in top.iterrows()
         ]
     if out:
-        lines.append(f"  itemsets written to {out}")
+        lines.append(f"  itemsets written to {out}" + (f" ({out_fmt} layout)" if out_fmt != "ppdm" else ""))
+    if rules is not None and rules_out:
+        lines.append(f"  rules written to {rules_out}" + (f" ({rules_fmt} layout)" if rules_fmt != "ppdm" else ""))
     obj.emit(summary, "\n".join(lines))

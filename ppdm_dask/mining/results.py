@@ -84,6 +84,14 @@ class FrequentItemsets:
             }
         )
 
+    def to_mlxtend(self) -> Any:
+        """The itemsets as ``mlxtend.frequent_patterns.apriori(df, min_support, use_colnames=True)``
+        returns them: columns ``support`` (float64) and ``itemsets`` (frozensets of labels), in
+        the order of :attr:`counts` (mlxtend's own order when its one-hot columns are sorted)."""
+        from .export import itemsets_to_mlxtend
+
+        return itemsets_to_mlxtend(self)
+
     def by_length(self) -> dict[int, Any]:
         """``{k: DataFrame of the k-itemsets}``."""
         df = self.to_pandas()

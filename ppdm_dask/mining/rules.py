@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import InvalidParameter
 from .results import FrequentItemsets, write_table
 
-__all__ = ["AssociationRules", "association_rules", "METRICS"]
+__all__ = ["AssociationRules", "association_rules", "rule_measures", "METRICS"]
 
 METRICS = ("confidence", "lift", "leverage", "conviction")
 
@@ -30,6 +30,10 @@ class AssociationRules:
     measures: dict[str, np.ndarray]
     n_transactions: int
     min_confidence: float
+    #: support counts of each antecedent and consequent alone (what the mlxtend layout needs);
+    #: ``None`` when the rules were built without them (then derived from confidence and lift)
+    antecedent_counts: np.ndarray | None = None
+    consequent_counts: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.antecedents)
@@ -63,6 +67,17 @@ class AssociationRules:
         write_table(
             table, url, {"n_transactions": self.n_transactions, "min_confidence": self.min_confidence}, storage_options, overwrite
         )
+
+    def to_mlxtend(self) -> Any:
+        """The rules as ``mlxtend.frequent_patterns.association_rules`` returns them.
+
+        Columns ``antecedents`` and ``consequents`` (frozensets of labels) and every metric
+        column of mlxtend >= 0.23.2 (:data:`~ppdm_dask.mining.export.MLXTEND_RULE_COLUMNS`),
+        computed from the support counts; see :func:`ppdm_dask.mining.export.rules_to_mlxtend`.
+        """
+        from .export import rules_to_mlxtend
+
+        return rules_to_mlxtend(self)
 
     def __repr__(self) -> str:
         return f"AssociationRules({len(self)} rules, min_confidence={self.min_confidence})"
@@ -101,7 +116,6 @@ def association_rules(
     unknown = set(metrics) - set(METRICS)
     if unknown:
         raise InvalidParameter(f"unknown metrics {sorted(unknown)}; choose from {METRICS}")
-    n = max(itemsets.n_transactions, 1)
     lookup: dict[tuple, int] = {}
     for ids, counts in itemsets.levels.values():
         for row, c in zip(ids.tolist(), counts.tolist()):
@@ -140,10 +154,34 @@ def association_rules(
                     )
                 consequents = _grow(survivors, len(full))
     rc = np.asarray(rule_counts, np.int64)
-    s_all = rc / n
-    s_a = np.asarray(ante_counts, np.float64) / n
-    s_c = np.asarray(cons_counts, np.float64) / n
-    conf = s_all / s_a if rc.size else np.zeros(0)
+    ac = np.asarray(ante_counts, np.float64)
+    cc = np.asarray(cons_counts, np.float64)
+    measures = rule_measures(rc, ac, cc, itemsets.n_transactions, metrics)
+    labels = itemsets.vocabulary.labels
+    to_labels = lambda t: tuple(labels[list(t)].tolist())  # noqa: E731
+    return AssociationRules(
+        [to_labels(a) for a in ante],
+        [to_labels(c) for c in cons],
+        rc,
+        measures,
+        itemsets.n_transactions,
+        float(min_confidence),
+        antecedent_counts=ac,
+        consequent_counts=cc,
+    )
+
+
+def rule_measures(
+    counts: np.ndarray, antecedent_counts: np.ndarray, consequent_counts: np.ndarray, n_transactions: int, metrics: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """The ``metrics`` of rules from the support counts of A ∪ C, A and C (formulas in
+    :func:`association_rules`); the readers of exported rules call it too, so a round trip
+    gives the same floats."""
+    n = max(n_transactions, 1)
+    s_all = np.asarray(counts) / n
+    s_a = np.asarray(antecedent_counts, np.float64) / n
+    s_c = np.asarray(consequent_counts, np.float64) / n
+    conf = s_all / s_a if s_all.size else np.zeros(0)
     measures: dict[str, np.ndarray] = {}
     for m in metrics:
         if m == "confidence":
@@ -155,11 +193,7 @@ def association_rules(
         elif m == "conviction":
             with np.errstate(divide="ignore"):
                 measures[m] = np.where(conf >= 1.0, math.inf, (1.0 - s_c) / np.maximum(1.0 - conf, 1e-300))
-    labels = itemsets.vocabulary.labels
-    to_labels = lambda t: tuple(labels[list(t)].tolist())  # noqa: E731
-    return AssociationRules(
-        [to_labels(a) for a in ante], [to_labels(c) for c in cons], rc, measures, itemsets.n_transactions, float(min_confidence)
-    )
+    return measures
 
 
 def _grow(consequents: list[tuple], k: int) -> list[tuple]:
