@@ -201,7 +201,11 @@ def _format_of(url: str, fs: Any, path: str, fmt: str | None) -> str:
 
 
 def _discover(
-    urls: Sequence[str], fmt: str | None, storage_options: Mapping[str, Any] | None, events_per_block: int
+    urls: Sequence[str],
+    fmt: str | None,
+    storage_options: Mapping[str, Any] | None,
+    events_per_block: int,
+    needed: Mapping[str, str | None],
 ) -> tuple[Any, list[_Unit], dict[str, pa.DataType], dict[str, pa.DataType]]:
     """The filesystem, the units of work, the types of the columns (file and partition ones)
     and the partition columns' types."""
@@ -235,9 +239,15 @@ def _discover(
             for f in physical:
                 types.setdefault(f.name, f.type)
             names_here = set(physical.names) | set(keys)
+            for role, col in needed.items():
+                if col is not None and col not in names_here and kind == "parquet":
+                    raise DataFormatError(
+                        f"{url}: no column {col!r} (`{role}`) in {posixpath.basename(frag.path)} (columns: {sorted(names_here)})",
+                        parameter=role,
+                    )
             units_of = _parquet_units if kind == "parquet" else _csv_units
             units.extend(units_of(fs, frag, partition, events_per_block, url, names_here))
-    return fs0, units, types, part_types
+    return fs0, units, {**types, **part_types}, part_types
 
 
 def _parquet_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url: str, names: set[str]) -> list[_Unit]:
@@ -271,7 +281,7 @@ def _check_columns(spec: _Spec, types: Mapping[str, pa.DataType], units: Sequenc
     for role, col in (("user", spec.user), ("item", spec.item), ("time", spec.time)):
         if col is not None and col not in types:
             raise DataFormatError(
-                f"{url}: no column {col!r} for `{role}` (columns: {sorted(types)})",
+                f"{url}: no column {col!r} (`{role}`) (columns: {sorted(types)})",
                 parameter=role,
             )
 
@@ -328,7 +338,9 @@ def _read_unit(fs: Any, unit: _Unit, spec: _Spec) -> tuple[pa.Array, pa.Array, p
             table = pcsv.read_csv(
                 io.BytesIO(header + body),
                 parse_options=pcsv.ParseOptions(delimiter=spec.sep),
-                convert_options=pcsv.ConvertOptions(column_types=dict(spec.csv_types), include_columns=file_cols),
+                convert_options=pcsv.ConvertOptions(
+                    column_types=dict(spec.csv_types), include_columns=file_cols, strings_can_be_null=True
+                ),
             )
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
         raise DataFormatError(f"{unit.url}: cannot read {posixpath.basename(unit.path)}: {_first_line(exc)}") from None
@@ -365,7 +377,11 @@ def _csv_types(fs: Any, units: Sequence[_Unit], spec_cols: Sequence[str], sep: s
     if len(sample) == _CSV_SAMPLE and b"\n" in sample:
         sample = sample[: sample.rindex(b"\n") + 1]
     try:
-        table = pcsv.read_csv(io.BytesIO(sample), parse_options=pcsv.ParseOptions(delimiter=sep))
+        table = pcsv.read_csv(
+            io.BytesIO(sample),
+            parse_options=pcsv.ParseOptions(delimiter=sep),
+            convert_options=pcsv.ConvertOptions(strings_can_be_null=True),
+        )
     except pa.ArrowInvalid as exc:
         raise DataFormatError(f"{first.url}: cannot read {posixpath.basename(first.path)} as CSV: {_first_line(exc)}") from None
     out = {}
@@ -466,6 +482,21 @@ def _check_rows(got: int, expected: int) -> None:
         )
 
 
+def _held(persisted: list[Any]) -> list[Any]:
+    """Persisted phase-1 results as graph inputs that keep them alive: on a cluster the
+    futures themselves (a graph that only names their keys lets the scheduler forget them once
+    this function returns), locally the persisted objects."""
+    try:
+        from distributed import futures_of
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return persisted
+    out = []
+    for obj in persisted:
+        futures = futures_of(obj)
+        out.append(futures[0] if len(futures) == 1 else obj)
+    return out
+
+
 def _get(obj: Any, *path: int) -> Any:
     for p in path:
         obj = obj[p]
@@ -561,7 +592,9 @@ def read_events(
     if not urls:
         raise InvalidParameter("no input given", parameter="url")
     key = key if key is not None else Key.generate()
-    fs, units, types, part_types = _discover(urls, format, storage_options, int(events_per_block))
+    fs, units, types, part_types = _discover(
+        urls, format, storage_options, int(events_per_block), {"user": user, "item": item, "time": time}
+    )
     sep = sep or ","
     csv_types: dict[str, pa.DataType] = {}
     if any(u.fmt == "csv" for u in units):
@@ -694,7 +727,7 @@ def read_events(
                 dask.delayed(_cut_task, pure=True)([p[j] for p in splits], cut_kw, dask_key_name=f"ingest-cut-{token}-{j}")
                 for j in range(n_out)
             ]
-            cuts = list(persist(*cuts, progress=progress))
+            cuts = _held(list(persist(*cuts, progress=progress)))
             info = compute(*[dask.delayed(_get, pure=True)(c, slice(1, 3)) for c in cuts])
             counts_per = [c[0] for c in info]
             maps = [c[1] for c in info]
