@@ -47,7 +47,8 @@ __all__ = [
     "Piece",
 ]
 
-#: A piece of the shuffle: (sort key uint64, item id int32, time int64 or float64, count int32).
+#: A piece of the shuffle: (sort key uint64, item id int32, time int64 or float64, count int32);
+#: the time array is empty when the mode does not need it.
 Piece = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 #: Type bytes that start every hashed user value, so that the integer 1 and the string "1"
@@ -411,6 +412,8 @@ def split_block(
         cnt = np.concatenate([cf, np.ones(hc.size, np.int64)])
     else:
         h, t, ids, cnt = hf, tf, idf, cf
+    if collapse_time and policy != "cap":
+        t = np.zeros(0, np.int64)  # user mode: times are not needed after the split (8 bytes an event less)
     return _cut(h, ids.astype(np.int32), t, cnt.astype(np.int32), n_out)
 
 
@@ -418,13 +421,20 @@ def _cut(keys: np.ndarray, ids: np.ndarray, t: np.ndarray, cnt: np.ndarray, n_ou
     dest = bucket_of(keys, n_out)
     order = np.argsort(dest, kind="stable")
     bounds = np.searchsorted(dest[order], np.arange(n_out + 1))
-    return tuple((keys[idx], ids[idx], t[idx], cnt[idx]) for idx in (order[bounds[j] : bounds[j + 1]] for j in range(n_out)))
+    timed = t.size == keys.size
+    return tuple(
+        (keys[idx], ids[idx], t[idx] if timed else t, cnt[idx])
+        for idx in (order[bounds[j] : bounds[j + 1]] for j in range(n_out))
+    )
 
 
 def _concat(pieces: list[Piece]) -> Piece:
     if not pieces:
         return (np.zeros(0, np.uint64), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32))
-    return tuple(np.concatenate([p[c] for p in pieces]) for c in range(4))  # type: ignore[return-value]
+    h, ids, t, cnt = (np.concatenate([p[c] for p in pieces]) for c in range(4))
+    if t.size != h.size:  # pieces without times (user mode): zeros where a kernel reads them
+        t = np.zeros(h.size, np.int64)
+    return h, ids, t, cnt
 
 
 def _apply_cap(h: np.ndarray, ids: np.ndarray, t: np.ndarray, cnt: np.ndarray, heavy: np.ndarray, cap: int) -> Piece:

@@ -343,7 +343,8 @@ def _read_unit(fs: Any, unit: _Unit, spec: _Spec) -> tuple[pa.Array, pa.Array, p
                 ),
             )
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
-        raise DataFormatError(f"{unit.url}: cannot read {posixpath.basename(unit.path)}: {_first_line(exc)}") from None
+        # arrow quotes the offending value, which may be a user id: keep the rest of the message
+        raise DataFormatError(f"{unit.url}: cannot read {posixpath.basename(unit.path)}: {_scrub(_first_line(exc))}") from None
     n = table.num_rows
     ptypes = dict(spec.partition_types)
 
@@ -356,6 +357,13 @@ def _read_unit(fs: Any, unit: _Unit, spec: _Spec) -> tuple[pa.Array, pa.Array, p
     item = K.item_values(column(spec.item), spec.item)
     time = K.time_values(column(spec.time), spec.time, spec.time_kind) if spec.time is not None and spec.time_kind else None
     return user, item, time
+
+
+def _scrub(message: str) -> str:
+    """An arrow error message without the values it quotes (``'...'`` and ``"..."``)."""
+    import re
+
+    return re.sub(r"'[^']*'|\"[^\"]*\"", "<value>", message)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -802,6 +810,7 @@ def read_events(
         session_gap=span if mode == "session" else None,
         window=span if mode == "window" else None,
         time_unit=("ns" if kind == "timestamp" else "column") if time is not None else None,
+        extra={"staging_folder": f"{staging.rstrip('/')}/{posixpath.basename(folder)}"} if staging and folder else {},
     )
     if user_map is not None:
         _write_user_map(user_map, storage_options, fs, units, spec, k0, k1, needs_time, mode, kept, basket_map, progress)

@@ -320,3 +320,27 @@ def test_errors_name_the_option_or_column(tmp_path):
     assert e.value.parameter == "session_gap" and "\n" not in str(e.value)
     with pytest.raises(InvalidParameter, match="heavy_users"):
         read_events(src, user="user", item="item", heavy_users="ban")
+
+
+def test_a_bad_csv_value_is_not_quoted_in_the_error(tmp_path):
+    rows = ["user,item"] + [f"{i},a" for i in range(20_000)] + ["secret-user-value,b"]  # types from the first 64 KiB
+    (tmp_path / "ev.csv").write_text("\n".join(rows) + "\n")
+    with pytest.raises(DataFormatError, match="cannot read ev.csv") as e:
+        read_events(str(tmp_path / "ev.csv"), user="user", item="item", key=KEY)
+    assert "secret-user-value" not in str(e.value)
+
+
+def test_only_null_events_give_an_empty_dataset(tmp_path):
+    df = pd.DataFrame({"user": pd.array([None, 1], "Int64"), "item": pd.array(["a", None], "string")})
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "e.parquet")
+    tx, s = read_events(str(tmp_path / "e.parquet"), user="user", item="item", key=KEY)
+    assert len(tx) == 0 and tx.n_items == 0 and tx.to_lists() == []
+    assert (s.n_events, s.n_null_user, s.n_null_item, s.n_events_used) == (2, 1, 1, 0)
+
+
+def test_float_time_windows(tmp_path):
+    df = event_log(n=800).dropna(subset=["t"])
+    df["t"] = df["t"].astype("float64") / 3.0
+    src = write_parquet(df, tmp_path / "ev")
+    tx, _ = read_events(src, user="user", item="item", time="t", window=2.5, key=KEY)
+    assert as_multiset(tx.to_lists()) == oracle_windows(df, 2.5)
