@@ -317,6 +317,48 @@ def merge_scans(parts: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+@numba.njit(cache=True, nogil=True)
+def _collapse_groups(bounds: np.ndarray, ids: np.ndarray, cnt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inside each group ``[bounds[g], bounds[g+1])``: item ids sorted, equal ones collapsed
+    with their counts summed. Returns the ids, the counts and the new size of every group."""
+    out_ids = np.empty(ids.size, np.int32)
+    out_cnt = np.empty(ids.size, np.int64)
+    sizes = np.zeros(bounds.size - 1, np.int64)
+    k = 0
+    for g in range(bounds.size - 1):
+        a, b = bounds[g], bounds[g + 1]
+        seg = ids[a:b]
+        order = np.argsort(seg) if b - a > 1 else np.zeros(b - a, np.int64)
+        start = k
+        for j in range(b - a):
+            i = a + order[j]
+            if k > start and out_ids[k - 1] == ids[i]:
+                out_cnt[k - 1] += cnt[i]
+            else:
+                out_ids[k] = ids[i]
+                out_cnt[k] = cnt[i]
+                k += 1
+        sizes[g] = k - start
+    return out_ids[:k], out_cnt[:k], sizes
+
+
+def _collapse_by_key(
+    keys: np.ndarray, ids: np.ndarray, cnt: np.ndarray, *, new_group: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows grouped by ``keys`` (sorted here unless ``new_group`` marks the group starts of rows
+    already grouped), equal item ids of a group collapsed: ``(index of each output row's group
+    start in the grouped input, keys, ids, counts)``, groups in key order, ids ascending."""
+    if new_group is None:
+        order = np.argsort(keys)
+        keys, ids, cnt = keys[order], ids[order], cnt[order]
+        new_group = np.r_[True, keys[1:] != keys[:-1]] if keys.size else np.zeros(0, bool)
+    starts = np.flatnonzero(new_group)
+    bounds = np.r_[starts, keys.size].astype(np.int64)
+    out_ids, out_cnt, sizes = _collapse_groups(bounds, ids.astype(np.int32, copy=False), cnt.astype(np.int64, copy=False))
+    first = np.repeat(starts, sizes)
+    return first, keys[first], out_ids, out_cnt
+
+
 # ------------------------------------------------------------------------------ split
 def _encode_items(items: pa.Array, vocab: np.ndarray) -> np.ndarray:
     if pa.types.is_integer(items.type):
@@ -346,22 +388,6 @@ def _keep_latest(h: np.ndarray, t: np.ndarray, ids: np.ndarray, cap: int) -> np.
     end_of = np.repeat(ends, np.diff(np.r_[-1, ends]))
     keep = end_of - np.arange(hs.size) < cap
     return order[keep]
-
-
-def _collapse(cols: tuple[np.ndarray, ...], cnt: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-    """Rows with equal ``cols`` collapsed into one, their counts summed; sorted by the columns
-    (the first column most significant)."""
-    if not cnt.size:
-        return cols, cnt.astype(np.int64)
-    order = np.lexsort(cols[::-1])
-    sorted_cols = tuple(c[order] for c in cols)
-    new = np.zeros(cnt.size, bool)
-    new[0] = True
-    for c in sorted_cols:
-        new[1:] |= c[1:] != c[:-1]
-    starts = np.flatnonzero(new)
-    sums = np.add.reduceat(cnt[order].astype(np.int64), starts)
-    return tuple(c[starts] for c in sorted_cols), sums
 
 
 def split_block(
@@ -401,8 +427,11 @@ def split_block(
     capped = heavy_rows if policy == "cap" else np.zeros(h.size, bool)
     # capped users keep raw events (their cap counts events); everyone else collapses
     free = ~capped
-    tf = np.zeros(int(free.sum()), t.dtype) if collapse_time else t[free]
-    (hf, tf, idf), cf = _collapse((h[free], tf, ids[free]), cnt[free])
+    if collapse_time:
+        _, hf, idf, cf = _collapse_by_key(h[free], ids[free], cnt[free])
+        tf = np.zeros(hf.size, t.dtype)
+    else:  # session/window mode: events stay events until the sessions are cut
+        hf, tf, idf, cf = h[free], t[free], ids[free], cnt[free]
     if capped.any():
         sel = _keep_latest(h[capped], t[capped], ids[capped], cap)
         hc, tc, idc = h[capped][sel], t[capped][sel], ids[capped][sel]
@@ -458,7 +487,7 @@ def baskets_csr(
     """One output block: a row per distinct sort key (ascending), its items (ascending, unique)
     and their counts. Returns the 0/1 CSR block, the float32 counts with the same structure and
     the row keys."""
-    (k, i), c = _collapse((keys, ids.astype(np.int32)), cnt)
+    _, k, i, c = _collapse_by_key(keys, ids, cnt)
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
     indptr = np.r_[starts, k.size].astype(np.int32)
     indices = i.astype(np.int32)
@@ -523,7 +552,9 @@ def cut_sessions(
     order = np.lexsort((ids, t, h))
     h, ids, t, cnt = h[order], ids[order], t[order], cnt[order]
     sess = session_numbers(h, t, mode=mode, span=span)
-    (hh, ss, ii), cc = _collapse((h, sess, ids), cnt)
+    new = np.r_[True, (h[1:] != h[:-1]) | (sess[1:] != sess[:-1])] if h.size else np.zeros(0, bool)
+    first_row, hh, ii, cc = _collapse_by_key(h, ids, cnt, new_group=new)
+    ss = sess[first_row]
     keys = siphash_pairs(s0, s1, hh, ss)
     out = _cut(keys, ii.astype(np.int32), np.zeros(keys.size, np.int64), cc.astype(np.int32), n_out)
     first = np.r_[True, (hh[1:] != hh[:-1]) | (ss[1:] != ss[:-1])] if hh.size else np.zeros(0, bool)
