@@ -318,20 +318,42 @@ def merge_scans(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @numba.njit(cache=True, nogil=True)
+def _group_order(bounds: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """A permutation that sorts ``values`` inside each group ``[bounds[g], bounds[g+1])``
+    (groups stay where they are): insertion sort for the many small groups, a merge sort for
+    the few large ones."""
+    perm = np.arange(values.size)
+    for g in range(bounds.size - 1):
+        a, b = bounds[g], bounds[g + 1]
+        if b - a <= 1:
+            continue
+        if b - a <= 32:
+            for i in range(a + 1, b):
+                p = perm[i]
+                v = values[p]
+                j = i - 1
+                while j >= a and values[perm[j]] > v:
+                    perm[j + 1] = perm[j]
+                    j -= 1
+                perm[j + 1] = p
+        else:
+            perm[a:b] = a + np.argsort(values[a:b], kind="mergesort")
+    return perm
+
+
+@numba.njit(cache=True, nogil=True)
 def _collapse_groups(bounds: np.ndarray, ids: np.ndarray, cnt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Inside each group ``[bounds[g], bounds[g+1])``: item ids sorted, equal ones collapsed
     with their counts summed. Returns the ids, the counts and the new size of every group."""
+    perm = _group_order(bounds, ids)
     out_ids = np.empty(ids.size, np.int32)
     out_cnt = np.empty(ids.size, np.int64)
     sizes = np.zeros(bounds.size - 1, np.int64)
     k = 0
     for g in range(bounds.size - 1):
-        a, b = bounds[g], bounds[g + 1]
-        seg = ids[a:b]
-        order = np.argsort(seg) if b - a > 1 else np.zeros(b - a, np.int64)
         start = k
-        for j in range(b - a):
-            i = a + order[j]
+        for j in range(bounds[g], bounds[g + 1]):
+            i = perm[j]
             if k > start and out_ids[k - 1] == ids[i]:
                 out_cnt[k - 1] += cnt[i]
             else:
@@ -549,7 +571,11 @@ def cut_sessions(
     h, ids, t, cnt = _concat(pieces)
     if policy == "cap":
         h, ids, t, cnt = _apply_cap(h, ids, t, cnt, heavy, cap)
-    order = np.lexsort((ids, t, h))
+    # sorted by (user, time): one argsort of the hashes, then each user's events by time
+    order = np.argsort(h)
+    h, ids, t, cnt = h[order], ids[order], t[order], cnt[order]
+    bounds = np.r_[np.flatnonzero(np.r_[True, h[1:] != h[:-1]]) if h.size else np.zeros(0, np.int64), h.size]
+    order = _group_order(bounds.astype(np.int64), t)
     h, ids, t, cnt = h[order], ids[order], t[order], cnt[order]
     sess = session_numbers(h, t, mode=mode, span=span)
     new = np.r_[True, (h[1:] != h[:-1]) | (sess[1:] != sess[:-1])] if h.size else np.zeros(0, bool)
