@@ -344,3 +344,41 @@ def test_float_time_windows(tmp_path):
     src = write_parquet(df, tmp_path / "ev")
     tx, _ = read_events(src, user="user", item="item", time="t", window=2.5, key=KEY)
     assert as_multiset(tx.to_lists()) == oracle_windows(df, 2.5)
+
+
+def test_sessions_through_staging_with_counts_and_a_user_map(tmp_path):
+    df = event_log(n=1500, str_users=True)
+    src = write_parquet(df, tmp_path / "ev", files=3, row_group=100)
+    tx, s = read_events(
+        src,
+        user="user",
+        item="item",
+        time="t",
+        session_gap=15,
+        count=True,
+        key=KEY,
+        events_per_block=300,
+        staging=str(tmp_path / "stage"),
+        user_map=str(tmp_path / "map.parquet"),
+    )
+    assert s.extra["staging_folder"].startswith(str(tmp_path / "stage"))
+    m, w = tx.compute(progress=False), TransactionArray(tx.weights, tx.vocabulary).compute(progress=False)
+    labels = tx.vocabulary.labels
+    rows = [
+        frozenset(zip(labels[m.indices[m.indptr[i] : m.indptr[i + 1]]].tolist(), w.data[w.indptr[i] : w.indptr[i + 1]].tolist()))
+        for i in range(m.shape[0])
+    ]
+    # the oracle: the gap rule as a loop, with each item's events counted per session
+    d = df.dropna(subset=["user", "item", "t"])
+    umap = pq.read_table(tmp_path / "map.parquet").to_pandas()
+    for user, g in d.groupby("user"):
+        g = g.sort_values("t", kind="stable")
+        sessions, prev = [], None
+        for t, item in zip(g["t"].tolist(), g["item"].tolist()):
+            if prev is None or t - prev > 15:
+                sessions.append(Counter())
+            sessions[-1][item] += 1
+            prev = t
+        mine = umap[umap["user"] == user].sort_values("session")
+        assert mine["session"].tolist() == list(range(len(sessions)))
+        assert [rows[r] for r in mine["row"]] == [frozenset((k, float(v)) for k, v in c.items()) for c in sessions]
