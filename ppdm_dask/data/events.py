@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import DataFormatError, DatasetNotFoundError, InvalidParameter
-from ..random import Key
+from ..random import Key, KeyLike, as_key
 from . import _event_kernels as K
 from .vocabulary import Vocabulary
 
@@ -240,17 +240,17 @@ def _discover(
                 types.setdefault(f.name, f.type)
             names_here = set(physical.names) | set(keys)
             for role, col in needed.items():
-                if col is not None and col not in names_here and kind == "parquet":
+                if col is not None and col not in names_here:
                     raise DataFormatError(
                         f"{url}: no column {col!r} (`{role}`) in {posixpath.basename(frag.path)} (columns: {sorted(names_here)})",
                         parameter=role,
                     )
             units_of = _parquet_units if kind == "parquet" else _csv_units
-            units.extend(units_of(fs, frag, partition, events_per_block, url, names_here))
+            units.extend(units_of(fs, frag, partition, events_per_block, url))
     return fs0, units, {**types, **part_types}, part_types
 
 
-def _parquet_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url: str, names: set[str]) -> list[_Unit]:
+def _parquet_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url: str) -> list[_Unit]:
     md = frag.metadata
     out: list[_Unit] = []
     group: list[int] = []
@@ -267,7 +267,7 @@ def _parquet_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, 
     return out
 
 
-def _csv_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url: str, names: set[str]) -> list[_Unit]:
+def _csv_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url: str) -> list[_Unit]:
     size = int(fs.size(frag.path))
     with fs.open(frag.path, "rb") as fh:
         sample = fh.read(_CSV_SAMPLE)
@@ -277,7 +277,7 @@ def _csv_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url:
     return [_Unit(frag.path, "csv", byte_range=(s, min(s + block_bytes, size)), partition=partition, url=url) for s in starts]
 
 
-def _check_columns(spec: _Spec, types: Mapping[str, pa.DataType], units: Sequence[_Unit], url: str) -> None:
+def _check_columns(spec: _Spec, types: Mapping[str, pa.DataType], url: str) -> None:
     for role, col in (("user", spec.user), ("item", spec.item), ("time", spec.time)):
         if col is not None and col not in types:
             raise DataFormatError(
@@ -523,7 +523,7 @@ def read_events(
     count: bool = False,
     max_user_events: int = 100_000,
     heavy_users: str = "keep",
-    key: Key | None = None,
+    key: KeyLike = None,
     user_map: str | None = None,
     format: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
@@ -559,7 +559,7 @@ def read_events(
     heavy_users : {"keep", "cap", "drop"}
         Keep heavy users, keep only their ``max_user_events`` latest events (by time then item
         label), or drop them.
-    key : Key, optional
+    key : Key, int or bytes, optional
         Secret key of the keyed user hash (and so of the row order); a fresh one by default.
     user_map : str, optional
         Private Parquet file to write (eagerly, atomically) with the ``user`` value, its output
@@ -599,7 +599,7 @@ def read_events(
     urls = [url] if isinstance(url, str) else list(url)
     if not urls:
         raise InvalidParameter("no input given", parameter="url")
-    key = key if key is not None else Key.generate()
+    key = as_key(key)
     fs, units, types, part_types = _discover(
         urls, format, storage_options, int(events_per_block), {"user": user, "item": item, "time": time}
     )
@@ -609,7 +609,7 @@ def read_events(
         csv_types = _csv_types(fs, units, [c for c in (user, item, time) if c], sep)
         types = {**types, **csv_types}
     spec = _Spec(user, item, time, None, tuple(part_types.items()), (), sep)
-    _check_columns(spec, types, units, urls[0])
+    _check_columns(spec, types, urls[0])
     for role, col in (("user", user), ("item", item)):
         if col in types:  # one clear error before any task
             probe = pa.array([], type=types[col])
