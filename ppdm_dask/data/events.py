@@ -1,0 +1,869 @@
+"""Event logs (one row per user, item[, time]) into baskets: a distributed group-by.
+
+:func:`read_events` reads an event table (Parquet file or folder, Hive partitions included, or
+CSV; any fsspec URL) and groups its events into one basket per user, per session of a user or
+per time window of a user. The user column is an identifier: it is hashed with a keyed
+SipHash-2-4 on the workers, the baskets are written in the order of that keyed hash (so the
+output order says nothing about the users or the input order), and user values reach the
+driver only when a private ``user_map`` is asked for. docs/events.md explains the rules.
+
+Plan (kernels in :mod:`ppdm_dask.data._event_kernels`):
+
+1. pre-pass over input blocks (Parquet row groups / CSV byte ranges): distinct user hashes with
+   event counts, distinct items, nulls; merged in a tree -> vocabulary, heavy users, the number
+   of output blocks and, in user mode, the rows of every output block;
+2. split: each input block cut into compact pieces by user hash (one per output block);
+3. merge: user mode -> one CSR block per range of user hashes (lazy). Session/window mode ->
+   sessions cut per range of user hashes and re-split by the basket's own keyed hash (computed
+   now: the number of baskets is not known before), then one CSR block per range of basket
+   hashes (lazy).
+
+With ``staging`` the pieces go through files in that folder (one file per task, as
+``release.order.stage_pieces``): a worker holds one block per running task.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import operator
+import pickle
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import DataFormatError, DatasetNotFoundError, InvalidParameter
+from ..random import Key, KeyLike, as_key
+from . import _event_kernels as K
+from .vocabulary import Vocabulary
+
+__all__ = ["read_events", "EventSummary", "MODES", "HEAVY_POLICIES"]
+
+MODES = ("user", "session", "window")
+HEAVY_POLICIES = ("keep", "cap", "drop")
+#: Heavy users listed by name (pseudonym) in the summary.
+TOP_HEAVY = 20
+_CSV_SAMPLE = 1 << 16
+
+
+@dataclass(frozen=True)
+class EventSummary:
+    """What an ingest read, kept and dropped. Holds no user value: heavy users are named by
+    a keyed pseudonym (``"user-" + 10 hex digits``) that only the key holder can recompute."""
+
+    n_events: int
+    n_events_used: int
+    n_null_user: int
+    n_null_item: int
+    n_null_time: int
+    n_users: int
+    n_baskets: int
+    n_items: int
+    heavy_users: tuple[tuple[str, int], ...]
+    n_heavy: int
+    heavy_policy: str
+    max_user_events: int
+    n_events_dropped: int
+    n_events_capped: int
+    mode: str
+    session_gap: float | int | None = None
+    window: float | int | None = None
+    time_unit: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (heavy users as ``[pseudonym, n_events]`` lists)."""
+        out = asdict(self)
+        out["heavy_users"] = [[p, int(n)] for p, n in self.heavy_users]
+        out["extra"] = dict(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One block of input: a Parquet file's row groups, or a byte range of a CSV file, and the
+    Hive partition values of its file."""
+
+    path: str
+    fmt: str
+    row_groups: tuple[int, ...] = ()
+    byte_range: tuple[int, int] = (0, 0)
+    partition: tuple[tuple[str, Any], ...] = ()
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """How to read the three columns of any unit."""
+
+    user: str
+    item: str
+    time: str | None
+    time_kind: str | None
+    partition_types: tuple[tuple[str, Any], ...]
+    csv_types: tuple[tuple[str, Any], ...]
+    sep: str
+
+
+# ------------------------------------------------------------------------------ parameters
+def _parse_duration(value: Any, name: str, kind: str) -> float | int:
+    """A gap or window in the time column's units (nanoseconds for timestamps)."""
+    if isinstance(value, bool):
+        raise InvalidParameter(f"{name} must be a duration, not a boolean", parameter=name)
+    number: float | int | None = None
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        number = value.item() if isinstance(value, np.generic) else value
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+            number = int(number) if number.is_integer() and "." not in value and "e" not in value.lower() else number
+        except ValueError:
+            number = None
+    if kind != "timestamp":
+        if number is None:
+            raise InvalidParameter(
+                f"{name} {value!r} is not a number; the time column is numeric, so give the duration in its units",
+                parameter=name,
+            )
+        span = number
+    elif number is not None:
+        span = number * 10**9  # a bare number on a timestamp column: seconds
+    else:
+        import pandas as pd
+
+        try:
+            span = pd.Timedelta(value).value
+        except (ValueError, TypeError):
+            raise InvalidParameter(
+                f"{name} {value!r} is not a duration (examples: '30min', '1h', '900s')", parameter=name
+            ) from None
+    if not math.isfinite(float(span)) or span < 0 or (name == "window" and span == 0):
+        raise InvalidParameter(f"{name} must be {'positive' if name == 'window' else 'zero or more'}", parameter=name)
+    return int(span) if float(span).is_integer() else float(span)
+
+
+def _check_parameters(
+    time: str | None,
+    session_gap: Any,
+    window: Any,
+    heavy_users: str,
+    max_user_events: int,
+    events_per_block: int,
+    fmt: str | None,
+) -> str:
+    if session_gap is not None and window is not None:
+        raise InvalidParameter(
+            "session_gap and window are exclusive: give one", parameter="window", fix="drop `window` or `session_gap`"
+        )
+    if (session_gap is not None or window is not None) and time is None:
+        which = "session_gap" if session_gap is not None else "window"
+        raise InvalidParameter(f"{which} needs a time column", parameter=which, fix=f"give `time` with `{which}`")
+    if heavy_users not in HEAVY_POLICIES:
+        raise InvalidParameter(
+            f"heavy_users must be one of {', '.join(HEAVY_POLICIES)}, got {heavy_users!r}", parameter="heavy_users"
+        )
+    if isinstance(max_user_events, bool) or not isinstance(max_user_events, (int, np.integer)) or max_user_events < 1:
+        raise InvalidParameter("max_user_events must be a positive integer", parameter="max_user_events")
+    if isinstance(events_per_block, bool) or not isinstance(events_per_block, (int, np.integer)) or events_per_block < 1:
+        raise InvalidParameter("events_per_block must be a positive integer", parameter="events_per_block")
+    if fmt not in (None, "parquet", "csv"):
+        raise InvalidParameter(f"format must be 'parquet' or 'csv', got {fmt!r}", parameter="format")
+    return "session" if session_gap is not None else "window" if window is not None else "user"
+
+
+def _hash_keys(key: Key, identity: str) -> tuple[int, int, int, int]:
+    mac = key.mac("ingest-users", identity.encode())
+    words = np.frombuffer(mac, dtype="<u8")
+    return int(words[0]), int(words[1]), int(words[2]), int(words[3])
+
+
+def _pseudonym(key: Key, identity: str, h: int) -> str:
+    return "user-" + key.mac("ingest-pseudonym", identity.encode() + int(h).to_bytes(8, "little"))[:5].hex()
+
+
+# ------------------------------------------------------------------------------ discovery
+def _format_of(url: str, fs: Any, path: str, fmt: str | None) -> str:
+    if fmt is not None:
+        return fmt
+    low = path.lower()
+    if low.endswith(".csv"):
+        return "csv"
+    if fs.isdir(path) or low.endswith((".parquet", ".pq", ".parq")):
+        return "parquet"
+    raise InvalidParameter(
+        f"{url}: cannot tell the format from the name", parameter="format", fix="give `format` ('parquet' or 'csv')"
+    )
+
+
+def _discover(
+    urls: Sequence[str],
+    fmt: str | None,
+    storage_options: Mapping[str, Any] | None,
+    events_per_block: int,
+    needed: Mapping[str, str | None],
+) -> tuple[Any, list[_Unit], dict[str, pa.DataType], dict[str, pa.DataType]]:
+    """The filesystem, the units of work, the types of the columns (file and partition ones)
+    and the partition columns' types."""
+    import pyarrow.dataset as ds
+
+    from .folder import open_fs
+
+    units: list[_Unit] = []
+    types: dict[str, pa.DataType] = {}
+    part_types: dict[str, pa.DataType] = {}
+    fs0 = None
+    for url in urls:
+        fs, path = open_fs(url, storage_options)
+        fs0 = fs0 or fs
+        if not fs.exists(path):
+            raise DatasetNotFoundError(f"no event table at {url}")
+        kind = _format_of(url, fs, path, fmt)
+        try:
+            dataset = ds.dataset(path, filesystem=fs, format=kind, partitioning="hive")
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise DataFormatError(f"{url}: cannot read as {kind}: {exc}") from None
+        for frag in dataset.get_fragments():
+            keys = ds.get_partition_keys(frag.partition_expression) or {}
+            partition = tuple(sorted(keys.items()))
+            for name, _ in partition:
+                part_types[name] = dataset.schema.field(name).type
+            try:
+                physical = frag.physical_schema
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise DataFormatError(f"{url}: unreadable file {posixpath.basename(frag.path)} ({exc})") from None
+            for f in physical:
+                types.setdefault(f.name, f.type)
+            names_here = set(physical.names) | set(keys)
+            for role, col in needed.items():
+                if col is not None and col not in names_here:
+                    raise DataFormatError(
+                        f"{url}: no column {col!r} (`{role}`) in {posixpath.basename(frag.path)} (columns: {sorted(names_here)})",
+                        parameter=role,
+                    )
+            units_of = _parquet_units if kind == "parquet" else _csv_units
+            units.extend(units_of(fs, frag, partition, events_per_block, url))
+    return fs0, units, {**types, **part_types}, part_types
+
+
+def _parquet_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url: str) -> list[_Unit]:
+    md = frag.metadata
+    out: list[_Unit] = []
+    group: list[int] = []
+    rows = 0
+    for g in range(md.num_row_groups):
+        n = md.row_group(g).num_rows
+        if group and rows + n > events_per_block:
+            out.append(_Unit(frag.path, "parquet", tuple(group), partition=partition, url=url))
+            group, rows = [], 0
+        group.append(g)
+        rows += n
+    if group:
+        out.append(_Unit(frag.path, "parquet", tuple(group), partition=partition, url=url))
+    return out
+
+
+def _csv_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url: str) -> list[_Unit]:
+    size = int(fs.size(frag.path))
+    with fs.open(frag.path, "rb") as fh:
+        sample = fh.read(_CSV_SAMPLE)
+    lines = max(sample.count(b"\n"), 1)
+    block_bytes = max(int(len(sample) / lines * events_per_block), 1)
+    starts = list(range(0, max(size, 1), block_bytes))
+    return [_Unit(frag.path, "csv", byte_range=(s, min(s + block_bytes, size)), partition=partition, url=url) for s in starts]
+
+
+def _check_columns(spec: _Spec, types: Mapping[str, pa.DataType], url: str) -> None:
+    for role, col in (("user", spec.user), ("item", spec.item), ("time", spec.time)):
+        if col is not None and col not in types:
+            raise DataFormatError(
+                f"{url}: no column {col!r} (`{role}`) (columns: {sorted(types)})",
+                parameter=role,
+            )
+
+
+def _check_unit_columns(table_names: Sequence[str], spec: _Spec, unit: _Unit) -> None:
+    for col in (spec.user, spec.item, spec.time):
+        if col is not None and col not in table_names:
+            raise DataFormatError(
+                f"{unit.url}: file {posixpath.basename(unit.path)} has no column {col!r} (columns: {sorted(table_names)})"
+            )
+
+
+# ------------------------------------------------------------------------------ reading a unit
+def _csv_bytes(fs: Any, unit: _Unit) -> tuple[bytes, bytes]:
+    """The header line and the lines that start inside the unit's byte range."""
+    start, end = unit.byte_range
+    with fs.open(unit.path, "rb") as fh:
+        header = fh.readline()
+        if start == 0:
+            pos = fh.tell()
+        else:
+            fh.seek(start - 1)
+            fh.readline()  # the line that started before the range belongs to the previous unit
+            pos = fh.tell()
+        if pos >= end and start != 0:
+            return header, b""
+        body = fh.read(max(end - pos, 0))
+        if body and not body.endswith(b"\n"):
+            body += fh.readline()
+    return header, body
+
+
+def _read_unit(fs: Any, unit: _Unit, spec: _Spec) -> tuple[pa.Array, pa.Array, pa.Array | None]:
+    """The user, item and time arrays of one unit (partition columns filled in)."""
+    wanted = [c for c in dict.fromkeys((spec.user, spec.item, spec.time)) if c is not None]
+    parts = dict(unit.partition)
+    file_cols = [c for c in wanted if c not in parts]
+    try:
+        if unit.fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            with fs.open(unit.path, "rb") as fh:
+                pf = pq.ParquetFile(fh)
+                _check_unit_columns(pf.schema_arrow.names + list(parts), spec, unit)
+                table = pf.read_row_groups(list(unit.row_groups), columns=file_cols)
+        else:
+            import io
+
+            import pyarrow.csv as pcsv
+
+            header, body = _csv_bytes(fs, unit)
+            head = pcsv.read_csv(io.BytesIO(header), parse_options=pcsv.ParseOptions(delimiter=spec.sep)).schema.names
+            _check_unit_columns(list(head) + list(parts), spec, unit)
+            table = pcsv.read_csv(
+                io.BytesIO(header + body),
+                parse_options=pcsv.ParseOptions(delimiter=spec.sep),
+                convert_options=pcsv.ConvertOptions(
+                    column_types=dict(spec.csv_types), include_columns=file_cols, strings_can_be_null=True
+                ),
+            )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+        # arrow quotes the offending value, which may be a user id: keep the rest of the message
+        raise DataFormatError(f"{unit.url}: cannot read {posixpath.basename(unit.path)}: {_scrub(_first_line(exc))}") from None
+    n = table.num_rows
+    ptypes = dict(spec.partition_types)
+
+    def column(name: str) -> pa.Array:
+        if name in parts:
+            return pa.array([parts[name]] * n, type=ptypes.get(name))
+        return K._plain(table.column(name))
+
+    user = K.user_values(column(spec.user), spec.user)
+    item = K.item_values(column(spec.item), spec.item)
+    time = K.time_values(column(spec.time), spec.time, spec.time_kind) if spec.time is not None and spec.time_kind else None
+    return user, item, time
+
+
+def _scrub(message: str) -> str:
+    """An arrow error message without the values it quotes (``'...'`` and ``"..."``)."""
+    import re
+
+    return re.sub(r"'[^']*'|\"[^\"]*\"", "<value>", message)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _csv_types(fs: Any, units: Sequence[_Unit], spec_cols: Sequence[str], sep: str) -> dict[str, pa.DataType]:
+    """Column types of CSV input, inferred once from the start of the first file and then
+    imposed on every block (so that no block infers its own)."""
+    import io
+
+    import pyarrow.csv as pcsv
+
+    first = next((u for u in units if u.fmt == "csv"), None)
+    if first is None:
+        return {}
+    with fs.open(first.path, "rb") as fh:
+        sample = fh.read(_CSV_SAMPLE)
+    if len(sample) == _CSV_SAMPLE and b"\n" in sample:
+        sample = sample[: sample.rindex(b"\n") + 1]
+    try:
+        table = pcsv.read_csv(
+            io.BytesIO(sample),
+            parse_options=pcsv.ParseOptions(delimiter=sep),
+            convert_options=pcsv.ConvertOptions(strings_can_be_null=True),
+        )
+    except pa.ArrowInvalid as exc:
+        raise DataFormatError(f"{first.url}: cannot read {posixpath.basename(first.path)} as CSV: {_first_line(exc)}") from None
+    out = {}
+    for name in spec_cols:
+        if name in table.schema.names:
+            typ = table.schema.field(name).type
+            out[name] = pa.string() if pa.types.is_null(typ) else typ
+    return out
+
+
+# ------------------------------------------------------------------------------ task functions
+def _scan_task(fs: Any, unit: _Unit, spec: _Spec, k0: int, k1: int, needs_time: bool) -> dict[str, Any]:
+    user, item, time = _read_unit(fs, unit, spec)
+    return K.scan_block(user, item, time if needs_time else None, k0, k1)
+
+
+def _pairs_task(fs: Any, unit: _Unit, spec: _Spec, k0: int, k1: int, needs_time: bool) -> tuple[np.ndarray, pa.Array]:
+    """Distinct user hashes of a block with one user value each (only for a user map)."""
+    user, item, time = _read_unit(fs, unit, spec)
+    ok, *_ = K.valid_mask(user, item, time if needs_time else None)
+    users = user.filter(pa.array(ok))
+    h = K.siphash_users(users, k0, k1)
+    hs, first = np.unique(h, return_index=True)
+    return hs, users.take(pa.array(first))
+
+
+def _split_task(fs: Any, unit: _Unit, spec: _Spec, needs_time: bool, kw: dict[str, Any]) -> tuple[K.Piece, ...]:
+    user, item, time = _read_unit(fs, unit, spec)
+    return K.split_block(user, item, time if needs_time else None, **kw)
+
+
+def _stage_path(folder: str, stage: str, i: int) -> str:
+    return posixpath.join(folder, f"{stage}-{i:05d}.bin")
+
+
+def _write_pieces(fs: Any, path: str, pieces: Sequence[Any]) -> None:
+    """One file per task: ``len(pieces) + 1`` little-endian int64 offsets, then the pickled
+    pieces (our own scratch file)."""
+    blobs = [pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL) for p in pieces]
+    offsets = 8 * (len(blobs) + 1) + np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype("<i8")
+    with fs.open(path, "wb") as fh:
+        fh.write(offsets.tobytes())
+        for blob in blobs:
+            fh.write(blob)
+
+
+def _read_piece(fs: Any, path: str, j: int) -> Any:
+    with fs.open(path, "rb") as fh:
+        fh.seek(8 * j)
+        lo, hi = np.frombuffer(fh.read(16), dtype="<i8")
+        fh.seek(int(lo))
+        return pickle.loads(fh.read(int(hi - lo)))  # written by _write_pieces of this ingest
+
+
+def _split_to_file(fs: Any, unit: _Unit, spec: _Spec, needs_time: bool, kw: dict[str, Any], folder: str, i: int) -> int:
+    _write_pieces(fs, _stage_path(folder, "split", i), _split_task(fs, unit, spec, needs_time, kw))
+    return i
+
+
+def _staged(fs: Any, folder: str, stage: str, n_in: int, j: int) -> list[Any]:
+    return [_read_piece(fs, _stage_path(folder, stage, i), j) for i in range(n_in)]
+
+
+def _merge_users_task(pieces: list[K.Piece], rows: int, kw: dict[str, Any]) -> tuple[Any, Any]:
+    out = K.merge_users(pieces, **kw)
+    _check_rows(out[0].shape[0], rows)
+    return out
+
+
+def _merge_users_staged(fs: Any, folder: str, n_in: int, j: int, rows: int, kw: dict[str, Any]) -> tuple[Any, Any]:
+    return _merge_users_task(_staged(fs, folder, "split", n_in, j), rows, kw)
+
+
+def _merge_baskets_task(pieces: list[K.Piece], rows: int, n_items: int) -> tuple[Any, Any]:
+    out = K.merge_baskets(pieces, n_items=n_items)
+    _check_rows(out[0].shape[0], rows)
+    return out
+
+
+def _merge_baskets_staged(fs: Any, folder: str, n_in: int, j: int, rows: int, n_items: int) -> tuple[Any, Any]:
+    return _merge_baskets_task(_staged(fs, folder, "cut", n_in, j), rows, n_items)
+
+
+def _cut_task(pieces: list[K.Piece], kw: dict[str, Any]) -> tuple[Any, np.ndarray, Any]:
+    return K.cut_sessions(pieces, **kw)
+
+
+def _cut_staged(fs: Any, folder: str, n_in: int, j: int, kw: dict[str, Any]) -> tuple[None, np.ndarray, Any]:
+    out, counts, bmap = K.cut_sessions(_staged(fs, folder, "split", n_in, j), **kw)
+    _write_pieces(fs, _stage_path(folder, "cut", j), out)
+    return None, counts, bmap
+
+
+def _check_rows(got: int, expected: int) -> None:
+    if got != expected:
+        raise DataFormatError(
+            f"an output block has {got} baskets where the pre-pass counted {expected}: was the input changed meanwhile?"
+        )
+
+
+def _held(persisted: list[Any]) -> list[Any]:
+    """Persisted phase-1 results as graph inputs that keep them alive: on a cluster the
+    futures themselves (a graph that only names their keys lets the scheduler forget them once
+    this function returns), locally the persisted objects."""
+    try:
+        from distributed import futures_of
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return persisted
+    out = []
+    for obj in persisted:
+        futures = futures_of(obj)
+        out.append(futures[0] if len(futures) == 1 else obj)
+    return out
+
+
+def _get(obj: Any, *path: int) -> Any:
+    for p in path:
+        obj = obj[p]
+    return obj
+
+
+# ------------------------------------------------------------------------------ public API
+def read_events(
+    url: str | Sequence[str],
+    *,
+    user: str,
+    item: str,
+    time: str | None = None,
+    session_gap: float | int | str | datetime.timedelta | None = None,
+    window: float | int | str | datetime.timedelta | None = None,
+    count: bool = False,
+    max_user_events: int = 100_000,
+    heavy_users: str = "keep",
+    key: KeyLike = None,
+    user_map: str | None = None,
+    format: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    sep: str | None = None,
+    staging: str | None = None,
+    events_per_block: int = 2_000_000,
+    progress: bool = False,
+) -> tuple[Any, EventSummary]:
+    """Group an event table into baskets: one per user, per session or per time window.
+
+    Parameters
+    ----------
+    url : str or sequence of str
+        Parquet file or folder (Hive partitions included) or CSV file/folder, on any fsspec URL.
+    user, item : str
+        Columns of the user id (integer or string; an identifier: never written) and of the
+        item label (integer or string; kept as the vocabulary's labels).
+    time : str, optional
+        Column of the event time: timestamp (any unit, with or without zone), date or number.
+        Needed by ``session_gap`` and ``window``; in user mode it orders a heavy user's events
+        for ``heavy_users="cap"``. An event with a null time is dropped (and counted).
+    session_gap : number, str or timedelta, optional
+        Session mode: a user's events sorted by time; a new session starts at an event more
+        than ``session_gap`` after the previous one. A number is in the time column's units
+        (seconds for timestamps); a string is a pandas duration (``"30min"``).
+    window : number, str or timedelta, optional
+        Window mode: one basket per user and ``floor(time / window)`` (windows aligned at 0,
+        the epoch for timestamps).
+    count : bool
+        Keep the number of events of each item of a basket as float32 ``weights``.
+    max_user_events : int
+        A user with more events (after nulls) is heavy: named by pseudonym in the summary.
+    heavy_users : {"keep", "cap", "drop"}
+        Keep heavy users, keep only their ``max_user_events`` latest events (by time then item
+        label), or drop them.
+    key : Key, int or bytes, optional
+        Secret key of the keyed user hash (and so of the row order); a fresh one by default.
+    user_map : str, optional
+        Private Parquet file to write (eagerly, atomically) with the ``user`` value, its output
+        ``row`` (and ``session`` in session/window mode). Never written unless asked.
+    format : {"parquet", "csv"}, optional
+        Input format; by default from the extension (a folder is Parquet).
+    storage_options : mapping, optional
+        fsspec options of ``url``, ``staging`` and ``user_map``.
+    sep : str, optional
+        CSV delimiter (default ``","``).
+    staging : str, optional
+        Folder URL where the pieces of the shuffle are written (bounded memory); they are left
+        there for the lazy output to read: delete the folder after the output is written.
+    events_per_block : int
+        Events per unit of work (input blocks and output blocks are sized by it).
+    progress : bool
+        Progress bars for the passes that compute now.
+
+    Returns
+    -------
+    (TransactionArray, EventSummary)
+        The baskets (lazy; user mode fully, session/window mode after phase 1) in keyed order,
+        and the summary.
+
+    Raises
+    ------
+    InvalidParameter, DataFormatError, DatasetNotFoundError
+    """
+    import dask
+    from dask.base import tokenize
+
+    from ..graph import blocks_from_tasks, tree_reduce, unique_name
+    from ..progress import compute, persist
+    from .transactions import TransactionArray
+
+    mode = _check_parameters(time, session_gap, window, heavy_users, max_user_events, events_per_block, format)
+    urls = [url] if isinstance(url, str) else list(url)
+    if not urls:
+        raise InvalidParameter("no input given", parameter="url")
+    key = as_key(key)
+    fs, units, types, part_types = _discover(
+        urls, format, storage_options, int(events_per_block), {"user": user, "item": item, "time": time}
+    )
+    sep = sep or ","
+    csv_types: dict[str, pa.DataType] = {}
+    if any(u.fmt == "csv" for u in units):
+        csv_types = _csv_types(fs, units, [c for c in (user, item, time) if c], sep)
+        types = {**types, **csv_types}
+    spec = _Spec(user, item, time, None, tuple(part_types.items()), (), sep)
+    _check_columns(spec, types, urls[0])
+    for role, col in (("user", user), ("item", item)):
+        if col in types:  # one clear error before any task
+            probe = pa.array([], type=types[col])
+            (K.user_values if role == "user" else K.item_values)(probe, col)
+    kind = K.time_kind(types[time], time) if time is not None else None
+    spec = _Spec(user, item, time, kind, tuple(part_types.items()), tuple(csv_types.items()), sep)
+    span = None
+    if mode == "session":
+        span = _parse_duration(session_gap, "session_gap", kind or "int")
+    elif mode == "window":
+        span = _parse_duration(window, "window", kind or "int")
+    needs_time = time is not None
+    identity = json.dumps(
+        {
+            "user": user,
+            "item": item,
+            "time": time,
+            "mode": mode,
+            "span": span,
+            "count": bool(count),
+            "heavy_users": heavy_users,
+            "max_user_events": int(max_user_events),
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    k0, k1, s0, s1 = _hash_keys(key, identity)
+    cap = int(max_user_events)
+
+    # 1. pre-pass
+    if not units:
+        raise DatasetNotFoundError(f"no data files in {urls[0]}")
+    scans = [dask.delayed(_scan_task, pure=True)(fs, u, spec, k0, k1, needs_time) for u in units]
+    (stats,) = compute(tree_reduce(scans, K.merge_scans), progress=progress)
+    vocab = Vocabulary(stats["labels"], assume_sorted=True) if stats["labels"].size else Vocabulary.range(0)
+    hashes, counts = stats["hashes"], stats["counts"]
+    is_heavy = counts > cap
+    heavy = hashes[is_heavy]
+    n_dropped = int(counts[is_heavy].sum()) if heavy_users == "drop" else 0
+    n_capped = int((counts[is_heavy] - cap).sum()) if heavy_users == "cap" else 0
+    top = np.argsort(-counts[is_heavy], kind="stable")[:TOP_HEAVY]
+    heavy_named = tuple((_pseudonym(key, identity, int(heavy[i])), int(counts[is_heavy][i])) for i in top)
+    kept = hashes[~is_heavy] if heavy_users == "drop" else hashes
+    n_valid = stats["n_events"] - stats["n_null_user"] - stats["n_null_item"] - stats["n_null_time"]
+    n_used = n_valid - n_dropped - n_capped
+    n_out = max(1, math.ceil(n_used / int(events_per_block)))
+    n_items = len(vocab)
+    heavy_d = dask.delayed(heavy, pure=True)
+    split_kw = dict(
+        k0=k0,
+        k1=k1,
+        vocab=dask.delayed(vocab.labels, pure=True),
+        heavy=heavy_d,
+        policy=heavy_users,
+        cap=cap,
+        collapse_time=mode == "user",
+        n_out=n_out,
+    )
+    token = tokenize(key.digest("ingest"), identity, units, n_out, fs)
+    folder = None
+    sfs = None
+    if staging is not None:
+        from .folder import open_fs
+
+        sfs, base = open_fs(staging, storage_options)
+        folder = posixpath.join(base, f"ingest-{token[:16]}")
+        sfs.makedirs(folder, exist_ok=True)
+        split_files = [
+            dask.delayed(_split_to_file, pure=True)(
+                fs, u, spec, needs_time, split_kw, folder, i, dask_key_name=f"ingest-stage-{token}-{i}"
+            )
+            for i, u in enumerate(units)
+        ]
+        compute(*split_files, progress=progress)
+        splits = None
+    else:
+        split = dask.delayed(_split_task, nout=n_out, pure=True)
+        splits = [
+            split(fs, u, spec, needs_time, split_kw, dask_key_name=f"ingest-split-{token}-{i}") for i, u in enumerate(units)
+        ]
+
+    basket_map = None
+    if mode == "user":
+        rows = np.bincount(K.bucket_of(kept, n_out), minlength=n_out).tolist()
+        merge_kw = dict(heavy=heavy_d, policy=heavy_users, cap=cap, n_items=n_items)
+        if splits is None:
+            merges = [
+                dask.delayed(_merge_users_staged, pure=True)(
+                    sfs, folder, len(units), j, rows[j], merge_kw, dask_key_name=f"ingest-merge-{token}-{j}"
+                )
+                for j in range(n_out)
+            ]
+        else:
+            merges = [
+                dask.delayed(_merge_users_task, pure=True)(
+                    [p[j] for p in splits], rows[j], merge_kw, dask_key_name=f"ingest-merge-{token}-{j}"
+                )
+                for j in range(n_out)
+            ]
+        n_baskets = int(kept.size)
+    else:
+        cut_kw = dict(
+            heavy=heavy_d,
+            policy=heavy_users,
+            cap=cap,
+            mode=mode,
+            span=span,
+            s0=s0,
+            s1=s1,
+            n_out=n_out,
+            with_map=user_map is not None,
+        )
+        if splits is None:
+            cuts = [
+                dask.delayed(_cut_staged, pure=True)(sfs, folder, len(units), j, cut_kw, dask_key_name=f"ingest-cut-{token}-{j}")
+                for j in range(n_out)
+            ]
+            done = compute(*cuts, progress=progress)
+            counts_per = [c[1] for c in done]
+            maps = [c[2] for c in done]
+        else:
+            cuts = [
+                dask.delayed(_cut_task, pure=True)([p[j] for p in splits], cut_kw, dask_key_name=f"ingest-cut-{token}-{j}")
+                for j in range(n_out)
+            ]
+            cuts = _held(list(persist(*cuts, progress=progress)))
+            info = compute(*[dask.delayed(_get, pure=True)(c, slice(1, 3)) for c in cuts])
+            counts_per = [c[0] for c in info]
+            maps = [c[1] for c in info]
+        rows = np.sum(counts_per, axis=0).astype(np.int64).tolist() if counts_per else [0] * n_out
+        if user_map is not None:
+            basket_map = (
+                np.concatenate([m[0] for m in maps]),
+                np.concatenate([m[1] for m in maps]),
+                np.concatenate([m[2] for m in maps]),
+            )
+        if splits is None:
+            merges = [
+                dask.delayed(_merge_baskets_staged, pure=True)(
+                    sfs, folder, n_out, j, rows[j], n_items, dask_key_name=f"ingest-merge-{token}-{j}"
+                )
+                for j in range(n_out)
+            ]
+        else:
+            merges = [
+                dask.delayed(_merge_baskets_task, pure=True)(
+                    [dask.delayed(_get, pure=True)(c, 0, j) for c in cuts],
+                    rows[j],
+                    n_items,
+                    dask_key_name=f"ingest-merge-{token}-{j}",
+                )
+                for j in range(n_out)
+            ]
+        n_baskets = int(sum(rows))
+
+    name = unique_name("ingest", token, "blocks")
+    blocks = blocks_from_tasks(name, [(operator.getitem, m.key, 0) for m in merges], rows, n_items, dependencies=merges)
+    weights = None
+    if count:
+        weights = blocks_from_tasks(
+            unique_name("ingest", token, "weights"),
+            [(operator.getitem, m.key, 1) for m in merges],
+            rows,
+            n_items,
+            meta=sp_float_meta(),
+            dtype=np.float32,
+            dependencies=merges,
+        )
+    metadata = {
+        "source": "events",
+        "ingest": {
+            "mode": mode,
+            "session_gap": span if mode == "session" else None,
+            "window": span if mode == "window" else None,
+            "time_unit": ("ns" if kind == "timestamp" else "column") if time is not None else None,
+            "count": bool(count),
+            "heavy_users": heavy_users,
+            "max_user_events": cap,
+        },
+    }
+    tx = TransactionArray(blocks, vocab, metadata=metadata, weights=weights)
+    summary = EventSummary(
+        n_events=int(stats["n_events"]),
+        n_events_used=int(n_used),
+        n_null_user=int(stats["n_null_user"]),
+        n_null_item=int(stats["n_null_item"]),
+        n_null_time=int(stats["n_null_time"]),
+        n_users=int(hashes.size),
+        n_baskets=n_baskets,
+        n_items=n_items,
+        heavy_users=heavy_named,
+        n_heavy=int(heavy.size),
+        heavy_policy=heavy_users,
+        max_user_events=cap,
+        n_events_dropped=n_dropped,
+        n_events_capped=n_capped,
+        mode=mode,
+        session_gap=span if mode == "session" else None,
+        window=span if mode == "window" else None,
+        time_unit=("ns" if kind == "timestamp" else "column") if time is not None else None,
+        extra={"staging_folder": f"{staging.rstrip('/')}/{posixpath.basename(folder)}"} if staging and folder else {},
+    )
+    if user_map is not None:
+        _write_user_map(user_map, storage_options, fs, units, spec, k0, k1, needs_time, mode, kept, basket_map, progress)
+    return tx, summary
+
+
+def sp_float_meta() -> Any:
+    import scipy.sparse as sp
+
+    return sp.csr_array((0, 0), dtype=np.float32)
+
+
+def _write_user_map(
+    url: str,
+    storage_options: Mapping[str, Any] | None,
+    fs: Any,
+    units: Sequence[_Unit],
+    spec: _Spec,
+    k0: int,
+    k1: int,
+    needs_time: bool,
+    mode: str,
+    kept: np.ndarray,
+    basket_map: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    progress: bool,
+) -> None:
+    """The private user -> row(s) file (user values come to the driver here only)."""
+    import dask
+    import pyarrow.parquet as pq
+
+    from ..progress import compute
+    from .atomic import atomic_file
+
+    parts = compute(*[dask.delayed(_pairs_task, pure=True)(fs, u, spec, k0, k1, needs_time) for u in units], progress=progress)
+    hs = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
+    vals = pa.concat_arrays([p[1] for p in parts]) if parts else pa.array([], pa.large_string())
+    hs_u, first = np.unique(hs, return_index=True)
+    vals = vals.take(pa.array(first))
+    if mode == "user":
+        users_h = kept
+        row = np.arange(kept.size, dtype=np.int64)  # rows are in ascending hash order
+        session = None
+    else:
+        assert basket_map is not None
+        bh, bs, bk = basket_map
+        order = np.argsort(bk, kind="stable")
+        row = np.empty(bk.size, np.int64)
+        row[order] = np.arange(bk.size)
+        users_h, session = bh, bs
+    pos = np.searchsorted(hs_u, users_h)
+    table = {"user": vals.take(pa.array(pos)), "row": pa.array(row)}
+    if session is not None:
+        table["session"] = pa.array(session)
+    out = pa.table(table).sort_by([("row", "ascending")])
+    with atomic_file(url, storage_options=storage_options, overwrite=False) as fh:
+        pq.write_table(out, fh)
