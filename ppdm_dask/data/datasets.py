@@ -35,6 +35,10 @@ SAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
         ("people.csv", "people_hierarchy_zip.csv", "people_hierarchy_sex.csv"),
         "synthetic people (name, zip, age, sex, diagnosis), 1,000 rows, with zip and sex hierarchies",
     ),
+    "events": (
+        ("events_small.parquet",),
+        "synthetic event log (user, item, ts, qty): 20,000 events of 811 users over 200 items in 7 days (Parquet)",
+    ),
     "people-hierarchy-zip": (("people_hierarchy_zip.csv",), "ARX hierarchy of the people zip codes (02138;0213*;...;*)"),
     "people-hierarchy-sex": (("people_hierarchy_sex.csv",), "ARX hierarchy of the people sex column (female;*, male;*)"),
 }
@@ -68,13 +72,19 @@ def load_sample(name: str, *, npartitions: int | None = None):
     """A bundled sample: transactions as a TransactionArray (optionally split into
         ``npartitions``), the ``people``, ``adult`` and ``ecoli`` tables as dask DataFrames (CSV
     columns are strings: type them with :func:`~ppdm_dask.data.tables.read_table`),
-        a hierarchy sample as a :class:`~ppdm_dask.data.hierarchy.Hierarchy`."""
+        a hierarchy sample as a :class:`~ppdm_dask.data.hierarchy.Hierarchy`, the ``events`` log as
+    a dask DataFrame (group it into baskets with ``TransactionArray.from_events``)."""
     from .formats import read_fimi
 
     if name.startswith("people-hierarchy-"):
         from .hierarchy import Hierarchy
 
         return Hierarchy.from_csv(str(sample_path(name)), name=name.rsplit("-", 1)[-1])
+    if name == "events":
+        import dask.dataframe as dd
+
+        events = dd.read_parquet(str(sample_path(name)))
+        return events.repartition(npartitions=npartitions) if npartitions is not None else events
     if name in ("people", "adult", "ecoli"):
         from .tables import read_table
 
