@@ -2,7 +2,8 @@
 
 ``python .ci/release_values.py write OUT.json`` makes one release per family with fixed keys on
 bundled and generated data (every anonymization method, access control, k^m-anonymity, EMASK,
-δ-anonymous sketches, condensation, the KRIMP generator) and writes the decoded contents of every
+δ-anonymous sketches, condensation, the KRIMP generator; and the baskets grouped from the bundled
+event log) and writes the decoded contents of every
 Parquet file of each release — rows as pyarrow reads them, not bytes: the Parquet metadata names
 the writing library's version. ``python .ci/release_values.py compare A.json B.json`` says, file
 by file, where two such records differ and exits 1 if they do. ``.ci/run`` writes one record in
@@ -37,6 +38,7 @@ def _releases(work: Path) -> dict[str, Path]:
     from ppdm_dask.anonymity import AccessControlAnonymizer, Hierarchy, KAnonymizer, KmAnonymizer
     from ppdm_dask.condensation import Condenser, privacy_levels
     from ppdm_dask.data.datasets import sample_path
+    from ppdm_dask.data.events import read_events
     from ppdm_dask.data.quest import quest
     from ppdm_dask.emask import Distorter
     from ppdm_dask.krimp import KrimpGenerator
@@ -98,6 +100,11 @@ def _releases(work: Path) -> dict[str, Path]:
     write("condensation", Condenser(key=Key(12)).fit(X, privacy_levels(len(X), 2, 6, key=Key(11))).release())
     led7 = read(str(sample_path("led7")))
     write("krimp", KrimpGenerator(min_support=10, key=Key(4)).fit(led7).release())
+    # not a release, but its keyed order and its baskets must not change between versions either
+    events = str(sample_path("events"))
+    sessions, _ = read_events(events, user="user", item="item", time="ts", session_gap="30min", key=Key(39))
+    sessions.to_parquet(str(work / "ingest-sessions"))
+    done["ingest-sessions"] = work / "ingest-sessions"
     return done
 
 

@@ -86,6 +86,11 @@ FLAGS: Mapping[str, str] = {
     "items_column": "--items-column",
     "user": "--user",
     "item": "--item",
+    "time": "--time",
+    "session_gap": "--session-gap",
+    "window": "--window",
+    "max_user_events": "--max-user-events",
+    "heavy_users": "--heavy-users",
     "as_baskets": "--as-baskets",
     "sep": "--sep",
     "dtype": "--dtype",
@@ -105,6 +110,9 @@ FLAGS: Mapping[str, str] = {
 LIBRARY_ONLY: frozenset[str] = frozenset(
     {
         "batch_size",
+        "events_per_block",
+        "start",
+        "url",
         "block_rows",
         "blocks_per_partition",
         "index_memory",

@@ -2,6 +2,7 @@
 
 from .apriori import ItemsetExplosionWarning, ResultTooLargeError, apriori, min_count_of
 from .counting import SupportCounter
+from .export import read_itemsets, read_rules, write_itemsets, write_rules
 from .results import FrequentItemsets
 from .rules import METRICS, AssociationRules, association_rules
 
@@ -15,4 +16,8 @@ __all__ = [
     "ItemsetExplosionWarning",
     "min_count_of",
     "METRICS",
+    "read_itemsets",
+    "read_rules",
+    "write_itemsets",
+    "write_rules",
 ]

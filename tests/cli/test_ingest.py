@@ -1,0 +1,97 @@
+"""``ppdm ingest`` and the event options of the basket commands, as a user runs them: the baskets
+equal a pandas group-by, mining straight from the events equals mining the ingested dataset, and
+no user value reaches the dataset, its manifest, the summary or stderr."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from ppdm_dask import read
+from ppdm_dask.data.datasets import sample_path
+from ppdm_dask.mining import read_itemsets
+
+from .test_cli import run
+
+pytestmark = pytest.mark.oldest  # ingest on the oldest supported pandas, pyarrow and numpy too
+
+EVENTS = str(sample_path("events"))
+
+
+def _events() -> pd.DataFrame:
+    return pq.read_table(EVENTS).to_pandas()
+
+
+def _sessions(df: pd.DataFrame, gap: pd.Timedelta) -> Counter:
+    """The gap rule written out: a user's events by time, a new session after a pause > gap."""
+    out: list[frozenset] = []
+    for _, g in df.dropna(subset=["user", "item", "ts"]).groupby("user"):
+        g = g.sort_values("ts", kind="stable")
+        cut = (g["ts"].diff() > gap).cumsum()
+        out += [frozenset(s) for s in g.groupby(cut)["item"].agg(set)]
+    return Counter(out)
+
+
+def _all_text(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
+
+
+def test_ingest_sessions_equal_the_gap_rule_and_hold_no_user(tmp_path):
+    dst, umap = tmp_path / "sessions", tmp_path / "private" / "users.parquet"
+    umap.parent.mkdir()
+    r = run(
+        "--json", "--key-file", str(tmp_path / "k"), "ingest", EVENTS, str(dst),
+        "--user", "user", "--item", "item", "--time", "ts", "--session-gap", "30min", "--user-map", str(umap),
+    )  # fmt: skip
+    summary = json.loads(r.stdout)
+    df = _events()
+    tx = read(str(dst))
+    got = Counter(frozenset(b) for b in tx.to_lists())
+    assert got == _sessions(df, pd.Timedelta("30min"))
+    assert summary["n_baskets"] == tx.n_transactions and summary["n_users"] == df["user"].nunique()
+    users = set(df["user"].dropna())
+    published = _all_text(dst) + r.stdout.encode() + r.stderr.encode()
+    assert not [u for u in users if u.encode() in published]
+    values = {str(v) for f in dst.glob("*.parquet") for col in pq.read_table(f).to_pydict().values() for v in col}
+    assert not users & values
+    # the private map gives every basket back to its user
+    m = pq.read_table(umap).to_pandas()
+    assert set(m["user"]) == users and sorted(m["row"]) == list(range(tx.n_transactions))
+    rows = tx.to_lists()
+    by_user = Counter()
+    for u, row in zip(m["user"], m["row"]):
+        by_user[u] += len(rows[row])
+    firsts = df.dropna(subset=["user", "item", "ts"]).groupby("user")
+    some = next(iter(users))
+    assert {i for row in m.loc[m["user"] == some, "row"] for i in rows[row]} == set(firsts.get_group(some)["item"])
+
+
+def test_mining_straight_from_the_events_equals_mining_the_ingested_dataset(tmp_path):
+    opts = ["--user", "user", "--item", "item"]
+    run("ingest", EVENTS, str(tmp_path / "baskets"), *opts)
+    run("mine", str(tmp_path / "baskets"), "--min-support", "0.1", "--out", str(tmp_path / "a.parquet"))
+    run("mine", EVENTS, *opts, "--min-support", "0.1", "--out", str(tmp_path / "b.parquet"))
+    a, b = read_itemsets(str(tmp_path / "a.parquet")), read_itemsets(str(tmp_path / "b.parquet"))
+    assert len(a) > 50 and a.as_dict() == b.as_dict()
+    # oracle: the one-item supports are the number of users with the item
+    df = _events().dropna(subset=["user", "item"])
+    users_of = df.groupby("item")["user"].nunique()
+    singles = {next(iter(s)): c for s, c in a.as_dict().items() if len(s) == 1}
+    assert singles == {i: int(c) for i, c in users_of.items() if c >= a.min_count}
+
+
+def test_a_release_straight_from_the_events_keeps_one_input_in_the_ledger(tmp_path):
+    """Without --key-file the keyed order comes from the ledger's secret: the same events give
+    the same baskets in the same order, so the ledger sees one input released twice."""
+    ledger = tmp_path / "ledger"
+    opts = ["--user", "user", "--item", "item", "--time", "ts", "--session-gap", "30min"]
+    for i in (1, 2):
+        run("--ledger", str(ledger), "emask", "distort", EVENTS, str(tmp_path / f"r{i}"), "--p", "0.3", "--q", "0.97",
+            "--no-report", *opts, "--allow-composition")  # fmt: skip
+    inputs = [p for p in (ledger / "records").iterdir() if p.is_dir()]
+    assert len(inputs) == 1 and len(list(inputs[0].iterdir())) == 2
