@@ -28,6 +28,7 @@ import click
 from ..errors import PPDMError
 from ._errors import usage_error
 from ._inputs import refuse_missing
+from ._sources import check_basket_source, read_events
 from .flags import cli_message
 
 if TYPE_CHECKING:
@@ -73,8 +74,6 @@ class Context:
         self.basket_source: dict[str, Any] = {}
         #: the command writes a release (set by the release options' callback)
         self.writes_release = False
-        #: what each event table read by this job held (its :class:`EventSummary`, as a dict)
-        self.event_summaries: list[dict[str, Any]] = []
 
     def ledger(self) -> Any:
         """The release ledger of the job (``--ledger``, else the default), or None with
@@ -156,23 +155,6 @@ class Context:
         return key
 
     # ------------------------------------------------------------------ reading
-    def check_basket_source(self) -> None:
-        """Refuse contradicting basket-source options (a job checks this before it starts)."""
-        src = self.basket_source
-        events = [
-            f for f in ("user", "item", "time", "session_gap", "window", "count", "max_user_events", "heavy_users") if f in src
-        ]
-        if events and "items_column" in src:
-            raise usage_error("--items-column reads a list column; --user/--item read an event table", "give one of them")
-        if events and not ("user" in src and "item" in src):
-            missing = "--user" if "user" not in src else "--item"
-            raise usage_error(f"an event table needs both --user and --item (missing {missing})", f"add {missing} COL")
-        if "session_gap" in src and "window" in src:
-            raise usage_error("--session-gap and --window cut baskets two ways", "give one of them")
-        if ("session_gap" in src or "window" in src) and "time" not in src:
-            flag = "--session-gap" if "session_gap" in src else "--window"
-            raise usage_error(f"{flag} needs the time of each event", "add --time COL")
-
     def read_transactions(self, url: str, fmt: str | None = None) -> Any:
         """Transactions from ``url`` (Parquet checksums checked with ``--verify-input``): baskets
         in any supported format, a list column named by ``--items-column``, or an event table
@@ -181,52 +163,11 @@ class Context:
         from ..io import read
 
         if "user" in self.basket_source:
-            return self.read_events(url, fmt)[0]
+            return read_events(self, url, fmt)[0]
         kw: dict[str, Any] = {"verify": True} if self.verify_input and (fmt or detect_format(url)) == "parquet" else {}
         if "items_column" in self.basket_source:
             kw["items_column"] = self.basket_source["items_column"]
         return read(url, format=fmt, storage_options=self.storage_options, progress=self.progress, **kw)
-
-    def ingest_key(self) -> Key:
-        """The key of the keyed order of baskets grouped from an event table: the ``--key-file``
-        key; for a release read straight from the events without one, a key derived from the
-        ledger's secret, so that the same events give the same baskets in the same order and the
-        ledger composes every release of them as releases of one input (a fresh key would make
-        each a new input); else a fresh key."""
-        if self.key_file is None and self.writes_release and not self.no_ledger:
-            import hashlib
-            import hmac
-
-            from ..random import Key
-
-            secret = self.ledger().secret()
-            return Key(int.from_bytes(hmac.new(secret, b"ppdm-ingest-order", hashlib.sha256).digest()[:16], "little"))
-        return self.key()
-
-    def read_events(
-        self, url: str, fmt: str | None = None, *, user_map: str | None = None, staging: str | None = None
-    ) -> tuple[Any, Any]:
-        """The baskets of the event table at ``url`` (``--user``, ``--item`` ...; see
-        :func:`ppdm_dask.data.events.read_events`) and its summary, told on stderr in one line
-        (the heavy users by pseudonym only: the user column is never printed)."""
-        from ..data.events import read_events
-
-        src = {k: v for k, v in self.basket_source.items() if k != "items_column"}
-        if fmt is not None and fmt not in ("parquet", "csv"):
-            raise usage_error(f"an event table is read from Parquet or CSV, not --format {fmt}", "--format parquet or csv")
-        tx, summary = read_events(
-            url,
-            key=self.ingest_key(),
-            user_map=user_map,
-            staging=staging,
-            format=fmt,
-            storage_options=self.storage_options,
-            progress=self.progress,
-            **src,
-        )
-        self.event_summaries.append(summary.as_dict())
-        click.echo(f"[events] {summary_line(url, summary)}", err=True)
-        return tx, summary
 
     def transactions_for_passes(self, url: str, fmt: str | None = None) -> tuple[Any, str]:
         """Transactions a job reads several times (see :func:`ppdm_dask.io.input_for_passes`),
@@ -250,23 +191,6 @@ class Context:
             click.echo(json.dumps(summary, indent=1, default=json_default))
         else:
             click.echo(text)
-
-
-def summary_line(url: str, summary: Any) -> str:
-    """What an event table held and gave, in one line (counts only; heavy users by pseudonym)."""
-    d = summary.as_dict()
-    unit = {"user": "users", "session": "sessions", "window": "user windows"}.get(d["mode"], "baskets")
-    text = (
-        f"{url}: {d['n_events']:,} events of {d['n_users']:,} users -> {d['n_baskets']:,} baskets ({unit}) "
-        f"over {d['n_items']:,} items"
-    )
-    dropped = {f: d.get(f, 0) for f in ("n_null_user", "n_null_item", "n_null_time")}
-    if any(dropped.values()):
-        text += "; skipped events with no " + ", ".join(f"{f.removeprefix('n_null_')} ({n:,})" for f, n in dropped.items() if n)
-    if d.get("n_heavy"):
-        named = ", ".join(f"{p} ({n:,} events)" for p, n in d["heavy_users"][:3])
-        text += f"; {d['n_heavy']:,} heavy users ({d['heavy_policy']}): {named}" + (" ..." if d["n_heavy"] > 3 else "")
-    return text
 
 
 def json_default(obj: Any) -> Any:
@@ -309,7 +233,7 @@ def job(
     existing output **before** any work (no cluster is started for a job that cannot run), then
     activate the scheduler and time the job."""
     obj.check_ledger_options()
-    obj.check_basket_source()
+    check_basket_source(obj.basket_source)
     for est in estimators:
         est.validate_params()
     for url in inputs:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from ._core import Context, job, summary_line
+from ._core import Context, job
 from ._errors import usage_error
 from ._options import FORMATS, event_source, overwrite
+from ._sources import read_events, summary_line
 
 
 def _place(url: str) -> str:
@@ -73,7 +74,7 @@ def ingest(
     from ..io import write
 
     with job(obj, inputs=[src], outputs=[dst, user_map], overwrite=overwrite) as j:
-        tx, s = obj.read_events(src, src_fmt, user_map=user_map)
+        tx, s = read_events(obj, src, src_fmt, user_map=user_map)
         write(tx, dst, format=dst_fmt, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
     summary = {"src": src, "dst": dst, **s.as_dict(), "n_partitions": tx.n_partitions, "user_map": user_map, "seconds": j.seconds}
     lines = [
