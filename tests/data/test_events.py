@@ -382,3 +382,23 @@ def test_sessions_through_staging_with_counts_and_a_user_map(tmp_path):
         mine = umap[umap["user"] == user].sort_values("session")
         assert mine["session"].tolist() == list(range(len(sessions)))
         assert [rows[r] for r in mine["row"]] == [frozenset((k, float(v)) for k, v in c.items()) for c in sessions]
+
+
+def test_hive_events_on_s3_with_staging_there(s3, tmp_path):
+    import s3fs
+
+    opts = s3["storage_options"]
+    fs = s3fs.S3FileSystem(**opts)
+    df = event_log(n=900).dropna(subset=["t"])
+    df["day"] = (df["t"] // 700).astype("int64")
+    local = tmp_path / "hive"
+    pq.write_to_dataset(pa.Table.from_pandas(df, preserve_index=False), local, partition_cols=["day"])
+    url = f"{s3['prefix']}/events"
+    fs.put(str(local), url.removeprefix("s3://"), recursive=True)
+    tx, _ = read_events(
+        url, user="user", item="item", time="t", session_gap=10, key=KEY, storage_options=opts, staging=f"{s3['prefix']}/stage"
+    )
+    assert as_multiset(tx.to_lists()) == oracle_sessions(df, 10)
+    # the classmethod is the same call
+    same = TransactionArray.from_events(str(local), user="user", item="item", time="t", session_gap=10, key=KEY)
+    assert csr_bytes(same) == csr_bytes(tx)
