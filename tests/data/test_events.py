@@ -385,7 +385,7 @@ def test_sessions_through_staging_with_counts_and_a_user_map(tmp_path):
 
 
 def test_hive_events_on_s3_with_staging_there(s3, tmp_path):
-    import s3fs
+    import s3fs  # type: ignore[import-untyped]
 
     opts = s3["storage_options"]
     fs = s3fs.S3FileSystem(**opts)
