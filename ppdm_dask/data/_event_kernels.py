@@ -294,24 +294,44 @@ def scan_block(user: pa.Array, item: pa.Array, time: pa.Array | None, k0: int, k
     }
 
 
+@numba.njit(cache=True, nogil=True)
+def _merge_counts(ha: np.ndarray, ca: np.ndarray, hb: np.ndarray, cb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of two sorted unique hash arrays, the counts of a hash in both summed."""
+    out_h = np.empty(ha.size + hb.size, np.uint64)
+    out_c = np.empty(ha.size + hb.size, np.int64)
+    i = j = k = 0
+    while i < ha.size or j < hb.size:
+        if j >= hb.size or (i < ha.size and ha[i] < hb[j]):
+            out_h[k], out_c[k] = ha[i], ca[i]
+            i += 1
+        elif i >= ha.size or hb[j] < ha[i]:
+            out_h[k], out_c[k] = hb[j], cb[j]
+            j += 1
+        else:
+            out_h[k], out_c[k] = ha[i], ca[i] + cb[j]
+            i += 1
+            j += 1
+        k += 1
+    return out_h[:k].copy(), out_c[:k].copy()
+
+
 def merge_scans(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Tree-merge of :func:`scan_block` results (sums, sorted unions)."""
     kinds = {p["kind"] for p in parts if p["labels"].size}
     if len(kinds) > 1:
         raise DataFormatError("the item column holds integers in one part of the input and strings in another")
-    hashes = np.concatenate([p["hashes"] for p in parts])
-    counts = np.concatenate([p["counts"] for p in parts])
-    order = np.argsort(hashes, kind="stable")
-    hashes, counts = hashes[order], counts[order]
-    starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]]) if hashes.size else np.zeros(0, np.int64)
+    # pairwise merges of sorted arrays: a task holds its inputs and one output, no sort buffers
+    hashes, counts = parts[0]["hashes"], parts[0]["counts"]
+    for p in parts[1:]:
+        hashes, counts = _merge_counts(hashes, counts, p["hashes"], p["counts"])
     labels = [p["labels"] for p in parts if p["labels"].size]
     return {
         "n_events": sum(p["n_events"] for p in parts),
         "n_null_user": sum(p["n_null_user"] for p in parts),
         "n_null_item": sum(p["n_null_item"] for p in parts),
         "n_null_time": sum(p["n_null_time"] for p in parts),
-        "hashes": hashes[starts],
-        "counts": np.add.reduceat(counts, starts) if starts.size else np.zeros(0, np.int64),
+        "hashes": hashes,
+        "counts": counts,
         "labels": np.unique(np.concatenate(labels)) if labels else np.zeros(0, np.int64),
         "kind": kinds.pop() if kinds else "i",
     }

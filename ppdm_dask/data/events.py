@@ -643,7 +643,7 @@ def read_events(
     if not units:
         raise DatasetNotFoundError(f"no data files in {urls[0]}")
     scans = [dask.delayed(_scan_task, pure=True)(fs, u, spec, k0, k1, needs_time) for u in units]
-    (stats,) = compute(tree_reduce(scans, K.merge_scans), progress=progress)
+    (stats,) = compute(tree_reduce(scans, K.merge_scans, split_every=4), progress=progress)
     vocab = Vocabulary(stats["labels"], assume_sorted=True) if stats["labels"].size else Vocabulary.range(0)
     hashes, counts = stats["hashes"], stats["counts"]
     is_heavy = counts > cap

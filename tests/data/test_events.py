@@ -402,3 +402,16 @@ def test_hive_events_on_s3_with_staging_there(s3, tmp_path):
     # the classmethod is the same call
     same = TransactionArray.from_events(str(local), user="user", item="item", time="t", session_gap=10, key=KEY)
     assert csr_bytes(same) == csr_bytes(tx)
+
+
+def test_cap_in_session_mode_and_date_windows(tmp_path):
+    df = _heavy_log()
+    src = write_parquet(df, tmp_path / "ev", files=2, row_group=60)
+    tx, s = read_events(src, user="user", item="item", time="t", session_gap=30, max_user_events=25, heavy_users="cap", key=KEY)
+    capped = df.sort_values(["user", "t", "item"]).groupby("user").tail(25)
+    assert as_multiset(tx.to_lists()) == oracle_sessions(capped, 30) and s.n_events_capped == 120 + 60 - 50
+    # a date column: windows of 7 days aligned at the epoch (1970-01-01, a Thursday)
+    days = df.assign(t=pd.to_datetime(df["t"], unit="D").dt.date)
+    pq.write_table(pa.Table.from_pandas(days, preserve_index=False), tmp_path / "d.parquet")
+    tx, _ = read_events(str(tmp_path / "d.parquet"), user="user", item="item", time="t", window="7D", key=KEY)
+    assert as_multiset(tx.to_lists()) == oracle_windows(df, 7)
