@@ -197,9 +197,24 @@ def _plain(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     return arr
 
 
+def _integral_floats(arr: pa.Array, column: str, role: str) -> pa.Array:
+    """Whole numbers stored as floats (pandas writes an integer column with missing values as
+    float64) as int64; other floats are refused, counted but never quoted."""
+    values = arr.to_numpy(zero_copy_only=False)
+    ok = np.isnan(values) | ((values == np.floor(values)) & (np.abs(values) < 2.0**63))
+    if not ok.all():
+        raise DataFormatError(
+            f"{role} column {column!r} holds {int((~ok).sum())} non-integer number(s); {role}s must be integers or strings"
+        )
+    return arr.cast(pa.int64(), safe=False)
+
+
 def user_values(arr: pa.Array | pa.ChunkedArray, column: str) -> pa.Array:
-    """The user column as int64 or large_string arrow values (nulls kept)."""
+    """The user column as int64 or large_string arrow values (nulls kept); whole floats are
+    integers."""
     arr = _plain(arr)
+    if pa.types.is_floating(arr.type):
+        return _integral_floats(arr, column, "user")
     if pa.types.is_integer(arr.type):
         return arr.cast(pa.int64())
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
@@ -208,8 +223,11 @@ def user_values(arr: pa.Array | pa.ChunkedArray, column: str) -> pa.Array:
 
 
 def item_values(arr: pa.Array | pa.ChunkedArray, column: str) -> pa.Array:
-    """The item column as int64 or large_string arrow values (nulls kept)."""
+    """The item column as int64 or large_string arrow values (nulls kept); whole floats are
+    integers."""
     arr = _plain(arr)
+    if pa.types.is_floating(arr.type):
+        return _integral_floats(arr, column, "item")
     if pa.types.is_integer(arr.type):
         return arr.cast(pa.int64())
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):

@@ -415,3 +415,19 @@ def test_cap_in_session_mode_and_date_windows(tmp_path):
     pq.write_table(pa.Table.from_pandas(days, preserve_index=False), tmp_path / "d.parquet")
     tx, _ = read_events(str(tmp_path / "d.parquet"), user="user", item="item", time="t", window="7D", key=KEY)
     assert as_multiset(tx.to_lists()) == oracle_windows(df, 7)
+
+
+def test_whole_floats_are_integers_and_other_floats_an_error(tmp_path):
+    # pandas stores an integer column with missing values as float64
+    df = event_log(n=600)
+    floats = df.assign(user=df["user"].astype("float64"), item=df["item"])
+    pq.write_table(pa.Table.from_pandas(floats, preserve_index=False), tmp_path / "f.parquet")
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "i.parquet")
+    a, _ = read_events(str(tmp_path / "f.parquet"), user="user", item="item", key=KEY)
+    b, _ = read_events(str(tmp_path / "i.parquet"), user="user", item="item", key=KEY)
+    assert csr_bytes(a) == csr_bytes(b)
+    bad = floats.assign(user=floats["user"] + 0.5)
+    pq.write_table(pa.Table.from_pandas(bad, preserve_index=False), tmp_path / "b.parquet")
+    with pytest.raises(DataFormatError, match=r"user column 'user' holds \d+ non-integer number") as e:
+        read_events(str(tmp_path / "b.parquet"), user="user", item="item", key=KEY)
+    assert ".5" not in str(e.value)
