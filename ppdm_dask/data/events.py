@@ -31,7 +31,7 @@ import operator
 import pickle
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,7 @@ class _Unit:
     byte_range: tuple[int, int] = (0, 0)
     partition: tuple[tuple[str, Any], ...] = ()
     url: str = ""
+    stamp: str = ""  # the file's fsspec ukey: a file rewritten in place gives new graph keys
 
 
 @dataclass(frozen=True)
@@ -246,8 +247,16 @@ def _discover(
                         parameter=role,
                     )
             units_of = _parquet_units if kind == "parquet" else _csv_units
-            units.extend(units_of(fs, frag, partition, events_per_block, url))
+            stamp = _stamp(fs, frag.path)
+            units.extend(replace(u, stamp=stamp) for u in units_of(fs, frag, partition, events_per_block, url))
     return fs0, units, {**types, **part_types}, part_types
+
+
+def _stamp(fs: Any, path: str) -> str:
+    try:
+        return str(fs.ukey(path))
+    except Exception:  # a filesystem without ukey/checksum: the size at least
+        return str(fs.size(path))
 
 
 def _parquet_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url: str) -> list[_Unit]:
