@@ -31,7 +31,7 @@ import operator
 import pickle
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,7 @@ class _Unit:
     byte_range: tuple[int, int] = (0, 0)
     partition: tuple[tuple[str, Any], ...] = ()
     url: str = ""
+    stamp: str = ""  # the file's fsspec ukey: a file rewritten in place gives new graph keys
 
 
 @dataclass(frozen=True)
@@ -246,8 +247,16 @@ def _discover(
                         parameter=role,
                     )
             units_of = _parquet_units if kind == "parquet" else _csv_units
-            units.extend(units_of(fs, frag, partition, events_per_block, url))
+            stamp = _stamp(fs, frag.path)
+            units.extend(replace(u, stamp=stamp) for u in units_of(fs, frag, partition, events_per_block, url))
     return fs0, units, {**types, **part_types}, part_types
+
+
+def _stamp(fs: Any, path: str) -> str:
+    try:
+        return str(fs.ukey(path))
+    except Exception:  # a filesystem without ukey/checksum: the size at least
+        return str(fs.size(path))
 
 
 def _parquet_units(fs: Any, frag: Any, partition: tuple, events_per_block: int, url: str) -> list[_Unit]:
@@ -643,7 +652,7 @@ def read_events(
     if not units:
         raise DatasetNotFoundError(f"no data files in {urls[0]}")
     scans = [dask.delayed(_scan_task, pure=True)(fs, u, spec, k0, k1, needs_time) for u in units]
-    (stats,) = compute(tree_reduce(scans, K.merge_scans), progress=progress)
+    (stats,) = compute(tree_reduce(scans, K.merge_scans, split_every=4), progress=progress)
     vocab = Vocabulary(stats["labels"], assume_sorted=True) if stats["labels"].size else Vocabulary.range(0)
     hashes, counts = stats["hashes"], stats["counts"]
     is_heavy = counts > cap

@@ -152,3 +152,27 @@ def test_baskets_csr_rows_sorted_by_key_items_sorted_and_counted():
     assert block.indptr.tolist() == [0, 2, 4] and block.indices.tolist() == [0, 2, 0, 1]
     assert weights.data.tolist() == [1.0, 2.0, 2.0, 1.0]
     assert block.indices.dtype == np.int32 and block.indptr.dtype == np.int32
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 20), max_size=15), min_size=1, max_size=5))
+def test_merge_scans_counts_every_user_like_a_concatenated_unique(blocks):
+    parts = []
+    for b in blocks:
+        h, c = np.unique(np.array(b, np.uint64), return_counts=True)
+        parts.append(
+            {
+                "n_events": len(b),
+                "n_null_user": 0,
+                "n_null_item": 0,
+                "n_null_time": 0,
+                "hashes": h,
+                "counts": c.astype(np.int64),
+                "labels": np.zeros(0, np.int64),
+                "kind": "i",
+            }
+        )
+    merged = K.merge_scans(parts)
+    want_h, want_c = np.unique(np.array([x for b in blocks for x in b], np.uint64), return_counts=True)
+    assert merged["hashes"].tolist() == want_h.tolist() and merged["counts"].tolist() == want_c.tolist()
+    assert merged["n_events"] == sum(len(b) for b in blocks)

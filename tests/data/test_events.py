@@ -382,3 +382,52 @@ def test_sessions_through_staging_with_counts_and_a_user_map(tmp_path):
         mine = umap[umap["user"] == user].sort_values("session")
         assert mine["session"].tolist() == list(range(len(sessions)))
         assert [rows[r] for r in mine["row"]] == [frozenset((k, float(v)) for k, v in c.items()) for c in sessions]
+
+
+def test_hive_events_on_s3_with_staging_there(s3, tmp_path):
+    import s3fs  # type: ignore[import-untyped]
+
+    opts = s3["storage_options"]
+    fs = s3fs.S3FileSystem(**opts)
+    df = event_log(n=900).dropna(subset=["t"])
+    df["day"] = (df["t"] // 700).astype("int64")
+    local = tmp_path / "hive"
+    pq.write_to_dataset(pa.Table.from_pandas(df, preserve_index=False), local, partition_cols=["day"])
+    url = f"{s3['prefix']}/events"
+    fs.put(str(local), url.removeprefix("s3://"), recursive=True)
+    tx, _ = read_events(
+        url, user="user", item="item", time="t", session_gap=10, key=KEY, storage_options=opts, staging=f"{s3['prefix']}/stage"
+    )
+    assert as_multiset(tx.to_lists()) == oracle_sessions(df, 10)
+    # the classmethod is the same call
+    same = TransactionArray.from_events(str(local), user="user", item="item", time="t", session_gap=10, key=KEY)
+    assert csr_bytes(same) == csr_bytes(tx)
+
+
+def test_cap_in_session_mode_and_date_windows(tmp_path):
+    df = _heavy_log()
+    src = write_parquet(df, tmp_path / "ev", files=2, row_group=60)
+    tx, s = read_events(src, user="user", item="item", time="t", session_gap=30, max_user_events=25, heavy_users="cap", key=KEY)
+    capped = df.sort_values(["user", "t", "item"]).groupby("user").tail(25)
+    assert as_multiset(tx.to_lists()) == oracle_sessions(capped, 30) and s.n_events_capped == 120 + 60 - 50
+    # a date column: windows of 7 days aligned at the epoch (1970-01-01, a Thursday)
+    days = df.assign(t=pd.to_datetime(df["t"], unit="D").dt.date)
+    pq.write_table(pa.Table.from_pandas(days, preserve_index=False), tmp_path / "d.parquet")
+    tx, _ = read_events(str(tmp_path / "d.parquet"), user="user", item="item", time="t", window="7D", key=KEY)
+    assert as_multiset(tx.to_lists()) == oracle_windows(df, 7)
+
+
+def test_whole_floats_are_integers_and_other_floats_an_error(tmp_path):
+    # pandas stores an integer column with missing values as float64
+    df = event_log(n=600)
+    floats = df.assign(user=df["user"].astype("float64"), item=df["item"])
+    pq.write_table(pa.Table.from_pandas(floats, preserve_index=False), tmp_path / "f.parquet")
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "i.parquet")
+    a, _ = read_events(str(tmp_path / "f.parquet"), user="user", item="item", key=KEY)
+    b, _ = read_events(str(tmp_path / "i.parquet"), user="user", item="item", key=KEY)
+    assert csr_bytes(a) == csr_bytes(b)
+    bad = floats.assign(user=floats["user"] + 0.5)
+    pq.write_table(pa.Table.from_pandas(bad, preserve_index=False), tmp_path / "b.parquet")
+    with pytest.raises(DataFormatError, match=r"user column 'user' holds \d+ non-integer number") as e:
+        read_events(str(tmp_path / "b.parquet"), user="user", item="item", key=KEY)
+    assert ".5" not in str(e.value)
