@@ -89,3 +89,10 @@ def test_readme_runs_as_pasted(tmp_path):
         for v in col
     }
     assert values and not (names & values)
+    # the event-log example: no user id in the baskets or in what the commands printed; the
+    # itemsets in mlxtend's layout, the rules in SPMF's
+    users = set(pq.read_table(tmp_path / "events_small.parquet").column("user").to_pylist())
+    published = b"".join(p.read_bytes() for p in (tmp_path / "sessions").iterdir()) + text.encode()
+    assert users and not [u for u in users if u.encode() in published]
+    assert (tmp_path / "itemsets.csv").read_text().splitlines()[0] == "support,itemsets"
+    assert "==>" in (tmp_path / "rules.txt").read_text() and (tmp_path / "sessions_for_partners.html").exists()

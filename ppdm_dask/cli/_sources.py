@@ -50,11 +50,12 @@ def ingest_key(obj: Any) -> Any:
 
 
 def read_events(
-    obj: Any, url: str, fmt: str | None = None, *, user_map: str | None = None, staging: str | None = None
+    obj: Any, url: str, fmt: str | None = None, *, user_map: str | None = None, staging: str | None = None, tell: bool = True
 ) -> tuple[Any, Any]:
     """The baskets of the event table at ``url`` (``--user``, ``--item`` ...; see
     :func:`ppdm_dask.data.events.read_events`) and its summary, told on stderr in one line (the
-    heavy users by pseudonym only: the user column is never printed)."""
+    heavy users by pseudonym only: the user column is never printed; ``tell=False`` for a command
+    whose own summary says it)."""
     from ..data.events import read_events as group
 
     if fmt is not None and fmt not in ("parquet", "csv"):
@@ -70,7 +71,8 @@ def read_events(
         progress=obj.progress,
         **src,
     )
-    click.echo(f"[events] {summary_line(url, summary)}", err=True)
+    if tell:
+        click.echo(f"[events] {summary_line(url, summary)}", err=True)
     return tx, summary
 
 

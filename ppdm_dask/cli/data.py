@@ -154,6 +154,30 @@ def generate_quest(obj: Context, spec: str, out: str, partition_rows: int | None
     )
 
 
+@generate.command("events")
+@click.argument("out")
+@click.option("--events", "n_events", type=click.IntRange(min=1), default=100_000, show_default=True, help="Events to write.")
+@click.option("--users", "n_users", type=click.IntRange(min=1), default=5_000, show_default=True, help="Users.")
+@click.option("--items", "n_items", type=click.IntRange(min=1), default=1_000, show_default=True, help="Distinct items.")
+@click.option("--files", "n_files", type=click.IntRange(min=1), default=None, help="Parquet files [default: 1; 7 with --hive].")
+@click.option("--hive", is_flag=True, help="Hive-partition the files by day (day=2026-01-01/...), over 7 days.")
+@overwrite
+@click.pass_obj
+def generate_events(
+    obj: Context, out: str, n_events: int, n_users: int, n_items: int, n_files: int | None, hive: bool, overwrite: bool
+) -> None:
+    """A synthetic event log (user, item, ts, qty): Zipf item popularity, sessions, a few bots."""
+    from ..data.eventlog import generate_events as write_events
+
+    with job(obj, outputs=[out], overwrite=overwrite) as j:
+        summary = write_events(
+            out, n_events=n_events, n_users=n_users, n_items=n_items, key_or_seed=obj.key(), n_files=n_files or (7 if hive else 1), hive=hive,
+            storage_options=obj.storage_options,
+        )  # fmt: skip
+    summary = {**summary, "out": out, "seconds": j.seconds}
+    obj.emit(summary, f"generated {n_events:,} events of {n_users:,} users over {n_items:,} items -> {out} in {j.seconds:.1f} s")
+
+
 @click.command()
 @click.option("--copy", "names", multiple=True, metavar="NAME", help="Copy this sample into --to (repeatable).")
 @click.option("--to", "dest", default=".", show_default=True, type=click.Path(file_okay=False), help="Folder for --copy.")

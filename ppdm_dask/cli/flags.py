@@ -91,6 +91,7 @@ FLAGS: Mapping[str, str] = {
     "window": "--window",
     "max_user_events": "--max-user-events",
     "heavy_users": "--heavy-users",
+    "n_files": "--files",
     "as_baskets": "--as-baskets",
     "sep": "--sep",
     "dtype": "--dtype",

@@ -74,7 +74,7 @@ def ingest(
     from ..io import write
 
     with job(obj, inputs=[src], outputs=[dst, user_map], overwrite=overwrite) as j:
-        tx, s = read_events(obj, src, src_fmt, user_map=user_map)
+        tx, s = read_events(obj, src, src_fmt, user_map=user_map, tell=False)
         write(tx, dst, format=dst_fmt, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
     summary = {"src": src, "dst": dst, **s.as_dict(), "n_partitions": tx.n_partitions, "user_map": user_map, "seconds": j.seconds}
     lines = [

@@ -179,7 +179,7 @@ def _table(ev: dict[str, np.ndarray], item_type: str, user_type: str, digits: tu
 
 def _check(name: str, value: Any, ok: bool, fix: str) -> None:
     if not ok:
-        raise InvalidParameter(f"generate_events: {name}={value!r} {fix}", parameter=name, fix=fix)
+        raise InvalidParameter(f"generate_events: {name}={value!r} {fix}", parameter=name)
 
 
 def _start_seconds(start: str | dt.date | dt.datetime) -> int:

@@ -30,6 +30,7 @@ import math
 import operator
 import pickle
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -138,7 +139,8 @@ def _parse_duration(value: Any, name: str, kind: str) -> float | int:
         import pandas as pd
 
         try:
-            span = pd.Timedelta(value).value
+            # '1d' is the common spelling; pandas 3 deprecates the lower-case day unit ('1D')
+            span = pd.Timedelta(re.sub(r"(?<=[\d.])\s*d\b", "D", value.strip())).value
         except (ValueError, TypeError):
             raise InvalidParameter(
                 f"{name} {value!r} is not a duration (examples: '30min', '1h', '900s')", parameter=name

@@ -95,3 +95,29 @@ def test_a_release_straight_from_the_events_keeps_one_input_in_the_ledger(tmp_pa
             "--no-report", *opts, "--allow-composition")  # fmt: skip
     inputs = [p for p in (ledger / "records").iterdir() if p.is_dir()]
     assert len(inputs) == 1 and len(list(inputs[0].iterdir())) == 2
+
+
+def test_generate_events_then_ingest_hive_days_with_counts(tmp_path):
+    """A generated Hive-partitioned log (``ppdm generate events``), one basket per user and day,
+    occurrences kept as weights: against pandas on the files the generator wrote."""
+    log = tmp_path / "log"
+    run("--key-file", str(tmp_path / "k"), "generate", "events", str(log), "--events", "3000", "--users", "200", "--hive")
+    assert sorted(p.name for p in log.iterdir())[0] == "day=2026-01-01"
+    r = run("--json", "ingest", str(log), str(tmp_path / "b"), "--user", "user", "--item", "item", "--time", "ts",
+            "--window", "1d", "--count")  # fmt: skip
+    assert json.loads(r.stdout)["mode"] == "window"
+    df = pd.concat(pq.read_table(f).to_pandas() for f in log.rglob("*.parquet"))
+    df["day"] = df["ts"].dt.floor("1D")
+    expected = Counter(
+        frozenset(g.groupby("item").size().items()) for _, g in df.dropna(subset=["user", "item", "ts"]).groupby(["user", "day"])
+    )
+    tx = read(str(tmp_path / "b"))
+    m, w = tx.compute(), tx.weights.compute()
+    labels = tx.vocabulary.labels
+    got = Counter(
+        frozenset(
+            (labels[j], int(v)) for j, v in zip(m.indices[m.indptr[i] : m.indptr[i + 1]], w.data[w.indptr[i] : w.indptr[i + 1]])
+        )
+        for i in range(m.shape[0])
+    )
+    assert got == expected
