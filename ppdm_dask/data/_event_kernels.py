@@ -484,9 +484,10 @@ def cut_sessions(
         h, ids, t, cnt = _apply_cap(h, ids, t, cnt, heavy, cap)
     # sorted by (user, time): one argsort of the hashes, then each user's events by time
     order = np.argsort(h)
-    h, ids, t, cnt = h[order], ids[order], t[order], cnt[order]
-    bounds = np.r_[np.flatnonzero(np.r_[True, h[1:] != h[:-1]]) if h.size else np.zeros(0, np.int64), h.size]
-    order = _group_order(bounds.astype(np.int64), t)
+    hs = h[order]
+    bounds = np.r_[np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]]) if hs.size else np.zeros(0, np.int64), hs.size]
+    del hs
+    order = order[_group_order(bounds.astype(np.int64), t[order])]  # one permutation, applied once
     h, ids, t, cnt = h[order], ids[order], t[order], cnt[order]
     sess = session_numbers(h, t, mode=mode, span=span)
     new = np.r_[True, (h[1:] != h[:-1]) | (sess[1:] != sess[:-1])] if h.size else np.zeros(0, bool)

@@ -435,19 +435,25 @@ def _stage_path(folder: str, stage: str, i: int) -> str:
 
 
 def _write_pieces(fs: Any, path: str, pieces: Sequence[Any]) -> None:
-    """One file per task: ``len(pieces) + 1`` little-endian int64 offsets, then the pickled
-    pieces (our own scratch file)."""
-    blobs = [pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL) for p in pieces]
-    offsets = 8 * (len(blobs) + 1) + np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype("<i8")
+    """One file per task: the pickled pieces one after the other, then their
+    ``len(pieces) + 1`` little-endian int64 offsets and that count (our own scratch file).
+    The index comes last so that each piece is written as soon as it is pickled: a task holds
+    one pickled piece at a time, not a copy of all of them."""
+    offsets = [0]
     with fs.open(path, "wb") as fh:
-        fh.write(offsets.tobytes())
-        for blob in blobs:
+        for piece in pieces:
+            blob = pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)
             fh.write(blob)
+            offsets.append(offsets[-1] + len(blob))
+            del blob
+        fh.write(np.asarray(offsets + [len(pieces)], dtype="<i8").tobytes())
 
 
 def _read_piece(fs: Any, path: str, j: int) -> Any:
     with fs.open(path, "rb") as fh:
-        fh.seek(8 * j)
+        fh.seek(-8, 2)
+        (n,) = np.frombuffer(fh.read(8), dtype="<i8")
+        fh.seek(-8 * (int(n) + 2) + 8 * j, 2)
         lo, hi = np.frombuffer(fh.read(16), dtype="<i8")
         fh.seek(int(lo))
         return pickle.loads(fh.read(int(hi - lo)))  # written by _write_pieces of this ingest
