@@ -48,6 +48,7 @@ __all__ = [
     "cut_sessions",
     "merge_baskets",
     "Piece",
+    "concat_pieces",
 ]
 
 #: A piece of the shuffle: (sort key uint64, item id int32, time int64 or float64, count int32);
@@ -390,10 +391,14 @@ def _cut(keys: np.ndarray, ids: np.ndarray, t: np.ndarray, cnt: np.ndarray, n_ou
     )
 
 
-def _concat(pieces: list[Piece]) -> Piece:
+def concat_pieces(pieces: list[Piece]) -> Piece:
+    """The pieces of one task as one (no copy for a single piece)."""
     if not pieces:
         return (np.zeros(0, np.uint64), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32))
-    h, ids, t, cnt = (np.concatenate([p[c] for p in pieces]) for c in range(4))
+    if len(pieces) == 1:
+        h, ids, t, cnt = pieces[0]
+    else:
+        h, ids, t, cnt = (np.concatenate([p[c] for p in pieces]) for c in range(4))
     if t.size != h.size:  # pieces without times (user mode): zeros where a kernel reads them
         t = np.zeros(h.size, np.int64)
     return h, ids, t, cnt
@@ -434,7 +439,7 @@ def merge_users(
     pieces: list[Piece], *, heavy: np.ndarray, policy: str, cap: int, n_items: int
 ) -> tuple[sp.csr_array, sp.csr_array]:
     """User mode: the baskets of one output block (one row per user hash), from its pieces."""
-    h, ids, t, cnt = _concat(pieces)
+    h, ids, t, cnt = concat_pieces(pieces)
     if policy == "cap":
         h, ids, t, cnt = _apply_cap(h, ids, t, cnt, heavy, cap)
     block, weights, _ = baskets_csr(h, ids, cnt, n_items)
@@ -479,7 +484,7 @@ def cut_sessions(
     basket keyed by ``SipHash((s0, s1), user hash || session number)`` and re-split into
     ``n_out`` pieces by that key. Returns the pieces, the number of baskets in each, and
     (``with_map``) the (user hash, session number, basket key) of every basket."""
-    h, ids, t, cnt = _concat(pieces)
+    h, ids, t, cnt = concat_pieces(pieces)
     if policy == "cap":
         h, ids, t, cnt = _apply_cap(h, ids, t, cnt, heavy, cap)
     # sorted by (user, time): one argsort of the hashes, then each user's events by time
@@ -503,6 +508,6 @@ def cut_sessions(
 
 def merge_baskets(pieces: list[Piece], *, n_items: int) -> tuple[sp.csr_array, sp.csr_array]:
     """Session/window mode, phase 2: the baskets of one output block, sorted by their key."""
-    k, ids, _, cnt = _concat(pieces)
+    k, ids, _, cnt = concat_pieces(pieces)
     block, weights, _ = baskets_csr(k, ids, cnt, n_items)
     return block, weights

@@ -465,7 +465,8 @@ def _split_to_file(fs: Any, unit: _Unit, spec: _Spec, needs_time: bool, kw: dict
 
 
 def _staged(fs: Any, folder: str, stage: str, n_in: int, j: int) -> list[Any]:
-    return [_read_piece(fs, _stage_path(folder, stage, i), j) for i in range(n_in)]
+    """Piece ``j`` of every staged file, concatenated (the separate pieces are freed here)."""
+    return [K.concat_pieces([_read_piece(fs, _stage_path(folder, stage, i), j) for i in range(n_in)])]
 
 
 def _merge_users_task(pieces: list[K.Piece], rows: int, kw: dict[str, Any]) -> tuple[Any, Any]:
