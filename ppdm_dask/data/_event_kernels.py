@@ -346,37 +346,41 @@ def split_block(
     collapse into one row with a count, so a piece holds at most one row per distinct event.
     """
     ok, *_ = valid_mask(user, item, time)
-    mask = pa.array(ok)
-    users, items = user.filter(mask), item.filter(mask)
-    h = siphash_users(users, k0, k1)
-    ids = _encode_items(items, vocab)
+    if not ok.all():  # copies only when there are nulls to drop
+        mask = pa.array(ok)
+        user, item, time = user.filter(mask), item.filter(mask), time.filter(mask) if time is not None else None
+    h = siphash_users(user, k0, k1)
+    ids = _encode_items(item, vocab)
+    del user, item
     if ids.size and (ids.min() < 0 or ids.max() >= vocab.size):
         raise DataFormatError("an item is missing from the vocabulary of the pre-pass (was the input changed meanwhile?)")
-    t = _numbers(time.filter(mask), None) if time is not None else np.zeros(h.size, np.int64)
+    needs_t = not collapse_time or policy == "cap"  # user mode reads times only to cap heavy users
+    t = _numbers(time, None) if (time is not None and needs_t) else np.zeros(h.size if needs_t else 0, np.int64)
     heavy_rows = _in_sorted(h, heavy)
-    if policy == "drop":
+    if policy == "drop" and heavy_rows.any():
         keep = ~heavy_rows
-        h, ids, t, heavy_rows = h[keep], ids[keep], t[keep], heavy_rows[keep]
-    cnt = np.ones(h.size, np.int64)
-    capped = heavy_rows if policy == "cap" else np.zeros(h.size, bool)
-    # capped users keep raw events (their cap counts events); everyone else collapses
-    free = ~capped
-    if collapse_time:
-        _, hf, idf, cf = _collapse_by_key(h[free], ids[free], cnt[free])
-        tf = np.zeros(hf.size, t.dtype)
-    else:  # session/window mode: events stay events until the sessions are cut
-        hf, tf, idf, cf = h[free], t[free], ids[free], cnt[free]
-    if capped.any():
+        h, ids, heavy_rows = h[keep], ids[keep], heavy_rows[keep]
+        t = t[keep] if needs_t else t
+    cnt = np.ones(h.size, np.int32)
+    capped = heavy_rows if policy == "cap" else None
+    if capped is not None and capped.any():
+        # capped users keep raw events (their cap counts events); everyone else collapses
+        free = ~capped
         sel = _keep_latest(h[capped], t[capped], ids[capped], cap)
         hc, tc, idc = h[capped][sel], t[capped][sel], ids[capped][sel]
+        if collapse_time:
+            _, hf, idf, cf = _collapse_by_key(h[free], ids[free], cnt[free])
+            tf = np.zeros(hf.size, t.dtype)
+        else:
+            hf, tf, idf, cf = h[free], t[free], ids[free], cnt[free]
         h = np.concatenate([hf, hc])
         t = np.concatenate([tf, tc])
         ids = np.concatenate([idf, idc])
         cnt = np.concatenate([cf, np.ones(hc.size, np.int64)])
-    else:
-        h, t, ids, cnt = hf, tf, idf, cf
-    if collapse_time and policy != "cap":
-        t = np.zeros(0, np.int64)  # user mode: times are not needed after the split (8 bytes an event less)
+    elif collapse_time:
+        _, h, ids, cnt = _collapse_by_key(h, ids, cnt)
+        t = np.zeros(h.size if needs_t else 0, np.int64)
+    # session/window mode without capped users: events stay events until the sessions are cut
     return _cut(h, ids.astype(np.int32), t, cnt.astype(np.int32), n_out)
 
 
