@@ -48,6 +48,7 @@ __all__ = [
     "cut_sessions",
     "merge_baskets",
     "Piece",
+    "concat_pieces",
 ]
 
 #: A piece of the shuffle: (sort key uint64, item id int32, time int64 or float64, count int32);
@@ -345,37 +346,41 @@ def split_block(
     collapse into one row with a count, so a piece holds at most one row per distinct event.
     """
     ok, *_ = valid_mask(user, item, time)
-    mask = pa.array(ok)
-    users, items = user.filter(mask), item.filter(mask)
-    h = siphash_users(users, k0, k1)
-    ids = _encode_items(items, vocab)
+    if not ok.all():  # copies only when there are nulls to drop
+        mask = pa.array(ok)
+        user, item, time = user.filter(mask), item.filter(mask), time.filter(mask) if time is not None else None
+    h = siphash_users(user, k0, k1)
+    ids = _encode_items(item, vocab)
+    del user, item
     if ids.size and (ids.min() < 0 or ids.max() >= vocab.size):
         raise DataFormatError("an item is missing from the vocabulary of the pre-pass (was the input changed meanwhile?)")
-    t = _numbers(time.filter(mask), None) if time is not None else np.zeros(h.size, np.int64)
+    needs_t = not collapse_time or policy == "cap"  # user mode reads times only to cap heavy users
+    t = _numbers(time, None) if (time is not None and needs_t) else np.zeros(h.size if needs_t else 0, np.int64)
     heavy_rows = _in_sorted(h, heavy)
-    if policy == "drop":
+    if policy == "drop" and heavy_rows.any():
         keep = ~heavy_rows
-        h, ids, t, heavy_rows = h[keep], ids[keep], t[keep], heavy_rows[keep]
-    cnt = np.ones(h.size, np.int64)
-    capped = heavy_rows if policy == "cap" else np.zeros(h.size, bool)
-    # capped users keep raw events (their cap counts events); everyone else collapses
-    free = ~capped
-    if collapse_time:
-        _, hf, idf, cf = _collapse_by_key(h[free], ids[free], cnt[free])
-        tf = np.zeros(hf.size, t.dtype)
-    else:  # session/window mode: events stay events until the sessions are cut
-        hf, tf, idf, cf = h[free], t[free], ids[free], cnt[free]
-    if capped.any():
+        h, ids, heavy_rows = h[keep], ids[keep], heavy_rows[keep]
+        t = t[keep] if needs_t else t
+    cnt = np.ones(h.size, np.int32)
+    capped = heavy_rows if policy == "cap" else None
+    if capped is not None and capped.any():
+        # capped users keep raw events (their cap counts events); everyone else collapses
+        free = ~capped
         sel = _keep_latest(h[capped], t[capped], ids[capped], cap)
         hc, tc, idc = h[capped][sel], t[capped][sel], ids[capped][sel]
+        if collapse_time:
+            _, hf, idf, cf = _collapse_by_key(h[free], ids[free], cnt[free])
+            tf = np.zeros(hf.size, t.dtype)
+        else:
+            hf, tf, idf, cf = h[free], t[free], ids[free], cnt[free]
         h = np.concatenate([hf, hc])
         t = np.concatenate([tf, tc])
         ids = np.concatenate([idf, idc])
         cnt = np.concatenate([cf, np.ones(hc.size, np.int64)])
-    else:
-        h, t, ids, cnt = hf, tf, idf, cf
-    if collapse_time and policy != "cap":
-        t = np.zeros(0, np.int64)  # user mode: times are not needed after the split (8 bytes an event less)
+    elif collapse_time:
+        _, h, ids, cnt = _collapse_by_key(h, ids, cnt)
+        t = np.zeros(h.size if needs_t else 0, np.int64)
+    # session/window mode without capped users: events stay events until the sessions are cut
     return _cut(h, ids.astype(np.int32), t, cnt.astype(np.int32), n_out)
 
 
@@ -390,10 +395,14 @@ def _cut(keys: np.ndarray, ids: np.ndarray, t: np.ndarray, cnt: np.ndarray, n_ou
     )
 
 
-def _concat(pieces: list[Piece]) -> Piece:
+def concat_pieces(pieces: list[Piece]) -> Piece:
+    """The pieces of one task as one (no copy for a single piece)."""
     if not pieces:
         return (np.zeros(0, np.uint64), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32))
-    h, ids, t, cnt = (np.concatenate([p[c] for p in pieces]) for c in range(4))
+    if len(pieces) == 1:
+        h, ids, t, cnt = pieces[0]
+    else:
+        h, ids, t, cnt = (np.concatenate([p[c] for p in pieces]) for c in range(4))
     if t.size != h.size:  # pieces without times (user mode): zeros where a kernel reads them
         t = np.zeros(h.size, np.int64)
     return h, ids, t, cnt
@@ -434,7 +443,7 @@ def merge_users(
     pieces: list[Piece], *, heavy: np.ndarray, policy: str, cap: int, n_items: int
 ) -> tuple[sp.csr_array, sp.csr_array]:
     """User mode: the baskets of one output block (one row per user hash), from its pieces."""
-    h, ids, t, cnt = _concat(pieces)
+    h, ids, t, cnt = concat_pieces(pieces)
     if policy == "cap":
         h, ids, t, cnt = _apply_cap(h, ids, t, cnt, heavy, cap)
     block, weights, _ = baskets_csr(h, ids, cnt, n_items)
@@ -479,14 +488,15 @@ def cut_sessions(
     basket keyed by ``SipHash((s0, s1), user hash || session number)`` and re-split into
     ``n_out`` pieces by that key. Returns the pieces, the number of baskets in each, and
     (``with_map``) the (user hash, session number, basket key) of every basket."""
-    h, ids, t, cnt = _concat(pieces)
+    h, ids, t, cnt = concat_pieces(pieces)
     if policy == "cap":
         h, ids, t, cnt = _apply_cap(h, ids, t, cnt, heavy, cap)
     # sorted by (user, time): one argsort of the hashes, then each user's events by time
     order = np.argsort(h)
-    h, ids, t, cnt = h[order], ids[order], t[order], cnt[order]
-    bounds = np.r_[np.flatnonzero(np.r_[True, h[1:] != h[:-1]]) if h.size else np.zeros(0, np.int64), h.size]
-    order = _group_order(bounds.astype(np.int64), t)
+    hs = h[order]
+    bounds = np.r_[np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]]) if hs.size else np.zeros(0, np.int64), hs.size]
+    del hs
+    order = order[_group_order(bounds.astype(np.int64), t[order])]  # one permutation, applied once
     h, ids, t, cnt = h[order], ids[order], t[order], cnt[order]
     sess = session_numbers(h, t, mode=mode, span=span)
     new = np.r_[True, (h[1:] != h[:-1]) | (sess[1:] != sess[:-1])] if h.size else np.zeros(0, bool)
@@ -502,6 +512,6 @@ def cut_sessions(
 
 def merge_baskets(pieces: list[Piece], *, n_items: int) -> tuple[sp.csr_array, sp.csr_array]:
     """Session/window mode, phase 2: the baskets of one output block, sorted by their key."""
-    k, ids, _, cnt = _concat(pieces)
+    k, ids, _, cnt = concat_pieces(pieces)
     block, weights, _ = baskets_csr(k, ids, cnt, n_items)
     return block, weights

@@ -437,19 +437,25 @@ def _stage_path(folder: str, stage: str, i: int) -> str:
 
 
 def _write_pieces(fs: Any, path: str, pieces: Sequence[Any]) -> None:
-    """One file per task: ``len(pieces) + 1`` little-endian int64 offsets, then the pickled
-    pieces (our own scratch file)."""
-    blobs = [pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL) for p in pieces]
-    offsets = 8 * (len(blobs) + 1) + np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype("<i8")
+    """One file per task: the pickled pieces one after the other, then their
+    ``len(pieces) + 1`` little-endian int64 offsets and that count (our own scratch file).
+    The index comes last so that each piece is written as soon as it is pickled: a task holds
+    one pickled piece at a time, not a copy of all of them."""
+    offsets = [0]
     with fs.open(path, "wb") as fh:
-        fh.write(offsets.tobytes())
-        for blob in blobs:
+        for piece in pieces:
+            blob = pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)
             fh.write(blob)
+            offsets.append(offsets[-1] + len(blob))
+            del blob
+        fh.write(np.asarray(offsets + [len(pieces)], dtype="<i8").tobytes())
 
 
 def _read_piece(fs: Any, path: str, j: int) -> Any:
     with fs.open(path, "rb") as fh:
-        fh.seek(8 * j)
+        fh.seek(-8, 2)
+        (n,) = np.frombuffer(fh.read(8), dtype="<i8")
+        fh.seek(-8 * (int(n) + 2) + 8 * j, 2)
         lo, hi = np.frombuffer(fh.read(16), dtype="<i8")
         fh.seek(int(lo))
         return pickle.loads(fh.read(int(hi - lo)))  # written by _write_pieces of this ingest
@@ -461,7 +467,8 @@ def _split_to_file(fs: Any, unit: _Unit, spec: _Spec, needs_time: bool, kw: dict
 
 
 def _staged(fs: Any, folder: str, stage: str, n_in: int, j: int) -> list[Any]:
-    return [_read_piece(fs, _stage_path(folder, stage, i), j) for i in range(n_in)]
+    """Piece ``j`` of every staged file, concatenated (the separate pieces are freed here)."""
+    return [K.concat_pieces([_read_piece(fs, _stage_path(folder, stage, i), j) for i in range(n_in)])]
 
 
 def _merge_users_task(pieces: list[K.Piece], rows: int, kw: dict[str, Any]) -> tuple[Any, Any]:
@@ -599,40 +606,127 @@ def read_events(
     ------
     InvalidParameter, DataFormatError, DatasetNotFoundError
     """
-    import dask
-    from dask.base import tokenize
-
-    from ..graph import blocks_from_tasks, tree_reduce, unique_name
-    from ..progress import compute, persist
-    from .transactions import TransactionArray
-
     mode = _check_parameters(time, session_gap, window, heavy_users, max_user_events, events_per_block, format)
     urls = [url] if isinstance(url, str) else list(url)
     if not urls:
         raise InvalidParameter("no input given", parameter="url")
-    key = as_key(key)
-    fs, units, types, part_types = _discover(
-        urls, format, storage_options, int(events_per_block), {"user": user, "item": item, "time": time}
+    plan = _prepare(
+        urls,
+        user,
+        item,
+        time,
+        mode,
+        session_gap,
+        window,
+        count,
+        heavy_users,
+        int(max_user_events),
+        as_key(key),
+        format,
+        storage_options,
+        sep or ",",
+        int(events_per_block),
     )
-    sep = sep or ","
+    counts = _prepass(plan, int(events_per_block), progress)
+    staged = None
+    if staging is not None:
+        from .folder import open_fs
+
+        sfs, base = open_fs(staging, storage_options)
+        folder = posixpath.join(base, f"ingest-{plan.token(counts.n_out)[:16]}")
+        sfs.makedirs(folder, exist_ok=True)
+        staged = (sfs, folder)
+    splits = _splits(plan, counts, staged, progress)
+    if mode == "user":
+        merges, rows = _user_merges(plan, counts, splits, staged)
+        basket_map = None
+    else:
+        merges, rows, basket_map = _session_merges(plan, counts, splits, staged, user_map is not None, progress)
+    tx = _transactions(plan, counts, merges, rows)
+    summary = _summary(plan, counts, int(sum(rows)))
+    if staging is not None and staged is not None:
+        summary = replace(summary, extra={"staging_folder": f"{staging.rstrip('/')}/{posixpath.basename(staged[1])}"})
+    if user_map is not None:
+        _write_user_map(user_map, storage_options, plan, counts.kept, basket_map, progress)
+    return tx, summary
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything decided before reading: the input, the mode, the keyed hash."""
+
+    fs: Any
+    units: list[_Unit]
+    spec: _Spec
+    mode: str
+    span: float | int | None
+    needs_time: bool
+    count: bool
+    policy: str
+    cap: int
+    key: Key
+    identity: str
+    words: tuple[int, int, int, int]  # k0, k1 of the user hash; s0, s1 of the basket hash
+
+    def token(self, n_out: int) -> str:
+        """Graph key names: one-way in the key, new for other input files or parameters."""
+        from dask.base import tokenize
+
+        return str(tokenize(self.key.digest("ingest"), self.identity, self.units, n_out, self.fs))
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """What the pre-pass found."""
+
+    stats: dict[str, Any]
+    vocab: Vocabulary
+    heavy: np.ndarray  # sorted hashes of the heavy users
+    heavy_named: tuple[tuple[str, int], ...]
+    kept: np.ndarray  # sorted hashes of the users whose baskets are written
+    n_used: int
+    n_dropped: int
+    n_capped: int
+    n_out: int
+
+
+def _prepare(
+    urls: list[str],
+    user: str,
+    item: str,
+    time: str | None,
+    mode: str,
+    session_gap: Any,
+    window: Any,
+    count: bool,
+    heavy_users: str,
+    cap: int,
+    key: Key,
+    fmt: str | None,
+    storage_options: Mapping[str, Any] | None,
+    sep: str,
+    events_per_block: int,
+) -> _Plan:
+    """Find the input, check its columns, parse the durations and derive the hash keys."""
+    fs, units, types, part_types = _discover(
+        urls, fmt, storage_options, events_per_block, {"user": user, "item": item, "time": time}
+    )
     csv_types: dict[str, pa.DataType] = {}
     if any(u.fmt == "csv" for u in units):
         csv_types = _csv_types(fs, units, [c for c in (user, item, time) if c], sep)
         types = {**types, **csv_types}
-    spec = _Spec(user, item, time, None, tuple(part_types.items()), (), sep)
-    _check_columns(spec, types, urls[0])
+    _check_columns(_Spec(user, item, time, None, (), (), sep), types, urls[0])
     for role, col in (("user", user), ("item", item)):
-        if col in types:  # one clear error before any task
-            probe = pa.array([], type=types[col])
-            (K.user_values if role == "user" else K.item_values)(probe, col)
+        probe = pa.array([], type=types[col])  # one clear error before any task
+        (K.user_values if role == "user" else K.item_values)(probe, col)
     kind = K.time_kind(types[time], time) if time is not None else None
     spec = _Spec(user, item, time, kind, tuple(part_types.items()), tuple(csv_types.items()), sep)
     span = None
-    if mode == "session":
-        span = _parse_duration(session_gap, "session_gap", kind or "int")
-    elif mode == "window":
-        span = _parse_duration(window, "window", kind or "int")
-    needs_time = time is not None
+    if mode != "user":
+        name = "session_gap" if mode == "session" else "window"
+        span = _parse_duration(session_gap if mode == "session" else window, name, kind or "int")
+    if not units:
+        raise DatasetNotFoundError(f"no data files in {urls[0]}")
     identity = json.dumps(
         {
             "user": user,
@@ -642,208 +736,243 @@ def read_events(
             "span": span,
             "count": bool(count),
             "heavy_users": heavy_users,
-            "max_user_events": int(max_user_events),
+            "max_user_events": cap,
         },
         sort_keys=True,
         separators=(",", ":"),
     )
-    k0, k1, s0, s1 = _hash_keys(key, identity)
-    cap = int(max_user_events)
+    return _Plan(
+        fs, units, spec, mode, span, time is not None, bool(count), heavy_users, cap, key, identity, _hash_keys(key, identity)
+    )
 
-    # 1. pre-pass
-    if not units:
-        raise DatasetNotFoundError(f"no data files in {urls[0]}")
-    scans = [dask.delayed(_scan_task, pure=True)(fs, u, spec, k0, k1, needs_time) for u in units]
+
+def _prepass(plan: _Plan, events_per_block: int, progress: bool) -> _Counts:
+    """Step 1: user hashes with their event counts, items and nulls of every block, merged."""
+    import dask
+
+    from ..graph import tree_reduce
+    from ..progress import compute
+
+    k0, k1 = plan.words[:2]
+    scans = [dask.delayed(_scan_task, pure=True)(plan.fs, u, plan.spec, k0, k1, plan.needs_time) for u in plan.units]
     (stats,) = compute(tree_reduce(scans, K.merge_scans, split_every=4), progress=progress)
     vocab = Vocabulary(stats["labels"], assume_sorted=True) if stats["labels"].size else Vocabulary.range(0)
     hashes, counts = stats["hashes"], stats["counts"]
-    is_heavy = counts > cap
-    heavy = hashes[is_heavy]
-    n_dropped = int(counts[is_heavy].sum()) if heavy_users == "drop" else 0
-    n_capped = int((counts[is_heavy] - cap).sum()) if heavy_users == "cap" else 0
-    top = np.argsort(-counts[is_heavy], kind="stable")[:TOP_HEAVY]
-    heavy_named = tuple((_pseudonym(key, identity, int(heavy[i])), int(counts[is_heavy][i])) for i in top)
-    kept = hashes[~is_heavy] if heavy_users == "drop" else hashes
+    is_heavy = counts > plan.cap
+    heavy, heavy_counts = hashes[is_heavy], counts[is_heavy]
+    n_dropped = int(heavy_counts.sum()) if plan.policy == "drop" else 0
+    n_capped = int((heavy_counts - plan.cap).sum()) if plan.policy == "cap" else 0
+    top = np.argsort(-heavy_counts, kind="stable")[:TOP_HEAVY]
+    named = tuple((_pseudonym(plan.key, plan.identity, int(heavy[i])), int(heavy_counts[i])) for i in top)
     n_valid = stats["n_events"] - stats["n_null_user"] - stats["n_null_item"] - stats["n_null_time"]
-    n_used = n_valid - n_dropped - n_capped
-    n_out = max(1, math.ceil(n_used / int(events_per_block)))
-    n_items = len(vocab)
-    heavy_d = dask.delayed(heavy, pure=True)
-    split_kw = dict(
-        k0=k0,
-        k1=k1,
-        vocab=dask.delayed(vocab.labels, pure=True),
-        heavy=heavy_d,
-        policy=heavy_users,
-        cap=cap,
-        collapse_time=mode == "user",
-        n_out=n_out,
+    n_used = int(n_valid - n_dropped - n_capped)
+    return _Counts(
+        stats=stats,
+        vocab=vocab,
+        heavy=heavy,
+        heavy_named=named,
+        kept=hashes[~is_heavy] if plan.policy == "drop" else hashes,
+        n_used=n_used,
+        n_dropped=n_dropped,
+        n_capped=n_capped,
+        n_out=max(1, math.ceil(n_used / events_per_block)),
     )
-    token = tokenize(key.digest("ingest"), identity, units, n_out, fs)
-    folder = None
-    sfs = None
-    if staging is not None:
-        from .folder import open_fs
 
-        sfs, base = open_fs(staging, storage_options)
-        folder = posixpath.join(base, f"ingest-{token[:16]}")
-        sfs.makedirs(folder, exist_ok=True)
-        split_files = [
+
+def _splits(plan: _Plan, counts: _Counts, staged: tuple[Any, str] | None, progress: bool) -> list[Any] | None:
+    """Step 2: every input block cut into one piece per output block (delayed), or, with
+    staging, written to files now (``None`` is returned)."""
+    import dask
+
+    from ..progress import compute
+
+    kw = dict(
+        k0=plan.words[0],
+        k1=plan.words[1],
+        vocab=dask.delayed(counts.vocab.labels, pure=True),
+        heavy=dask.delayed(counts.heavy, pure=True),
+        policy=plan.policy,
+        cap=plan.cap,
+        collapse_time=plan.mode == "user",
+        n_out=counts.n_out,
+    )
+    token = plan.token(counts.n_out)
+    if staged is not None:
+        sfs, folder = staged
+        tasks = [
             dask.delayed(_split_to_file, pure=True)(
-                fs, u, spec, needs_time, split_kw, folder, i, dask_key_name=f"ingest-stage-{token}-{i}"
+                plan.fs, u, plan.spec, plan.needs_time, kw, folder, i, dask_key_name=f"ingest-stage-{token}-{i}"
             )
-            for i, u in enumerate(units)
+            for i, u in enumerate(plan.units)
         ]
-        compute(*split_files, progress=progress)
-        splits = None
-    else:
-        split = dask.delayed(_split_task, nout=n_out, pure=True)
-        splits = [
-            split(fs, u, spec, needs_time, split_kw, dask_key_name=f"ingest-split-{token}-{i}") for i, u in enumerate(units)
-        ]
+        compute(*tasks, progress=progress)
+        return None
+    split = dask.delayed(_split_task, nout=counts.n_out, pure=True)
+    return [
+        split(plan.fs, u, plan.spec, plan.needs_time, kw, dask_key_name=f"ingest-split-{token}-{i}")
+        for i, u in enumerate(plan.units)
+    ]
 
+
+def _user_merges(
+    plan: _Plan, counts: _Counts, splits: list[Any] | None, staged: tuple[Any, str] | None
+) -> tuple[list[Any], list[int]]:
+    """Step 3, user mode: one lazy merge per output block; its rows counted from the hashes."""
+    import dask
+
+    n_out, token = counts.n_out, plan.token(counts.n_out)
+    rows = np.bincount(K.bucket_of(counts.kept, n_out), minlength=n_out).tolist()
+    kw = dict(heavy=dask.delayed(counts.heavy, pure=True), policy=plan.policy, cap=plan.cap, n_items=len(counts.vocab))
+    if splits is None:
+        assert staged is not None
+        sfs, folder = staged
+        merges = [
+            dask.delayed(_merge_users_staged, pure=True)(
+                sfs, folder, len(plan.units), j, rows[j], kw, dask_key_name=f"ingest-merge-{token}-{j}"
+            )
+            for j in range(n_out)
+        ]
+    else:
+        merges = [
+            dask.delayed(_merge_users_task, pure=True)(
+                [p[j] for p in splits], rows[j], kw, dask_key_name=f"ingest-merge-{token}-{j}"
+            )
+            for j in range(n_out)
+        ]
+    return merges, rows
+
+
+def _session_merges(
+    plan: _Plan, counts: _Counts, splits: list[Any] | None, staged: tuple[Any, str] | None, with_map: bool, progress: bool
+) -> tuple[list[Any], list[int], tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+    """Step 3, session/window mode: sessions cut and re-split now (phase 1: the number of
+    baskets of every output block comes back), then one lazy merge per output block."""
+    import dask
+
+    from ..progress import compute, persist
+
+    n_out, token = counts.n_out, plan.token(counts.n_out)
+    kw = dict(
+        heavy=dask.delayed(counts.heavy, pure=True),
+        policy=plan.policy,
+        cap=plan.cap,
+        mode=plan.mode,
+        span=plan.span,
+        s0=plan.words[2],
+        s1=plan.words[3],
+        n_out=n_out,
+        with_map=with_map,
+    )
+    n_items = len(counts.vocab)
+    if splits is None:
+        assert staged is not None
+        sfs, folder = staged
+        cut_tasks = [
+            dask.delayed(_cut_staged, pure=True)(sfs, folder, len(plan.units), j, kw, dask_key_name=f"ingest-cut-{token}-{j}")
+            for j in range(n_out)
+        ]
+        info = [(c[1], c[2]) for c in compute(*cut_tasks, progress=progress)]
+        pieces: list[list[Any]] = []
+    else:
+        cut_tasks = [
+            dask.delayed(_cut_task, pure=True)([p[j] for p in splits], kw, dask_key_name=f"ingest-cut-{token}-{j}")
+            for j in range(n_out)
+        ]
+        cuts = _held(list(persist(*cut_tasks, progress=progress)))
+        info = list(compute(*[dask.delayed(_get, pure=True)(c, slice(1, 3)) for c in cuts]))
+        pieces = [[dask.delayed(_get, pure=True)(c, 0, j) for c in cuts] for j in range(n_out)]
+    rows = np.sum([c[0] for c in info], axis=0).astype(np.int64).tolist()
+    if splits is None:
+        merges = [
+            dask.delayed(_merge_baskets_staged, pure=True)(
+                sfs, folder, n_out, j, rows[j], n_items, dask_key_name=f"ingest-merge-{token}-{j}"
+            )
+            for j in range(n_out)
+        ]
+    else:
+        merges = [
+            dask.delayed(_merge_baskets_task, pure=True)(block, rows[j], n_items, dask_key_name=f"ingest-merge-{token}-{j}")
+            for j, block in enumerate(pieces)
+        ]
     basket_map = None
-    if mode == "user":
-        rows = np.bincount(K.bucket_of(kept, n_out), minlength=n_out).tolist()
-        merge_kw = dict(heavy=heavy_d, policy=heavy_users, cap=cap, n_items=n_items)
-        if splits is None:
-            merges = [
-                dask.delayed(_merge_users_staged, pure=True)(
-                    sfs, folder, len(units), j, rows[j], merge_kw, dask_key_name=f"ingest-merge-{token}-{j}"
-                )
-                for j in range(n_out)
-            ]
-        else:
-            merges = [
-                dask.delayed(_merge_users_task, pure=True)(
-                    [p[j] for p in splits], rows[j], merge_kw, dask_key_name=f"ingest-merge-{token}-{j}"
-                )
-                for j in range(n_out)
-            ]
-        n_baskets = int(kept.size)
-    else:
-        cut_kw = dict(
-            heavy=heavy_d,
-            policy=heavy_users,
-            cap=cap,
-            mode=mode,
-            span=span,
-            s0=s0,
-            s1=s1,
-            n_out=n_out,
-            with_map=user_map is not None,
+    if with_map:
+        maps = [c[1] for c in info]
+        basket_map = (
+            np.concatenate([m[0] for m in maps]),
+            np.concatenate([m[1] for m in maps]),
+            np.concatenate([m[2] for m in maps]),
         )
-        if splits is None:
-            cuts = [
-                dask.delayed(_cut_staged, pure=True)(sfs, folder, len(units), j, cut_kw, dask_key_name=f"ingest-cut-{token}-{j}")
-                for j in range(n_out)
-            ]
-            done = compute(*cuts, progress=progress)
-            counts_per = [c[1] for c in done]
-            maps = [c[2] for c in done]
-        else:
-            cuts = [
-                dask.delayed(_cut_task, pure=True)([p[j] for p in splits], cut_kw, dask_key_name=f"ingest-cut-{token}-{j}")
-                for j in range(n_out)
-            ]
-            cuts = _held(list(persist(*cuts, progress=progress)))
-            info = compute(*[dask.delayed(_get, pure=True)(c, slice(1, 3)) for c in cuts])
-            counts_per = [c[0] for c in info]
-            maps = [c[1] for c in info]
-        rows = np.sum(counts_per, axis=0).astype(np.int64).tolist() if counts_per else [0] * n_out
-        if user_map is not None:
-            basket_map = (
-                np.concatenate([m[0] for m in maps]),
-                np.concatenate([m[1] for m in maps]),
-                np.concatenate([m[2] for m in maps]),
-            )
-        if splits is None:
-            merges = [
-                dask.delayed(_merge_baskets_staged, pure=True)(
-                    sfs, folder, n_out, j, rows[j], n_items, dask_key_name=f"ingest-merge-{token}-{j}"
-                )
-                for j in range(n_out)
-            ]
-        else:
-            merges = [
-                dask.delayed(_merge_baskets_task, pure=True)(
-                    [dask.delayed(_get, pure=True)(c, 0, j) for c in cuts],
-                    rows[j],
-                    n_items,
-                    dask_key_name=f"ingest-merge-{token}-{j}",
-                )
-                for j in range(n_out)
-            ]
-        n_baskets = int(sum(rows))
+    return merges, rows, basket_map
 
-    name = unique_name("ingest", token, "blocks")
-    blocks = blocks_from_tasks(name, [(operator.getitem, m.key, 0) for m in merges], rows, n_items, dependencies=merges)
+
+def _transactions(plan: _Plan, counts: _Counts, merges: list[Any], rows: list[int]) -> Any:
+    """The lazy TransactionArray over the merge tasks (weights from the same tasks)."""
+    import scipy.sparse as sp
+
+    from ..graph import blocks_from_tasks, unique_name
+    from .transactions import TransactionArray
+
+    n_items, token = len(counts.vocab), plan.token(counts.n_out)
+    blocks = blocks_from_tasks(
+        unique_name("ingest", token, "blocks"), [(operator.getitem, m.key, 0) for m in merges], rows, n_items, dependencies=merges
+    )
     weights = None
-    if count:
+    if plan.count:
         weights = blocks_from_tasks(
             unique_name("ingest", token, "weights"),
             [(operator.getitem, m.key, 1) for m in merges],
             rows,
             n_items,
-            meta=sp_float_meta(),
+            meta=sp.csr_array((0, 0), dtype=np.float32),
             dtype=np.float32,
             dependencies=merges,
         )
-    metadata = {
-        "source": "events",
-        "ingest": {
-            "mode": mode,
-            "session_gap": span if mode == "session" else None,
-            "window": span if mode == "window" else None,
-            "time_unit": ("ns" if kind == "timestamp" else "column") if time is not None else None,
-            "count": bool(count),
-            "heavy_users": heavy_users,
-            "max_user_events": cap,
-        },
+    return TransactionArray(
+        blocks, counts.vocab, metadata={"source": "events", "ingest": _public_parameters(plan)}, weights=weights
+    )
+
+
+def _public_parameters(plan: _Plan) -> dict[str, Any]:
+    return {
+        "mode": plan.mode,
+        "session_gap": plan.span if plan.mode == "session" else None,
+        "window": plan.span if plan.mode == "window" else None,
+        "time_unit": ("ns" if plan.spec.time_kind == "timestamp" else "column") if plan.needs_time else None,
+        "count": plan.count,
+        "heavy_users": plan.policy,
+        "max_user_events": plan.cap,
     }
-    tx = TransactionArray(blocks, vocab, metadata=metadata, weights=weights)
-    summary = EventSummary(
+
+
+def _summary(plan: _Plan, counts: _Counts, n_baskets: int) -> EventSummary:
+    stats = counts.stats
+    public = _public_parameters(plan)
+    return EventSummary(
         n_events=int(stats["n_events"]),
-        n_events_used=int(n_used),
+        n_events_used=counts.n_used,
         n_null_user=int(stats["n_null_user"]),
         n_null_item=int(stats["n_null_item"]),
         n_null_time=int(stats["n_null_time"]),
-        n_users=int(hashes.size),
+        n_users=int(stats["hashes"].size),
         n_baskets=n_baskets,
-        n_items=n_items,
-        heavy_users=heavy_named,
-        n_heavy=int(heavy.size),
-        heavy_policy=heavy_users,
-        max_user_events=cap,
-        n_events_dropped=n_dropped,
-        n_events_capped=n_capped,
-        mode=mode,
-        session_gap=span if mode == "session" else None,
-        window=span if mode == "window" else None,
-        time_unit=("ns" if kind == "timestamp" else "column") if time is not None else None,
-        extra={"staging_folder": f"{staging.rstrip('/')}/{posixpath.basename(folder)}"} if staging and folder else {},
+        n_items=len(counts.vocab),
+        heavy_users=counts.heavy_named,
+        n_heavy=int(counts.heavy.size),
+        heavy_policy=plan.policy,
+        max_user_events=plan.cap,
+        n_events_dropped=counts.n_dropped,
+        n_events_capped=counts.n_capped,
+        mode=plan.mode,
+        session_gap=public["session_gap"],
+        window=public["window"],
+        time_unit=public["time_unit"],
     )
-    if user_map is not None:
-        _write_user_map(user_map, storage_options, fs, units, spec, k0, k1, needs_time, mode, kept, basket_map, progress)
-    return tx, summary
-
-
-def sp_float_meta() -> Any:
-    import scipy.sparse as sp
-
-    return sp.csr_array((0, 0), dtype=np.float32)
 
 
 def _write_user_map(
     url: str,
     storage_options: Mapping[str, Any] | None,
-    fs: Any,
-    units: Sequence[_Unit],
-    spec: _Spec,
-    k0: int,
-    k1: int,
-    needs_time: bool,
-    mode: str,
+    plan: _Plan,
     kept: np.ndarray,
     basket_map: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
     progress: bool,
@@ -855,12 +984,16 @@ def _write_user_map(
     from ..progress import compute
     from .atomic import atomic_file
 
-    parts = compute(*[dask.delayed(_pairs_task, pure=True)(fs, u, spec, k0, k1, needs_time) for u in units], progress=progress)
+    k0, k1 = plan.words[:2]
+    parts = compute(
+        *[dask.delayed(_pairs_task, pure=True)(plan.fs, u, plan.spec, k0, k1, plan.needs_time) for u in plan.units],
+        progress=progress,
+    )
     hs = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
     vals = pa.concat_arrays([p[1] for p in parts]) if parts else pa.array([], pa.large_string())
     hs_u, first = np.unique(hs, return_index=True)
     vals = vals.take(pa.array(first))
-    if mode == "user":
+    if plan.mode == "user":
         users_h = kept
         row = np.arange(kept.size, dtype=np.int64)  # rows are in ascending hash order
         session = None
