@@ -5,16 +5,19 @@ readers take the baskets from there."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
-from collections.abc import Mapping
+import posixpath
+import secrets
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import click
 
 from ._errors import usage_error
 
-__all__ = ["EVENT_OPTIONS", "check_basket_source", "ingest_key", "read_events", "summary_line"]
+__all__ = ["EVENT_OPTIONS", "check_basket_source", "ingest_key", "read_events", "staging_beside", "summary_line"]
 
 #: the Python names of the event-table options (``Context.basket_source`` keys)
 EVENT_OPTIONS = ("user", "item", "time", "session_gap", "window", "count", "max_user_events", "heavy_users")
@@ -91,3 +94,24 @@ def summary_line(url: str, summary: Any) -> str:
         named = ", ".join(f"{p} ({n:,} events)" for p, n in d["heavy_users"][:3])
         text += f"; {d['n_heavy']:,} heavy users ({d['heavy_policy']}): {named}" + (" ..." if d["n_heavy"] > 3 else "")
     return text
+
+
+@contextlib.contextmanager
+def staging_beside(dst: str, storage_options: Mapping[str, Any] | None = None) -> Iterator[str]:
+    """A hidden staging folder beside ``dst`` for the shuffle of an ingest (its pieces go through
+    files there, so the workers hold one block per task whatever the size of the event table),
+    removed when the job ends, failed or not."""
+    from fsspec.core import url_to_fs
+
+    head, name = posixpath.split(dst.rstrip("/"))
+    folder = (
+        posixpath.join(head, f".{name}.ingest-staging-{secrets.token_hex(4)}")
+        if head
+        else f".{name}.ingest-staging-{secrets.token_hex(4)}"
+    )
+    try:
+        yield folder
+    finally:
+        fs, path = url_to_fs(folder, **dict(storage_options or {}))
+        if fs.exists(path):
+            fs.rm(path, recursive=True)

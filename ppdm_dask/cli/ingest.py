@@ -10,7 +10,7 @@ import click
 from ._core import Context, job
 from ._errors import usage_error
 from ._options import FORMATS, event_source, overwrite
-from ._sources import read_events, summary_line
+from ._sources import read_events, staging_beside, summary_line
 
 
 def _place(url: str) -> str:
@@ -73,8 +73,11 @@ def ingest(
     refuse_user_map_inside(user_map, dst)
     from ..io import write
 
-    with job(obj, inputs=[src], outputs=[dst, user_map], overwrite=overwrite) as j:
-        tx, s = read_events(obj, src, src_fmt, user_map=user_map, tell=False)
+    with (
+        job(obj, inputs=[src], outputs=[dst, user_map], overwrite=overwrite) as j,
+        staging_beside(dst, obj.storage_options) as staging,
+    ):
+        tx, s = read_events(obj, src, src_fmt, user_map=user_map, staging=staging, tell=False)
         write(tx, dst, format=dst_fmt, storage_options=obj.storage_options, overwrite=overwrite, progress=obj.progress)
     summary = {"src": src, "dst": dst, **s.as_dict(), "n_partitions": tx.n_partitions, "user_map": user_map, "seconds": j.seconds}
     lines = [

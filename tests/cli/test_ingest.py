@@ -49,6 +49,7 @@ def test_ingest_sessions_equal_the_gap_rule_and_hold_no_user(tmp_path):
         "--user", "user", "--item", "item", "--time", "ts", "--session-gap", "30min", "--user-map", str(umap),
     )  # fmt: skip
     summary = json.loads(r.stdout)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k", "private", "sessions"]  # the staging folder is gone
     df = _events()
     tx = read(str(dst))
     got = Counter(frozenset(b) for b in tx.to_lists())
