@@ -296,7 +296,10 @@ def generate_events(
     n_bots = max(1, n_users // 100_000) if bots is None else int(bots)
     _check("bots", bots, 0 <= n_bots < n_users, "must be in [0, n_users)")
     share = float(bot_share) if n_bots else 0.0
-    _check("n_files", n_files, not hive or n_files % days == 0, f"must be a multiple of days={days} with hive=True")
+    if hive and n_files % days:  # each day's folder gets the same number of files
+        raise InvalidParameter(
+            f"generate_events: n_files={n_files!r} must be a multiple of days={days} with hive=True", parameter="n_files"
+        )
     start_s = _start_seconds(start)
 
     seed_key = as_key(key_or_seed)
