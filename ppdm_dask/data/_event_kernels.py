@@ -37,8 +37,7 @@ __all__ = [
     "siphash_users",
     "siphash_pairs",
     "bucket_of",
-    "user_values",
-    "item_values",
+    "id_values",
     "time_values",
     "valid_mask",
     "scan_block",
@@ -83,30 +82,21 @@ def _integral_floats(arr: pa.Array, column: str, role: str) -> pa.Array:
     return arr.cast(pa.int64(), safe=False)
 
 
-def user_values(arr: pa.Array | pa.ChunkedArray, column: str) -> pa.Array:
-    """The user column as int64 or large_string arrow values (nulls kept); whole floats are
-    integers."""
+#: what each role's values must be, for the refusal of another type
+_MUST = {"user": "a user id must be an integer or a string", "item": "item labels must be integers or strings"}
+
+
+def id_values(arr: pa.Array | pa.ChunkedArray, column: str, role: str) -> pa.Array:
+    """The user or item column (``role``) as int64 or large_string arrow values (nulls kept);
+    whole floats are integers."""
     arr = _plain(arr)
     if pa.types.is_floating(arr.type):
-        return _integral_floats(arr, column, "user")
+        return _integral_floats(arr, column, role)
     if pa.types.is_integer(arr.type):
         return arr.cast(pa.int64())
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
         return arr.cast(pa.large_string())
-    raise DataFormatError(f"user column {column!r} has type {arr.type}; a user id must be an integer or a string")
-
-
-def item_values(arr: pa.Array | pa.ChunkedArray, column: str) -> pa.Array:
-    """The item column as int64 or large_string arrow values (nulls kept); whole floats are
-    integers."""
-    arr = _plain(arr)
-    if pa.types.is_floating(arr.type):
-        return _integral_floats(arr, column, "item")
-    if pa.types.is_integer(arr.type):
-        return arr.cast(pa.int64())
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        return arr.cast(pa.large_string())
-    raise DataFormatError(f"item column {column!r} has type {arr.type}; item labels must be integers or strings")
+    raise DataFormatError(f"{role} column {column!r} has type {arr.type}; {_MUST[role]}")
 
 
 def time_kind(typ: pa.DataType, column: str) -> str:

@@ -364,8 +364,8 @@ def _read_unit(fs: Any, unit: _Unit, spec: _Spec) -> tuple[pa.Array, pa.Array, p
             return pa.array([parts[name]] * n, type=ptypes.get(name))
         return K._plain(table.column(name))
 
-    user = K.user_values(column(spec.user), spec.user)
-    item = K.item_values(column(spec.item), spec.item)
+    user = K.id_values(column(spec.user), spec.user, "user")
+    item = K.id_values(column(spec.item), spec.item, "item")
     time = K.time_values(column(spec.time), spec.time, spec.time_kind) if spec.time is not None and spec.time_kind else None
     return user, item, time
 
@@ -718,7 +718,7 @@ def _prepare(
     _check_columns(_Spec(user, item, time, None, (), (), sep), types, urls[0])
     for role, col in (("user", user), ("item", item)):
         probe = pa.array([], type=types[col])  # one clear error before any task
-        (K.user_values if role == "user" else K.item_values)(probe, col)
+        K.id_values(probe, col, role)
     kind = K.time_kind(types[time], time) if time is not None else None
     spec = _Spec(user, item, time, kind, tuple(part_types.items()), tuple(csv_types.items()), sep)
     span = None
