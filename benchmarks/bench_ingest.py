@@ -171,6 +171,7 @@ def measure(
 ) -> dict[str, Any]:
     """Run ``job`` on a fresh 2-worker LocalCluster with 1 GB per worker."""
     import dask
+    import distributed  # noqa: F401 - its config defaults must be loaded before config.set below
     from bench_mining import _WorkerRSS
     from bench_scale import _cluster, spilled_bytes
 
