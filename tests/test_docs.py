@@ -30,6 +30,7 @@ PAGES = (
     "krimp",
     "randomness",
     "data",
+    "events",
     "report",
     "ledger",
     "threat-model",

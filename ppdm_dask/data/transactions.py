@@ -480,6 +480,14 @@ class TransactionArray:
         return read_parquet(url, storage_options=storage_options, column=column)
 
     @classmethod
+    def from_events(cls, url: str | Sequence[str], *, user: str, item: str, **kwargs: Any) -> TransactionArray:
+        """Group an event table (one row per user, item[, time]) into baskets in keyed order;
+        see :func:`ppdm_dask.data.events.read_events` for the options (and its summary)."""
+        from .events import read_events
+
+        return read_events(url, user=user, item=item, **kwargs)[0]
+
+    @classmethod
     def from_fimi(
         cls, url: str, *, storage_options: Mapping[str, Any] | None = None, blocksize: int | str = "64MiB"
     ) -> TransactionArray:
