@@ -208,7 +208,7 @@ def measure(
     return result
 
 
-ANCHOR_LABEL = {"anchor": "dask p2p shuffle + groupby lists", "anchor-tuned": "same, p2p buffer 128 MiB"}
+ANCHOR_LABEL = {"anchor": "dask p2p shuffle + groupby lists", "anchor-tuned": "dask p2p shuffle (128 MiB buffer) + groupby lists"}
 
 
 def best_anchor(runs: dict[str, dict]) -> str | None:
