@@ -50,7 +50,12 @@ SIZES: dict[str, dict[str, int]] = {
     "full": {"n_events": 100_000_000, "n_users": 2_000_000, "n_items": 50_000, "n_files": 140},
     "small": {"n_events": 5_000_000, "n_users": 100_000, "n_items": 50_000, "n_files": 14},
 }
-JOBS = ("anchor", "users", "sessions")
+JOBS = ("anchor", "anchor-tuned", "users", "sessions")
+ANCHORS = ("anchor", "anchor-tuned")
+#: the tuned anchor: p2p's send buffer (1 GiB by default, as large as a worker) cut to 128 MiB
+TUNED = {"distributed.p2p.comm.buffer": "128 MiB"}
+#: an anchor that has not finished by then is stopped and reported as such
+ANCHOR_TIMEOUT_S = {"full": 900, "small": 300}
 SESSION_GAP = "30min"
 
 
@@ -89,12 +94,13 @@ def ensure_data(size: str, root: Path | None = None, log: Callable[[str], None] 
 
 
 # ---------------------------------------------------------------------- the jobs
-def anchor_job(url: str, out: str) -> dict[str, Any]:
+def anchor_job(url: str, out: str, timeout: float | None = None) -> dict[str, Any]:
     """Plain dask.dataframe: p2p shuffle by user, per partition de-duplicated lists, to Parquet."""
     import dask
     import dask.dataframe as dd
     import pandas as pd
     import pyarrow as pa
+    from distributed import get_client
 
     ddf = dd.read_parquet(url, columns=["user", "item"])
     list_type = pd.ArrowDtype(pa.list_(pa.string()))
@@ -106,7 +112,13 @@ def anchor_job(url: str, out: str) -> dict[str, Any]:
     with dask.config.set({"dataframe.shuffle.method": "p2p"}):
         shuffled = ddf.shuffle("user", npartitions=ddf.npartitions)
         lists = shuffled.map_partitions(baskets, meta=pd.DataFrame({"items": pd.Series([], dtype=list_type)}))
-        lists.to_parquet(out, write_index=False)
+        write = lists.to_parquet(out, write_index=False, compute=False)
+        future = get_client().compute(write)
+        try:
+            future.result(timeout=timeout)
+        except TimeoutError:
+            future.cancel()
+            return {"failed": f"not finished after {timeout:.0f} s"}
     return {}
 
 
@@ -146,7 +158,7 @@ def _warm_up(client, job: str, scratch: Path) -> None:
     sample = str(sample_path("events"))
     tmp = Path(tempfile.mkdtemp(prefix="warm-", dir=scratch))
     try:
-        if job == "anchor":
+        if job in ANCHORS:
             anchor_job(sample, str(tmp / "out"))
         else:
             ours_job(sample, str(tmp / "out"), str(tmp / "staging"), sessions=job == "sessions")
@@ -154,14 +166,19 @@ def _warm_up(client, job: str, scratch: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def measure(job: str, url: str, scratch: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
+def measure(
+    job: str, url: str, scratch: Path, timeout: float | None = None, log: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Run ``job`` on a fresh 2-worker LocalCluster with 1 GB per worker."""
+    import dask
+    import distributed  # noqa: F401 - its config defaults must be loaded before config.set below
     from bench_mining import _WorkerRSS
     from bench_scale import _cluster, spilled_bytes
 
     tmp = Path(tempfile.mkdtemp(prefix=f"{job}-", dir=scratch))
     out, staging = str(tmp / "out"), str(tmp / "staging")
-    cluster, client = _cluster(LIMIT)
+    with dask.config.set(TUNED if job == "anchor-tuned" else {}):  # the nannies pass it to their workers
+        cluster, client = _cluster(LIMIT)
     result: dict[str, Any] = {}
     try:
         client.wait_for_workers(2)
@@ -169,8 +186,8 @@ def measure(job: str, url: str, scratch: Path, log: Callable[[str], None] = prin
         with _WorkerRSS(client, interval=0.5) as rss:
             t0 = time.perf_counter()
             try:
-                if job == "anchor":
-                    result = anchor_job(url, out)
+                if job in ANCHORS:
+                    result = anchor_job(url, out, timeout)
                 else:
                     result = ours_job(url, out, staging, sessions=job == "sessions")
             except Exception as exc:  # noqa: BLE001 - a failed job is a result (e.g. workers killed)
@@ -180,7 +197,7 @@ def measure(job: str, url: str, scratch: Path, log: Callable[[str], None] = prin
     finally:
         client.close()
         cluster.close()
-    if job == "anchor" and not result.get("failed"):
+    if job in ANCHORS and not result.get("failed"):
         result["baskets"], result["pairs"] = anchor_counts(out)
     shutil.rmtree(tmp, ignore_errors=True)
     log(
@@ -191,15 +208,40 @@ def measure(job: str, url: str, scratch: Path, log: Callable[[str], None] = prin
     return result
 
 
+ANCHOR_LABEL = {"anchor": "dask p2p shuffle + groupby lists", "anchor-tuned": "dask p2p shuffle (128 MiB buffer) + groupby lists"}
+
+
+def best_anchor(runs: dict[str, dict]) -> str | None:
+    """The anchor to compare with: the fastest that finished."""
+    done = [j for j in ANCHORS if j in runs and not runs[j].get("failed")]
+    return min(done, key=lambda j: runs[j]["seconds"]) if done else None
+
+
 def _mib(n: int) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
 
 def rows_of(size: str, data: dict, runs: dict[str, dict]) -> list[dict]:
-    """The suite's rows (run.py's layout): each of our jobs against the anchor."""
+    """The suite's rows (run.py's layout): each anchor, then each of our jobs against the best anchor."""
     n = data["n_events"]
-    anc = runs.get("anchor", {})
+    public = {k: v for k, v in data.items() if k != "files"}
+    best = best_anchor(runs)
+    anc = runs[best] if best else {}
     rows = []
+    for job in ANCHORS:
+        if job in runs:
+            r = runs[job]
+            rows.append(
+                {
+                    "name": f"ingest {n / 1e6:,.0f} M events: anchor {ANCHOR_LABEL[job]}",
+                    "ours_s": None,
+                    "anchor": ANCHOR_LABEL[job],
+                    "anchor_s": None if r.get("failed") else r["seconds"],
+                    "note": f"peak {_mib(r['peak_worker_rss'])}, spilled {_mib(r['spilled'])}, {r.get('baskets')} baskets"
+                    + (f" | FAILED: {r['failed']}" if r.get("failed") else ""),
+                    "extra": {"size": size, "data": public, "job": job, "run": r},
+                }
+            )
     for job, what in (("users", "one basket per user"), ("sessions", f"sessions, gap {SESSION_GAP}")):
         if job not in runs:
             continue
@@ -207,35 +249,26 @@ def rows_of(size: str, data: dict, runs: dict[str, dict]) -> list[dict]:
         same = (
             job == "users"
             and not r.get("failed")
-            and not anc.get("failed")
-            and (r.get("baskets"), r.get("pairs")) == (anc.get("baskets"), anc.get("pairs"))
+            and bool(anc)
+            and (r.get("baskets"), r.get("pairs"))
+            == (
+                anc.get("baskets"),
+                anc.get("pairs"),
+            )
         )
         rows.append(
             {
-                "name": f"ingest {n / 1e6:,.0f} M events ({what})",
+                "name": f"ingest {n / 1e6:,.0f} M events: ours, {what}",
                 "ours_s": None if r.get("failed") else r["seconds"],
-                "anchor": "dask shuffle + groupby lists",
-                "anchor_s": None if anc.get("failed") or not anc else anc["seconds"],
+                "anchor": ANCHOR_LABEL[best] if best else "no anchor finished",
+                "anchor_s": anc.get("seconds"),
                 "note": (
-                    f"ours: {n / r['seconds'] / 1e6:.2f} M events/s, peak {_mib(r['peak_worker_rss'])}, "
-                    f"spilled {_mib(r['spilled'])}, {r.get('baskets')} baskets"
-                    + (f" | anchor: peak {_mib(anc['peak_worker_rss'])}, spilled {_mib(anc['spilled'])}" if anc else "")
+                    f"{n / r['seconds'] / 1e6:.2f} M events/s, peak {_mib(r['peak_worker_rss'])}, "
+                    f"spilled {_mib(r['spilled'])}, {r.get('baskets')} baskets, {r.get('n_heavy')} heavy users"
                     + (" | same baskets and pairs as the anchor" if same else "")
-                    + (f" | ours FAILED: {r['failed']}" if r.get("failed") else "")
-                    + (f" | anchor FAILED: {anc['failed']}" if anc.get("failed") else "")
+                    + (f" | FAILED: {r['failed']}" if r.get("failed") else "")
                 ),
-                "extra": {"size": size, "data": {k: v for k, v in data.items() if k != "files"}, job: r, "anchor": anc},
-            }
-        )
-    if not rows and anc:
-        rows.append(
-            {
-                "name": f"ingest {n / 1e6:,.0f} M events: anchor only",
-                "ours_s": None,
-                "anchor": "dask shuffle + groupby lists",
-                "anchor_s": None if anc.get("failed") else anc["seconds"],
-                "note": f"anchor: peak {_mib(anc['peak_worker_rss'])}, spilled {_mib(anc['spilled'])}, {anc.get('baskets')} baskets",
-                "extra": {"size": size, "data": {k: v for k, v in data.items() if k != "files"}, "anchor": anc},
+                "extra": {"size": size, "data": public, "job": job, "run": r, "anchor_job": best},
             }
         )
     return rows
@@ -244,31 +277,22 @@ def rows_of(size: str, data: dict, runs: dict[str, dict]) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     """The table of docs/benchmarks.md."""
     lines = [
-        "| job | events | time | events/s | peak worker RSS | spilled | baskets | ours / anchor |",
-        "|---|---|---|---|---|---|---|---|",
+        "| job | time | events/s | peak worker RSS | spilled | baskets | ours / anchor |",
+        "|---|---|---|---|---|---|---|",
     ]
-    seen_anchor = False
-    for r in rows:
-        ex = r["extra"]
-        n = ex.get("data", {}).get("n_events") or 0
-        anc = ex.get("anchor") or {}
-        if anc and not seen_anchor:
-            seen_anchor = True
-            lines.append(_md_line("anchor: dask p2p shuffle + groupby lists", n, anc, None))
-        for job in ("users", "sessions"):
-            if job in ex:
-                ratio = r["ours_s"] / r["anchor_s"] if r["ours_s"] and r["anchor_s"] else None
-                lines.append(_md_line(f"ours: read_events ({job}) + to_parquet", n, ex[job], ratio))
+    for row in rows:
+        ex = row["extra"]
+        n, r = ex["data"]["n_events"], ex["run"]
+        label = f"{ex['job']}: {row['anchor'] if ex['job'] in ANCHORS else 'read_events + to_parquet'}"
+        if r.get("failed"):
+            lines.append(f"| {label} | {r['failed'][:60]} | | {_mib(r['peak_worker_rss'])} | {_mib(r['spilled'])} | | |")
+            continue
+        ratio = row["ours_s"] / row["anchor_s"] if row["ours_s"] and row["anchor_s"] else None
+        lines.append(
+            f"| {label} | {r['seconds']:.1f} s | {n / r['seconds'] / 1e6:.2f} M | {_mib(r['peak_worker_rss'])} | "
+            f"{_mib(r['spilled'])} | {r.get('baskets') or 0:,} | {f'{ratio:.2f}' if ratio else '-'} |"
+        )
     return "\n".join(lines)
-
-
-def _md_line(label: str, n: int, r: dict, ratio: float | None) -> str:
-    if r.get("failed"):
-        return f"| {label} | {n / 1e6:,.0f} M | failed: {r['failed'][:80]} | | {_mib(r['peak_worker_rss'])} | {_mib(r['spilled'])} | | |"
-    return (
-        f"| {label} | {n / 1e6:,.0f} M | {r['seconds']:.1f} s | {n / r['seconds'] / 1e6:.2f} M | {_mib(r['peak_worker_rss'])} | "
-        f"{_mib(r['spilled'])} | {r.get('baskets', '-'):,} | {f'{ratio:.2f}' if ratio else '-'} |"
-    )
 
 
 def run(quick: bool = False, jobs: tuple[str, ...] = JOBS, root: Path | None = None) -> list[dict]:
@@ -278,13 +302,13 @@ def run(quick: bool = False, jobs: tuple[str, ...] = JOBS, root: Path | None = N
     try:
         import ppdm_dask.data.events  # noqa: F401 - the ingest core, on its way (issue 39)
     except ImportError:
-        if set(jobs) - {"anchor"}:
+        if set(jobs) - set(ANCHORS):
             print("[ingest] ppdm_dask.data.events is not there: timing the anchor only")
-        jobs = tuple(j for j in jobs if j == "anchor")
+        jobs = tuple(j for j in jobs if j in ANCHORS)
     url, data = ensure_data(size, root)
     scratch = Path(tempfile.mkdtemp(prefix="ppdm-ingest-", dir=Path(url).parent))
     try:
-        runs = {job: measure(job, url, scratch) for job in jobs}
+        runs = {job: measure(job, url, scratch, ANCHOR_TIMEOUT_S[size]) for job in jobs}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     rows = rows_of(size, data, runs)
