@@ -417,6 +417,13 @@ def memory_budget(share: float, client: distributed.Client | None = None, *, loc
     return float(local), "local scheduler"
 
 
+def worker_memory_budget(share: float, client: distributed.Client | None = None, *, local: float) -> float:
+    """Bytes that ``share`` of the smallest worker's memory limit holds (what one task's state may
+    take on any worker); ``local`` without a cluster or without limits."""
+    workers = _limited_workers(client)
+    return share * min(lim for _, lim in workers) if workers else float(local)
+
+
 def _limited_workers(client: distributed.Client | None) -> list[tuple[dict[str, Any], float]]:
     """``(scheduler's record, memory limit)`` of every worker of ``client`` (default: the active
     one); empty without a cluster or when any worker has no limit (nothing to plan against)."""
@@ -465,6 +472,7 @@ def memory_plan(
 
 __all__ = [
     "memory_budget",
+    "worker_memory_budget",
     "memory_headroom",
     "memory_plan",
     "MALLOC_TRIM_THRESHOLD",

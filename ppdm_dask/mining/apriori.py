@@ -27,7 +27,7 @@ from .guards import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_ITEMSETS, ItemsetExplosi
 from .levelwise import CandidateIds, LevelwiseDriver, Verdict
 from .partition import LOCAL_MAX_ITEMSETS, mine_levels
 from .results import FrequentItemsets
-from .strategy import choose_strategy
+from .strategy import MIN_LOCAL_COUNT, choose_strategy
 
 __all__ = [
     "apriori",
@@ -97,6 +97,7 @@ def apriori(
     client: Any = None,
     memory_plan: str = "auto",
     strategy: str = "auto",
+    coalesce: bool = True,
 ) -> FrequentItemsets:
     """All frequent itemsets of ``tx`` with their exact support counts.
 
@@ -136,6 +137,10 @@ def apriori(
         (``"partition"``, :mod:`ppdm_dask.mining.partition`; it falls back to level-wise when a
         block's search passes its bound). ``"auto"`` picks the cheaper by a cost model
         (:mod:`ppdm_dask.mining.strategy`). The levels' statistics say which ran and why.
+    coalesce : bool
+        Count and search small consecutive blocks together, as units of the rows a block's
+        scaled threshold needs (:mod:`ppdm_dask.mining.units`; the statistics' ``units`` field
+        says how and why). ``False`` keeps one unit per block. The result is the same.
 
     Returns
     -------
@@ -150,6 +155,10 @@ def apriori(
     n = tx.n_transactions
     min_count = min_count_of(min_support, n)
     counter = SupportCounter(tx, client=client, progress=progress, split_every=split_every, memory_plan=memory_plan)
+    if coalesce:
+        # small blocks counted and searched together (units), so that the partitioning does not
+        # decide the speed: planned from what level 1 measures (mining/units.py)
+        counter.coalesce(min_count, MIN_LOCAL_COUNT)
 
     def partition_levels(driver: LevelwiseDriver, l2: np.ndarray) -> bool:
         """Choose the strategy of the levels >= 3; mine them here when it is the partition one."""
@@ -157,7 +166,7 @@ def apriori(
         if counter.bit_items is not None and np.all(np.isin(items, counter.bit_items)):
             items = counter.bit_items  # bitsets kept from level 2: a superset, positions index it
         frequent = np.searchsorted(items, l2).astype(np.int32)  # positions into ``items``
-        choice = choose_strategy(strategy, frequent, tx.partition_rows, min_count, max_length, int(items.size))
+        choice = choose_strategy(strategy, frequent, counter.unit_rows, min_count, max_length, int(items.size))
         driver.deep_fields.update(strategy=choice.strategy, strategy_reason=choice.reason)
         if choice.strategy != "partition":
             return False

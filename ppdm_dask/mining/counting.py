@@ -35,6 +35,7 @@ import numpy as np
 from ..data.packed import PackedRows, pack_rows, packed_bitsets, packed_bytes_estimate, unpack_rows
 from ..graph import tree_reduce
 from . import _kernels as K
+from .units import UnitPlan, concat_rows
 
 __all__ = ["SupportCounter", "build_bitsets"]
 
@@ -95,6 +96,10 @@ def _as_csr(block: Any) -> Any:
     return unpack_rows(block) if isinstance(block, PackedRows) else block
 
 
+def _nnz(block: Any) -> int:
+    return int(block.nnz)
+
+
 def _item_counts(block: Any) -> np.ndarray:
     return K.item_counts_and_work(_as_csr(block))
 
@@ -145,12 +150,50 @@ class SupportCounter:
         self._packed: list[Any] | None = None
         self._item_counts: np.ndarray | None = None
         self._sum_sq_lengths = 0
+        self.units: UnitPlan | None = None
+        self._unit_threshold: tuple[int, int] | None = None
 
     def _compute(self, lazy: Any) -> Any:
         from ..progress import compute
 
         (out,) = compute(lazy, **self._ckw)
         return out
+
+    # ------------------------------------------------------------------ the units
+    def coalesce(self, min_count: int, min_local_count: int) -> None:
+        """Count on units of consecutive blocks (:mod:`~ppdm_dask.mining.units`) from the next
+        pass on: planned before level 1 when the blocks' entries are known (``tx.partition_nnz``),
+        else from what level 1 measures. Without this call every block is its own unit."""
+        self._unit_threshold = (int(min_count), int(min_local_count))
+        known = getattr(self.tx, "partition_nnz", None)
+        if known is not None:
+            self._plan_units(known)
+
+    def _plan_units(self, nnz: Any) -> None:
+        if self._unit_threshold is None or self.units is not None:
+            return
+        from ..cluster import worker_memory_budget
+        from .units import UNIT_MAX_BYTES, UNIT_MEMORY_SHARE, plan_units
+
+        cap = min(UNIT_MAX_BYTES, worker_memory_budget(UNIT_MEMORY_SHARE, self._ckw["client"], local=UNIT_MAX_BYTES))
+        min_count, local = self._unit_threshold
+        self.units = plan_units(self.tx.partition_rows, nnz, min_count, min_local_count=local, max_bytes=cap)
+
+    @property
+    def unit_rows(self) -> tuple[int, ...]:
+        """Rows per counting unit (per block until units are planned)."""
+        return self.units.rows if self.units is not None else tuple(self.tx.partition_rows)
+
+    def _source_blocks(self) -> list[Any]:
+        """One delayed CSR block per unit, read from the TransactionArray (concatenated in a task
+        when a unit has several blocks)."""
+        source = list(self.tx.blocks.to_delayed().ravel())
+        if self.units is None or not self.units.coalesced:
+            return source
+        return [
+            source[u[0]] if len(u) == 1 else dask.delayed(concat_rows, pure=True)(*[source[b] for b in u])
+            for u in self.units.units
+        ]
 
     # ------------------------------------------------------------------ the rows
     def _plan_rows(self, nnz: int | None) -> None:
@@ -159,7 +202,7 @@ class SupportCounter:
             return
         from ..cluster import memory_plan
 
-        rows = np.asarray(self.tx.partition_rows, dtype=np.int64)
+        rows = np.asarray(self.unit_rows, dtype=np.int64)
         planned = packed_bytes_estimate(nnz, int(rows.sum()), self.tx.n_items)
         largest = planned * float(rows.max(initial=0)) / max(1, int(rows.sum()))
         what = f"packed rows of {nnz:,} entries"
@@ -173,14 +216,14 @@ class SupportCounter:
 
     def _blocks(self) -> list[Any]:
         """One delayed block per partition: packed rows when kept, else the TransactionArray's."""
-        return list(self._packed) if self._packed is not None else list(self.tx.blocks.to_delayed().ravel())
+        return list(self._packed) if self._packed is not None else self._source_blocks()
 
     def _pack(self, *also: Any) -> list[Any]:
         """Pack and keep the rows (one read of the source), computing ``also`` (graphs on the
         source blocks) in the same pass; returns the results of ``also``."""
         from ..progress import persist
 
-        source = list(self.tx.blocks.to_delayed().ravel())
+        source = self._source_blocks()
         packed = [dask.delayed(pack_rows, pure=True)(b) for b in source]
         out = persist(*packed, *[also_fn(source) for also_fn in also], **self._ckw)
         self._packed = list(out[: len(packed)])
@@ -209,6 +252,14 @@ class SupportCounter:
         self._plan_rows(None if known is None else int(sum(known)))
         if self._packed is None and self.rows_plan is not None and self.rows_plan["packed"]:
             (out,) = self._pack(self._item_counts_graph)
+        elif self._unit_threshold is not None and self.units is None:
+            # the same pass measures the blocks' entries for the units' plan
+            from ..progress import compute
+
+            blocks = self._blocks()
+            nnz = dask.delayed(list)([dask.delayed(_nnz, pure=True)(b) for b in blocks])
+            out, per_block = compute(self._item_counts_graph(blocks), nnz, **self._ckw)
+            self._plan_units(per_block)
         else:
             out = self._compute(self._item_counts_graph(self._blocks()))
         self._item_counts, self._sum_sq_lengths = out[:-1], int(out[-1])
@@ -280,7 +331,7 @@ class SupportCounter:
             plan = "packed" if self._packed is not None else "stream"
             self.plan = {
                 "plan": plan,
-                "bytes": int(bitset_bytes(self.tx.partition_rows, items.size).sum()),
+                "bytes": int(bitset_bytes(self.unit_rows, items.size).sum()),
                 "budget": 0,
                 "reason": f"bitsets of {items.size:,} items built inside each task ({plan}): one or two passes keep nothing",
                 "transient": True,
@@ -296,7 +347,7 @@ class SupportCounter:
     def _choose_plan(self, n_items: int) -> dict[str, Any]:
         from ..cluster import memory_plan
 
-        per_block = bitset_bytes(self.tx.partition_rows, n_items)
+        per_block = bitset_bytes(self.unit_rows, n_items)
         total = float(per_block.sum())
         need = total + float(per_block.max(initial=0))  # room for an uneven spread of the blocks
         what = f"bitsets of {n_items:,} items"
@@ -314,6 +365,8 @@ class SupportCounter:
         """For a level's statistics: ``rows`` (the rows' plan and why) once decided, and
         ``memory_plan`` and ``memory`` (the bitsets' plan and why) once bitsets are in use."""
         out: dict[str, Any] = {} if self.rows_plan is None else {"rows": self.rows_plan["reason"]}
+        if self.units is not None:
+            out["units"] = self.units.reason
         if self.plan is not None:
             out.update(memory_plan=self.plan["plan"], memory=self.plan["reason"])
         return out
@@ -360,7 +413,7 @@ class SupportCounter:
         (wrap big ones in ``dask.delayed``); ``fn`` must be a pure kernel (no dask)."""
         if self.bit_items is None:
             raise RuntimeError("call use_bitsets() first")
-        which = range(self.tx.n_partitions) if blocks is None else blocks
+        which = range(len(self.unit_rows)) if blocks is None else blocks
         extra = [() if per_block is None else tuple(per_block[j]) for j in range(len(which))]
         if self.plan is not None and self.plan["plan"] != "persist":
             source, items = self._blocks(), self.bit_items

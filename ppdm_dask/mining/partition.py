@@ -163,8 +163,8 @@ def mine_levels(
 
     ckw = counter._ckw
     f = int(counter.bit_items.size)
-    thresholds = local_thresholds(min_count, counter.tx.partition_rows)
-    blocks = [int(b) for b in np.flatnonzero(np.asarray(counter.tx.partition_rows) > 0)]
+    thresholds = local_thresholds(min_count, counter.unit_rows)  # units: blocks searched together
+    blocks = [int(b) for b in np.flatnonzero(np.asarray(counter.unit_rows) > 0)]
     out = PartitionOutcome()
     if not blocks or pairs.shape[0] < 3:
         return out

@@ -36,26 +36,33 @@ def _strategies(fi) -> set[str]:
     return {s["strategy"] for s in fi.level_stats if s["length"] >= 3}
 
 
-@given(st.lists(st.lists(st.integers(0, 11), max_size=8), min_size=1, max_size=60), st.integers(1, 6), st.integers(1, 5))
+@given(
+    st.lists(st.lists(st.integers(0, 11), max_size=8), min_size=1, max_size=60),
+    st.integers(1, 6),
+    st.integers(1, 5),
+    st.booleans(),
+)
 @settings(max_examples=100, deadline=None)
-def test_partition_equals_brute_force_sparse(rows, min_count, nparts):
+def test_partition_equals_brute_force_sparse(rows, min_count, nparts, coalesce):
+    # coalesce=False: one local search per block and the count pass (the blocks are tiny)
     min_count = min(min_count, len(rows))
-    fi = apriori(_tx(rows, nparts), min_count, strategy="partition", progress=False)
+    fi = apriori(_tx(rows, nparts), min_count, strategy="partition", coalesce=coalesce, progress=False)
     assert fi.as_dict() == brute_force(rows, min_count)
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.floats(0.45, 0.9), st.integers(8, 13))
 @settings(max_examples=40, deadline=None)
 def test_partition_equals_brute_force_dense(seed, nparts, density, n_items):
+    coalesce = bool(seed % 2)
     rng = np.random.default_rng(seed)
     rows = [list(np.flatnonzero(rng.random(n_items) < density)) for _ in range(int(rng.integers(20, 120)))]
     min_count = max(1, int(len(rows) * rng.uniform(0.2, 0.6)))
     want = brute_force(rows, min_count)
-    fi = apriori(_tx(rows, nparts), min_count, strategy="partition", progress=False)
+    fi = apriori(_tx(rows, nparts), min_count, strategy="partition", coalesce=coalesce, progress=False)
     assert fi.as_dict() == want
-    assert apriori(_tx(rows, nparts), min_count, strategy="partition", max_length=4, progress=False).as_dict() == {
-        s: c for s, c in want.items() if len(s) <= 4
-    }
+    assert apriori(
+        _tx(rows, nparts), min_count, strategy="partition", max_length=4, coalesce=coalesce, progress=False
+    ).as_dict() == {s: c for s, c in want.items() if len(s) <= 4}
 
 
 def test_results_do_not_depend_on_partitions_or_strategy():
@@ -66,9 +73,10 @@ def test_results_do_not_depend_on_partitions_or_strategy():
     want = brute_force(rows, 60)
     for nparts in (1, 2, 4, 7):
         for strategy in ("partition", "levelwise", "auto"):
-            fi = apriori(_tx(rows, nparts), 60, strategy=strategy, progress=False)
-            assert fi.as_dict() == want, (nparts, strategy)
-    fi = apriori(_tx(rows, 2), 60, strategy="partition", progress=False)
+            for coalesce in (True, False):
+                fi = apriori(_tx(rows, nparts), 60, strategy=strategy, coalesce=coalesce, progress=False)
+                assert fi.as_dict() == want, (nparts, strategy, coalesce)
+    fi = apriori(_tx(rows, 2), 60, strategy="partition", coalesce=False, progress=False)
     lvl3 = next(s for s in fi.level_stats if s["length"] == 3)
     assert lvl3["strategy"] == "partition" and lvl3["passes"] == 2 and lvl3["recounted"] > 0
     later = [s for s in fi.level_stats if s["length"] > 3]
@@ -84,7 +92,7 @@ def test_bound_falls_back_to_levelwise(monkeypatch):
     want = brute_force(rows, 20)
     monkeypatch.setattr(A, "LOCAL_MAX_ITEMSETS", 10)
     for nparts in (1, 3):
-        fi = apriori(_tx(rows, nparts), 20, strategy="partition", progress=False)
+        fi = apriori(_tx(rows, nparts), 20, strategy="partition", coalesce=False, progress=False)
         assert fi.as_dict() == want
         assert _strategies(fi) == {"levelwise"}
         assert "local search passed 10 itemsets" in fi.level_stats[-1]["strategy_reason"]
@@ -102,7 +110,7 @@ def test_guards_apply_to_the_partition_strategy():
 def test_memory_plans(memory_plan):
     rng = np.random.default_rng(6)
     rows = [list(np.flatnonzero(rng.random(12) < 0.6)) for _ in range(150)]
-    fi = apriori(_tx(rows, 3), 30, strategy="partition", memory_plan=memory_plan, progress=False)
+    fi = apriori(_tx(rows, 3), 30, strategy="partition", memory_plan=memory_plan, coalesce=False, progress=False)
     assert fi.as_dict() == brute_force(rows, 30)
     assert _strategies(fi) == {"partition"}
 
@@ -123,14 +131,17 @@ def test_cost_model_choices():
     assert choose_strategy("levelwise", dense, [8124], 1625, None, 20).strategy == "levelwise"
 
 
-def test_auto_picks_partition_on_dense_and_levelwise_on_small_blocks():
+def test_auto_picks_partition_on_dense_and_levelwise_on_small_blocks_kept_apart():
     rng = np.random.default_rng(9)
     rows = [list(np.flatnonzero(rng.random(14) < 0.7)) for _ in range(400)]
     want = brute_force(rows, 120)
     fi = apriori(_tx(rows, 1), 120, progress=False)
     assert fi.as_dict() == want and _strategies(fi) == {"partition"}
-    fi = apriori(_tx(rows, 4), 120, progress=False)  # scaled threshold 30 < 100
+    fi = apriori(_tx(rows, 4), 120, coalesce=False, progress=False)  # scaled threshold 30 < 100
     assert fi.as_dict() == want and _strategies(fi) == {"levelwise"}
+    fi = apriori(_tx(rows, 4), 120, progress=False)  # the 4 blocks searched as one unit
+    assert fi.as_dict() == want and _strategies(fi) == {"partition"}
+    assert "4 blocks searched as 1 unit" in fi.level_stats[-1]["units"]
 
 
 # ---------------------------------------------------------------------------- FIMI sets vs pyfim
@@ -149,10 +160,9 @@ def test_partition_matches_pyfim(name, min_support, expected):
     ref = _pyfim_reference(name, _min_count(min_support, n))
     assert len(ref) == expected
     with dask.config.set(scheduler="threads"):
-        for nparts in (1, 4):
-            fi = apriori(
-                _read(name, npartitions=nparts).persist(progress=False), min_support, strategy="partition", progress=False
-            )
+        for nparts, coalesce in ((1, True), (4, False), (16, True)):
+            tx = _read(name, npartitions=nparts).persist(progress=False)
+            fi = apriori(tx, min_support, strategy="partition", coalesce=coalesce, progress=False)
             assert _strategies(fi) == {"partition"}
             _assert_same_itemsets(
                 _norm(fi.as_dict()), ref, f"{name} @ {min_support:g}, partition strategy, {nparts} partitions vs pyfim"
@@ -165,9 +175,11 @@ def test_partition_on_cluster_equals_sync(on_cluster, name, min_support):
     with dask.config.set(scheduler="sync"):
         sync = _norm(apriori(_read(name), min_support, strategy="levelwise", progress=False).as_dict())
     tx = _read(name, npartitions=3).persist(progress=False)
-    fi = apriori(tx, min_support, strategy="partition", progress=False)
-    assert _strategies(fi) == {"partition"}
-    _assert_same_itemsets(_norm(fi.as_dict()), sync, f"{name} @ {min_support:g}: partition on LocalCluster(2) vs level-wise sync")
+    for coalesce in (True, False):
+        fi = apriori(tx, min_support, strategy="partition", coalesce=coalesce, progress=False)
+        assert _strategies(fi) == {"partition"}
+        what = f"{name} @ {min_support:g}: partition (coalesce={coalesce}) on LocalCluster(2) vs level-wise sync"
+        _assert_same_itemsets(_norm(fi.as_dict()), sync, what)
 
 
 def test_cli_mine_strategy(tmp_path):
