@@ -73,6 +73,8 @@ def levels_text(level_stats: list[dict[str, Any]]) -> list[str]:
     ]
     plans = list(dict.fromkeys(st[f] for st in level_stats for f in ("rows", "memory") if st.get(f)))
     lines += [f"  memory plan: {p}" for p in plans]  # which plans ran for the rows and bitsets, and why
+    units = list(dict.fromkeys(st["units"] for st in level_stats if st.get("units")))
+    lines += [f"  units: {u}" for u in units]  # blocks counted and searched together, and why
     strategies = list(dict.fromkeys((st["strategy"], st.get("strategy_reason", "")) for st in level_stats if st.get("strategy")))
     lines += [f"  levels >= 3: {name} ({why})" for name, why in strategies]  # which strategy ran, and why
     return lines
