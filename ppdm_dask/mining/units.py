@@ -137,7 +137,7 @@ def plan_units(
     thresholds = [-(-int(min_count) * r // n) for r in unit_rows]
     reason = (
         f"{n_blocks} blocks searched as {len(units)} unit(s) of {min(unit_rows):,}-{max(unit_rows):,} rows "
-        f"(a unit wants {want:,} rows: scaled threshold >= {min(int(min_local_count), int(min_count))} and >= "
+        f"(a unit wants {want:,} rows{' (all)' if want == n else ''}: scaled threshold >= {min(int(min_local_count), int(min_count))} and >= "
         f"{MIN_UNIT_ROWS:,} rows; <= {max_bytes / mib:,.0f} MiB each); scaled thresholds "
         f"{min(thresholds):,}-{max(thresholds):,}; {moved / mib:,.1f} MiB joined to other blocks "
         f"(transfer est. {moved * TRANSFER_WORDS_PER_BYTE / 1e6:,.0f} M words on a cluster)"
