@@ -3,7 +3,7 @@ uneven, with empty blocks and blocks of a few rows (scaled thresholds below 2), 
 force and pyfim's Eclat, for every strategy, threaded and on the 2-process LocalCluster.
 
 Only the public API is used (``TransactionArray.from_scipy``, ``repartition``, the
-``TransactionArray`` constructor on concatenated blocks, ``apriori``), so the oracles hold
+``TransactionArray`` constructor on blocks laid out one by one, ``apriori``), so the oracles hold
 whatever the miner does inside (level-wise passes, per-block local searches, coalesced blocks).
 """
 
