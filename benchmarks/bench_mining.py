@@ -650,6 +650,28 @@ def _partitioning_markdown(cases: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _strategy_cell(cell: dict) -> str:
+    """``partition (2 passes, 526,852 recounted)``, ``levelwise``, ... and any coalesced field."""
+    what = [f"{cell['passes']} pass{'es' if cell['passes'] != 1 else ''}"] if cell.get("passes") else []
+    if cell.get("recounted"):
+        what.append(f"{cell['recounted']:,} recounted")
+    what += [f"{k} {v}" for k, v in cell.items() if "coalesc" in k]
+    detail = f" ({', '.join(what)})" if what else ""
+    return f"{cell.get('strategy', '-')}{detail}"
+
+
+def _strategies_markdown(cases: list[dict]) -> str:
+    """Which strategy mined the levels >= 3 in each cell (level 3's statistics)."""
+    keys = [f"threads {p}" for p in PARTITION_COUNTS] + [f"cluster {PARTITION_COUNTS[-1]}"]
+    lines = [
+        "| data @ min count | " + " | ".join(k.replace("threads ", "") for k in keys) + " |",
+        "|---" * (len(keys) + 1) + "|",
+    ]
+    for c in cases:
+        lines.append(f"| {c['label']} | " + " | ".join(_strategy_cell(c["cells"][k]) for k in keys) + " |")
+    return "\n".join(lines)
+
+
 def _partitioning_rows(quick: bool, client=None) -> list[dict]:
     """The partitioning table (issue 40): ours at 1, 4 and 16 row blocks (threads) and at 16 on
     the 2-process LocalCluster, against ours at 1 block and the best of pyfim eclat/fpgrowth.
@@ -659,7 +681,8 @@ def _partitioning_rows(quick: bool, client=None) -> list[dict]:
     fastest pyfim miner's (with the always-present itemsets pyfim 6.28 omits added back).
     Targets: <= 1.5x the 1-block time at 4 and 16 blocks, 1 block <= 1.0x the best pyfim miner.
     ``quick``: BMS-WebView-1 only. Prints the Markdown table of docs/benchmarks.md; every row's
-    ``extra`` holds it too (``partitioning_table``), with each cell's level-3 strategy."""
+    ``extra`` holds it too (``partitioning_table``, and ``partitioning_strategies``: the strategy
+    of the levels >= 3 in every cell), with its own cell's level-3 statistics (``cell``)."""
     own = client is None
     if own:
         cluster, client = _cluster()
@@ -674,12 +697,18 @@ def _partitioning_rows(quick: bool, client=None) -> list[dict]:
             client.close()
             cluster.close()
     table = _partitioning_markdown(cases)
-    print("\nMining speed and partitioning (issue 40):\n" + table + "\n")
+    strategies = _strategies_markdown(cases)
+    print(f"\nMining speed and partitioning (issue 40):\n{table}\n\nStrategy of the levels >= 3:\n{strategies}\n")
     rows = []
     for c in cases:
         t1 = c["cells"]["threads 1"]["seconds"]
         best = c["best_pyfim"]
-        common = {"min_count": c["min_count"], "itemsets": c["itemsets"], "partitioning_table": table}
+        common = {
+            "min_count": c["min_count"],
+            "itemsets": c["itemsets"],
+            "partitioning_table": table,
+            "partitioning_strategies": strategies,
+        }
         strategy = c["cells"]["threads 1"].get("strategy", "-")
         ratio = t1 / c["pyfim_s"][best]
         omitted = f" (pyfim +{c['omitted']} omitted always-present)" if c["omitted"] else ""
