@@ -96,12 +96,18 @@ def _as_csr(block: Any) -> Any:
     return unpack_rows(block) if isinstance(block, PackedRows) else block
 
 
-def _nnz(block: Any) -> int:
-    return int(block.nnz)
-
-
 def _item_counts(block: Any) -> np.ndarray:
     return K.item_counts_and_work(_as_csr(block))
+
+
+def _item_counts_and_nnz(block: Any, j: int, n_blocks: int) -> np.ndarray:
+    """:func:`_item_counts` followed by ``n_blocks`` slots, the block's entries in slot ``j``: the
+    tree sum then carries every block's entries too (the units' plan), in no extra task."""
+    counts = _item_counts(block)
+    out = np.zeros(counts.size + n_blocks, np.int64)
+    out[: counts.size] = counts
+    out[counts.size + j] = int(block.nnz)
+    return out
 
 
 def _pair_counts(block: Any, items: np.ndarray) -> np.ndarray:
@@ -254,11 +260,10 @@ class SupportCounter:
             (out,) = self._pack(self._item_counts_graph)
         elif self._unit_threshold is not None and self.units is None:
             # the same pass measures the blocks' entries for the units' plan
-            from ..progress import compute
-
             blocks = self._blocks()
-            nnz = dask.delayed(list)([dask.delayed(_nnz, pure=True)(b) for b in blocks])
-            out, per_block = compute(self._item_counts_graph(blocks), nnz, **self._ckw)
+            parts = [dask.delayed(_item_counts_and_nnz, pure=True)(b, j, len(blocks)) for j, b in enumerate(blocks)]
+            out = self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
+            out, per_block = out[: -len(blocks)], out[-len(blocks) :]
             self._plan_units(per_block)
         else:
             out = self._compute(self._item_counts_graph(self._blocks()))
