@@ -741,13 +741,12 @@ _ROOTS_PER_CHUNK = 2
 
 
 def miner_threads(d: Any, closed: bool, max_depth: int, threads: int | None = None) -> int:
-    """Threads for :func:`_mine`: ``threads`` (default :data:`MINER_THREADS`), at most the
+    """Threads for :func:`_mine`: ``threads``, by default :data:`MINER_THREADS` but at most the
     machine's cores, and no more than the per-thread tables of :func:`_mine_kernel` fit in the
     memory share the single search may take."""
     from ..mining.guards import MEMORY_SHARE, available_bytes
 
-    t = MINER_THREADS if threads is None else int(threads)
-    t = max(1, min(t, os.cpu_count() or 1))
+    t = min(MINER_THREADS, os.cpu_count() or 1) if threads is None else max(1, int(threads))
     if t > 1:
         avail = available_bytes()
         if avail is not None:
