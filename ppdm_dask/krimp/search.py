@@ -12,6 +12,10 @@ Layers
   they do not fit the memory budget), and the state grows with the code table, not with the
   number of candidates.
 
+Rows: the cover holds the rows restricted to the items the candidates can hold, those with ≥ 2 of
+them, identical ones merged with their number as weight (:class:`SingleBlock`,
+:func:`._cover.merged_rows`) — the same code table on fewer rows.
+
 Memory (driver): the database twice as bitsets (rows × ⌈items/64⌉ and items × ⌈rows/64⌉ words),
 the covers (rows × longest-row/2 int32 slots), one chunk of candidates, and per code-table slot
 a few words. A slot is reused after its element is pruned.
