@@ -93,7 +93,22 @@ def _grow2(a, need):
 
 @numba.njit(cache=True, nogil=True)
 def _mine_kernel(
-    row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_depth, max_out, flush_every, own, emit_root, counter
+    row_bits,
+    n_items,
+    minsup,
+    closed,
+    max_len,
+    exbits,
+    n_ex,
+    max_depth,
+    max_out,
+    flush_every,
+    own,
+    emit_root,
+    counter,
+    root_fail,
+    root_wit,
+    use_root,
 ):
     """Depth-first Eclat / LCM over *reduced, merged* conditional databases.
 
@@ -110,8 +125,12 @@ def _mine_kernel(
     Threads (:func:`_mine`): only the subtrees of the top-level extensions ``e`` with ``own[e]``
     are searched, the closure of the empty set is reported only with ``emit_root``, and
     ``counter[0]`` (shared by the threads) counts the itemsets found for ``max_out``. In closed
-    mode a top-level extension that is not owned still gets its prefix-preservation test, so the
-    known failures the owned subtrees inherit are those of the serial search.
+    mode the owned subtrees must inherit the known failures of the serial search: a top-level
+    extension that is not owned still gets its prefix-preservation test, unless ``use_root``: then
+    the top-level failures and witnesses come from ``root_fail``/``root_wit`` (a top-level test
+    depends on its item only) and foreign extensions are skipped. Without ``use_root``, on return
+    ``root_fail``/``root_wit`` hold the top-level failures found (a call owning nothing computes
+    them all once, for the threads to share).
 
     Closed mode, known failures (LCM): the extensions of a node are tried in descending item
     order, so when a child Q = closure(P ∪ {e'}) is built every e > e' has been tried at P. If
@@ -360,9 +379,19 @@ def _mine_kernel(
             etop += ne
             btop = pos
             building = False
+            if d == 0 and use_root and closed:
+                # every top-level failure at once: children only read those above their core
+                for e in range(n_items):
+                    if root_fail[e]:
+                        KF[0, e >> 6] |= np.uint64(1) << np.uint64(e & 63)
+                        wit[0, e] = root_wit[e]
         # ---- next extension of level d
         if cur[d] < lo[d]:
             if d == 0:
+                if closed and not use_root:
+                    for e in range(n_items):
+                        root_fail[e] = (KF[0, e >> 6] >> np.uint64(e & 63)) & np.uint64(1)
+                        root_wit[e] = wit[0, e]
                 break
             etop = lo[d]
             btop = bbase[d]
@@ -375,8 +404,10 @@ def _mine_kernel(
         s0 = ext_start[bi]
         s1 = ext_end[bi]
         foreign = d == 0 and not own[e]  # another thread searches this subtree
-        if foreign and not closed:
+        if foreign and (use_root or not closed):
             continue
+        if d == 0 and use_root and closed and root_fail[e]:
+            continue  # its test fails (known from the pass over the top level)
         sup = 0
         if not foreign:
             for j in range(s0, s1):
@@ -739,6 +770,10 @@ MINER_THREADS = 4
 #: the root's conditional database again.
 _ROOTS_PER_CHUNK = 2
 
+#: Chunks per thread: enough to spread the heavy subtrees of the most frequent items, few enough
+#: that rebuilding the root's conditional database per chunk stays small.
+_CHUNKS_PER_THREAD = 4
+
 
 def miner_threads(d: Any, closed: bool, max_depth: int, threads: int | None = None) -> int:
     """Threads for :func:`_mine`: ``threads``, by default :data:`MINER_THREADS` but at most the
@@ -759,7 +794,7 @@ def _root_chunks(d: Any, minsup: int, threads: int) -> list[np.ndarray]:
     frequent items in the serial search's order (descending new ids) dealt out in turn, so the
     heavy subtrees of the most frequent items are spread over the chunks."""
     roots = np.flatnonzero(d.new_frequencies >= minsup)[::-1]
-    n_chunks = max(1, min(roots.size // _ROOTS_PER_CHUNK, 8 * threads)) if threads > 1 else 1
+    n_chunks = max(1, min(roots.size // _ROOTS_PER_CHUNK, _CHUNKS_PER_THREAD * threads)) if threads > 1 else 1
     masks = []
     for j in range(n_chunks):
         own = np.zeros(max(1, d.n_items), np.uint8)
@@ -788,13 +823,22 @@ def _mine(
     """
     counter = np.zeros(1, np.int64)
     masks = _root_chunks(d, minsup, threads)
+    n = max(1, d.n_items)
+    root_fail, root_wit = np.zeros(n, np.uint8), np.zeros(n, np.int64)
+    use_root = closed and len(masks) > 1
+    if use_root:  # the top-level failures once (no subtree searched), shared by the chunks
+        _mine_kernel(
+            d.row_bits, d.n_items, minsup, closed, ml, ex, ex.shape[0], max_depth, 0, 0, np.zeros(n, np.uint8), False,
+            np.zeros(1, np.int64), root_fail, root_wit, False,
+        )  # fmt: skip
 
     def run(j: int) -> tuple[np.ndarray, np.ndarray]:
         _sink.spiller = spiller
         try:
             return _mine_kernel(
-                d.row_bits, d.n_items, minsup, closed, ml, ex, ex.shape[0], max_depth, cap, flush, masks[j], j == 0, counter
-            )
+                d.row_bits, d.n_items, minsup, closed, ml, ex, ex.shape[0], max_depth, cap, flush, masks[j], j == 0, counter,
+                root_fail, root_wit, use_root,
+            )  # fmt: skip
         finally:
             _sink.spiller = None
 
