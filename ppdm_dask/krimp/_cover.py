@@ -10,7 +10,9 @@ State of a block (rows ``t`` in the block's own numbering, items in the search's
     uint64 holds the row as an item bitset (words ``0..W-1``) and the items its cover leaves to
     singletons (words ``W..2W-1``); its int32 view ``rec32`` (n, 2R) holds, from int32 ``4W``
     on, the number of non-singleton elements of the cover and their code-table slots in cover
-    order (at most longest-row // 2 of them). ``tid_bits`` (n_items, ceil(n/64)) lists the rows
+    order (at most longest-row // 2 of them). ``wt`` (n,) int64: how many identical rows of the
+    database a record stands for (covers depend on a row's items only, so identical rows share
+    one record and count with their weight; 1 when rows are not merged). ``tid_bits`` (n_items, ceil(n/64)) lists the rows
     holding each item. ``blocked`` (n_items, L − 1, ceil(n/64)), when it fits the memory plan,
     lists for every item i and length ℓ = 2..L the rows whose cover holds i in an element of
     length ≥ ℓ: X can only be used in the rows of ∩_{i∈X} (tid(i) ∖ blocked(i, |X|)) — the
@@ -277,19 +279,20 @@ def touch(c, dv, delta, stamp, touched, nt, epoch):
 
 
 @numba.njit(cache=True, nogil=True)
-def touch_singletons(new_r, old_r, d_s, stamp_s, t_s, nt_s, epoch):
-    """Singleton usage changes of one row: +1 for items newly left over, −1 for items now covered."""
+def touch_singletons(new_r, old_r, wt, d_s, stamp_s, t_s, nt_s, epoch):
+    """Singleton usage changes of one row of weight ``wt``: +wt for items newly left over, −wt
+    for items now covered."""
     for k in range(new_r.size):
         plus = new_r[k] & ~old_r[k]
         minus = old_r[k] & ~new_r[k]
         while plus:
             b = ctz(plus)
             plus &= plus - np.uint64(1)
-            nt_s = touch(k * 64 + b, 1, d_s, stamp_s, t_s, nt_s, epoch)
+            nt_s = touch(k * 64 + b, wt, d_s, stamp_s, t_s, nt_s, epoch)
         while minus:
             b = ctz(minus)
             minus &= minus - np.uint64(1)
-            nt_s = touch(k * 64 + b, -1, d_s, stamp_s, t_s, nt_s, epoch)
+            nt_s = touch(k * 64 + b, -wt, d_s, stamp_s, t_s, nt_s, epoch)
     return nt_s
 
 
@@ -368,6 +371,7 @@ def _commit_row(row, row32, o32, kk, head, r, kthr, idx, idx_off, lkey, lbits, s
 def _row_changes(
     row,
     row32,
+    wt,
     o32,
     kk,
     r,
@@ -388,15 +392,15 @@ def _row_changes(
     nt_s,
     epoch,
 ):
-    """The usage changes of one row whose cover from ``kk`` on is replaced by the greedy cover
-    of ``r`` (modified) by the elements of key > ``kthr``."""
+    """The usage changes of one row (standing for ``wt`` identical rows) whose cover from ``kk``
+    on is replaced by the greedy cover of ``r`` (modified) by the elements of key > ``kthr``."""
     for j in range(kk, row32[o32 - 1]):
-        nt_ns = touch(row32[o32 + j], -1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
+        nt_ns = touch(row32[o32 + j], -wt, d_ns, stamp_ns, t_ns, nt_ns, epoch)
     ns = recover(r, kthr, idx, idx_off, lkey, lbits, surv, sfx)
     for j in range(ns):
-        nt_ns = touch(sfx[j], 1, d_ns, stamp_ns, t_ns, nt_ns, epoch)
+        nt_ns = touch(sfx[j], wt, d_ns, stamp_ns, t_ns, nt_ns, epoch)
     w = r.size
-    nt_s = touch_singletons(r, row[w : 2 * w], d_s, stamp_s, t_s, nt_s, epoch)
+    nt_s = touch_singletons(r, row[w : 2 * w], wt, d_s, stamp_s, t_s, nt_s, epoch)
     return nt_ns, nt_s
 
 
@@ -408,6 +412,7 @@ def insert_change(
     slot,
     rec,
     rec32,
+    wt,
     tid_bits,
     blocked,
     urows,
@@ -469,13 +474,14 @@ def insert_change(
             if not fits(xbits, r):
                 continue
             take(xbits, r)
-            nx += 1
+            nx += wt[t]
             if commit:
                 _commit_row(row, row32, o32, kk, slot, r, kx, idx, idx_off, lkey, lbits, surv, sfx, sbits, blocked, urows, t)
             else:
                 nt_ns, nt_s = _row_changes(
                     row,
                     row32,
+                    wt[t],
                     o32,
                     kk,
                     r,
@@ -505,6 +511,7 @@ def remove_change(
     y,
     rec,
     rec32,
+    wt,
     tid_bits,
     blocked,
     urows,
@@ -529,7 +536,7 @@ def remove_change(
     """Removing the element in slot ``y``: the usage changes (``y`` itself included, to 0).
 
     Rows whose cover uses y keep the elements before it; the rest is re-covered by the elements
-    after y (y itself has key ``skey[y]`` and is not among them). Returns ``(#rows, #slots
+    after y (y itself has key ``skey[y]`` and is not among them). Returns ``(usage of y, #slots
     touched, #items touched)``; with ``commit`` the new covers are written instead.
     """
     if urows.shape[1] > 0:
@@ -556,7 +563,7 @@ def remove_change(
                 kk += 1
             if kk == cn:
                 continue
-            na += 1
+            na += wt[t]
             row = rec[t]
             for k in range(w):
                 r[k] = row[k]
@@ -568,6 +575,7 @@ def remove_change(
                 nt_ns, nt_s = _row_changes(
                     row,
                     row32,
+                    wt[t],
                     o32,
                     kk,
                     r,
@@ -589,6 +597,44 @@ def remove_change(
                     epoch,
                 )
     return na, nt_ns, nt_s
+
+
+@numba.njit(cache=True, nogil=True)
+def _columns(row_bits, n_items):
+    """Vertical tid bitsets of bitset rows: item ``i`` → the rows holding it."""
+    n, w = row_bits.shape
+    out = np.zeros((n_items, max(1, (n + 63) // 64)), np.uint64)
+    for t in range(n):
+        bit = np.uint64(1) << np.uint64(t & 63)
+        for k in range(w):
+            x = row_bits[t, k]
+            while x:
+                b = ctz(x)
+                x &= x - np.uint64(1)
+                out[k * 64 + b, t >> 6] |= bit
+    return out
+
+
+def merged_rows(row_bits: np.ndarray, items: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows a cover has to look at: restricted to ``items`` (a bitset of W words), those
+    with ≥ 2 of them, identical ones merged. Returns ``(row_bits, weights, tid_bits)``.
+
+    Exact for a search whose candidates hold only ``items``: an item outside them is covered by
+    its singleton in every code table (its usage stays its frequency), a row with < 2 of them
+    holds no candidate, and covers depend on a row's items only, so identical rows change every
+    usage alike and count once with their number (``wt`` in the kernels). With no such row, one
+    empty row of weight 0 keeps the arrays non-empty.
+    """
+    rows = np.ascontiguousarray(row_bits & np.asarray(items, np.uint64)[None, :])
+    w = rows.shape[1]
+    lengths = np.bitwise_count(rows).sum(axis=1, dtype=np.int64)
+    rows = np.ascontiguousarray(rows[lengths >= 2])
+    if rows.shape[0] == 0:
+        return np.zeros((1, w), np.uint64), np.zeros(1, np.int64), np.zeros((n_items, 1), np.uint64)
+    flat = rows.view(np.dtype((np.void, 8 * w))).ravel()
+    _, first, counts = np.unique(flat, return_index=True, return_counts=True)
+    rows = np.ascontiguousarray(rows[first])
+    return rows, counts.astype(np.int64), _columns(rows, n_items)
 
 
 def initial_state(row_bits: np.ndarray, n_cover: int) -> tuple[np.ndarray, np.ndarray]:
@@ -687,6 +733,7 @@ def evaluate_batch(
     slots,
     rec,
     rec32,
+    wt,
     tid_bits,
     blocked,
     urows,
@@ -735,6 +782,7 @@ def evaluate_batch(
                 -1,
                 rec,
                 rec32,
+                wt,
                 tid_bits,
                 blocked,
                 urows,
@@ -762,6 +810,7 @@ def evaluate_batch(
                 slots[b],
                 rec,
                 rec32,
+                wt,
                 tid_bits,
                 blocked,
                 urows,

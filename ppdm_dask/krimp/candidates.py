@@ -62,6 +62,8 @@ __all__ = [
     "MINER_CONSTRAINTS",
     "exclusion_bits",
     "Spiller",
+    "MINER_THREADS",
+    "miner_threads",
 ]
 
 
@@ -90,7 +92,24 @@ def _grow2(a, need):
 
 
 @numba.njit(cache=True, nogil=True)
-def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_depth, max_out, flush_every):
+def _mine_kernel(
+    row_bits,
+    n_items,
+    minsup,
+    closed,
+    max_len,
+    exbits,
+    n_ex,
+    max_depth,
+    max_out,
+    flush_every,
+    own,
+    emit_root,
+    counter,
+    root_fail,
+    root_wit,
+    use_root,
+):
     """Depth-first Eclat / LCM over *reduced, merged* conditional databases.
 
     Every node keeps its conditional database as weighted bitset transactions: rows restricted to
@@ -102,6 +121,16 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
     it has found ``max_out + 1`` itemsets (the caller reports the explosion before memory runs
     out). With ``flush_every > 0`` it hands every ``flush_every`` itemsets to the thread's sink
     (:func:`_emit`, set by :class:`Spiller`) and keeps only the rest.
+
+    Threads (:func:`_mine`): only the subtrees of the top-level extensions ``e`` with ``own[e]``
+    are searched, the closure of the empty set is reported only with ``emit_root``, and
+    ``counter[0]`` (shared by the threads) counts the itemsets found for ``max_out``. In closed
+    mode the owned subtrees must inherit the known failures of the serial search: a top-level
+    extension that is not owned still gets its prefix-preservation test, unless ``use_root``: then
+    the top-level failures and witnesses come from ``root_fail``/``root_wit`` (a top-level test
+    depends on its item only) and foreign extensions are skipped. Without ``use_root``, on return
+    ``root_fail``/``root_wit`` hold the top-level failures found (a call owning nothing computes
+    them all once, for the threads to share).
 
     Closed mode, known failures (LCM): the extensions of a node are tried in descending item
     order, so when a child Q = closure(P ∪ {e'}) is built every e > e' has been tried at P. If
@@ -164,11 +193,11 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
     for x in range(n_ex):
         if fits(exbits[x], Q):
             return empty_b, empty_s
-    if qlen >= 2:
+    if qlen >= 2 and emit_root:
         out_bits[0, :] = Q
         out_sup[0] = n
         n_out = 1
-    n_total = n_out
+        counter[0] += 1
     # the rows as a level -1 pool, one tid list holding all of them
     for t in range(n):
         for k in range(w):
@@ -350,9 +379,19 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
             etop += ne
             btop = pos
             building = False
+            if d == 0 and use_root and closed:
+                # every top-level failure at once: children only read those above their core
+                for e in range(n_items):
+                    if root_fail[e]:
+                        KF[0, e >> 6] |= np.uint64(1) << np.uint64(e & 63)
+                        wit[0, e] = root_wit[e]
         # ---- next extension of level d
         if cur[d] < lo[d]:
             if d == 0:
+                if closed and not use_root:
+                    for e in range(n_items):
+                        root_fail[e] = (KF[0, e >> 6] >> np.uint64(e & 63)) & np.uint64(1)
+                        root_wit[e] = wit[0, e]
                 break
             etop = lo[d]
             btop = bbase[d]
@@ -364,9 +403,15 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
         e = ext_item[bi]
         s0 = ext_start[bi]
         s1 = ext_end[bi]
+        foreign = d == 0 and not own[e]  # another thread searches this subtree
+        if foreign and (use_root or not closed):
+            continue
+        if d == 0 and use_root and closed and root_fail[e]:
+            continue  # its test fails (known from the pass over the top level)
         sup = 0
-        for j in range(s0, s1):
-            sup += pw[buf[j]]
+        if not foreign:
+            for j in range(s0, s1):
+                sup += pw[buf[j]]
         if closed:
             for k in range(w):
                 Q[k] = pb[buf[s0], k]
@@ -386,7 +431,7 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                     wit[d, e] = k * 64 + ctz(diff)
                     KF[d, e >> 6] |= np.uint64(1) << np.uint64(e & 63)
                     break
-            if not ok:
+            if not ok or foreign:
                 continue
         else:
             for k in range(w):
@@ -412,8 +457,8 @@ def _mine_kernel(row_bits, n_items, minsup, closed, max_len, exbits, n_ex, max_d
                 out_bits[n_out, k] = Q[k]
             out_sup[n_out] = sup
             n_out += 1
-            n_total += 1
-            if max_out > 0 and n_total > max_out:
+            counter[0] += 1  # shared by the threads: a lost update only undercounts
+            if max_out > 0 and counter[0] > max_out:
                 return out_bits[:n_out].copy(), out_sup[:n_out].copy()
             if flush_every > 0 and n_out >= flush_every:
                 with numba.objmode():
@@ -717,6 +762,94 @@ def _before_mining(d: Any, minsup: int, closed: bool, ml: int, n_excluded: int, 
     return depth
 
 
+#: Threads of the candidate miner (at most; never more than the machine's cores): the subtrees
+#: of the top-level extensions are independent and the kernel releases the GIL.
+MINER_THREADS = 4
+
+#: Top-level extensions per chunk of a threaded search (at least): each chunk's call builds
+#: the root's conditional database again.
+_ROOTS_PER_CHUNK = 2
+
+#: Chunks per thread: enough to spread the heavy subtrees of the most frequent items, few enough
+#: that rebuilding the root's conditional database per chunk stays small.
+_CHUNKS_PER_THREAD = 4
+
+
+def miner_threads(d: Any, closed: bool, max_depth: int, threads: int | None = None) -> int:
+    """Threads for :func:`_mine`: ``threads``, by default :data:`MINER_THREADS` but at most the
+    machine's cores, and no more than the per-thread tables of :func:`_mine_kernel` fit in the
+    memory share the single search may take."""
+    from ..mining.guards import MEMORY_SHARE, available_bytes
+
+    t = min(MINER_THREADS, os.cpu_count() or 1) if threads is None else max(1, int(threads))
+    if t > 1:
+        avail = available_bytes()
+        if avail is not None:
+            t = max(1, min(t, int(MEMORY_SHARE * avail) // max(1, _kernel_bytes(d, closed, max_depth))))
+    return t
+
+
+def _root_chunks(d: Any, minsup: int, threads: int) -> list[np.ndarray]:
+    """Ownership masks (uint8 per new id) of the top-level extensions, one per chunk: the
+    frequent items in the serial search's order (descending new ids) dealt out in turn, so the
+    heavy subtrees of the most frequent items are spread over the chunks."""
+    roots = np.flatnonzero(d.new_frequencies >= minsup)[::-1]
+    n_chunks = max(1, min(roots.size // _ROOTS_PER_CHUNK, _CHUNKS_PER_THREAD * threads)) if threads > 1 else 1
+    masks = []
+    for j in range(n_chunks):
+        own = np.zeros(max(1, d.n_items), np.uint8)
+        own[roots[j::n_chunks]] = 1
+        masks.append(own)
+    return masks
+
+
+def _mine(
+    d: Any,
+    minsup: int,
+    closed: bool,
+    ml: int,
+    ex: np.ndarray,
+    max_depth: int,
+    cap: int,
+    flush: int,
+    threads: int,
+    spiller: Spiller | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Run :func:`_mine_kernel` over the top-level extensions in ``threads`` threads.
+
+    Returns the itemsets each chunk kept (the rest went to ``spiller`` when ``flush > 0``). The
+    union is the serial search's output in another order; callers sort it into the standard
+    candidate order, which is total, so the result does not depend on the threads.
+    """
+    counter = np.zeros(1, np.int64)
+    masks = _root_chunks(d, minsup, threads)
+    n = max(1, d.n_items)
+    root_fail, root_wit = np.zeros(n, np.uint8), np.zeros(n, np.int64)
+    use_root = closed and len(masks) > 1
+    if use_root:  # the top-level failures once (no subtree searched), shared by the chunks
+        _mine_kernel(
+            d.row_bits, d.n_items, minsup, closed, ml, ex, ex.shape[0], max_depth, 0, 0, np.zeros(n, np.uint8), False,
+            np.zeros(1, np.int64), root_fail, root_wit, False,
+        )  # fmt: skip
+
+    def run(j: int) -> tuple[np.ndarray, np.ndarray]:
+        _sink.spiller = spiller
+        try:
+            return _mine_kernel(
+                d.row_bits, d.n_items, minsup, closed, ml, ex, ex.shape[0], max_depth, cap, flush, masks[j], j == 0, counter,
+                root_fail, root_wit, use_root,
+            )  # fmt: skip
+        finally:
+            _sink.spiller = None
+
+    if len(masks) == 1:
+        return [run(0)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ppdm-krimp-miner") as pool:
+        return list(pool.map(run, range(len(masks))))
+
+
 def _too_many(cap: int, closed: bool, minsup: int) -> ResultTooLargeError:
     kind = "closed" if closed else "frequent"
     return ResultTooLargeError(
@@ -747,6 +880,7 @@ def mine_candidates(
     max_len: int | None = None,
     exclude: Sequence[Sequence[int]] = (),
     max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
+    threads: int | None = None,
 ) -> Candidates:
     """Frequent (or closed frequent) itemsets with |X| ≥ 2 in the standard candidate order.
 
@@ -766,6 +900,10 @@ def mine_candidates(
         Stop with :class:`~ppdm_dask.errors.ResultTooLargeError` as soon as more itemsets than this are found
         (low min-support on dense data explodes: mushroom, all itemsets at min-support 1, has
         billions); None for no bound.
+    threads : int, optional
+        Threads of the search (default :data:`MINER_THREADS`, at most the machine's cores): the
+        subtrees of the top-level extensions are searched in parallel. The result is the same
+        for every number of threads.
 
     Raises
     ------
@@ -779,7 +917,9 @@ def mine_candidates(
         exclude = ()
     ex = exclusion_bits(d, exclude)
     max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
-    bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap, 0)
+    parts = _mine(d, minsup, bool(closed), ml, ex, max_depth, cap, 0, miner_threads(d, bool(closed), max_depth, threads))
+    bits = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
+    sup = np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
     if cap and sup.size > cap:
         raise _too_many(cap, closed, minsup)
     perm = standard_order(bits, sup, d.n_items)
@@ -870,13 +1010,15 @@ class Spiller:
         self.runs: list[tuple[int, int]] = []
         self.folder: str | None = None
         self.file = None
+        self.lock = threading.Lock()  # the miner's threads hand their buffers over concurrently
 
     def add(self, bits: np.ndarray, sup: np.ndarray) -> None:
-        self.parts.append((bits.copy(), sup.copy()))
-        self.held += sup.size
-        self.total += sup.size
-        if self.held >= self.run_cap:
-            self.spill()
+        with self.lock:
+            self.parts.append((bits.copy(), sup.copy()))
+            self.held += sup.size
+            self.total += sup.size
+            if self.held >= self.run_cap:
+                self.spill()
 
     def take(self) -> tuple[np.ndarray, np.ndarray]:
         """Everything held, sorted in the standard candidate order."""
@@ -992,6 +1134,7 @@ def candidate_stream(
     max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
     memory: int | None = None,
     spill_dir: str | None = None,
+    threads: int | None = None,
 ) -> CandidateStream:
     """Mine the candidates of :func:`mine_candidates` as a :class:`CandidateStream`.
 
@@ -1000,6 +1143,7 @@ def candidate_stream(
     and are sorted once; beyond it every ``memory``-sized batch is sorted into a run written to
     ``spill_dir`` (default: the system's temporary folder) and the runs are merged on the fly
     while the search consumes them, so memory stays bounded for any number of candidates.
+    ``threads`` as in :func:`mine_candidates`.
     """
     d = as_database(db)
     v = validate(
@@ -1011,16 +1155,14 @@ def candidate_stream(
     max_depth = _before_mining(d, minsup, bool(closed), ml, ex.shape[0], cap)
     spiller = Spiller(d.n_words, budget, spill_dir)
     t = time.perf_counter()
-    _sink.spiller = spiller
     try:
-        flush = min(spiller.run_cap, 1 << 20)
-        bits, sup = _mine_kernel(d.row_bits, d.n_items, minsup, bool(closed), ml, ex, ex.shape[0], max_depth, cap, flush)
-        spiller.add(bits, sup)
+        nt = miner_threads(d, bool(closed), max_depth, threads)
+        flush = max(1024, min(spiller.run_cap, 1 << 20) // nt)  # every thread holds up to one buffer
+        for bits, sup in _mine(d, minsup, bool(closed), ml, ex, max_depth, cap, flush, nt, spiller):
+            spiller.add(bits, sup)
         if cap and spiller.total > cap:
             raise _too_many(cap, closed, minsup)
         return spiller.stream(t)
     except BaseException:
         spiller.close()
         raise
-    finally:
-        _sink.spiller = None

@@ -137,6 +137,7 @@ class CoverBlock:
 
         self.tid_bits = pack_columns(indptr, new, ident, self.n_items)
         self.rec, self.rec32, self.blocked, self.index_memory = C.block_state(row_bits, self.n_items, longest, index_memory)
+        self.wt = np.ones(self.n_rows, np.int64)  # one record per row (see _cover: weights)
         self.acc = np.zeros(self.tid_bits.shape[1], np.uint64)
         self.r = np.zeros(self.w, np.uint64)
         self.d_s = np.zeros(self.n_items, np.int64)
@@ -182,6 +183,7 @@ class CoverBlock:
         return (
             self.rec,
             self.rec32,
+            self.wt,
             self.tid_bits,
             self.blocked,
             self.urows,
@@ -223,6 +225,7 @@ class CoverBlock:
                 (
                     rec,
                     rec32,
+                    wt,
                     tid,
                     blocked,
                     urows,
@@ -250,6 +253,7 @@ class CoverBlock:
                     slot,
                     rec,
                     rec32,
+                    wt,
                     tid,
                     blocked,
                     urows,
@@ -278,6 +282,7 @@ class CoverBlock:
                     (
                         rec,
                         rec32,
+                        wt,
                         tid,
                         blocked,
                         urows,
@@ -303,6 +308,7 @@ class CoverBlock:
                         slot,
                         rec,
                         rec32,
+                        wt,
                         tid,
                         blocked,
                         urows,
@@ -338,6 +344,7 @@ class CoverBlock:
         (
             rec,
             rec32,
+            wt,
             tid,
             blocked,
             urows,
@@ -365,6 +372,7 @@ class CoverBlock:
             slots,
             rec,
             rec32,
+            wt,
             tid,
             blocked,
             urows,

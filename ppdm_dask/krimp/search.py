@@ -12,6 +12,10 @@ Layers
   they do not fit the memory budget), and the state grows with the code table, not with the
   number of candidates.
 
+Rows: the cover holds the rows restricted to the items the candidates can hold, those with ≥ 2 of
+them, identical ones merged with their number as weight (:class:`SingleBlock`,
+:func:`._cover.merged_rows`) — the same code table on fewer rows.
+
 Memory (driver): the database twice as bitsets (rows × ⌈items/64⌉ and items × ⌈rows/64⌉ words),
 the covers (rows × longest-row/2 int32 slots), one chunk of candidates, and per code-table slot
 a few words. A slot is reused after its element is pruned.
@@ -191,7 +195,7 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
     acceptance needs a code-table slot and none is free (the caller grows the state and resumes).
     Holds nothing beyond its arguments.
     """
-    rec, rec32, tid_bits, blocked, urows, acc, r = blk
+    rec, rec32, wt, tid_bits, blocked, urows, acc, r = blk
     sbits, skey, scanon, ssup, cst, idx, idx_off, icnt, lkey, lbits = ct
     order, pos_of, usage_ns, usage_s, free, plist, pdec = drv
     d_ns, stamp_ns, t_ns, d_s, stamp_s, t_s, surv, sfx, tld, tlct = scr
@@ -208,6 +212,7 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
             -1,
             rec,
             rec32,
+            wt,
             tid_bits,
             blocked,
             urows,
@@ -270,6 +275,7 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
             s,
             rec,
             rec32,
+            wt,
             tid_bits,
             blocked,
             urows,
@@ -317,6 +323,7 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
                 y,
                 rec,
                 rec32,
+                wt,
                 tid_bits,
                 blocked,
                 urows,
@@ -366,6 +373,7 @@ def _search_chunk(cbits, csup, rank0, start, prune, n_items, st_s, flog, lg, blk
                 y,
                 rec,
                 rec32,
+                wt,
                 tid_bits,
                 blocked,
                 urows,
@@ -524,23 +532,39 @@ def _given_chunks(
 
 
 class SingleBlock:
-    """The whole database as one block of the cover (:mod:`._cover`), with its scratch."""
+    """The whole database as one block of the cover (:mod:`._cover`), with its scratch: the
+    rows restricted to ``items`` (a bitset of the items the candidates hold; default all), those
+    with ≥ 2 of them, identical ones merged with their number as weight
+    (:func:`._cover.merged_rows`: the same code table, on far fewer rows when the candidates'
+    items repeat — Adult at 20 % support: 48,842 rows, 1,386 distinct on its frequent items)."""
 
-    def __init__(self, d: Database, index_memory: int, cap: int) -> None:
-        self.tid_bits = d.tid_bits
-        row_len = np.diff(d.indptr)
-        longest = int(row_len.max())
-        self.rec, self.rec32, self.blocked, self.budget = C.block_state(d.row_bits, d.n_items, longest, index_memory)
-        self.n_rows = d.n_rows
-        self.urows = C.usage_rows(cap, d.n_rows, self.budget)
-        self.acc = np.zeros(d.tid_bits.shape[1], np.uint64)
+    def __init__(self, d: Database, index_memory: int, cap: int, items: np.ndarray | None = None) -> None:
+        if items is None:
+            items = np.full(d.n_words, ~np.uint64(0), np.uint64)
+        row_bits, self.wt, self.tid_bits = C.merged_rows(d.row_bits, items, d.n_items)
+        longest = int(np.bitwise_count(row_bits).sum(axis=1).max())
+        self.rec, self.rec32, self.blocked, self.budget = C.block_state(row_bits, d.n_items, longest, index_memory)
+        self.n_rows = row_bits.shape[0]
+        self.urows = C.usage_rows(cap, self.n_rows, self.budget)
+        self.acc = np.zeros(self.tid_bits.shape[1], np.uint64)
         self.r = np.zeros(d.n_words, np.uint64)
 
     def grow(self, cap: int) -> None:
         self.urows = C.grow_usage_rows(self.urows, cap, self.n_rows, self.budget)
 
     def blk(self) -> tuple:
-        return (self.rec, self.rec32, self.tid_bits, self.blocked, self.urows, self.acc, self.r)
+        return (self.rec, self.rec32, self.wt, self.tid_bits, self.blocked, self.urows, self.acc, self.r)
+
+
+def candidate_items(d: Database, min_support: int | None, given: np.ndarray | None) -> np.ndarray:
+    """Bitset (new ids) of the items candidates can hold: the union of the ``given`` candidates'
+    bitsets, else the items of frequency ≥ ``min_support`` (every mined candidate is frequent)."""
+    if given is not None:
+        return np.bitwise_or.reduce(given, axis=0) if given.shape[0] else np.zeros(d.n_words, np.uint64)
+    mask = np.zeros(d.n_words, np.uint64)
+    for r in np.flatnonzero(d.new_frequencies >= (min_support or 1)).tolist():
+        mask[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+    return mask
 
 
 def krimp(
@@ -640,11 +664,12 @@ def krimp(
         )
     else:
         stream = CandidateStream.given(*_given_chunks(d, candidates, min_support, max_len, exclude))
+    items = candidate_items(d, min_support, stream._bits if candidates is not None else None)
     with stream:
         nc = stream.n_candidates
         state = TableState(d.n_items, d.n_rows, d.std_lengths[d.order], d.new_frequencies)
         budget = C.index_budget(v["index_memory"], None)
-        block = SingleBlock(d, budget, state.cap)
+        block = SingleBlock(d, budget, state.cap, items)
         callback = progress_callback(progress, state)
         searched = 0.0
         done = 0
