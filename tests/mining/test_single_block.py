@@ -36,11 +36,11 @@ def _skewed(seed: int, n: int = 16000, m: int = 90) -> np.ndarray:
 def _frequent(X: np.ndarray, min_count: int) -> dict[tuple, int]:
     """Brute force: every itemset with its count, grown level by level from the frequent ones."""
     cols = [frozenset(np.flatnonzero(X[:, j]).tolist()) for j in range(X.shape[1])]
-    level = {(j,): c for j in range(X.shape[1]) if len(c := cols[j]) >= min_count}
-    out = {s: len(r) for s, r in level.items()}
-    rows_of = {s: cols[s[0]] for s in level}
+    level: dict[tuple[int, ...], int] = {(j,): len(cols[j]) for j in range(X.shape[1]) if len(cols[j]) >= min_count}
+    out = dict(level)
+    rows_of: dict[tuple[int, ...], frozenset] = {s: cols[s[0]] for s in level}
     while level:
-        nxt = {}
+        nxt: dict[tuple[int, ...], int] = {}
         for s in level:
             for j in range(s[-1] + 1, X.shape[1]):
                 r = rows_of[s] & cols[j]
