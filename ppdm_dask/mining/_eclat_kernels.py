@@ -342,6 +342,44 @@ if _numba is not None:
         return out_len[:n_out], out_items[:n_items_out], out_cnt[:n_out], True
 
     @_numba.njit(cache=True, nogil=True)
+    def _split_kernel(lengths, items, counts, max_k, n_first):  # pragma: no cover - compiled
+        # stable counting sort of the itemsets by (length, first item); output grouped by
+        # length (ascending), rows one after the other
+        m = lengths.size
+        slot = np.zeros((max_k + 1) * n_first + 1, np.int64)  # itemsets per (k, first), then starts
+        off = 0
+        for t in range(m):
+            slot[lengths[t] * n_first + items[off] + 1] += 1
+            off += lengths[t]
+        n_by_k = np.zeros(max_k + 1, np.int64)
+        for k in range(max_k + 1):
+            for a in range(n_first):
+                n_by_k[k] += slot[k * n_first + a + 1]
+        for j in range(1, slot.size):
+            slot[j] += slot[j - 1]
+        # slot[k * n_first + a] = the itemset index where (k, a) starts; item offsets follow
+        # from the number of shorter itemsets and their lengths
+        item_base = np.zeros(max_k + 1, np.int64)  # first flat item of length k
+        set_base = np.zeros(max_k + 1, np.int64)  # first itemset index of length k
+        for k in range(1, max_k + 1):
+            item_base[k] = item_base[k - 1] + n_by_k[k - 1] * (k - 1)
+            set_base[k] = set_base[k - 1] + n_by_k[k - 1]
+        flat = np.empty(off, np.int32)
+        flat_counts = np.empty(m, counts.dtype)
+        off = 0
+        for t in range(m):
+            k = lengths[t]
+            key = k * n_first + items[off]
+            dest = slot[key]
+            slot[key] += 1
+            flat_counts[dest] = counts[t]
+            start = item_base[k] + (dest - set_base[k]) * k
+            for j in range(k):
+                flat[start + j] = items[off + j]
+            off += k
+        return flat, flat_counts, n_by_k
+
+    @_numba.njit(cache=True, nogil=True)
     def _upper_adjacency(pair_total):  # pragma: no cover - compiled
         # the pairs (b, c), c > b, with pair_total[b, c] > 0: row b's later neighbours c, sorted,
         # nbr_idx[nbr_ptr[b]:nbr_ptr[b + 1]], and their totals
@@ -488,6 +526,20 @@ def split_by_length(result: LocalResult) -> dict[int, tuple[np.ndarray, np.ndarr
     lengths, items, counts, _ = result
     out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     if lengths.size == 0:
+        return out
+    if _numba is not None:
+        # one stable counting sort by (length, first item), compiled: O(itemsets + items)
+        lengths = np.asarray(lengths, np.int32)
+        max_k = int(lengths.max())
+        n_first = int(items.max()) + 1 if items.size else 1
+        flat, flat_counts, n_by_k = _split_kernel(lengths, np.asarray(items, np.int32), counts, max_k, n_first)
+        pos, cpos = 0, 0
+        for k in range(1, max_k + 1):
+            n_k = int(n_by_k[k])
+            if n_k:
+                out[k] = (flat[pos : pos + n_k * k].reshape(n_k, k), flat_counts[cpos : cpos + n_k])
+                pos += n_k * k
+                cpos += n_k
         return out
     offsets = np.zeros(lengths.size + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])

@@ -247,18 +247,24 @@ class SupportCounter:
         with bitsets, they are kept for the next levels when the plan allows (:meth:`use_bitsets`).
         """
         items = np.asarray(items, dtype=np.int32)
+
+        def total(parts: list[Any]) -> Any:
+            # one block's own vector as it is (each task makes a new one): copying a one-part sum
+            # costs tens of MB of pairs on wide data
+            return parts[0] if len(parts) == 1 else tree_reduce(parts, _sum_arrays, split_every=self.split_every)
+
         if method == "auto":
             method = self.pair_method(items)
         if method == "bitsets":
             self.use_bitsets(items)
             positions = np.searchsorted(self.bit_items, items)
             parts = [dask.delayed(K.pair_counts_bits, pure=True)(b, positions) for b in self._bits]
-            return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
+            return self._compute(total(parts))
         if method != "rows":
             raise ValueError(f"unknown method {method!r}")
         self._ensure_rows()
         parts = [dask.delayed(_pair_counts, pure=True)(b, items) for b in self._blocks()]
-        return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
+        return self._compute(total(parts))
 
     def use_bitsets(self, items: np.ndarray, *, keep: bool = True) -> None:
         """Have per-block bitsets of (at least) the sorted column ids ``items`` ready: persisted,
