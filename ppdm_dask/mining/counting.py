@@ -27,6 +27,7 @@ of a CSR block; :mod:`ppdm_dask.data.packed`), and the per-block *bitsets* of th
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dask
@@ -51,6 +52,8 @@ BITSET_MEMORY_SHARE = 0.25
 ROWS_MEMORY_SHARE = 0.3
 ROWS_LOCAL_BYTES = 2 * 2**30
 MEMORY_PLANS = ("auto", "persist", "packed", "stream")
+#: Threads of the pair counting of a single block (:func:`_kernels.pair_counts`).
+PAIR_THREADS = 4
 
 
 def bitset_bytes(partition_rows: Any, n_items: int) -> np.ndarray:
@@ -99,8 +102,8 @@ def _item_counts(block: Any) -> np.ndarray:
     return K.item_counts_and_work(_as_csr(block))
 
 
-def _pair_counts(block: Any, items: np.ndarray) -> np.ndarray:
-    return K.pair_counts(_as_csr(block), items)
+def _pair_counts(block: Any, items: np.ndarray, threads: int = 1) -> np.ndarray:
+    return K.pair_counts(_as_csr(block), items, threads=threads)
 
 
 class SupportCounter:
@@ -263,7 +266,10 @@ class SupportCounter:
         if method != "rows":
             raise ValueError(f"unknown method {method!r}")
         self._ensure_rows()
-        parts = [dask.delayed(_pair_counts, pure=True)(b, items) for b in self._blocks()]
+        blocks = self._blocks()
+        # one block is one task: its loop uses the cores itself (several blocks use them as tasks)
+        threads = min(PAIR_THREADS, os.cpu_count() or 1) if len(blocks) == 1 else 1
+        parts = [dask.delayed(_pair_counts, pure=True)(b, items, threads) for b in blocks]
         return self._compute(total(parts))
 
     def use_bitsets(self, items: np.ndarray, *, keep: bool = True) -> None:

@@ -151,3 +151,55 @@ def test_brute_force_helper_is_exact():
         for k in range(1, len(ids) + 1):
             counts.update(itertools.combinations(ids, k))
     assert _frequent(X, 4) == {s: c for s, c in counts.items() if c >= 4}
+
+
+def _pairs_oracle(X: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """Pair counts by scipy's sparse product, in np.triu_indices order."""
+    sub = sp.csr_array(X[:, items].astype(np.int64))
+    gram = (sub.T @ sub).toarray()
+    ia, ib = np.triu_indices(items.size, 1)
+    return gram[ia, ib].astype(np.int64)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_threaded_pair_counts_equal_a_sparse_product(threads, monkeypatch):
+    # ranges split by work on skewed data: small data with the thresholds lifted, so that every
+    # range (and empty ones) occurs
+    monkeypatch.setattr(K, "THREAD_MIN_PAIRS", 0)
+    monkeypatch.setattr(K, "THREAD_MIN_INCREMENTS", 0)
+    X = _skewed(5, n=3000, m=60)
+    csr = sp.csr_array(X.astype(np.int32))
+    items = np.flatnonzero(X.sum(axis=0) >= 5).astype(np.int32)[::2]  # a subset: restriction fused in
+    want = _pairs_oracle(X, items)
+    np.testing.assert_array_equal(K.pair_counts(csr, items, threads=threads), want)
+    np.testing.assert_array_equal(K.pair_counts(csr, items), want)
+
+
+def test_threaded_pair_counts_at_their_thresholds():
+    # wide enough for the threads to start by themselves (>= THREAD_MIN_PAIRS pairs, >=
+    # THREAD_MIN_INCREMENTS increments)
+    rng = np.random.default_rng(9)
+    n, m = 3000, 1500
+    assert m * (m - 1) // 2 >= K.THREAD_MIN_PAIRS
+    lengths = rng.integers(20, 80, n)
+    X = np.zeros((n, m), bool)
+    X[np.repeat(np.arange(n), lengths), np.concatenate([rng.choice(m, k, replace=False) for k in lengths.tolist()])] = True
+    csr = sp.csr_array(X.astype(np.int32))
+    items = np.arange(m, dtype=np.int32)
+    assert (lengths * (lengths - 1) // 2).sum() >= K.THREAD_MIN_INCREMENTS
+    np.testing.assert_array_equal(K.pair_counts(csr, items, threads=2), _pairs_oracle(X, items))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pair_counts_past_the_16_bit_window(threads, monkeypatch):
+    # more rows than one 16-bit counting window: pairs in every row pass 65,535
+    monkeypatch.setattr(K, "THREAD_MIN_PAIRS", 0)
+    monkeypatch.setattr(K, "THREAD_MIN_INCREMENTS", 0)
+    rng = np.random.default_rng(4)
+    n = K.FLUSH_ROWS + 1234
+    X = rng.random((n, 6)) < 0.3
+    X[:, :2] = True
+    items = np.arange(6, dtype=np.int32)
+    got = K.pair_counts(sp.csr_array(X.astype(np.int32)), items, threads=threads)
+    np.testing.assert_array_equal(got, _pairs_oracle(X, items))
+    assert got[0] == n
