@@ -203,3 +203,17 @@ def test_pair_counts_past_the_16_bit_window(threads, monkeypatch):
     got = K.pair_counts(sp.csr_array(X.astype(np.int32)), items, threads=threads)
     np.testing.assert_array_equal(got, _pairs_oracle(X, items))
     assert got[0] == n
+
+
+def test_pairs_given_as_a_list_equal_the_matrix():
+    # the tuple form (frequent pairs and counts) is expanded in the task: same result
+    X = _skewed(2, n=4000, m=50)
+    m = X.shape[1]
+    bits = K.build_bitsets(sp.csr_array(X.astype(np.int32)), np.arange(m, dtype=np.int32))
+    min_count = 15
+    freq = _frequent(X, min_count)
+    pairs = np.array(sorted(s for s in freq if len(s) == 2), np.int32)
+    counts = np.array([freq[tuple(p)] for p in pairs.tolist()], np.int64)
+    np.testing.assert_array_equal(E.pair_matrix(pairs, counts, m), _totals(freq, m))
+    got = _as_dict(E.mine_block(bits, (pairs, counts), min_count, min_count, None, 10**9))
+    assert got == {s: c for s, c in freq.items() if len(s) >= 3}
