@@ -191,18 +191,22 @@ def test_threaded_pair_counts_at_their_thresholds():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_pair_counts_past_the_16_bit_window(threads, monkeypatch):
-    # more rows than one 16-bit counting window: pairs in every row pass 65,535
+@pytest.mark.parametrize("always", [1, 2])
+def test_pair_counts_past_the_16_bit_window(threads, always, monkeypatch):
+    # more rows than one 16-bit counting window: with two items in every row their pair passes
+    # 65,535 (flushed by windows); with one, no pair can (one window, one flush)
     monkeypatch.setattr(K, "THREAD_MIN_PAIRS", 0)
     monkeypatch.setattr(K, "THREAD_MIN_INCREMENTS", 0)
     rng = np.random.default_rng(4)
     n = K.FLUSH_ROWS + 1234
     X = rng.random((n, 6)) < 0.3
-    X[:, :2] = True
+    X[:, :always] = True
     items = np.arange(6, dtype=np.int32)
-    got = K.pair_counts(sp.csr_array(X.astype(np.int32)), items, threads=threads)
+    csr = sp.csr_array(X.astype(np.int32))
+    assert K._flush_window(csr, items) == (n if always == 1 else K.FLUSH_ROWS)
+    got = K.pair_counts(csr, items, threads=threads)
     np.testing.assert_array_equal(got, _pairs_oracle(X, items))
-    assert got[0] == n
+    assert got[0] == (n if always == 2 else X[:, 1].sum())
 
 
 def test_pairs_given_as_a_list_equal_the_matrix():
