@@ -8,6 +8,12 @@ the k - 1 items of a candidate's prefix again at every level). Candidates are pr
 local threshold, by the globally frequent pairs, and by what the other blocks can add at most
 (bounded by the pairs' global counts). :func:`count_itemsets` counts a given list
 of itemsets the same way (a shared prefix is ANDed once).
+
+Sparse data (low support on retail, click streams): a prefix whose support is small against
+the block's words is kept as its listed nonzero words, so its extensions cost its support
+rather than the block's words; a node's candidates come from the shorter of its tails and its
+last item's list of frequent neighbours (a popular root has thousands of tails, a rare item a
+few neighbours); with one block the roots' pair counts are the level-2 counts, not recounted.
 """
 
 from __future__ import annotations
