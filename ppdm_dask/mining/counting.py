@@ -52,8 +52,11 @@ BITSET_MEMORY_SHARE = 0.25
 ROWS_MEMORY_SHARE = 0.3
 ROWS_LOCAL_BYTES = 2 * 2**30
 MEMORY_PLANS = ("auto", "persist", "packed", "stream")
-#: Threads of the pair counting of a single block (:func:`_kernels.pair_counts`).
-PAIR_THREADS = 4
+#: Threads of the pair counting of a single block (:func:`_kernels.pair_counts`). 1: each
+#: thread reads every row, so on a machine shared with other work (measured: retail's level 2,
+#: 85-120 ms on one thread, 140-160 ms on two, with the 2 cores busy elsewhere) the threads cost
+#: more than they save; raise it where the cores are the job's own.
+PAIR_THREADS = 1
 
 
 def bitset_bytes(partition_rows: Any, n_items: int) -> np.ndarray:
