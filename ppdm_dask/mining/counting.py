@@ -27,6 +27,7 @@ of a CSR block; :mod:`ppdm_dask.data.packed`), and the per-block *bitsets* of th
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dask
@@ -52,6 +53,11 @@ BITSET_MEMORY_SHARE = 0.25
 ROWS_MEMORY_SHARE = 0.3
 ROWS_LOCAL_BYTES = 2 * 2**30
 MEMORY_PLANS = ("auto", "persist", "packed", "stream")
+#: Threads of the pair counting of a single block (:func:`_kernels.pair_counts`). 1: each
+#: thread reads every row, so on a machine shared with other work (measured: retail's level 2,
+#: 85-120 ms on one thread, 140-160 ms on two, with the 2 cores busy elsewhere) the threads cost
+#: more than they save; raise it where the cores are the job's own.
+PAIR_THREADS = 1
 
 
 def bitset_bytes(partition_rows: Any, n_items: int) -> np.ndarray:
@@ -110,8 +116,8 @@ def _item_counts_and_nnz(block: Any, j: int, n_blocks: int) -> np.ndarray:
     return out
 
 
-def _pair_counts(block: Any, items: np.ndarray) -> np.ndarray:
-    return K.pair_counts(_as_csr(block), items)
+def _pair_counts(block: Any, items: np.ndarray, threads: int = 1) -> np.ndarray:
+    return K.pair_counts(_as_csr(block), items, threads=threads)
 
 
 class SupportCounter:
@@ -303,18 +309,27 @@ class SupportCounter:
         with bitsets, they are kept for the next levels when the plan allows (:meth:`use_bitsets`).
         """
         items = np.asarray(items, dtype=np.int32)
+
+        def total(parts: list[Any]) -> Any:
+            # one block's own vector as it is (each task makes a new one): copying a one-part sum
+            # costs tens of MB of pairs on wide data
+            return parts[0] if len(parts) == 1 else tree_reduce(parts, _sum_arrays, split_every=self.split_every)
+
         if method == "auto":
             method = self.pair_method(items)
         if method == "bitsets":
             self.use_bitsets(items)
             positions = np.searchsorted(self.bit_items, items)
             parts = [dask.delayed(K.pair_counts_bits, pure=True)(b, positions) for b in self._bits]
-            return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
+            return self._compute(total(parts))
         if method != "rows":
             raise ValueError(f"unknown method {method!r}")
         self._ensure_rows()
-        parts = [dask.delayed(_pair_counts, pure=True)(b, items) for b in self._blocks()]
-        return self._compute(tree_reduce(parts, _sum_arrays, split_every=self.split_every))
+        blocks = self._blocks()
+        # one block is one task: its loop uses the cores itself (several blocks use them as tasks)
+        threads = min(PAIR_THREADS, os.cpu_count() or 1) if len(blocks) == 1 else 1
+        parts = [dask.delayed(_pair_counts, pure=True)(b, items, threads) for b in blocks]
+        return self._compute(total(parts))
 
     def use_bitsets(self, items: np.ndarray, *, keep: bool = True) -> None:
         """Have per-block bitsets of (at least) the sorted column ids ``items`` ready: persisted,
