@@ -32,11 +32,12 @@ from typing import Any
 
 import dask
 import numpy as np
+import scipy.sparse as sp
 
 from ..data.packed import PackedRows, pack_rows, packed_bitsets, packed_bytes_estimate, unpack_rows
 from ..graph import tree_reduce
 from . import _kernels as K
-from .units import UnitPlan, concat_rows
+from .units import UnitPlan, block_bytes, concat_rows
 
 __all__ = ["SupportCounter", "build_bitsets"]
 
@@ -96,6 +97,14 @@ def _on_block_bits(fn: Any, block: Any, items: np.ndarray, *args: Any) -> Any:
 
 def _nbytes(packed: PackedRows) -> int:
     return int(packed.data.nbytes)
+
+
+def _in_memory(blocks: Any) -> bool:
+    """The dask array's blocks are values or futures already (persisted), not tasks to run."""
+    graph = dict(blocks.__dask_graph__())
+    return len(graph) == blocks.npartitions and all(
+        sp.issparse(v) or (hasattr(v, "key") and hasattr(v, "client")) for v in graph.values()
+    )
 
 
 def _as_csr(block: Any) -> Any:
@@ -163,6 +172,7 @@ class SupportCounter:
         self._item_counts: np.ndarray | None = None
         self._sum_sq_lengths = 0
         self.units: UnitPlan | None = None
+        self._kept_units: list[Any] | None = None
         self._unit_threshold: tuple[int, int] | None = None
 
     def _compute(self, lazy: Any) -> Any:
@@ -199,6 +209,8 @@ class SupportCounter:
     def _source_blocks(self) -> list[Any]:
         """One delayed CSR block per unit, read from the TransactionArray (concatenated in a task
         when a unit has several blocks)."""
+        if self._kept_units is not None:
+            return list(self._kept_units)
         source = list(self.tx.blocks.to_delayed().ravel())
         if self.units is None or not self.units.coalesced:
             return source
@@ -215,6 +227,26 @@ class SupportCounter:
         from ..cluster import memory_plan
 
         rows = np.asarray(self.unit_rows, dtype=np.int64)
+        if self.memory_plan == "auto" and _in_memory(self.tx.blocks):
+            # persisted blocks are read from memory: packing them would only add a copy and a
+            # decode per pass; units of several blocks are kept concatenated when they fit
+            if self.units is None or not self.units.coalesced:
+                self.rows_plan = {"packed": False, "bytes": 0, "budget": 0, "reason": "rows in memory already (persisted)"}
+                return
+            unit_bytes = float(block_bytes(rows, [nnz * r / max(1, int(rows.sum())) for r in rows]).sum())
+            what = f"rows of {len(rows)} unit(s) of several blocks, concatenated"
+            plan, reason, budget = memory_plan(
+                unit_bytes, ROWS_MEMORY_SHARE, self._ckw["client"], local=ROWS_LOCAL_BYTES, what=what
+            )
+            if plan == "persist":
+                self.rows_plan = {
+                    "packed": False,
+                    "units": True,
+                    "bytes": int(unit_bytes),
+                    "budget": int(budget),
+                    "reason": reason,
+                }
+                return
         planned = packed_bytes_estimate(nnz, int(rows.sum()), self.tx.n_items)
         largest = planned * float(rows.max(initial=0)) / max(1, int(rows.sum()))
         what = f"packed rows of {nnz:,} entries"
@@ -282,6 +314,10 @@ class SupportCounter:
             self._plan_rows(int(self._item_counts.sum()))
         if self._packed is None and self.rows_plan is not None and self.rows_plan["packed"]:
             self._pack()
+        if self._kept_units is None and self.rows_plan is not None and self.rows_plan.get("units"):
+            from ..progress import persist
+
+            self._kept_units = list(persist(*self._source_blocks(), **self._ckw))
 
     def pair_method(self, items: np.ndarray) -> str:
         """``"bitsets"`` or ``"rows"``: the cheaper way to count all pairs of ``items``.

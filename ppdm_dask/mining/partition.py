@@ -123,13 +123,6 @@ def pair_matrix_bytes(f: int) -> int:
     return 2 * 4 * f * f
 
 
-def _pair_totals(pairs: np.ndarray, counts: np.ndarray, f: int) -> np.ndarray:
-    out = np.zeros((f, f), dtype=np.int32)
-    out[pairs[:, 0], pairs[:, 1]] = counts
-    out[pairs[:, 1], pairs[:, 0]] = counts
-    return out
-
-
 def mine_levels(
     counter: Any,
     pairs: np.ndarray,
@@ -162,13 +155,14 @@ def mine_levels(
     from ..progress import compute, compute_each, persist, ship
 
     ckw = counter._ckw
-    f = int(counter.bit_items.size)
     thresholds = local_thresholds(min_count, counter.unit_rows)  # units: blocks searched together
     blocks = [int(b) for b in np.flatnonzero(np.asarray(counter.unit_rows) > 0)]
     out = PartitionOutcome()
     if not blocks or pairs.shape[0] < 3:
         return out
-    (totals,) = map(_as_arg, ship([_pair_totals(np.asarray(pairs), np.asarray(pair_counts), f)], ckw["client"]))
+    # the frequent pairs and their counts; each task expands them to its f x f matrix (shipping
+    # the matrix would carry and hash f^2 counts: 27 MB on retail)
+    (totals,) = map(_as_arg, ship([(np.asarray(pairs), np.asarray(pair_counts))], ckw["client"]))
     # one block is one task: its search uses the cores itself (several blocks use them as tasks)
     threads = min(SEARCH_THREADS, os.cpu_count() or 1) if len(blocks) == 1 else 1
     tasks = counter.map_bitsets(
