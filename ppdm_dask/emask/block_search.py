@@ -61,6 +61,9 @@ def _sum_arrays(parts: list[np.ndarray]) -> np.ndarray:
 
 def threads_per_block(n_blocks: int, client: Any = None) -> int:
     """Threads one block's kernels may use: the cores a task gets when the blocks are fewer."""
+    from ..cluster import current_client
+
+    client = client if client is not None else current_client()
     cores, workers = os.cpu_count() or 1, 1
     if client is not None:
         try:
