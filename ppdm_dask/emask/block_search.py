@@ -1,4 +1,5 @@
-"""EMASK's counting step: level 2 by block search on distorted data, where it pays.
+"""EMASK's counting step: level 2 by block search on distorted data, where it pays
+(docs/emask.md#level-2-by-block-search).
 
 Distortion adds ``(1 - q)`` of every absent item to every row: a distorted click-stream row over
 3,340 pages holds ~100 items instead of ~4. Level 2 then costs a full pass over all those
