@@ -67,11 +67,10 @@ def threads_per_block(n_blocks: int, client: Any = None) -> int:
     client = client if client is not None else current_client()
     cores, workers = os.cpu_count() or 1, 1
     if client is not None:
-        try:
-            nthreads = list(client.nthreads().values())
-            cores, workers = min(nthreads), len(nthreads)
-        except Exception:  # noqa: BLE001 - a client without workers: one thread, never a failure
+        nthreads = [int(t) for t in client.nthreads().values()]
+        if not nthreads:  # no workers yet: the tasks wait for them anyway
             return 1
+        cores, workers = min(nthreads), len(nthreads)
     per_worker = -(-max(1, n_blocks) // max(1, workers))
     return int(max(1, min(MAX_THREADS, cores // per_worker)))
 

@@ -13,7 +13,7 @@ from ppdm_dask import Key, TransactionArray
 from ppdm_dask.data.packed import pack_rows
 from ppdm_dask.emask import _pair_kernels as P
 from ppdm_dask.emask import distort, mine
-from ppdm_dask.emask.block_search import ENTRY_COST, BlockSearchCounter
+from ppdm_dask.emask.block_search import ENTRY_COST, BlockSearchCounter, threads_per_block
 from ppdm_dask.errors import InvalidParameter
 from ppdm_dask.mining import SupportCounter
 from ppdm_dask.mining.counting import ROW_INCREMENT_COST
@@ -169,3 +169,19 @@ def test_an_unknown_engine_is_refused_by_name():
     assert err.value.parameter == "engine" and "'fast'" in str(err.value)
     with pytest.raises(InvalidParameter):
         BlockSearchCounter(SupportCounter(d), engine="fast")
+
+
+def test_threads_per_block_share_the_cores_among_the_blocks():
+    class Fake:
+        def __init__(self, threads):
+            self.threads = threads
+
+        def nthreads(self):
+            return {f"w{i}": t for i, t in enumerate(self.threads)}
+
+    two_by_two = Fake([2, 2])
+    assert threads_per_block(1, two_by_two) == 2  # one block: its worker's two threads
+    assert threads_per_block(2, two_by_two) == 2  # one block per worker
+    assert threads_per_block(4, two_by_two) == 1  # two blocks per worker share its two threads
+    assert threads_per_block(1, Fake([16])) == 4  # never more than MAX_THREADS
+    assert threads_per_block(1, Fake([])) == 1
