@@ -24,6 +24,7 @@ from ..mining.guards import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_ITEMSETS
 from ..mining.levelwise import CandidateIds, LevelwiseDriver, Verdict
 from ..mining.results import FrequentItemsets
 from . import _kernels as K
+from .block_search import ENGINES, BlockSearchCounter
 from .distortion import check_pq
 
 __all__ = ["mine", "EstimatedItemsets", "ReconstructedSupports", "lookup_rows"]
@@ -144,6 +145,7 @@ def mine(
     on_level: Callable[[dict[str, Any]], None] | None = None,
     client: Any = None,
     memory_plan: str = "auto",
+    engine: str = "auto",
 ) -> EstimatedItemsets:
     """EMASK-Apriori: frequent itemsets of the *original* data, mined from its distortion.
 
@@ -170,6 +172,12 @@ def mine(
     memory_plan : {"auto", "persist", "stream"}
         The bitsets' memory plan of :class:`~ppdm_dask.mining.counting.SupportCounter` (the
         levels' statistics say which plan ran and why).
+    engine : {"auto", "block", "rows"}
+        How level 2 is counted: by the block search (bitsets of the level's items, AND +
+        popcount, kept for the levels >= 3; :mod:`~ppdm_dask.emask.block_search`) when its cost
+        estimate says it pays (``"auto"``), always (``"block"``), or by the mining engine's
+        pair enumeration or bitsets (``"rows"``). The counts, hence the result, are the same;
+        the levels' statistics say which ran and why (``pair_search``).
 
     Returns
     -------
@@ -186,10 +194,21 @@ def mine(
         raise InvalidParameter("max_candidates must be >= 1 (or None)")
     if not 0.0 <= prune_margin < 1.0:
         raise InvalidParameter("prune_margin must be in [0, 1)")
+    if engine not in ENGINES:
+        raise InvalidParameter(
+            f"engine must be one of {ENGINES}, got {engine!r}",
+            parameter="engine",
+            fix="give `engine` as 'auto', 'block' or 'rows'",
+        )
     n = distorted.n_transactions
     min_count = min_count_of(min_support, n)  # validates
     threshold = float(min_support) * n if isinstance(min_support, float) else float(min_support)
-    counter = SupportCounter(distorted, client=client, progress=progress, memory_plan=memory_plan)
+    counter = BlockSearchCounter(
+        SupportCounter(distorted, client=client, progress=progress, memory_plan=memory_plan),
+        client=client,
+        progress=progress,
+        engine=engine,
+    )
     judge = ReconstructedSupports(n, p, q, threshold, threshold * (1.0 - prune_margin), return_se)
     driver = LevelwiseDriver(
         counter,
