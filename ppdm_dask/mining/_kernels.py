@@ -68,6 +68,19 @@ THREAD_MIN_INCREMENTS = 2_000_000
 if _numba is not None:
 
     @_numba.njit(cache=True, nogil=True)
+    def _item_counts_loop(indptr, indices, out):  # pragma: no cover - compiled
+        # one pass: the supports into out[:-1], the sum of squared row lengths into out[-1]
+        # (np.bincount on int32 ids converts them to intp first: ~3.5x slower on 20 M entries)
+        work = np.int64(0)
+        for r in range(indptr.size - 1):
+            lo, hi = indptr[r], indptr[r + 1]
+            for e in range(lo, hi):
+                out[indices[e]] += 1
+            n = np.int64(hi - lo)
+            work += n * n
+        out[out.size - 1] = work
+
+    @_numba.njit(cache=True, nogil=True)
     def _pair_loop(indptr, indices, pos, base, lo, hi, window, out):  # pragma: no cover - compiled
         # the pairs (a, b) with lo <= a < hi: a contiguous range of ``out`` (triu order), so
         # threads with disjoint ranges share nothing. Restriction to the counted items is fused
@@ -338,6 +351,9 @@ def item_counts_and_work(block: sp.csr_array) -> np.ndarray:
     """Item supports of one block followed by one extra entry: the sum of squared row lengths
     (the cost of enumerating pairs inside rows, for :class:`SupportCounter`'s choice)."""
     out = np.zeros(block.shape[1] + 1, dtype=np.int64)
+    if _numba is not None:
+        _item_counts_loop(block.indptr, block.indices, out)
+        return out
     out[:-1] = np.bincount(block.indices, minlength=block.shape[1])
     lengths = np.diff(block.indptr).astype(np.int64)
     out[-1] = int(np.dot(lengths, lengths))
