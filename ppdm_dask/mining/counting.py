@@ -107,6 +107,18 @@ def _in_memory(blocks: Any) -> bool:
     )
 
 
+def _local_nnz(blocks: Any) -> list[int] | None:
+    """Entries of every block when all are scipy values in the graph (persisted on the local
+    schedulers), else ``None`` (tasks to run, or futures on a cluster)."""
+    from dask.core import flatten
+
+    graph = dict(blocks.__dask_graph__())
+    values = [graph.get(k) for k in flatten(blocks.__dask_keys__())]
+    if not all(sp.issparse(v) for v in values):
+        return None
+    return [int(getattr(v, "nnz", 0)) for v in values]
+
+
 def _as_csr(block: Any) -> Any:
     return unpack_rows(block) if isinstance(block, PackedRows) else block
 
@@ -187,9 +199,15 @@ class SupportCounter:
         pass on: planned before level 1 when the blocks' entries are known (``tx.partition_nnz``),
         else from what level 1 measures. Without this call every block is its own unit."""
         self._unit_threshold = (int(min_count), int(min_local_count))
-        known = getattr(self.tx, "partition_nnz", None)
+        known = self._known_nnz()
         if known is not None:
             self._plan_units(known)
+
+    def _known_nnz(self) -> list[int] | None:
+        """Entries per block without a pass: from a dataset's manifest, or read off blocks held
+        in memory by the local schedulers (persisted values in the graph)."""
+        known = getattr(self.tx, "partition_nnz", None)
+        return list(known) if known is not None else _local_nnz(self.tx.blocks)
 
     def _plan_units(self, nnz: Any) -> None:
         if self._unit_threshold is None or self.units is not None:
@@ -273,6 +291,16 @@ class SupportCounter:
         self._packed = list(out[: len(packed)])
         return [self._compute(o) for o in out[len(packed) :]]
 
+    def _keep_units(self, *also: Any) -> list[Any]:
+        """Concatenate and keep the units of several blocks (one read of the source), computing
+        ``also`` (graphs on the units) in the same pass; returns the results of ``also``."""
+        from ..progress import persist
+
+        source = self._source_blocks()
+        out = persist(*source, *[also_fn(source) for also_fn in also], **self._ckw)
+        self._kept_units = list(out[: len(source)])
+        return [self._compute(o) for o in out[len(source) :]]
+
     def packed_nbytes(self) -> int:
         """Bytes of the packed rows kept on the workers (0 when not packed; one small pass)."""
         if self._packed is None:
@@ -292,10 +320,12 @@ class SupportCounter:
         :meth:`pair_counts`, and packs the rows when the plan says so and their number of
         entries is known beforehand (``tx.partition_nnz``, from a dataset's manifest).
         """
-        known = getattr(self.tx, "partition_nnz", None)
+        known = self._known_nnz()
         self._plan_rows(None if known is None else int(sum(known)))
         if self._packed is None and self.rows_plan is not None and self.rows_plan["packed"]:
             (out,) = self._pack(self._item_counts_graph)
+        elif self._kept_units is None and self.rows_plan is not None and self.rows_plan.get("units"):
+            (out,) = self._keep_units(self._item_counts_graph)
         elif self._unit_threshold is not None and self.units is None:
             # the same pass measures the blocks' entries for the units' plan
             blocks = self._blocks()
@@ -315,9 +345,7 @@ class SupportCounter:
         if self._packed is None and self.rows_plan is not None and self.rows_plan["packed"]:
             self._pack()
         if self._kept_units is None and self.rows_plan is not None and self.rows_plan.get("units"):
-            from ..progress import persist
-
-            self._kept_units = list(persist(*self._source_blocks(), **self._ckw))
+            self._keep_units()
 
     def pair_method(self, items: np.ndarray) -> str:
         """``"bitsets"`` or ``"rows"``: the cheaper way to count all pairs of ``items``.
