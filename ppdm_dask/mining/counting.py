@@ -338,14 +338,17 @@ class SupportCounter:
         self._item_counts, self._sum_sq_lengths = out[:-1], int(out[-1])
         return out[:-1].copy()
 
-    def _ensure_rows(self) -> None:
-        """Pack the rows before a later pass when the plan asks for it (entries now counted)."""
+    def _ensure_rows(self, *also: Any) -> list[Any]:
+        """Pack the rows, or keep the units of several blocks, before a later pass when the plan
+        asks for it (entries now counted), computing ``also`` (graphs on the blocks) in the same
+        pass; returns the results of ``also``."""
         if self._item_counts is not None:
             self._plan_rows(int(self._item_counts.sum()))
         if self._packed is None and self.rows_plan is not None and self.rows_plan["packed"]:
-            self._pack()
+            return self._pack(*also)
         if self._kept_units is None and self.rows_plan is not None and self.rows_plan.get("units"):
-            self._keep_units()
+            return self._keep_units(*also)
+        return [self._compute(fn(self._blocks())) for fn in also]
 
     def pair_method(self, items: np.ndarray) -> str:
         """``"bitsets"`` or ``"rows"``: the cheaper way to count all pairs of ``items``.
@@ -388,12 +391,14 @@ class SupportCounter:
             return self._compute(total(parts))
         if method != "rows":
             raise ValueError(f"unknown method {method!r}")
-        self._ensure_rows()
-        blocks = self._blocks()
-        # one block is one task: its loop uses the cores itself (several blocks use them as tasks)
-        threads = min(PAIR_THREADS, os.cpu_count() or 1) if len(blocks) == 1 else 1
-        parts = [dask.delayed(_pair_counts, pure=True)(b, items, threads) for b in blocks]
-        return self._compute(total(parts))
+
+        def graph(blocks: list[Any]) -> Any:
+            # one block is one task: its loop uses the cores itself (several blocks use them as tasks)
+            threads = min(PAIR_THREADS, os.cpu_count() or 1) if len(blocks) == 1 else 1
+            return total([dask.delayed(_pair_counts, pure=True)(b, items, threads) for b in blocks])
+
+        (out,) = self._ensure_rows(graph)  # rows packed or units kept in the same pass
+        return out
 
     def use_bitsets(self, items: np.ndarray, *, keep: bool = True) -> None:
         """Have per-block bitsets of (at least) the sorted column ids ``items`` ready: persisted,
