@@ -26,13 +26,12 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["block_bitsets", "gram_pair_counts", "block_pair_counts", "item_ranges", "extension_counts", "query_counts"]
 
-#: 64-row words of every bit row processed per tile of the pair kernel (keeps the tile in cache).
-TILE_WORDS = 1024
 #: Bound on the temporary AND buffer of the numpy fallback.
 MAX_CHUNK_BYTES = 32 * 2**20
 
 if _numba is not None:
-    from ..bitops import ctpop
+    # the pair kernel is exact mining's (ranges of first items: threads write disjoint rows)
+    from ..mining._kernels import _and_count, _gram_range
 
     @_numba.njit(cache=True, nogil=True)
     def _bits_range(indptr, indices, pos, bits, r0, r1):  # pragma: no cover - compiled
@@ -44,72 +43,6 @@ if _numba is not None:
                 p = pos[indices[i]]
                 if p >= 0:
                     bits[p, word] |= bit
-
-    @_numba.njit(cache=True, nogil=True)
-    def _and_count(x, y):  # pragma: no cover - compiled
-        s = np.uint64(0)
-        for w in range(x.size):
-            s += ctpop(x[w] & y[w])
-        return s
-
-    @_numba.njit(cache=True, nogil=True)
-    def _gram_range(bits, a0, a1, out):  # pragma: no cover - compiled
-        # out[a, b] = |rows holding a and b| for a0 <= a < a1, b > a. Word tiles keep the rows in
-        # cache; a 2 x 4 register block (8 running counts) amortises every load over several ANDs.
-        f, n_words = bits.shape
-        for w0 in range(0, n_words, TILE_WORDS):
-            w1 = min(n_words, w0 + TILE_WORDS)
-            n = w1 - w0
-            for a in range(a0, a1, 2):
-                x = bits[a, w0:w1]
-                if a + 1 >= a1:  # a lone first item (odd range): one row at a time
-                    for b in range(a + 1, f):
-                        out[a, b] += _and_count(x, bits[b, w0:w1])
-                    continue
-                y = bits[a + 1, w0:w1]
-                out[a, a + 1] += _and_count(x, y)
-                b = a + 2
-                while b + 4 <= f:
-                    u0 = bits[b, w0:w1]
-                    u1 = bits[b + 1, w0:w1]
-                    u2 = bits[b + 2, w0:w1]
-                    u3 = bits[b + 3, w0:w1]
-                    s0 = np.uint64(0)
-                    s1 = np.uint64(0)
-                    s2 = np.uint64(0)
-                    s3 = np.uint64(0)
-                    t0 = np.uint64(0)
-                    t1 = np.uint64(0)
-                    t2 = np.uint64(0)
-                    t3 = np.uint64(0)
-                    for w in range(n):
-                        xw = x[w]
-                        yw = y[w]
-                        v0 = u0[w]
-                        v1 = u1[w]
-                        v2 = u2[w]
-                        v3 = u3[w]
-                        s0 += ctpop(xw & v0)
-                        s1 += ctpop(xw & v1)
-                        s2 += ctpop(xw & v2)
-                        s3 += ctpop(xw & v3)
-                        t0 += ctpop(yw & v0)
-                        t1 += ctpop(yw & v1)
-                        t2 += ctpop(yw & v2)
-                        t3 += ctpop(yw & v3)
-                    out[a, b] += s0
-                    out[a, b + 1] += s1
-                    out[a, b + 2] += s2
-                    out[a, b + 3] += s3
-                    out[a + 1, b] += t0
-                    out[a + 1, b + 1] += t1
-                    out[a + 1, b + 2] += t2
-                    out[a + 1, b + 3] += t3
-                    b += 4
-                while b < f:
-                    out[a, b] += _and_count(x, bits[b, w0:w1])
-                    out[a + 1, b] += _and_count(y, bits[b, w0:w1])
-                    b += 1
 
     @_numba.njit(cache=True, nogil=True)
     def _extend_range(bits, parents, parent_of, last, c0, c1, out):  # pragma: no cover - compiled

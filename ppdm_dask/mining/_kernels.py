@@ -154,8 +154,9 @@ if _numba is not None:
         return s
 
     @_numba.njit(cache=True, nogil=True)
-    def _gram_loop(bits, out):  # pragma: no cover - compiled
-        # out[a, b] += |rows containing a and b| for a < b. Word tiles keep the rows in cache;
+    def _gram_range(bits, a0, a1, out):  # pragma: no cover - compiled
+        # out[a, b] += |rows containing a and b| for a0 <= a < a1, a < b (ranges of first items
+        # write disjoint rows of out: threads may share it). Word tiles keep the rows in cache;
         # a 2 x 4 register block (8 running counts) amortises every load over several ANDs.
         # Rows are sliced per tile (contiguous 1-D views) and indexed from 0: LLVM then sees
         # unit-stride, non-negative indices and vectorises the popcounts.
@@ -163,9 +164,9 @@ if _numba is not None:
         for w0 in range(0, n_words, GRAM_TILE_WORDS):
             w1 = min(n_words, w0 + GRAM_TILE_WORDS)
             n = w1 - w0
-            for a in range(0, f, 2):
+            for a in range(a0, a1, 2):
                 x = bits[a, w0:w1]
-                if a + 1 >= f:
+                if a + 1 >= a1:  # a lone first item at the range's end: one row at a time
                     for b in range(a + 1, f):
                         out[a, b] += _and_count(x, bits[b, w0:w1])
                     continue
@@ -213,6 +214,10 @@ if _numba is not None:
                     out[a, b] += _and_count(x, bits[b, w0:w1])
                     out[a + 1, b] += _and_count(y, bits[b, w0:w1])
                     b += 1
+
+    @_numba.njit(cache=True, nogil=True)
+    def _gram_loop(bits, out):  # pragma: no cover - compiled
+        _gram_range(bits, 0, bits.shape[0], out)
 
 
 def _flush_window(block: sp.csr_array, items: np.ndarray) -> int:

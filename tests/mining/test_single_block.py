@@ -18,6 +18,8 @@ import scipy.sparse as sp
 from ppdm_dask.mining import _eclat_kernels as E
 from ppdm_dask.mining import _kernels as K
 
+from .test_eclat_kernels import _as_dict
+
 pytestmark = pytest.mark.skipif(not E.available(), reason="numba not installed")
 
 
@@ -50,16 +52,6 @@ def _frequent(X: np.ndarray, min_count: int) -> dict[tuple, int]:
                     rows_of[t] = r
         out.update(nxt)
         level = nxt
-    return out
-
-
-def _as_dict(result) -> dict[tuple, int]:
-    lengths, items, counts, _ = result
-    out, off = {}, 0
-    for k, c in zip(lengths.tolist(), counts.tolist()):
-        out[tuple(items[off : off + k].tolist())] = c
-        off += k
-    assert len(out) == lengths.size
     return out
 
 
