@@ -199,26 +199,49 @@ def rebuild_index(order, m, scanon, sbits, skey, n_items, idx, idx_off, cnt, lke
         cnt[c] += 1
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _last_item(bits):
+    """The largest item of a bitset (the least frequent one: new ids descend with frequency), -1 if empty."""
+    for k in range(bits.size - 1, -1, -1):
+        x = bits[k]
+        if x:
+            b = 0
+            while x:
+                b = ctz(x)
+                x &= x - np.uint64(1)
+            return k * 64 + b
+    return -1
+
+
 @numba.njit(cache=True, nogil=True)
 def rows_with(bits, tid_bits, acc):
-    """``acc`` = the rows holding every item of ``bits`` (AND of the items' tid bitsets)."""
-    first = True
+    """``acc`` = the rows holding every item of ``bits`` (AND of the items' tid bitsets).
+
+    Starts from the least frequent item and then only reads the words still non-zero, stopping
+    once none is: most candidates occur in few rows, so most words are skipped.
+    """
+    last = _last_item(bits)
+    if last < 0:
+        for w in range(acc.size):
+            acc[w] = 0
+        return
+    live = False
+    for w in range(acc.size):
+        acc[w] = tid_bits[last, w]
+        live |= acc[w] != 0
     for k in range(bits.size):
         x = bits[k]
-        while x:
+        while x and live:
             b = ctz(x)
             x &= x - np.uint64(1)
             i = k * 64 + b
-            if first:
-                for w in range(acc.size):
-                    acc[w] = tid_bits[i, w]
-                first = False
-            else:
-                for w in range(acc.size):
+            if i == last:
+                continue
+            live = False
+            for w in range(acc.size):
+                if acc[w]:
                     acc[w] &= tid_bits[i, w]
-    if first:
-        for w in range(acc.size):
-            acc[w] = 0
+                    live |= acc[w] != 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -298,24 +321,32 @@ def touch_singletons(new_r, old_r, wt, d_s, stamp_s, t_s, nt_s, epoch):
 
 @numba.njit(cache=True, nogil=True)
 def free_rows(xbits, L, tid_bits, blocked, acc):
-    """``acc`` = the rows holding X in which no item of X is covered by an element of length ≥ L."""
-    first = True
+    """``acc`` = the rows holding X in which no item of X is covered by an element of length ≥ L.
+
+    As :func:`rows_with`: the least frequent item first, then only the words still non-zero.
+    """
+    last = _last_item(xbits)
+    if last < 0:
+        for w in range(acc.size):
+            acc[w] = 0
+        return
+    live = False
+    for w in range(acc.size):
+        acc[w] = tid_bits[last, w] & ~blocked[last, L - 2, w]
+        live |= acc[w] != 0
     for k in range(xbits.size):
         x = xbits[k]
-        while x:
+        while x and live:
             b = ctz(x)
             x &= x - np.uint64(1)
             i = k * 64 + b
-            if first:
-                for w in range(acc.size):
-                    acc[w] = tid_bits[i, w] & ~blocked[i, L - 2, w]
-                first = False
-            else:
-                for w in range(acc.size):
+            if i == last:
+                continue
+            live = False
+            for w in range(acc.size):
+                if acc[w]:
                     acc[w] &= tid_bits[i, w] & ~blocked[i, L - 2, w]
-    if first:
-        for w in range(acc.size):
-            acc[w] = 0
+                    live |= acc[w] != 0
 
 
 @numba.njit(cache=True, nogil=True)

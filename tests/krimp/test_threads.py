@@ -45,18 +45,51 @@ def test_threaded_miner_equals_brute_force_and_serial(seed):
 
 
 def test_threaded_miner_splits_the_roots():
-    """Several chunks, every frequent item owned by exactly one, the closure of the empty set
-    reported once (every row holds items 7 and 8: {7, 8} is closed)."""
+    """Several chunks; the closure of the empty set reported once (every row holds items 7 and
+    8: {7, 8} is closed); each itemset found by exactly one chunk."""
     rows = [[1, 7, 8], [2, 7, 8], [1, 2, 7, 8], [3, 4, 7, 8], [1, 3, 7, 8], [2, 4, 7, 8]]
     d = as_database(rows)
-    masks = CC._root_chunks(d, 1, 2)
-    assert len(masks) == 3  # 6 frequent items, at least 2 per chunk
-    assert np.array_equal(np.sum(masks, axis=0), (d.new_frequencies >= 1).astype(np.int64))
+    assert CC._n_chunks(d, 1, 2) == 3  # 6 frequent items, at least 2 per chunk
+    assert CC._n_chunks(d, 1, 1) == 1
     want = _brute_frequent(rows, 1, closed=True)
     for threads in (1, 2, 4):
         c = mine_candidates(rows, 1, closed=True, threads=threads)
         assert {frozenset(x): int(s) for x, s in zip(c.itemsets(), c.supports)} == want
         assert c.itemsets().count([7, 8]) == 1
+
+
+def _chunk_sets(d, minsup, closed, threads):
+    ex = CC.exclusion_bits(d, ())
+    depth = CC._before_mining(d, minsup, closed, 0, 0, 0)
+    parts = CC._mine(d, minsup, closed, 0, ex, depth, 0, 0, threads)
+    labels = d.new_labels
+    return [
+        [frozenset(int(labels[i]) for i in range(d.n_items) if (b[i >> 6] >> np.uint64(i & 63)) & 1) for b in p[0]] for p in parts
+    ]
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_threaded_miner_splits_below_a_dominant_item(closed):
+    """Item 1 is in 90 % of the rows, so nearly every itemset lies below it (as on mushroom at
+    min-support 1): its node is searched by every chunk and the subtrees below it are dealt
+    out, so they land in several chunks; still each itemset is found by exactly one chunk and
+    the union is the brute-force answer."""
+    rng = np.random.default_rng(5)
+    rows = [sorted({1} | {int(x) for x in rng.choice(np.arange(2, 14), size=4, replace=False)}) for _ in range(90)]
+    rows += [sorted({int(x) for x in rng.choice(np.arange(2, 14), size=4, replace=False)}) for _ in range(10)]
+    d = as_database(rows)
+    minsup = 3
+    want = _brute_frequent(rows, minsup, closed=closed)
+    chunks = _chunk_sets(d, minsup, closed, 2)
+    assert len(chunks) > 1
+    found = [s for c in chunks for s in c]
+    assert len(found) == len(set(found)) == len(want)
+    assert set(found) == set(want)
+    # the sets holding item 1 and at least two more (below its node) come from several chunks
+    assert sum(any(1 in s and len(s) >= 3 for s in c) for c in chunks) > 1
+    for threads in (2, 4):
+        got = mine_candidates(rows, minsup, closed=closed, threads=threads)
+        assert _same(got, mine_candidates(rows, minsup, closed=closed, threads=1))
 
 
 def test_threaded_miner_on_lucs_vs_pyfim(lucs):
