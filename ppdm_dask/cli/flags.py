@@ -111,6 +111,7 @@ FLAGS: Mapping[str, str] = {
 LIBRARY_ONLY: frozenset[str] = frozenset(
     {
         "batch_size",
+        "engine",
         "events_per_block",
         "start",
         "url",

@@ -31,7 +31,8 @@ MAX_CHUNK_BYTES = 32 * 2**20
 
 if _numba is not None:
     # the pair kernel is exact mining's (ranges of first items: threads write disjoint rows)
-    from ..mining._kernels import _and_count, _gram_range
+    from ..bitops import and_count as _and_count
+    from ..bitops import gram_range as _gram_range
 
     @_numba.njit(cache=True, nogil=True)
     def _bits_range(indptr, indices, pos, bits, r0, r1):  # pragma: no cover - compiled

@@ -57,8 +57,6 @@ except ImportError:  # pragma: no cover
 #: gains at most one per row, so 65,535 rows cannot overflow (see :func:`_flush_window`). Half-width counters keep the
 #: triangle of a ~900-item level in L2 cache, where the random increments are cheap.
 FLUSH_ROWS = 65535
-#: Words (64 rows each) of every bit row processed per tile of the bitset Gram kernel.
-GRAM_TILE_WORDS = 1024
 #: :func:`pair_counts` uses its threads from this many pairs (2 MiB of 16-bit counters: below,
 #: the counters stay in cache and the loop is fast on one thread) and this many increments
 #: (below, reading every row once more per thread costs more than it saves).
@@ -144,80 +142,11 @@ if _numba is not None:
                 if p >= 0:
                     bits[p * n_words + word] |= bit
 
-    from ..bitops import ctpop  # LLVM's population count, shared by every family's kernels
-
-    @_numba.njit(cache=True, nogil=True)
-    def _and_count(x, y):  # pragma: no cover - compiled
-        s = np.uint64(0)
-        for w in range(x.size):
-            s += ctpop(x[w] & y[w])
-        return s
-
-    @_numba.njit(cache=True, nogil=True)
-    def _gram_range(bits, a0, a1, out):  # pragma: no cover - compiled
-        # out[a, b] += |rows containing a and b| for a0 <= a < a1, a < b (ranges of first items
-        # write disjoint rows of out: threads may share it). Word tiles keep the rows in cache;
-        # a 2 x 4 register block (8 running counts) amortises every load over several ANDs.
-        # Rows are sliced per tile (contiguous 1-D views) and indexed from 0: LLVM then sees
-        # unit-stride, non-negative indices and vectorises the popcounts.
-        f, n_words = bits.shape
-        for w0 in range(0, n_words, GRAM_TILE_WORDS):
-            w1 = min(n_words, w0 + GRAM_TILE_WORDS)
-            n = w1 - w0
-            for a in range(a0, a1, 2):
-                x = bits[a, w0:w1]
-                if a + 1 >= a1:  # a lone first item at the range's end: one row at a time
-                    for b in range(a + 1, f):
-                        out[a, b] += _and_count(x, bits[b, w0:w1])
-                    continue
-                y = bits[a + 1, w0:w1]
-                out[a, a + 1] += _and_count(x, y)
-                b = a + 2
-                while b + 4 <= f:
-                    u0 = bits[b, w0:w1]
-                    u1 = bits[b + 1, w0:w1]
-                    u2 = bits[b + 2, w0:w1]
-                    u3 = bits[b + 3, w0:w1]
-                    s0 = np.uint64(0)
-                    s1 = np.uint64(0)
-                    s2 = np.uint64(0)
-                    s3 = np.uint64(0)
-                    t0 = np.uint64(0)
-                    t1 = np.uint64(0)
-                    t2 = np.uint64(0)
-                    t3 = np.uint64(0)
-                    for w in range(n):
-                        xw = x[w]
-                        yw = y[w]
-                        v0 = u0[w]
-                        v1 = u1[w]
-                        v2 = u2[w]
-                        v3 = u3[w]
-                        s0 += ctpop(xw & v0)
-                        s1 += ctpop(xw & v1)
-                        s2 += ctpop(xw & v2)
-                        s3 += ctpop(xw & v3)
-                        t0 += ctpop(yw & v0)
-                        t1 += ctpop(yw & v1)
-                        t2 += ctpop(yw & v2)
-                        t3 += ctpop(yw & v3)
-                    out[a, b] += s0
-                    out[a, b + 1] += s1
-                    out[a, b + 2] += s2
-                    out[a, b + 3] += s3
-                    out[a + 1, b] += t0
-                    out[a + 1, b + 1] += t1
-                    out[a + 1, b + 2] += t2
-                    out[a + 1, b + 3] += t3
-                    b += 4
-                while b < f:
-                    out[a, b] += _and_count(x, bits[b, w0:w1])
-                    out[a + 1, b] += _and_count(y, bits[b, w0:w1])
-                    b += 1
+    from ..bitops import gram_range  # shared by every family's kernels
 
     @_numba.njit(cache=True, nogil=True)
     def _gram_loop(bits, out):  # pragma: no cover - compiled
-        _gram_range(bits, 0, bits.shape[0], out)
+        gram_range(bits, 0, bits.shape[0], out)
 
 
 def _flush_window(block: sp.csr_array, items: np.ndarray) -> int:
