@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from ..base import Estimator, check_is_fitted
 from ..constraints import Options
 from ..data.hierarchy import Hierarchy
@@ -83,6 +85,33 @@ def _hierarchy_names(hierarchies: Mapping[str, Hierarchy]) -> dict[str, str]:
     return {a: f"{h.kind}, {h.levels} levels" for a, h in sorted(hierarchies.items())}
 
 
+def _column_names(value: Any) -> tuple[str, ...]:
+    """Column names given as one name, a comma-separated string or a sequence (None: none)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(c.strip() for c in value.split(",") if c.strip())
+    return tuple(str(c) for c in value)
+
+
+def _aligned_people(people: Any, table: Any) -> Any:
+    """The input's persons cut as the released table's partitions (a table published in one
+    partition gets the persons of every input partition in one block)."""
+    if people is None:
+        return None
+    n = getattr(table, "npartitions", 1)
+    if n == len(people.blocks):
+        return people
+    if n == 1:
+        import dask
+
+        from ..data.persons import People
+
+        block = dask.delayed(np.concatenate, pure=True)(people.blocks)
+        return People([block], people.kind, people.columns, people.bound)
+    raise InvalidParameter(f"the released table has {n} partitions for {len(people.blocks)} of the input")
+
+
 class _TableAnonymizer(Estimator):
     """What the relational anonymizers share: roles, floors, input conversion, the release."""
 
@@ -96,10 +125,20 @@ class _TableAnonymizer(Estimator):
         ddf = as_dask(X)
         source = source_of(X)
         where = source.url if source is not None else "the table"
+        person = _column_names(getattr(self, "person", None))
+        unknown = [c for c in person if c not in ddf.columns]
+        if unknown:
+            raise InvalidParameter(
+                f"person column(s) {unknown} are not in {where} (columns: {list(ddf.columns)})",
+                parameter="person",
+                fix="`person` COL of the table",
+            )
+        declared = _column_names(self.identifiers)
         roles = table_roles(
             list(ddf.columns),
             quasi_identifiers=self.quasi_identifiers,
-            identifiers=self.identifiers,
+            # the person column is never published: an identifier
+            identifiers=[*declared, *[c for c in person if c not in declared]],
             sensitive=self.sensitive,
             insensitive=self.insensitive,
             allow_unique=self.allow_unique,
@@ -116,7 +155,11 @@ class _TableAnonymizer(Estimator):
         overrides = AnonymizedRelease.overrides_of(method, parameters, self.allow_weak)
         hier = dict(self.hierarchies or {})
         digest = content_digest(ddf, client=client, progress=progress)
+        from ..data.persons import frame_people
+
         return {
+            # whose each record is: the person column(s), else the identifiers, else the record
+            "people": frame_people(ddf, person or tuple(roles.identifiers)),
             "ddf": numeric_quasi_identifiers(ddf, hier, source=where),
             "source": source,
             "roles": roles,
@@ -163,6 +206,7 @@ class _TableAnonymizer(Estimator):
             "hierarchies": prep["hierarchies"],
             "frequency": frequency,
             "digest": prep["digest"],
+            "people": prep["people"],
         }
 
     def _release(self, res: AnonymizationResult, figures: Mapping[str, Any] | None = None) -> AnonymizedRelease:
@@ -184,6 +228,7 @@ class _TableAnonymizer(Estimator):
             hierarchies=info.get("hierarchies"),  # the report reads released hierarchy nodes with them
             # the report's figures of this input need no pass over it
             input_frequency=(info["name"], info["frequency"]) if info.get("frequency") is not None else None,
+            people=_aligned_people(info.get("people"), res.table),
         )
 
 
@@ -227,6 +272,10 @@ class KAnonymizer(_TableAnonymizer):
         Where ``release.write`` records the release and composes it with the earlier releases of
         its input (docs/ledger.md): ``"default"`` the user's ledger, a
         :class:`~ppdm_dask.ledger.Ledger` or its location, None to opt out (said in the manifest).
+    person : str or sequence of str, optional
+        The column(s) naming whose each record is (never published: an identifier). Default: the
+        identifier columns; without any, each record is its own person. The ledger composes the
+        release with every earlier release that holds the same people (docs/ledger.md#the-person).
 
     Attributes
     ----------
@@ -258,6 +307,7 @@ class KAnonymizer(_TableAnonymizer):
         t: float | None = None,
         t_kind: str = "auto",
         ledger: Any = "default",
+        person: Any = None,
     ) -> None:
         self.quasi_identifiers = quasi_identifiers
         self.k = k
@@ -277,6 +327,7 @@ class KAnonymizer(_TableAnonymizer):
         self.allow_weak = allow_weak
         self.key = key
         self.ledger = ledger
+        self.person = person
 
     _parameter_constraints = {"k": COUNT_CONSTRAINTS["k"], "method": [Options(METHODS)]}
 
@@ -342,7 +393,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
     permissions : list of dict, ``{"permissions": [...]}``, or Permission objects
         ``{"role", "bound", "where": {attr: [lo, hi] | value | [values]}, "name"}``.
     quasi_identifiers, k, sensitive, identifiers, insensitive, allow_unique, l, kind, c, t, t_kind,
-    hierarchies, allow_weak, key, ledger
+    hierarchies, allow_weak, key, ledger, person
         As :class:`KAnonymizer`.
 
     Attributes
@@ -372,6 +423,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
         t: float | None = None,
         t_kind: str = "auto",
         ledger: Any = "default",
+        person: Any = None,
     ) -> None:
         self.permissions = permissions
         self.quasi_identifiers = quasi_identifiers
@@ -389,6 +441,7 @@ class AccessControlAnonymizer(_TableAnonymizer):
         self.allow_weak = allow_weak
         self.key = key
         self.ledger = ledger
+        self.person = person
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> AccessControlAnonymizer:
         """Check roles and floors, anonymise ``X`` for the permissions; returns self."""
@@ -508,6 +561,7 @@ class KmAnonymizer(Estimator):
         # the owner's, and a balanced hierarchy's depth follows from the input's item count
         params["hierarchy"] = f"balanced, fan-out {self.fan_out}" if self.fan_out is not None else f"given, {hier.levels} levels"
         from ..data.digest import content_digest
+        from ..data.persons import transaction_people
 
         digest = content_digest(tx, client=client, progress=progress)  # names the input in the release's identity
         res = km_anonymize(tx, hier, self.k, self.m, method=method, client=client, progress=progress)
@@ -521,6 +575,7 @@ class KmAnonymizer(Estimator):
             "parameters": params,
             "input_info": {"rows": tx.n_transactions, "items": tx.n_items},
             "digest": digest,
+            "people": transaction_people(tx),
         }
         return self
 
@@ -557,4 +612,5 @@ class KmAnonymizer(Estimator):
             ledger=self.ledger,  # where write() records it (docs/ledger.md)
             # the owner's: the report compares itemsets at the generalised level
             item_images=res.item_images,
+            people=info.get("people"),
         )

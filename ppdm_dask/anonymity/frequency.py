@@ -136,7 +136,9 @@ def _is_numeric(dtype: Any) -> bool:
 def as_dask(df: Any) -> dd.DataFrame:
     """A pandas or dask DataFrame as a dask DataFrame (pandas: one partition)."""
     if isinstance(df, pd.DataFrame):
-        return dd.from_pandas(df, npartitions=1)
+        from ..data.tables import from_pandas
+
+        return from_pandas(df, npartitions=1)
     if not isinstance(df, dd.DataFrame):
         raise InvalidParameter(f"expected a pandas or dask DataFrame, got {type(df).__name__}")
     return df

@@ -53,6 +53,10 @@ _LENGTHS_CHECK = "transaction lengths"
 _ITEMS_CHECK = "published items"
 
 
+def _label_dict(labels: Any) -> dict[str, Any]:
+    return {"label": labels}
+
+
 class KmRelease(TransactionRelease):
     """k^m-anonymous transactions; parameters ``k``, ``m`` (and the hierarchy used)."""
 
@@ -80,6 +84,10 @@ class KmRelease(TransactionRelease):
         """What the ledger keeps to compose later releases: k and m."""
         return {"k": int(self.parameters["k"]), "m": int(self.parameters["m"])}
 
+    def ledger_columns(self) -> dict[str, str]:
+        """Per person: the class label (the set of the released baskets of the person)."""
+        return {"label": "set"}
+
     def ledger_rows(self, blocks: list[Any]) -> list[Any]:
         """Per transaction, in the input's order: the 64-bit label of its class (the hash of its
         whole released itemset), one task per block (:func:`.composition.basket_labels`)."""
@@ -89,14 +97,19 @@ class KmRelease(TransactionRelease):
         from .composition import basket_labels
 
         hashes = dask.delayed(label_hashes, pure=True)(np.asarray(self.data.vocabulary.labels))  # once, not per block
-        return [dask.delayed(basket_labels, pure=True)(b, hashes) for b in blocks]
+        return [dask.delayed(_label_dict, pure=True)(dask.delayed(basket_labels, pure=True)(b, hashes)) for b in blocks]
 
-    def compose(self, earlier: Sequence[Any], ledger: Any, rows: Any = None) -> Any:
-        """The intersection of this release's classes with the earlier table releases' of its
-        input (:func:`.composition.compose_tables`)."""
+    def ledger_people_extra(self) -> dict[str, Any]:
+        return {"k": int(self.parameters["k"]), "m": int(self.parameters["m"])}
+
+    COMPOSES_WITH: ClassVar[tuple[str, ...]] = ("relational", "km")
+
+    def compose(self, earlier: Sequence[Any], ledger: Any, people: Any = None) -> Any:
+        """The intersection of this release's classes with those of the earlier table releases
+        that share its input or its people (:func:`.composition.compose_tables`)."""
         from .composition import compose_tables
 
-        return compose_tables(self, earlier, ledger, rows)
+        return compose_tables(self, earlier, ledger, people)
 
     def _adopt(self, fitted: Any) -> KmRelease:
         """The owner's figures (input items, the cut, NCP) and generalisation map from the release in memory."""

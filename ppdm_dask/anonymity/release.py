@@ -261,21 +261,32 @@ class AnonymizedRelease(TableRelease):
         """What the ledger keeps to compose later releases: k and the quasi-identifiers."""
         return {"k": self.k, "quasi_identifiers": list(self.qi)}
 
+    def ledger_columns(self) -> dict[str, str]:
+        """Per person: the class label (the set of classes of the person's records) and, with a
+        sensitive column, the label of the sensitive value."""
+        return {"label": "set", "sens": "set"} if self.sensitive else {"label": "set"}
+
     def ledger_rows(self, blocks: list[Any]) -> list[Any]:
         """Per record, in the input's order: the 64-bit label of its class (the hash of its
-        released quasi-identifier values; 0 when suppressed), one task per block
-        (:func:`.composition.table_labels`)."""
-        from .composition import table_labels
+        released quasi-identifier values; 0 when suppressed) and of its sensitive value, one
+        task per block (:func:`.composition.table_labels`, :func:`.composition.sensitive_labels`)."""
+        from .composition import sensitive_labels, table_labels
 
-        qi = list(self.qi)
-        return [dask.delayed(table_labels, pure=True)(b, qi) for b in blocks]
+        qi, sens = list(self.qi), self.sensitive
+        return [dask.delayed(_ledger_values, pure=True)(b, qi, sens, table_labels, sensitive_labels) for b in blocks]
 
-    def compose(self, earlier: Sequence[Any], ledger: Any, rows: Any = None) -> Any:
-        """The intersection of this release's classes with the earlier table releases' of its
-        input (:func:`.composition.compose_tables`)."""
+    def ledger_people_extra(self) -> dict[str, Any]:
+        """The k and the sensitive column, for the joins of later releases."""
+        return {"k": self.k, "sensitive": self.sensitive}
+
+    COMPOSES_WITH: ClassVar[tuple[str, ...]] = ("relational", "km")
+
+    def compose(self, earlier: Sequence[Any], ledger: Any, people: Any = None) -> Any:
+        """The intersection of this release's classes with those of the earlier table releases
+        that share its input or its people (:func:`.composition.compose_tables`)."""
         from .composition import compose_tables
 
-        return compose_tables(self, earlier, ledger, rows)
+        return compose_tables(self, earlier, ledger, people)
 
     def public_privacy(self) -> dict[str, Any]:
         """The class figures of the released table — k achieved, classes, the highest and
@@ -852,6 +863,14 @@ class AnonymizedRelease(TableRelease):
         return Figures(
             utility=quality_figures(q, "the released table"), notes=[f"quality: {n}" for n in q.notes[:-1]] + q.notes[-1:]
         )
+
+
+def _ledger_values(block: Any, qi: list[str], sensitive: str | None, labels: Any, sens_labels: Any) -> dict[str, Any]:
+    """Task: the ledger's per-record values of one block (class label, sensitive label)."""
+    out = {"label": labels(block, qi)}
+    if sensitive:
+        out["sens"] = sens_labels(block, qi, sensitive)
+    return out
 
 
 class _WithHierarchies:

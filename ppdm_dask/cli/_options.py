@@ -220,6 +220,13 @@ event_source = stack(
         help="What to do with heavy users: keep them, cap them at their latest --max-user-events events, "
         "or drop them [default: keep].",
     ),
+    _source_option(
+        "--max-baskets-per-user",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="A user with more sessions or windows than this keeps N of them, chosen with the key (uniformly, "
+        "whatever their time), so that one person weighs at most N baskets [default: no bound].",
+    ),
 )
 
 

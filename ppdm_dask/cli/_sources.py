@@ -17,10 +17,28 @@ import click
 
 from ._errors import usage_error
 
-__all__ = ["EVENT_OPTIONS", "check_basket_source", "ingest_key", "read_events", "staging_beside", "summary_line"]
+__all__ = [
+    "EVENT_OPTIONS",
+    "check_basket_source",
+    "ingest_key",
+    "person_key",
+    "read_events",
+    "staging_beside",
+    "summary_line",
+]
 
 #: the Python names of the event-table options (``Context.basket_source`` keys)
-EVENT_OPTIONS = ("user", "item", "time", "session_gap", "window", "count", "max_user_events", "heavy_users")
+EVENT_OPTIONS = (
+    "user",
+    "item",
+    "time",
+    "session_gap",
+    "window",
+    "count",
+    "max_user_events",
+    "heavy_users",
+    "max_baskets_per_user",
+)
 
 
 def check_basket_source(src: Mapping[str, Any]) -> None:
@@ -52,6 +70,18 @@ def ingest_key(obj: Any) -> Any:
     return obj.key()
 
 
+def person_key(obj: Any) -> Any:
+    """The key of the ``person`` column of baskets grouped from an event table: with a ledger,
+    the ledger's key of persons (derived from its secret), so that one user has the same
+    pseudonym in every release recorded there, whatever the ingest's parameters or order key;
+    with ``--no-ledger`` the job's key (``--key-file``, else a fresh one)."""
+    if not obj.no_ledger:
+        ledger = obj.ledger()
+        ledger.check_writable()  # an unwritable ledger: one error naming it
+        return ledger.person_key()
+    return obj.key()
+
+
 def read_events(
     obj: Any, url: str, fmt: str | None = None, *, user_map: str | None = None, staging: str | None = None, tell: bool = True
 ) -> tuple[Any, Any]:
@@ -67,6 +97,7 @@ def read_events(
     tx, summary = group(
         url,
         key=ingest_key(obj),
+        person_key=person_key(obj),
         user_map=user_map,
         staging=staging,
         format=fmt,
@@ -93,6 +124,14 @@ def summary_line(url: str, summary: Any) -> str:
     if d.get("n_heavy"):
         named = ", ".join(f"{p} ({n:,} events)" for p, n in d["heavy_users"][:3])
         text += f"; {d['n_heavy']:,} heavy users ({d['heavy_policy']}): {named}" + (" ..." if d["n_heavy"] > 3 else "")
+    per = d.get("baskets_per_user") or {}
+    if d["mode"] != "user" and per:
+        text += f"; baskets per user: median {per['median']:g}, p90 {per['p90']:g}, max {per['max']:,}"
+    if d.get("max_baskets_per_user") is not None:
+        text += (
+            f"; at most {d['max_baskets_per_user']:,} baskets per user: dropped {d['n_baskets_over_bound']:,} "
+            f"baskets of {d['n_users_over_bound']:,} users"
+        )
     return text
 
 

@@ -91,6 +91,7 @@ FLAGS: Mapping[str, str] = {
     "window": "--window",
     "max_user_events": "--max-user-events",
     "heavy_users": "--heavy-users",
+    "max_baskets_per_user": "--max-baskets-per-user",
     "n_files": "--files",
     "as_baskets": "--as-baskets",
     "sep": "--sep",

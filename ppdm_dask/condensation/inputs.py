@@ -129,7 +129,7 @@ def records_of(
     if _is_table(X):
         import dask.dataframe as dd
 
-        df = X if isinstance(X, dd.DataFrame) else dd.from_pandas(X, npartitions=1)
+        df = X if isinstance(X, dd.DataFrame) else _from_pandas(X)
         if privacy_column is not None and privacy_column not in df.columns:
             raise InvalidParameter(
                 f"the table has no privacy column {privacy_column!r}; its columns are {list(df.columns)}",
@@ -205,19 +205,36 @@ class StreamDigest:
 
         self.d, self.levels = int(d), bool(levels)
         self._x = self._p = K.EMPTY_POLY
+        self._set = K.EMPTY_SET
 
     def update(self, X: np.ndarray, p: np.ndarray) -> None:
         """Extend by one block (rows in arrival order)."""
         from ..data import _digest_kernels as K
 
-        self._x = K.combine_polys([self._x, K.block_poly(K.array_row_hashes(np.asarray(X, np.float64)))])
+        hx = K.array_row_hashes(np.asarray(X, np.float64))
+        self._x = K.combine_polys([self._x, K.block_poly(hx)])
         if self.levels:
-            self._p = K.combine_polys([self._p, K.block_poly(K.array_row_hashes(np.asarray(p, np.float64)))])
+            hp = K.array_row_hashes(np.asarray(p, np.float64))
+            self._p = K.combine_polys([self._p, K.block_poly(hp)])
+            hx = K.pair_row_hashes([hx, hp])  # a record and its own level are one record
+        self._set = K.combine_multisets([self._set, K.block_multiset(hx)])
 
     def digest(self) -> bytes:
-        """The 32-byte digest of the stream so far."""
-        from ..data.digest import finish_digest, join_digests
+        """The :class:`~ppdm_dask.data.digest.InputDigest` of the stream so far."""
+        from ..data import _digest_kernels as K
+        from ..data.digest import InputDigest, finish_digest, finish_records, join_digests
 
-        return join_digests(
-            [finish_digest(f"array:{self.d}", self._x), finish_digest("array:1", self._p) if self.levels else b"none"]
-        )
+        x_kind = f"array:{self.d}"
+        order = [finish_digest(x_kind, self._x), finish_digest("array:1", self._p) if self.levels else b"none"]
+        if self.levels:
+            records = finish_records([x_kind, "array:1"], self._set)
+        else:  # (records, None) are digested piece by piece (see content_digest_lazy)
+            records = join_digests([finish_records([x_kind], self._set), finish_records(["none"], K.EMPTY_SET)])
+        return InputDigest(records + join_digests(order))
+
+
+def _from_pandas(df: Any) -> Any:
+    """A pandas frame as one dask partition (arrow slices copied: :func:`ppdm_dask.data.tables.from_pandas`)."""
+    from ..data.tables import from_pandas
+
+    return from_pandas(df, npartitions=1)

@@ -560,7 +560,7 @@ class CondensedRelease(TableRelease):
         elif hasattr(original, "columns") and hasattr(original, "dtypes"):  # pandas or dask DataFrame
             import dask.dataframe as dd
 
-            df = original if isinstance(original, dd.DataFrame) else dd.from_pandas(original, npartitions=1)
+            df = original if isinstance(original, dd.DataFrame) else _from_pandas(original)
             X, _ = table_to_array(df, columns=self.columns)
             col = self.parameters.get("privacy_column")
             if col is not None:
@@ -780,3 +780,10 @@ def condensed_release(
         partition_rows=[int(c) for c in pseudo.chunks[0]],
         ledger=ledger,
     )
+
+
+def _from_pandas(df: Any) -> Any:
+    """A pandas frame as one dask partition (arrow slices copied: :func:`ppdm_dask.data.tables.from_pandas`)."""
+    from ..data.tables import from_pandas
+
+    return from_pandas(df, npartitions=1)

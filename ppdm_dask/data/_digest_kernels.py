@@ -1,12 +1,22 @@
-"""Content digest of a collection, one block at a time (pure numpy/pyarrow, no Dask).
+"""Content digests of a collection, one block at a time (pure numpy/pyarrow, no Dask).
 
-The digest of a collection says "these rows, in this order" in 124 bits, whatever the
-partitioning: every row gets a 128-bit hash of its content (:func:`transaction_row_hashes`,
-:func:`frame_row_hashes`, :func:`array_row_hashes`), and a block is folded into four polynomial
-hashes ``P = Σ_r h_r · b^(n-1-r) mod p`` (one per 31-bit prime ``p``). Two consecutive pieces
-combine exactly (:func:`combine_polys`: ``P = P1 · b^n2 + P2``), so a tree reduction over any
-partitioning gives the same value as one block. Row order matters: the same rows in another
-order are another input (a permuted input must not reuse the noise of the first).
+Every row gets a 128-bit hash of its content (:func:`transaction_row_hashes`,
+:func:`frame_row_hashes`, :func:`array_row_hashes`), from which two digests are folded, each the
+same for any partitioning:
+
+* **the records** ("these records, in any order"): a multiset hash, four 64-bit lanes each the sum
+  (mod 2^64) of a different mix of every row's hash (:func:`block_multiset`; pieces add up,
+  :func:`combine_multisets`). The same records in another order, cut into other blocks, read
+  from CSV or from Parquet, are one input: what the ledger knows an input by.
+* **the order** ("these rows, in this order"), in 124 bits: a block is folded into four
+  polynomial hashes ``P = Σ_r h_r · b^(n-1-r) mod p`` (one per 31-bit prime ``p``); two
+  consecutive pieces combine exactly (:func:`combine_polys`: ``P = P1 · b^n2 + P2``). The order
+  salts a release's random streams only: the streams of a release are drawn per row position,
+  so a permuted copy of an input must not reuse them (the noise of row ``r`` would then fall on
+  another record, and two releases would cancel each other's noise).
+
+Rows of several aligned pieces (records and their privacy levels) are one record each:
+:func:`pair_row_hashes` mixes their hashes row by row before the multiset is taken.
 
 Values hash by type, not by their text: the string ``"02138"`` and the integer ``2138`` differ,
 as do an item labelled ``1`` and one labelled ``"1"``. Every hash used here is defined by this
@@ -32,6 +42,10 @@ __all__ = [
     "block_poly",
     "combine_polys",
     "EMPTY_POLY",
+    "block_multiset",
+    "combine_multisets",
+    "EMPTY_SET",
+    "pair_row_hashes",
 ]
 
 #: four 31-bit primes and bases of the polynomial lanes (products of two residues fit in uint64)
@@ -39,6 +53,16 @@ PRIMES = np.array([2147483647, 2147483629, 2147483587, 2147483579], dtype=np.uin
 BASES = np.array([1103515245, 1664525, 69069, 2654435761 % 2147483579], dtype=np.uint64)
 #: the digest state of no rows: ``(rows, lanes)``
 EMPTY_POLY = (0, (0, 0, 0, 0))
+#: the multiset state of no rows: ``(rows, lanes)``
+EMPTY_SET = (0, (0, 0, 0, 0))
+#: salts of the four multiset lanes (each lane sums another mix of the row hash)
+_SET_SALTS = (
+    np.uint64(0x243F6A8885A308D3),
+    np.uint64(0x13198A2E03707344),
+    np.uint64(0xA4093822299F31D0),
+    np.uint64(0x082EFA98EC4E6C89),
+)
+_PIECE_SALT = np.uint64(0x452821E638D01377)
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _NULL = np.uint64(0x6A09E667F3BCC909)
@@ -130,6 +154,8 @@ def column_hashes(values: Any) -> np.ndarray:
     n = len(arr)
     if pa.types.is_boolean(t):
         raw = np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.uint64) ^ _TYPE["bool"]
+    elif pa.types.is_unsigned_integer(t):  # the same bits as int64 below 2**63; uint64 pseudonyms above it
+        raw = np.asarray(arr.cast(pa.uint64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.uint64) ^ _TYPE["int"]
     elif pa.types.is_integer(t):
         raw = (
             np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64).view(np.uint64)
@@ -215,3 +241,47 @@ def combine_polys(parts: Sequence[tuple[int, Sequence[int]]]) -> tuple[int, tupl
             lanes[i] = (lanes[i] * pow(b, int(n), p) + int(part[i])) % p
         n_total += int(n)
     return n_total, tuple(lanes)  # type: ignore[return-value]
+
+
+def block_multiset(hashes: np.ndarray) -> tuple[int, tuple[int, int, int, int]]:
+    """The multiset state ``(rows, lanes)`` of one block's row hashes (``(rows, 2)`` uint64):
+    lane ``j`` is ``Σ_r mix_j(h_r) mod 2^64`` with ``mix_j(h) = splitmix(h0 ^ splitmix(h1 ^ s_j))``,
+    so the state does not depend on the rows' order and two blocks add up."""
+    h = np.asarray(hashes, dtype=np.uint64).reshape(-1, 2)
+    n = h.shape[0]
+    if n == 0:
+        return EMPTY_SET
+    lanes = []
+    with np.errstate(over="ignore"):
+        for salt in _SET_SALTS:
+            mixed = _splitmix(h[:, 0] ^ _splitmix(h[:, 1] ^ salt))
+            lanes.append(int(np.sum(mixed, dtype=np.uint64)))
+    return n, tuple(lanes)  # type: ignore[return-value]
+
+
+def combine_multisets(parts: Sequence[tuple[int, Sequence[int]]]) -> tuple[int, tuple[int, int, int, int]]:
+    """The multiset state of several pieces, in any order: rows and lanes added (mod 2^64)."""
+    n_total, lanes = 0, [0, 0, 0, 0]
+    for n, part in parts:
+        n_total += int(n)
+        for i in range(4):
+            lanes[i] = (lanes[i] + int(part[i])) & 0xFFFFFFFFFFFFFFFF
+    return n_total, tuple(lanes)  # type: ignore[return-value]
+
+
+def pair_row_hashes(pieces: Sequence[np.ndarray | None]) -> np.ndarray:
+    """``(rows, 2)`` hashes of records made of several aligned pieces (a row of each; ``None``:
+    an absent piece): piece ``i``'s row hash is mixed with its position, then the pieces added,
+    so a record's hash binds its pieces together (a record and its own privacy level)."""
+    present = [(i, np.asarray(p, dtype=np.uint64).reshape(-1, 2)) for i, p in enumerate(pieces) if p is not None]
+    if len(present) == 1 and len(pieces) == 1:
+        return present[0][1]
+    n = present[0][1].shape[0] if present else 0
+    out = np.zeros((n, 2), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for i, h in present:
+            if h.shape[0] != n:
+                raise ValueError(f"the pieces of one record have {h.shape[0]} and {n} rows")
+            salt = _splitmix(np.full(n, i, np.uint64) + _PIECE_SALT)
+            out += _mix_two(h[:, 0] ^ _splitmix(h[:, 1] ^ salt))
+    return out

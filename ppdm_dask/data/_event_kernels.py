@@ -5,13 +5,16 @@ An event block is three arrow arrays (user, item, optional time). The kernels
 
 * hash users with SipHash-2-4 (:func:`siphash_users`): a keyed 64-bit pseudonym that never
   leaves the worker as anything but a number, and the sort key of the output;
-* scan a block (:func:`scan_block`): distinct user hashes with their event counts, distinct
+* scan a block (:func:`scan_block`): distinct user hashes with their event counts (and the
+  person pseudonym of each, :func:`siphash_users` under the person key's words), distinct
   items, null counts — tree-merged on the driver (:func:`merge_scans`);
 * split a block (:func:`split_block`) into compact pieces ``(hash, item id, time, count)``, one
   per output block (a range of the sort key);
 * merge the pieces of one output block: user mode straight to CSR (:func:`merge_users`),
-  session/window mode first into sessions re-split by their own sort key
-  (:func:`cut_sessions`), then to CSR (:func:`merge_baskets`).
+  session/window mode first into sessions re-split by their own sort key, a user's baskets
+  beyond a bound dropped (:func:`cut_sessions`), then to CSR (:func:`merge_baskets`). Each
+  output block comes with the person pseudonym of every basket (:func:`person_of` looks the
+  pseudonyms up in the pre-pass's map of the block's users).
 
 Everything is sorted by numbers that depend only on the events and the key, so the output does
 not depend on how the events were cut into files, row groups or tasks.
@@ -42,6 +45,9 @@ __all__ = [
     "valid_mask",
     "scan_block",
     "merge_scans",
+    "person_of",
+    "bound_baskets",
+    "quantiles_of_histogram",
     "split_block",
     "merge_users",
     "cut_sessions",
@@ -51,7 +57,8 @@ __all__ = [
 ]
 
 #: A piece of the shuffle: (sort key uint64, item id int32, time int64 or float64, count int32);
-#: the time array is empty when the mode does not need it.
+#: the time array is empty when the mode does not need it. After :func:`cut_sessions` the time
+#: slot carries the basket's person pseudonym (uint64 viewed as int64).
 Piece = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
@@ -152,62 +159,84 @@ def _numbers(arr: pa.Array, dtype: Any) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ scan
-def scan_block(user: pa.Array, item: pa.Array, time: pa.Array | None, k0: int, k1: int) -> dict[str, Any]:
+def scan_block(
+    user: pa.Array, item: pa.Array, time: pa.Array | None, k0: int, k1: int, person: tuple[int, int] | None = None
+) -> dict[str, Any]:
     """Pre-pass of one block: distinct user hashes (sorted) with their numbers of events,
-    distinct items, counts of events and of dropped nulls.
+    distinct items, counts of events and of dropped nulls; with ``person`` (two key words) also
+    ``persons``: the person pseudonym of each distinct user hash, ``siphash_users`` of the user
+    value under those words (the smallest one if two user values share a hash, so that the
+    result does not depend on the order of the rows).
 
     ``time`` is given only when the mode needs it (its nulls drop events)."""
     ok, nu, ni, nt = valid_mask(user, item, time)
     mask = pa.array(ok)
     users = user.filter(mask)
     items = item.filter(mask)
-    hashes, counts = np.unique(siphash_users(users, k0, k1), return_counts=True)
+    h = siphash_users(users, k0, k1)
+    order = np.argsort(h)
+    hs = h[order]
+    starts = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]]) if hs.size else np.zeros(0, np.int64)
     distinct = pc.unique(items)
     labels = distinct.to_numpy(zero_copy_only=False)
-    return {
+    out = {
         "n_events": len(user),
         "n_null_user": nu,
         "n_null_item": ni,
         "n_null_time": nt,
-        "hashes": hashes,
-        "counts": counts.astype(np.int64),
+        "hashes": hs[starts],
+        "counts": np.diff(np.r_[starts, hs.size]).astype(np.int64),
         "labels": np.sort(labels.astype(np.int64) if pa.types.is_integer(distinct.type) else labels.astype(object)),
         "kind": "i" if pa.types.is_integer(distinct.type) else "s",
     }
+    if person is not None:
+        ph = siphash_users(users, person[0], person[1])[order]
+        out["persons"] = np.minimum.reduceat(ph, starts) if starts.size else np.zeros(0, np.uint64)
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _merge_counts(ha: np.ndarray, ca: np.ndarray, hb: np.ndarray, cb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of two sorted unique hash arrays, the counts of a hash in both summed."""
+def _merge_counts(
+    ha: np.ndarray, ca: np.ndarray, pa_: np.ndarray, hb: np.ndarray, cb: np.ndarray, pb: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Union of two sorted unique hash arrays, the counts of a hash in both summed, its person
+    the smaller of the two (they are equal unless two user values share a hash)."""
     out_h = np.empty(ha.size + hb.size, np.uint64)
     out_c = np.empty(ha.size + hb.size, np.int64)
+    out_p = np.empty(ha.size + hb.size, np.uint64)
     i = j = k = 0
     while i < ha.size or j < hb.size:
         if j >= hb.size or (i < ha.size and ha[i] < hb[j]):
-            out_h[k], out_c[k] = ha[i], ca[i]
+            out_h[k], out_c[k], out_p[k] = ha[i], ca[i], pa_[i]
             i += 1
         elif i >= ha.size or hb[j] < ha[i]:
-            out_h[k], out_c[k] = hb[j], cb[j]
+            out_h[k], out_c[k], out_p[k] = hb[j], cb[j], pb[j]
             j += 1
         else:
-            out_h[k], out_c[k] = ha[i], ca[i] + cb[j]
+            out_h[k], out_c[k], out_p[k] = ha[i], ca[i] + cb[j], min(pa_[i], pb[j])
             i += 1
             j += 1
         k += 1
-    return out_h[:k].copy(), out_c[:k].copy()
+    return out_h[:k].copy(), out_c[:k].copy(), out_p[:k].copy()
 
 
 def merge_scans(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Tree-merge of :func:`scan_block` results (sums, sorted unions)."""
+    """Tree-merge of :func:`scan_block` results (sums, sorted unions; ``persons`` kept aligned
+    with ``hashes`` when every part has them)."""
     kinds = {p["kind"] for p in parts if p["labels"].size}
     if len(kinds) > 1:
         raise DataFormatError("the item column holds integers in one part of the input and strings in another")
+    with_persons = all("persons" in p for p in parts)
+
+    def persons(p: dict[str, Any]) -> np.ndarray:
+        return p["persons"] if with_persons else np.zeros(p["hashes"].size, np.uint64)
+
     # pairwise merges of sorted arrays: a task holds its inputs and one output, no sort buffers
-    hashes, counts = parts[0]["hashes"], parts[0]["counts"]
+    hashes, counts, people = parts[0]["hashes"], parts[0]["counts"], persons(parts[0])
     for p in parts[1:]:
-        hashes, counts = _merge_counts(hashes, counts, p["hashes"], p["counts"])
+        hashes, counts, people = _merge_counts(hashes, counts, people, p["hashes"], p["counts"], persons(p))
     labels = [p["labels"] for p in parts if p["labels"].size]
-    return {
+    out = {
         "n_events": sum(p["n_events"] for p in parts),
         "n_null_user": sum(p["n_null_user"] for p in parts),
         "n_null_item": sum(p["n_null_item"] for p in parts),
@@ -217,6 +246,53 @@ def merge_scans(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "labels": np.unique(np.concatenate(labels)) if labels else np.zeros(0, np.int64),
         "kind": kinds.pop() if kinds else "i",
     }
+    if with_persons:
+        out["persons"] = people
+    return out
+
+
+def person_of(hashes: np.ndarray, persons: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The person pseudonym of every user hash of ``query``, from the sorted user hashes of the
+    pre-pass (``hashes``) and their pseudonyms (``persons``, aligned)."""
+    if not query.size:
+        return np.zeros(0, np.uint64)
+    pos = np.minimum(np.searchsorted(hashes, query), max(hashes.size - 1, 0))
+    if not hashes.size or np.any(hashes[pos] != query):
+        raise DataFormatError("a user is missing from the pre-pass (was the input changed meanwhile?)")
+    return np.asarray(persons[pos], dtype=np.uint64)
+
+
+def bound_baskets(users: np.ndarray, keys: np.ndarray, sessions: np.ndarray, bound: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Baskets given by their user hash (grouped: a user's baskets adjacent), keyed sort key
+    and session number: which ones to keep so that no user has more than ``bound`` (a user
+    with more keeps the ``bound`` of smallest key, ties by session number; ``None``: all), and
+    the number of baskets of every user before the bound (one entry per user, in order)."""
+    starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if users.size else np.zeros(0, np.int64)
+    per_user = np.diff(np.r_[starts, users.size]).astype(np.int64)
+    keep = np.ones(users.size, bool)
+    if bound is not None and per_user.size and per_user.max() > bound:
+        order = np.lexsort((sessions, keys, users))  # users grouped the same way: ranks by key
+        rank = np.arange(users.size) - np.repeat(starts, per_user)
+        keep[order] = rank < bound
+    return keep, per_user
+
+
+def quantiles_of_histogram(hist: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """Quantiles of the values ``v`` counted ``hist[v]`` times, as ``numpy.quantile``'s default
+    (linear interpolation between order statistics) on the values written out; 0 when empty."""
+    hist = np.asarray(hist, dtype=np.int64)
+    n = int(hist.sum())
+    if n == 0:
+        return [0.0 for _ in qs]
+    cum = np.cumsum(hist)
+    out = []
+    for q in qs:
+        pos = q * (n - 1)
+        lo, hi = int(np.floor(pos)), int(np.ceil(pos))
+        v_lo = int(np.searchsorted(cum, lo, side="right"))  # the value of order statistic ``lo``
+        v_hi = int(np.searchsorted(cum, hi, side="right"))
+        out.append(v_lo + (v_hi - v_lo) * (pos - lo))
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -413,31 +489,56 @@ def _apply_cap(h: np.ndarray, ids: np.ndarray, t: np.ndarray, cnt: np.ndarray, h
 
 
 # ------------------------------------------------------------------------------ merge
-def baskets_csr(
-    keys: np.ndarray, ids: np.ndarray, cnt: np.ndarray, n_items: int
-) -> tuple[sp.csr_array, sp.csr_array, np.ndarray]:
-    """One output block: a row per distinct sort key (ascending), its items (ascending, unique)
-    and their counts. Returns the 0/1 CSR block, the float32 counts with the same structure and
-    the row keys."""
-    _, k, i, c = _collapse_by_key(keys, ids, cnt)
+def _baskets(
+    keys: np.ndarray, ids: np.ndarray, cnt: np.ndarray, n_items: int, tags: np.ndarray | None = None
+) -> tuple[sp.csr_array, sp.csr_array, np.ndarray, np.ndarray | None]:
+    """:func:`baskets_csr`, and with ``tags`` (one uint64 per input row) the tag of every output
+    row: the smallest tag of its rows (they are equal unless two baskets share a key)."""
+    order = np.argsort(keys)
+    keys, ids, cnt = keys[order], ids[order], cnt[order]
+    new_group = np.r_[True, keys[1:] != keys[:-1]] if keys.size else np.zeros(0, bool)
+    _, k, i, c = _collapse_by_key(keys, ids, cnt, new_group=new_group)
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
     indptr = np.r_[starts, k.size].astype(np.int32)
     indices = i.astype(np.int32)
     shape = (starts.size, int(n_items))
     block = sp.csr_array((np.ones(indices.size, np.int32), indices, indptr), shape=shape)
     weights = sp.csr_array((c.astype(np.float32), indices.copy(), indptr.copy()), shape=shape)
-    return block, weights, k[starts]
+    row_tags = None
+    if tags is not None:
+        groups = np.flatnonzero(new_group)
+        sorted_tags = np.asarray(tags, dtype=np.uint64)[order]
+        row_tags = np.minimum.reduceat(sorted_tags, groups) if groups.size else np.zeros(0, np.uint64)
+    return block, weights, k[starts], row_tags
+
+
+def baskets_csr(
+    keys: np.ndarray, ids: np.ndarray, cnt: np.ndarray, n_items: int
+) -> tuple[sp.csr_array, sp.csr_array, np.ndarray]:
+    """One output block: a row per distinct sort key (ascending), its items (ascending, unique)
+    and their counts. Returns the 0/1 CSR block, the float32 counts with the same structure and
+    the row keys."""
+    block, weights, row_keys, _ = _baskets(keys, ids, cnt, n_items)
+    return block, weights, row_keys
 
 
 def merge_users(
-    pieces: list[Piece], *, heavy: np.ndarray, policy: str, cap: int, n_items: int
-) -> tuple[sp.csr_array, sp.csr_array]:
-    """User mode: the baskets of one output block (one row per user hash), from its pieces."""
+    pieces: list[Piece],
+    *,
+    heavy: np.ndarray,
+    policy: str,
+    cap: int,
+    n_items: int,
+    users: tuple[np.ndarray, np.ndarray],
+) -> tuple[sp.csr_array, sp.csr_array, np.ndarray]:
+    """User mode: the baskets of one output block (one row per user hash), from its pieces, and
+    the person pseudonym of every row (``users``: the sorted user hashes of the block's range
+    with their pseudonyms, from the pre-pass)."""
     h, ids, t, cnt = concat_pieces(pieces)
     if policy == "cap":
         h, ids, t, cnt = _apply_cap(h, ids, t, cnt, heavy, cap)
-    block, weights, _ = baskets_csr(h, ids, cnt, n_items)
-    return block, weights
+    block, weights, row_keys, _ = _baskets(h, ids, cnt, n_items)
+    return block, weights, person_of(users[0], users[1], row_keys)
 
 
 def session_numbers(h: np.ndarray, t: np.ndarray, *, mode: str, span: float | int) -> np.ndarray:
@@ -473,11 +574,19 @@ def cut_sessions(
     s1: int,
     n_out: int,
     with_map: bool,
-) -> tuple[tuple[Piece, ...], np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+    users: tuple[np.ndarray, np.ndarray],
+    max_baskets: int | None = None,
+) -> tuple[tuple[Piece, ...], np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None, np.ndarray]:
     """Session/window mode, phase 1 on the events of a range of users: sessions cut, each
-    basket keyed by ``SipHash((s0, s1), user hash || session number)`` and re-split into
-    ``n_out`` pieces by that key. Returns the pieces, the number of baskets in each, and
-    (``with_map``) the (user hash, session number, basket key) of every basket."""
+    basket keyed by ``SipHash((s0, s1), user hash || session number)``, a user with more than
+    ``max_baskets`` baskets left with the ``max_baskets`` of smallest key
+    (:func:`bound_baskets`), and the baskets re-split into ``n_out`` pieces by their key, the
+    time slot of each piece carrying the basket's person pseudonym (looked up in ``users``:
+    the sorted user hashes of this range with their pseudonyms, from the pre-pass).
+
+    Returns the pieces, the number of baskets in each, (``with_map``) the (user hash, session
+    number, basket key) of every basket kept, and the histogram of the number of baskets per
+    user before the bound (``hist[b]`` users had ``b`` baskets)."""
     h, ids, t, cnt = concat_pieces(pieces)
     if policy == "cap":
         h, ids, t, cnt = _apply_cap(h, ids, t, cnt, heavy, cap)
@@ -493,15 +602,26 @@ def cut_sessions(
     first_row, hh, ii, cc = _collapse_by_key(h, ids, cnt, new_group=new)
     ss = sess[first_row]
     keys = siphash_pairs(s0, s1, hh, ss)
-    out = _cut(keys, ii.astype(np.int32), np.zeros(keys.size, np.int64), cc.astype(np.int32), n_out)
     first = np.r_[True, (hh[1:] != hh[:-1]) | (ss[1:] != ss[:-1])] if hh.size else np.zeros(0, bool)
-    counts = np.bincount(bucket_of(keys[first], n_out), minlength=n_out).astype(np.int64)
-    basket_map = (hh[first], ss[first], keys[first]) if with_map else None
-    return out, counts, basket_map
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.r_[starts, hh.size])
+    keep, per_user = bound_baskets(hh[starts], keys[starts], ss[starts], max_baskets)
+    if not keep.all():
+        rows = np.repeat(keep, sizes)
+        hh, ii, cc, ss, keys = hh[rows], ii[rows], cc[rows], ss[rows], keys[rows]
+        starts = np.r_[0, np.cumsum(sizes[keep])[:-1]].astype(np.int64) if keep.any() else np.zeros(0, np.int64)
+        sizes = sizes[keep]
+    persons = np.repeat(person_of(users[0], users[1], hh[starts]), sizes)
+    out = _cut(keys, ii.astype(np.int32), persons.view(np.int64), cc.astype(np.int32), n_out)
+    counts = np.bincount(bucket_of(keys[starts], n_out), minlength=n_out).astype(np.int64)
+    basket_map = (hh[starts], ss[starts], keys[starts]) if with_map else None
+    return out, counts, basket_map, np.bincount(per_user).astype(np.int64)
 
 
-def merge_baskets(pieces: list[Piece], *, n_items: int) -> tuple[sp.csr_array, sp.csr_array]:
-    """Session/window mode, phase 2: the baskets of one output block, sorted by their key."""
-    k, ids, _, cnt = concat_pieces(pieces)
-    block, weights, _ = baskets_csr(k, ids, cnt, n_items)
-    return block, weights
+def merge_baskets(pieces: list[Piece], *, n_items: int) -> tuple[sp.csr_array, sp.csr_array, np.ndarray]:
+    """Session/window mode, phase 2: the baskets of one output block, sorted by their key, and
+    the person pseudonym of every basket (carried in the pieces' time slot)."""
+    k, ids, tag, cnt = concat_pieces(pieces)
+    block, weights, _, persons = _baskets(k, ids, cnt, n_items, tags=tag.view(np.uint64))
+    assert persons is not None
+    return block, weights, persons

@@ -5,18 +5,23 @@ CSV; any fsspec URL) and groups its events into one basket per user, per session
 per time window of a user. The user column is an identifier: it is hashed with a keyed
 SipHash-2-4 on the workers, the baskets are written in the order of that keyed hash (so the
 output order says nothing about the users or the input order), and user values reach the
-driver only when a private ``user_map`` is asked for. docs/events.md explains the rules.
+driver only when a private ``user_map`` is asked for. Every basket carries its person: the
+``person`` column holds a keyed pseudonym of its user (under the person key, the same in every
+ingest made with that key), and ``max_baskets_per_user`` bounds how many baskets one person
+contributes. docs/events.md explains the rules.
 
 Plan (kernels in :mod:`ppdm_dask.data._event_kernels`):
 
 1. pre-pass over input blocks (Parquet row groups / CSV byte ranges): distinct user hashes with
-   event counts, distinct items, nulls; merged in a tree -> vocabulary, heavy users, the number
-   of output blocks and, in user mode, the rows of every output block;
+   event counts and person pseudonyms, distinct items, nulls; merged in a tree -> vocabulary,
+   heavy users, the number of output blocks, the person of every user hash (each merge or cut
+   task gets the slice of its range of users) and, in user mode, the rows of every output block;
 2. split: each input block cut into compact pieces by user hash (one per output block);
 3. merge: user mode -> one CSR block per range of user hashes (lazy). Session/window mode ->
-   sessions cut per range of user hashes and re-split by the basket's own keyed hash (computed
-   now: the number of baskets is not known before), then one CSR block per range of basket
-   hashes (lazy).
+   sessions cut per range of user hashes, a user's baskets beyond ``max_baskets_per_user``
+   dropped, the rest re-split by the basket's own keyed hash with its person pseudonym
+   (computed now: the number of baskets is not known before), then one CSR block per range of
+   basket hashes (lazy). Every merge also gives the ``person`` column of its block.
 
 With ``staging`` the pieces go through files in that folder (one file per task, as
 ``release.order.stage_pieces``): a worker holds one block per running task.
@@ -75,12 +80,20 @@ class EventSummary:
     session_gap: float | int | None = None
     window: float | int | None = None
     time_unit: str | None = None
+    #: the bound on baskets per user (``None``: no bound), the baskets it dropped and the users
+    #: who had more baskets than it
+    max_baskets_per_user: int | None = None
+    n_baskets_over_bound: int = 0
+    n_users_over_bound: int = 0
+    #: baskets per user before the bound: ``{"median": .., "p90": .., "max": ..}`` (exact)
+    baskets_per_user: Mapping[str, float | int] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict (heavy users as ``[pseudonym, n_events]`` lists)."""
         out = asdict(self)
         out["heavy_users"] = [[p, int(n)] for p, n in self.heavy_users]
+        out["baskets_per_user"] = dict(self.baskets_per_user)
         out["extra"] = dict(self.extra)
         return out
 
@@ -158,6 +171,7 @@ def _check_parameters(
     max_user_events: int,
     events_per_block: int,
     fmt: str | None,
+    max_baskets_per_user: int | None = None,
 ) -> str:
     if session_gap is not None and window is not None:
         raise InvalidParameter(
@@ -172,6 +186,15 @@ def _check_parameters(
         )
     if isinstance(max_user_events, bool) or not isinstance(max_user_events, (int, np.integer)) or max_user_events < 1:
         raise InvalidParameter("max_user_events must be a positive integer", parameter="max_user_events")
+    if max_baskets_per_user is not None and (
+        isinstance(max_baskets_per_user, bool)
+        or not isinstance(max_baskets_per_user, (int, np.integer))
+        or max_baskets_per_user < 1
+    ):
+        raise InvalidParameter(
+            f"max_baskets_per_user must be a positive integer or None, got {max_baskets_per_user!r}",
+            parameter="max_baskets_per_user",
+        )
     if isinstance(events_per_block, bool) or not isinstance(events_per_block, (int, np.integer)) or events_per_block < 1:
         raise InvalidParameter("events_per_block must be a positive integer", parameter="events_per_block")
     if fmt not in (None, "parquet", "csv"):
@@ -183,6 +206,14 @@ def _hash_keys(key: Key, identity: str) -> tuple[int, int, int, int]:
     mac = key.mac("ingest-users", identity.encode())
     words = np.frombuffer(mac, dtype="<u8")
     return int(words[0]), int(words[1]), int(words[2]), int(words[3])
+
+
+def _person_words(person_key: Key) -> tuple[int, int]:
+    """The SipHash key words of the person pseudonym: derived from the person key alone (no
+    parameter of the ingest), so that one person key gives one user the same pseudonym in every
+    ingest."""
+    words = np.frombuffer(person_key.mac("ppdm-person", b"events-user"), dtype="<u8")[:2]
+    return int(words[0]), int(words[1])
 
 
 def _pseudonym(key: Key, identity: str, h: int) -> str:
@@ -412,9 +443,9 @@ def _csv_types(fs: Any, units: Sequence[_Unit], spec_cols: Sequence[str], sep: s
 
 
 # ------------------------------------------------------------------------------ task functions
-def _scan_task(fs: Any, unit: _Unit, spec: _Spec, k0: int, k1: int, needs_time: bool) -> dict[str, Any]:
+def _scan_task(fs: Any, unit: _Unit, spec: _Spec, k0: int, k1: int, needs_time: bool, person: tuple[int, int]) -> dict[str, Any]:
     user, item, time = _read_unit(fs, unit, spec)
-    return K.scan_block(user, item, time if needs_time else None, k0, k1)
+    return K.scan_block(user, item, time if needs_time else None, k0, k1, person)
 
 
 def _pairs_task(fs: Any, unit: _Unit, spec: _Spec, k0: int, k1: int, needs_time: bool) -> tuple[np.ndarray, pa.Array]:
@@ -471,34 +502,41 @@ def _staged(fs: Any, folder: str, stage: str, n_in: int, j: int) -> list[Any]:
     return [K.concat_pieces([_read_piece(fs, _stage_path(folder, stage, i), j) for i in range(n_in)])]
 
 
-def _merge_users_task(pieces: list[K.Piece], rows: int, kw: dict[str, Any]) -> tuple[Any, Any]:
-    out = K.merge_users(pieces, **kw)
+def _merge_users_task(
+    pieces: list[K.Piece], rows: int, kw: dict[str, Any], users: tuple[np.ndarray, np.ndarray]
+) -> tuple[Any, Any, np.ndarray]:
+    _check_rows(users[0].size, rows)
+    out = K.merge_users(pieces, users=users, **kw)
     _check_rows(out[0].shape[0], rows)
     return out
 
 
-def _merge_users_staged(fs: Any, folder: str, n_in: int, j: int, rows: int, kw: dict[str, Any]) -> tuple[Any, Any]:
-    return _merge_users_task(_staged(fs, folder, "split", n_in, j), rows, kw)
+def _merge_users_staged(
+    fs: Any, folder: str, n_in: int, j: int, rows: int, kw: dict[str, Any], users: tuple[np.ndarray, np.ndarray]
+) -> tuple[Any, Any, np.ndarray]:
+    return _merge_users_task(_staged(fs, folder, "split", n_in, j), rows, kw, users)
 
 
-def _merge_baskets_task(pieces: list[K.Piece], rows: int, n_items: int) -> tuple[Any, Any]:
+def _merge_baskets_task(pieces: list[K.Piece], rows: int, n_items: int) -> tuple[Any, Any, np.ndarray]:
     out = K.merge_baskets(pieces, n_items=n_items)
     _check_rows(out[0].shape[0], rows)
     return out
 
 
-def _merge_baskets_staged(fs: Any, folder: str, n_in: int, j: int, rows: int, n_items: int) -> tuple[Any, Any]:
+def _merge_baskets_staged(fs: Any, folder: str, n_in: int, j: int, rows: int, n_items: int) -> tuple[Any, Any, np.ndarray]:
     return _merge_baskets_task(_staged(fs, folder, "cut", n_in, j), rows, n_items)
 
 
-def _cut_task(pieces: list[K.Piece], kw: dict[str, Any]) -> tuple[Any, np.ndarray, Any]:
-    return K.cut_sessions(pieces, **kw)
+def _cut_task(pieces: list[K.Piece], kw: dict[str, Any], users: tuple[np.ndarray, np.ndarray]) -> tuple[Any, ...]:
+    return K.cut_sessions(pieces, users=users, **kw)
 
 
-def _cut_staged(fs: Any, folder: str, n_in: int, j: int, kw: dict[str, Any]) -> tuple[None, np.ndarray, Any]:
-    out, counts, bmap = K.cut_sessions(_staged(fs, folder, "split", n_in, j), **kw)
+def _cut_staged(
+    fs: Any, folder: str, n_in: int, j: int, kw: dict[str, Any], users: tuple[np.ndarray, np.ndarray]
+) -> tuple[Any, ...]:
+    out, counts, bmap, hist = K.cut_sessions(_staged(fs, folder, "split", n_in, j), users=users, **kw)
     _write_pieces(fs, _stage_path(folder, "cut", j), out)
-    return None, counts, bmap
+    return None, counts, bmap, hist
 
 
 def _check_rows(got: int, expected: int) -> None:
@@ -541,7 +579,9 @@ def read_events(
     count: bool = False,
     max_user_events: int = 100_000,
     heavy_users: str = "keep",
+    max_baskets_per_user: int | None = None,
     key: KeyLike = None,
+    person_key: KeyLike = None,
     user_map: str | None = None,
     format: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
@@ -577,8 +617,16 @@ def read_events(
     heavy_users : {"keep", "cap", "drop"}
         Keep heavy users, keep only their ``max_user_events`` latest events (by time then item
         label), or drop them.
+    max_baskets_per_user : int, optional
+        Session/window mode: a user with more baskets keeps this many, those of smallest keyed
+        basket key (a keyed, uniform choice that does not depend on time). ``None``: no bound.
+        In user mode every user is one basket (the bound is met).
     key : Key, int or bytes, optional
         Secret key of the keyed user hash (and so of the row order); a fresh one by default.
+    person_key : Key, int or bytes, optional
+        Secret key of the ``person`` column: every basket's person is SipHash-2-4 of its user
+        value under words derived from this key only, so one person key gives one user the same
+        pseudonym in every ingest (whatever the mode, parameters or ``key``). Default: ``key``.
     user_map : str, optional
         Private Parquet file to write (eagerly, atomically) with the ``user`` value, its output
         ``row`` (and ``session`` in session/window mode). Never written unless asked.
@@ -600,16 +648,20 @@ def read_events(
     -------
     (TransactionArray, EventSummary)
         The baskets (lazy; user mode fully, session/window mode after phase 1) in keyed order,
-        and the summary.
+        with the row-aligned uint64 column ``person`` (``tx.columns["person"]``), and the
+        summary.
 
     Raises
     ------
     InvalidParameter, DataFormatError, DatasetNotFoundError
     """
-    mode = _check_parameters(time, session_gap, window, heavy_users, max_user_events, events_per_block, format)
+    mode = _check_parameters(
+        time, session_gap, window, heavy_users, max_user_events, events_per_block, format, max_baskets_per_user
+    )
     urls = [url] if isinstance(url, str) else list(url)
     if not urls:
         raise InvalidParameter("no input given", parameter="url")
+    order_key = as_key(key)
     plan = _prepare(
         urls,
         user,
@@ -621,11 +673,13 @@ def read_events(
         count,
         heavy_users,
         int(max_user_events),
-        as_key(key),
+        order_key,
         format,
         storage_options,
         sep or ",",
         int(events_per_block),
+        None if max_baskets_per_user is None else int(max_baskets_per_user),
+        order_key if person_key is None else as_key(person_key),
     )
     counts = _prepass(plan, int(events_per_block), progress)
     staged = None
@@ -640,10 +694,11 @@ def read_events(
     if mode == "user":
         merges, rows = _user_merges(plan, counts, splits, staged)
         basket_map = None
+        hist = np.array([0, counts.kept.size], np.int64)  # every user is one basket
     else:
-        merges, rows, basket_map = _session_merges(plan, counts, splits, staged, user_map is not None, progress)
+        merges, rows, basket_map, hist = _session_merges(plan, counts, splits, staged, user_map is not None, progress)
     tx = _transactions(plan, counts, merges, rows)
-    summary = _summary(plan, counts, int(sum(rows)))
+    summary = _summary(plan, counts, int(sum(rows)), hist)
     if staging is not None and staged is not None:
         summary = replace(summary, extra={"staging_folder": f"{staging.rstrip('/')}/{posixpath.basename(staged[1])}"})
     if user_map is not None:
@@ -667,12 +722,16 @@ class _Plan:
     key: Key
     identity: str
     words: tuple[int, int, int, int]  # k0, k1 of the user hash; s0, s1 of the basket hash
+    max_baskets: int | None
+    person_key: Key
+    person_words: tuple[int, int]  # p0, p1 of the person pseudonym
 
     def token(self, n_out: int) -> str:
-        """Graph key names: one-way in the key, new for other input files or parameters."""
+        """Graph key names: one-way in the keys, new for other input files or parameters."""
         from dask.base import tokenize
 
-        return str(tokenize(self.key.digest("ingest"), self.identity, self.units, n_out, self.fs))
+        keys = (self.key.digest("ingest"), self.person_key.digest("ingest-person"))
+        return str(tokenize(keys, self.identity, self.units, n_out, self.fs))
 
 
 @dataclass(frozen=True)
@@ -684,10 +743,18 @@ class _Counts:
     heavy: np.ndarray  # sorted hashes of the heavy users
     heavy_named: tuple[tuple[str, int], ...]
     kept: np.ndarray  # sorted hashes of the users whose baskets are written
+    kept_persons: np.ndarray  # their person pseudonyms (aligned)
     n_used: int
     n_dropped: int
     n_capped: int
     n_out: int
+    user_bounds: np.ndarray  # kept[user_bounds[j]:user_bounds[j + 1]]: the users of output block j
+
+    def users_of(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """The sorted hashes of the users of output block ``j``'s range (``bucket_of``) with
+        their person pseudonyms: what one merge or cut task needs, not the whole map."""
+        lo, hi = int(self.user_bounds[j]), int(self.user_bounds[j + 1])
+        return self.kept[lo:hi].copy(), self.kept_persons[lo:hi].copy()
 
 
 def _prepare(
@@ -706,6 +773,8 @@ def _prepare(
     storage_options: Mapping[str, Any] | None,
     sep: str,
     events_per_block: int,
+    max_baskets: int | None,
+    person_key: Key,
 ) -> _Plan:
     """Find the input, check its columns, parse the durations and derive the hash keys."""
     fs, units, types, part_types = _discover(
@@ -727,22 +796,35 @@ def _prepare(
         span = _parse_duration(session_gap if mode == "session" else window, name, kind or "int")
     if not units:
         raise DatasetNotFoundError(f"no data files in {urls[0]}")
-    identity = json.dumps(
-        {
-            "user": user,
-            "item": item,
-            "time": time,
-            "mode": mode,
-            "span": span,
-            "count": bool(count),
-            "heavy_users": heavy_users,
-            "max_user_events": cap,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    params: dict[str, Any] = {
+        "user": user,
+        "item": item,
+        "time": time,
+        "mode": mode,
+        "span": span,
+        "count": bool(count),
+        "heavy_users": heavy_users,
+        "max_user_events": cap,
+    }
+    if max_baskets is not None:  # absent when unbounded: the order of an unbounded ingest is unchanged
+        params["max_baskets_per_user"] = max_baskets
+    identity = json.dumps(params, sort_keys=True, separators=(",", ":"))
     return _Plan(
-        fs, units, spec, mode, span, time is not None, bool(count), heavy_users, cap, key, identity, _hash_keys(key, identity)
+        fs,
+        units,
+        spec,
+        mode,
+        span,
+        time is not None,
+        bool(count),
+        heavy_users,
+        cap,
+        key,
+        identity,
+        _hash_keys(key, identity),
+        max_baskets,
+        person_key,
+        _person_words(person_key),
     )
 
 
@@ -754,7 +836,9 @@ def _prepass(plan: _Plan, events_per_block: int, progress: bool) -> _Counts:
     from ..progress import compute
 
     k0, k1 = plan.words[:2]
-    scans = [dask.delayed(_scan_task, pure=True)(plan.fs, u, plan.spec, k0, k1, plan.needs_time) for u in plan.units]
+    scans = [
+        dask.delayed(_scan_task, pure=True)(plan.fs, u, plan.spec, k0, k1, plan.needs_time, plan.person_words) for u in plan.units
+    ]
     (stats,) = compute(tree_reduce(scans, K.merge_scans, split_every=4), progress=progress)
     vocab = Vocabulary(stats["labels"], assume_sorted=True) if stats["labels"].size else Vocabulary.range(0)
     hashes, counts = stats["hashes"], stats["counts"]
@@ -766,16 +850,20 @@ def _prepass(plan: _Plan, events_per_block: int, progress: bool) -> _Counts:
     named = tuple((_pseudonym(plan.key, plan.identity, int(heavy[i])), int(heavy_counts[i])) for i in top)
     n_valid = stats["n_events"] - stats["n_null_user"] - stats["n_null_item"] - stats["n_null_time"]
     n_used = int(n_valid - n_dropped - n_capped)
+    kept = hashes[~is_heavy] if plan.policy == "drop" else hashes
+    n_out = max(1, math.ceil(n_used / events_per_block))
     return _Counts(
         stats=stats,
         vocab=vocab,
         heavy=heavy,
         heavy_named=named,
-        kept=hashes[~is_heavy] if plan.policy == "drop" else hashes,
+        kept=kept,
+        kept_persons=stats["persons"][~is_heavy] if plan.policy == "drop" else stats["persons"],
         n_used=n_used,
         n_dropped=n_dropped,
         n_capped=n_capped,
-        n_out=max(1, math.ceil(n_used / events_per_block)),
+        n_out=n_out,
+        user_bounds=np.searchsorted(K.bucket_of(kept, n_out), np.arange(n_out + 1)),
     )
 
 
@@ -828,14 +916,14 @@ def _user_merges(
         sfs, folder = staged
         merges = [
             dask.delayed(_merge_users_staged, pure=True)(
-                sfs, folder, len(plan.units), j, rows[j], kw, dask_key_name=f"ingest-merge-{token}-{j}"
+                sfs, folder, len(plan.units), j, rows[j], kw, counts.users_of(j), dask_key_name=f"ingest-merge-{token}-{j}"
             )
             for j in range(n_out)
         ]
     else:
         merges = [
             dask.delayed(_merge_users_task, pure=True)(
-                [p[j] for p in splits], rows[j], kw, dask_key_name=f"ingest-merge-{token}-{j}"
+                [p[j] for p in splits], rows[j], kw, counts.users_of(j), dask_key_name=f"ingest-merge-{token}-{j}"
             )
             for j in range(n_out)
         ]
@@ -844,9 +932,10 @@ def _user_merges(
 
 def _session_merges(
     plan: _Plan, counts: _Counts, splits: list[Any] | None, staged: tuple[Any, str] | None, with_map: bool, progress: bool
-) -> tuple[list[Any], list[int], tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
-    """Step 3, session/window mode: sessions cut and re-split now (phase 1: the number of
-    baskets of every output block comes back), then one lazy merge per output block."""
+) -> tuple[list[Any], list[int], tuple[np.ndarray, np.ndarray, np.ndarray] | None, np.ndarray]:
+    """Step 3, session/window mode: sessions cut, bounded and re-split now (phase 1: the number
+    of baskets of every output block and the histogram of baskets per user come back), then one
+    lazy merge per output block."""
     import dask
 
     from ..progress import compute, persist
@@ -862,24 +951,29 @@ def _session_merges(
         s1=plan.words[3],
         n_out=n_out,
         with_map=with_map,
+        max_baskets=plan.max_baskets,
     )
     n_items = len(counts.vocab)
     if splits is None:
         assert staged is not None
         sfs, folder = staged
         cut_tasks = [
-            dask.delayed(_cut_staged, pure=True)(sfs, folder, len(plan.units), j, kw, dask_key_name=f"ingest-cut-{token}-{j}")
+            dask.delayed(_cut_staged, pure=True)(
+                sfs, folder, len(plan.units), j, kw, counts.users_of(j), dask_key_name=f"ingest-cut-{token}-{j}"
+            )
             for j in range(n_out)
         ]
-        info = [(c[1], c[2]) for c in compute(*cut_tasks, progress=progress)]
+        info = [c[1:] for c in compute(*cut_tasks, progress=progress)]
         pieces: list[list[Any]] = []
     else:
         cut_tasks = [
-            dask.delayed(_cut_task, pure=True)([p[j] for p in splits], kw, dask_key_name=f"ingest-cut-{token}-{j}")
+            dask.delayed(_cut_task, pure=True)(
+                [p[j] for p in splits], kw, counts.users_of(j), dask_key_name=f"ingest-cut-{token}-{j}"
+            )
             for j in range(n_out)
         ]
         cuts = _held(list(persist(*cut_tasks, progress=progress)))
-        info = list(compute(*[dask.delayed(_get, pure=True)(c, slice(1, 3)) for c in cuts]))
+        info = list(compute(*[dask.delayed(_get, pure=True)(c, slice(1, 4)) for c in cuts]))
         pieces = [[dask.delayed(_get, pure=True)(c, 0, j) for c in cuts] for j in range(n_out)]
     rows = np.sum([c[0] for c in info], axis=0).astype(np.int64).tolist()
     if splits is None:
@@ -902,12 +996,18 @@ def _session_merges(
             np.concatenate([m[1] for m in maps]),
             np.concatenate([m[2] for m in maps]),
         )
-    return merges, rows, basket_map
+    hists = [c[2] for c in info]
+    hist = np.zeros(max((h.size for h in hists), default=0), np.int64)
+    for h in hists:
+        hist[: h.size] += h
+    return merges, rows, basket_map, hist
 
 
 def _transactions(plan: _Plan, counts: _Counts, merges: list[Any], rows: list[int]) -> Any:
     """The lazy TransactionArray over the merge tasks (weights from the same tasks)."""
+    import dask.array as da
     import scipy.sparse as sp
+    from dask.highlevelgraph import HighLevelGraph
 
     from ..graph import blocks_from_tasks, unique_name
     from .transactions import TransactionArray
@@ -927,8 +1027,21 @@ def _transactions(plan: _Plan, counts: _Counts, merges: list[Any], rows: list[in
             dtype=np.float32,
             dependencies=merges,
         )
+    name = unique_name("ingest", token, "person")
+    dsk = {(name, j): (operator.getitem, m.key, 2) for j, m in enumerate(merges)}
+    person = da.Array(
+        HighLevelGraph.from_collections(name, dsk, dependencies=merges),
+        name,
+        (tuple(int(r) for r in rows),),
+        dtype=np.uint64,
+        meta=np.empty(0, np.uint64),
+    )
     return TransactionArray(
-        blocks, counts.vocab, metadata={"source": "events", "ingest": _public_parameters(plan)}, weights=weights
+        blocks,
+        counts.vocab,
+        metadata={"source": "events", "ingest": _public_parameters(plan)},
+        columns={"person": person},
+        weights=weights,
     )
 
 
@@ -941,12 +1054,31 @@ def _public_parameters(plan: _Plan) -> dict[str, Any]:
         "count": plan.count,
         "heavy_users": plan.policy,
         "max_user_events": plan.cap,
+        "max_baskets_per_user": plan.max_baskets,
+        "person": "user",  # the person of each basket is the event log's user (column `person`)
     }
 
 
-def _summary(plan: _Plan, counts: _Counts, n_baskets: int) -> EventSummary:
+def _per_user(hist: np.ndarray) -> dict[str, float | int]:
+    """Median, 90th percentile and maximum of the baskets per user of a histogram (integers
+    where they are whole)."""
+    median, p90 = K.quantiles_of_histogram(hist, (0.5, 0.9))
+    nonzero = np.flatnonzero(hist)
+    top = int(nonzero[-1]) if nonzero.size else 0
+    return {
+        "median": int(median) if float(median).is_integer() else float(median),
+        "p90": int(p90) if float(p90).is_integer() else float(p90),
+        "max": top,
+    }
+
+
+def _summary(plan: _Plan, counts: _Counts, n_baskets: int, hist: np.ndarray) -> EventSummary:
     stats = counts.stats
     public = _public_parameters(plan)
+    over = np.zeros(0, np.int64)
+    if plan.max_baskets is not None and hist.size > plan.max_baskets + 1:
+        over = hist[plan.max_baskets + 1 :]
+    excess = np.arange(over.size, dtype=np.int64) + 1  # baskets beyond the bound of a user counted in over[i]
     return EventSummary(
         n_events=int(stats["n_events"]),
         n_events_used=counts.n_used,
@@ -966,6 +1098,10 @@ def _summary(plan: _Plan, counts: _Counts, n_baskets: int) -> EventSummary:
         session_gap=public["session_gap"],
         window=public["window"],
         time_unit=public["time_unit"],
+        max_baskets_per_user=plan.max_baskets,
+        n_baskets_over_bound=int((over * excess).sum()),
+        n_users_over_bound=int(over.sum()),
+        baskets_per_user=_per_user(hist),
     )
 
 

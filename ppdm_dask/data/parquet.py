@@ -5,7 +5,8 @@ Layout of a dataset at ``URL`` (a folder)::
     URL/part-00000.parquet ...   one file per partition, one row group each;
                                  column ``items: list<int32>`` holds column ids, optional
                                  ``weights: list<float32>``, ``label``, ``record_id``,
-                                 ``privacy_level``; key-value metadata ``ppdm`` (public only)
+                                 ``privacy_level``, ``person`` (uint64); key-value
+                                 metadata ``ppdm`` (public only)
     URL/_vocabulary.parquet      column ``label``: the item label of each column id
     URL/_SUCCESS                 JSON manifest, written last: the commit marker
 

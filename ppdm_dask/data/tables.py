@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # dask.dataframe costs ~0.4 s to import: only the table reade
 
 __all__ = [
     "read_table",
+    "from_pandas",
     "parse_dtypes",
     "load_schema",
     "sniff_separator",
@@ -69,6 +70,30 @@ TABLE_FORMATS = ("ppdm-anonymized", "ppdm-condensed", "ppdm-table")
 _SNIFF_BYTES = 64 * 1024
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
+
+
+def _is_slice(values: Any) -> bool:
+    """Whether an arrow-backed column is a slice of a larger array (a chunk with an offset)."""
+    try:
+        arr = pa.Array.from_pandas(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+        return False
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    return any(c.offset for c in chunks)
+
+
+def from_pandas(df: pd.DataFrame, npartitions: int = 1) -> dd.DataFrame:
+    """``dask.dataframe.from_pandas(df)``, its arrow-backed columns copied first when they are
+    slices of a larger array. Dask names a frame by a hash of its arrow buffers, not of the slice
+    they hold (dask/dask#11322, apache/arrow#26685): two slices of one table of equal length
+    (rows 1-900 and rows 101-1000) would otherwise get one name, and dask's expression cache
+    would hand back the first frame for the second."""
+    import dask.dataframe as dd
+
+    sliced = [c for c in df.columns if not isinstance(df[c].dtype, np.dtype) and _is_slice(df[c])]
+    if sliced:
+        df = df.assign(**{c: df[c].astype(object).astype(df[c].dtype) for c in sliced})
+    return dd.from_pandas(df, npartitions=npartitions)
 
 
 def is_csv(url: str) -> bool:

@@ -4,7 +4,7 @@ A transaction database is a dask array of row blocks, each a ``scipy.sparse.csr_
 int32 column ids (sorted, unique per row, data = int32 ones), with the number of rows of every
 block known, plus the item :class:`~ppdm_dask.data.vocabulary.Vocabulary` (original labels <->
 column ids), public metadata, optional row-aligned columns (``label``, ``record_id``,
-``privacy_level``) and optional per-item ``weights`` (a parallel dask array of float32 CSR blocks
+``privacy_level``, ``person``) and optional per-item ``weights`` (a parallel dask array of float32 CSR blocks
 with the same structure).
 """
 
@@ -30,8 +30,10 @@ __all__ = ["TransactionArray", "DEFAULT_TARGET_BYTES", "ROW_COLUMNS"]
 #: Default partition size (bytes of CSR: indices + data + indptr). Partitions are sized by bytes,
 #: not by rows, so that each task carries far more work than the few milliseconds a task costs.
 DEFAULT_TARGET_BYTES = 128 * 2**20
-#: Optional row-aligned columns understood by the Parquet layout.
-ROW_COLUMNS = ("label", "record_id", "privacy_level")
+#: Optional row-aligned columns understood by the Parquet layout. ``person`` (uint64) is the keyed
+#: pseudonym of the person each row belongs to (baskets grouped from an event log,
+#: :func:`ppdm_dask.data.events.read_events`): internal, never published by a release.
+ROW_COLUMNS = ("label", "record_id", "privacy_level", "person")
 _FLOAT_META = sp.csr_array((0, 0), dtype=np.float32)
 
 

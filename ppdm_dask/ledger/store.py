@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import DatasetNotFoundError, InvalidParameter
 from .location import default_location
 
-__all__ = ["Ledger", "Record", "STATUSES", "counts_in_composition"]
+__all__ = ["Ledger", "Record", "STATUSES", "counts_in_composition", "put_object"]
 
 LEDGER_VERSION = 1
 #: the states of a record (docs/ledger.md#states-of-a-record)
@@ -194,37 +194,7 @@ class Ledger:
     def _put(self, path: str, data: bytes, *, create: bool = False) -> bool:
         """Write one object whole (a rename locally, one put remotely); with ``create`` only when
         it does not exist yet. False when ``create`` and it existed."""
-        fs = self.fs
-        parent = posixpath.dirname(path)
-        if self._local():
-            os.makedirs(parent, mode=0o700, exist_ok=True)
-            tmp = posixpath.join(parent, f".{posixpath.basename(path)}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o600)
-            if create:
-                try:
-                    os.link(tmp, path)  # fails if it exists: the first writer wins
-                except FileExistsError:
-                    return False
-                finally:
-                    os.unlink(tmp)
-                return True
-            os.replace(tmp, path)
-            return True
-        if create:
-            try:
-                fs.pipe_file(path, data, mode="create")
-                return True
-            except FileExistsError:
-                return False
-            except (TypeError, NotImplementedError, ValueError):  # no conditional put: best effort
-                if fs.exists(path):
-                    return False
-        fs.pipe_file(path, data)
-        return True
+        return put_object(self.fs, path, data, create=create, local=self._local())
 
     def _read_json(self, path: str) -> dict[str, Any] | None:
         try:
@@ -277,6 +247,16 @@ class Ledger:
         """The ledger's name of an input: ``HMAC(secret, digest)``. The same input gets the same
         name whatever release key is used; without the secret nobody can test a guess."""
         return hmac.new(self.secret(), b"ppdm-ledger-input\0" + bytes(digest), hashlib.sha256).hexdigest()[:32]
+
+    def person_key(self) -> Any:
+        """The ledger's key of persons (a :class:`~ppdm_dask.random.Key` derived one-way from
+        its secret): every pseudonym of a person that the ledger joins on is keyed by it, so
+        the same person gets the same pseudonym in every release recorded here, and nobody
+        without the secret can test a guess of a person against a pseudonym
+        (docs/ledger.md#the-person)."""
+        from ..random import Key
+
+        return Key(int.from_bytes(hmac.new(self.secret(), b"ppdm-ledger-person", hashlib.sha256).digest()[:16], "big"))
 
     @contextlib.contextmanager
     def lock(self, fingerprint: str) -> Iterator[None]:
@@ -393,6 +373,47 @@ class Ledger:
     def export(self, fingerprint: str | None = None) -> dict[str, Any]:
         """Every record with its events and status, as JSON-ready data (no secret, no values)."""
         return {"ledger": LEDGER_VERSION, "records": [r.summary() for r in self.records(fingerprint)]}
+
+
+def put_object(fs: Any, path: str, data: bytes, *, create: bool = False, local: bool | None = None) -> bool:
+    """Write one object of the ledger whole: locally to a temporary file then renamed (mode
+    600), remotely with one put; with ``create`` only when it does not exist yet (the first
+    writer wins). Returns False when ``create`` and it existed. Used by the driver and by the
+    tasks that write the people's buckets."""
+    if local is None:
+        from ..data.commit import is_local
+
+        local = is_local(fs)
+    parent = posixpath.dirname(path)
+    if local:
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        tmp = posixpath.join(parent, f".{posixpath.basename(path)}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o600)
+        if create:
+            try:
+                os.link(tmp, path)  # fails if it exists: the first writer wins
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+            return True
+        os.replace(tmp, path)
+        return True
+    if create:
+        try:
+            fs.pipe_file(path, data, mode="create")
+            return True
+        except FileExistsError:
+            return False
+        except (TypeError, NotImplementedError, ValueError):  # no conditional put: best effort
+            if fs.exists(path):
+                return False
+    fs.pipe_file(path, data)
+    return True
 
 
 def _dumps(obj: Any) -> bytes:

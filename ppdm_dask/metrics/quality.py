@@ -136,9 +136,8 @@ def _is_numeric(dtype: Any) -> bool:
 
 
 def _as_dask(table: Any) -> Any:
-    import dask.dataframe as dd
 
-    return dd.from_pandas(table, npartitions=1) if isinstance(table, pd.DataFrame) else table
+    return _from_pandas(table) if isinstance(table, pd.DataFrame) else table
 
 
 def _plan(
@@ -377,3 +376,10 @@ def quality_figures(q: Quality, what: str, *, column_kind: str = "column") -> li
             )
         )
     return items
+
+
+def _from_pandas(df: Any) -> Any:
+    """A pandas frame as one dask partition (arrow slices copied: :func:`ppdm_dask.data.tables.from_pandas`)."""
+    from ..data.tables import from_pandas
+
+    return from_pandas(df, npartitions=1)

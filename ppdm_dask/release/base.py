@@ -188,6 +188,11 @@ class Release(abc.ABC):
     ledger : "default", Ledger, str or None, default "default"
         The ledger that :meth:`write` records the release in (``"default"``: the user's; a
         :class:`~ppdm_dask.ledger.Ledger` or a location; None: opted out, said in the manifest).
+    people : ppdm_dask.data.persons.People, optional
+        Whose each record is (the identifier columns, the event log's user, or the record
+        itself), lazily, one block per block of :meth:`ledger_rows`: the ledger composes the
+        release with every earlier release that shares people with it (docs/ledger.md#the-person).
+        Never written into the release.
     """
 
     #: family hook: the family's name in :mod:`ppdm_dask.families` (its registry), written as
@@ -206,6 +211,8 @@ class Release(abc.ABC):
     SHUFFLE_MEMORY_SHARE: ClassVar[float] = 0.25
     #: family hook: floors that ``allow_weak=True`` does not lift (each must be named)
     NAMED_ONLY_FLOORS: ClassVar[tuple[str, ...]] = ()
+    #: family hook: the families whose releases this one composes with by person (default: its own)
+    COMPOSES_WITH: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -222,6 +229,7 @@ class Release(abc.ABC):
         manifest: Mapping[str, Any] | None = None,
         input_digest: bytes | None = None,
         ledger: Any = "default",
+        people: Any = None,
     ) -> None:
         self.data = data
         self.method = str(method)
@@ -242,6 +250,8 @@ class Release(abc.ABC):
         self.ledger: Any = ledger
         #: the composition with the input's earlier releases, set by :meth:`write`
         self.composition: Any = None
+        #: whose each record is (see the ``people`` parameter); None: not known
+        self.people: Any = people
 
     # ------------------------------------------------------------------ identity
     @property
@@ -345,6 +355,7 @@ class Release(abc.ABC):
             self.owner_input = self.owner_input or fitted.owner_input
             self.composition = self.composition if self.composition is not None else fitted.composition
             self.ledger = fitted.ledger
+            self.people = self.people if self.people is not None else fitted.people
         return self._adopt(fitted)
 
     def _adopt(self, fitted: Release) -> Release:
@@ -374,19 +385,37 @@ class Release(abc.ABC):
         (JSON-ready; e.g. EMASK's ε). Default: none beyond the public parameters."""
         return {}
 
+    def ledger_columns(self) -> dict[str, str]:
+        """Family hook: the per-record values the ledger keeps per person for composing later
+        releases, ``name -> aggregation`` over a person's records (``sum``, ``min``, ``max`` or
+        ``set``; :mod:`ppdm_dask.ledger._people_kernels`). Default: none (the ledger keeps each
+        person's number of records)."""
+        return {}
+
     def ledger_rows(self, blocks: list[Any]) -> list[Any] | None:
-        """Family hook: per-record values that later releases compose with (a class label, a
-        number of sketch components ...), in the input's row order, as one lazy task per block
-        (each computing a 1-D array, or 2-D with one column per value); ``blocks`` are the
-        release's row blocks in input order (:meth:`_row_blocks`). Stored privately in the
-        ledger. Default: None (nothing per record)."""
+        """Family hook: the values of :meth:`ledger_columns`, one lazy task per block of
+        :attr:`people` computing ``{name: 1-D array}`` (one entry per record, aligned with that
+        block's persons); ``blocks`` are the release's row blocks in input order
+        (:meth:`_row_blocks`). Stored privately in the ledger, per person. Default: None."""
         return None
 
-    def compose(self, earlier: Sequence[Any], ledger: Any, rows: Any = None) -> Any:
-        """Family hook: this release composed with the ``earlier`` releases of its input (ledger
-        :class:`~ppdm_dask.ledger.Record` s): a :class:`~ppdm_dask.ledger.Composition`. ``rows``
-        are this release's :meth:`ledger_rows` values once written (None before the work).
-        Default: the number of releases."""
+    def ledger_people_extra(self) -> dict[str, Any]:
+        """Family hook: constants of this release stored with its people in the ledger, for the
+        family's joins (JSON-ready; e.g. EMASK's ε of one basket). Default: none."""
+        return {}
+
+    @classmethod
+    def composes_with(cls) -> tuple[str, ...]:
+        """The families whose earlier releases this family composes with by person."""
+        return cls.COMPOSES_WITH or (cls.family,)
+
+    def compose(self, earlier: Sequence[Any], ledger: Any, people: Any = None) -> Any:
+        """Family hook: this release composed with the ``earlier`` releases (ledger
+        :class:`~ppdm_dask.ledger.Record` s): a :class:`~ppdm_dask.ledger.Composition`. Before the
+        work ``people`` is None and ``earlier`` are the releases of the same input; once the
+        files are written ``people`` is a :class:`~ppdm_dask.ledger.PeopleJoin` (this release's
+        people in the ledger and every earlier release that shares people with it, whatever its
+        input) and the family composes person by person. Default: the number of releases."""
         from ..ledger.compose import default_composition
 
         return default_composition(self, earlier)
@@ -513,31 +542,38 @@ class Release(abc.ABC):
         return Verdict(checks)
 
     def provenance_check(self, original: Any, key: Key, **compute_kwargs: Any) -> Check:
-        """For the key holder: was this release made with ``key`` from ``original`` and its
-        recorded parameters? Recomputes the public id and fingerprints (see :mod:`.identity`)."""
-        from ..data.digest import content_digest
+        """For the key holder: was this release made with ``key`` and its recorded parameters
+        from the records of ``original`` (in any order)? Recomputes the input fingerprint (see
+        :mod:`.identity`); the rows' order is proven too when the release id also matches."""
+        from ..data.digest import content_digest, records_of
+        from .identity import input_fingerprint
 
         rel = (self.manifest or {}).get("release") or {}
         digest = content_digest(*self.digest_inputs(original), **compute_kwargs)
         identity = ReleaseIdentity.of(self.family, self.method, self.parameters, digest)
-        mine = provenance(key, identity)
         if self.manifest is None:
             return Check(
                 "made from this original with this key",
-                digest == self.input_digest,
-                detail="the original's content digest against the release's",
+                records_of(digest) == records_of(self.input_digest),
+                detail="the original's records (in any order) against the release's",
             )
-        if key.fingerprint(bytes.fromhex(rel.get("id", ""))) != rel.get("key_fingerprint"):
+        rid = str(rel.get("id", ""))
+        if key.fingerprint(bytes.fromhex(rid)) != rel.get("key_fingerprint"):
             return Check("made with this key", False, where=MANIFEST, detail="the key's fingerprint differs from the release's")
-        ok = mine["id"] == rel.get("id")
-        if ok and self.input_digest is None:  # proven: the owner's streams need no second pass over the original
+        ok = input_fingerprint(key, rid, identity) == ((self.manifest.get("input") or {}).get("fingerprint"))
+        in_order = ok and provenance(key, identity)["id"] == rid
+        if in_order and self.input_digest is None:  # proven: the owner's streams need no second pass over the original
             self.input_digest = digest
         return Check(
             "made from this original with this key",
             ok,
             where=None if ok else MANIFEST,
-            detail="release id and input fingerprint recomputed from the key, the original and the parameters"
-            + ("" if ok else ": they differ (another input, read with other column types, or altered parameters)"),
+            detail="input fingerprint recomputed from the key, the original's records and the parameters"
+            + (
+                (": the same records, in the same order" if in_order else ": the same records, in another order")
+                if ok
+                else ": they differ (another input, read with other column types, or altered parameters)"
+            ),
         )
 
     def owner_stream_key(self, key: Key, original: Any, **compute_kwargs: Any) -> Key:
@@ -720,25 +756,24 @@ class Release(abc.ABC):
         self.composition = adm.composition
         self.overrides = tuple(dict.fromkeys([*self.overrides, *adm.accepted]))
 
-    def _ledger_manifest(self, adm: Any, rows: Any) -> dict[str, Any]:
+    def _ledger_manifest(self, adm: Any, buckets: Any, ckw: Mapping[str, Any]) -> dict[str, Any]:
         """The manifest's ``release.ledger``: the composition's public part, or the opt-out."""
         from ..ledger.compose import OPTED_OUT
 
         if adm is None:
             return dict(OPTED_OUT)
-        comp = adm.finish(rows)
+        comp = adm.finish(buckets, **ckw)
         self._accept(adm)
         return {"recorded": True, "composition": comp.manifest_dict()}
 
-    def _ledger_row_tasks(self, adm: Any, blocks: list[Any]) -> list[Any]:
-        """Tasks of the per-record values the ledger stores (none without a ledger)."""
-        return (self.ledger_rows(blocks) or []) if adm is not None else []
-
-    @staticmethod
-    def _ledger_values(parts: Sequence[Any]) -> Any:
-        import numpy as np
-
-        return np.concatenate([np.asarray(p) for p in parts]) if len(parts) else None
+    def _people_tasks(self, adm: Any, blocks: list[Any], n_records: int) -> list[Any]:
+        """Tasks that write this release's people into the ledger (none without a ledger, or
+        without known persons), one per bucket; they share the row blocks with the write."""
+        if adm is None or self.people is None:
+            return []
+        values = self.ledger_rows(blocks) if self.ledger_columns() else None
+        tasks: list[Any] = adm.people_tasks(self.people, values, self.ledger_columns(), n_records)
+        return tasks
 
     def _write(
         self,
@@ -760,16 +795,15 @@ class Release(abc.ABC):
         rpf = int(rows_per_file or self.default_rows_per_file)
         n_out = n_files(sum(rows), rpf)
         head = {"format": self.data_format, "version": MANIFEST_VERSION}
-        row_tasks = self._ledger_row_tasks(adm, blocks)
+        people_tasks = self._people_tasks(adm, blocks, sum(rows))
 
         if csv_out:
             out_blocks = shuffle(blocks, rows, skey, n_out, self.ops, name=f"release-{self.family}")
-            values = None
-            if row_tasks:
-                (vals,) = compute(row_tasks, **ckw)
-                values = self._ledger_values(vals)
+            buckets = None
+            if people_tasks:
+                (buckets,) = compute(people_tasks, **ckw)
             return self._write_csv_release(
-                url, opts, out_blocks, head, key, n_out, rpf, check, ckw, overwrite, adm=adm, values=values
+                url, opts, out_blocks, head, key, n_out, rpf, check, ckw, overwrite, adm=adm, buckets=buckets
             )
 
         encode = self._encoder()
@@ -792,16 +826,16 @@ class Release(abc.ABC):
                     for n, b in zip(names, out_blocks)
                 ]
             # the blocks' arrays were optimized by to_delayed; culling the shuffle again for
-            # every write task costs more than the write at 30 M rows. The ledger's per-record
-            # values share the blocks with the write (one pass) unless the shuffle was staged.
-            if plan == "staged" or not row_tasks:
+            # every write task costs more than the write at 30 M rows. The ledger's people
+            # share the blocks with the write (one pass) unless the shuffle was staged.
+            if plan == "staged" or not people_tasks:
                 (parts,) = compute(tasks, optimize_graph=False, **ckw)
-                vals = compute(row_tasks, **ckw)[0] if row_tasks else []
+                buckets = compute(people_tasks, **ckw)[0] if people_tasks else None
             else:
-                parts, vals = compute(tasks, row_tasks, optimize_graph=False, **ckw)
+                parts, buckets = compute(tasks, people_tasks, optimize_graph=False, **ckw)
             if plan == "staged":
                 fs.rm(stage, recursive=True)  # before anything is read back or committed
-            ledger_entry = self._ledger_manifest(adm, self._ledger_values(vals) if row_tasks else None)
+            ledger_entry = self._ledger_manifest(adm, buckets, ckw)
             files = [write_part(fs, posixpath.join(tmp, name), table) for name, table in self._extra_tables().items()]
             manifest = {**head, **self._layout(list(parts)), "partitions": list(parts), "files": files}
             manifest["release"] = self._manifest_release(key, n_out, rpf, "parquet")
@@ -846,7 +880,7 @@ class Release(abc.ABC):
         overwrite: bool = False,
         *,
         adm: Any = None,
-        values: Any = None,
+        buckets: Any = None,
     ) -> dict[str, Any]:
         from ..data.commit import clean_stale, commit_path, temp_sibling
         from ..data.folder import sha256_file
@@ -864,7 +898,7 @@ class Release(abc.ABC):
             size = int(fs.size(tmp))
             entry = {"file": posixpath.basename(path), "rows": layout.pop("rows"), "bytes": size, "sha256": sha256_file(fs, tmp)}
             manifest = {**head, **layout, "partitions": [entry], "files": []}
-            ledger_entry = self._ledger_manifest(adm, values)
+            ledger_entry = self._ledger_manifest(adm, buckets, ckw)
             manifest["release"] = self._manifest_release(key, n_out, rpf, "csv")
             manifest["release"]["ledger"] = ledger_entry
             manifest["input"] = self._public_input(key)

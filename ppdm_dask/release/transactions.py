@@ -15,6 +15,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from ..data.parquet import FORMAT_NAME, VOCABULARY_FILE, public_metadata, transactions_from_manifest, transactions_table
+from ..data.persons import PERSON_COLUMN
 from .base import Release
 from .order import BlockOps
 
@@ -98,7 +99,8 @@ class TransactionRelease(Release):
 
     def _columns(self) -> dict[str, Any]:
         keep_ids = bool(self.parameters.get("keep_record_ids", False))
-        return {k: v for k, v in self.data.columns.items() if keep_ids or k not in RECORD_ID_COLUMNS}
+        # the person's pseudonym (baskets grouped from events) is never published, kept or not
+        return {k: v for k, v in self.data.columns.items() if k != PERSON_COLUMN and (keep_ids or k not in RECORD_ID_COLUMNS)}
 
     def _row_blocks(self) -> tuple[list[Any], list[int]]:
         tx = self.data

@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..data.folder import read_part
+from ..data.persons import PERSON_COLUMN
 from ..release import Check, Figures, Release
 from ..release.base import floor_check
 from ..release.order import BlockOps
@@ -239,7 +240,8 @@ class SketchRelease(Release):
 
     def _columns(self) -> dict[str, Any]:
         keep_ids = bool(self.parameters.get("keep_record_ids", False))
-        return {k: v for k, v in self.data.columns.items() if keep_ids or k not in RECORD_ID_COLUMNS}
+        # the person's pseudonym (baskets grouped from events) is never published, kept or not
+        return {k: v for k, v in self.data.columns.items() if k != PERSON_COLUMN and (keep_ids or k not in RECORD_ID_COLUMNS)}
 
     # ------------------------------------------------------------------ writing hooks
     def _row_blocks(self) -> tuple[list[Any], list[int]]:

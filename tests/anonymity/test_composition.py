@@ -1,6 +1,7 @@
 """Repeated table releases in the ledger (ppdm_dask.anonymity.composition): the intersection of
-the equivalence classes of two releases of one input, against a brute force over the written
-files put back in the input's order by the key holder."""
+the equivalence classes of two releases that hold the same people, joined by person in the
+ledger, against a brute force over the written files put back in the input's order by the key
+holder."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from ppdm_dask.anonymity import KAnonymizer, KmAnonymizer
-from ppdm_dask.anonymity.composition import CHECK_NAME, NOT_PUBLISHED, intersection_counts, table_labels
+from ppdm_dask.anonymity.composition import CHECK_NAME, DIVERSITY_CHECK, NOT_PUBLISHED, intersection_counts, table_labels
 from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.datasets import sample_path
 from ppdm_dask.data.tables import read_table
@@ -67,6 +68,19 @@ def _brute_force(classes: list[pd.Series], k: int) -> tuple[int, int]:
     return int(published.sum()), int(((size < k) & (size < alone)).sum())
 
 
+def _disclosed(classes: list[pd.Series], sensitive: pd.Series) -> int:
+    """Brute force: people published by every release whose intersection class holds one
+    sensitive value while their class in each release alone held several."""
+    frame = pd.DataFrame({f"r{j}": c.astype(object) for j, c in enumerate(classes)}).assign(s=sensitive.to_numpy())
+    both = frame[[f"r{j}" for j in range(len(classes))]].notna().all(axis=1)
+    frame = frame[both]
+    one_value = frame.groupby([f"r{j}" for j in range(len(classes))])["s"].transform("nunique") == 1
+    diverse = np.ones(len(frame), bool)
+    for j in range(len(classes)):
+        diverse &= (frame.groupby(f"r{j}")["s"].transform("nunique") > 1).to_numpy()
+    return int((one_value.to_numpy() & diverse).sum())
+
+
 def test_two_mondrian_releases_against_the_written_tables(people, tmp_path):
     """The issue's "must show": two Mondrian releases with other quasi-identifiers; the ledger's
     figure is the brute-force intersection of the two written tables' classes."""
@@ -90,23 +104,29 @@ def test_two_mondrian_releases_against_the_written_tables(people, tmp_path):
     published, below = _brute_force(classes, 5)
     sizes = pd.DataFrame({"a": classes[0], "b": classes[1]}).groupby(["a", "b"]).size()
     assert below == int(sizes[sizes < 5].sum()) > 0  # here: exactly the records of classes below k
-    assert figures["records_below_k"] == below and figures["records_published"] == published == 1000
+    assert figures["people_below_k"] == below and figures["people_published"] == published == 1000
+    assert figures["shared_people_published"] == 1000 and figures["shared_below_k"] == below
     assert figures["share_below_k"] == pytest.approx(below / 1000)
     assert figures["intersection_classes"] == len(sizes) and figures["smallest_intersection_class"] == sizes.min()
+    assert figures["people_disclosed"] == _disclosed(classes, one["diagnosis"]) > 0
+    assert rel2.composition.people["shared"] == {manifest_of(str(tmp_path / "r1"))["release"]["id"]: 1000}
 
-    # the manifest: releases, k and whether the limit held (accepted, recorded) - never a count
+    # the manifest: releases, k and whether the limits held (accepted, recorded) - never a count
     entry = manifest["release"]["ledger"]["composition"]
     assert entry == {
         "releases": 2,
         "table_releases": 2,
         "k": 5,
-        "limits": [{"name": CHECK_NAME, "ok": False, "overridden": True}],
+        "limits": [
+            {"name": CHECK_NAME, "ok": False, "overridden": True},
+            {"name": DIVERSITY_CHECK, "ok": False, "overridden": True},
+        ],
     }
     assert f"composition: {CHECK_NAME}" in manifest["release"]["overrides"]
     # the owner's ledger keeps the figures of the composition
     recs = {r.status: r for r in Ledger().records() if r.release_id == manifest["release"]["id"]}
     assert sorted(recs) == ["committed", "not committed"]  # the refused attempt, and the accepted one
-    assert recs["committed"].composition["figures"]["records_below_k"] == below
+    assert recs["committed"].composition["figures"]["people_below_k"] == below
 
 
 def test_labels_do_not_depend_on_the_partitioning(people):
@@ -115,10 +135,10 @@ def test_labels_do_not_depend_on_the_partitioning(people):
         rel = _mondrian(["age", "zip"], 1).fit_release(people.repartition(npartitions=parts))
         blocks, _ = rel._row_blocks()
         assert len(blocks) == parts
-        rows.append(np.concatenate(pd.Series(rel.ledger_rows(blocks)).map(lambda t: t.compute()).tolist()))
+        rows.append(np.concatenate([t.compute()["label"] for t in rel.ledger_rows(blocks)]))
     assert np.array_equal(rows[0], rows[1]) and (rows[0] != NOT_PUBLISHED).all()
     other = _mondrian(["age", "sex"], 2).fit_release(people)
-    theirs = np.concatenate([t.compute() for t in other.ledger_rows(other._row_blocks()[0])])
+    theirs = np.concatenate([t.compute()["label"] for t in other.ledger_rows(other._row_blocks()[0])])
     figs = [intersection_counts(np.column_stack([r, theirs]), 5) for r in rows]
     assert figs[0]["records_below_k"] == figs[1]["records_below_k"] > 0
 
@@ -129,8 +149,11 @@ def test_same_classes_again_compose_without_loss(people, tmp_path):
     _mondrian(["age", "zip"], 1).fit_release(people).write(str(tmp_path / "r1"))
     rel = _mondrian(["age", "zip"], 7).fit_release(people)
     manifest = rel.write(str(tmp_path / "r2"))
-    assert rel.composition.figures["records_below_k"] == 0
-    assert manifest["release"]["ledger"]["composition"]["limits"] == [{"name": CHECK_NAME, "ok": True, "overridden": False}]
+    assert rel.composition.figures["people_below_k"] == 0 and rel.composition.figures["people_disclosed"] == 0
+    assert manifest["release"]["ledger"]["composition"]["limits"] == [
+        {"name": CHECK_NAME, "ok": True, "overridden": False},
+        {"name": DIVERSITY_CHECK, "ok": True, "overridden": False},
+    ]
 
 
 def test_suppressed_records_are_not_published_and_k_is_the_smallest(people):
@@ -152,17 +175,17 @@ def test_suppressed_records_are_not_published_and_k_is_the_smallest(people):
 
 
 def test_an_earlier_release_without_labels_is_a_bound(people, tmp_path):
-    """When the ledger holds no labels of an earlier release, every record both may publish
-    counts: the limit fails even for the same classes, and a note says why."""
+    """When the ledger holds no people of an earlier release of the same input, every person
+    both may publish counts: the limit fails even for the same classes, and a note says why."""
     m1 = _mondrian(["age", "zip"], 1).fit_release(people).write(str(tmp_path / "r1"))
     ledger = Ledger()
     rec = ledger.find(m1["release"]["id"])
-    ledger.fs.rm(ledger._path("rows", rec.uid + ".parquet"))
+    ledger.fs.rm(ledger._path("people", rec.uid), recursive=True)
     rel = _mondrian(["age", "zip"], 7).fit_release(people)
     with pytest.raises(CompositionRefused):
         rel.write(str(tmp_path / "r2"))
     rel.write(str(tmp_path / "r2"), allow_composition=True)
-    assert rel.composition.figures["records_below_k"] == 1000
+    assert rel.composition.figures["people_below_k"] == 1000
     assert any("no class labels" in n for n in rel.composition.notes)
 
 
@@ -198,18 +221,18 @@ def test_two_km_releases_against_the_written_baskets(tmp_path):
         lists = written.data.to_lists()
         classes.append(pd.Series(["|".join(sorted(map(str, lists[p]))) for p in pos]))
     published, below = _brute_force(classes, 3)  # k = 3, the smaller of the two
-    assert figures["k"] == 3 and figures["records_published"] == published == n
-    assert figures["records_below_k"] == below > 0
+    assert figures["k"] == 3 and figures["people_published"] == published == n
+    assert figures["people_below_k"] == below > 0
     # the same parameters again (another key): nothing narrowed, accepted
     fresh = Ledger(tmp_path / "fresh")
     KmAnonymizer(by_block, k=3, m=2, key=Key(5), ledger=fresh).fit_release(tx).write(str(tmp_path / "k3"))
     again = KmAnonymizer(by_block, k=3, m=2, key=Key(6), ledger=fresh).fit_release(tx)
     again.write(str(tmp_path / "k4"))
-    assert again.composition.figures["records_below_k"] == 0 and again.composition.checks[0].ok
+    assert again.composition.figures["people_below_k"] == 0 and again.composition.checks[0].ok
     # a release of the raw baskets (k^1 needs no generalisation here) already has whole baskets
     # below k on its own - k^m protects m known items, not the basket: composing it with a
     # coarser release singles out nobody beyond it
     raw = KmAnonymizer(by_rest, k=2, m=1, key=Key(7), ledger=fresh).fit_release(tx)
     raw.write(str(tmp_path / "k5"))
-    assert raw.figures["utility"]["cut"] == [] and raw.composition.figures["records_below_k"] == 0
+    assert raw.figures["utility"]["cut"] == [] and raw.composition.figures["people_below_k"] == 0
     assert raw.composition.figures["smallest_intersection_class"] == 1

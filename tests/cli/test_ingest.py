@@ -8,13 +8,19 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from ppdm_dask import read
+from ppdm_dask.cli import main
 from ppdm_dask.data.datasets import sample_path
+from ppdm_dask.data.siphash import siphash_users
+from ppdm_dask.ledger import Ledger
 from ppdm_dask.mining import read_itemsets
+from ppdm_dask.random import Key
 
 from .test_cli import run
 
@@ -122,3 +128,61 @@ def test_generate_events_then_ingest_hive_days_with_counts(tmp_path):
         for i in range(m.shape[0])
     )
     assert got == expected
+
+
+def _person(users: pd.Series, key: Key) -> list[int]:
+    """The documented pseudonym: SipHash of the user under the person key's derived words."""
+    words = np.frombuffer(key.mac("ppdm-person", b"events-user"), dtype="<u8")[:2]
+    return siphash_users(pa.array(users.tolist()), int(words[0]), int(words[1])).tolist()
+
+
+def test_ingest_bounds_baskets_per_user_and_keys_persons_by_the_ledger(tmp_path):
+    dst, umap = tmp_path / "b", tmp_path / "private" / "users.parquet"
+    umap.parent.mkdir()
+    opts = ["--user", "user", "--item", "item", "--time", "ts", "--session-gap", "30min", "--max-baskets-per-user", "2"]
+    r = run("ingest", EVENTS, str(dst), *opts, "--user-map", str(umap))
+    df = _events()
+    sessions: Counter = Counter()
+    for user, g in df.dropna(subset=["user", "item", "ts"]).groupby("user"):
+        sessions[user] = int((g["ts"].sort_values().diff() > pd.Timedelta("30min")).sum()) + 1
+    sizes = np.array(list(sessions.values()))
+    dropped, over = int(np.maximum(sizes - 2, 0).sum()), int((sizes > 2).sum())
+    assert dropped > 0
+    assert f"at most 2 baskets per user: dropped {dropped:,} baskets of {over:,} users" in r.stdout
+    assert f"baskets per user: median {np.median(sizes):g}, p90 {np.percentile(sizes, 90):g}, max {sizes.max():,}" in r.stdout
+    tx = read(str(dst))
+    m = pq.read_table(umap).to_pandas().sort_values("row")
+    assert Counter(m["user"]) == {u: min(n, 2) for u, n in sessions.items()}
+    person = tx.columns["person"].compute()
+    assert person.dtype == np.uint64 and person.tolist() == _person(m["user"], Ledger().person_key())
+    assert tx.metadata["ingest"]["max_baskets_per_user"] == 2 and tx.metadata["ingest"]["person"] == "user"
+    users = set(df["user"].dropna())
+    published = _all_text(dst) + r.stdout.encode() + r.stderr.encode()
+    assert not [u for u in users if u.encode() in published]
+    values = {str(v) for f in dst.glob("*.parquet") for col in pq.read_table(f).to_pydict().values() for v in col}
+    assert not users & values
+
+
+def test_ingest_without_a_ledger_keys_persons_by_the_key_file(tmp_path):
+    umap = tmp_path / "private" / "users.parquet"
+    umap.parent.mkdir()
+    r = run("--json", "--no-ledger", "--key-file", str(tmp_path / "k"), "ingest", EVENTS, str(tmp_path / "b"),
+            "--user", "user", "--item", "item", "--max-baskets-per-user", "3", "--user-map", str(umap))  # fmt: skip
+    summary = json.loads(r.stdout)
+    assert summary["max_baskets_per_user"] == 3 and summary["n_baskets_over_bound"] == 0  # user mode: one basket each
+    assert summary["baskets_per_user"] == {"median": 1, "p90": 1, "max": 1}
+    m = pq.read_table(umap).to_pandas().sort_values("row")
+    person = read(str(tmp_path / "b")).columns["person"].compute()
+    assert person.tolist() == _person(m["user"], Key.from_file(tmp_path / "k"))
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "x"])
+def test_a_bad_bound_is_one_error_line_naming_the_flag(tmp_path, capsys, bad):
+    argv = ["--scheduler", "sync", "--no-progress", "ingest", EVENTS, str(tmp_path / "b"), "--user", "user", "--item", "item",
+            "--time", "ts", "--session-gap", "30min", f"--max-baskets-per-user={bad}"]  # fmt: skip
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    out, err = capsys.readouterr()
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert e.value.code == 2 and out == "" and not (tmp_path / "b").exists()
+    assert len(lines) == 1 and lines[0].startswith("ppdm: error: ") and "--max-baskets-per-user" in lines[0], err

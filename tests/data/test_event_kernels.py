@@ -176,3 +176,44 @@ def test_merge_scans_counts_every_user_like_a_concatenated_unique(blocks):
     want_h, want_c = np.unique(np.array([x for b in blocks for x in b], np.uint64), return_counts=True)
     assert merged["hashes"].tolist() == want_h.tolist() and merged["counts"].tolist() == want_c.tolist()
     assert merged["n_events"] == sum(len(b) for b in blocks)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 12), max_size=40))
+def test_quantiles_of_a_histogram_equal_numpy_on_the_values(values):
+    hist = np.bincount(np.array(values, np.int64)) if values else np.zeros(0, np.int64)
+    got = K.quantiles_of_histogram(hist, (0.5, 0.9))
+    want = [float(np.quantile(values, q)) for q in (0.5, 0.9)] if values else [0.0, 0.0]
+    assert got == pytest.approx(want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, MASK)), max_size=30, unique_by=lambda x: x[1]), st.integers(1, 4))
+def test_bound_keeps_each_users_baskets_of_smallest_key(baskets, bound):
+    baskets = sorted(baskets)  # grouped by user
+    users = np.array([b[0] for b in baskets], np.uint64)
+    keys = np.array([b[1] for b in baskets], np.uint64)
+    sessions = np.arange(len(baskets), dtype=np.int64)
+    keep, per_user = K.bound_baskets(users, keys, sessions, bound)
+    by_user: dict[int, list[int]] = {}
+    for u, k in baskets:
+        by_user.setdefault(u, []).append(k)
+    assert per_user.tolist() == [len(by_user[u]) for u in sorted(by_user)]
+    want = {(u, k) for u, ks in by_user.items() for k in sorted(ks)[:bound]}
+    assert {b for b, kept in zip(baskets, keep.tolist()) if kept} == want
+    assert K.bound_baskets(users, keys, sessions, None)[0].all()
+
+
+def test_scan_gives_the_person_of_every_user_hash_and_merge_keeps_them_aligned():
+    users = pa.array([5, 3, 5, 9, 3, 3], pa.int64())
+    items = pa.array(["a"] * 6)
+    parts = [K.scan_block(users.slice(i, 3), items.slice(i, 3), None, 1, 2, (7, 8)) for i in (0, 3)]
+    merged = K.merge_scans(parts)
+    h = K.siphash_users(pa.array([3, 5, 9], pa.int64()), 1, 2)
+    p = K.siphash_users(pa.array([3, 5, 9], pa.int64()), 7, 8)
+    order = np.argsort(h)
+    assert merged["hashes"].tolist() == h[order].tolist() and merged["counts"].tolist() == np.array([3, 2, 1])[order].tolist()
+    assert merged["persons"].tolist() == p[order].tolist()
+    assert K.person_of(merged["hashes"], merged["persons"], h[::-1]).tolist() == p[::-1].tolist()
+    with pytest.raises(Exception, match="missing from the pre-pass"):
+        K.person_of(merged["hashes"], merged["persons"], np.array([12345], np.uint64))

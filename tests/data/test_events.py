@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ppdm_dask.data.events import read_events
+from ppdm_dask.data.siphash import siphash_pairs, siphash_users
 from ppdm_dask.data.transactions import TransactionArray
 from ppdm_dask.errors import DataFormatError, InvalidParameter
 from ppdm_dask.random import Key
@@ -61,23 +62,26 @@ def oracle_users(df: pd.DataFrame, *, time: bool = False) -> Counter:
     return as_multiset(d.groupby("user")["item"].agg(set).tolist())
 
 
-def oracle_sessions(df: pd.DataFrame, gap: int) -> Counter:
+def sessions_by_user(df: pd.DataFrame, gap: int) -> dict:
     """The gap rule written out: sort a user's events by time; a new session starts where the
-    time minus the previous event's time is more than the gap."""
+    time minus the previous event's time is more than the gap. User -> its sessions in order."""
     d = df.dropna(subset=["user", "item", "t"])
-    out = []
-    for _, g in d.groupby("user"):
+    out: dict = {}
+    for user, g in d.groupby("user"):
         g = g.sort_values("t", kind="stable")
-        current: set = set()
+        sessions: list[set] = [set()]
         prev = None
         for t, item in zip(g["t"].tolist(), g["item"].tolist()):
             if prev is not None and t - prev > gap:
-                out.append(current)
-                current = set()
-            current.add(item)
+                sessions.append(set())
+            sessions[-1].add(item)
             prev = t
-        out.append(current)
-    return as_multiset(out)
+        out[user] = sessions
+    return out
+
+
+def oracle_sessions(df: pd.DataFrame, gap: int) -> Counter:
+    return as_multiset(s for sessions in sessions_by_user(df, gap).values() for s in sessions)
 
 
 def oracle_windows(df: pd.DataFrame, window: int) -> Counter:
@@ -88,7 +92,9 @@ def oracle_windows(df: pd.DataFrame, window: int) -> Counter:
 
 def csr_bytes(tx: TransactionArray):
     m = tx.compute(progress=False)
-    return (m.indptr.tobytes(), m.indices.tobytes(), tx.partition_rows, tx.vocabulary.labels.tolist())
+    person = tx.columns["person"].compute()
+    assert person.dtype == np.uint64 and tx.columns["person"].chunks[0] == tx.partition_rows
+    return (m.indptr.tobytes(), m.indices.tobytes(), tx.partition_rows, tx.vocabulary.labels.tolist(), person.tobytes())
 
 
 # ------------------------------------------------------------------------------ oracles
@@ -155,8 +161,17 @@ def test_count_keeps_events_per_item_as_weights(tmp_path):
 
 
 # ------------------------------------------------------------------------------ layout
-@pytest.mark.parametrize("mode", [{}, {"time": "t", "session_gap": 10}, {"time": "t", "window": 100}])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        {},
+        {"time": "t", "session_gap": 10},
+        {"time": "t", "window": 100},
+        {"time": "t", "session_gap": 10, "max_baskets_per_user": 2, "person_key": Key(5)},
+    ],
+)
 def test_same_bytes_from_1_4_16_files_and_row_groups_and_staging(tmp_path, mode):
+    """The baskets, their order and their person column (csr_bytes)."""
     df = event_log(n=2500)
     outs = []
     for files, rg in ((1, 10**9), (4, 150), (16, 40)):
@@ -431,3 +446,180 @@ def test_whole_floats_are_integers_and_other_floats_an_error(tmp_path):
     with pytest.raises(DataFormatError, match=r"user column 'user' holds \d+ non-integer number") as e:
         read_events(str(tmp_path / "b.parquet"), user="user", item="item", key=KEY)
     assert ".5" not in str(e.value)
+
+
+# ------------------------------------------------------------------------------ the person
+def person_words(person_key: Key) -> tuple[int, int]:
+    """The documented derivation: the first two little-endian words of the person key's MAC."""
+    w = np.frombuffer(person_key.mac("ppdm-person", b"events-user"), dtype="<u8")[:2]
+    return int(w[0]), int(w[1])
+
+
+def order_words(key: Key, **params) -> tuple[int, int, int, int]:
+    """The documented derivation of the user hash (k0, k1) and basket key (s0, s1) words: the MAC
+    of the canonical JSON of the ingest's parameters (the bound only when one is given)."""
+    identity = {"count": False, "heavy_users": "keep", "max_user_events": 100_000, "item": "item", "user": "user"}
+    identity.update(params)
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    w = np.frombuffer(key.mac("ingest-users", text.encode()), dtype="<u8")
+    return int(w[0]), int(w[1]), int(w[2]), int(w[3])
+
+
+def rows_of_users(tx: TransactionArray, umap_path) -> pd.DataFrame:
+    """The private user map, sorted by row and checked to cover every row once."""
+    umap = pq.read_table(umap_path).to_pandas().sort_values("row").reset_index(drop=True)
+    assert umap["row"].tolist() == list(range(len(tx)))
+    return umap
+
+
+def pseudonyms(users: pd.Series, person_key: Key) -> np.ndarray:
+    return siphash_users(pa.array(users.tolist()), *person_words(person_key))
+
+
+@pytest.mark.parametrize(
+    "mode,str_users",
+    [({}, False), ({"time": "t", "session_gap": 5}, True), ({"time": "t", "window": 50}, False)],
+)
+def test_person_column_is_the_keyed_hash_of_each_rows_user(tmp_path, mode, str_users):
+    df = event_log(n=2000, str_users=str_users)
+    src = write_parquet(df, tmp_path / "ev", files=3, row_group=300)
+    umap_path = tmp_path / "map.parquet"
+    tx, _ = read_events(
+        src, user="user", item="item", key=KEY, person_key=Key(77), user_map=str(umap_path), events_per_block=500, **mode
+    )
+    umap = rows_of_users(tx, umap_path)
+    person = tx.columns["person"].compute()
+    assert person.dtype == np.uint64 and len(person) == len(tx) and tx.n_partitions == 4
+    assert person.tolist() == pseudonyms(umap["user"], Key(77)).tolist()
+    # one pseudonym per user: as many distinct pseudonyms as users
+    assert len(set(person.tolist())) == umap["user"].nunique()
+    assert tx.metadata["ingest"]["person"] == "user"
+    # without a person key, the ingest key is the person key
+    tx2, _ = read_events(src, user="user", item="item", key=KEY, user_map=str(tmp_path / "m2.parquet"), **mode)
+    umap2 = rows_of_users(tx2, tmp_path / "m2.parquet")
+    assert tx2.columns["person"].compute().tolist() == pseudonyms(umap2["user"], KEY).tolist()
+
+
+def test_one_person_key_gives_one_pseudonym_whatever_the_ingest(tmp_path):
+    df = event_log(n=1500, str_users=True)
+    src = write_parquet(df, tmp_path / "ev", files=2)
+
+    def person_of_user(name: str, **kw) -> dict:
+        tx, _ = read_events(src, user="user", item="item", user_map=str(tmp_path / f"{name}.parquet"), **kw)
+        umap = rows_of_users(tx, tmp_path / f"{name}.parquet")
+        person = tx.columns["person"].compute()
+        out: dict = {}
+        for user, row in zip(umap["user"], umap["row"]):
+            assert out.setdefault(user, int(person[row])) == int(person[row])  # all of a user's rows agree
+        return out
+
+    users = person_of_user("users", key=KEY, person_key=Key(3))
+    gap5 = person_of_user("gap5", key=KEY, person_key=Key(3), time="t", session_gap=5)
+    gap40 = person_of_user("gap40", key=Key(99), person_key=Key(3), time="t", session_gap=40, max_baskets_per_user=1)
+    windows = person_of_user("win", key=Key(4), person_key=Key(3), time="t", window=30, heavy_users="cap", max_user_events=5)
+    assert users == gap5 == gap40 == windows and len(users) > 100
+    other = person_of_user("other", key=KEY, person_key=Key(4), time="t", session_gap=5)
+    assert set(other) == set(gap5) and not set(other.values()) & set(gap5.values())
+
+
+def numbered_baskets(df: pd.DataFrame, mode: str, span: int) -> dict:
+    """User -> {session or window number: items}, written out from the rules."""
+    if mode == "session":
+        return {u: dict(enumerate(s)) for u, s in sessions_by_user(df, span).items()}
+    d = df.dropna(subset=["user", "item", "t"])
+    out: dict = {}
+    for (u, w), g in d.assign(w=(d["t"].astype(int) // span)).groupby(["user", "w"]):
+        out.setdefault(u, {})[int(w)] = set(g["item"])
+    return out
+
+
+@pytest.mark.parametrize("mode,span,bound", [("session", 5, 2), ("window", 60, 3)])
+def test_bound_keeps_the_baskets_of_smallest_key_against_brute_force(tmp_path, mode, span, bound):
+    df = event_log(n=3000, str_users=True)
+    src = write_parquet(df, tmp_path / "ev", files=3, row_group=400)
+    params = {"time": "t", "session_gap" if mode == "session" else "window": span}
+    umap_path = tmp_path / "map.parquet"
+    tx, s = read_events(
+        src,
+        user="user",
+        item="item",
+        key=KEY,
+        max_baskets_per_user=bound,
+        user_map=str(umap_path),
+        events_per_block=600,
+        **params,
+    )
+    # brute force: every basket of every user keyed as documented, the `bound` smallest kept
+    k0, k1, s0, s1 = order_words(KEY, time="t", mode=mode, span=span, max_baskets_per_user=bound)
+    truth = numbered_baskets(df, mode, span)
+    kept: dict = {}
+    for user, baskets in truth.items():
+        numbers = np.array(sorted(baskets), np.int64)
+        h = siphash_users(pa.array([user]), k0, k1)
+        keys = siphash_pairs(s0, s1, np.repeat(h, numbers.size), numbers)
+        kept[user] = set(numbers[np.argsort(keys, kind="stable")[:bound]].tolist())
+    umap = rows_of_users(tx, umap_path)
+    got: dict = {}
+    for user, session in zip(umap["user"], umap["session"]):
+        got.setdefault(user, set()).add(int(session))
+    assert got == kept
+    baskets = tx.to_lists()
+    assert all(set(baskets[r]) == truth[u][int(n)] for u, n, r in zip(umap["user"], umap["session"], umap["row"]))
+    assert as_multiset(baskets) == as_multiset(truth[u][n] for u, ns in kept.items() for n in ns)
+    # the summary: what the bound dropped, and the baskets per user before it
+    sizes = np.array([len(b) for b in truth.values()])
+    assert sizes.max() > bound  # the bound had something to drop
+    assert s.max_baskets_per_user == bound and s.n_baskets == len(tx) == int(np.minimum(sizes, bound).sum())
+    assert s.n_baskets_over_bound == int(np.maximum(sizes - bound, 0).sum())
+    assert s.n_users_over_bound == int((sizes > bound).sum())
+    assert s.baskets_per_user == {
+        "median": pytest.approx(float(np.median(sizes))),
+        "p90": pytest.approx(float(np.percentile(sizes, 90))),
+        "max": int(sizes.max()),
+    }
+    assert tx.metadata["ingest"]["max_baskets_per_user"] == bound
+    json.dumps(s.as_dict())
+    # the person column of the kept baskets
+    assert tx.columns["person"].compute().tolist() == pseudonyms(umap["user"], KEY).tolist()
+
+
+def test_bound_in_user_mode_is_met_and_summary_without_bound(tmp_path):
+    df = event_log(n=1000)
+    src = write_parquet(df, tmp_path / "ev")
+    tx, s = read_events(src, user="user", item="item", key=KEY, max_baskets_per_user=1)
+    n_users = df.dropna(subset=["user", "item"])["user"].nunique()
+    assert len(tx) == s.n_baskets == n_users and (s.n_baskets_over_bound, s.n_users_over_bound) == (0, 0)
+    assert s.baskets_per_user == {"median": 1, "p90": 1, "max": 1}
+    tx, s = read_events(src, user="user", item="item", time="t", session_gap=5, key=KEY)
+    sizes = np.array([len(v) for v in sessions_by_user(df, 5).values()])
+    assert s.max_baskets_per_user is None and (s.n_baskets_over_bound, s.n_users_over_bound) == (0, 0)
+    assert s.baskets_per_user["max"] == sizes.max() and s.baskets_per_user["median"] == np.median(sizes)
+    assert tx.metadata["ingest"]["max_baskets_per_user"] is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_bound_must_be_a_positive_integer(tmp_path, bad):
+    src = write_parquet(event_log(n=100), tmp_path / "ev")
+    with pytest.raises(InvalidParameter, match="max_baskets_per_user must be a positive integer") as e:
+        read_events(src, user="user", item="item", time="t", session_gap=5, max_baskets_per_user=bad)
+    assert e.value.parameter == "max_baskets_per_user"
+
+
+def test_person_column_round_trips_through_parquet(tmp_path):
+    from ppdm_dask import read
+
+    df = event_log(n=1500)
+    src = write_parquet(df, tmp_path / "ev", files=2)
+    tx, _ = read_events(src, user="user", item="item", time="t", session_gap=10, key=KEY, events_per_block=400)
+    want = tx.columns["person"].compute()
+    manifest = tx.to_parquet(str(tmp_path / "out"))
+    assert "person" in manifest["columns"] and manifest["column_types"]["person"] == np.dtype(np.uint64).str
+    back = read(str(tmp_path / "out"))
+    got = back.columns["person"].compute()
+    assert got.dtype == np.uint64 and got.tolist() == want.tolist()
+    assert back.metadata["ingest"]["person"] == "user"
+    assert pq.read_table(tmp_path / "out" / "part-00000.parquet").schema.field("person").type == pa.uint64()
+    # repartition and persist keep it aligned
+    again = back.repartition(npartitions=3).persist()
+    assert again.columns["person"].chunks[0] == again.partition_rows
+    assert again.columns["person"].compute().tolist() == want.tolist() and again.to_lists() == back.to_lists()

@@ -300,11 +300,20 @@ def test_verify_lists_what_needs_the_original_and_the_owner_checks_provenance(tm
     other_key.write_text("0x00000000000000000000000000000002\n")
     v = ppdm("--key-file", other_key, "verify", out, "--original", src, "--dtype", "age=int")
     assert v.exit_code == 2 and "FAILED made with this key" in v.stderr
+    # the input is its records: the same records re-sorted are the same input (said so) ...
     shuffled = tmp_path / "shuffled.csv"
     pd.read_csv(src, dtype=str, keep_default_na=False).iloc[::-1].to_csv(shuffled, index=False)
-    for args in (["--original", shuffled, "--dtype", "age=int"], ["--original", src]):
-        v = ppdm("--key-file", key, "verify", out, *args)
-        assert v.exit_code == 2 and v.stderr.count("FAILED") == 1 and "FAILED made from this original with this key" in v.stderr
+    v = ppdm("--key-file", key, "verify", out, "--original", shuffled, "--dtype", "age=int")
+    assert v.exit_code == 0 and "ok made from this original with this key" in v.stdout and "in another order" in v.stdout
+    # ... other records (one changed, or the same ones typed otherwise) are not
+    changed = tmp_path / "changed.csv"
+    frame = pd.read_csv(src, dtype=str, keep_default_na=False)
+    frame.loc[3, "diagnosis"] = "none of these"
+    frame.to_csv(changed, index=False)
+    v = ppdm("--key-file", key, "verify", out, "--original", changed, "--dtype", "age=int")
+    assert v.exit_code == 2 and "FAILED made from this original with this key" in v.stderr
+    v = ppdm("--key-file", key, "verify", out, "--original", src)
+    assert v.exit_code == 2 and v.stderr.count("FAILED") == 1 and "FAILED made from this original with this key" in v.stderr
 
 
 def test_same_key_same_bytes_for_any_partitioning(tmp_path):
