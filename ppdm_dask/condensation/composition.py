@@ -47,7 +47,7 @@ def ledger_figures(rel: CondensedRelease) -> dict[str, Any]:
     return {"pseudo_records": int(np.asarray(rel.published.get("n", [])).sum()), **rel.public_privacy()}
 
 
-def compose(rel: CondensedRelease, earlier: Sequence[Record], ledger: Any, rows: Any = None) -> Composition:
+def compose(rel: CondensedRelease, earlier: Sequence[Record], ledger: Any, people: Any = None) -> Composition:
     """The number of releases of the input and which earlier ones are readable
     (:func:`~ppdm_dask.ledger.earlier.count_composition`)."""
     return count_composition(rel, earlier)

@@ -471,12 +471,12 @@ class CondensedRelease(TableRelease):
 
         return ledger_figures(self)
 
-    def compose(self, earlier: Any, ledger: Any, rows: Any = None) -> Any:
+    def compose(self, earlier: Any, ledger: Any, people: Any = None) -> Any:
         """The number of releases of the input and which earlier ones are still readable; the
         figures of their union are the report's (:func:`.composition.union_figures`)."""
         from .composition import compose
 
-        return compose(self, earlier, ledger, rows)
+        return compose(self, earlier, ledger, people)
 
     # ------------------------------------------------------------------ checks
     def floor_checks(self) -> list[Check]:
@@ -779,7 +779,22 @@ def condensed_release(
         input_digest=input_digest,
         partition_rows=[int(c) for c in pseudo.chunks[0]],
         ledger=ledger,
+        # whose the input's records are: each its own person (the ledger finds earlier releases
+        # of any input that hold the same records, docs/ledger.md#the-person)
+        people=_people_of(originals),
     )
+
+
+def _people_of(originals: Any) -> Any:
+    """The persons of the input records (each its own), None when the release does not hold them
+    as an array (a stream kept as row fingerprints only: composed by its input, not by person)."""
+    import dask.array as da
+
+    from ..data.persons import array_people
+
+    if isinstance(originals, (np.ndarray, da.Array)) and originals.ndim in (1, 2):
+        return array_people(originals)
+    return None
 
 
 def _from_pandas(df: Any) -> Any:

@@ -39,6 +39,11 @@ __all__ = [
     "frame_people",
     "transaction_people",
     "array_people",
+    "block_person_counts",
+    "merge_person_counts",
+    "records_per_person_lazy",
+    "histogram_figures",
+    "rechunk_people",
 ]
 
 #: the row column of baskets grouped from events that names their person (a keyed pseudonym)
@@ -186,3 +191,76 @@ def array_people(X: Any) -> People:
 
     _, parts, _ = row_hashes(X)
     return People(list(parts), "record")
+
+
+# ---------------------------------------------------------------------- records per person
+def _person_keys(hashes: np.ndarray) -> np.ndarray:
+    """One uint64 per person hash (its two words mixed): to count records per person."""
+    h = np.asarray(hashes, dtype=np.uint64).reshape(-1, 2)
+    with np.errstate(over="ignore"):
+        return h[:, 0] ^ K._splitmix(h[:, 1] ^ _PSEUDONYM_SALT)
+
+
+def block_person_counts(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kernel: the distinct persons of a block (sorted keys) and their records in it."""
+    keys, counts = np.unique(_person_keys(hashes), return_counts=True)
+    return keys, counts.astype(np.int64)
+
+
+def merge_person_counts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Kernel: the records per person of several blocks, added up."""
+    keys = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
+    counts = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, np.bincount(inv.ravel(), weights=counts, minlength=uniq.size).astype(np.int64)
+
+
+def _histogram(total: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    return np.bincount(total[1]).astype(np.int64) if total[1].size else np.zeros(1, np.int64)
+
+
+def records_per_person_lazy(people: People) -> Any:
+    """A delayed histogram of the records per person: ``h[r]`` persons have ``r`` records (one
+    pass; a tree of sorted merges, so that no task holds more than the persons of its blocks)."""
+    import dask
+
+    from ..graph import tree_reduce
+
+    parts = [dask.delayed(block_person_counts, pure=True)(b) for b in people.blocks]
+    if not parts:
+        return dask.delayed(np.zeros(1, np.int64))
+    return dask.delayed(_histogram, pure=True)(tree_reduce(parts, merge_person_counts, split_every=4))
+
+
+def histogram_figures(hist: np.ndarray) -> dict[str, Any]:
+    """``persons``, ``records``, ``median``, ``p90`` and ``max`` records per person of a
+    histogram of records per person (:func:`records_per_person_lazy`)."""
+    h = np.asarray(hist, dtype=np.int64)
+    n = int(h.sum())
+    if n == 0:
+        return {"persons": 0, "records": 0, "median": 0, "p90": 0, "max": 0}
+    cum = np.cumsum(h)
+
+    def quantile(q: float) -> int:
+        return int(np.searchsorted(cum, q * n, side="left"))
+
+    return {
+        "persons": n,
+        "records": int((h * np.arange(h.size)).sum()),
+        "median": quantile(0.5),
+        "p90": quantile(0.9),
+        "max": int(np.flatnonzero(h)[-1]),
+    }
+
+
+def rechunk_people(people: People, rows: Sequence[int], to_rows: Sequence[int]) -> People:
+    """``people`` (blocks of ``rows`` records) cut into blocks of ``to_rows`` records instead (the
+    same records in the same order), to align them with a release cut otherwise."""
+    if [int(r) for r in rows] == [int(r) for r in to_rows]:
+        return people
+    import dask.array as da
+
+    arr = da.concatenate(
+        [da.from_delayed(b, shape=(int(r), 2), dtype=np.uint64) for b, r in zip(people.blocks, rows)], axis=0
+    ).rechunk((tuple(int(r) for r in to_rows), 2))
+    return People(list(arr.to_delayed().ravel()), people.kind, people.columns, people.bound, list(people.notes))

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import InvalidParameter
 from ..release.verdict import Check
 from .distortion import check_pq
@@ -43,6 +45,11 @@ __all__ = [
     "json_number",
     "BP_CHECK",
     "BUDGET_CHECK",
+    "person_basic_privacy",
+    "bucket_epsilon",
+    "combine_epsilon",
+    "person_figures",
+    "MAX_STATES",
 ]
 
 #: names of the composition's limits (``--allow-composition`` accepts them, recorded as overrides)
@@ -212,15 +219,148 @@ def composed_basic_privacy(pairs: Sequence[tuple[float, float]], s0: float) -> f
     return 100.0 * (1.0 - composed_r1(pairs, s0))
 
 
-def compose_release(release: Any, earlier: Sequence[Any]) -> Any:
-    """An EMASK release composed with the ``earlier`` ledger records of its input.
+#: the most outcome classes :func:`composed_r1` may track for one person (beyond: not evaluated
+#: exactly, and the floor is taken as failed)
+MAX_STATES = 200_000
+
+
+def _states(multiplicity: Sequence[int]) -> int:
+    out = 1
+    for m in multiplicity:
+        out *= int(m) + 1
+    return out
+
+
+def person_basic_privacy(p: float, q: float, s0: float, copies: int) -> float:
+    """Basic privacy of an item bit of a person distorted ``copies`` times at (p, q): a person
+    with ``copies`` baskets who has (or lacks) the item in each of them (the worst case)."""
+    return composed_basic_privacy([(p, q)] * max(1, int(copies)), s0)
+
+
+def vector_basic_privacy(pairs: Sequence[tuple[float, float]], copies: Sequence[int], s0: float) -> float | None:
+    """Basic privacy of a bit seen ``copies[j]`` times through release ``j`` (``pairs[j]``), or
+    None when the exact figure would track more than :data:`MAX_STATES` outcome classes."""
+    groups: dict[tuple[float, float], int] = {}
+    for pq, c in zip(pairs, copies):
+        if c > 0:
+            groups[pq] = groups.get(pq, 0) + int(c)
+    if not groups:
+        return 100.0
+    if _states(list(groups.values())) > MAX_STATES:
+        return None
+    return composed_basic_privacy([pq for pq, c in groups.items() for _ in range(c)], s0)
+
+
+def _unique_weights(values: np.ndarray, weights: np.ndarray, *, axis: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    if values.shape[0] == 0:
+        return values, np.zeros(0, np.int64)
+    uniq, inv = np.unique(values, return_inverse=True, axis=axis)
+    return uniq, np.bincount(inv.ravel(), weights=weights, minlength=uniq.shape[0]).astype(np.int64)
+
+
+def bucket_epsilon(
+    own: dict[str, np.ndarray], theirs: list[dict[str, np.ndarray]], *, per_person: Sequence[bool]
+) -> dict[str, Any]:
+    """Join kernel: for every person of this release in one bucket range, the baskets they have
+    in this release and in each earlier EMASK release (``per_person[j]``: release ``j`` names the
+    person; else each record is its own person and counts once).
+
+    Returns the distinct vectors of baskets per release with the people (or records, each its own
+    person) that have them: ε per person and the basic privacy of their items follow from them."""
+    n = own["person"].size
+    counts = np.zeros((n, 1 + len(theirs)), dtype=np.int64)
+    counts[:, 0] = own["records"] if per_person[0] else 1
+    for j, t in enumerate(theirs, start=1):
+        _, ia, ib = np.intersect1d(own["person"], t["person"], assume_unique=True, return_indices=True)
+        counts[ia, j] = t["records"][ib] if per_person[j] else 1
+    weight = np.ones(n, np.int64) if per_person[0] else own["records"].astype(np.int64)
+    vectors, w = _unique_weights(counts, weight, axis=0)
+    return {"vectors": vectors, "weights": w}
+
+
+def combine_epsilon(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine the partial counts of several buckets."""
+    vectors = np.concatenate([p["vectors"] for p in parts])
+    weights = np.concatenate([p["weights"] for p in parts])
+    v, w = _unique_weights(vectors, weights, axis=0)
+    return {"vectors": v, "weights": w}
+
+
+def _quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[order])
+    return float(values[order][int(np.searchsorted(cum, q * cum[-1], side="left"))]) if cum.size else 0.0
+
+
+def person_figures(
+    total: dict[str, Any], terms: Sequence[Terms], s0: float | None, floor: float | None, budget: float | None
+) -> dict[str, Any]:
+    """The per-person figures of a composition from the combined counts (:func:`combine_epsilon`)
+    and the releases' terms (this release first): ε per item of a person, summed over all their
+    baskets in every release (median, 90th percentile, largest), the people beyond the budget,
+    the largest number of baskets of one person, and the basic privacy of the most exposed
+    person's item (a bit seen in every basket of theirs: the element-wise largest counts, which
+    no person's basic privacy falls below, since more copies never raise it) with, when that
+    is below the floor, the people whose own counts are below it."""
+    vectors, weights = total["vectors"], total["weights"]
+    eps = np.array([t.epsilon for t in terms], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        per = np.where(vectors > 0, vectors * eps[None, :], 0.0).sum(axis=1) if vectors.size else np.zeros(0)
+    people = int(weights.sum())
+    out: dict[str, Any] = {
+        "people": people,
+        "epsilon_per_person_median": _quantile(per, weights, 0.5),
+        "epsilon_per_person_p90": _quantile(per, weights, 0.9),
+        "epsilon_per_person_max": float(per.max()) if per.size else 0.0,
+        "max_baskets_per_person": int(vectors.sum(axis=1).max()) if vectors.size else 0,
+        "people_in_earlier_releases": int(weights[(vectors[:, 1:] > 0).any(axis=1)].sum()) if vectors.shape[1] > 1 else 0,
+    }
+    if budget is not None:
+        out["people_over_budget"] = int(weights[per > budget * (1.0 + 1e-12)].sum())
+    if s0 is not None and 0.0 < s0 < 1.0 and vectors.size:
+        pairs = [(t.p, t.q) for t in terms]
+        worst = vectors.max(axis=0)
+        bp = vector_basic_privacy(pairs, worst.tolist(), s0)
+        out["basic_privacy_worst_person"] = bp
+        if floor is not None and (bp is None or bp < floor):
+            below = 0
+            unknown = 0
+            for v, w in zip(vectors, weights):
+                got = vector_basic_privacy(pairs, v.tolist(), s0)
+                if got is None:
+                    unknown += int(w)
+                elif got < floor:
+                    below += int(w)
+            out["people_below_floor"] = below + unknown
+            if unknown:
+                out["people_not_evaluated"] = unknown
+    return out
+
+
+def _bound(parameters: dict[str, Any], kind: str | None) -> int | None:
+    """Baskets per person a release promises at most: its ``max_baskets_per_person``, 1 when each
+    record is its own person, else None (no bound)."""
+    got = parameters.get("max_baskets_per_person")
+    if isinstance(got, int) and not isinstance(got, bool) and got > 0:
+        return int(got)
+    return 1 if kind == "record" else None
+
+
+def compose_release(release: Any, earlier: Sequence[Any], people: Any = None) -> Any:
+    """An EMASK release composed with the ``earlier`` ledger records (of its input; once written,
+    also every earlier EMASK release that shares people with it: ``people``, a
+    :class:`~ppdm_dask.ledger.PeopleJoin`).
 
     Figures (the owner's): ``epsilon_per_item``, ``epsilon_per_record``, ``basic_privacy`` (at
     the input's s0), ``emask_releases``, ``privacy_floor`` (the highest of the composed
-    releases), ``epsilon_budget`` (the smallest given with any of them). Public: the same but
-    the basic privacy. Limits: ``composed basic privacy`` >= the floor (when an earlier EMASK
-    release exists: a single release is held to its own floor, ``allow_weak``) and ``composed
-    epsilon budget`` (ε per item <= the budget, when there is one).
+    releases), ``epsilon_budget`` (the smallest given with any of them); by person
+    (:func:`person_figures`): ε per person over all their baskets in every release, the largest
+    number of baskets of one person, the basic privacy of the most exposed person. Public: the
+    parameters' figures and the ε per person the releases' bounds promise (``"unbounded"`` when
+    one has no bound on baskets per person). Limits: ``composed basic privacy`` >= the floor
+    (when an earlier EMASK release exists: a single release is held to its own floor,
+    ``allow_weak``), by person once composed by person; ``composed epsilon budget`` (ε per item,
+    or per person once composed by person, <= the budget, when there is one).
     """
     from ..ledger.compose import Composition
 
@@ -252,17 +392,56 @@ def compose_release(release: Any, earlier: Sequence[Any]) -> Any:
         comp.figures["privacy_floor"] = floor
     if budget is not None:
         comp.figures["epsilon_budget"] = budget
+    kind = getattr(getattr(release, "people", None), "kind", None)
+    bounds = [
+        _bound(dict(r.get("parameters") or {}), (r.get("figures") or {}).get("person_kind"))
+        for r in earlier
+        if r.family == "emask"
+    ]
+    bounds.append(_bound(dict(release.parameters), kind))
+    per_person_bound: float | str = "unbounded"
+    if all(b is not None for b in bounds):
+        total = sum(int(b) * t.epsilon for b, t in zip(bounds, terms))  # type: ignore[arg-type]
+        per_person_bound = json_number(total)
     comp.public.update(
         epsilon_per_item=json_number(eps_item),
         epsilon_per_record=json_number(eps_record),
+        epsilon_per_person=per_person_bound,
         emask_releases=len(terms),
         epsilon_budget=budget,
         privacy_floor=floor,
     )
 
+    by_person = None
+    if people is not None:
+        joined = [(r, ref) for r, ref, _ in people.earlier if r.family == "emask" and Terms.of_record(r) is not None]
+        person_terms = [mine] + [Terms.of_record(r) for r, _ in joined]  # this release first, as the join
+        flags = [people.mine.kind != "record"] + [ref.kind != "record" for _, ref in joined]
+        from functools import partial
+
+        kernel = partial(_epsilon_kernel, per_person=flags)
+        total_counts = people.join(kernel, combine_epsilon, columns=())
+        by_person = person_figures(total_counts, person_terms, s0, floor, budget)  # type: ignore[arg-type]
+        comp.figures.update({k: v for k, v in by_person.items() if k != "people"})
+        comp.figures["people"] = by_person["people"]
+
     if theirs and floor is not None:
         if bp is None:
             comp.notes.append("the input's average item support is not known here: the composed basic privacy is not checked")
+        elif by_person is not None and "basic_privacy_worst_person" in by_person:
+            worst = by_person["basic_privacy_worst_person"]
+            below = int(by_person.get("people_below_floor", 0))
+            comp.checks.append(
+                Check(
+                    BP_CHECK,
+                    below == 0,
+                    worst if worst is not None else "not evaluated",
+                    floor,
+                    stats={"people_below_floor": below},
+                    detail=f"of an item of the most exposed person, seen in every basket of theirs in {len(person_terms)} "
+                    f"EMASK release(s); {below:,} people below the floor",
+                )
+            )
         else:
             comp.checks.append(
                 Check(
@@ -274,17 +453,38 @@ def compose_release(release: Any, earlier: Sequence[Any]) -> Any:
                 )
             )
     if budget is not None:
-        comp.checks.append(
-            Check(
-                BUDGET_CHECK,
-                eps_item <= budget * (1.0 + 1e-12),
-                eps_item,
-                f"<= {budget:g}",
-                detail=f"local-DP ε per item summed over {len(terms)} EMASK release(s)",
+        if by_person is not None:
+            over = int(by_person.get("people_over_budget", 0))
+            worst_eps = by_person["epsilon_per_person_max"]
+            comp.checks.append(
+                Check(
+                    BUDGET_CHECK,
+                    over == 0,
+                    worst_eps,
+                    f"<= {budget:g}",
+                    stats={"people_over_budget": over},
+                    detail=f"local-DP ε per item of a person, summed over all their baskets in {len(person_terms)} "
+                    f"EMASK release(s); {over:,} people over the budget",
+                )
             )
-        )
+        else:
+            comp.checks.append(
+                Check(
+                    BUDGET_CHECK,
+                    eps_item <= budget * (1.0 + 1e-12),
+                    eps_item,
+                    f"<= {budget:g}",
+                    detail=f"local-DP ε per item summed over {len(terms)} EMASK release(s)",
+                )
+            )
     if others:
         comp.notes.append(f"{len(others)} earlier release(s) of other kinds add nothing to ε: {', '.join(others)}")
     if len({t.n_items for t in terms}) > 1:
         comp.notes.append("the releases have different item universes: the composed basic privacy is at this release's s0")
     return comp
+
+
+def _epsilon_kernel(
+    own: dict[str, np.ndarray], theirs: list[dict[str, np.ndarray]], per_person: Sequence[bool]
+) -> dict[str, Any]:
+    return bucket_epsilon(own, theirs, per_person=per_person)

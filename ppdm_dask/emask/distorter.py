@@ -9,6 +9,7 @@ from typing import Any
 from ..base import Transformer, check_is_fitted
 from ..errors import InvalidParameter, WeakParameterError
 from ..release.base import overrides_for
+from .composition import json_number, person_basic_privacy
 from .distortion import DISTORTION_CONSTRAINTS, check_pq, distort
 from .privacy import basic_privacy, ldp_epsilon
 from .release import BASIC_PRIVACY, FLOORS, DistortedRelease, nnz_lazy
@@ -120,16 +121,35 @@ class Distorter(Transformer):
         n, d = tx.n_transactions, self._universe(tx).n_items
         if n == 0 or d == 0:
             raise InvalidParameter("no transactions or no items: s0 (and basic privacy) is undefined")
-        # one pass: the ones and the content digest that names the input in the release's identity
-        nnz, digest = compute(nnz_lazy(tx), content_digest_lazy(tx), client=client, progress=progress)
+        from ..data.persons import histogram_figures, records_per_person_lazy, transaction_people
+
+        people = transaction_people(tx)
+        # one pass: the ones, the content digest that names the input in the release's identity,
+        # and (a person known) the baskets of every person
+        lazy = [nnz_lazy(tx), content_digest_lazy(tx)] + ([records_per_person_lazy(people)] if people.known else [])
+        nnz, digest, *hist = compute(*lazy, client=client, progress=progress)
         s0 = int(nnz[0]) / (n * d)
         if not 0.0 < s0 < 1.0:
             raise InvalidParameter(
                 f"the data has {'no ones' if s0 == 0 else 'every item in every row'}: basic privacy is undefined"
             )
         bp = basic_privacy(p, q, s0=s0)
-        weak = [] if bp >= floor else [BASIC_PRIVACY]
+        per_person = histogram_figures(hist[0]) if hist else None
+        copies = int(per_person["max"]) if per_person else 1
+        # the floor holds for the person: an item a person has (or lacks) in each of their b baskets
+        # is b distorted copies of one bit (docs/emask.md#the-person)
+        bp_person = person_basic_privacy(p, q, s0, copies) if copies > 1 else bp
+        weak = [] if bp_person >= floor else [BASIC_PRIVACY]
         refused = [w for w in weak if w not in allowed]
+        if refused and copies > 1:
+            raise WeakParameterError(
+                f"basic privacy {bp_person:.2f}% of a person's item over their {copies} baskets (p={p}, q={q}, at "
+                f"s0 = {s0:.4g}; {bp:.2f}% for one basket) is below the floor {floor:g}%; refused",
+                python="max_baskets_per_user=N when grouping the events, other p, q, lower privacy_floor, or "
+                "allow_weak=['basic privacy'] (recorded in the manifest)",
+                fix="bound the baskets per person with `max_baskets_per_user`, choose other `p`/`q`, lower "
+                "`privacy_floor`, or `allow_weak` (recorded in the manifest)",
+            )
         if refused:
             raise WeakParameterError(
                 f"basic privacy {bp:.2f}% of p={p}, q={q} at s0 = {s0:.4g} is below the floor {floor:g}% "
@@ -137,16 +157,26 @@ class Distorter(Transformer):
                 python="choose other p, q, lower privacy_floor, or allow_weak=['basic privacy'] (recorded in the manifest)",
                 fix="choose other `p`/`q`, lower `privacy_floor`, or `allow_weak` (recorded in the manifest)",
             )
-        return {
+        eps = ldp_epsilon(p, q)
+        out = {
             "n_transactions": n,
             "n_items": d,
             "s0": s0,
             "basic_privacy": bp,
-            "ldp_epsilon_per_item": ldp_epsilon(p, q),
+            "ldp_epsilon_per_item": eps,
             "privacy_floor": floor,
             "overrides": weak,
             "_input_digest": digest,
+            "_people": people,
         }
+        if per_person is not None:
+            out["person"] = people.describe()
+            out["baskets_per_person"] = per_person
+            out["basic_privacy_per_person"] = bp_person
+            out["epsilon_per_person"] = {q_: json_number(per_person[q_] * eps) for q_ in ("median", "p90", "max")}
+            if people.bound is not None:
+                out["max_baskets_per_person"] = int(people.bound)
+        return out
 
     def fit(self, X: Any, *, client: Any = None, progress: bool = False) -> Distorter:
         """Measure s0 and BP on ``X`` (a TransactionArray; one pass) and check the floor."""
@@ -158,6 +188,7 @@ class Distorter(Transformer):
         self.basic_privacy_ = report["basic_privacy"]
         self.overrides_ = tuple(report["overrides"])
         self._input_digest = report.pop("_input_digest")  # private: never in report_ or any output
+        self._people = report.pop("_people")
         self.report_ = report
         self._fitted_on = collection_name(X)
         self._fitted_X = X
@@ -178,16 +209,18 @@ class Distorter(Transformer):
         if X is None:
             raise InvalidParameter("Distorter.transform needs the transactions to distort (transform(tx))")
         if collection_name(X) == self._fitted_on:
-            report, digest = self.report_, self._input_digest
+            report, digest, people = self.report_, self._input_digest, self._people
         else:
             report = self._assess(X)
-            digest = report.pop("_input_digest")
+            digest, people = report.pop("_input_digest"), report.pop("_people")
         p, q = check_pq(self.p, self.q)
         key = self.key_
         eps = report["ldp_epsilon_per_item"]
         # public parameters only: s0 is a figure of the original (with N and n_items, its exact
         # number of ones); it stays in the owner's figures below
         parameters = {"p": p, "q": q, "privacy_floor": report["privacy_floor"], "n_items": report["n_items"]}
+        if report.get("max_baskets_per_person") is not None:  # the events' bound: a public parameter
+            parameters["max_baskets_per_person"] = int(report["max_baskets_per_person"])
         if self.items is not None:  # a public catalogue: part of the identity, so of the streams
             from .items import catalogue_digest, catalogue_vocabulary
 
@@ -203,6 +236,11 @@ class Distorter(Transformer):
                 "s0": report["s0"],
                 "basic_privacy": report["basic_privacy"],
                 "ldp_epsilon_per_item": eps if math.isfinite(eps) else "inf",
+                **{
+                    k: report[k]
+                    for k in ("person", "baskets_per_person", "basic_privacy_per_person", "epsilon_per_person")
+                    if k in report
+                },
             },
         }
         release = DistortedRelease(
@@ -218,5 +256,6 @@ class Distorter(Transformer):
             # the ledger's business, not the release's identity: its write records and budgets it
             ledger=self.ledger,
             epsilon_budget=self._budget(),
+            people=people,
         )
         return release

@@ -219,6 +219,13 @@ class DistortedRelease(TransactionRelease):
         s0 = self.owner_s0()
         if s0 is None or not 0.0 < s0 < 1.0:
             return []
+        copies = int(((self.figures.get("privacy") or {}).get("baskets_per_person") or {}).get("max") or 1)
+        if copies > 1:  # the floor holds for the person: an item in every basket of the most active one
+            from .composition import person_basic_privacy
+
+            bp = person_basic_privacy(p, q, s0, copies)
+            detail = f"of a person's item over their {copies} baskets, at s0 = {s0:.4g}, the average item support of the input"
+            return [self.floor(BASIC_PRIVACY, bp >= floor, bp, floor, detail=detail)]
         bp = basic_privacy(p, q, s0=s0)
         return [
             self.floor(BASIC_PRIVACY, bp >= floor, bp, floor, detail=f"at s0 = {s0:.4g}, the average item support of the input")
@@ -227,19 +234,25 @@ class DistortedRelease(TransactionRelease):
     # ------------------------------------------------------------------ ledger
     def ledger_figures(self) -> dict[str, Any]:
         """p, q, n_items, the floor, the budget, ε per item and per record; and the owner's s0 and
-        basic privacy at it (the ledger is the owner's: no public file shows them)."""
+        basic privacy at it (the ledger is the owner's: no public file shows them); who the
+        person is (``person_kind``)."""
         from .composition import Terms
 
-        return Terms.of_release(self).figures()
+        out = Terms.of_release(self).figures()
+        if self.people is not None:
+            out["person_kind"] = self.people.kind
+        return out
 
-    def compose(self, earlier: Any, ledger: Any, rows: Any = None) -> Any:
-        """Sequential composition with the earlier EMASK releases of the input: ε per item and
-        per record add up, the basic privacy of a bit seen in every release, and the limits
-        (:func:`.composition.compose_release`). Nothing per record is needed: every figure
-        follows from the releases' parameters and the input's s0."""
+    def compose(self, earlier: Any, ledger: Any, people: Any = None) -> Any:
+        """Sequential composition with the earlier EMASK releases of the input, and once written
+        with every earlier EMASK release that shares people with it: ε per item and per record
+        add up, and per person over all their baskets; the basic privacy of a bit seen in every
+        release (in every basket of the most exposed person), and the limits
+        (:func:`.composition.compose_release`). The ledger keeps each person's number of
+        baskets, nothing else."""
         from .composition import compose_release
 
-        return compose_release(self, earlier)
+        return compose_release(self, earlier, people)
 
     # ------------------------------------------------------------------ writing
     def _layout(self, partitions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -565,7 +578,24 @@ class DistortedRelease(TransactionRelease):
             out["s0_estimated_from_release"] = est[0]
             if 0.0 < est[0] < 1.0:
                 out["basic_privacy_at_estimated_s0"] = basic_privacy(p, q, s0=est[0])
+        out.update(self._person_epsilon(eps))
         return out
+
+    def _person_epsilon(self, eps: float) -> dict[str, Any]:
+        """What the release promises a person, from public parameters only: ε per item of a
+        person over their baskets, ``max_baskets_per_person`` × ε when the baskets per person were
+        bounded; ``"unbounded"`` when a person is known and nothing bounds their baskets
+        (docs/emask.md#the-person). Nothing when each record is its own person."""
+        bound = self.parameters.get("max_baskets_per_person")
+        if isinstance(bound, int) and not isinstance(bound, bool) and bound > 0:
+            total = bound * eps
+            return {"epsilon_per_person": total if math.isfinite(total) else "inf", "max_baskets_per_person": bound}
+        if self.manifest is not None:  # read back: what its manifest said
+            said = ((self.manifest.get("summary") or {}).get("privacy") or {}).get("epsilon_per_person")
+            return {"epsilon_per_person": said} if said is not None else {}
+        if self.people is not None and self.people.known:
+            return {"epsilon_per_person": "unbounded (a person's baskets are not bounded: ppdm ingest --max-baskets-per-user)"}
+        return {}
 
     def report_figures(self, original: Any = None, **compute_kwargs: Any) -> Figures:
         """The risk and utility figures of the report.

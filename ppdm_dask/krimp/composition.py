@@ -45,7 +45,7 @@ def ledger_figures(rel: GeneratedRelease) -> dict[str, Any]:
     return {"rows": rel.parameters.get("n_rows"), **rel.public_privacy()}
 
 
-def compose(rel: GeneratedRelease, earlier: Sequence[Record], ledger: Any, rows: Any = None) -> Composition:
+def compose(rel: GeneratedRelease, earlier: Sequence[Record], ledger: Any, people: Any = None) -> Composition:
     """The number of releases of the input and which earlier ones are readable
     (:func:`~ppdm_dask.ledger.earlier.count_composition`)."""
     return count_composition(rel, earlier)

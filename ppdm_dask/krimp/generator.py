@@ -1039,6 +1039,7 @@ class KrimpGenerator(Estimator):
         are kept in memory, see :mod:`.uniques`).
         """
         from ..data.digest import content_digest_lazy
+        from ..data.persons import transaction_people
         from ..data.sources import source_of
         from ..mining import min_count_of
         from ..progress import compute
@@ -1092,9 +1093,11 @@ class KrimpGenerator(Estimator):
             "exclude": [np.asarray(list(x)).tolist() for x in exclude],
         }
         self._source = source_of(X)
-        # private: the input's content digest (release identity) and its unique records
+        # private: the input's content digest (release identity), its unique records and whose
+        # its records are (each its own person, or its record_id: the ledger's joins)
         self._input_digest = digest
         self._uniques = uniques
+        self._people = transaction_people(tx)
         self.report_ = {
             "n_rows": tx.n_transactions,
             "n_domains": len(domains),
@@ -1158,11 +1161,14 @@ class KrimpGenerator(Estimator):
         gen._source = None
         gen._input_digest = None
         gen._uniques = None
+        gen._people = None
         if data is not None:
+            from ..data.persons import transaction_people
             from ..data.sources import source_of
 
             gen._source = source_of(data)
             gen._input_digest, gen._uniques = gen._input_facts(data)
+            gen._people = transaction_people(_as_transactions(data))
         gen.report_ = {
             "n_rows": gen.n_rows_,
             "n_domains": len(gen.domains_),
@@ -1258,6 +1264,7 @@ class KrimpGenerator(Estimator):
             input_digest=digest,
             redraws=stats,
             ledger=self.ledger,
+            people=getattr(self, "_people", None),
         )
 
     def _input_facts(self, X: Any) -> tuple[bytes, np.ndarray | None]:

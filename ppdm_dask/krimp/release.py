@@ -205,12 +205,12 @@ class GeneratedRelease(TransactionRelease):
 
         return ledger_figures(self)
 
-    def compose(self, earlier: Any, ledger: Any, rows: Any = None) -> Any:
+    def compose(self, earlier: Any, ledger: Any, people: Any = None) -> Any:
         """The number of releases of the input and which earlier ones are still readable; the
         copies of their union are the report's (:func:`.composition.union_figures`)."""
         from .composition import compose
 
-        return compose(self, earlier, ledger, rows)
+        return compose(self, earlier, ledger, people)
 
     # ------------------------------------------------------------------ public and owner figures
     def public_privacy(self) -> dict[str, Any]:

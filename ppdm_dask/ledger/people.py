@@ -48,6 +48,10 @@ __all__ = [
     "write_meta",
     "people_of",
     "read_range",
+    "read_all",
+    "keyed_people",
+    "write_side_table",
+    "read_side_table",
     "overlaps",
     "join",
 ]
@@ -182,6 +186,31 @@ def bucket_tasks(
         write(fs, root, uid, bits, b, [p[b] for p in parts], agg, dask_key_name=f"{name}-write-{token}-{b}")
         for b in range(n_buckets)
     ]
+
+
+def keyed_people(ledger: Ledger, hashes: np.ndarray) -> np.ndarray:
+    """The keyed pseudonyms of ``(rows, 2)`` unkeyed person hashes (on the driver)."""
+    return K.person_ids(hashes, *person_words(ledger))
+
+
+def write_side_table(ledger: Ledger, uid: str, name: str, table: Mapping[str, np.ndarray]) -> None:
+    """A further table of a release's people (e.g. the k-NN edges of a k-variance release
+    between persons), ``people/<record>/<name>.parquet``."""
+    ledger._put(posixpath.join(ledger.root, PEOPLE_DIR, uid, f"{name}.parquet"), _table_bytes(dict(table)))
+
+
+def read_side_table(ledger: Ledger, uid: str, name: str) -> K.Table | None:
+    """A table written by :func:`write_side_table`, or None."""
+    try:
+        return _read_file(ledger.fs, posixpath.join(ledger.root, PEOPLE_DIR, uid, f"{name}.parquet"), None)
+    except FileNotFoundError:
+        return None
+
+
+def read_all(ledger: Ledger, ref: PeopleRef, columns: Sequence[str] | None = None) -> K.Table:
+    """Every person of a release (on the driver: for joins that need them all, e.g. graphs)."""
+    parts = [read_range(ledger.fs, ledger.root, ref, b, ref.bits, columns) for b in range(1 << ref.bits)]
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def write_meta(ledger: Ledger, ref: PeopleRef) -> None:

@@ -1,30 +1,34 @@
-"""Repeated sketch releases of one input composed in the ledger (docs/sketches.md#repeated-releases).
+"""Repeated sketch releases composed in the ledger by person (docs/sketches.md#repeated-releases).
 
-Each release of an input draws its own random vectors (the generator is derived from the key
-and the release's identity), so an adversary holding two releases of record x has
+Each release draws its own random vectors (the generator is derived from the key and the
+release's identity), so an adversary holding two releases of a person's record x has
 ``m_1 + m_2`` independent components of it: the attribute estimates average over all of them
-and their variance falls to ``V_x / (m_1 + m_2)``. The ledger therefore stores, per record and
-in the input's row order, what a later release needs to compose without the earlier data:
+and their variance falls to ``V_x / (m_1 + m_2)``. The ledger therefore keeps, per person and
+for every release, what a later release needs to compose without the earlier data
+(:mod:`ppdm_dask.ledger.people`):
 
-* column 0: m, the components the record got in this release (0 = suppressed);
-* column 1: ``V_x = |x|^2 - max_t x_t^2`` (the δ rule's variance; 0 with at most one non-zero);
-* k-variance releases only, ``k`` columns of the record's k-NN neighbours (global rows, -1 =
-  none) and ``k`` columns of their bounds ``M_ij`` (not capped at ``m_max``, so that bounds
-  above one release's cap still count when components of several releases add up).
+* ``m``: the most components any record of the person got in the release (0 = suppressed);
+* ``v``: the smallest ``V_x = |x|^2 - max_t x_t^2`` of the person's records (the δ rule's
+  variance; 0 with at most one non-zero) — the person's most exposed record, as if the same
+  record came back in every release;
+* k-variance releases only: the edges of the k-NN graph between persons, with their bounds
+  ``M_ij`` (not capped at ``m_max``, so that bounds above one release's cap still count when
+  components of several releases add up), in ``people/<record>/_edges.parquet``.
 
-The checks:
+The checks, over every earlier sketch release that shares people with this one:
 
 * composed δ-anonymity (when one of the composed releases is δ-anonymous): with δ the smallest
-  δ of those releases (the weakest promise made), a record breaks the condition when
-  ``sum_r m_r > floor(V_x / δ)``; the owner's figure ``delta_met`` is the δ the releases
-  together still guarantee, ``min V_x / sum_r m_r`` over the records with a component;
+  δ of those releases (the weakest promise made), a person breaks the condition when
+  ``sum_r m_r > floor(v / δ)``; the owner's figure ``delta_met`` is the δ the releases together
+  still guarantee, ``min v / sum_r m_r`` over the people with a component;
 * composed k-variance anonymity (when one of them is k-variance anonymous): the dot product
   x_i.x_j is estimated from ``min(m_i, m_j)`` components of each release, so an edge (i, j) of
   the k-NN graph of a k-variance release breaks when ``sum_r min(m_i^r, m_j^r) > M_ij``; a
-  record breaks when one of its edges does.
+  person breaks when one of their edges does. The edges are composed on the driver: a k-NN
+  graph (k edges per record) is held there by the release that built it.
 
-Components of every sketch release of the input count in both checks, whatever its method:
-a component is a component. The kernels are pure numpy; :func:`row_tasks` wires them.
+Components of every sketch release count in both checks, whatever its method: a component is a
+component. The kernels are pure numpy; :func:`row_tasks` wires them.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ __all__ = [
     "compose_sketches",
     "delta_breaks",
     "kvariance_breaks",
+    "bucket_components",
+    "combine_components",
     "DELTA_CHECK",
     "KVARIANCE_CHECK",
 ]
@@ -60,11 +66,7 @@ _BOUND_CAP = 2**53
 
 @dataclass
 class SketchComposition(Composition):
-    """A :class:`~ppdm_dask.ledger.Composition` that also keeps, for the owner, the composed
-    number of components of every record (``composed_m``, input order; never written to a
-    manifest nor to the ledger's JSON)."""
-
-    composed_m: np.ndarray | None = None
+    """A :class:`~ppdm_dask.ledger.Composition` of sketch releases."""
 
 
 # ---------------------------------------------------------------------- kernels (numpy only)
@@ -78,12 +80,9 @@ def record_variance(block: Any, weights: Any = None) -> np.ndarray:
     return np.where(nnz > 1, total - top, 0.0)
 
 
-def ledger_block(m: np.ndarray, v: np.ndarray, edges: np.ndarray | None = None) -> np.ndarray:
-    """Kernel: one block of the values the ledger stores (m, V_x[, neighbours, bounds])."""
-    cols = [np.asarray(m, dtype=np.float64)[:, None], np.asarray(v, dtype=np.float64)[:, None]]
-    if edges is not None:
-        cols.append(np.asarray(edges, dtype=np.float64))
-    return np.hstack(cols)
+def ledger_block(m: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
+    """Kernel: one block of the values the ledger keeps per record (then per person): m, V_x."""
+    return {"m": np.asarray(m, dtype=np.int64), "v": np.asarray(v, dtype=np.float64)}
 
 
 def delta_breaks(composed_m: np.ndarray, v: np.ndarray, delta: float) -> np.ndarray:
@@ -122,12 +121,51 @@ def edge_columns(graph: Any, threshold: str) -> np.ndarray:
     return np.hstack([indices.astype(np.float64), bounds.astype(np.float64)])
 
 
+# ---------------------------------------------------------------------- the join (kernels)
+def bucket_components(
+    own: dict[str, np.ndarray], theirs: list[dict[str, np.ndarray]], *, delta: float | None, weighted: bool
+) -> dict[str, Any]:
+    """Join kernel: for the people of this release in one bucket range, their components summed
+    over this release and the earlier sketch releases (``theirs``), and their smallest ``v``;
+    returns the bucket's counts (people, people breaking the δ condition, the largest composed
+    m, the smallest ``v / m``)."""
+    m = own["m"].astype(np.int64).copy()
+    v = own["v"].astype(np.float64).copy()
+    for t in theirs:
+        _, ia, ib = np.intersect1d(own["person"], t["person"], assume_unique=True, return_indices=True)
+        m[ia] += t["m"][ib].astype(np.int64)
+        v[ia] = np.minimum(v[ia], t["v"][ib])
+    w = own["records"].astype(np.int64) if weighted else np.ones(m.size, np.int64)
+    out: dict[str, Any] = {
+        "people": int(w.sum()),
+        "max_m": int(m.max()) if m.size else 0,
+        "breaking": int(w[delta_breaks(m, v, delta)].sum()) if delta is not None else 0,
+        "delta_met": float(np.min(v[m > 0] / m[m > 0])) if (m > 0).any() else None,
+    }
+    return out
+
+
+def combine_components(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    mets = [p["delta_met"] for p in parts if p["delta_met"] is not None]
+    return {
+        "people": sum(p["people"] for p in parts),
+        "max_m": max(p["max_m"] for p in parts),
+        "breaking": sum(p["breaking"] for p in parts),
+        "delta_met": min(mets) if mets else None,
+    }
+
+
+def _components_kernel(
+    own: dict[str, np.ndarray], theirs: list[dict[str, np.ndarray]], delta: float | None, weighted: bool
+) -> dict[str, Any]:
+    return bucket_components(own, theirs, delta=delta, weighted=weighted)
+
+
 # ---------------------------------------------------------------------- wiring
 def row_tasks(release: Any) -> list[Any] | None:
     """One lazy task per row chunk of ``release.data`` computing its :func:`ledger_block` in
     the input's row order, from the release's components and the input it was made from
-    (None when the release does not hold its input, e.g. one read back from disk). A
-    k-variance release also stores its k-NN edges (:func:`edge_columns`)."""
+    (None when the release does not hold its input, e.g. one read back from disk)."""
     import dask
     import dask.array as da
 
@@ -142,38 +180,71 @@ def row_tasks(release: Any) -> list[Any] | None:
         v = tx.blocks.map_blocks(record_variance, None, drop_axis=1, dtype=np.float64, meta=meta)
     if v.chunks[0] != m.chunks[0]:
         v = v.rechunk((m.chunks[0],))
-    knn = getattr(release, "_ledger_graph", None)  # (k-NN graph, threshold) of a k-variance release
-    edges = edge_columns(*knn) if knn is not None else None
-    starts = np.cumsum((0,) + tuple(m.chunks[0]))
     block = dask.delayed(ledger_block, pure=True)
-    return [
-        block(mb, vb, None if edges is None else edges[starts[i] : starts[i + 1]])
-        for i, (mb, vb) in enumerate(zip(m.to_delayed().ravel(), v.to_delayed().ravel()))
-    ]
-
-
-def _values_now(release: Any) -> np.ndarray | None:
-    """The release's :func:`ledger_block` values computed now (None without its input)."""
-    from ..progress import compute
-
-    tasks = row_tasks(release)
-    if not tasks:
-        return None
-    (parts,) = compute(tasks, progress=False)
-    return np.concatenate([np.asarray(p) for p in parts])
+    return [block(mb, vb) for mb, vb in zip(m.to_delayed().ravel(), v.to_delayed().ravel())]
 
 
 def _method(record: Any) -> tuple[str, dict[str, Any]]:
     return str(record.get("method") or ""), dict(record.get("parameters") or {})
 
 
-def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, rows: Any = None) -> SketchComposition:
-    """The sketch release ``release`` composed with the ``earlier`` releases of its input.
+def edges_table(release: Any, ledger: Any, compute_kwargs: dict[str, Any]) -> dict[str, np.ndarray] | None:
+    """The k-NN edges of a k-variance release between persons: ``person``, ``neighbour`` (keyed
+    pseudonyms) and ``bound`` (M_ij), one row per edge; None for a δ release."""
+    from ..ledger.people import keyed_people
+    from ..progress import compute
 
-    ``rows`` are this release's :func:`ledger_block` values once the sketches are written; before
-    the work (``rows`` None) they are computed from the input when an earlier sketch release is
-    recorded (one pass, no sketching), so that a release beyond a limit is refused before it is
-    sketched. Every record's components are added up over the releases and checked."""
+    knn = getattr(release, "_ledger_graph", None)
+    people = getattr(release, "people", None)
+    if knn is None or people is None:
+        return None
+    edges = edge_columns(*knn)
+    k = edges.shape[1] // 2
+    nbr, bounds = edges[:, :k].astype(np.int64), edges[:, k:]
+    (blocks,) = compute(people.blocks, **{**compute_kwargs, "progress": False})
+    ids = keyed_people(ledger, np.concatenate([np.asarray(b) for b in blocks]) if blocks else np.zeros((0, 2), np.uint64))
+    valid = nbr >= 0
+    rows = np.repeat(np.arange(nbr.shape[0]), k).reshape(nbr.shape)
+    return {"person": ids[rows[valid]], "neighbour": ids[nbr[valid]], "bound": bounds[valid]}
+
+
+def _all_people(ledger: Any, ref: Any) -> dict[str, np.ndarray]:
+    from ..ledger.people import read_all
+
+    return read_all(ledger, ref, ["m", "v"])
+
+
+def _lookup(table: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+    """m of each pseudonym of ``ids`` in a release's people (0 where it does not hold them)."""
+    pos = np.searchsorted(table["person"], ids)
+    pos = np.minimum(pos, max(table["person"].size - 1, 0))
+    hit = (table["person"][pos] == ids) if table["person"].size else np.zeros(ids.size, bool)
+    return np.where(hit, table["m"][pos] if table["person"].size else 0, 0).astype(np.int64)
+
+
+def _edge_breaks(ledger: Any, mine: Any, edge_sets: list[dict[str, np.ndarray]], refs: list[Any]) -> int:
+    """People with a k-NN edge (in any composed k-variance release) whose shared components over
+    every composed release exceed its bound (driver side: the edges and the releases' m)."""
+    tables = [_all_people(ledger, r) for r in refs]
+    bad: set[int] = set()
+    for e in edge_sets:
+        if e is None or not e["person"].size:
+            continue
+        shared = np.zeros(e["person"].size, np.int64)
+        for t in tables:
+            shared += np.minimum(_lookup(t, e["person"]), _lookup(t, e["neighbour"]))
+        bad.update(np.unique(e["person"][shared > e["bound"]]).tolist())
+    return len(bad)
+
+
+def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, people: Any = None) -> SketchComposition:
+    """The sketch release ``release`` composed with the ``earlier`` releases that share its input
+    or its people.
+
+    Before the work (``people`` None): what will be composed. Once the sketches are written
+    (``people``: a :class:`~ppdm_dask.ledger.PeopleJoin`), every person's components are added
+    up over the sketch releases that hold them (:func:`bucket_components`) and checked; the
+    k-NN edges of the k-variance releases are checked on the driver."""
     comp = SketchComposition(list(earlier))
     sketches = [r for r in earlier if r.family == "sketch"]
     others = len(earlier) - len(sketches)
@@ -188,76 +259,64 @@ def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, rows: An
     # public: parameters of the releases only (never a count of the input's records)
     comp.public = {"sketch_releases": len(methods), "delta": delta, "k_variance_releases": n_kvar}
     if others:
-        comp.notes.append(f"{others} release(s) of other families of this input are counted, not composed with sketches")
-    if rows is None:
-        # before the work: one pass over the input (no sketching) refuses a release that would
-        # break a limit before it is sketched and written; checked again once written
-        rows = _values_now(release) if sketches else None
-        if rows is None:
-            if sketches:
-                comp.notes.append(
-                    "each record's components over the releases are added up and checked once the "
-                    "sketches are written, before the commit"
-                )
-            return comp
-
-    current = np.asarray(rows, dtype=np.float64)
-    if current.ndim != 2 or current.shape[1] < 2:
-        comp.notes.append("this release's per-record values are not the sketch layout: nothing composed per record")
-        return comp
-    n = current.shape[0]
-    tables: list[np.ndarray] = []
-    for r in sketches:
-        got = ledger.read_rows(r)
-        if got is None or np.ndim(got) != 2 or got.shape[0] != n or got.shape[1] < 2:
+        comp.notes.append(f"{others} release(s) of other families are counted, not composed with sketches")
+    if people is None:
+        if sketches:
             comp.notes.append(
-                f"release {r.release_id or r.uid} holds no per-record values in the ledger: its components are not counted"
+                "each person's components over the releases are added up and checked once the sketches are "
+                "written, before the commit"
             )
-            continue
-        tables.append(np.asarray(got, dtype=np.float64))
-    tables.append(current)
-    ms = [t[:, 0].astype(np.int64) for t in tables]
-    composed = np.sum(ms, axis=0) if n else np.zeros(0, np.int64)
-    comp.composed_m = composed
-    comp.figures["max_components_per_record"] = int(composed.max()) if n else 0
-    v = current[:, 1]
+        return comp
+    from functools import partial
+
+    joined = [(r, ref) for r, ref, _ in people.earlier if r.family == "sketch"]
+    weighted = people.mine.kind == "record"
+    kernel = partial(_components_kernel, delta=delta, weighted=weighted)
+    total = people.join(kernel, combine_components, columns=["m", "v"])
+    unit = "records (each record its own person)" if weighted else "people"
+    comp.figures["max_components_per_person"] = int(total["max_m"])
+    if people.missing:
+        comp.notes.append(
+            f"{len(people.missing)} earlier release(s) of this input hold no people in the ledger: their components are not counted"
+        )
     if delta is not None:
-        bad = delta_breaks(composed, v, delta)
-        count = int(bad.sum())
-        comp.figures["records_breaking_delta_condition"] = count
+        count = int(total["breaking"])
+        n = int(total["people"])
+        comp.figures["people_breaking_delta_condition"] = count
         comp.figures["share_breaking_delta_condition"] = count / n if n else 0.0
-        # the δ the releases together still guarantee: the smallest V_x / m over records with a component
-        has = composed > 0
-        comp.figures["delta_met"] = float(np.min(v[has] / composed[has])) if has.any() else None
+        comp.figures["delta_met"] = total["delta_met"]
         comp.checks.append(
             Check(
                 DELTA_CHECK,
                 count == 0,
                 count,
                 0,
-                detail=f"records whose sketches of {len(tables)} release(s) together have more than floor(V_x/δ) components "
-                f"(δ = {delta:g}, the smallest δ of the composed releases)",
+                detail=f"{unit} whose sketches of {len(joined) + 1} release(s) together have more than floor(V_x/δ) "
+                f"components (δ = {delta:g}, the smallest δ of the composed releases)",
             )
         )
-    kvar = [t for t in tables if t.shape[1] > 2]
-    if kvar:
-        bad = np.zeros(n, dtype=bool)
-        for t in kvar:
-            k = (t.shape[1] - 2) // 2
-            bad |= kvariance_breaks(ms, t[:, 2 : 2 + k].astype(np.int64), t[:, 2 + k : 2 + 2 * k])
-        count = int(bad.sum())
-        comp.figures["records_breaking_k_variance"] = count
-        comp.figures["share_breaking_k_variance"] = count / n if n else 0.0
-        comp.checks.append(
-            Check(
-                KVARIANCE_CHECK,
-                count == 0,
-                count,
-                0,
-                detail=f"records with a k-NN edge whose shared components over {len(tables)} release(s), "
-                "sum of min(m_i, m_j), exceed the edge's bound M_ij",
+    if n_kvar:
+        mine_edges = edges_table(release, people.ledger, people.compute_kwargs)
+        store = people.ledger
+        from ..ledger.people import read_side_table, write_side_table
+
+        if mine_edges is not None:
+            write_side_table(store, people.mine.uid, "_edges", mine_edges)
+        edge_sets = [mine_edges] + [read_side_table(store, ref.uid, "_edges") for _, ref in joined]
+        refs = [people.mine] + [ref for _, ref in joined]
+        if not any(e is not None for e in edge_sets):
+            comp.notes.append("no k-NN graph of the k-variance release(s) in the ledger: k-variance not composed")
+        else:
+            count = _edge_breaks(store, people.mine, [e for e in edge_sets if e is not None], refs)
+            comp.figures["people_breaking_k_variance"] = count
+            comp.checks.append(
+                Check(
+                    KVARIANCE_CHECK,
+                    count == 0,
+                    count,
+                    0,
+                    detail=f"{unit} with a k-NN edge whose shared components over {len(refs)} release(s), "
+                    "sum of min(m_i, m_j), exceed the edge's bound M_ij",
+                )
             )
-        )
-    elif n_kvar:
-        comp.notes.append("no k-NN graph of the k-variance release(s) in the ledger: k-variance not composed")
     return comp

@@ -284,6 +284,13 @@ class SketchRelease(Release):
         super().__init__(data, **kwargs)
         self._ledger_input = ledger_input
         self._ledger_graph = ledger_graph
+        if self.people is None and ledger_input is not None and data is not None:
+            # whose each record is, cut as the ledger's rows (the chunks of the components m)
+            from ..data.persons import rechunk_people, transaction_people
+
+            self.people = rechunk_people(
+                transaction_people(ledger_input), ledger_input.partition_rows, [int(c) for c in data.m.chunks[0]]
+            )
 
     def ledger_figures(self) -> dict[str, Any]:
         """The parameters a later release composes with: the method, δ or k, and ``m_max``."""
@@ -295,20 +302,24 @@ class SketchRelease(Release):
             out["delta"] = p.get("delta")
         return out
 
+    def ledger_columns(self) -> dict[str, str]:
+        """Per person: the most components one of their records got, and the smallest ``V_x``."""
+        return {"m": "max", "v": "min"} if self._ledger_input is not None else {}
+
     def ledger_rows(self, blocks: list[Any]) -> list[Any] | None:
-        """Per record, in input order: its components m and ``V_x`` (and, for k-variance, its
-        k-NN neighbours and their bounds), one task per row chunk of :attr:`data` built from the
-        input the release was made from (docs/sketches.md#repeated-releases)."""
+        """Per record, in input order: its components m and ``V_x``, one task per row chunk of
+        :attr:`data` built from the input the release was made from
+        (docs/sketches.md#repeated-releases); the people are cut the same way (:attr:`people`)."""
         from .composition import row_tasks
 
         return row_tasks(self)
 
-    def compose(self, earlier: Any, ledger: Any, rows: Any = None) -> Any:
-        """Every record's components added up over the sketch releases of its input, checked
+    def compose(self, earlier: Any, ledger: Any, people: Any = None) -> Any:
+        """Every person's components added up over the sketch releases that hold them, checked
         against the δ condition and the k-variance bounds (:func:`.composition.compose_sketches`)."""
         from .composition import compose_sketches
 
-        return compose_sketches(self, earlier, ledger, rows)
+        return compose_sketches(self, earlier, ledger, people)
 
     # ------------------------------------------------------------------ reading hooks
     @classmethod

@@ -146,7 +146,10 @@ def test_two_releases_then_a_third_beyond_the_budget(tx, tmp_path):
 
     m2 = est[1].fit_transform(tx).write(str(tmp_path / "r1"), notify=notify)
     text = "\n".join(s for s, _ in said)
-    assert all(listing == ["r0"] for _, listing in said), said  # said before the work
+    before = [listing for line, listing in said[: [s for s, _ in said].index("ledger: this input has 1 earlier release(s):") + 6]]
+    assert all(listing == ["r0"] for listing in before), said  # said before the work
+    # once written (before the commit), the composition by person: each record its own person here
+    assert "1 earlier release(s) share this input or its people" in text and "people shared" in text
     assert "this input has 1 earlier release(s)" in text and m1["release"]["id"] in text
     n = tx.n_items
     assert f"composed epsilon per item: {2 * LN20:.4g}" in text

@@ -81,7 +81,9 @@ def _check_eight(ledger: Ledger) -> None:
     assert len(records) == 8 and {r.status for r in records} == {"committed"}
     assert len({r["input"] for r in records}) == 1  # eight keys, one input
     # admission is serialised by the input's lock: the k-th job saw the k - 1 before it
-    assert sorted(r.composition["releases"] for r in records) == list(range(1, 9))
+    assert sorted(r.data["composition"]["releases"] for r in records) == list(range(1, 9))
+    # once written, each composed with every other one recorded by then (a pending one counts)
+    assert all(r.composition["releases"] >= r.data["composition"]["releases"] for r in records)
 
 
 def test_eight_concurrent_jobs_lose_no_record(tmp_path):

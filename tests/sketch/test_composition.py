@@ -1,6 +1,7 @@
-"""Repeated sketch releases of one input composed in the ledger: the components per record
-recounted from the written releases (keyed row order undone by the owner) against the ledger's
-figures, the refusal and its override, partition independence, k-variance edges."""
+"""Repeated sketch releases composed in the ledger by person (here each record its own person):
+the components per record recounted from the written releases (keyed row order undone by the
+owner) against the ledger's figures, the refusal and its override, partition independence,
+k-variance edges."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import scipy.sparse as sp
 from ppdm_dask import TransactionArray
 from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.ledger import CompositionRefused, Ledger
+from ppdm_dask.ledger.people import people_of, read_all
 from ppdm_dask.random import Key
 from ppdm_dask.release.order import output_positions
 from ppdm_dask.sketch import DeltaAnonymizer, KVarianceAnonymizer
@@ -60,7 +62,7 @@ def test_two_delta_releases_recounted_from_their_files_match_the_ledger(tmp_path
     with pytest.raises(CompositionRefused, match="allow_composition=True") as refused:
         second.write(str(tmp_path / "refused"))
     assert DELTA_CHECK in str(refused.value) and "--allow-composition" in cli_message(refused.value)
-    assert "1 earlier release(s) of this input" in str(refused.value)
+    assert "1 earlier release(s) in the ledger" in str(refused.value) and "180 people shared" in str(refused.value)
     assert not (tmp_path / "refused").exists()
     manifest = second.write(str(tmp_path / "second"), allow_composition=True)
 
@@ -75,17 +77,19 @@ def test_two_delta_releases_recounted_from_their_files_match_the_ledger(tmp_path
     breaking = m * delta > _variance(x) + 1e-9  # m > V_x / δ, i.e. beyond floor(V_x / δ)
     assert 0 < breaking.sum() < x.shape[0]
 
-    # what the ledger reports: its per-record values and the composition's figure
+    # what the ledger reports: its per-person values and the composition's figure
     ledger = Ledger()
     records = [r for r in ledger.records() if r.status == "committed"]
-    # refused before its work: no record of the refused job, and its message names the figure
-    assert len(records) == 2 and len(ledger.records()) == 2
+    # refused once written (before the commit): its record says so, its message names the figure
+    assert len(records) == 2 and [r.status for r in ledger.records()].count("not committed") == 1
     assert f"{DELTA_CHECK}: {int(breaking.sum())} (needs 0)" in str(refused.value)
-    stored = sum(ledger.read_rows(r)[:, 0] for r in records)
-    np.testing.assert_array_equal(stored, m)
-    np.testing.assert_array_equal(second.composition.composed_m, m)
+    stored = [read_all(ledger, people_of(ledger, r)) for r in records]
+    assert stored[0]["person"].size == stored[1]["person"].size == x.shape[0]  # every record its own person
+    np.testing.assert_array_equal(stored[0]["person"], stored[1]["person"])
+    assert sorted((stored[0]["m"] + stored[1]["m"]).tolist()) == sorted(m.tolist())
+    assert second.composition.figures["max_components_per_person"] == int(m.max())
     figures = records[-1].composition["figures"]
-    assert figures["records_breaking_delta_condition"] == int(breaking.sum())
+    assert figures["people_breaking_delta_condition"] == int(breaking.sum())
     assert figures["share_breaking_delta_condition"] == pytest.approx(breaking.mean())
     assert figures["delta"] == delta
     has = m > 0  # the δ the two releases together still guarantee
@@ -107,7 +111,7 @@ def test_a_release_alone_meets_its_condition_and_a_weak_enough_second_one_passes
     first = DeltaAnonymizer(delta=3.0, m_max=12, key=Key(21)).fit_transform(tx)
     man = first.write(str(tmp_path / "first"))
     assert man["release"]["ledger"]["composition"]["limits"] == [{"name": DELTA_CHECK, "ok": True, "overridden": False}]
-    assert first.composition.figures["records_breaking_delta_condition"] == 0
+    assert first.composition.figures["people_breaking_delta_condition"] == 0
     # a release whose δ is so large that it suppresses everything adds no component: it passes
     big = float(_variance(x).max()) + 1.0
     second = DeltaAnonymizer(delta=big, m_max=12, key=Key(22)).fit_transform(tx)
@@ -126,8 +130,7 @@ def test_composed_figures_do_not_depend_on_the_partitioning(tmp_path, npartition
         _, second = _write_two(tmp_path / name, tx, ledger=ledger)
         second.write(str(tmp_path / name / "second"), allow_composition=True)
         got.append(second.composition)
-    assert got[0].figures == got[1].figures
-    np.testing.assert_array_equal(got[0].composed_m, got[1].composed_m)
+    assert got[0].figures == got[1].figures and got[0].figures["people_breaking_delta_condition"] > 0
 
 
 def _edge_bound(xi, xj):
@@ -159,8 +162,8 @@ def test_two_kvariance_releases_compose_their_shared_components_per_edge(tmp_pat
             shared = min(m1[i], m1[j]) + min(m2[i], m2[j])
             bad[i] |= shared > _edge_bound(x[i], x[j])
     assert bad.any()
-    assert second.composition.figures["records_breaking_k_variance"] == int(bad.sum())
-    np.testing.assert_array_equal(second.composition.composed_m, m1 + m2)
+    assert second.composition.figures["people_breaking_k_variance"] == int(bad.sum())
+    assert second.composition.figures["max_components_per_person"] == int((m1 + m2).max())
 
 
 def test_delta_release_after_kvariance_counts_its_components(tmp_path):
@@ -173,5 +176,5 @@ def test_delta_release_after_kvariance_counts_its_components(tmp_path):
     total = est.m_.astype(int) + np.asarray(m, int)
     want = int((total * 3.0 > _variance(x) + 1e-9).sum())
     comp = delta.composition
-    assert comp.figures["records_breaking_delta_condition"] == want and want > 0
+    assert comp.figures["people_breaking_delta_condition"] == want and want > 0
     assert {c.name for c in comp.checks} == {DELTA_CHECK, KVARIANCE_CHECK}
