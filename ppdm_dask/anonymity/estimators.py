@@ -85,6 +85,17 @@ def _hierarchy_names(hierarchies: Mapping[str, Hierarchy]) -> dict[str, str]:
     return {a: f"{h.kind}, {h.levels} levels" for a, h in sorted(hierarchies.items())}
 
 
+def _merged(base: dict[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with the sections of ``more`` added (a section's figures merged, not replaced)."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
+    for section, values in more.items():
+        if isinstance(values, Mapping) and isinstance(out.get(section), dict):
+            out[section].update(values)
+        else:
+            out[section] = values
+    return out
+
+
 def _column_names(value: Any) -> tuple[str, ...]:
     """Column names given as one name, a comma-separated string or a sequence (None: none)."""
     if value is None:
@@ -216,7 +227,7 @@ class _TableAnonymizer(Estimator):
             res.table,
             method=info["method"],
             parameters=self.parameters_,
-            figures={**_figures(res, bool(self.parameters_.get("keep_suppressed"))), **(figures or {})},
+            figures=_merged(_figures(res, bool(self.parameters_.get("keep_suppressed"))), figures or {}),
             roles=self.roles_,
             key=self.key_,
             source=info["source"],
@@ -276,6 +287,11 @@ class KAnonymizer(_TableAnonymizer):
         The column(s) naming whose each record is (never published: an identifier). Default: the
         identifier columns; without any, each record is its own person. The ledger composes the
         release with every earlier release that holds the same people (docs/ledger.md#the-person).
+    consistent : bool
+        Anonymise consistently with the earlier table releases in the ledger that hold the same
+        people (a refreshed extract): their intersection classes keep at least k people and their
+        sensitive values stay diverse, at the cost of suppressing whom that cannot hold for
+        (:mod:`.consistent`); the figures compare it with a fresh anonymisation.
 
     Attributes
     ----------
@@ -308,6 +324,7 @@ class KAnonymizer(_TableAnonymizer):
         t_kind: str = "auto",
         ledger: Any = "default",
         person: Any = None,
+        consistent: bool = False,
     ) -> None:
         self.quasi_identifiers = quasi_identifiers
         self.k = k
@@ -328,6 +345,7 @@ class KAnonymizer(_TableAnonymizer):
         self.key = key
         self.ledger = ledger
         self.person = person
+        self.consistent = consistent
 
     _parameter_constraints = {"k": COUNT_CONSTRAINTS["k"], "method": [Options(METHODS)]}
 
@@ -372,15 +390,81 @@ class KAnonymizer(_TableAnonymizer):
             t_kind=self.t_kind,
         )
         _resolved_t(params, res.t_kind)
+        self.consistent_ = None
+        if self.consistent:
+            res = self._consistent(prep, res, fs, params, client=client, progress=progress)
         self.result_ = res
         self.report_ = res.summary()
+        if self.consistent_ is not None:
+            self.report_["consistent"] = self.consistent_
         self._fitted(prep, params, self.method, fs)
         return self
+
+    def _consistent(
+        self, prep: dict[str, Any], fresh: AnonymizationResult, fs: Any, params: dict[str, Any], *, client: Any, progress: bool
+    ) -> AnonymizationResult:
+        """The consistent release of the extract (:mod:`.consistent`), its figures beside those of
+        the fresh anonymisation ``fresh`` in :attr:`consistent_`."""
+        from ..ledger.compose import resolve
+        from .consistent import consistent_anonymize
+
+        if self.t is not None:
+            raise InvalidParameter("a consistent release does not support t-closeness", fix="`consistent` without `t`")
+        ledger = resolve(self.ledger)
+        if ledger is None:
+            raise InvalidParameter(
+                "a consistent release is made against the earlier releases in the ledger: give a ledger",
+                fix="`consistent` with a `ledger`",
+            )
+        if fs is None:
+            fs = self._frequency(prep, required=False, client=client, progress=progress)
+        res, info = consistent_anonymize(
+            prep["ddf"],
+            prep["people"],
+            qi=list(prep["roles"].quasi_identifiers),
+            k=self.k,
+            sensitive=prep["sensitive"],
+            hierarchies=prep["hierarchies"],
+            l=self.l,
+            kind=self.kind,
+            c=self.c,
+            method=self.method,
+            keep=prep["keep"],
+            fs=fs,
+            ledger=ledger,
+            client=client,
+            progress=progress,
+        )
+        params["consistent"] = True
+
+        def utility(r: AnonymizationResult) -> dict[str, Any]:
+            return {
+                "suppressed": int(r.n_suppressed),
+                "suppressed_share": r.n_suppressed / r.n_records if r.n_records else 0.0,
+                "gcp": r.gcp,
+                "classes": int(r.class_sizes.size),
+                "ncp": dict(r.ncp_per_attribute),
+            }
+
+        self.consistent_ = {**info, "consistent": utility(res), "fresh": utility(fresh)}
+        return res
 
     def release(self, *, client: Any = None, progress: bool = False) -> AnonymizedRelease:
         """The release of the fitted table."""
         check_is_fitted(self, "result_")
-        return self._release(self.result_)
+        extra = None
+        info = getattr(self, "consistent_", None)
+        if info is not None:
+            extra = {
+                "utility": {
+                    "fresh anonymisation: suppressed": info["fresh"]["suppressed"],
+                    "fresh anonymisation: gcp": info["fresh"]["gcp"],
+                    "consistent: shared people suppressed": info["shared_people_suppressed"],
+                    "consistent: new records suppressed": info["new_records_suppressed"],
+                },
+                "privacy": {"consistent with earlier releases": len(info["earlier_releases"])},
+            }
+        return self._release(self.result_, extra)
 
 
 class AccessControlAnonymizer(_TableAnonymizer):

@@ -317,6 +317,13 @@ roles = stack(
         metavar="COLS",
         help="Quasi-identifier or insensitive columns accepted although nearly unique per record (recorded).",
     ),
+    click.option(
+        "--person",
+        default=None,
+        metavar="COLS",
+        help="Column(s) naming whose each record is (never published); default: the --identifier columns, else each "
+        "record is its own person. The ledger composes the release with every earlier one holding the same people.",
+    ),
 )
 
 

@@ -17,7 +17,7 @@ import click
 
 from ..anonymity.names import L_KINDS, METHODS, T_KINDS
 from ._core import Context, job, write_release
-from ._options import Number, release_output, roles, roles_from, stack, table_input
+from ._options import Number, release_output, roles, roles_from, split_list, stack, table_input
 from ._summary import emit_release
 
 #: hierarchies and the k / l parameters shared by both commands
@@ -114,6 +114,12 @@ def search_lines(report: dict[str, Any]) -> list[str]:
     help="lattice: optimal full-domain (min discernibility); datafly: greedy full-domain; mondrian: multidimensional partitioning; cluster: clustering l-diverse partition.",
 )
 @click.option("--keep-suppressed", is_flag=True, help="Publish suppressed records (every QI '*') instead of leaving them out.")
+@click.option(
+    "--consistent",
+    is_flag=True,
+    help="A refreshed extract: anonymise consistently with the earlier releases in the ledger that hold the same people "
+    "(their intersection classes keep k people and diverse values; whom that cannot hold for is suppressed).",
+)
 @table_input
 @release_output
 @click.pass_obj
@@ -126,6 +132,7 @@ def anonymize(
     sensitive: str | None,
     insensitive: str | None,
     allow_unique: str | None,
+    person: str | None,
     hierarchy: tuple[str, ...],
     hierarchy_dir: str | None,
     k: int,
@@ -137,6 +144,7 @@ def anonymize(
     max_suppression: float,
     method: str,
     keep_suppressed: bool,
+    consistent: bool,
     sep: str | None,
     dtype: tuple[str, ...],
     schema: str | None,
@@ -166,6 +174,9 @@ def anonymize(
         key=obj.key(),
         t=t,
         t_kind=t_kind,
+        person=split_list(person) or None,
+        consistent=consistent,
+        ledger=obj.ledger() if consistent else "default",
     )
     with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite, estimators=[est]) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)
@@ -244,6 +255,7 @@ def access_control(
     sensitive: str | None,
     insensitive: str | None,
     allow_unique: str | None,
+    person: str | None,
     hierarchy: tuple[str, ...],
     hierarchy_dir: str | None,
     k: int,
@@ -281,6 +293,7 @@ def access_control(
         key=obj.key(),
         t=t,
         t_kind=t_kind,
+        person=split_list(person) or None,
     )
     with job(obj, inputs=[src], outputs=[dst], overwrite=overwrite, estimators=[est]) as j:
         table = obj.read_table(src, sep=sep, dtype=dtype, schema=schema)

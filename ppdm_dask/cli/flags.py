@@ -78,6 +78,8 @@ FLAGS: Mapping[str, str] = {
     "rows_per_partition": "--rows-per-partition",
     # roles of a table
     "identifiers": "--identifier",
+    "person": "--person",
+    "consistent": "--consistent",
     "quasi_identifiers": "--qi",
     "sensitive": "--sensitive",
     "insensitive": "--insensitive",

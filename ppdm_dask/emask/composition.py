@@ -368,13 +368,16 @@ def compose_release(release: Any, earlier: Sequence[Any], people: Any = None) ->
     mine = Terms.of_release(release)
     theirs: list[Terms] = []
     others: list[str] = []
+    bounds: list[int | None] = []
     for rec in earlier:
         t = Terms.of_record(rec)
         if t is None:
             others.append(f"{rec.family}/{rec.get('method')}" if rec.family != "emask" else f"emask {rec.release_id} (no p, q)")
         else:
             theirs.append(t)
+            bounds.append(_bound(dict(rec.get("parameters") or {}), (rec.get("figures") or {}).get("person_kind")))
     terms = [*theirs, mine]
+    bounds.append(_bound(dict(release.parameters), getattr(getattr(release, "people", None), "kind", None)))
     eps_item, eps_record = composed_epsilon(terms)
     floors = [t.privacy_floor for t in terms if t.privacy_floor is not None]
     budgets = [t.epsilon_budget for t in terms if t.epsilon_budget is not None]
@@ -392,17 +395,10 @@ def compose_release(release: Any, earlier: Sequence[Any], people: Any = None) ->
         comp.figures["privacy_floor"] = floor
     if budget is not None:
         comp.figures["epsilon_budget"] = budget
-    kind = getattr(getattr(release, "people", None), "kind", None)
-    bounds = [
-        _bound(dict(r.get("parameters") or {}), (r.get("figures") or {}).get("person_kind"))
-        for r in earlier
-        if r.family == "emask"
-    ]
-    bounds.append(_bound(dict(release.parameters), kind))
+    # what the bounds on baskets per person promise (public parameters only)
     per_person_bound: float | str = "unbounded"
     if all(b is not None for b in bounds):
-        total = sum(int(b) * t.epsilon for b, t in zip(bounds, terms))  # type: ignore[arg-type]
-        per_person_bound = json_number(total)
+        per_person_bound = json_number(sum(float(b or 0) * t.epsilon for b, t in zip(bounds, terms)))
     comp.public.update(
         epsilon_per_item=json_number(eps_item),
         epsilon_per_record=json_number(eps_record),
@@ -421,7 +417,7 @@ def compose_release(release: Any, earlier: Sequence[Any], people: Any = None) ->
 
         kernel = partial(_epsilon_kernel, per_person=flags)
         total_counts = people.join(kernel, combine_epsilon, columns=())
-        by_person = person_figures(total_counts, person_terms, s0, floor, budget)  # type: ignore[arg-type]
+        by_person = person_figures(total_counts, [t for t in person_terms if t is not None], s0, floor, budget)
         comp.figures.update({k: v for k, v in by_person.items() if k != "people"})
         comp.figures["people"] = by_person["people"]
 

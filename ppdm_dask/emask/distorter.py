@@ -229,7 +229,7 @@ class Distorter(Transformer):
         # the distortion draws from the release's own streams (key + identity): one key file
         # never gives two releases correlated noise
         data = distort(self._universe(X), p, q, key=DistortedRelease.streams_for(key, method, parameters, digest))
-        figures = {
+        figures: dict[str, Any] = {
             "records": {"transactions": report["n_transactions"], "items": report["n_items"]},
             # an infinite epsilon (p or q in {0, 1}) is written as "inf": the manifest stays strict JSON
             "privacy": {

@@ -5,8 +5,9 @@ Layout (docs/ledger.md#how-it-is-stored)::
     secret                         32 random bytes (hex): keys the input fingerprints
     records/<input>/<record>.json  one object per release, written before the release's work
     events/<record>/<event>.json   committed | failed | withdrawn | composed, appended later
-    rows/<record>.parquet          per-record values some families compose (private)
-    locks/<input>                  the lock of an input (the commit lock of ppdm's outputs)
+    people/<record>/...            the release's people: per-person values, hash-partitioned
+                                   Parquet (:mod:`.people`; private)
+    locks/<input>, locks/people    the lock of an input, and of the people (ppdm's commit lock)
 
 Why a folder of objects rather than one database file: the same code serves a laptop and a team
 bucket (object stores hold no SQLite file, and SQLite on network file systems loses writes);
@@ -22,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import io
 import json
 import os
 import posixpath
@@ -32,8 +32,6 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from ..errors import DatasetNotFoundError, InvalidParameter
 from .location import default_location
@@ -343,35 +341,9 @@ class Ledger:
         self.event(rec, "withdrawn", reason=str(reason))
         return rec
 
-    # ------------------------------------------------------------------ per-record values
-    def write_rows(self, record: Record, values: np.ndarray) -> None:
-        """Store the per-record values of a release (in the input's row order; private)."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        values = np.asarray(values)
-        cols = {"value": values} if values.ndim == 1 else {f"value{j}": values[:, j] for j in range(values.shape[1])}
-        buf = io.BytesIO()
-        pq.write_table(pa.table(cols), buf, compression="zstd")
-        self._put(self._path("rows", record.uid + ".parquet"), buf.getvalue())
-
-    def read_rows(self, record: Record) -> np.ndarray | None:
-        """The per-record values of a release, or None when the ledger holds none."""
-        import pyarrow.parquet as pq
-
-        path = self._path("rows", record.uid + ".parquet")
-        try:
-            with self.fs.open(path, "rb") as fh:
-                table = pq.read_table(fh)
-        except FileNotFoundError:
-            return None
-        if table.column_names == ["value"]:
-            return table.column("value").to_numpy()
-        return np.column_stack([table.column(c).to_numpy() for c in table.column_names])
-
     # ------------------------------------------------------------------ export
     def export(self, fingerprint: str | None = None) -> dict[str, Any]:
-        """Every record with its events and status, as JSON-ready data (no secret, no values)."""
+        """Every record with its events and status, as JSON-ready data (no secret, no people)."""
         return {"ledger": LEDGER_VERSION, "records": [r.summary() for r in self.records(fingerprint)]}
 
 

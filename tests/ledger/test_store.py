@@ -10,7 +10,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from ppdm_dask.ledger import Ledger
@@ -139,15 +138,3 @@ def test_forget_marks_withdrawn_and_keeps_the_record(tmp_path):
     (back,) = ledger.records()
     assert back.status == "withdrawn" and back.last("withdrawn")["reason"] == "sent to nobody"
     assert ledger.export()["records"][0]["status"] == "withdrawn"
-
-
-def test_per_record_values_round_trip(tmp_path):
-    ledger = Ledger(str(tmp_path / "ledger"))
-    rec = ledger.add({"input": "f" * 32, "release_id": "b" * 32})
-    assert ledger.read_rows(rec) is None
-    v = np.arange(10, dtype=np.uint64) * np.uint64(2**61)
-    ledger.write_rows(rec, v)
-    assert np.array_equal(ledger.read_rows(rec), v)
-    two = np.column_stack([np.arange(5), np.arange(5) * 3])
-    ledger.write_rows(rec, two)
-    assert np.array_equal(ledger.read_rows(rec), two)
