@@ -15,3 +15,18 @@ def write_copies(df: pd.DataFrame, reps: int, files: int, folder: Path) -> int:
     for i in range(files):
         part.to_parquet(folder / f"part-{i:03d}.parquet", index=False)
     return len(part) * files
+
+
+def adult_path(shared: Path | None = None) -> Path | None:
+    """``adult.csv`` of the shared data (``$PPDM_SHARED_DATA`` or ../shared/data beside the
+    checkout), or None when it is not on this machine."""
+    import os
+
+    env = os.environ.get("PPDM_SHARED_DATA")
+    candidates = (
+        ([shared] if shared else []) + ([Path(env)] if env else []) + [Path(__file__).resolve().parents[2] / "shared" / "data"]
+    )
+    for c in candidates:
+        if (c / "adult" / "adult.csv").is_file():
+            return c / "adult" / "adult.csv"
+    return None

@@ -25,11 +25,10 @@ from _timing import best_of
 
 
 def _shared_adult() -> Path | None:
-    env = os.environ.get("PPDM_SHARED_DATA")
-    for c in ([Path(env)] if env else []) + [Path(__file__).resolve().parents[2] / "shared" / "data"]:
-        if (c / "adult" / "adult.csv").is_file():
-            return c / "adult"
-    return None
+    from _adult import adult_path
+
+    path = adult_path()
+    return path.parent if path is not None else None
 
 
 def _fresh(path: str) -> str:

@@ -159,7 +159,9 @@ def consistent_anonymize(
     from .anonymize import AnonymizationResult, _region_labels, anonymize
 
     if ledger is None:
-        raise InvalidParameter("a consistent release needs the ledger of the earlier releases", fix="`consistent` with a `ledger`")
+        raise InvalidParameter(
+            "a consistent release needs the ledger of the earlier releases", fix="`consistent` with a `ledger`"
+        )
     qi = list(qi)
     cols = [*qi, *([sensitive] if sensitive else [])]
     # two computes: a dataframe expression and delayed blocks do not mix in one graph

@@ -205,7 +205,12 @@ def edges_table(release: Any, ledger: Any, compute_kwargs: dict[str, Any]) -> di
     ids = keyed_people(ledger, np.concatenate([np.asarray(b) for b in blocks]) if blocks else np.zeros((0, 2), np.uint64))
     valid = nbr >= 0
     rows = np.repeat(np.arange(nbr.shape[0]), k).reshape(nbr.shape)
-    return {"person": ids[rows[valid]], "neighbour": ids[nbr[valid]], "bound": bounds[valid]}
+    (m,) = compute(release.data.m, **{**compute_kwargs, "progress": False})
+    m = np.asarray(m, dtype=np.int64)
+    # the components of the edge's own two records in this release: the release alone keeps
+    # min(m_i, m_j) <= M_ij per record, whatever other records of the same persons got
+    shared = np.minimum(m[rows[valid]], m[nbr[valid]])
+    return {"person": ids[rows[valid]], "neighbour": ids[nbr[valid]], "bound": bounds[valid], "own": shared}
 
 
 def _all_people(ledger: Any, ref: Any) -> dict[str, np.ndarray]:
@@ -222,17 +227,20 @@ def _lookup(table: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
     return np.where(hit, table["m"][pos] if table["person"].size else 0, 0).astype(np.int64)
 
 
-def _edge_breaks(ledger: Any, mine: Any, edge_sets: list[dict[str, np.ndarray]], refs: list[Any]) -> int:
+def _edge_breaks(ledger: Any, edge_sets: list[tuple[int, dict[str, np.ndarray]]], refs: list[Any]) -> int:
     """People with a k-NN edge (in any composed k-variance release) whose shared components over
-    every composed release exceed its bound (driver side: the edges and the releases' m)."""
+    every composed release exceed its bound (driver side: the edges and the releases' m). An
+    edge of release r counts its own records' components in r, and the person's most components
+    in every other release."""
     tables = [_all_people(ledger, r) for r in refs]
     bad: set[int] = set()
-    for e in edge_sets:
-        if e is None or not e["person"].size:
+    for r0, e in edge_sets:
+        if not e["person"].size:
             continue
-        shared = np.zeros(e["person"].size, np.int64)
-        for t in tables:
-            shared += np.minimum(_lookup(t, e["person"]), _lookup(t, e["neighbour"]))
+        shared = np.asarray(e["own"], np.int64).copy()
+        for r, t in enumerate(tables):
+            if r != r0:
+                shared += np.minimum(_lookup(t, e["person"]), _lookup(t, e["neighbour"]))
         bad.update(np.unique(e["person"][shared > e["bound"]]).tolist())
     return len(bad)
 
@@ -279,6 +287,17 @@ def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, people: 
         comp.notes.append(
             f"{len(people.missing)} earlier release(s) of this input hold no people in the ledger: their components are not counted"
         )
+    if not joined:
+        # alone, the release is held to its own guarantee (recounted from its files); its people
+        # and edges are kept for the releases that come after it
+        if n_kvar:
+            mine_edges = edges_table(release, people.ledger, people.compute_kwargs)
+            if mine_edges is not None:
+                from ..ledger.people import write_side_table
+
+                write_side_table(people.ledger, people.mine.uid, "_edges", mine_edges)
+        comp.notes.append("no earlier sketch release shares people with this one: nothing to compose")
+        return comp
     if delta is not None:
         count = int(total["breaking"])
         n = int(total["people"])
@@ -307,7 +326,7 @@ def compose_sketches(release: Any, earlier: Sequence[Any], ledger: Any, people: 
         if not any(e is not None for e in edge_sets):
             comp.notes.append("no k-NN graph of the k-variance release(s) in the ledger: k-variance not composed")
         else:
-            count = _edge_breaks(store, people.mine, [e for e in edge_sets if e is not None], refs)
+            count = _edge_breaks(store, [(r, e) for r, e in enumerate(edge_sets) if e is not None], refs)
             comp.figures["people_breaking_k_variance"] = count
             comp.checks.append(
                 Check(

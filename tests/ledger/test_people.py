@@ -76,9 +76,7 @@ def test_pseudonyms_are_keyed_by_the_ledger(tmp_path):
 
 
 def _store(ledger: Ledger, uid: str, blocks, bits: int) -> PeopleRef:
-    tasks = bucket_tasks(
-        ledger, uid, [dask.delayed(h) for h, _ in blocks], [dask.delayed(v) for _, v in blocks], AGGS, bits
-    )
+    tasks = bucket_tasks(ledger, uid, [dask.delayed(h) for h, _ in blocks], [dask.delayed(v) for _, v in blocks], AGGS, bits)
     (counts,) = dask.compute(tasks, scheduler="sync")
     ref = PeopleRef(uid, bits, AGGS, "identifier", sum(c["people"] for c in counts), sum(c["records"] for c in counts))
     write_meta(ledger, ref)
