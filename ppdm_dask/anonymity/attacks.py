@@ -169,7 +169,10 @@ def intersection_attack(
         candidate record), ``disclosed`` (share whose candidates all hold one sensitive value),
         ``disclosed_correct`` (share of targets disclosed with their true value; with
         ``truth``), ``mean_candidates``, ``alone_a`` / ``alone_b`` (the disclosed share from
-        one release alone, for comparison) and ``linkage`` (:func:`same_position_equality`).
+        one release alone, for comparison) and ``linkage`` (:func:`same_position_equality`);
+        with ``truth`` also ``best_guess`` (share of targets whose most frequent candidate value
+        is theirs), ``best_guess_a`` / ``best_guess_b`` (the same from one release alone) and
+        ``base_rate`` (the share of the most frequent true value: a guess without any release).
     """
     qi = list(qi)
     if as_is is None:
@@ -208,6 +211,7 @@ def intersection_attack(
     unique = disclosed = correct = 0
     total = 0.0
     alone = {"a": 0, "b": 0}
+    guessed = {"both": 0, "a": 0, "b": 0}
     sens_a, sens_b = sens_of[va], sens_of[vb]
     per_class = {"a": _per_cell(ca, sens_a, ma.shape[1], n_sens), "b": _per_cell(cb, sens_b, mb.shape[1], n_sens)}
     for lo in range(0, n_t, _BLOCK):
@@ -220,9 +224,12 @@ def intersection_attack(
         total += float(n_cand.sum())
         if truth_keys is not None:
             correct += int((single & (sens_keys[code] == truth_keys[lo:hi])).sum())
+            guessed["both"] += int((sens_keys[_best(cand, sens_of, n_sens)] == truth_keys[lo:hi]).sum())
         for side, m in (("a", ma), ("b", mb)):
             per = m[lo:hi].astype(np.int64) @ per_class[side]
             alone[side] += int(((per > 0).sum(axis=1) == 1).sum())
+            if truth_keys is not None and n_sens:
+                guessed[side] += int((sens_keys[per.argmax(axis=1)] == truth_keys[lo:hi]).sum())
 
     share = (lambda x: x / n_t) if n_t else (lambda x: 0.0)
     out = {
@@ -237,4 +244,18 @@ def intersection_attack(
     }
     if truth_keys is not None:
         out["disclosed_correct"] = share(correct)
+        # the best guess of each target's value: the most frequent one among the candidates of
+        # both releases, of one release alone, and the base rate (the most frequent value of all)
+        out["best_guess"] = share(guessed["both"])
+        out["best_guess_a"] = share(guessed["a"])
+        out["best_guess_b"] = share(guessed["b"])
+        out["base_rate"] = float(pd.Series(truth_keys).value_counts(normalize=True).iloc[0]) if n_t else 0.0
     return out
+
+
+def _best(cand: np.ndarray, sens_of: np.ndarray, n_sens: int) -> np.ndarray:
+    """Per target, the code of the sensitive value with the most candidate records."""
+    per = np.zeros((cand.shape[0], max(1, n_sens)), dtype=np.int64)
+    for j in range(n_sens):
+        per[:, j] = cand[:, sens_of == j].sum(axis=1)
+    return per.argmax(axis=1)

@@ -101,12 +101,20 @@ def emit_release(
 
 
 def ledger_text(comp: Any) -> str:
-    """One line on the release's composition with the earlier releases of its input."""
+    """One line on the release's composition with the earlier releases that share its input or
+    its people (and who the person is, once composed by person)."""
+    people = getattr(comp, "people", None) or {}
+    who = f"; the person: {people['describe']}" if people.get("describe") else ""
     if not comp.earlier:
-        return f"  {'ledger':<12} recorded: the first release of this input"
+        return f"  {'ledger':<12} recorded: no earlier release shares its input or its people{who}"
     limits = ", ".join(f"{c.name} {'ok' if c.ok else 'OVERRIDDEN'}" for c in comp.checks)
-    return f"  {'ledger':<12} recorded: composed with {len(comp.earlier)} earlier release(s) of this input" + (
-        f" ({limits})" if limits else ""
+    shared = sum(int(v) for v in (people.get("shared") or {}).values())
+    held = f", {shared:,} people shared" if people.get("shared") else ""
+    return (
+        f"  {'ledger':<12} recorded: composed with {len(comp.earlier)} earlier release(s) that share its input or its people"
+        + held
+        + (f" ({limits})" if limits else "")
+        + who
     )
 
 

@@ -134,7 +134,7 @@ def ledger_check(obj: Context) -> None:
 @click.option("--input", "fingerprint", default=None, metavar="FP", help="Only the releases of this input.")
 @click.pass_obj
 def ledger_export(obj: Context, out: str | None, fingerprint: str | None) -> None:
-    """Every record with its events, status and composition as JSON (no secret, no per-record
+    """Every record with its events, status and composition as JSON (no secret, no people or per-record
     values)."""
     doc = _store(obj).export(fingerprint)
     text = json.dumps(doc, indent=1, default=json_default)

@@ -117,7 +117,7 @@ class Composition:
         if not self.earlier:
             if by_person:
                 return [f"ledger: no earlier release shares people with this one{who}"]
-            return ["ledger: first recorded release of this input"]
+            return ["ledger: first recorded release of this input (its people are composed once it is written)"]
         if by_person:
             out = [f"ledger: {len(self.earlier)} earlier release(s) share this input or its people{who}:"]
         else:

@@ -62,7 +62,7 @@ def ledger_items(release: Any, manifest: Mapping[str, Any] | None) -> list[dict[
             Text(
                 "ledger_public",
                 "This release was not recorded in a ledger (the owner opted out): nothing "
-                "composes it with other releases of the same input.",
+                "composes it with other releases of the same input or the same people.",
             ).to_dict()
         )
         return items
@@ -72,9 +72,10 @@ def ledger_items(release: Any, manifest: Mapping[str, Any] | None) -> list[dict[
     n = int(public.get("releases", 1))
     shown = {k: v for k, v in public.items() if k not in ("releases", "limits")}
     text = (
-        "This is the first recorded release of its input."
+        "No earlier recorded release shares its input or its people."
         if n <= 1
-        else f"This release is one of {n} recorded releases of the same input, composed in the owner's ledger"
+        else f"This release is one of {n} recorded releases that share its input or its people, composed person by "
+        "person in the owner's ledger"
         + (": " + ", ".join(f"{k.replace('_', ' ')} {plain(v)}" for k, v in shown.items()) if shown else "")
         + "."
     )
@@ -91,16 +92,36 @@ def ledger_items(release: Any, manifest: Mapping[str, Any] | None) -> list[dict[
     items.append(Text("ledger_public", text).to_dict())
     if comp is None:
         return items
+    people = comp.get("people") or {}
+    if people.get("describe"):
+        items.append(
+            Text(
+                "ledger_person",
+                f"Composed person by person (the person: {people['describe']}): this release holds "
+                f"{int(people.get('persons') or 0):,} people in {int(people.get('records') or 0):,} records"
+                + (f", at most {people['bound']} baskets each" if people.get("bound") else "")
+                + ".",
+                about="comparison",
+            ).to_dict()
+        )
     if earlier:
+        shared = people.get("shared") or {}
         rows = [
-            [r.release_id or r.uid, f"{r.family}/{r.get('method')}", r.get("created"), r.status, r.get("destination")]
+            [
+                r.release_id or r.uid,
+                f"{r.family}/{r.get('method')}",
+                r.get("created"),
+                r.status,
+                r.get("destination"),
+                f"{int(shared[r.release_id or r.uid]):,}" if (r.release_id or r.uid) in shared else "same input",
+            ]
             for r in earlier
         ]
         items.append(
             Table(
                 "ledger_earlier",
-                "Earlier releases of this input (the owner's ledger)",
-                ["release id", "family / method", "created", "status", "destination"],
+                "Earlier releases that share this input or its people (the owner's ledger)",
+                ["release id", "family / method", "created", "status", "destination", "people shared"],
                 rows,
                 about="comparison",
                 note=f"Composition recorded by {found}.",

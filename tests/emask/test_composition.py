@@ -140,7 +140,7 @@ def test_two_releases_then_a_third_beyond_the_budget(tx, tmp_path):
     est = [Distorter(0.4, 0.98, key=Key(10 + i), privacy_floor=60, epsilon_budget=7) for i in range(3)]
     first = est[0].fit_transform(tx)
     m1 = first.write(str(tmp_path / "r0"), notify=notify)
-    assert [s for s, _ in said] == ["ledger: first recorded release of this input"]
+    assert [s for s, _ in said][0].startswith("ledger: first recorded release of this input")
     assert m1["release"]["ledger"]["composition"]["releases"] == 1
     said.clear()
 
