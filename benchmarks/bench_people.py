@@ -51,7 +51,7 @@ def _block(seed: int, i: int, rows: int, n_people: int) -> tuple[Any, np.ndarray
     m.sum_duplicates()
     m.data[:] = 1
     m = sp.csr_array((m.data.astype(np.int32), m.indices.astype(np.int32), m.indptr.astype(np.int32)), shape=m.shape)
-    person = rng.integers(0, n_people, rows).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed)
+    person = rng.integers(0, n_people, rows).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # the same people in every extract
     return m, person
 
 
@@ -81,7 +81,7 @@ def _baskets(seed: int, n: int, n_people: int) -> Any:
 def _write_input(folder: Path, seed: int, n: int, n_people: int, client: Any) -> str:
     url = str(folder / f"baskets-{seed}-{n}")
     if not Path(url).exists():
-        _baskets(seed, n, n_people).to_parquet(url, client=client)
+        _baskets(seed, n, n_people).to_parquet(url)  # on the default client (the cluster)
     return url
 
 

@@ -20,7 +20,6 @@ the input of the earlier releases:
   time): every person's tuple of labels over the releases, counted by tuple and by class;
   :func:`tuple_figures` turns the totals into the people in an intersection class below k, and
   the classes of one sensitive value whose people's classes were diverse in every release alone;
-* :func:`intersection_counts`: the same on one in-memory matrix of labels (a reference);
 * :func:`compose_tables`: the :class:`~ppdm_dask.ledger.Composition` of a new table release with
   every earlier table release that shares people with it (the ``compose`` hook of
   :class:`~.release.AnonymizedRelease` and :class:`~.km_release.KmRelease`).
@@ -42,7 +41,6 @@ __all__ = [
     "table_labels",
     "basket_labels",
     "sensitive_labels",
-    "intersection_counts",
     "bucket_tuples",
     "combine_tuples",
     "tuple_figures",
@@ -127,60 +125,6 @@ def sensitive_labels(block: pd.DataFrame, qi: Sequence[str], sensitive: str) -> 
     if qi:
         labels[suppressed_rows(block, tuple(qi))] = NOT_PUBLISHED
     return labels
-
-
-def intersection_counts(columns: np.ndarray, k: int) -> dict[str, Any]:
-    """The intersection classes of several releases from their labels.
-
-    Parameters
-    ----------
-    columns : ndarray of uint64, shape (n_records, n_releases)
-        One column of labels per release, rows aligned on the input's records;
-        :data:`NOT_PUBLISHED` where a release does not publish the record.
-    k : int
-        The smallest k of the releases.
-
-    Returns
-    -------
-    dict
-        ``records_published`` (published by at least one release), ``intersection_classes``
-        (among those records), ``smallest_intersection_class``, ``records_below_k`` (records
-        whose intersection class has fewer than k records *and* fewer than their class in each
-        release that publishes them: the records the composition singles out beyond what the
-        releases allowed alone), ``share_below_k`` (of the published records), ``exposed`` (bool
-        mask of those records), ``published`` (bool mask).
-    """
-    cols = np.asarray(columns, dtype=np.uint64)
-    if cols.ndim == 1:
-        cols = cols[:, None]
-    n, r = cols.shape
-    published = (cols != NOT_PUBLISHED).any(axis=1)
-    sizes = np.zeros(n, dtype=np.int64)
-    alone = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)  # the record's smallest class in one release
-    n_classes = 0
-    if n and published.any():
-        frame = pd.DataFrame(cols[published].view(np.int64), columns=[f"r{j}" for j in range(r)])
-        groups = frame.groupby(list(frame.columns), sort=False)
-        sizes[published] = groups[frame.columns[0]].transform("size").to_numpy()
-        n_classes = int(groups.ngroups)
-        for j in range(r):
-            c = cols[:, j]
-            on = c != NOT_PUBLISHED
-            if on.any():
-                _, inv, cnt = np.unique(c[on], return_inverse=True, return_counts=True)
-                alone[on] = np.minimum(alone[on], cnt[inv.ravel()])
-    exposed = published & (sizes < int(k)) & (sizes < alone)
-    n_pub = int(published.sum())
-    below = int(exposed.sum())
-    return {
-        "records_published": n_pub,
-        "intersection_classes": n_classes,
-        "smallest_intersection_class": int(sizes[published].min()) if n_pub else 0,
-        "records_below_k": below,
-        "share_below_k": below / n_pub if n_pub else 0.0,
-        "exposed": exposed,
-        "published": published,
-    }
 
 
 def _k_of(record: Any) -> int | None:

@@ -319,14 +319,22 @@ def person_figures(
         out["people_over_budget"] = int(weights[per > budget * (1.0 + 1e-12)].sum())
     if s0 is not None and 0.0 < s0 < 1.0 and vectors.size:
         pairs = [(t.p, t.q) for t in terms]
-        worst = vectors.max(axis=0)
-        bp = vector_basic_privacy(pairs, worst.tolist(), s0)
+        # BP depends on a person's counts only through the copies per distinct (p, q): group the
+        # releases by (p, q) and evaluate each distinct vector of group totals once
+        groups = sorted(set(pairs))
+        member = np.array([groups.index(pq) for pq in pairs], dtype=np.int64)
+        totals = np.zeros((vectors.shape[0], len(groups)), dtype=np.int64)
+        for g in range(len(groups)):
+            totals[:, g] = vectors[:, member == g].sum(axis=1)
+        worst = totals.max(axis=0)
+        bp = vector_basic_privacy(groups, worst.tolist(), s0)
         out["basic_privacy_worst_person"] = bp
         if floor is not None and (bp is None or bp < floor):
-            below = 0
-            unknown = 0
-            for v, w in zip(vectors, weights):
-                got = vector_basic_privacy(pairs, v.tolist(), s0)
+            distinct, inverse = np.unique(totals, axis=0, return_inverse=True)
+            weight_of = np.bincount(inverse.ravel(), weights=weights, minlength=distinct.shape[0]).astype(np.int64)
+            below = unknown = 0
+            for v, w in zip(distinct, weight_of):
+                got = vector_basic_privacy(groups, v.tolist(), s0)
                 if got is None:
                     unknown += int(w)
                 elif got < floor:

@@ -152,24 +152,30 @@ def split_people(
     ids = person_ids(h, k0, k1)
     recs = np.ones(n, np.int64) if weights is None else np.asarray(weights, np.int64)
     table = _aggregate(ids, recs, vals, aggs)
-    n_buckets = 1 << max(0, bits)
+    # the rows are sorted by pseudonym and a bucket is a range of them: cut by binary search
+    starts = _bucket_starts(bits)
+    cut = _cuts(table["person"], starts)
+    cut_pairs = {name: _cuts(table["pairs_person:" + name], starts) for name, how in aggs.items() if how == "set"}
     out = []
-    for name in ("person", *[k for k in table if k.startswith("pairs_person:")]):
-        table["_bucket:" + name] = bucket_of(table[name], bits)
-    for b in range(n_buckets):
-        piece: Table = {}
-        on = table["_bucket:person"] == b
-        for k, v in table.items():
-            if k.startswith("_bucket:") or k.startswith("pairs"):
-                continue
-            piece[k] = v[on]
-        for name, how in aggs.items():
-            if how == "set":
-                m = table["_bucket:pairs_person:" + name] == b
-                piece["pairs_person:" + name] = table["pairs_person:" + name][m]
-                piece["pairs:" + name] = table["pairs:" + name][m]
+    for b in range(1 << max(0, bits)):
+        piece: Table = {k: v[cut[b] : cut[b + 1]] for k, v in table.items() if not k.startswith("pairs")}
+        for name, c in cut_pairs.items():
+            piece["pairs_person:" + name] = table["pairs_person:" + name][c[b] : c[b + 1]]
+            piece["pairs:" + name] = table["pairs:" + name][c[b] : c[b + 1]]
         out.append(piece)
     return tuple(out)
+
+
+def _bucket_starts(bits: int) -> np.ndarray:
+    """The first pseudonym of every bucket at ``2**bits`` buckets."""
+    if bits <= 0:
+        return np.zeros(1, dtype=np.uint64)
+    return np.array([b << (64 - bits) for b in range(1 << bits)], dtype=np.uint64)
+
+
+def _cuts(sorted_ids: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Where each bucket begins in ``sorted_ids``, and its length at the end."""
+    return np.r_[np.searchsorted(sorted_ids, starts, side="left"), sorted_ids.size].astype(np.int64)
 
 
 def merge_people(pieces: Sequence[Table], aggs: Mapping[str, str]) -> Table:

@@ -213,6 +213,9 @@ class Release(abc.ABC):
     NAMED_ONLY_FLOORS: ClassVar[tuple[str, ...]] = ()
     #: family hook: the families whose releases this one composes with by person (default: its own)
     COMPOSES_WITH: ClassVar[tuple[str, ...]] = ()
+    #: whose each record is (:class:`ppdm_dask.data.persons.People`, given by the estimator; see
+    #: the ``people`` parameter); None: not known, the release is composed by its input only
+    people: Any = None
 
     def __init__(
         self,

@@ -12,7 +12,15 @@ import pandas as pd
 import pytest
 
 from ppdm_dask.anonymity import KAnonymizer, KmAnonymizer
-from ppdm_dask.anonymity.composition import CHECK_NAME, DIVERSITY_CHECK, NOT_PUBLISHED, intersection_counts, table_labels
+from ppdm_dask.anonymity.composition import (
+    CHECK_NAME,
+    DIVERSITY_CHECK,
+    NOT_PUBLISHED,
+    bucket_tuples,
+    combine_tuples,
+    table_labels,
+    tuple_figures,
+)
 from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.datasets import sample_path
 from ppdm_dask.data.tables import read_table
@@ -139,8 +147,8 @@ def test_labels_do_not_depend_on_the_partitioning(people):
     assert np.array_equal(rows[0], rows[1]) and (rows[0] != NOT_PUBLISHED).all()
     other = _mondrian(["age", "sex"], 2).fit_release(people)
     theirs = np.concatenate([t.compute()["label"] for t in other.ledger_rows(other._row_blocks()[0])])
-    figs = [intersection_counts(np.column_stack([r, theirs]), 5) for r in rows]
-    assert figs[0]["records_below_k"] == figs[1]["records_below_k"] > 0
+    figs = [_compose([r, theirs], 5) for r in rows]
+    assert figs[0]["people_below_k"] == figs[1]["people_below_k"] > 0
 
 
 def test_same_classes_again_compose_without_loss(people, tmp_path):
@@ -164,14 +172,34 @@ def test_suppressed_records_are_not_published_and_k_is_the_smallest(people):
     assert labels[1] == NOT_PUBLISHED and labels[0] == labels[2] and labels[3] not in (labels[0], NOT_PUBLISHED)
     a = np.array([1, 1, 1, 0, 0, 2, 2, 2], dtype=np.uint64)  # release 1: two classes of 3, two records suppressed
     b = np.array([5, 5, 6, 6, 6, 6, 0, 0], dtype=np.uint64)  # release 2: a class of 2 (below k = 3 on its own)
-    got = intersection_counts(np.column_stack([a, b]), 3)
+    got = _compose([b, a], 3)
     published, below = _brute_force([pd.Series([x or None for x in a.tolist()]), pd.Series([x or None for x in b.tolist()])], 3)
     # by hand: classes (1,5)x2 (1,6)x1 (0,6)x2 (2,6)x1 (2,0)x2 are all below 3, but the two records
     # of (1,5) were already in a class of 2 in release 2 alone: the composition singles out 6
-    assert (got["records_published"], got["records_below_k"]) == (published, below) == (8, 6)
+    assert (got["people_published"], got["people_below_k"]) == (published, below) == (8, 6)
     assert got["intersection_classes"] == 5 and got["smallest_intersection_class"] == 1
-    assert intersection_counts(np.column_stack([a, b, np.zeros(8, np.uint64)]), 3)["records_below_k"] == 6
-    assert intersection_counts(np.zeros((4, 2), np.uint64), 3)["records_published"] == 0
+    assert (got["shared_below_k"], got["only_this_release_below_k"], got["only_earlier_releases_below_k"]) == (2, 2, 2)
+    # cut into buckets of people in any way, the counts combine to the same figures
+    halves = _compose([b, a], 3, split=True)
+    assert halves == got
+    assert _compose([b, a, np.zeros(8, np.uint64)], 3)["people_below_k"] == 6
+    assert _compose([np.zeros(4, np.uint64), np.zeros(4, np.uint64)], 3)["people_published"] == 0
+
+
+def _compose(labels: list[np.ndarray], k: int, split: bool = False) -> dict:
+    """The ledger's join kernels on label columns (one per release, this one first; person i of
+    every column is the same person), in one bucket or cut into two."""
+    n = labels[0].size
+    person = np.arange(1, n + 1, dtype=np.uint64)
+    tables = [{"person": person, "records": np.ones(n, np.int64), "label": np.asarray(c, np.uint64)} for c in labels]
+    cuts = [slice(0, n // 2), slice(n // 2, n)] if split else [slice(0, n)]
+    parts = [
+        bucket_tuples(
+            {k2: v[c] for k2, v in tables[0].items()}, [{k2: v[c] for k2, v in t.items()} for t in tables[1:]], weighted=False
+        )
+        for c in cuts
+    ]
+    return tuple_figures(combine_tuples(parts), k, k, diversity=False)
 
 
 def test_an_earlier_release_without_labels_is_a_bound(people, tmp_path):

@@ -153,3 +153,18 @@ def test_estimators_pass_their_ledger_to_the_release(tmp_path, make):
     assert rel.ledger is mine
     rel.write(str(tmp_path / "mine-release"))
     assert len(mine.records()) == 1 and mine.records()[0].family == "condensation"
+
+
+def test_an_overlapping_extract_composes_with_the_release_of_its_records(tmp_path):
+    """The union is taken over every earlier release that holds the same records (each record
+    its own person here), whatever its input: a release of records 0-149, then one of records
+    50-199 composes with it (100 records shared), while a release of other records does not."""
+    df = _data(n=200)
+    first, m1 = _write(df.iloc[:150].reset_index(drop=True), tmp_path / "first", 1)
+    _write(_data(n=150, seed=9), tmp_path / "other", 2)  # other records: nobody shared
+    second = Condenser(privacy_levels=(1, 3), key=Key(3), allow_weak=True).fit(df.iloc[50:].reset_index(drop=True)).release()
+    second.write(str(tmp_path / "second"))
+    comp = second.composition
+    assert [r.release_id for r in comp.earlier] == [m1["release"]["id"]]
+    assert comp.people["shared"] == {m1["release"]["id"]: 100}
+    assert comp.people["kind"] == "record" and comp.releases == 2
