@@ -96,12 +96,17 @@ def pq_from_manifest(url: str, *, storage_options: Any = None) -> tuple[float, f
     return float(params["p"]), float(params["q"])
 
 
-def _bp_interval(p: float, q: float, lo: float, hi: float) -> float:
+def _bp_interval(p: float, q: float, lo: float, hi: float, copies: int = 1) -> float:
     """Largest basic privacy over supports in ``[lo, hi]`` (inside (0, 1)): the most favourable
-    reading of a statistical estimate of s0."""
+    reading of a statistical estimate of s0; of a bit seen ``copies`` times (a person's item in
+    each of their baskets) when ``copies > 1``."""
+    from .composition import person_basic_privacy
+
     eps = 1e-12
     lo, hi = max(lo, eps), min(hi, 1.0 - eps)
     grid = np.unique(np.r_[np.linspace(lo, hi, 33), lo, hi])
+    if copies > 1:
+        return max(person_basic_privacy(p, q, float(s), copies) for s in grid)
     return max(basic_privacy(p, q, s0=float(s)) for s in grid)
 
 
@@ -393,6 +398,20 @@ class DistortedRelease(TransactionRelease):
                     overridden=self._overridden(bp >= floor),
                 )
             )
+            bound = self.parameters.get("max_baskets_per_person")
+            if isinstance(bound, int) and not isinstance(bound, bool) and bound > 1:
+                # the bound is public: the floor for the person is recounted from the files too
+                bp = _bp_interval(p, q, s_hat - tol, s_hat + tol, bound)
+                checks.append(
+                    Check(
+                        "basic privacy per person (estimated from the release)",
+                        bp >= floor,
+                        figure=bp,
+                        threshold=floor,
+                        detail=f"of an item in each of a person's {bound} baskets (at most), at the most favourable s0",
+                        overridden=self._overridden(bp >= floor),
+                    )
+                )
         return checks
 
     def _same_items(self, original: Any) -> bool:
