@@ -5,6 +5,7 @@ the CPU has it (vectorised VPOPCNTQ in the AND + popcount loops of the miners). 
 and :func:`gram_range` count on packed row bitsets: the pair counts of exact mining's level 2
 and of EMASK's block search are this one kernel. Without numba the
 module defines nothing and :data:`available` is False (the callers then use their numpy paths).
+:func:`splitmix64` (numpy) mixes 64-bit words: the hashes of the ledger's joins and labels.
 """
 
 from __future__ import annotations
@@ -17,7 +18,19 @@ try:  # numba ships with pydata ``sparse`` (a dependency); the callers have nump
 except ImportError:  # pragma: no cover - numba is installed with the package
     _intrinsic = None
 
-__all__ = ["available", "ctpop", "and_count", "gram_range", "GRAM_TILE_WORDS"]
+__all__ = ["available", "ctpop", "and_count", "gram_range", "GRAM_TILE_WORDS", "splitmix64"]
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser of every uint64 of ``x`` (wrapping arithmetic): a bijection that
+    spreads every input bit over every output bit."""
+    x = np.asarray(x, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
 
 #: Words (64 rows each) of every bit row processed per tile of the bitset Gram kernel.
 GRAM_TILE_WORDS = 1024

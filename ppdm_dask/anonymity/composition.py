@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..bitops import splitmix64
+
 __all__ = [
     "NOT_PUBLISHED",
     "TABLE_FAMILIES",
@@ -140,21 +142,12 @@ def _k_of(record: Any) -> int | None:
 _TUPLE_SALT = np.uint64(0x9B05688C2B3E6C1F)
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        z = x + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 def _tuple_hash(labels: np.ndarray) -> np.ndarray:
     """One 64-bit hash per row of a label matrix (release position counts)."""
     h = np.zeros(labels.shape[0], dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(labels.shape[1]):
-            h += _mix(labels[:, j] ^ _mix(np.full(labels.shape[0], j, np.uint64) + _TUPLE_SALT))
+            h += splitmix64(labels[:, j] ^ splitmix64(np.full(labels.shape[0], j, np.uint64) + _TUPLE_SALT))
     return h
 
 

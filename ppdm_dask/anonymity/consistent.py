@@ -50,30 +50,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..bitops import splitmix64
 from ..errors import InvalidParameter
-from .composition import NOT_PUBLISHED, TABLE_FAMILIES
+from .composition import NOT_PUBLISHED, TABLE_FAMILIES, _tuple_hash
 
 __all__ = ["consistent_anonymize", "earlier_tables"]
 
 #: the label of a suppressed quasi-identifier value
 SUPPRESSED = "*"
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        z = x + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def _tuple_hash(labels: np.ndarray) -> np.ndarray:
-    h = np.zeros(labels.shape[0], dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(labels.shape[1]):
-            h += _mix(labels[:, j] ^ _mix(np.full(labels.shape[0], j + 1, np.uint64)))
-    return h
 
 
 def earlier_tables(ledger: Any, ids: np.ndarray) -> list[tuple[Any, dict[str, np.ndarray]]]:
@@ -199,7 +183,7 @@ def consistent_anonymize(
 
     sens_codes = pd.factorize(frame[sensitive].astype(object))[0] if sensitive else np.zeros(n, np.int64)
     n_sens = int(sens_codes.max()) + 1 if n and sensitive else 1
-    order_key = _mix(ids)
+    order_key = splitmix64(ids)
     published_group = np.full(n, -1, dtype=np.int64)  # stayer rows: their group id, -1 suppressed
     figures = {"earlier_releases": [rec.release_id or rec.uid for rec, _ in tables], "shared_people": 0}
     groups_total = groups_published = suppressed_stayers = 0

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..bitops import splitmix64
+
 __all__ = [
     "AGGREGATIONS",
     "Table",
@@ -41,16 +43,6 @@ AGGREGATIONS = ("sum", "min", "max", "set")
 #: a table: column name -> 1-D array, ``person`` sorted ascending and unique
 Table = dict[str, np.ndarray]
 _SET_SALT = np.uint64(0x510E527FADE682D1)
-
-
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser (wrapping uint64 arithmetic)."""
-    x = np.asarray(x, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        z = x + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
 
 
 def person_ids(hashes: np.ndarray, k0: int, k1: int) -> np.ndarray:
@@ -89,7 +81,7 @@ def set_hash(values: np.ndarray) -> np.uint64:
     """The hash that stands for a set of several distinct values (order-free, never 0 or 1)."""
     v = np.unique(np.asarray(values, dtype=np.uint64))
     with np.errstate(over="ignore"):
-        h = np.sum(_splitmix(v ^ _SET_SALT), dtype=np.uint64)
+        h = np.sum(splitmix64(v ^ _SET_SALT), dtype=np.uint64)
     return np.uint64(h | np.uint64(2))
 
 

@@ -35,7 +35,8 @@ def test_two_releases_are_recorded_and_the_second_names_the_first(tmp_path):
     second = _distort(tmp_path / "r2")
     # said before the work: the earlier release by its id, before the job's summary
     assert "this input has 1 earlier release(s)" in second.stderr and rid1 in second.stderr
-    assert "ledger       recorded: composed with 1 earlier release(s) of this input" in second.stdout  # the job's summary
+    summary = "ledger       recorded: composed with 1 earlier release(s) that share its input or its people"
+    assert summary in second.stdout and "the person: the record itself" in second.stdout  # the job's summary
     listed = json.loads(run("--json", "ledger", "list").stdout)
     (records,) = listed["inputs"].values()
     assert [r["release_id"] for r in records][0] == rid1 and len(records) == 2
