@@ -3,11 +3,12 @@
 ``python .ci/release_values.py write OUT.json`` makes one release per family with fixed keys on
 bundled and generated data (every anonymization method, access control, k^m-anonymity, EMASK,
 δ-anonymous sketches, condensation, the KRIMP generator; and the baskets grouped from the bundled
-event log) and writes the decoded contents of every
-Parquet file of each release — rows as pyarrow reads them, not bytes: the Parquet metadata names
-the writing library's version. ``python .ci/release_values.py compare A.json B.json`` says, file
-by file, where two such records differ and exits 1 if they do. ``.ci/run`` writes one record in
-each of its two environments and compares them.
+event log) and writes the decoded contents of every Parquet file of each release (rows as pyarrow
+reads them, not bytes: the Parquet metadata names the writing library's version), and the input
+digests and persons' hashes that a ledger shared across versions joins by (``identities``).
+``python .ci/release_values.py compare A.json B.json`` says, file by file, where two such records
+differ and exits 1 if they do. ``.ci/run`` writes one record in each of its two environments and
+compares them.
 """
 
 from __future__ import annotations
@@ -108,6 +109,39 @@ def _releases(work: Path) -> dict[str, Path]:
     return done
 
 
+def _identities() -> dict[str, Any]:
+    """What a ledger shared by a team on two versions must agree on: the input digests (records
+    and order) and the persons' hashes (the identifier column of a table, the events' user, the
+    record itself), before the ledger keys them."""
+    import dask
+    import numpy as np
+
+    from ppdm_dask import Key, read, read_table
+    from ppdm_dask.data.datasets import sample_path
+    from ppdm_dask.data.digest import content_digest
+    from ppdm_dask.data.events import read_events
+    from ppdm_dask.data.persons import frame_people, transaction_people
+
+    def people_hashes(people: Any) -> list[str]:
+        blocks = dask.compute(*people.blocks, scheduler="sync")
+        return [f"{int(a):016x}{int(b):016x}" for blk in blocks for a, b in np.asarray(blk).reshape(-1, 2)]
+
+    table = read_table(str(sample_path("people")), dtype={"age": "int"})
+    clicks = read(str(sample_path("bms-webview-1-5k")))
+    sessions, _ = read_events(
+        str(sample_path("events")), user="user", item="item", time="ts", session_gap="30min", key=Key(39), person_key=Key(5)
+    )
+    out: dict[str, Any] = {}
+    for name, obj in (("people", table), ("bms-webview-1-5k", clicks), ("sessions", sessions)):
+        d = content_digest(obj)
+        out[f"digest-{name}"] = {"records": d.records.hex(), "order": d.order.hex()}
+    out["persons-people-by-name"] = people_hashes(frame_people(table, ["name"]))
+    out["persons-people-records"] = people_hashes(frame_people(table))
+    out["persons-clicks-records"] = people_hashes(transaction_people(clicks))[:2000]
+    out["persons-sessions-users"] = people_hashes(transaction_people(sessions))
+    return out
+
+
 def write_record(out: Path) -> None:
     import importlib.metadata as md
 
@@ -117,6 +151,7 @@ def write_record(out: Path) -> None:
             "versions": {p: md.version(p) for p in ("numpy", "pandas", "pyarrow", "dask", "scipy", "numba")},
             "releases": {name: _decoded(folder) for name, folder in releases.items()},
         }
+    record["releases"]["identities"] = _identities()
     out.write_text(json.dumps(record))
     print(
         f"{len(record['releases'])} releases decoded into {out} ({', '.join(f'{k} {v}' for k, v in record['versions'].items())})"

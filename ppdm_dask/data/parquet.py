@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from ..errors import (
+    CorruptDatasetError,
     DataFormatError,
     DatasetNotFoundError,
     IncompleteDatasetError,
@@ -266,14 +267,25 @@ def write_parquet(
 
 
 # ---------------------------------------------------------------------- reading
+def _part_transactions(table: pa.Table, entry: dict, folder: str, url: str, n_items: int, **kw: Any) -> Any:
+    """The transactions of a part file read by :func:`read_part`; a part whose items decode but
+    break the format (an altered byte that Parquet does not notice) is named in the error."""
+    try:
+        return table_transactions(table, n_items, **kw)
+    except CorruptDatasetError:
+        raise
+    except DataFormatError as exc:  # the same kind of error, naming the file
+        raise type(exc)(f"{url or folder}: {entry['file']}: {exc.args[0] if exc.args else exc}") from None
+
+
 def _read_items(fs, folder: str, entry: dict, n_items: int, validate: bool, verify: bool, url: str) -> sp.csr_array:
     table = read_part(fs, folder, entry, columns=["items"], verify=verify, url=url)
-    return table_transactions(table, n_items, validate=validate)[0]
+    return _part_transactions(table, entry, folder, url, n_items, validate=validate)[0]
 
 
 def _read_weights(fs, folder: str, entry: dict, n_items: int, verify: bool, url: str) -> sp.csr_array:
     table = read_part(fs, folder, entry, columns=["items", "weights"], verify=verify, url=url)
-    return table_transactions(table, n_items, validate=False, weights=True)[1]
+    return _part_transactions(table, entry, folder, url, n_items, validate=False, weights=True)[1]
 
 
 def read_column(fs, folder: str, entry: dict, name: str, verify: bool = False, url: str | None = None) -> np.ndarray:

@@ -8,9 +8,9 @@ records, the person it belongs to:
   person is the tuple of those values (the columns are dropped from the release, as always);
 * **user** — baskets grouped from an event log: the ``person`` column that
   :func:`ppdm_dask.data.events.read_events` writes, a keyed pseudonym of the event log's user;
-* **record** — no person column: the record itself (two equal records are one person with two
-  records; a record that changed between two extracts is another person). Said so wherever the
-  person is named.
+* **record** — no person column: the record itself (equal records share one hash and count as
+  that many people of one record each; a record that changed between two extracts is another
+  person). Said so wherever the person is named.
 
 This module gives, one block at a time, the **unkeyed** 128-bit hash of each record's person
 (two uint64 per row; pure numpy/pyarrow) and :class:`People`, the lazy blocks of those hashes
@@ -101,7 +101,7 @@ def describe(kind: str, columns: Sequence[str] = ()) -> str:
         return f"the identifier column{'s' if len(columns) > 1 else ''} {cols}"
     if kind == "user":
         return "the event log's user (a keyed pseudonym)"
-    return "the record itself (no person column: equal records are one person)"
+    return "the record itself (no person column)"
 
 
 def identifier_hashes(columns: Sequence[Any]) -> np.ndarray:

@@ -233,8 +233,15 @@ class Admission:
             c = bad[0]
             listed = "; ".join(_refusal_item(comp, r) for r in comp.earlier[:5]) + (" ..." if len(comp.earlier) > 5 else "")
             first = _short(comp.earlier[0]) if comp.earlier else "ID"
+            # with no person column, equal records are taken for one person: say so, and how to name people
+            who = (
+                " (no person column: equal records in two releases are taken for one person; a person column, "
+                "--person or --user, composes by person instead)"
+                if comp.people.get("kind") == "record" and any(comp.people.get("shared", {}).values())
+                else ""
+            )
             raise CompositionRefused(
-                f"{c.line()} composed with {len(comp.earlier)} earlier release(s) in the ledger ({listed}); refused "
+                f"{c.line()} composed with {len(comp.earlier)} earlier release(s) in the ledger ({listed}){who}; refused "
                 f"(an earlier release that never reached anyone can be withdrawn: ppdm ledger forget {first} --reason TEXT)",
                 python="write(..., allow_composition=True) (recorded in the manifest)",
                 fix="`allow_composition` (recorded in the manifest)",

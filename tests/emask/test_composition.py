@@ -16,7 +16,7 @@ import os
 import numpy as np
 import pytest
 
-from ppdm_dask import Key
+from ppdm_dask import Key, TransactionArray
 from ppdm_dask.cli.flags import cli_message
 from ppdm_dask.data.quest import quest
 from ppdm_dask.emask import Distorter, basic_privacy
@@ -262,3 +262,19 @@ def test_earlier_records_other_families_and_the_smallest_budget(tx):
     # ln 20 + ln 9 + ln(50/3) = 8.01 <= 9; three releases at s0 ≈ 0.01 fall below the floor of 80
     assert {c.name: c.ok for c in comp.checks} == {BP_CHECK: False, BUDGET_CHECK: True}
     assert any("km/km" in n for n in comp.notes)
+
+
+def test_equal_baskets_of_two_inputs_are_taken_for_one_person_and_the_refusal_says_so(tx, tmp_path):
+    # no person column: a basket is its own person, so another input holding equal baskets (an
+    # overlapping extract, or baskets equal by chance) composes with them, and the refusal names
+    # that reading and the flags that name people instead
+    lists = tx.to_lists()
+    other = quest("T10.I4.D1K.N1K", key=Key(2)).to_lists()
+    Distorter(0.4, 0.98, key=Key(1)).fit_transform(TransactionArray.from_lists(lists[:600])).write(str(tmp_path / "a"))
+    second = Distorter(0.4, 0.98, key=Key(2)).fit_transform(TransactionArray.from_lists(lists[400:] + other[:400]))
+    with pytest.raises(CompositionRefused, match=BP_CHECK) as err:
+        second.write(str(tmp_path / "b"))
+    msg = cli_message(err.value)
+    shared = len(set(map(tuple, lists[:600])) & set(map(tuple, lists[400:] + other[:400])))
+    assert f"{shared:,} people shared" in msg and shared >= 200
+    assert "no person column: equal records in two releases are taken for one person" in msg and "--person or --user" in msg
