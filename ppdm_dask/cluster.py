@@ -250,7 +250,11 @@ def get_client(
     configure_worker_environment()
     # ``Client(**kwargs)`` without an address starts the LocalCluster itself and therefore
     # owns it: closing the client (or leaving its ``with`` block) closes the cluster too.
-    client = distributed.Client(address=None, set_as_default=True, **options)
+    try:
+        client = distributed.Client(address=None, set_as_default=True, **options)
+    except BaseException:
+        _drop_unstarted_default()
+        raise
     if quiet:
         # the local scheduler runs in this process: its notes on every shuffle's life go to the
         # command's stderr otherwise
@@ -379,6 +383,19 @@ def _retire_default_pool(wait: bool) -> None:
         pool, dask.threaded.default_pool = dask.threaded.default_pool, None
     if pool is not None:
         pool.shutdown(wait=wait, cancel_futures=True)
+
+
+def _drop_unstarted_default() -> None:
+    """Close the default client a failed start left behind: distributed registers a Client as
+    the default before it starts its cluster, and one whose cluster failed to start stays the
+    default ("connecting", no scheduler), where the next job of the process would find it."""
+    try:
+        client = distributed.default_client()
+    except ValueError:
+        return
+    if client.status != "running":
+        with contextlib.suppress(Exception):
+            client.close(timeout=2)
 
 
 def current_client() -> distributed.Client | None:

@@ -152,6 +152,11 @@ def test_the_spy_sees_a_job_that_starts_a_cluster(cluster_spy):
     r = _default_scheduler("info", str(sample_path("chess")))
     assert r.exit_code == 1 and "a LocalCluster was started" in r.output
     assert len(cluster_spy) == 1
+    # the client whose cluster failed to start is not left behind as the process's default
+    import distributed
+
+    with pytest.raises(ValueError):
+        distributed.default_client()
 
 
 def test_contradicting_ledger_flags_are_refused_before_the_job(cluster_spy, tmp_path):
