@@ -128,10 +128,15 @@ class Record:
         return out
 
     def line(self) -> str:
-        """One line naming the release: id, family/method, when, where, status."""
+        """One line naming the release: id, family/method, when, where, status (a release the
+        composition refused once its files were written says so)."""
+        status = self.status
+        failed = self.last("failed") or {}
+        if status == "not committed" and str(failed.get("reason", "")).startswith("CompositionRefused"):
+            status += ": refused by the composition"
         return (
             f"{self.release_id or self.uid} {self.family}/{self.get('method')} {self.get('created')} -> "
-            f"{self.get('destination')} [{self.status}]"
+            f"{self.get('destination')} [{status}]"
         )
 
 

@@ -132,6 +132,10 @@ def _refreshed(tmp_path, month1, month2, first_qi, second_qi, *, k, shared, **kw
     with pytest.raises(CompositionRefused, match=CHECK_NAME) as refused:
         fresh.write(str(tmp_path / "fresh-refused"))
     assert f"{m1['release']['id'][:12]} at " in str(refused.value) and f"{shared:,} people shared" in str(refused.value)
+    # refused once its files were written (by person): recorded as such, nothing at its destination
+    (gone,) = [r for r in ledger.records() if r.get("destination", "").endswith("fresh-refused")]
+    assert gone.status == "not committed" and gone.line().endswith("[not committed: refused by the composition]")
+    assert not (tmp_path / "fresh-refused").exists()
     mf = fresh.write(str(tmp_path / "fresh"), allow_composition=True)
     figures = fresh.composition.figures
     assert fresh.composition.people["shared"] == {m1["release"]["id"]: shared}
