@@ -387,7 +387,8 @@ class Admission:
     def failed(self, exc: BaseException) -> None:
         if self.record is not None:
             try:
-                self.ledger.event(self.record, "failed", reason=f"{type(exc).__name__}: {exc}"[:500])
+                refused = isinstance(exc, CompositionRefused)
+                self.ledger.event(self.record, "failed", reason=f"{type(exc).__name__}: {exc}"[:500], refused=refused)
             except Exception:  # the job's own error matters more
                 pass
 

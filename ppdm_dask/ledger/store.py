@@ -131,8 +131,7 @@ class Record:
         """One line naming the release: id, family/method, when, where, status (a release the
         composition refused once its files were written says so)."""
         status = self.status
-        failed = self.last("failed") or {}
-        if status == "not committed" and str(failed.get("reason", "")).startswith("CompositionRefused"):
+        if status == "not committed" and (self.last("failed") or {}).get("refused"):
             status += ": refused by the composition"
         return (
             f"{self.release_id or self.uid} {self.family}/{self.get('method')} {self.get('created')} -> "
